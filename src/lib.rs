@@ -1,2 +1,23 @@
-//! gavel governs the tool calls of AI agents: policy, approval, execution,
-//! and an audit record that no one can quietly rewrite.
+//! gavel governs the tool calls of AI agents. Every call goes through three
+//! separate stages: the **policy** decides (`allow`, `ask`, `deny`, with a
+//! stable rule id and a reason), **approval** is asked only for `ask`, and
+//! **execution** runs the handler only when allowed and always returns a
+//! result (`blocked`, `succeeded`, `failed`). Every step is appended to an
+//! audit record.
+
+pub mod approval;
+pub mod audit;
+pub mod digest;
+pub mod facts;
+pub mod hooks;
+pub mod policy;
+pub mod request;
+pub mod runner;
+pub mod tools;
+
+pub use approval::{ApprovalStatus, Approver, Resolution};
+pub use audit::{AuditSink, Event, ExecutionStatus, ToolResult};
+pub use facts::{Facts, Workspace};
+pub use policy::{Action, Decision, Policy};
+pub use request::ToolRequest;
+pub use runner::{CallOutcome, GovernedRunner};

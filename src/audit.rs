@@ -1,0 +1,232 @@
+//! The audit record's vocabulary: the events of a call (request, decision,
+//! approval, result) and of a session (lifecycle), and the `AuditSink` they
+//! are appended to. The SQLite store is one sink; a `Vec<Event>` is another.
+//!
+//! Each event body serializes to the exact JSON bytes the store keeps and
+//! hashes; nothing here knows about SQL or the chain.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::approval::ApprovalStatus;
+use crate::facts::Facts;
+use crate::policy::{Action, PolicyRef};
+
+/// How execution ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionStatus {
+    /// The handler was not called: denied, rejected or cancelled.
+    Blocked,
+    Succeeded,
+    /// The handler was called (or missing) and reported an error.
+    Failed,
+}
+
+impl ExecutionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutionStatus::Blocked => "blocked",
+            ExecutionStatus::Succeeded => "succeeded",
+            ExecutionStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "blocked" => Some(ExecutionStatus::Blocked),
+            "succeeded" => Some(ExecutionStatus::Succeeded),
+            "failed" => Some(ExecutionStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// What execution returned: always a result, never an escaped error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub status: ExecutionStatus,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+}
+
+/// Results longer than this are stored as a digest and a prefix.
+pub const MAX_STORED_CONTENT: usize = 16 * 1024;
+
+/// The tool a client named and the input it sent, when gavel mapped it onto
+/// its own vocabulary (Claude Code's `Bash` becomes `bash`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientCall {
+    pub client: String,
+    pub tool: String,
+    pub input: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub tool_use_id: String,
+    pub arguments: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientCall>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    pub action: Action,
+    pub rule_id: String,
+    pub reason: String,
+    pub policy: PolicyRef,
+    pub facts: Facts,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    pub status: ApprovalStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultRecord {
+    pub status: ExecutionStatus,
+    /// The content, or its first bytes when it was longer than `MAX_STORED_CONTENT`.
+    pub content: String,
+    /// Set when `content` was cut: the SHA-256 (hex) and size of the full content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+}
+
+impl ResultRecord {
+    /// Records `result`, keeping a digest instead of very large content.
+    pub fn from_result(result: &ToolResult) -> Self {
+        let (content, content_sha256, content_bytes) = if result.content.len() > MAX_STORED_CONTENT
+        {
+            let mut cut = MAX_STORED_CONTENT;
+            while !result.content.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            (
+                result.content[..cut].to_owned(),
+                Some(crate::digest::hex(&crate::digest::sha256(
+                    result.content.as_bytes(),
+                ))),
+                Some(result.content.len() as u64),
+            )
+        } else {
+            (result.content.clone(), None, None)
+        };
+        Self {
+            status: result.status,
+            content,
+            content_sha256,
+            content_bytes,
+            exit_code: result.exit_code,
+            duration_ms: result.duration_ms,
+        }
+    }
+}
+
+/// A session event that is not a tool call (`UserPromptSubmit`, `Stop`, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LifecycleRecord {
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub data: Value,
+}
+
+/// The body of one event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventBody {
+    Request(RequestRecord),
+    Decision(DecisionRecord),
+    Approval(ApprovalRecord),
+    Result(ResultRecord),
+    Lifecycle(LifecycleRecord),
+}
+
+impl EventBody {
+    /// The kind stored beside the payload.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::Request(_) => "request",
+            EventBody::Decision(_) => "decision",
+            EventBody::Approval(_) => "approval",
+            EventBody::Result(_) => "result",
+            EventBody::Lifecycle(_) => "lifecycle",
+        }
+    }
+
+    /// The payload's JSON bytes, as stored and hashed.
+    pub fn to_json(&self) -> Vec<u8> {
+        let bytes = match self {
+            EventBody::Request(r) => serde_json::to_vec(r),
+            EventBody::Decision(r) => serde_json::to_vec(r),
+            EventBody::Approval(r) => serde_json::to_vec(r),
+            EventBody::Result(r) => serde_json::to_vec(r),
+            EventBody::Lifecycle(r) => serde_json::to_vec(r),
+        };
+        // These records hold only strings, numbers and JSON values with string keys,
+        // which serde_json always serializes.
+        bytes.expect("audit records serialize to JSON")
+    }
+
+    /// Reads a stored payload back.
+    pub fn from_json(kind: &str, payload: &[u8]) -> Result<Self, String> {
+        let err = |e: serde_json::Error| format!("{kind} payload: {e}");
+        Ok(match kind {
+            "request" => EventBody::Request(serde_json::from_slice(payload).map_err(err)?),
+            "decision" => EventBody::Decision(serde_json::from_slice(payload).map_err(err)?),
+            "approval" => EventBody::Approval(serde_json::from_slice(payload).map_err(err)?),
+            "result" => EventBody::Result(serde_json::from_slice(payload).map_err(err)?),
+            "lifecycle" => EventBody::Lifecycle(serde_json::from_slice(payload).map_err(err)?),
+            other => return Err(format!("unknown event kind `{other}`")),
+        })
+    }
+}
+
+/// One event of the record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub call_id: String,
+    /// The tool, in gavel's vocabulary; `None` for lifecycle events.
+    pub tool: Option<String>,
+    /// Microseconds since the Unix epoch, UTC.
+    pub ts_us: i64,
+    pub body: EventBody,
+}
+
+impl Event {
+    pub fn now(call_id: &str, tool: Option<&str>, body: EventBody) -> Self {
+        Self {
+            call_id: call_id.to_owned(),
+            tool: tool.map(str::to_owned),
+            ts_us: chrono::Utc::now().timestamp_micros(),
+            body,
+        }
+    }
+}
+
+/// Why the record could not be written. The runner fails closed on it.
+#[derive(Debug, thiserror::Error)]
+#[error("audit record unavailable: {0}")]
+pub struct AuditError(pub Box<dyn std::error::Error + Send + Sync>);
+
+/// Where events go. `append` writes all of `events` atomically, in order.
+pub trait AuditSink {
+    fn append(&mut self, events: &[Event]) -> Result<(), AuditError>;
+}
+
+/// An in-memory record, for tests and embedding.
+impl AuditSink for Vec<Event> {
+    fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
+        self.extend_from_slice(events);
+        Ok(())
+    }
+}

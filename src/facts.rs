@@ -1,0 +1,276 @@
+//! What the filesystem says about a request: the canonical workspace root
+//! and where each path argument really points. Facts are gathered here,
+//! outside the policy, and handed to it; replay hands in recorded facts
+//! instead, which is what makes a replayed decision exact.
+//!
+//! Resolution fails closed: a path that cannot be resolved (a symlink loop,
+//! an unreadable link) is reported as outside the workspace.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::request::ToolRequest;
+
+/// The facts a decision used. Recorded with every decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Facts {
+    /// The canonical workspace root.
+    pub workspace: String,
+    /// Paths the request touches, resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<PathFact>,
+}
+
+/// One path argument and where it resolved to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathFact {
+    /// The path as the request gave it.
+    pub requested: String,
+    /// The resolved absolute path, or `None` when resolution failed.
+    pub resolved: Option<String>,
+    /// Whether the resolved path lies inside the workspace root.
+    pub inside: bool,
+    /// The resolved path relative to the workspace (`.` for the root itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative: Option<String>,
+    /// Why resolution failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Tools whose `path` (or `pattern` for `glob`) argument is scoped to the workspace.
+pub fn path_argument(tool: &str) -> Option<&'static str> {
+    match tool {
+        "read_file" | "write_file" | "edit_file" => Some("path"),
+        "glob" => Some("pattern"),
+        _ => None,
+    }
+}
+
+/// A workspace root, canonicalized once.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Canonicalizes `dir`; it must exist.
+    pub fn open(dir: &Path) -> io::Result<Self> {
+        Ok(Self {
+            root: std::fs::canonicalize(dir)?,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Gathers the facts for `request` from the filesystem as it is now.
+    pub fn facts(&self, request: &ToolRequest) -> Facts {
+        let mut facts = Facts {
+            workspace: self.root.to_string_lossy().into_owned(),
+            paths: Vec::new(),
+        };
+        if let Some(field) = path_argument(&request.name)
+            && let Some(raw) = request.str_arg(field)
+        {
+            let scoped = if request.name == "glob" {
+                static_prefix(raw)
+            } else {
+                raw
+            };
+            facts.paths.push(self.path_fact(raw, scoped));
+        }
+        facts
+    }
+
+    /// Resolves `scoped` (the part of `requested` that names a path) and
+    /// says whether it stays inside the workspace.
+    pub fn path_fact(&self, requested: &str, scoped: &str) -> PathFact {
+        match self.resolve(scoped) {
+            Ok(resolved) => {
+                let relative = resolved.strip_prefix(&self.root).ok().map(|rel| {
+                    if rel.as_os_str().is_empty() {
+                        ".".to_owned()
+                    } else {
+                        rel.to_string_lossy().into_owned()
+                    }
+                });
+                PathFact {
+                    requested: requested.to_owned(),
+                    inside: relative.is_some(),
+                    resolved: Some(resolved.to_string_lossy().into_owned()),
+                    relative,
+                    error: None,
+                }
+            }
+            Err(err) => PathFact {
+                requested: requested.to_owned(),
+                resolved: None,
+                inside: false,
+                relative: None,
+                error: Some(err.to_string()),
+            },
+        }
+    }
+
+    /// Resolves a path argument: relative to the root, `~` expanded,
+    /// existing symlinks followed, `..` applied after them. A final part that
+    /// does not exist yet is fine.
+    pub fn resolve(&self, raw: &str) -> io::Result<PathBuf> {
+        let expanded = expand_home(raw);
+        let joined = if expanded.is_absolute() {
+            expanded
+        } else {
+            self.root.join(expanded)
+        };
+        resolve_lenient(&joined)
+    }
+}
+
+fn expand_home(raw: &str) -> PathBuf {
+    let home = || std::env::var_os("HOME").map(PathBuf::from);
+    match raw.strip_prefix('~') {
+        Some("") => home().unwrap_or_else(|| PathBuf::from(raw)),
+        Some(rest) if rest.starts_with('/') => match home() {
+            Some(h) => h.join(rest.trim_start_matches('/')),
+            None => PathBuf::from(raw),
+        },
+        _ => PathBuf::from(raw),
+    }
+}
+
+/// The longest leading part of a glob pattern without wildcards, e.g.
+/// `../outside` for `../outside/*.txt`; `.` when the first part has one.
+pub fn static_prefix(pattern: &str) -> &str {
+    let wild = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
+    match pattern[..wild].rfind('/') {
+        _ if wild == pattern.len() => pattern,
+        Some(0) => "/",
+        Some(slash) => &pattern[..slash],
+        None => ".",
+    }
+}
+
+/// Like Python's `Path.resolve(strict=False)`: follows symlinks that exist,
+/// keeps a missing tail as written, and reports loops as errors.
+fn resolve_lenient(path: &Path) -> io::Result<PathBuf> {
+    const MAX_LINKS: usize = 40;
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    push_components(&mut pending, path, false);
+    let mut out = PathBuf::from("/");
+    let mut links = 0;
+    let mut missing = false;
+    while let Some(part) = pending.pop_front() {
+        if part == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&part);
+        if missing {
+            out = next;
+            continue;
+        }
+        match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(io::Error::other(format!(
+                        "too many levels of symbolic links at `{}`",
+                        next.display()
+                    )));
+                }
+                let target = std::fs::read_link(&next)?;
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                push_components(&mut pending, &target, true);
+            }
+            Ok(_) => out = next,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                missing = true;
+                out = next;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(out)
+}
+
+/// Queues the normal and `..` parts of `path`, at the front when `front`.
+fn push_components(queue: &mut VecDeque<OsString>, path: &Path, front: bool) {
+    let parts: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect();
+    if front {
+        for part in parts.into_iter().rev() {
+            queue.push_front(part);
+        }
+    } else {
+        queue.extend(parts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn workspace() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("ws")).unwrap();
+        let ws = Workspace::open(&dir.path().join("ws")).unwrap();
+        (dir, ws)
+    }
+
+    #[test]
+    fn static_prefix_stops_before_the_first_wildcard() {
+        assert_eq!(static_prefix("../outside/*.txt"), "../outside");
+        assert_eq!(static_prefix("src/**/*.rs"), "src");
+        assert_eq!(static_prefix("*.rs"), ".");
+        assert_eq!(static_prefix("/etc/*"), "/etc");
+        assert_eq!(static_prefix("/*"), "/");
+        assert_eq!(static_prefix("README.md"), "README.md");
+    }
+
+    #[test]
+    fn traversal_and_absolute_paths_are_outside() {
+        let (_dir, ws) = workspace();
+        assert!(ws.path_fact("a/b.txt", "a/b.txt").inside);
+        assert!(!ws.path_fact("../x", "../x").inside);
+        assert!(!ws.path_fact("/etc/hosts", "/etc/hosts").inside);
+        assert!(ws.path_fact("a/../b", "a/../b").inside);
+        assert_eq!(ws.path_fact(".", ".").relative.as_deref(), Some("."));
+    }
+
+    #[test]
+    fn symlinks_are_followed_before_dotdot() {
+        let (dir, ws) = workspace();
+        std::fs::create_dir(dir.path().join("outside")).unwrap();
+        symlink(dir.path().join("outside"), ws.root().join("link")).unwrap();
+        assert!(!ws.path_fact("link/new.txt", "link/new.txt").inside);
+        // `inner/..` where inner points outside: `..` applies to the target.
+        std::fs::create_dir_all(dir.path().join("outside/deep")).unwrap();
+        symlink(dir.path().join("outside/deep"), ws.root().join("inner")).unwrap();
+        assert!(!ws.path_fact("inner/../x", "inner/../x").inside);
+    }
+
+    #[test]
+    fn symlink_loops_fail_closed() {
+        let (_dir, ws) = workspace();
+        symlink("b", ws.root().join("a")).unwrap();
+        symlink("a", ws.root().join("b")).unwrap();
+        let fact = ws.path_fact("a/x", "a/x");
+        assert!(!fact.inside);
+        assert!(fact.error.is_some());
+    }
+}

@@ -1,0 +1,162 @@
+//! Policy files: TOML in, a validated `Policy` out, or a one-line error
+//! naming the file, the rule and the problem. Never a silent fallback.
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use regex::RegexSet;
+use serde::Deserialize;
+
+use crate::digest::{hex, sha256};
+
+use super::rule::{Patterns, Rule, Scope};
+use super::{Action, Policy, PolicyRef};
+
+/// Why a policy could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("cannot read policy `{path}`: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("policy `{path}`: {problem}")]
+    File { path: String, problem: String },
+    #[error("policy `{path}`: rule `{rule}`: {problem}")]
+    Rule {
+        path: String,
+        rule: String,
+        problem: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    id: String,
+    action: String,
+    reason: String,
+    tools: Option<Vec<String>>,
+    path_scope: Option<String>,
+    path_glob: Option<Vec<String>>,
+    command_regex: Option<Vec<String>>,
+}
+
+pub(super) fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
+    let file_error = |problem: String| PolicyError::File {
+        path: origin.to_owned(),
+        problem,
+    };
+    let table: toml::Table = text.parse().map_err(|err: toml::de::Error| {
+        let line = err
+            .span()
+            .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+        let message = err.message().replace('\n', " ");
+        file_error(match line {
+            Some(line) => format!("line {line}: {message}"),
+            None => message,
+        })
+    })?;
+
+    let mut name = None;
+    let mut raw_rules = Vec::new();
+    for (key, value) in table {
+        match (key.as_str(), value) {
+            ("name", toml::Value::String(s)) if !s.trim().is_empty() => name = Some(s),
+            ("name", _) => return Err(file_error("`name` must be a non-empty string".into())),
+            ("description", toml::Value::String(_)) => {}
+            ("rules", toml::Value::Array(rules)) => raw_rules = rules,
+            ("rules", _) => return Err(file_error("`rules` must be an array of tables".into())),
+            (other, _) => return Err(file_error(format!("unknown key `{other}`"))),
+        }
+    }
+    let name = name.ok_or_else(|| file_error("missing `name`".into()))?;
+
+    let mut rules: Vec<Rule> = Vec::with_capacity(raw_rules.len());
+    for (index, raw) in raw_rules.into_iter().enumerate() {
+        let label = raw
+            .get("id")
+            .and_then(toml::Value::as_str)
+            .map_or_else(|| format!("#{}", index + 1), str::to_owned);
+        let rule_error = |problem: String| PolicyError::Rule {
+            path: origin.to_owned(),
+            rule: label.clone(),
+            problem,
+        };
+        let spec = RuleFile::deserialize(raw).map_err(|e| rule_error(e.message().to_owned()))?;
+        let rule = compile(spec).map_err(rule_error)?;
+        if rules.iter().any(|r| r.id == rule.id) {
+            return Err(rule_error("duplicate rule id".into()));
+        }
+        rules.push(rule);
+    }
+
+    Ok(Policy {
+        reference: PolicyRef {
+            name,
+            digest: hex(&sha256(text.as_bytes())),
+        },
+        source: text.to_owned(),
+        rules,
+    })
+}
+
+fn compile(spec: RuleFile) -> Result<Rule, String> {
+    if spec.id.trim().is_empty() || spec.id.chars().any(char::is_whitespace) {
+        return Err("`id` must be non-empty and without spaces".into());
+    }
+    let action = Action::parse(&spec.action)
+        .ok_or_else(|| format!("unknown action `{}` (allow | ask | deny)", spec.action))?;
+    let path_scope = match spec.path_scope.as_deref() {
+        None => None,
+        Some("inside") => Some(Scope::Inside),
+        Some("outside") => Some(Scope::Outside),
+        Some(other) => return Err(format!("unknown path_scope `{other}` (inside | outside)")),
+    };
+    Ok(Rule {
+        id: spec.id,
+        action,
+        reason: spec.reason,
+        tools: spec.tools.map(|t| globs("tools", t, false)).transpose()?,
+        path_scope,
+        path_glob: spec
+            .path_glob
+            .map(|g| globs("path_glob", g, true))
+            .transpose()?,
+        command_regex: spec.command_regex.map(regexes).transpose()?,
+    })
+}
+
+fn non_empty(key: &str, list: &[String]) -> Result<(), String> {
+    if list.is_empty() {
+        return Err(format!("`{key}` must not be an empty list"));
+    }
+    Ok(())
+}
+
+fn globs(key: &str, written: Vec<String>, paths: bool) -> Result<Patterns<GlobSet>, String> {
+    non_empty(key, &written)?;
+    let mut set = GlobSetBuilder::new();
+    for pattern in &written {
+        let glob = GlobBuilder::new(pattern)
+            .literal_separator(paths)
+            .build()
+            .map_err(|e| format!("invalid glob `{pattern}` in `{key}`: {}", e.kind()))?;
+        set.add(glob);
+    }
+    let compiled = set
+        .build()
+        .map_err(|e| format!("invalid `{key}`: {}", e.kind()))?;
+    Ok(Patterns { written, compiled })
+}
+
+fn regexes(written: Vec<String>) -> Result<Patterns<RegexSet>, String> {
+    non_empty("command_regex", &written)?;
+    for pattern in &written {
+        regex::Regex::new(pattern).map_err(|e| {
+            let first = e.to_string();
+            let last = first.lines().last().unwrap_or("").trim().to_owned();
+            format!("invalid regex `{pattern}` in `command_regex`: {last}")
+        })?;
+    }
+    let compiled = RegexSet::new(&written).map_err(|e| format!("invalid `command_regex`: {e}"))?;
+    Ok(Patterns { written, compiled })
+}

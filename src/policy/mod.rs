@@ -1,0 +1,219 @@
+//! The policy stage: ordered rules, first match wins, default deny.
+//!
+//! `Policy::decide` is a pure function of a request and the facts gathered
+//! for it. It never prompts, never touches the filesystem, the clock or the
+//! environment, so the same request with the same facts always gets the same
+//! decision, which is what replay relies on.
+
+mod file;
+mod rule;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::facts::{Facts, path_argument};
+use crate::request::ToolRequest;
+
+pub use file::PolicyError;
+pub use rule::Rule;
+
+/// The built-in default policy, as shipped in the repository.
+pub const DEFAULT_POLICY_TOML: &str = include_str!("default.toml");
+/// How the built-in policy is named where a file path would be.
+pub const DEFAULT_POLICY_SOURCE: &str = "<built-in default>";
+
+/// Rule id for requests whose arguments cannot be judged safely.
+pub const INVALID_ARGUMENTS: &str = "request.invalid_arguments";
+/// Rule id for requests no rule matched.
+pub const DEFAULT_DENY: &str = "default.deny";
+
+/// What the policy says to do, ordered by strictness: `Allow < Ask < Deny`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Ask => "ask",
+            Action::Deny => "deny",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "allow" => Some(Action::Allow),
+            "ask" => Some(Action::Ask),
+            "deny" => Some(Action::Deny),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which policy decided: its name and the SHA-256 of its file's bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PolicyRef {
+    pub name: String,
+    pub digest: String,
+}
+
+/// A policy decision: always an action, a stable rule id and a reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub action: Action,
+    pub rule_id: String,
+    pub reason: String,
+    pub policy: PolicyRef,
+}
+
+/// Why one rule did or did not match, for `check --explain` and `explain`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleTrace {
+    pub rule_id: String,
+    pub matched: bool,
+    pub detail: String,
+}
+
+/// A loaded, validated policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    reference: PolicyRef,
+    source: String,
+    rules: Vec<Rule>,
+}
+
+impl Policy {
+    /// The built-in default policy.
+    pub fn builtin() -> Self {
+        // The default policy is compiled in and covered by tests; it always parses.
+        Self::from_toml(DEFAULT_POLICY_TOML, DEFAULT_POLICY_SOURCE)
+            .expect("the built-in default policy is valid")
+    }
+
+    /// Parses and validates a policy from TOML text; `origin` names the file in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self, PolicyError> {
+        file::parse(text, origin)
+    }
+
+    /// Reads and validates a policy file.
+    pub fn load(path: &std::path::Path) -> Result<Self, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_toml(&text, &path.display().to_string())
+    }
+
+    pub fn reference(&self) -> &PolicyRef {
+        &self.reference
+    }
+
+    /// The policy's TOML text exactly as loaded.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Decides `request` given `facts`. Pure: no prompt, no I/O.
+    pub fn decide(&self, request: &ToolRequest, facts: &Facts) -> Decision {
+        self.evaluate(request, facts, None)
+    }
+
+    /// Decides and also reports, rule by rule, why each rule tried did or did not match.
+    pub fn explain(&self, request: &ToolRequest, facts: &Facts) -> (Decision, Vec<RuleTrace>) {
+        let mut trace = Vec::new();
+        let decision = self.evaluate(request, facts, Some(&mut trace));
+        (decision, trace)
+    }
+
+    fn evaluate(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        mut trace: Option<&mut Vec<RuleTrace>>,
+    ) -> Decision {
+        if let Some(problem) = invalid_arguments(request) {
+            return self.decision(Action::Deny, INVALID_ARGUMENTS, problem);
+        }
+        for rule in &self.rules {
+            let outcome = rule.matches(request, facts);
+            if let Some(trace) = trace.as_deref_mut() {
+                trace.push(RuleTrace {
+                    rule_id: rule.id.clone(),
+                    matched: outcome.is_ok(),
+                    detail: match &outcome {
+                        Ok(()) => "all conditions hold".to_owned(),
+                        Err(miss) => miss.describe(rule, request, facts),
+                    },
+                });
+            }
+            if outcome.is_ok() {
+                let reason = rule.reason(request, facts);
+                return self.decision(rule.action, &rule.id, reason);
+            }
+        }
+        let reason = format!("no permission rule matched tool `{}`", request.name);
+        self.decision(Action::Deny, DEFAULT_DENY, reason)
+    }
+
+    fn decision(&self, action: Action, rule_id: &str, reason: String) -> Decision {
+        Decision {
+            action,
+            rule_id: rule_id.to_owned(),
+            reason,
+            policy: self.reference.clone(),
+        }
+    }
+}
+
+/// Says why a request's arguments cannot be judged, if they cannot.
+fn invalid_arguments(request: &ToolRequest) -> Option<String> {
+    let Value::Object(arguments) = &request.arguments else {
+        return Some(format!(
+            "arguments of `{}` must be a JSON object, got {}",
+            request.name,
+            json_kind(&request.arguments)
+        ));
+    };
+    let field = match request.name.as_str() {
+        "bash" => "command",
+        tool => path_argument(tool)?,
+    };
+    match arguments.get(field) {
+        Some(Value::String(s)) if !s.is_empty() => None,
+        _ => Some(format!(
+            "`{}` requires a non-empty string `{field}`",
+            request.name
+        )),
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,181 @@
+//! One compiled rule and how it matches. All conditions present in a rule
+//! must hold; a list inside a condition matches if any entry does.
+//!
+//! Conditions over several facts (a request may touch several paths) follow
+//! the rule's action: an `allow` rule needs every fact to satisfy it, an
+//! `ask` or `deny` rule needs just one. A rule can then never allow more
+//! than it names, and never deny or ask less than it names.
+
+use globset::GlobSet;
+use regex::RegexSet;
+
+use super::Action;
+use crate::facts::{Facts, PathFact};
+use crate::request::ToolRequest;
+
+/// Where a path must lie for `path_scope` to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Inside,
+    Outside,
+}
+
+/// A list of patterns as written, and their compiled form.
+#[derive(Debug, Clone)]
+pub(super) struct Patterns<T> {
+    pub written: Vec<String>,
+    pub compiled: T,
+}
+
+/// A validated rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub id: String,
+    pub action: Action,
+    pub(super) reason: String,
+    pub(super) tools: Option<Patterns<GlobSet>>,
+    pub(super) path_scope: Option<Scope>,
+    pub(super) path_glob: Option<Patterns<GlobSet>>,
+    pub(super) command_regex: Option<Patterns<RegexSet>>,
+}
+
+/// The first condition of a rule that did not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Miss {
+    Tool,
+    NoPath,
+    Scope,
+    PathGlob,
+    NoCommand,
+    CommandRegex,
+}
+
+impl Rule {
+    /// `Ok` when every condition holds, else the first that does not.
+    pub(super) fn matches(&self, request: &ToolRequest, facts: &Facts) -> Result<(), Miss> {
+        if let Some(tools) = &self.tools
+            && !tools.compiled.is_match(&request.name)
+        {
+            return Err(Miss::Tool);
+        }
+        if self.path_scope.is_some() || self.path_glob.is_some() {
+            if facts.paths.is_empty() {
+                return Err(Miss::NoPath);
+            }
+            if let Some(scope) = self.path_scope
+                && !self.holds(&facts.paths, |p| p.inside == (scope == Scope::Inside))
+            {
+                return Err(Miss::Scope);
+            }
+            if let Some(globs) = &self.path_glob
+                && !self.holds(&facts.paths, |p| {
+                    p.relative
+                        .as_deref()
+                        .is_some_and(|rel| globs.compiled.is_match(rel))
+                })
+            {
+                return Err(Miss::PathGlob);
+            }
+        }
+        if let Some(regexes) = &self.command_regex {
+            let Some(command) = bash_command(request) else {
+                return Err(Miss::NoCommand);
+            };
+            if !regexes.compiled.is_match(command) {
+                return Err(Miss::CommandRegex);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `test` to the facts with the quantifier the action calls for.
+    fn holds<T>(&self, items: &[T], test: impl Fn(&T) -> bool) -> bool {
+        match self.action {
+            Action::Allow => items.iter().all(test),
+            Action::Ask | Action::Deny => items.iter().any(test),
+        }
+    }
+
+    /// The rule's reason with `{tool}`, `{command}`, `{path}`, `{workspace}` filled in.
+    pub(super) fn reason(&self, request: &ToolRequest, facts: &Facts) -> String {
+        let template = &self.reason;
+        if !template.contains('{') {
+            return template.clone();
+        }
+        let path = facts
+            .paths
+            .first()
+            .map(|p| p.requested.as_str())
+            .unwrap_or("");
+        template
+            .replace("{tool}", &request.name)
+            .replace("{command}", &clip(bash_command(request).unwrap_or(""), 200))
+            .replace("{path}", path)
+            .replace("{workspace}", &facts.workspace)
+    }
+}
+
+impl Miss {
+    /// A plain sentence saying why `rule` did not match.
+    pub(super) fn describe(self, rule: &Rule, request: &ToolRequest, facts: &Facts) -> String {
+        let list = |p: &[String]| format!("[{}]", p.join(", "));
+        match self {
+            Miss::Tool => format!(
+                "tool `{}` is not one of {}",
+                request.name,
+                list(&rule.tools.as_ref().map_or(&[][..], |t| &t.written[..]))
+            ),
+            Miss::NoPath => format!("tool `{}` has no path to scope", request.name),
+            Miss::Scope => {
+                let want = match rule.path_scope {
+                    Some(Scope::Outside) => "outside",
+                    _ => "inside",
+                };
+                format!(
+                    "path {} is not {want} the workspace",
+                    describe_paths(&facts.paths)
+                )
+            }
+            Miss::PathGlob => format!(
+                "path {} matches none of {}",
+                describe_paths(&facts.paths),
+                list(&rule.path_glob.as_ref().map_or(&[][..], |g| &g.written[..]))
+            ),
+            Miss::NoCommand => format!("tool `{}` has no shell command", request.name),
+            Miss::CommandRegex => format!(
+                "command matches none of {}",
+                list(
+                    &rule
+                        .command_regex
+                        .as_ref()
+                        .map_or(&[][..], |r| &r.written[..])
+                )
+            ),
+        }
+    }
+}
+
+fn describe_paths(paths: &[PathFact]) -> String {
+    let shown: Vec<String> = paths
+        .iter()
+        .map(|p| match &p.resolved {
+            Some(resolved) => format!("`{}` (resolved `{resolved}`)", p.requested),
+            None => format!("`{}` (unresolved)", p.requested),
+        })
+        .collect();
+    shown.join(", ")
+}
+
+fn bash_command(request: &ToolRequest) -> Option<&str> {
+    (request.name == "bash")
+        .then(|| request.str_arg("command"))
+        .flatten()
+}
+
+/// At most `max` characters of `text`, with an ellipsis when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,300 @@
+use serde_json::json;
+
+use super::*;
+use crate::facts::PathFact;
+
+fn facts_inside(path: &str) -> Facts {
+    Facts {
+        workspace: "/ws".into(),
+        paths: vec![PathFact {
+            requested: path.into(),
+            resolved: Some(format!("/ws/{path}")),
+            inside: true,
+            relative: Some(path.into()),
+            error: None,
+        }],
+    }
+}
+
+fn facts_outside(path: &str) -> Facts {
+    Facts {
+        workspace: "/ws".into(),
+        paths: vec![PathFact {
+            requested: path.into(),
+            resolved: Some("/etc/passwd".into()),
+            inside: false,
+            relative: None,
+            error: None,
+        }],
+    }
+}
+
+fn no_paths() -> Facts {
+    Facts {
+        workspace: "/ws".into(),
+        paths: vec![],
+    }
+}
+
+fn bash(command: &str) -> ToolRequest {
+    ToolRequest::new("t1", "bash", json!({ "command": command }))
+}
+
+#[test]
+fn builtin_policy_loads_with_the_seed_rule_ids_in_order() {
+    let policy = Policy::builtin();
+    let ids: Vec<&str> = policy.rules().iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "bash.hard_deny",
+            "path.outside_workspace",
+            "path.read_allow",
+            "path.write_requires_approval",
+            "bash.requires_approval"
+        ]
+    );
+    assert_eq!(policy.reference().digest.len(), 64);
+}
+
+#[test]
+fn hard_denies_are_structured_decisions() {
+    let policy = Policy::builtin();
+    for command in [
+        "sudo ls",
+        "rm -rf /",
+        "rm -fr x",
+        "reboot",
+        "mkfs.ext4 /dev/sda1",
+        "dd if=/dev/zero of=/dev/sda",
+        "echo x > /dev/sda",
+    ] {
+        let decision = policy.decide(&bash(command), &no_paths());
+        assert_eq!(decision.action, Action::Deny, "{command}");
+        assert_eq!(decision.rule_id, "bash.hard_deny", "{command}");
+        assert!(decision.reason.contains(command), "{}", decision.reason);
+    }
+}
+
+#[test]
+fn shell_is_never_allowed_from_its_first_token() {
+    let policy = Policy::builtin();
+    for command in ["ls", "cat README.md", "git status", "python3 script.py"] {
+        let decision = policy.decide(&bash(command), &no_paths());
+        assert_eq!(decision.action, Action::Ask, "{command}");
+        assert_eq!(decision.rule_id, "bash.requires_approval");
+    }
+}
+
+#[test]
+fn reads_inside_are_allowed_writes_asked_outside_denied() {
+    let policy = Policy::builtin();
+    let read = ToolRequest::new("1", "read_file", json!({"path": "a.txt"}));
+    assert_eq!(
+        policy.decide(&read, &facts_inside("a.txt")).rule_id,
+        "path.read_allow"
+    );
+    let write = ToolRequest::new("2", "write_file", json!({"path": "a.txt", "content": ""}));
+    let decision = policy.decide(&write, &facts_inside("a.txt"));
+    assert_eq!(
+        (decision.action, decision.rule_id.as_str()),
+        (Action::Ask, "path.write_requires_approval")
+    );
+    let escape = ToolRequest::new("3", "read_file", json!({"path": "../../etc/passwd"}));
+    let decision = policy.decide(&escape, &facts_outside("../../etc/passwd"));
+    assert_eq!(
+        (decision.action, decision.rule_id.as_str()),
+        (Action::Deny, "path.outside_workspace")
+    );
+    assert!(decision.reason.contains("`/ws`"), "{}", decision.reason);
+}
+
+#[test]
+fn unmatched_tools_fail_closed_with_a_reason() {
+    let decision =
+        Policy::builtin().decide(&ToolRequest::new("1", "deploy", json!({})), &no_paths());
+    assert_eq!(decision.action, Action::Deny);
+    assert_eq!(decision.rule_id, DEFAULT_DENY);
+    assert_eq!(decision.reason, "no permission rule matched tool `deploy`");
+}
+
+#[test]
+fn arguments_that_cannot_be_judged_are_denied() {
+    let policy = Policy::builtin();
+    let cases = [
+        ("bash", json!("ls")),
+        ("bash", json!({})),
+        ("bash", json!({"command": ""})),
+        ("bash", json!({"command": 3})),
+        ("read_file", json!({"path": null})),
+        ("write_file", json!([])),
+        ("glob", json!({"path": "x"})),
+        ("anything", json!(null)),
+    ];
+    for (tool, arguments) in cases {
+        let decision = policy.decide(&ToolRequest::new("1", tool, arguments.clone()), &no_paths());
+        assert_eq!(decision.rule_id, INVALID_ARGUMENTS, "{tool} {arguments}");
+        assert_eq!(decision.action, Action::Deny);
+    }
+}
+
+#[test]
+fn explain_says_why_earlier_rules_did_not_match() {
+    let policy = Policy::builtin();
+    let request = ToolRequest::new("1", "write_file", json!({"path": "a.txt"}));
+    let (decision, trace) = policy.explain(&request, &facts_inside("a.txt"));
+    assert_eq!(decision.rule_id, "path.write_requires_approval");
+    assert_eq!(trace.len(), 4);
+    assert!(
+        trace[0]
+            .detail
+            .contains("tool `write_file` is not one of [bash]"),
+        "{:?}",
+        trace[0]
+    );
+    assert!(trace[1].detail.contains("not outside"), "{:?}", trace[1]);
+    assert!(
+        trace[2].detail.contains("not one of [read_file, glob]"),
+        "{:?}",
+        trace[2]
+    );
+    assert!(trace[3].matched);
+}
+
+#[test]
+fn bad_files_are_refused_with_file_rule_and_problem() {
+    let cases = [
+        (
+            "name = 'x'\n[[rules]]\nid = 'a.b'\naction = 'alow'\nreason = 'r'\n",
+            "rule `a.b`: unknown action `alow`",
+        ),
+        (
+            "name = 'x'\n[[rules]]\nid = 'a.b'\naction = 'allow'\nreason = 'r'\ncolour = 1\n",
+            "rule `a.b`: unknown field `colour`",
+        ),
+        (
+            "name = 'x'\n[[rules]]\nid = 'a.b'\naction = 'allow'\nreason = 'r'\ncommand_regex = ['(']\n",
+            "rule `a.b`: invalid regex `(`",
+        ),
+        (
+            "name = 'x'\n[[rules]]\nid = 'a.b'\naction = 'allow'\nreason = 'r'\npath_glob = ['a[']\n",
+            "rule `a.b`: invalid glob `a[`",
+        ),
+        (
+            "name = 'x'\n[[rules]]\nid = 'a'\naction = 'allow'\nreason = 'r'\n[[rules]]\nid = 'a'\naction = 'deny'\nreason = 'r'\n",
+            "rule `a`: duplicate rule id",
+        ),
+        (
+            "name = 'x'\n[[rules]]\nid = 'a'\naction = 'allow'\n",
+            "rule `a`: missing field `reason`",
+        ),
+        ("name = 'x'\nrules = [\n", "policy `p.toml`: line 2"),
+        ("rules = []\n", "missing `name`"),
+        ("name = 'x'\nextra = 1\n", "unknown key `extra`"),
+    ];
+    for (text, expected) in cases {
+        let err = Policy::from_toml(text, "p.toml").unwrap_err().to_string();
+        assert!(
+            err.contains(expected),
+            "{err:?} should contain {expected:?}"
+        );
+        assert!(err.starts_with("policy `p.toml`"), "{err}");
+        assert!(!err.contains('\n'), "one line: {err:?}");
+    }
+}
+
+#[test]
+fn tool_globs_and_path_globs_match() {
+    let text = r#"
+name = "t"
+[[rules]]
+id = "mcp.allow"
+action = "allow"
+tools = ["mcp__*"]
+reason = "mcp tools are fine"
+[[rules]]
+id = "docs.write"
+action = "allow"
+tools = ["write_file"]
+path_scope = "inside"
+path_glob = ["**/*.md"]
+reason = "docs are fine"
+"#;
+    let policy = Policy::from_toml(text, "t.toml").unwrap();
+    let mcp = ToolRequest::new("1", "mcp__github__search", json!({}));
+    assert_eq!(policy.decide(&mcp, &no_paths()).rule_id, "mcp.allow");
+    let md = ToolRequest::new("2", "write_file", json!({"path": "docs/a.md"}));
+    assert_eq!(
+        policy.decide(&md, &facts_inside("docs/a.md")).rule_id,
+        "docs.write"
+    );
+    let rs = ToolRequest::new("3", "write_file", json!({"path": "src/a.rs"}));
+    assert_eq!(
+        policy.decide(&rs, &facts_inside("src/a.rs")).rule_id,
+        DEFAULT_DENY
+    );
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            ".{0,40}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),
+                prop::collection::hash_map(
+                    "(command|path|pattern|content|[a-z]{1,6})",
+                    inner,
+                    0..6
+                )
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn decide_never_panics_on_arbitrary_arguments(
+            tool in prop_oneof![Just("bash".to_owned()), Just("read_file".to_owned()), Just("glob".to_owned()), "[a-z_]{1,12}"],
+            arguments in json_value(),
+        ) {
+            let policy = Policy::builtin();
+            let request = ToolRequest::new("p", tool, arguments);
+            let decision = policy.decide(&request, &no_paths());
+            prop_assert!(!decision.rule_id.is_empty());
+            prop_assert!(!decision.reason.is_empty());
+        }
+
+        #[test]
+        fn an_earlier_matching_rule_always_wins(
+            actions in prop::collection::vec(0usize..3, 1..8),
+            first_match in 0usize..8,
+        ) {
+            // Rules before `first_match` name another tool; every rule from it on matches.
+            let names = ["allow", "ask", "deny"];
+            let mut text = String::from("name = \"p\"\n");
+            for (i, a) in actions.iter().enumerate() {
+                let tool = if i < first_match { "other" } else { "bash" };
+                text.push_str(&format!(
+                    "[[rules]]\nid = \"r{i}\"\naction = \"{}\"\ntools = [\"{tool}\"]\nreason = \"rule {i}\"\n",
+                    names[*a]
+                ));
+            }
+            let policy = Policy::from_toml(&text, "p.toml").unwrap();
+            let decision = policy.decide(&bash("ls"), &no_paths());
+            if first_match < actions.len() {
+                prop_assert_eq!(decision.rule_id, format!("r{first_match}"));
+                prop_assert_eq!(decision.action.as_str(), names[actions[first_match]]);
+            } else {
+                prop_assert_eq!(decision.rule_id, DEFAULT_DENY);
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The governed pipeline: facts -> policy -> approval -> execution, with
+//! hooks observing each stage and every step appended to the audit record.
+//!
+//! Order, fixed: `PreToolUse`; facts and decision; request and decision
+//! written to the record together (write-ahead, before anyone is asked or
+//! anything runs); approval (only for `ask`) and its record;
+//! `PermissionDecision`; the handler, only when allowed; the result and its
+//! record; `PostToolUse`. If the record cannot be written the call does not
+//! run: gavel fails closed.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::approval::{self, ApprovalStatus, Approver, Resolution};
+use crate::audit::{
+    ApprovalRecord, AuditError, AuditSink, ClientCall, DecisionRecord, Event, EventBody,
+    ExecutionStatus, RequestRecord, ResultRecord, ToolResult,
+};
+use crate::facts::{Facts, Workspace};
+use crate::hooks::{HookEvent, Hooks};
+use crate::policy::{Decision, Policy};
+use crate::request::ToolRequest;
+use crate::tools::{Registry, ToolContext};
+
+/// Everything that happened to one call.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallOutcome {
+    pub call_id: String,
+    pub request: ToolRequest,
+    pub facts: Facts,
+    pub resolution: Resolution,
+    pub result: ToolResult,
+}
+
+impl CallOutcome {
+    pub fn decision(&self) -> &Decision {
+        &self.resolution.decision
+    }
+
+    /// The Anthropic `tool_result` block for this call; `is_error` unless it succeeded.
+    pub fn to_protocol_block(&self) -> Value {
+        json!({
+            "type": "tool_result",
+            "tool_use_id": self.request.tool_use_id,
+            "content": self.result.content,
+            "is_error": self.result.status != ExecutionStatus::Succeeded,
+        })
+    }
+}
+
+/// The content of a blocked result.
+pub fn blocked_content(decision: &Decision, approval: ApprovalStatus) -> String {
+    format!(
+        "Permission blocked [{}]: {} (approval={approval})",
+        decision.rule_id, decision.reason
+    )
+}
+
+/// Runs tool calls through policy, approval and execution.
+pub struct GovernedRunner {
+    policy: Policy,
+    workspace: Workspace,
+    tools: Registry,
+    context: ToolContext,
+    hooks: Hooks,
+}
+
+impl GovernedRunner {
+    pub fn new(policy: Policy, workspace: Workspace, tools: Registry) -> Self {
+        Self {
+            context: ToolContext::new(workspace.clone()),
+            policy,
+            workspace,
+            tools,
+            hooks: Hooks::new(),
+        }
+    }
+
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    pub fn with_context(mut self, context: ToolContext) -> Self {
+        self.context = context;
+        self
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    pub fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+
+    /// Decides a request without asking or running anything.
+    pub fn decide(&self, request: &ToolRequest) -> (Facts, Decision) {
+        let facts = self.workspace.facts(request);
+        let decision = self.policy.decide(request, &facts);
+        (facts, decision)
+    }
+
+    /// Runs one call through the whole pipeline under `call_id`.
+    ///
+    /// The only error is a record that cannot be written; the handler has
+    /// then not run (or, if the result alone could not be written, its
+    /// outcome is lost from the record but the call is complete).
+    pub fn run(
+        &self,
+        call_id: &str,
+        request: &ToolRequest,
+        client: Option<ClientCall>,
+        approver: &mut dyn Approver,
+        audit: &mut dyn AuditSink,
+    ) -> Result<CallOutcome, AuditError> {
+        self.hooks.emit(HookEvent::PreToolUse(request));
+        let (facts, decision) = self.decide(request);
+        let tool = Some(request.name.as_str());
+        audit.append(&[
+            Event::now(
+                call_id,
+                tool,
+                EventBody::Request(RequestRecord {
+                    tool_use_id: request.tool_use_id.clone(),
+                    arguments: request.arguments.clone(),
+                    client,
+                }),
+            ),
+            Event::now(call_id, tool, decision_body(&decision, &facts)),
+        ])?;
+
+        let resolution = approval::resolve(request, decision, approver);
+        if resolution.approval != ApprovalStatus::NotRequired {
+            audit.append(&[Event::now(
+                call_id,
+                tool,
+                EventBody::Approval(ApprovalRecord {
+                    status: resolution.approval,
+                }),
+            )])?;
+        }
+        self.hooks
+            .emit(HookEvent::PermissionDecision(request, &resolution));
+
+        let result = self.execute(request, &resolution);
+        audit.append(&[Event::now(
+            call_id,
+            tool,
+            EventBody::Result(ResultRecord::from_result(&result)),
+        )])?;
+        self.hooks.emit(HookEvent::PostToolUse(request, &result));
+
+        Ok(CallOutcome {
+            call_id: call_id.to_owned(),
+            request: request.clone(),
+            facts,
+            resolution,
+            result,
+        })
+    }
+
+    /// Calls the handler when the resolution allows it; always a result.
+    fn execute(&self, request: &ToolRequest, resolution: &Resolution) -> ToolResult {
+        if !resolution.allowed {
+            return ToolResult {
+                status: ExecutionStatus::Blocked,
+                content: blocked_content(&resolution.decision, resolution.approval),
+                exit_code: None,
+                duration_ms: 0,
+            };
+        }
+        let started = Instant::now();
+        let Some(handler) = self.tools.get(&request.name) else {
+            return ToolResult {
+                status: ExecutionStatus::Failed,
+                content: format!("no handler is registered for tool `{}`", request.name),
+                exit_code: None,
+                duration_ms: 0,
+            };
+        };
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handler.call(&request.arguments, &self.context)
+        }));
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match outcome {
+            Ok(Ok(output)) => ToolResult {
+                status: ExecutionStatus::Succeeded,
+                content: output.content,
+                exit_code: output.exit_code,
+                duration_ms,
+            },
+            Ok(Err(err)) => ToolResult {
+                status: ExecutionStatus::Failed,
+                exit_code: err.exit_code(),
+                content: err.to_string(),
+                duration_ms,
+            },
+            Err(_) => ToolResult {
+                status: ExecutionStatus::Failed,
+                content: format!("handler for `{}` panicked", request.name),
+                exit_code: None,
+                duration_ms,
+            },
+        }
+    }
+}
+
+/// The decision event for `decision` made on `facts`.
+pub fn decision_body(decision: &Decision, facts: &Facts) -> EventBody {
+    EventBody::Decision(DecisionRecord {
+        action: decision.action,
+        rule_id: decision.rule_id.clone(),
+        reason: decision.reason.clone(),
+        policy: decision.policy.clone(),
+        facts: facts.clone(),
+    })
+}
+
+/// A fresh call id: time-ordered, unique across processes.
+pub fn new_call_id() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let micros = chrono::Utc::now().timestamp_micros();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("call_{micros:x}_{:x}_{n}", std::process::id())
+}

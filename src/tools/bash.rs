@@ -1,0 +1,114 @@
+//! `bash`: runs a command with `bash -c` in the workspace, with a timeout and
+//! capped output. A non-zero exit, a timeout or a spawn error is a failure
+//! that carries the output, never a panic.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+use wait_timeout::ChildExt;
+
+use super::{ToolContext, ToolError, ToolHandler, ToolOutput, arg, cap};
+
+/// The built-in shell tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Bash;
+
+impl ToolHandler for Bash {
+    fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let command = arg(arguments, "command")?;
+        let mut child = Command::new("bash")
+            .arg("-c")
+            .arg(command)
+            .current_dir(context.workspace.root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(ToolError::Spawn)?;
+
+        let limit = context.output_limit;
+        let (tx, rx) = mpsc::channel();
+        let readers = [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        ];
+        for (index, reader) in readers.into_iter().enumerate() {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let bytes = reader.map(|r| drain(r, limit)).unwrap_or_default();
+                let _ = tx.send((index, bytes));
+            });
+        }
+        drop(tx);
+
+        let status = match child.wait_timeout(context.bash_timeout) {
+            Ok(Some(status)) => Some(status),
+            Ok(None) => None,
+            Err(err) => return Err(ToolError::Spawn(err)),
+        };
+        if status.is_none() {
+            // Kill the whole process group so no grandchild keeps the pipes open.
+            // SAFETY: kill(2) with a negative pid signals the group we created.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+        }
+
+        let mut streams = [Vec::new(), Vec::new()];
+        for _ in 0..2 {
+            match rx.recv_timeout(Duration::from_secs(2)) {
+                Ok((index, bytes)) => streams[index] = bytes,
+                Err(_) => break,
+            }
+        }
+        let [stdout, stderr] = streams;
+        let mut output = String::from_utf8_lossy(&stdout).into_owned();
+        if !stderr.is_empty() {
+            if !output.is_empty() && !output.ends_with('\n') {
+                output.push('\n');
+            }
+            output.push_str(&String::from_utf8_lossy(&stderr));
+        }
+        let output = cap(output, limit);
+
+        match status {
+            None => Err(ToolError::Timeout {
+                seconds: context.bash_timeout.as_secs(),
+                output,
+            }),
+            Some(status) => match status.code() {
+                Some(0) => Ok(ToolOutput {
+                    content: output,
+                    exit_code: Some(0),
+                }),
+                Some(code) => Err(ToolError::Exit { code, output }),
+                None => Err(ToolError::Signal { output }),
+            },
+        }
+    }
+}
+
+/// Reads `reader` to the end, keeping at most `limit + 1` bytes so the cap can tell it cut.
+fn drain(mut reader: impl Read, limit: usize) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = (limit + 1).saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+}

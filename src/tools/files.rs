@@ -1,0 +1,157 @@
+//! The file tools: `read_file`, `write_file`, `edit_file` and `glob`. Each
+//! resolves its path again at execution and refuses one outside the workspace.
+
+use std::path::Path;
+
+use globset::GlobBuilder;
+use serde_json::Value;
+
+use super::{ToolContext, ToolError, ToolHandler, ToolOutput, arg, cap};
+use crate::facts::static_prefix;
+
+fn io(action: &'static str, path: &str) -> impl FnOnce(std::io::Error) -> ToolError {
+    let path = path.to_owned();
+    move |source| ToolError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// Reads a text file, optionally only its first `limit` lines.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadFile;
+
+impl ToolHandler for ReadFile {
+    fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let raw = arg(arguments, "path")?;
+        let path = context.scoped_path(raw)?;
+        let bytes = std::fs::read(&path).map_err(io("cannot read", raw))?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let text = match arguments.get("limit").and_then(Value::as_u64) {
+            Some(limit) => text
+                .split_inclusive('\n')
+                .take(usize::try_from(limit).unwrap_or(usize::MAX))
+                .collect(),
+            None => text,
+        };
+        Ok(ToolOutput::text(cap(text, context.output_limit)))
+    }
+}
+
+/// Writes `content` to a file, creating parent folders.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteFile;
+
+impl ToolHandler for WriteFile {
+    fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let raw = arg(arguments, "path")?;
+        let content = arguments
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let path = context.scoped_path(raw)?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io("cannot create folders for", raw))?;
+        }
+        std::fs::write(&path, content).map_err(io("cannot write", raw))?;
+        Ok(ToolOutput::text(format!(
+            "wrote {} bytes to {raw}",
+            content.len()
+        )))
+    }
+}
+
+/// Replaces `old_text` with `new_text`, which must occur exactly once.
+#[derive(Debug, Clone, Copy)]
+pub struct EditFile;
+
+impl ToolHandler for EditFile {
+    fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let raw = arg(arguments, "path")?;
+        let old = arg(arguments, "old_text")?;
+        let new = arguments
+            .get("new_text")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let path = context.scoped_path(raw)?;
+        let text = std::fs::read_to_string(&path).map_err(io("cannot read", raw))?;
+        match text.matches(old).count() {
+            0 => Err(ToolError::NotFound {
+                text: old.to_owned(),
+                path: raw.to_owned(),
+            }),
+            1 => {
+                std::fs::write(&path, text.replacen(old, new, 1))
+                    .map_err(io("cannot write", raw))?;
+                Ok(ToolOutput::text(format!("edited {raw}")))
+            }
+            count => Err(ToolError::Ambiguous {
+                text: old.to_owned(),
+                path: raw.to_owned(),
+                count,
+            }),
+        }
+    }
+}
+
+/// Lists workspace files matching a glob, as workspace-relative paths.
+#[derive(Debug, Clone, Copy)]
+pub struct Glob;
+
+/// Stop walking after this many entries, so a huge tree cannot stall a call.
+const MAX_ENTRIES: usize = 100_000;
+
+impl ToolHandler for Glob {
+    fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let pattern = arg(arguments, "pattern")?;
+        let base = context.scoped_path(static_prefix(pattern))?;
+        let root = context.workspace.root();
+        // Match against the pattern made workspace-relative, as the files are.
+        let relative_pattern = match Path::new(pattern).is_absolute() {
+            true => Path::new(pattern)
+                .strip_prefix(root)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| pattern.to_owned()),
+            false => pattern.trim_start_matches("./").to_owned(),
+        };
+        let matcher = GlobBuilder::new(&relative_pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolError::Pattern {
+                pattern: pattern.to_owned(),
+                detail: e.kind().to_string(),
+            })?
+            .compile_matcher();
+        let mut matches = Vec::new();
+        let mut stack = vec![base];
+        let mut seen = 0;
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > MAX_ENTRIES {
+                    break;
+                }
+                let path = entry.path();
+                let Ok(relative) = path.strip_prefix(root) else {
+                    continue;
+                };
+                if matcher.is_match(relative) {
+                    matches.push(relative.to_string_lossy().into_owned());
+                }
+                // Do not follow symlinked folders: they may lead outside.
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(path);
+                }
+            }
+        }
+        matches.sort();
+        Ok(ToolOutput::text(cap(
+            matches.join("\n"),
+            context.output_limit,
+        )))
+    }
+}

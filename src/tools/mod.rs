@@ -1,0 +1,167 @@
+//! Built-in tool handlers and the registry the runner looks them up in.
+//!
+//! A handler returns its output or an error; it never decides whether it may
+//! run (the runner does) but it does re-check the workspace scope of every
+//! path it touches, since the filesystem may have changed since the decision.
+
+mod bash;
+mod files;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::facts::Workspace;
+
+pub use bash::Bash;
+pub use files::{EditFile, Glob, ReadFile, WriteFile};
+
+/// What a handler produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    /// The process exit code, for tools that run one.
+    pub exit_code: Option<i32>,
+}
+
+impl ToolOutput {
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            exit_code: None,
+        }
+    }
+}
+
+/// Why a handler failed. The runner turns it into a `failed` result.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("missing argument `{0}`")]
+    MissingArgument(&'static str),
+    #[error("path `{path}` is outside the workspace")]
+    OutsideWorkspace { path: String },
+    #[error("{action} `{path}`: {source}")]
+    Io {
+        action: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("`{text}` not found in `{path}`")]
+    NotFound { text: String, path: String },
+    #[error("`{text}` occurs {count} times in `{path}`; it must occur exactly once")]
+    Ambiguous {
+        text: String,
+        path: String,
+        count: usize,
+    },
+    #[error("invalid glob `{pattern}`: {detail}")]
+    Pattern { pattern: String, detail: String },
+    #[error("command failed to start: {0}")]
+    Spawn(std::io::Error),
+    #[error("command timed out after {seconds} s\n{output}")]
+    Timeout { seconds: u64, output: String },
+    #[error("command exited with code {code}\n{output}")]
+    Exit { code: i32, output: String },
+    #[error("command was killed by a signal\n{output}")]
+    Signal { output: String },
+}
+
+impl ToolError {
+    /// The exit code of a command that ran and failed.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self {
+            ToolError::Exit { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+/// What a handler may know about where it runs.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub workspace: Workspace,
+    pub bash_timeout: Duration,
+    /// Output beyond this many bytes is cut and marked.
+    pub output_limit: usize,
+}
+
+impl ToolContext {
+    pub fn new(workspace: Workspace) -> Self {
+        Self {
+            workspace,
+            bash_timeout: Duration::from_secs(120),
+            output_limit: 64 * 1024,
+        }
+    }
+
+    /// Resolves `raw` and insists it is inside the workspace, now.
+    pub fn scoped_path(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        let fact = self.workspace.path_fact(raw, raw);
+        match (fact.inside, fact.resolved) {
+            (true, Some(resolved)) => Ok(PathBuf::from(resolved)),
+            _ => Err(ToolError::OutsideWorkspace {
+                path: raw.to_owned(),
+            }),
+        }
+    }
+}
+
+/// A tool implementation.
+pub trait ToolHandler: Send + Sync {
+    fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// Handlers by tool name.
+#[derive(Default)]
+pub struct Registry {
+    handlers: HashMap<String, Box<dyn ToolHandler>>,
+}
+
+impl Registry {
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// `bash`, `read_file`, `write_file`, `edit_file` and `glob`.
+    pub fn builtin() -> Self {
+        let mut registry = Self::empty();
+        registry.insert("bash", Bash);
+        registry.insert("read_file", ReadFile);
+        registry.insert("write_file", WriteFile);
+        registry.insert("edit_file", EditFile);
+        registry.insert("glob", Glob);
+        registry
+    }
+
+    pub fn insert(&mut self, name: &str, handler: impl ToolHandler + 'static) {
+        self.handlers.insert(name.to_owned(), Box::new(handler));
+    }
+
+    pub fn get(&self, name: &str) -> Option<&dyn ToolHandler> {
+        self.handlers.get(name).map(|h| h.as_ref())
+    }
+}
+
+/// The string argument `field`, which the policy has already required.
+fn arg<'a>(arguments: &'a Value, field: &'static str) -> Result<&'a str, ToolError> {
+    arguments
+        .get(field)
+        .and_then(Value::as_str)
+        .ok_or(ToolError::MissingArgument(field))
+}
+
+/// Cuts `text` to at most `limit` bytes on a character boundary, marking the cut.
+fn cap(mut text: String, limit: usize) -> String {
+    if text.len() > limit {
+        let mut cut = limit;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let dropped = text.len() - cut;
+        text.truncate(cut);
+        text.push_str(&format!("\n[output truncated: {dropped} more bytes]"));
+    }
+    text
+}
