@@ -1,0 +1,71 @@
+//! `gavel check`: decide only. No prompt, no execution, nothing recorded.
+
+use clap::Args;
+use serde_json::json;
+
+use gavel::ToolRequest;
+
+use super::{Exit, Format, FormatArgs, Global, parse_json_arg, render};
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Tool name (bash, read_file, write_file, edit_file, glob, or any other)
+    pub tool: String,
+    /// The tool's arguments as JSON
+    pub args_json: String,
+    /// Show, rule by rule, why each rule before the deciding one did not match
+    #[arg(long)]
+    pub explain: bool,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
+    let arguments = parse_json_arg(&args.args_json)?;
+    let workspace = global.workspace()?;
+    let policy = global.policy(&workspace)?;
+    let request = ToolRequest::new("check", &args.tool, arguments);
+    let facts = workspace.facts(&request);
+    let (decision, trace) = policy.explain(&request, &facts);
+
+    if args.format.get() != Format::Table {
+        render::json(&json!({
+            "tool": request.name,
+            "action": decision.action,
+            "rule_id": decision.rule_id,
+            "reason": decision.reason,
+            "policy": decision.policy,
+            "facts": facts,
+            "trace": trace,
+        }))?;
+        return Ok(Exit::Ok);
+    }
+    render::fields(&[
+        ("tool", request.name.clone()),
+        ("action", decision.action.to_string()),
+        ("rule", decision.rule_id.clone()),
+        ("reason", decision.reason.clone()),
+        (
+            "policy",
+            format!(
+                "{} ({})",
+                decision.policy.name,
+                &decision.policy.digest[..12]
+            ),
+        ),
+    ])?;
+    if args.explain {
+        render::table(
+            &["#", "rule", "matched", "why"],
+            trace.iter().enumerate().map(|(i, t)| {
+                [
+                    (i + 1).to_string(),
+                    t.rule_id.clone(),
+                    if t.matched { "yes" } else { "no" }.to_owned(),
+                    t.detail.clone(),
+                ]
+            }),
+        )?;
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,129 @@
+//! `gavel demo`: a short scripted session in a fresh temporary workspace,
+//! showing each stage of the pipeline on the built-in policy.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::{Value, json};
+
+use gavel::approval::Fixed;
+use gavel::policy::Policy;
+use gavel::tools::Registry;
+use gavel::{ApprovalStatus, GovernedRunner, ToolRequest, Workspace};
+
+use super::{Exit, Format, FormatArgs, Global, render, run::outcome_json};
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Where to create the demo workspace [default: a new temporary folder]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+/// One scripted step: a call and how a user would answer if asked.
+struct Step {
+    what: &'static str,
+    tool: &'static str,
+    arguments: Value,
+    answer: ApprovalStatus,
+}
+
+fn script() -> Vec<Step> {
+    vec![
+        Step {
+            what: "read a file in the workspace",
+            tool: "read_file",
+            arguments: json!({"path": "notes.txt"}),
+            answer: ApprovalStatus::Cancelled,
+        },
+        Step {
+            what: "write a file, user approves",
+            tool: "write_file",
+            arguments: json!({"path": "report.md", "content": "# Report\nall good\n"}),
+            answer: ApprovalStatus::Approved,
+        },
+        Step {
+            what: "write a file, user rejects",
+            tool: "write_file",
+            arguments: json!({"path": "notes.txt", "content": "overwritten"}),
+            answer: ApprovalStatus::Rejected,
+        },
+        Step {
+            what: "hard-denied command (approval cannot help)",
+            tool: "bash",
+            arguments: json!({"command": "sudo rm -rf /"}),
+            answer: ApprovalStatus::Approved,
+        },
+        Step {
+            what: "path escape",
+            tool: "read_file",
+            arguments: json!({"path": "../../etc/passwd"}),
+            answer: ApprovalStatus::Approved,
+        },
+        Step {
+            what: "unknown tool",
+            tool: "deploy",
+            arguments: json!({"env": "prod"}),
+            answer: ApprovalStatus::Approved,
+        },
+    ]
+}
+
+pub fn run(_global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
+    let dir = match args.dir {
+        Some(dir) => dir,
+        None => std::env::temp_dir().join(format!("gavel-demo-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create demo workspace `{}`", dir.display()))?;
+    std::fs::write(
+        dir.join("notes.txt"),
+        "remember: the policy decides, the user approves\n",
+    )
+    .context("cannot write the demo's notes.txt")?;
+    let workspace = Workspace::open(&dir).context("cannot open the demo workspace")?;
+    let runner = GovernedRunner::new(Policy::builtin(), workspace, Registry::builtin());
+    let mut audit = Vec::new();
+
+    let json = args.format.get() != Format::Table;
+    let mut rows = Vec::new();
+    for (index, step) in script().into_iter().enumerate() {
+        let request = ToolRequest::new(format!("demo-{}", index + 1), step.tool, step.arguments);
+        let outcome = runner.run(
+            &request.tool_use_id,
+            &request,
+            None,
+            &mut Fixed(step.answer),
+            &mut audit,
+        )?;
+        if json {
+            render::json(&outcome_json(&outcome))?;
+            continue;
+        }
+        let decision = outcome.decision();
+        rows.push([
+            (index + 1).to_string(),
+            step.what.to_owned(),
+            format!(
+                "{} {}",
+                step.tool,
+                render::cell(&request.arguments.to_string(), 40)
+            ),
+            decision.action.to_string(),
+            decision.rule_id.clone(),
+            outcome.resolution.approval.to_string(),
+            outcome.result.status.as_str().to_owned(),
+        ]);
+    }
+    if !json {
+        render::line(&format!("gavel demo: workspace {}", dir.display()))?;
+        render::table(
+            &["#", "step", "call", "action", "rule", "approval", "status"],
+            rows,
+        )?;
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,191 @@
+//! The command line: a thin layer over the library. Only this module knows
+//! about clap, tables and anyhow; every subcommand has its own file.
+
+mod check;
+mod demo;
+mod policy_cmd;
+mod render;
+mod run;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use gavel::Workspace;
+use gavel::policy::Policy;
+
+/// Exit codes, one place (the README has the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Done: decided, succeeded, intact, no drift.
+    Ok = 0,
+    /// The thing checked is bad: the tool failed, the log is tampered, drift found, a case failed.
+    Failed = 1,
+    /// Usage error, unreadable input or any internal error.
+    Error = 2,
+    /// The call was blocked by policy or approval.
+    Blocked = 3,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gavel",
+    version,
+    about = "Govern AI agents' tool calls and keep a tamper-evident record of them"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand accepts, before or after its name.
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// The workspace the agent may touch [default: the current directory]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Policy file [default: $GAVEL_POLICY, else gavel.toml in the workspace, else built-in]
+    #[arg(long, global = true, value_name = "FILE", env = "GAVEL_POLICY")]
+    pub policy: Option<PathBuf>,
+    /// Audit database [default: $GAVEL_DB, else .gavel/audit.db in the workspace]
+    #[arg(long, global = true, value_name = "FILE", env = "GAVEL_DB")]
+    pub db: Option<PathBuf>,
+}
+
+/// How to print results.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Table,
+    Json,
+    Jsonl,
+}
+
+/// `--format` with `--json` as its short form.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct FormatArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Short for --format json
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl FormatArgs {
+    pub fn get(self) -> Format {
+        if self.json { Format::Json } else { self.format }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Decide a call without asking, running or recording anything
+    Check(check::CheckArgs),
+    /// Run a call through policy, approval and execution, and record it
+    Run(run::RunArgs),
+    /// Show or validate policies
+    #[command(subcommand)]
+    Policy(policy_cmd::PolicyCommand),
+    /// Run a short scripted session in a temporary workspace and show what happened
+    Demo(demo::DemoArgs),
+}
+
+pub fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let code = match dispatch(cli) {
+        Ok(exit) => exit,
+        Err(err) if is_broken_pipe(&err) => Exit::Ok,
+        Err(err) => {
+            let _ = writeln!(std::io::stderr(), "gavel: {}", one_line(&err));
+            Exit::Error
+        }
+    };
+    std::process::ExitCode::from(code as u8)
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
+    let global = cli.global;
+    match cli.command {
+        Command::Check(args) => check::run(&global, args),
+        Command::Run(args) => run::run(&global, args),
+        Command::Policy(command) => policy_cmd::run(&global, command),
+        Command::Demo(args) => demo::run(&global, args),
+    }
+}
+
+/// The error and its causes on one line.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for (i, cause) in err.chain().enumerate() {
+        let cause = cause.to_string();
+        if i > 0 {
+            if text.contains(&cause) {
+                continue;
+            }
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text.replace('\n', " ")
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+impl Global {
+    /// The workspace, canonicalized.
+    pub fn workspace(&self) -> anyhow::Result<Workspace> {
+        let dir = match &self.workspace {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        Workspace::open(&dir).with_context(|| format!("cannot open workspace `{}`", dir.display()))
+    }
+
+    /// The policy gavel would use now: `--policy`, `$GAVEL_POLICY`, `gavel.toml`, built-in.
+    pub fn policy(&self, workspace: &Workspace) -> anyhow::Result<Policy> {
+        if let Some(path) = &self.policy {
+            return Ok(Policy::load(path)?);
+        }
+        let local = workspace.root().join("gavel.toml");
+        if local.exists() {
+            return Ok(Policy::load(&local)?);
+        }
+        Ok(Policy::builtin())
+    }
+
+    /// The audit database path: `--db`, `$GAVEL_DB`, `.gavel/audit.db` in the workspace.
+    #[allow(dead_code)]
+    pub fn db_path(&self, workspace: &Workspace) -> PathBuf {
+        self.db
+            .clone()
+            .unwrap_or_else(|| workspace.root().join(".gavel").join("audit.db"))
+    }
+}
+
+/// Parses an `ARGS_JSON` argument; text that is not JSON at all is a usage error.
+pub fn parse_json_arg(text: &str) -> anyhow::Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| anyhow::anyhow!("ARGS_JSON is not valid JSON: {e}"))
+}
+
+/// Reads a file, or stdin for `-`.
+pub fn read_input(path: &Path) -> anyhow::Result<String> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .context("cannot read stdin")?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
+    }
+}

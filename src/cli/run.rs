@@ -1,0 +1,126 @@
+//! `gavel run`: one call through the whole pipeline, recorded.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::{Value, json};
+
+use gavel::approval::{Approver, Fixed, TerminalApprover};
+use gavel::audit::AuditSink;
+use gavel::runner::new_call_id;
+use gavel::tools::Registry;
+use gavel::{ApprovalStatus, CallOutcome, ExecutionStatus, GovernedRunner, ToolRequest};
+
+use super::{Exit, Format, FormatArgs, Global, parse_json_arg, read_input, render};
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Tool name
+    #[arg(required_unless_present = "request", conflicts_with = "request")]
+    pub tool: Option<String>,
+    /// The tool's arguments as JSON
+    #[arg(required_unless_present = "request")]
+    pub args_json: Option<String>,
+    /// Read a `tool_use` block from FILE (or `-` for stdin) instead
+    #[arg(long, value_name = "FILE")]
+    pub request: Option<PathBuf>,
+    /// Approve calls the policy asks about, without a prompt
+    #[arg(long, conflicts_with = "reject")]
+    pub approve: bool,
+    /// Reject calls the policy asks about, without a prompt
+    #[arg(long)]
+    pub reject: bool,
+    /// The call id to record [default: generated]
+    #[arg(long, value_name = "ID")]
+    pub call_id: Option<String>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
+    let request = match (&args.request, &args.tool, &args.args_json) {
+        (Some(path), _, _) => {
+            let text = read_input(path)?;
+            let block: Value = serde_json::from_str(&text)
+                .with_context(|| format!("request `{}` is not valid JSON", path.display()))?;
+            ToolRequest::from_block(&block)
+                .with_context(|| format!("request `{}`", path.display()))?
+        }
+        (None, Some(tool), Some(json)) => {
+            let call_id = args.call_id.clone().unwrap_or_else(new_call_id);
+            ToolRequest::new(call_id, tool, parse_json_arg(json)?)
+        }
+        _ => anyhow::bail!("give TOOL ARGS_JSON or --request FILE"),
+    };
+    let call_id = args
+        .call_id
+        .clone()
+        .unwrap_or_else(|| request.tool_use_id.clone());
+    let workspace = global.workspace()?;
+    let policy = global.policy(&workspace)?;
+    let runner = GovernedRunner::new(policy, workspace, Registry::builtin());
+    let mut approver = approver(&args);
+    let mut audit = open_audit(global, &runner)?;
+    let outcome = runner.run(&call_id, &request, None, approver.as_mut(), audit.as_mut())?;
+    print_outcome(&outcome, args.format.get())?;
+    Ok(exit_for(outcome.result.status))
+}
+
+fn approver(args: &RunArgs) -> Box<dyn Approver> {
+    match (args.approve, args.reject) {
+        (true, _) => Box::new(Fixed(ApprovalStatus::Approved)),
+        (_, true) => Box::new(Fixed(ApprovalStatus::Rejected)),
+        _ => Box::new(TerminalApprover),
+    }
+}
+
+fn open_audit(_global: &Global, _runner: &GovernedRunner) -> anyhow::Result<Box<dyn AuditSink>> {
+    Ok(Box::new(Vec::new()))
+}
+
+pub fn exit_for(status: ExecutionStatus) -> Exit {
+    match status {
+        ExecutionStatus::Succeeded => Exit::Ok,
+        ExecutionStatus::Failed => Exit::Failed,
+        ExecutionStatus::Blocked => Exit::Blocked,
+    }
+}
+
+/// The JSON object `run` prints for a call.
+pub fn outcome_json(outcome: &CallOutcome) -> Value {
+    let decision = outcome.decision();
+    json!({
+        "call_id": outcome.call_id,
+        "tool": outcome.request.name,
+        "action": decision.action,
+        "rule_id": decision.rule_id,
+        "reason": decision.reason,
+        "approval": outcome.resolution.approval,
+        "status": outcome.result.status,
+        "content": outcome.result.content,
+        "exit_code": outcome.result.exit_code,
+        "policy": decision.policy,
+        "tool_result": outcome.to_protocol_block(),
+    })
+}
+
+fn print_outcome(outcome: &CallOutcome, format: Format) -> std::io::Result<()> {
+    if format != Format::Table {
+        return render::json(&outcome_json(outcome));
+    }
+    let decision = outcome.decision();
+    render::fields(&[
+        ("call", outcome.call_id.clone()),
+        ("tool", outcome.request.name.clone()),
+        ("action", decision.action.to_string()),
+        ("rule", decision.rule_id.clone()),
+        ("reason", decision.reason.clone()),
+        ("approval", outcome.resolution.approval.to_string()),
+        ("status", outcome.result.status.as_str().to_owned()),
+    ])?;
+    if !outcome.result.content.is_empty() {
+        render::line(outcome.result.content.trim_end())?;
+    }
+    Ok(())
+}
