@@ -616,6 +616,12 @@ fn parse_signature_line(line: &str) -> Result<SignatureLine<'_>, CheckpointError
 /// by this key that does not verify is [`CheckpointError::BadSignature`];
 /// no line by this key is [`CheckpointError::NoMatchingSignature`].
 pub fn open(note: &str, verifier: &VerifierKey) -> Result<Checkpoint, CheckpointError> {
+    Checkpoint::from_body(open_text(note, verifier)?)
+}
+
+/// Check a signed note's framing and its signature by `verifier`; return the
+/// signed text (ending in its final newline).
+fn open_text<'a>(note: &'a str, verifier: &VerifierKey) -> Result<&'a str, CheckpointError> {
     let (text, signatures) = split_note(note)?;
     let mut verified = false;
     for line in signatures
@@ -630,12 +636,13 @@ pub fn open(note: &str, verifier: &VerifierKey) -> Result<Checkpoint, Checkpoint
             .map_err(|_| CheckpointError::BadSignature)?;
         verified = true;
     }
-    if !verified {
-        return Err(CheckpointError::NoMatchingSignature {
+    if verified {
+        Ok(text)
+    } else {
+        Err(CheckpointError::NoMatchingSignature {
             name: verifier.name.clone(),
-        });
+        })
     }
-    Checkpoint::from_body(text)
 }
 
 /// Parse a signed note's body without checking any signature (for when no
@@ -728,4 +735,684 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey, CheckpointError> {
 /// file holding a verifier key in text form).
 pub fn read_verifier_key(path: &Path) -> Result<VerifierKey, CheckpointError> {
     VerifierKey::from_text(&read_key_file(path)?).map_err(|e| in_file(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// RFC 6962 section 2.1, written as the RFC states it (recursive).
+    fn reference_root(leaves: &[Hash]) -> Hash {
+        match leaves.len() {
+            0 => Sha256::digest([]).into(),
+            1 => leaves[0],
+            n => {
+                let k = (n - 1).next_power_of_two() / 2;
+                let k = if k == 0 { 1 } else { k };
+                // k is the largest power of two strictly less than n.
+                let k = if k * 2 < n { k * 2 } else { k };
+                node_hash(&reference_root(&leaves[..k]), &reference_root(&leaves[k..]))
+            }
+        }
+    }
+
+    fn leaves(n: usize) -> Vec<Hash> {
+        (0..n as u64).map(|i| leaf_hash(&i.to_be_bytes())).collect()
+    }
+
+    fn test_key(name: &str) -> SigningKey {
+        SigningKey::from_seed(name, &[7; 32]).unwrap()
+    }
+
+    fn test_checkpoint() -> Checkpoint {
+        Checkpoint {
+            origin: "gavel.example/audit".to_owned(),
+            size: 5,
+            root: merkle_root(&leaves(5)),
+        }
+    }
+
+    #[test]
+    fn reference_split_is_largest_power_of_two_below_n() {
+        // Spot-check the test's own helper against RFC 6962's definition.
+        for (n, k) in [(2, 1), (3, 2), (4, 2), (5, 4), (8, 4), (9, 8), (70, 64)] {
+            let l = leaves(n);
+            let want = node_hash(&reference_root(&l[..k]), &reference_root(&l[k..]));
+            assert_eq!(reference_root(&l), want, "n = {n}");
+        }
+    }
+
+    // -- RFC 6962 vectors ----------------------------------------------------
+
+    #[test]
+    fn empty_tree_root_is_sha256_of_nothing() {
+        assert_eq!(
+            hex(&MerkleBuilder::new().root()),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(merkle_root(&[]), MerkleBuilder::new().root());
+    }
+
+    #[test]
+    fn one_leaf_tree_root_is_its_leaf_hash() {
+        let leaf = leaf_hash(b"");
+        assert_eq!(
+            hex(&leaf),
+            "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"
+        );
+        assert_eq!(merkle_root(&[leaf]), leaf);
+    }
+
+    /// The reference tree of the certificate-transparency test data: leaf
+    /// inputs and the root of every prefix 0..=8.
+    #[test]
+    fn certificate_transparency_reference_tree() {
+        let inputs: [&[u8]; 8] = [
+            b"",
+            &[0x00],
+            &[0x10],
+            &[0x20, 0x21],
+            &[0x30, 0x31],
+            &[0x40, 0x41, 0x42, 0x43],
+            &[0x50, 0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57],
+            &[
+                0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x6b, 0x6c, 0x6d,
+                0x6e, 0x6f,
+            ],
+        ];
+        let roots = [
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+            "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+            "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
+            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+            "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
+            "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
+            "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
+            "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
+        ];
+        let hashes: Vec<Hash> = inputs.iter().map(|d| leaf_hash(d)).collect();
+        let mut builder = MerkleBuilder::new();
+        assert_eq!(hex(&builder.root()), roots[0]);
+        for (i, leaf) in hashes.iter().enumerate() {
+            builder.push(*leaf);
+            assert_eq!(hex(&builder.root()), roots[i + 1], "size {}", i + 1);
+            assert_eq!(hex(&merkle_root(&hashes[..=i])), roots[i + 1]);
+            assert_eq!(hex(&reference_root(&hashes[..=i])), roots[i + 1]);
+        }
+    }
+
+    #[test]
+    fn builder_matches_reference_for_every_size_up_to_70() {
+        let all = leaves(70);
+        let mut builder = MerkleBuilder::new();
+        assert!(builder.is_empty());
+        for n in 0..=70 {
+            assert_eq!(builder.len(), n as u64);
+            assert_eq!(builder.root(), reference_root(&all[..n]), "n = {n}");
+            assert_eq!(merkle_root(&all[..n]), reference_root(&all[..n]));
+            if n < 70 {
+                builder.push(all[n]);
+            }
+        }
+    }
+
+    #[test]
+    fn builder_memory_stays_logarithmic() {
+        let mut builder = MerkleBuilder::new();
+        for i in 0..5000u64 {
+            builder.push(leaf_hash(&i.to_be_bytes()));
+            assert_eq!(builder.subtrees.len() as u32, builder.len().count_ones());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn builder_equals_reference(n in 0usize..=300, seed in any::<u64>()) {
+            let leaves: Vec<Hash> = (0..n as u64)
+                .map(|i| leaf_hash(&(seed ^ i).to_le_bytes()))
+                .collect();
+            prop_assert_eq!(merkle_root(&leaves), reference_root(&leaves));
+        }
+    }
+
+    // -- interoperability vectors ---------------------------------------------
+
+    /// The example of golang.org/x/mod/sumdb/note's documentation, used as a
+    /// known answer: key text forms, key id and the exact signed note.
+    #[test]
+    fn go_sumdb_note_example_byte_for_byte() {
+        let skey = "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz";
+        let vkey = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
+        let text = "If you think cryptography is the answer to your problem,\n\
+                    then you don't know what your problem is.\n";
+        let note = format!(
+            "{text}\n\u{2014} PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
+        );
+        let signer = SigningKey::from_text(skey).unwrap();
+        assert_eq!(signer.key_id(), 0xc74f20a3);
+        assert_eq!(signer.to_text(), skey);
+        assert_eq!(signer.verifier().to_text(), vkey);
+        assert_eq!(signer.sign_text(text), note);
+        let verifier = VerifierKey::from_text(vkey).unwrap();
+        assert_eq!(verifier, signer.verifier());
+        assert_eq!(open_text(&note, &verifier).unwrap(), text);
+    }
+
+    /// The verifier key and note of the C2SP signed-note specification.
+    #[test]
+    fn c2sp_signed_note_example_verifies() {
+        let vkey = "example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k";
+        let note = "This is an example message.\n\n\u{2014} example.com/foo \
+                    Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n";
+        let verifier = VerifierKey::from_text(vkey).unwrap();
+        assert_eq!(verifier.key_id(), 0x530d903a);
+        assert_eq!(
+            open_text(note, &verifier).unwrap(),
+            "This is an example message.\n"
+        );
+    }
+
+    // -- sign and open ----------------------------------------------------------
+
+    #[test]
+    fn sign_then_open_round_trips() {
+        let key = test_key("gavel.example/audit");
+        let checkpoint = test_checkpoint();
+        let note = key.sign(&checkpoint).unwrap();
+        assert!(note.starts_with(&checkpoint.body()));
+        assert_eq!(open(&note, &key.verifier()).unwrap(), checkpoint);
+        assert_eq!(parse_unverified(&note).unwrap(), checkpoint);
+    }
+
+    #[test]
+    fn zero_size_checkpoint_round_trips() {
+        let key = test_key("k");
+        let checkpoint = Checkpoint {
+            origin: "k".to_owned(),
+            size: 0,
+            root: merkle_root(&[]),
+        };
+        let note = key.sign(&checkpoint).unwrap();
+        assert!(note.starts_with("k\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n\n"));
+        assert_eq!(open(&note, &key.verifier()).unwrap(), checkpoint);
+    }
+
+    #[test]
+    fn extension_lines_and_cosignatures_are_allowed() {
+        let key = test_key("gavel.example/audit");
+        let other = SigningKey::from_seed("witness.example", &[9; 32]).unwrap();
+        let body = format!("{}extension line\nanother\n", test_checkpoint().body());
+        let signed = key.sign_text(&body);
+        let cosigned = other.sign_text(&body);
+        let cosig_line = cosigned.rsplit_once("\n\n").unwrap().1;
+        let note = format!("{signed}{cosig_line}");
+        assert_eq!(open(&note, &key.verifier()).unwrap(), test_checkpoint());
+        assert_eq!(open(&note, &other.verifier()).unwrap(), test_checkpoint());
+    }
+
+    /// Replace the first occurrence of `from` with `to` in a signed note.
+    fn tamper(note: &str, from: &str, to: &str) -> String {
+        assert!(note.contains(from), "{from:?} not in {note:?}");
+        note.replacen(from, to, 1)
+    }
+
+    #[test]
+    fn tampered_origin_is_a_bad_signature() {
+        let key = test_key("gavel.example/audit");
+        let note = key.sign(&test_checkpoint()).unwrap();
+        let bad = tamper(&note, "gavel.example/audit\n", "gavel.example/audiT\n");
+        assert!(matches!(
+            open(&bad, &key.verifier()),
+            Err(CheckpointError::BadSignature)
+        ));
+    }
+
+    #[test]
+    fn tampered_size_is_a_bad_signature() {
+        let key = test_key("gavel.example/audit");
+        let note = key.sign(&test_checkpoint()).unwrap();
+        let bad = tamper(&note, "\n5\n", "\n4\n");
+        assert!(matches!(
+            open(&bad, &key.verifier()),
+            Err(CheckpointError::BadSignature)
+        ));
+        // Still a well-formed checkpoint: only the signature catches it.
+        assert_eq!(parse_unverified(&bad).unwrap().size, 4);
+    }
+
+    #[test]
+    fn tampered_root_is_a_bad_signature() {
+        let key = test_key("gavel.example/audit");
+        let checkpoint = test_checkpoint();
+        let note = key.sign(&checkpoint).unwrap();
+        let mut other_root = checkpoint.root;
+        other_root[31] ^= 1;
+        let bad = tamper(
+            &note,
+            &BASE64.encode(checkpoint.root),
+            &BASE64.encode(other_root),
+        );
+        assert!(matches!(
+            open(&bad, &key.verifier()),
+            Err(CheckpointError::BadSignature)
+        ));
+    }
+
+    #[test]
+    fn tampered_signature_is_a_bad_signature() {
+        let key = test_key("gavel.example/audit");
+        let note = key.sign(&test_checkpoint()).unwrap();
+        let (body, sig_line) = note.rsplit_once("\n\n").unwrap();
+        let b64 = sig_line.trim_end().rsplit_once(' ').unwrap().1;
+        let mut blob = BASE64.decode(b64).unwrap();
+        for i in [4, 40, 67] {
+            blob[i] ^= 0x80;
+            let bad = format!(
+                "{body}\n\n\u{2014} gavel.example/audit {}\n",
+                BASE64.encode(&blob)
+            );
+            assert!(
+                matches!(
+                    open(&bad, &key.verifier()),
+                    Err(CheckpointError::BadSignature)
+                ),
+                "byte {i}"
+            );
+            blob[i] ^= 0x80;
+        }
+        // A truncated signature by the right key id is bad too, not malformed.
+        let short = format!(
+            "{body}\n\n\u{2014} gavel.example/audit {}\n",
+            BASE64.encode(&blob[..40])
+        );
+        assert!(matches!(
+            open(&short, &key.verifier()),
+            Err(CheckpointError::BadSignature)
+        ));
+    }
+
+    #[test]
+    fn wrong_key_finds_no_matching_signature() {
+        let key = test_key("gavel.example/audit");
+        let note = key.sign(&test_checkpoint()).unwrap();
+        // Same name, different key: the key id differs.
+        let impostor = SigningKey::from_seed("gavel.example/audit", &[8; 32]).unwrap();
+        assert_ne!(impostor.key_id(), key.key_id());
+        let err = open(&note, &impostor.verifier()).unwrap_err();
+        assert!(
+            matches!(&err, CheckpointError::NoMatchingSignature { name } if name == "gavel.example/audit"),
+            "{err:?}"
+        );
+        // Same key, different name.
+        let renamed = test_key("other.example");
+        assert!(matches!(
+            open(&note, &renamed.verifier()),
+            Err(CheckpointError::NoMatchingSignature { .. })
+        ));
+        // A signature line claiming the verifier's key id but made with
+        // another key does not verify.
+        let impostor_note = impostor.sign(&test_checkpoint()).unwrap();
+        let (body, line) = impostor_note.rsplit_once("\n\n").unwrap();
+        let mut blob = BASE64
+            .decode(line.trim_end().rsplit_once(' ').unwrap().1)
+            .unwrap();
+        blob[..4].copy_from_slice(&key.key_id().to_be_bytes());
+        let forged = format!(
+            "{body}\n\n\u{2014} gavel.example/audit {}\n",
+            BASE64.encode(&blob)
+        );
+        assert!(matches!(
+            open(&forged, &key.verifier()),
+            Err(CheckpointError::BadSignature)
+        ));
+    }
+
+    #[test]
+    fn origin_that_would_break_the_note_is_refused() {
+        let key = test_key("k");
+        for origin in ["", "a\n99\nAAAA", "tab\there"] {
+            let checkpoint = Checkpoint {
+                origin: origin.to_owned(),
+                ..test_checkpoint()
+            };
+            assert!(
+                matches!(
+                    key.sign(&checkpoint),
+                    Err(CheckpointError::InvalidOrigin { .. })
+                ),
+                "{origin:?}"
+            );
+        }
+    }
+
+    // -- malformed notes ----------------------------------------------------------
+
+    fn assert_malformed(note: &str) {
+        let key = test_key("gavel.example/audit");
+        assert!(
+            matches!(
+                open(note, &key.verifier()),
+                Err(CheckpointError::Malformed { .. })
+            ),
+            "open accepted {note:?}"
+        );
+        assert!(
+            matches!(
+                parse_unverified(note),
+                Err(CheckpointError::Malformed { .. })
+            ),
+            "parse_unverified accepted {note:?}"
+        );
+    }
+
+    #[test]
+    fn malformed_framing_is_rejected() {
+        let key = test_key("gavel.example/audit");
+        let note = key.sign(&test_checkpoint()).unwrap();
+        let body = test_checkpoint().body();
+        let (_, sig_line) = note.rsplit_once("\n\n").unwrap();
+        assert_malformed("");
+        assert_malformed(&body); // no blank line, no signature
+        assert_malformed(&format!("{body}{sig_line}")); // missing blank line
+        assert_malformed(&format!("{body}\n")); // blank line but no signature
+        assert_malformed(note.trim_end_matches('\n')); // last line unterminated
+        assert_malformed(&note.replace('\u{2014}', "-")); // not an em dash
+        assert_malformed(&tamper(&note, "audit ", "audit")); // no space before signature
+        assert_malformed(&format!("{body}\n\u{2014} k\n")); // name only
+        assert_malformed(&format!("{body}\n\u{2014} k AAAA\n")); // too short
+        assert_malformed(&format!("{body}\n\u{2014} k !!!!!!!!\n")); // bad base64
+        assert_malformed(&format!("{body}\n\u{2014}  AAAAAAAA\n")); // empty name
+        assert_malformed(&tamper(&note, "\n5\n", "\n5\r\n")); // control character
+        let many = format!("{body}\n{}", format!("{sig_line}").repeat(101));
+        assert_malformed(&many);
+        assert!(parse_unverified(&format!("{body}\n{}", sig_line.repeat(100))).is_ok());
+    }
+
+    #[test]
+    fn malformed_bodies_are_rejected() {
+        let key = test_key("gavel.example/audit");
+        let root = BASE64.encode(test_checkpoint().root);
+        let cases = [
+            "\n5\nROOT\n".to_owned(),                     // empty origin
+            "o\n".to_owned(),                             // no size
+            "o\n5\n".to_owned(),                          // no root
+            "o\n05\nROOT\n".to_owned(),                   // leading zero
+            "o\n00\nROOT\n".to_owned(),                   // leading zero
+            "o\n+5\nROOT\n".to_owned(),                   // sign
+            "o\n-1\nROOT\n".to_owned(),                   // negative
+            "o\n5 \nROOT\n".to_owned(),                   // trailing space
+            "o\n\nROOT\n".to_owned(),                     // empty size
+            "o\n18446744073709551616\nROOT\n".to_owned(), // u64::MAX + 1
+            "o\n5\nAAAA\n".to_owned(),                    // 3-byte root
+            "o\n5\nnot base64!\n".to_owned(),
+            format!("o\n5\n{}\n", root.trim_end_matches('=')), // unpadded
+            "o\n5\nROOT\n\nextension\n".to_owned(),            // empty extension line
+        ];
+        for case in cases {
+            let body = case.replace("ROOT", &root);
+            let note = key.sign_text(&body);
+            assert!(
+                matches!(
+                    open(&note, &key.verifier()),
+                    Err(CheckpointError::Malformed { .. })
+                ),
+                "open accepted {body:?}"
+            );
+            assert!(
+                matches!(
+                    parse_unverified(&note),
+                    Err(CheckpointError::Malformed { .. })
+                ),
+                "parse_unverified accepted {body:?}"
+            );
+        }
+        // The largest size is fine.
+        let body = format!("o\n18446744073709551615\n{root}\n");
+        let checkpoint = open(&key.sign_text(&body), &key.verifier()).unwrap();
+        assert_eq!(checkpoint.size, u64::MAX);
+    }
+
+    // -- keys ------------------------------------------------------------------------
+
+    #[test]
+    fn key_text_round_trips() {
+        let key = SigningKey::generate("gavel.example/audit").unwrap();
+        let text = key.to_text();
+        assert!(text.starts_with("PRIVATE+KEY+gavel.example/audit+"));
+        let back = SigningKey::from_text(&format!("{text}\n")).unwrap();
+        assert_eq!(back.to_text(), text);
+        assert_eq!(back.verifier(), key.verifier());
+        let vtext = key.verifier().to_text();
+        let material = format!(
+            "+{}",
+            BASE64.encode([&[1u8][..], key.verifier().key.as_bytes()].concat())
+        );
+        assert_eq!(
+            vtext,
+            format!("gavel.example/audit+{:08x}{material}", key.key_id())
+        );
+        assert_eq!(VerifierKey::from_text(&vtext).unwrap(), key.verifier());
+        // Two generated keys differ.
+        let other = SigningKey::generate("gavel.example/audit").unwrap();
+        assert_ne!(other.to_text(), text);
+    }
+
+    #[test]
+    fn debug_does_not_show_the_secret() {
+        let key = test_key("k");
+        let debug = format!("{key:?}");
+        let seed_b64 = key.to_text().rsplit_once('+').unwrap().1.to_owned();
+        assert!(debug.contains(&format!("{:08x}", key.key_id())), "{debug}");
+        assert!(!debug.contains(&seed_b64[4..20]), "{debug}");
+        assert!(!debug.contains("7, 7, 7"), "{debug}");
+    }
+
+    #[test]
+    fn bad_key_names_are_refused() {
+        for name in ["", "a b", "a+b", "a\nb", "tab\t", "nbsp\u{a0}"] {
+            assert!(
+                matches!(
+                    SigningKey::generate(name),
+                    Err(CheckpointError::KeyFormat { .. })
+                ),
+                "{name:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_key_texts_are_refused() {
+        let key = test_key("gavel.example/audit");
+        let stext = key.to_text();
+        let vtext = key.verifier().to_text();
+        let id = format!("{:08x}", key.key_id());
+        let wrong_id = format!("{:08x}", key.key_id() ^ 1);
+        let bad_signers = [
+            stext.replacen("PRIVATE", "PUBLIC", 1),
+            stext.replacen(&id, &wrong_id, 1),
+            stext.replacen(&id, "+1234567", 1),
+            stext.replacen(&id, &id[..7], 1),
+            stext.replacen("audit", "audiT", 1), // id no longer matches name
+            format!("PRIVATE+KEY+gavel.example/audit+{id}"),
+            format!(
+                "PRIVATE+KEY+gavel.example/audit+{id}+{}",
+                BASE64.encode([2u8; 33])
+            ),
+            format!(
+                "PRIVATE+KEY+gavel.example/audit+{id}+{}",
+                BASE64.encode([1u8; 32])
+            ),
+            format!("{stext}="),
+            vtext.clone(),
+        ];
+        for text in &bad_signers {
+            assert!(
+                matches!(
+                    SigningKey::from_text(text),
+                    Err(CheckpointError::KeyFormat { .. })
+                ),
+                "{text:?}"
+            );
+        }
+        let bad_verifiers = [
+            stext.clone(),
+            vtext.replacen(&id, &wrong_id, 1),
+            vtext.replacen("audit", "audiT", 1),
+            format!("gavel.example/audit+{id}"),
+            format!("gavel.example/audit+{id}+{}", BASE64.encode([1u8; 32])),
+            format!("a b+{id}+{}", vtext.rsplit_once('+').unwrap().1),
+        ];
+        for text in &bad_verifiers {
+            assert!(
+                matches!(
+                    VerifierKey::from_text(text),
+                    Err(CheckpointError::KeyFormat { .. })
+                ),
+                "{text:?}"
+            );
+        }
+    }
+
+    // -- key files -------------------------------------------------------------------
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn keypair_files_round_trip_with_private_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoint.key");
+        let key = SigningKey::generate("gavel.example/audit").unwrap();
+        write_keypair(&path, &key).unwrap();
+        let pub_file = dir.path().join("checkpoint.key.pub");
+        #[cfg(unix)]
+        {
+            assert_eq!(mode(&path), 0o600);
+            assert_eq!(mode(&pub_file) & 0o600, 0o600);
+            assert_eq!(mode(&pub_file) & 0o033, 0, "never wider than 0644");
+        }
+        assert_eq!(
+            fs::read_to_string(&pub_file).unwrap(),
+            format!("{}\n", key.verifier().to_text())
+        );
+        let back = read_signing_key(&path).unwrap();
+        assert_eq!(back.to_text(), key.to_text());
+        assert_eq!(read_verifier_key(&pub_file).unwrap(), key.verifier());
+        // The private file is not a verifier key.
+        let err = read_verifier_key(&path).unwrap_err();
+        assert!(err.to_string().contains("checkpoint.key"), "{err}");
+    }
+
+    #[test]
+    fn write_keypair_refuses_to_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k");
+        let first = test_key("k");
+        write_keypair(&path, &first).unwrap();
+        let second = SigningKey::generate("k").unwrap();
+        assert!(matches!(
+            write_keypair(&path, &second),
+            Err(CheckpointError::AlreadyExists { path: p }) if p == path
+        ));
+        assert_eq!(read_signing_key(&path).unwrap().to_text(), first.to_text());
+
+        // A stray .pub alone also blocks, and no key file is left behind.
+        let lonely = dir.path().join("lonely");
+        fs::write(dir.path().join("lonely.pub"), "keep me\n").unwrap();
+        assert!(matches!(
+            write_keypair(&lonely, &second),
+            Err(CheckpointError::AlreadyExists { .. })
+        ));
+        assert!(!lonely.exists());
+        assert_eq!(
+            fs::read_to_string(dir.path().join("lonely.pub")).unwrap(),
+            "keep me\n"
+        );
+    }
+
+    #[test]
+    fn missing_key_file_is_an_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("absent");
+        assert!(matches!(
+            read_signing_key(&path),
+            Err(CheckpointError::Io { path: p, .. }) if p == path
+        ));
+        assert!(matches!(
+            read_verifier_key(&path),
+            Err(CheckpointError::Io { .. })
+        ));
+    }
+
+    // -- the worked example of docs/checkpoints.md -------------------------------
+
+    /// Every value in the worked example of `docs/checkpoints.md`; if this
+    /// fails, the format drifted or the document is wrong.
+    #[test]
+    fn docs_worked_example() {
+        let seed: [u8; 32] = std::array::from_fn(|i| i as u8);
+        let key = SigningKey::from_seed("gavel.example/audit", &seed).unwrap();
+        assert_eq!(
+            key.to_text(),
+            "PRIVATE+KEY+gavel.example/audit+efbeb9c8+AQABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f"
+        );
+        let verifier = key.verifier();
+        assert_eq!(
+            verifier.to_text(),
+            "gavel.example/audit+efbeb9c8+AQOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4"
+        );
+        assert_eq!(
+            hex(verifier.key.as_bytes()),
+            "03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8"
+        );
+        let mut id_input = b"gavel.example/audit\n\x01".to_vec();
+        id_input.extend_from_slice(verifier.key.as_bytes());
+        assert_eq!(
+            hex(&Sha256::digest(&id_input)),
+            "efbeb9c8023d13b006837956d78016dd84ce5ca5468f6a48b1563ad58b4de5dc"
+        );
+
+        let leaves: Vec<Hash> = [&b"a"[..], b"b", b"c"]
+            .iter()
+            .map(|d| leaf_hash(d))
+            .collect();
+        let leaf_hex: Vec<String> = leaves.iter().map(|l| hex(l)).collect();
+        assert_eq!(
+            leaf_hex,
+            [
+                "022a6979e6dab7aa5ae4c3e5e45f7e977112a7e63593820dbec1ec738a24f93c",
+                "57eb35615d47f34ec714cacdf5fd74608a5e8e102724e80b24b287c0c27b6a31",
+                "597fcb31282d34654c200d3418fca5705c648ebf326ec73d8ddef11841f876d8",
+            ]
+        );
+        let ab = node_hash(&leaves[0], &leaves[1]);
+        let root = merkle_root(&leaves);
+        assert_eq!(root, node_hash(&ab, &leaves[2]));
+        assert_eq!(
+            hex(&root),
+            "36642e73c2540ab121e3a6bf9545b0a24982cd830eb13d3cd19de3ce6c021ec1"
+        );
+
+        let checkpoint = Checkpoint {
+            origin: "gavel.example/audit".to_owned(),
+            size: 3,
+            root,
+        };
+        let note = "gavel.example/audit\n\
+                    3\n\
+                    NmQuc8JUCrEh46a/lUWwokmCzYMOsT080Z3jzmwCHsE=\n\
+                    \n\
+                    \u{2014} gavel.example/audit 7765yIcqBRRAgaLVk9zI0Zepno/B+wzKnYooI36u6/+bvyT8eO9KxDyN8v8s77q1NE96iTYNwjN9PMY1GjIDNfHztgI=\n";
+        assert_eq!(key.sign(&checkpoint).unwrap(), note);
+        assert_eq!(open(note, &verifier).unwrap(), checkpoint);
+    }
 }
