@@ -242,6 +242,9 @@ impl Checkpoint {
         let Some(body) = body.strip_suffix('\n') else {
             return Err(malformed("body does not end with a newline"));
         };
+        if body.chars().any(|c| c < ' ' && c != '\n') {
+            return Err(malformed("body contains a control character"));
+        }
         let mut lines = body.split('\n');
         let origin = lines.next().unwrap_or_default();
         if origin.is_empty() {
@@ -1129,7 +1132,7 @@ mod tests {
         assert_malformed(&format!("{body}\n\u{2014} k !!!!!!!!\n")); // bad base64
         assert_malformed(&format!("{body}\n\u{2014}  AAAAAAAA\n")); // empty name
         assert_malformed(&tamper(&note, "\n5\n", "\n5\r\n")); // control character
-        let many = format!("{body}\n{}", format!("{sig_line}").repeat(101));
+        let many = format!("{body}\n{}", sig_line.repeat(101));
         assert_malformed(&many);
         assert!(parse_unverified(&format!("{body}\n{}", sig_line.repeat(100))).is_ok());
     }
@@ -1172,6 +1175,14 @@ mod tests {
                 "parse_unverified accepted {body:?}"
             );
         }
+        assert!(matches!(
+            Checkpoint::from_body(&format!("o\tx\n5\n{root}\n")),
+            Err(CheckpointError::Malformed { .. })
+        ));
+        assert!(matches!(
+            Checkpoint::from_body(&format!("o\n5\n{root}")),
+            Err(CheckpointError::Malformed { .. })
+        ));
         // The largest size is fine.
         let body = format!("o\n18446744073709551615\n{root}\n");
         let checkpoint = open(&key.sign_text(&body), &key.verifier()).unwrap();
