@@ -7,6 +7,8 @@
 
 pub mod approval;
 pub mod audit;
+pub mod chain;
+pub mod checkpoint;
 pub mod digest;
 pub mod facts;
 pub mod hooks;
