@@ -20,7 +20,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Parses lowercase or uppercase hex; `None` on odd length or a bad digit.
 pub fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

@@ -15,6 +15,7 @@ pub mod hooks;
 pub mod policy;
 pub mod request;
 pub mod runner;
+pub mod store;
 pub mod tools;
 
 pub use approval::{ApprovalStatus, Approver, Resolution};

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use gavel::ToolRequest;
 
-use super::{Exit, Format, FormatArgs, Global, parse_json_arg, render};
+use super::{Exit, FormatArgs, Global, parse_json_arg, render};
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -28,7 +28,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
     let facts = workspace.facts(&request);
     let (decision, trace) = policy.explain(&request, &facts);
 
-    if args.format.get() != Format::Table {
+    if args.format.is_json() {
         render::json(&json!({
             "tool": request.name,
             "action": decision.action,

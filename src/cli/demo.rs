@@ -12,7 +12,10 @@ use gavel::policy::Policy;
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, GovernedRunner, ToolRequest, Workspace};
 
-use super::{Exit, Format, FormatArgs, Global, render, run::outcome_json};
+use gavel::store::{Durability, Store};
+
+use super::verify::verify_store;
+use super::{Exit, FormatArgs, Global, render, run::outcome_json};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -72,7 +75,7 @@ fn script() -> Vec<Step> {
     ]
 }
 
-pub fn run(_global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
+pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     let dir = match args.dir {
         Some(dir) => dir,
         None => std::env::temp_dir().join(format!("gavel-demo-{}", std::process::id())),
@@ -85,10 +88,15 @@ pub fn run(_global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     )
     .context("cannot write the demo's notes.txt")?;
     let workspace = Workspace::open(&dir).context("cannot open the demo workspace")?;
+    let db = global
+        .db
+        .clone()
+        .unwrap_or_else(|| workspace.root().join(".gavel").join("audit.db"));
+    let mut store = Store::open(&db, Durability::Normal)?;
     let runner = GovernedRunner::new(Policy::builtin(), workspace, Registry::builtin());
-    let mut audit = Vec::new();
+    store.remember_policy(runner.policy())?;
 
-    let json = args.format.get() != Format::Table;
+    let json = args.format.is_json();
     let mut rows = Vec::new();
     for (index, step) in script().into_iter().enumerate() {
         let request = ToolRequest::new(format!("demo-{}", index + 1), step.tool, step.arguments);
@@ -97,7 +105,7 @@ pub fn run(_global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
             &request,
             None,
             &mut Fixed(step.answer),
-            &mut audit,
+            &mut store,
         )?;
         if json {
             render::json(&outcome_json(&outcome))?;
@@ -118,12 +126,34 @@ pub fn run(_global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
             outcome.result.status.as_str().to_owned(),
         ]);
     }
-    if !json {
-        render::line(&format!("gavel demo: workspace {}", dir.display()))?;
-        render::table(
-            &["#", "step", "call", "action", "rule", "approval", "status"],
-            rows,
-        )?;
+    let report = verify_store(&store, None)?;
+    if json {
+        render::json(&serde_json::to_value(&report)?)?;
+        return Ok(if report.ok { Exit::Ok } else { Exit::Failed });
     }
-    Ok(Exit::Ok)
+    render::line(&format!("gavel demo: workspace {}", dir.display()))?;
+    render::line("\n1. Six calls through policy -> approval -> execution:")?;
+    render::table(
+        &["#", "step", "call", "action", "rule", "approval", "status"],
+        rows,
+    )?;
+    render::line(&format!(
+        "\n2. Recorded as {} hash-chained events in {}",
+        report.rows,
+        db.display()
+    ))?;
+    let events = store.event_count()?;
+    render::line(&format!(
+        "\n3. gavel verify: {}",
+        if report.ok {
+            format!("ok, {events} events, chain intact")
+        } else {
+            format!("TAMPERED: {:?}", report.problem)
+        }
+    ))?;
+    render::line(&format!(
+        "\nTry: gavel log --db {0}\n     gavel explain demo-4 --db {0}",
+        db.display()
+    ))?;
+    Ok(if report.ok { Exit::Ok } else { Exit::Failed })
 }

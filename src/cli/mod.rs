@@ -3,9 +3,15 @@
 
 mod check;
 mod demo;
+mod export;
+mod keys;
+mod log;
 mod policy_cmd;
+mod query;
 mod render;
 mod run;
+mod show;
+mod verify;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,6 +21,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use gavel::Workspace;
 use gavel::policy::Policy;
+use gavel::store::{Durability, Store};
 
 /// Exit codes, one place (the README has the table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +61,16 @@ pub struct Global {
     /// Audit database [default: $GAVEL_DB, else .gavel/audit.db in the workspace]
     #[arg(long, global = true, value_name = "FILE", env = "GAVEL_DB")]
     pub db: Option<PathBuf>,
+    /// Whether each commit to the audit database waits for the disk
+    #[arg(long, global = true, value_enum, default_value_t = DurabilityArg::Full)]
+    pub durability: DurabilityArg,
+}
+
+/// `--durability`: `full` syncs every commit; `normal` survives a crash of gavel but not a power loss.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurabilityArg {
+    Full,
+    Normal,
 }
 
 /// How to print results.
@@ -71,14 +88,22 @@ pub struct FormatArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Short for --format json
+    /// JSON, one object per line (short for --format jsonl)
     #[arg(long)]
     pub json: bool,
 }
 
 impl FormatArgs {
     pub fn get(self) -> Format {
-        if self.json { Format::Json } else { self.format }
+        if self.json {
+            Format::Jsonl
+        } else {
+            self.format
+        }
+    }
+
+    pub fn is_json(self) -> bool {
+        self.get() != Format::Table
     }
 }
 
@@ -93,6 +118,22 @@ pub enum Command {
     Policy(policy_cmd::PolicyCommand),
     /// Run a short scripted session in a temporary workspace and show what happened
     Demo(demo::DemoArgs),
+    /// List recorded calls, one row per call, oldest first
+    Log(log::LogArgs),
+    /// Every event of one call, with seq and hashes
+    Show(show::ShowArgs),
+    /// Why a recorded call ended as it did, in plain words
+    Explain(show::ExplainArgs),
+    /// Counts per rule, action, approval, status and tool
+    Stats(log::StatsArgs),
+    /// Every event with its hashes, for archiving
+    Export(export::ExportArgs),
+    /// Check the hash chain (and optionally a signed checkpoint)
+    Verify(verify::VerifyArgs),
+    /// Write an Ed25519 key for signing checkpoints, and KEY.pub
+    Keygen(keys::KeygenArgs),
+    /// Sign and store a checkpoint of the log's current size and Merkle root
+    Checkpoint(keys::CheckpointArgs),
 }
 
 pub fn main() -> std::process::ExitCode {
@@ -115,6 +156,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Run(args) => run::run(&global, args),
         Command::Policy(command) => policy_cmd::run(&global, command),
         Command::Demo(args) => demo::run(&global, args),
+        Command::Log(args) => log::run(&global, args),
+        Command::Show(args) => show::show(&global, args),
+        Command::Explain(args) => show::explain(&global, args),
+        Command::Stats(args) => log::stats(&global, args),
+        Command::Export(args) => export::run(&global, args),
+        Command::Verify(args) => verify::run(&global, args),
+        Command::Keygen(args) => keys::keygen(args),
+        Command::Checkpoint(args) => keys::checkpoint(&global, args),
     }
 }
 
@@ -165,11 +214,26 @@ impl Global {
     }
 
     /// The audit database path: `--db`, `$GAVEL_DB`, `.gavel/audit.db` in the workspace.
-    #[allow(dead_code)]
-    pub fn db_path(&self, workspace: &Workspace) -> PathBuf {
-        self.db
-            .clone()
-            .unwrap_or_else(|| workspace.root().join(".gavel").join("audit.db"))
+    pub fn db_path(&self) -> anyhow::Result<PathBuf> {
+        match &self.db {
+            Some(db) => Ok(db.clone()),
+            None => Ok(self.workspace()?.root().join(".gavel").join("audit.db")),
+        }
+    }
+
+    /// Opens the audit database for appending, creating it on first use.
+    pub fn open_store(&self) -> anyhow::Result<Store> {
+        let path = self.db_path()?;
+        let durability = match self.durability {
+            DurabilityArg::Full => Durability::Full,
+            DurabilityArg::Normal => Durability::Normal,
+        };
+        Ok(Store::open(&path, durability)?)
+    }
+
+    /// Opens an existing audit database read-only.
+    pub fn read_store(&self) -> anyhow::Result<Store> {
+        Ok(Store::open_read_only(&self.db_path()?)?)
     }
 }
 

@@ -7,7 +7,6 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::approval::{Approver, Fixed, TerminalApprover};
-use gavel::audit::AuditSink;
 use gavel::runner::new_call_id;
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, CallOutcome, ExecutionStatus, GovernedRunner, ToolRequest};
@@ -61,8 +60,9 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
     let policy = global.policy(&workspace)?;
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin());
     let mut approver = approver(&args);
-    let mut audit = open_audit(global, &runner)?;
-    let outcome = runner.run(&call_id, &request, None, approver.as_mut(), audit.as_mut())?;
+    let mut store = global.open_store()?;
+    store.remember_policy(runner.policy())?;
+    let outcome = runner.run(&call_id, &request, None, approver.as_mut(), &mut store)?;
     print_outcome(&outcome, args.format.get())?;
     Ok(exit_for(outcome.result.status))
 }
@@ -73,10 +73,6 @@ fn approver(args: &RunArgs) -> Box<dyn Approver> {
         (_, true) => Box::new(Fixed(ApprovalStatus::Rejected)),
         _ => Box::new(TerminalApprover),
     }
-}
-
-fn open_audit(_global: &Global, _runner: &GovernedRunner) -> anyhow::Result<Box<dyn AuditSink>> {
-    Ok(Box::new(Vec::new()))
 }
 
 pub fn exit_for(status: ExecutionStatus) -> Exit {
@@ -107,6 +103,7 @@ pub fn outcome_json(outcome: &CallOutcome) -> Value {
 
 fn print_outcome(outcome: &CallOutcome, format: Format) -> std::io::Result<()> {
     if format != Format::Table {
+        // One call: `json` and `jsonl` print the same single object.
         return render::json(&outcome_json(outcome));
     }
     let decision = outcome.decision();

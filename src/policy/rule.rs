@@ -123,7 +123,7 @@ impl Miss {
             Miss::Tool => format!(
                 "tool `{}` is not one of {}",
                 request.name,
-                list(&rule.tools.as_ref().map_or(&[][..], |t| &t.written[..]))
+                list(rule.tools.as_ref().map_or(&[][..], |t| &t.written[..]))
             ),
             Miss::NoPath => format!("tool `{}` has no path to scope", request.name),
             Miss::Scope => {
@@ -139,14 +139,13 @@ impl Miss {
             Miss::PathGlob => format!(
                 "path {} matches none of {}",
                 describe_paths(&facts.paths),
-                list(&rule.path_glob.as_ref().map_or(&[][..], |g| &g.written[..]))
+                list(rule.path_glob.as_ref().map_or(&[][..], |g| &g.written[..]))
             ),
             Miss::NoCommand => format!("tool `{}` has no shell command", request.name),
             Miss::CommandRegex => format!(
                 "command matches none of {}",
                 list(
-                    &rule
-                        .command_regex
+                    rule.command_regex
                         .as_ref()
                         .map_or(&[][..], |r| &r.written[..])
                 )

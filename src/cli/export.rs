@@ -1,0 +1,82 @@
+//! `gavel export`: every event with its hashes, as JSON lines or CSV.
+
+use clap::{Args, ValueEnum};
+
+use gavel::digest::hex;
+use gavel::store::StoredEvent;
+
+use super::query::format_time;
+use super::{Exit, Global, render};
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Jsonl,
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+    pub format: ExportFormat,
+}
+
+const CSV_HEADER: &str =
+    "seq,ts,kind,call_id,tool,action,rule_id,approval,status,payload,leaf,chain";
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+fn csv_row(e: &StoredEvent) -> String {
+    let opt = |v: &Option<String>| csv_field(v.as_deref().unwrap_or(""));
+    [
+        e.seq.to_string(),
+        format_time(e.ts_us),
+        csv_field(&e.kind),
+        csv_field(&e.call_id),
+        opt(&e.tool),
+        opt(&e.action),
+        opt(&e.rule_id),
+        opt(&e.approval),
+        opt(&e.status),
+        csv_field(&String::from_utf8_lossy(&e.payload)),
+        hex(&e.leaf),
+        hex(&e.chain),
+    ]
+    .join(",")
+}
+
+pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
+    let store = global.read_store()?;
+    if args.format == ExportFormat::Csv {
+        render::line(CSV_HEADER)?;
+    }
+    store.for_each_event(|event| -> anyhow::Result<()> {
+        match args.format {
+            ExportFormat::Csv => render::line(&csv_row(&event))?,
+            ExportFormat::Jsonl => render::json(&serde_json::json!({
+                "seq": event.seq,
+                "ts": format_time(event.ts_us),
+                "ts_us": event.ts_us,
+                "kind": event.kind,
+                "call_id": event.call_id,
+                "tool": event.tool,
+                "action": event.action,
+                "rule_id": event.rule_id,
+                "approval": event.approval,
+                "status": event.status,
+                "payload": event.payload_json(),
+                "log_id": hex(&event.log_id),
+                "leaf": hex(&event.leaf),
+                "chain": hex(&event.chain),
+            }))?,
+        }
+        Ok(())
+    })?;
+    Ok(Exit::Ok)
+}

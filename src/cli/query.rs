@@ -1,0 +1,121 @@
+//! The filter flags shared by `log`, `stats`, `replay` and `export`, and
+//! how they become a library `AuditQuery`.
+
+use anyhow::{Context, bail};
+use chrono::{DateTime, NaiveDate, Utc};
+use clap::Args;
+
+use gavel::store::AuditQuery;
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct QueryArgs {
+    /// Only calls to this tool
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only calls decided by this rule
+    #[arg(long = "rule", value_name = "RULE_ID")]
+    pub rule: Option<String>,
+    /// Only calls with this action (allow, ask, deny)
+    #[arg(long)]
+    pub action: Option<String>,
+    /// Only calls with this approval (not_required, approved, rejected, cancelled, pending)
+    #[arg(long)]
+    pub approval: Option<String>,
+    /// Only calls with this status (blocked, succeeded, failed, incomplete)
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Calls at or after TIME: RFC 3339, a date (2026-12-01), or an age (30m, 2h, 7d)
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Calls before TIME (same forms as --since)
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Only this call
+    #[arg(long = "call", value_name = "ID")]
+    pub call: Option<String>,
+    /// At most N calls
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+}
+
+const ACTIONS: &[&str] = &["allow", "ask", "deny"];
+const APPROVALS: &[&str] = &[
+    "not_required",
+    "approved",
+    "rejected",
+    "cancelled",
+    "pending",
+];
+const STATUSES: &[&str] = &["blocked", "succeeded", "failed", "incomplete"];
+
+impl QueryArgs {
+    pub fn to_query(&self) -> anyhow::Result<AuditQuery> {
+        Ok(AuditQuery {
+            since: self
+                .since
+                .as_deref()
+                .map(parse_time)
+                .transpose()
+                .context("--since")?,
+            until: self
+                .until
+                .as_deref()
+                .map(parse_time)
+                .transpose()
+                .context("--until")?,
+            tool: self.tool.clone(),
+            rule_id: self.rule.clone(),
+            action: one_of("--action", &self.action, ACTIONS)?,
+            approval: one_of("--approval", &self.approval, APPROVALS)?,
+            status: one_of("--status", &self.status, STATUSES)?,
+            call_id: self.call.clone(),
+            limit: self.limit,
+        })
+    }
+}
+
+fn one_of(flag: &str, value: &Option<String>, allowed: &[&str]) -> anyhow::Result<Option<String>> {
+    match value {
+        Some(v) if !allowed.contains(&v.as_str()) => {
+            bail!(
+                "{flag}: unknown value `{v}` (one of {})",
+                allowed.join(", ")
+            )
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+/// Microseconds since the epoch for an RFC 3339 time, a date, or an age like `2h`.
+pub fn parse_time(text: &str) -> anyhow::Result<i64> {
+    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        return Ok(time.with_timezone(&Utc).timestamp_micros());
+    }
+    if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        let midnight = date.and_hms_opt(0, 0, 0).context("midnight exists")?;
+        return Ok(midnight.and_utc().timestamp_micros());
+    }
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => bail!("cannot read time `{text}` (RFC 3339, YYYY-MM-DD, or an age like 30m, 2h, 7d)"),
+    };
+    let count: i64 = number
+        .parse()
+        .with_context(|| format!("cannot read time `{text}`"))?;
+    Ok(Utc::now().timestamp_micros() - count.saturating_mul(seconds).saturating_mul(1_000_000))
+}
+
+/// An RFC 3339 UTC time with microseconds.
+pub fn format_time(ts_us: i64) -> String {
+    DateTime::<Utc>::from_timestamp_micros(ts_us)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+        .unwrap_or_else(|| ts_us.to_string())
+}

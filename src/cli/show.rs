@@ -1,0 +1,209 @@
+//! `gavel show` (every event of a call, with hashes) and `gavel explain`
+//! (why a call ended as it did, in plain words).
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use gavel::ToolRequest;
+use gavel::audit::{EventBody, ResultRecord};
+use gavel::digest::hex;
+use gavel::policy::{Policy, RuleTrace};
+use gavel::store::{AuditQuery, CallSummary, Store, StoredEvent};
+
+use super::query::format_time;
+use super::{Exit, FormatArgs, Global, render};
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// The call id
+    pub call_id: String,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The call id
+    pub call_id: String,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+fn event_json(event: &StoredEvent) -> Value {
+    json!({
+        "seq": event.seq,
+        "ts": format_time(event.ts_us),
+        "kind": event.kind,
+        "call_id": event.call_id,
+        "tool": event.tool,
+        "action": event.action,
+        "rule_id": event.rule_id,
+        "approval": event.approval,
+        "status": event.status,
+        "payload": event.payload_json(),
+        "leaf": hex(&event.leaf),
+        "chain": hex(&event.chain),
+    })
+}
+
+pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
+    let store = global.read_store()?;
+    let events = store.call_events(&args.call_id)?;
+    if args.format.is_json() {
+        render::json(&json!({
+            "call_id": args.call_id,
+            "events": events.iter().map(event_json).collect::<Vec<_>>(),
+        }))?;
+        return Ok(Exit::Ok);
+    }
+    render::table(
+        &["seq", "time", "kind", "payload", "leaf", "chain"],
+        events.iter().map(|e| {
+            [
+                e.seq.to_string(),
+                format_time(e.ts_us),
+                e.kind.clone(),
+                render::cell(&String::from_utf8_lossy(&e.payload), 70),
+                hex(&e.leaf)[..16].to_owned(),
+                hex(&e.chain)[..16].to_owned(),
+            ]
+        }),
+    )?;
+    Ok(Exit::Ok)
+}
+
+/// The rules tried before the deciding one, re-evaluated on the recorded
+/// policy text and facts; `None` when that text was not recorded.
+fn recorded_trace(store: &Store, call: &CallSummary) -> anyhow::Result<Option<Vec<RuleTrace>>> {
+    let Some(text) = store.policy_source(&call.decision.policy.digest)? else {
+        return Ok(None);
+    };
+    let policy = Policy::from_toml(&text, "recorded policy")?;
+    let request = ToolRequest::new(
+        call.request.tool_use_id.clone(),
+        call.tool.clone(),
+        call.request.arguments.clone(),
+    );
+    Ok(Some(policy.explain(&request, &call.decision.facts).1))
+}
+
+fn result_of(store: &Store, call_id: &str) -> anyhow::Result<Option<ResultRecord>> {
+    let mut result = None;
+    for event in store.call_events(call_id)? {
+        if event.kind == "result"
+            && let Ok(EventBody::Result(r)) = EventBody::from_json("result", &event.payload)
+        {
+            result = Some(r);
+        }
+    }
+    Ok(result)
+}
+
+pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
+    let store = global.read_store()?;
+    let query = AuditQuery {
+        call_id: Some(args.call_id.clone()),
+        ..AuditQuery::default()
+    };
+    let Some(call) = store.calls(&query)?.into_iter().next() else {
+        anyhow::bail!("no call `{}` in the record", args.call_id);
+    };
+    let trace = recorded_trace(&store, &call)?;
+    let result = result_of(&store, &call.call_id)?;
+    let decision = &call.decision;
+
+    if args.format.is_json() {
+        render::json(&json!({
+            "call_id": call.call_id,
+            "ts": format_time(call.ts_us),
+            "tool": call.tool,
+            "arguments": call.request.arguments,
+            "client": call.request.client,
+            "action": decision.action,
+            "rule_id": decision.rule_id,
+            "reason": decision.reason,
+            "policy": decision.policy,
+            "facts": decision.facts,
+            "trace": trace,
+            "approval": call.approval,
+            "status": call.status,
+            "result": result,
+        }))?;
+        return Ok(Exit::Ok);
+    }
+
+    let mut text = vec![
+        format!("Call `{}` at {}", call.call_id, format_time(call.ts_us)),
+        format!(
+            "  asked to run `{}` with {}",
+            call.tool,
+            render::cell(&call.request.arguments.to_string(), 300)
+        ),
+    ];
+    if let Some(client) = &call.request.client {
+        text.push(format!(
+            "  (sent by {} as tool `{}`)",
+            client.client, client.tool
+        ));
+    }
+    for path in &decision.facts.paths {
+        let place = if path.inside { "inside" } else { "outside" };
+        let resolved = path
+            .resolved
+            .as_deref()
+            .unwrap_or("(could not be resolved)");
+        text.push(format!(
+            "  path `{}` resolved to `{resolved}`, {place} the workspace `{}`",
+            path.requested, decision.facts.workspace
+        ));
+    }
+    text.push(String::new());
+    match &trace {
+        Some(trace) => {
+            let before: Vec<&RuleTrace> = trace.iter().filter(|t| !t.matched).collect();
+            if before.is_empty() {
+                text.push("No rule came before the deciding one.".into());
+            } else {
+                text.push("Rules tried before the deciding one:".into());
+                for t in before {
+                    text.push(format!("  - `{}` did not match: {}", t.rule_id, t.detail));
+                }
+            }
+        }
+        None => text.push(format!(
+            "The text of policy `{}` was not recorded, so the rules tried before cannot be shown.",
+            decision.policy.name
+        )),
+    }
+    text.push(format!(
+        "Decision: {} by rule `{}` of policy `{}` (sha256 {}):",
+        decision.action,
+        decision.rule_id,
+        decision.policy.name,
+        &decision.policy.digest[..16]
+    ));
+    text.push(format!("  {}", decision.reason));
+    text.push(format!(
+        "Approval: {}",
+        match call.approval.as_str() {
+            "not_required" => format!(
+                "not required ({} is never put to a person)",
+                decision.action
+            ),
+            "pending" => "pending: the client was asked and no answer was recorded".into(),
+            other => other.to_owned(),
+        }
+    ));
+    match (&result, call.status.as_str()) {
+        (Some(r), _) => {
+            let code = r.exit_code.map(|c| format!(", exit code {c}")).unwrap_or_default();
+            text.push(format!("Result: {} after {} ms{code}", r.status.as_str(), r.duration_ms));
+            text.push(format!("  {}", render::cell(&r.content, 300)));
+        }
+        (None, status) => text.push(format!(
+            "Result: {status}: no result was recorded (gavel stopped while the call ran, or the client never reported back)"
+        )),
+    }
+    render::line(&text.join("\n"))?;
+    Ok(Exit::Ok)
+}

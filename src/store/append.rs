@@ -1,0 +1,153 @@
+//! Appending events: read the chain head and insert in one `BEGIN
+//! IMMEDIATE` transaction, so concurrent writers queue up instead of forking
+//! the chain, and a batch lands whole or not at all.
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+use super::{Store, StoreError, sql};
+use crate::audit::{AuditError, AuditSink, Event, EventBody};
+use crate::chain::{EventFields, Hash, link};
+
+/// The typed columns of an event, taken from its body.
+struct Columns<'a> {
+    action: Option<&'a str>,
+    rule_id: Option<&'a str>,
+    approval: Option<&'a str>,
+    status: Option<&'a str>,
+}
+
+fn columns(body: &EventBody) -> Columns<'_> {
+    let mut columns = Columns {
+        action: None,
+        rule_id: None,
+        approval: None,
+        status: None,
+    };
+    match body {
+        EventBody::Decision(d) => {
+            columns.action = Some(d.action.as_str());
+            columns.rule_id = Some(&d.rule_id);
+        }
+        EventBody::Approval(a) => columns.approval = Some(a.status.as_str()),
+        EventBody::Result(r) => columns.status = Some(r.status.as_str()),
+        EventBody::Request(_) | EventBody::Lifecycle(_) => {}
+    }
+    columns
+}
+
+impl Store {
+    /// Appends `events` in order, atomically; returns the seq of the last.
+    pub fn append(&mut self, events: &[Event]) -> Result<u64, StoreError> {
+        let log_id = self.identity.log_id.clone();
+        let genesis = self.identity.genesis;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("starting an append"))?;
+        let head: Option<(u64, Vec<u8>)> = tx
+            .prepare_cached("SELECT seq, chain FROM events ORDER BY seq DESC LIMIT 1")
+            .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+            .map_err(sql("reading the chain head"))?;
+        let (mut seq, mut previous): (u64, Hash) = match head {
+            None => (0, genesis),
+            Some((seq, chain)) => {
+                let chain = chain.try_into().map_err(|_| StoreError::Damaged {
+                    path: self.path.display().to_string(),
+                    detail: format!("the chain value of seq {seq} is not 32 bytes"),
+                })?;
+                (seq, chain)
+            }
+        };
+        {
+            let mut exists = tx
+                .prepare_cached("SELECT 1 FROM events WHERE call_id = ?1 AND kind = 'request'")
+                .map_err(sql("preparing a lookup"))?;
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO events (seq, log_id, ts_us, kind, call_id, tool, action, rule_id,
+                                         approval, status, payload, leaf, chain)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                )
+                .map_err(sql("preparing an insert"))?;
+            for event in events {
+                if matches!(event.body, EventBody::Request(_))
+                    && exists
+                        .exists([&event.call_id])
+                        .map_err(sql("looking up a call"))?
+                {
+                    return Err(StoreError::DuplicateCall {
+                        call_id: event.call_id.clone(),
+                    });
+                }
+                seq += 1;
+                let payload = event.body.to_json();
+                let typed = columns(&event.body);
+                let fields = EventFields {
+                    seq,
+                    log_id: &log_id,
+                    ts_us: event.ts_us,
+                    kind: event.body.kind(),
+                    call_id: &event.call_id,
+                    tool: event.tool.as_deref(),
+                    action: typed.action,
+                    rule_id: typed.rule_id,
+                    approval: typed.approval,
+                    status: typed.status,
+                    payload: &payload,
+                };
+                let leaf = fields.leaf_hash();
+                previous = link(&previous, &leaf);
+                insert
+                    .execute(params![
+                        seq,
+                        &log_id,
+                        fields.ts_us,
+                        fields.kind,
+                        fields.call_id,
+                        fields.tool,
+                        fields.action,
+                        fields.rule_id,
+                        fields.approval,
+                        fields.status,
+                        &payload,
+                        &leaf[..],
+                        &previous[..]
+                    ])
+                    .map_err(sql("appending an event"))?;
+            }
+        }
+        tx.commit().map_err(sql("committing an append"))?;
+        Ok(seq)
+    }
+}
+
+impl AuditSink for Store {
+    fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
+        Store::append(self, events)
+            .map(|_| ())
+            .map_err(|e| AuditError(Box::new(e)))
+    }
+}
+
+impl Store {
+    /// Keeps the text of `policy` (once per digest), so `explain` and replay
+    /// can show exactly what decided a recorded call.
+    pub fn remember_policy(&mut self, policy: &crate::policy::Policy) -> Result<(), StoreError> {
+        let reference = policy.reference();
+        self.conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO policies (digest, name, source, first_seen_us)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    reference.digest,
+                    reference.name,
+                    policy.source(),
+                    chrono::Utc::now().timestamp_micros()
+                ])
+            })
+            .map_err(sql("remembering the policy"))?;
+        Ok(())
+    }
+}

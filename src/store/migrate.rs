@@ -1,0 +1,158 @@
+//! Schema migrations: plain `.sql` files from `migrations/`, applied in
+//! order at open and tracked with `PRAGMA user_version`. A new database also
+//! gets its log identity here, in the same transaction.
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension};
+
+use super::{APPLICATION_ID, LogIdentity, StoreError, sql};
+use crate::chain::{FORMAT_VERSION, genesis};
+
+/// Every migration, in order; the schema version is the count applied.
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+
+/// What an opened file turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum State {
+    /// An empty file: gavel may initialize it.
+    Fresh,
+    /// A gavel database at this schema version.
+    Gavel(i64),
+}
+
+/// Looks at a file without changing it.
+pub(super) fn inspect(conn: &Connection, path: &str) -> Result<State, StoreError> {
+    let not_gavel = || StoreError::NotGavel {
+        path: path.to_owned(),
+    };
+    let read = |pragma: &str| -> Result<i64, StoreError> {
+        conn.pragma_query_value(None, pragma, |row| row.get(0))
+            .map_err(|err| match err.sqlite_error_code() {
+                Some(ErrorCode::NotADatabase) => not_gavel(),
+                _ => StoreError::Open {
+                    path: path.to_owned(),
+                    source: err,
+                },
+            })
+    };
+    let application_id = read("application_id")?;
+    let version = read("user_version")?;
+    let objects: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+        .map_err(sql("reading the schema"))?;
+    if application_id == 0 && version == 0 && objects == 0 {
+        return Ok(State::Fresh);
+    }
+    if application_id != i64::from(APPLICATION_ID) {
+        return Err(not_gavel());
+    }
+    let supported = MIGRATIONS.len() as i64;
+    if version > supported {
+        return Err(StoreError::Newer {
+            path: path.to_owned(),
+            found: version,
+            supported,
+        });
+    }
+    Ok(State::Gavel(version))
+}
+
+/// Brings a fresh or older database up to date.
+pub(super) fn apply(conn: &Connection, path: &str, state: State) -> Result<(), StoreError> {
+    let from = match state {
+        State::Fresh => 0,
+        State::Gavel(version) => version,
+    };
+    if state == State::Fresh {
+        // WAL lets readers run while one writer appends; set before any transaction.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql("enabling WAL"))?;
+    }
+    if from == MIGRATIONS.len() as i64 {
+        return Ok(());
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(sql("starting a migration"))?;
+    let result = (|| {
+        // Another process may have migrated while we waited for the lock.
+        let current: i64 = conn
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(sql("reading the schema version"))?;
+        for (index, migration) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+            conn.execute_batch(migration)
+                .map_err(|source| StoreError::Damaged {
+                    path: path.to_owned(),
+                    detail: format!("migration {} failed: {source}", index + 1),
+                })?;
+        }
+        if current == 0 {
+            create_identity(conn)?;
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .map_err(sql("marking the database"))?;
+        }
+        conn.pragma_update(None, "user_version", MIGRATIONS.len() as i64)
+            .map_err(sql("recording the schema version"))?;
+        Ok(())
+    })();
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    conn.execute_batch(end).map_err(sql("ending a migration"))?;
+    result
+}
+
+fn create_identity(conn: &Connection) -> Result<(), StoreError> {
+    let mut log_id = [0u8; 16];
+    getrandom::fill(&mut log_id).map_err(|err| StoreError::Damaged {
+        path: String::new(),
+        detail: format!("no randomness for the log id: {err}"),
+    })?;
+    let origin = format!("gavel/{}", crate::digest::hex(&log_id));
+    let genesis = genesis(&log_id, &origin, FORMAT_VERSION);
+    conn.execute(
+        "INSERT INTO log_meta (id, log_id, origin, format, created_us, genesis)
+         VALUES (1, ?1, ?2, ?3, ?4, ?5)",
+        rusqlite::params![
+            &log_id[..],
+            origin,
+            FORMAT_VERSION,
+            chrono::Utc::now().timestamp_micros(),
+            &genesis[..]
+        ],
+    )
+    .map_err(sql("creating the log identity"))?;
+    Ok(())
+}
+
+/// Reads the log identity; a gavel database without one is damaged.
+pub(super) fn identity(conn: &Connection, path: &str) -> Result<LogIdentity, StoreError> {
+    let damaged = |detail: &str| StoreError::Damaged {
+        path: path.to_owned(),
+        detail: detail.to_owned(),
+    };
+    let row = conn
+        .query_row(
+            "SELECT log_id, origin, format, created_us, genesis FROM log_meta WHERE id = 1",
+            [],
+            |row| {
+                Ok((
+                    row.get::<_, Vec<u8>>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, u32>(2)?,
+                    row.get::<_, i64>(3)?,
+                    row.get::<_, Vec<u8>>(4)?,
+                ))
+            },
+        )
+        .optional()
+        .map_err(|e| damaged(&format!("cannot read the log identity: {e}")))?
+        .ok_or_else(|| damaged("the log identity is missing"))?;
+    let (log_id, origin, format, created_us, stored) = row;
+    let genesis: [u8; 32] = stored
+        .try_into()
+        .map_err(|_| damaged("the genesis hash is not 32 bytes"))?;
+    Ok(LogIdentity {
+        log_id,
+        origin,
+        format,
+        created_us,
+        genesis,
+    })
+}
