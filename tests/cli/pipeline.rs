@@ -218,7 +218,11 @@ fn unmatched_tools_fail_closed_with_default_deny() {
         "no permission rule matched tool `deploy`"
     );
     assert_eq!(outcome.result.status, ExecutionStatus::Blocked);
-    assert_eq!(recorder.calls(), 0, "a registered handler is not a permission");
+    assert_eq!(
+        recorder.calls(),
+        0,
+        "a registered handler is not a permission"
+    );
 }
 
 #[test]
@@ -297,7 +301,11 @@ fn paths_that_stay_inside_are_not_mistaken_for_escapes() {
     let sandbox = Sandbox::new();
     let runner = builtin_runner(&sandbox);
     let absolute = sandbox.ws.join("notes.txt");
-    for path in ["notes.txt", "./sub/../notes.txt", absolute.to_str().unwrap()] {
+    for path in [
+        "notes.txt",
+        "./sub/../notes.txt",
+        absolute.to_str().unwrap(),
+    ] {
         let (outcome, _) = run(&runner, "read_file", json!({ "path": path }), &mut approve);
         assert_decision(&outcome, Action::Allow, "path.read_allow");
         assert_eq!(outcome.result.status, ExecutionStatus::Succeeded, "{path}");
@@ -360,7 +368,12 @@ fn glob_with_a_prefix_outside_the_workspace_is_denied_before_expansion() {
     assert!(!outcome.result.content.contains("secret.txt"));
 
     sandbox.write("src/a.txt", "");
-    let (outcome, _) = run(&runner, "glob", json!({"pattern": "**/*.txt"}), &mut approve);
+    let (outcome, _) = run(
+        &runner,
+        "glob",
+        json!({"pattern": "**/*.txt"}),
+        &mut approve,
+    );
     assert_decision(&outcome, Action::Allow, "path.read_allow");
     assert_eq!(outcome.result.content, "notes.txt\nsrc/a.txt");
 }
@@ -424,13 +437,21 @@ fn deny_cannot_be_approved_and_the_handler_never_runs() {
     let runner = GovernedRunner::new(Policy::builtin(), workspace(&sandbox), tools);
     let approver = Counting::default();
     for (tool, arguments, rule) in [
-        ("bash", json!({"command": "sudo rm -rf /"}), "bash.hard_deny"),
+        (
+            "bash",
+            json!({"command": "sudo rm -rf /"}),
+            "bash.hard_deny",
+        ),
         (
             "read_file",
             json!({"path": "../outside/secret.txt"}),
             "path.outside_workspace",
         ),
-        ("write_file", json!({"path": "/etc/hosts"}), "path.outside_workspace"),
+        (
+            "write_file",
+            json!({"path": "/etc/hosts"}),
+            "path.outside_workspace",
+        ),
         ("deploy", json!({"env": "prod"}), "default.deny"),
         ("bash", json!("sudo ls"), "request.invalid_arguments"),
     ] {
@@ -483,7 +504,11 @@ fn an_approver_that_gives_no_clear_answer_is_cancelled() {
     ] {
         let mut approver = move |_: &ToolRequest, _: &Decision| answer;
         let (outcome, audit) = run(&runner, "deploy", json!({}), &mut approver);
-        assert_eq!(outcome.resolution.approval, ApprovalStatus::Cancelled, "{answer}");
+        assert_eq!(
+            outcome.resolution.approval,
+            ApprovalStatus::Cancelled,
+            "{answer}"
+        );
         assert!(!outcome.resolution.allowed);
         assert_eq!(outcome.result.status, ExecutionStatus::Blocked);
         assert!(outcome.result.content.ends_with("(approval=cancelled)"));
@@ -526,7 +551,10 @@ fn the_audit_holds_request_decision_approval_and_result_in_order() {
     );
     assert_eq!(&decision.policy, &outcome.decision().policy);
     assert_eq!(decision.facts, outcome.facts);
-    assert_eq!(decision.facts.paths[0].relative.as_deref(), Some("out/report.md"));
+    assert_eq!(
+        decision.facts.paths[0].relative.as_deref(),
+        Some("out/report.md")
+    );
     let EventBody::Approval(approval) = &audit[2].body else {
         unreachable!()
     };
@@ -563,7 +591,9 @@ fn request_and_decision_are_written_ahead_in_one_append_before_approval() {
     let recorder = Recorder::default();
     let runner = custom_runner(&sandbox, recording(&["deploy"], &recorder));
     let mut sink = Batches::default();
-    let at_approval: Rc<RefCell<Option<(Vec<Vec<&str>>, usize)>>> = Rc::default();
+    // What the record held, and how often the handler had run, when the approver was asked.
+    type Snapshot = (Vec<Vec<&'static str>>, usize);
+    let at_approval: Rc<RefCell<Option<Snapshot>>> = Rc::default();
     let mut approver = {
         let sink = sink.clone();
         let recorder = recorder.clone();
@@ -580,10 +610,17 @@ fn request_and_decision_are_written_ahead_in_one_append_before_approval() {
 
     let (batches, calls) = at_approval.borrow_mut().take().expect("approver was asked");
     assert_eq!(batches, [vec!["request", "decision"]]);
-    assert_eq!(calls, 0, "the handler had not run when the approver was asked");
+    assert_eq!(
+        calls, 0,
+        "the handler had not run when the approver was asked"
+    );
     assert_eq!(
         sink.kinds(),
-        [vec!["request", "decision"], vec!["approval"], vec!["result"]]
+        [
+            vec!["request", "decision"],
+            vec!["approval"],
+            vec!["result"]
+        ]
     );
 }
 
@@ -597,7 +634,13 @@ fn a_record_that_cannot_be_written_stops_the_call_before_the_handler() {
     // The write-ahead batch fails: nobody is asked, nothing runs.
     let request = ToolRequest::new("t", "recorded", json!({}));
     let err = runner
-        .run("c", &request, None, &mut approver.clone(), &mut FailsAfter { accept: 0 })
+        .run(
+            "c",
+            &request,
+            None,
+            &mut approver.clone(),
+            &mut FailsAfter { accept: 0 },
+        )
         .unwrap_err();
     assert!(err.to_string().contains("disk full"), "{err}");
 
@@ -605,7 +648,13 @@ fn a_record_that_cannot_be_written_stops_the_call_before_the_handler() {
     let request = ToolRequest::new("t", "deploy", json!({}));
     assert!(
         runner
-            .run("c", &request, None, &mut approver.clone(), &mut FailsAfter { accept: 1 })
+            .run(
+                "c",
+                &request,
+                None,
+                &mut approver.clone(),
+                &mut FailsAfter { accept: 1 }
+            )
             .is_err()
     );
     assert_eq!(approver.count(), 1);
@@ -638,12 +687,22 @@ fn blocked_results_become_error_tool_results_with_rule_and_reason() {
 fn failed_and_succeeded_results_become_tool_results() {
     let sandbox = Sandbox::new();
     let runner = builtin_runner(&sandbox);
-    let (failed, _) = run(&runner, "read_file", json!({"path": "missing.txt"}), &mut approve);
+    let (failed, _) = run(
+        &runner,
+        "read_file",
+        json!({"path": "missing.txt"}),
+        &mut approve,
+    );
     assert_eq!(failed.result.status, ExecutionStatus::Failed);
     assert_eq!(failed.to_protocol_block()["is_error"], json!(true));
     assert_eq!(failed.to_protocol_block()["type"], json!("tool_result"));
 
-    let (ok, _) = run(&runner, "read_file", json!({"path": "notes.txt"}), &mut approve);
+    let (ok, _) = run(
+        &runner,
+        "read_file",
+        json!({"path": "notes.txt"}),
+        &mut approve,
+    );
     assert_eq!(ok.result.status, ExecutionStatus::Succeeded);
     let block = ok.to_protocol_block();
     assert_eq!(block["is_error"], json!(false));
@@ -655,7 +714,12 @@ fn failed_and_succeeded_results_become_tool_results() {
 fn a_missing_handler_is_a_failed_result() {
     let sandbox = Sandbox::new();
     let runner = GovernedRunner::new(Policy::builtin(), workspace(&sandbox), Registry::empty());
-    let (outcome, audit) = run(&runner, "read_file", json!({"path": "notes.txt"}), &mut approve);
+    let (outcome, audit) = run(
+        &runner,
+        "read_file",
+        json!({"path": "notes.txt"}),
+        &mut approve,
+    );
     assert_decision(&outcome, Action::Allow, "path.read_allow");
     assert_eq!(outcome.result.status, ExecutionStatus::Failed);
     assert_eq!(
@@ -720,7 +784,12 @@ fn bash_command_that_does_not_exist_is_failed() {
 fn bash_runs_in_the_workspace_and_succeeds_with_exit_code_zero() {
     let sandbox = Sandbox::new();
     let runner = builtin_runner(&sandbox);
-    let (outcome, _) = run(&runner, "bash", json!({"command": "pwd; cat notes.txt"}), &mut approve);
+    let (outcome, _) = run(
+        &runner,
+        "bash",
+        json!({"command": "pwd; cat notes.txt"}),
+        &mut approve,
+    );
     assert_eq!(outcome.result.status, ExecutionStatus::Succeeded);
     assert_eq!(outcome.result.exit_code, Some(0));
     assert_eq!(
@@ -733,10 +802,19 @@ fn bash_runs_in_the_workspace_and_succeeds_with_exit_code_zero() {
 fn read_file_of_a_missing_file_is_failed() {
     let sandbox = Sandbox::new();
     let runner = builtin_runner(&sandbox);
-    let (outcome, _) = run(&runner, "read_file", json!({"path": "nope.txt"}), &mut approve);
+    let (outcome, _) = run(
+        &runner,
+        "read_file",
+        json!({"path": "nope.txt"}),
+        &mut approve,
+    );
     assert_decision(&outcome, Action::Allow, "path.read_allow");
     assert_eq!(outcome.result.status, ExecutionStatus::Failed);
-    assert!(outcome.result.content.contains("nope.txt"), "{}", outcome.result.content);
+    assert!(
+        outcome.result.content.contains("nope.txt"),
+        "{}",
+        outcome.result.content
+    );
 }
 
 #[test]
@@ -761,8 +839,16 @@ fn edit_file_fails_when_the_text_is_missing_or_ambiguous() {
         &mut approve,
     );
     assert_eq!(twice.result.status, ExecutionStatus::Failed);
-    assert!(twice.result.content.contains("2 times"), "{}", twice.result.content);
-    assert_eq!(sandbox.read("code.txt"), "alpha beta alpha\n", "file untouched");
+    assert!(
+        twice.result.content.contains("2 times"),
+        "{}",
+        twice.result.content
+    );
+    assert_eq!(
+        sandbox.read("code.txt"),
+        "alpha beta alpha\n",
+        "file untouched"
+    );
 }
 
 #[test]
@@ -827,7 +913,9 @@ fn hooks_observe_all_five_stages_in_order_and_a_panicking_hook_breaks_nothing() 
     let (hooks, seen) = observed_hooks();
     let runner = builtin_runner(&sandbox).with_hooks(hooks);
 
-    runner.hooks().emit(HookEvent::UserPromptSubmit("write the report"));
+    runner
+        .hooks()
+        .emit(HookEvent::UserPromptSubmit("write the report"));
     let (outcome, audit) = run(
         &runner,
         "write_file",
@@ -872,4 +960,98 @@ fn hooks_cannot_change_a_decision_or_a_result() {
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 12, "three stages per call: {seen:?}");
     assert_eq!(seen[2], "PostToolUse blocked");
+}
+
+// ---------------------------------------------------------------- edges
+
+#[test]
+fn a_symlink_loop_fails_closed_as_outside_the_workspace() {
+    let sandbox = Sandbox::new();
+    symlink("b", sandbox.ws.join("a")).unwrap();
+    symlink("a", sandbox.ws.join("b")).unwrap();
+    let runner = builtin_runner(&sandbox);
+    let (outcome, _) = run(&runner, "read_file", json!({"path": "a/x"}), &mut approve);
+    assert_decision(&outcome, Action::Deny, "path.outside_workspace");
+    assert!(outcome.facts.paths[0].error.is_some());
+    assert_eq!(outcome.facts.paths[0].resolved, None);
+}
+
+#[test]
+fn glob_does_not_follow_symlinked_folders_out_of_the_workspace() {
+    let sandbox = Sandbox::new();
+    symlink(&sandbox.outside, sandbox.ws.join("link")).unwrap();
+    sandbox.write("sub/inner.txt", "");
+    let runner = builtin_runner(&sandbox);
+    for pattern in ["*/*.txt", "**/*.txt", "**/secret.txt"] {
+        let (outcome, _) = run(&runner, "glob", json!({ "pattern": pattern }), &mut approve);
+        assert_decision(&outcome, Action::Allow, "path.read_allow");
+        assert!(!outcome.result.content.contains("secret"), "{pattern}");
+    }
+    let absolute = format!("{}/*.txt", sandbox.ws.display());
+    let (outcome, _) = run(
+        &runner,
+        "glob",
+        json!({ "pattern": absolute }),
+        &mut approve,
+    );
+    assert_decision(&outcome, Action::Allow, "path.read_allow");
+    assert_eq!(outcome.result.content, "notes.txt");
+}
+
+#[test]
+fn bash_that_outlives_its_timeout_is_failed() {
+    let sandbox = Sandbox::new();
+    let mut context = ToolContext::new(workspace(&sandbox));
+    context.bash_timeout = std::time::Duration::from_secs(1);
+    let runner = builtin_runner(&sandbox).with_context(context);
+    let started = std::time::Instant::now();
+    let (outcome, _) = run(
+        &runner,
+        "bash",
+        json!({"command": "echo started; sleep 30"}),
+        &mut approve,
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(outcome.result.status, ExecutionStatus::Failed);
+    assert!(
+        outcome.result.content.contains("timed out"),
+        "{}",
+        outcome.result.content
+    );
+    assert!(outcome.result.content.contains("started"));
+}
+
+#[test]
+#[ignore = "bug: bash.hard_deny regexes only see `sudo`/`reboot` at the string start or after ;&|(`$( — a newline, `{`, `then`, `time` lets them through as `ask`"]
+fn hard_deny_sees_commands_after_a_newline_or_a_shell_keyword() {
+    let sandbox = Sandbox::new();
+    let runner = builtin_runner(&sandbox);
+    for command in [
+        "echo hi\nsudo reboot",
+        "echo hi\nshutdown -h now",
+        "{ sudo ls; }",
+        "if true; then sudo ls; fi",
+        "time sudo ls",
+    ] {
+        let request = ToolRequest::new("t", "bash", json!({ "command": command }));
+        let (_, decision) = runner.decide(&request);
+        assert_eq!(decision.rule_id, "bash.hard_deny", "{command:?}");
+    }
+}
+
+#[test]
+#[ignore = "bug: bash.hard_deny only catches recursive force delete when -r and -f share one flag group; `rm -r -f /` and long options are only `ask`"]
+fn hard_deny_catches_recursive_force_delete_with_separate_or_long_flags() {
+    let sandbox = Sandbox::new();
+    let runner = builtin_runner(&sandbox);
+    for command in [
+        "rm -r -f /",
+        "rm -f -r /",
+        "rm --recursive --force /",
+        "rm -rf --no-preserve-root /",
+    ] {
+        let request = ToolRequest::new("t", "bash", json!({ "command": command }));
+        let (_, decision) = runner.decide(&request);
+        assert_eq!(decision.rule_id, "bash.hard_deny", "{command:?}");
+    }
 }

@@ -25,7 +25,10 @@ pub struct Sandbox {
 impl Sandbox {
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("create a temporary folder");
-        let root = dir.path().canonicalize().expect("canonicalize the temp folder");
+        let root = dir
+            .path()
+            .canonicalize()
+            .expect("canonicalize the temp folder");
         let ws = root.join("ws");
         let outside = root.join("outside");
         std::fs::create_dir(&ws).unwrap();
