@@ -1,0 +1,74 @@
+//! `gavel demo`: a scripted session. Asserts on rule ids and statuses, not on
+//! the table's layout, which is free to grow.
+
+use serde_json::Value;
+
+use crate::support::{Sandbox, json_lines, run_expecting, stdout};
+
+fn demo(sandbox: &Sandbox, extra: &[&str]) -> std::process::Output {
+    let dir = sandbox.root.join("demo");
+    let mut args = vec!["demo", "--dir", dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run_expecting(&mut sandbox.gavel(&args), 0)
+}
+
+#[test]
+fn demo_exits_0_and_its_table_shows_each_governance_path() {
+    let sandbox = Sandbox::new();
+    let text = stdout(&demo(&sandbox, &[]));
+    for needle in [
+        "path.read_allow",
+        "path.write_requires_approval",
+        "bash.hard_deny",
+        "path.outside_workspace",
+        "default.deny",
+        "approved",
+        "rejected",
+        "not_required",
+        "succeeded",
+        "blocked",
+    ] {
+        assert!(
+            text.contains(needle),
+            "demo output lacks `{needle}`:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn demo_json_pairs_each_rule_with_the_expected_outcome() {
+    let sandbox = Sandbox::new();
+    let lines = json_lines(&demo(&sandbox, &["--json"]));
+    let has = |rule: &str, approval: &str, status: &str| {
+        lines.iter().any(|v: &Value| {
+            v["rule_id"] == rule && v["approval"] == approval && v["status"] == status
+        })
+    };
+    assert!(
+        has("path.read_allow", "not_required", "succeeded"),
+        "{lines:?}"
+    );
+    assert!(has("path.write_requires_approval", "approved", "succeeded"));
+    assert!(has("path.write_requires_approval", "rejected", "blocked"));
+    assert!(has("bash.hard_deny", "not_required", "blocked"));
+    assert!(has("path.outside_workspace", "not_required", "blocked"));
+    assert!(has("default.deny", "not_required", "blocked"));
+}
+
+#[test]
+fn demo_works_in_the_folder_it_is_given() {
+    let sandbox = Sandbox::new();
+    demo(&sandbox, &[]);
+    let dir = sandbox.root.join("demo");
+    assert!(dir.join("notes.txt").exists());
+    assert!(
+        dir.join("report.md").exists(),
+        "the approved write happened"
+    );
+    assert!(
+        !std::fs::read_to_string(dir.join("notes.txt"))
+            .unwrap()
+            .contains("overwritten"),
+        "the rejected write did not"
+    );
+}

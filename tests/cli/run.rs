@@ -1,0 +1,298 @@
+//! `gavel run`: one call through policy, approval and execution, through the
+//! real binary. Exit codes: 0 succeeded, 1 failed, 2 usage error, 3 blocked.
+
+use serde_json::json;
+
+use crate::support::{Sandbox, assert_one_line_error, fixture, json, run_expecting, stdout};
+
+#[test]
+fn run_allowed_read_succeeds_with_exit_0() {
+    let sandbox = Sandbox::new();
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#, "--json"]),
+        0,
+    ));
+    assert_eq!(value["tool"], "read_file");
+    assert_eq!(value["action"], "allow");
+    assert_eq!(value["rule_id"], "path.read_allow");
+    assert_eq!(value["approval"], "not_required");
+    assert_eq!(value["status"], "succeeded");
+    assert_eq!(value["content"], "hello from the workspace\n");
+    assert_eq!(value["policy"]["name"], "gavel-default");
+    assert_eq!(value["tool_result"]["type"], "tool_result");
+    assert_eq!(value["tool_result"]["is_error"], json!(false));
+    assert_eq!(value["tool_result"]["content"], value["content"]);
+}
+
+#[test]
+fn run_failed_call_exits_1_and_keeps_the_exit_code() {
+    let sandbox = Sandbox::new();
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"exit 4"}"#,
+            "--approve",
+            "--json",
+        ]),
+        1,
+    ));
+    assert_eq!(value["approval"], "approved");
+    assert_eq!(value["status"], "failed");
+    assert_eq!(value["exit_code"], 4);
+    assert_eq!(value["tool_result"]["is_error"], json!(true));
+}
+
+#[test]
+fn run_missing_file_and_missing_command_are_failed() {
+    let sandbox = Sandbox::new();
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&["run", "read_file", r#"{"path":"nope.txt"}"#, "--json"]),
+        1,
+    ));
+    assert_eq!(value["status"], "failed");
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"gavel-no-such-command-xyz"}"#,
+            "--approve",
+            "--json",
+        ]),
+        1,
+    ));
+    assert_eq!(value["status"], "failed");
+    assert_eq!(value["exit_code"], 127);
+}
+
+#[test]
+fn run_denied_call_is_blocked_with_exit_3_even_with_approve() {
+    let sandbox = Sandbox::new();
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"sudo touch pwned"}"#,
+            "--approve",
+            "--json",
+        ]),
+        3,
+    ));
+    assert_eq!(value["action"], "deny");
+    assert_eq!(value["rule_id"], "bash.hard_deny");
+    assert_eq!(value["approval"], "not_required");
+    assert_eq!(value["status"], "blocked");
+    assert_eq!(
+        value["content"],
+        "Permission blocked [bash.hard_deny]: command matches a non-overridable deny rule: sudo touch pwned (approval=not_required)"
+    );
+    assert_eq!(value["tool_result"]["is_error"], json!(true));
+    assert!(!sandbox.ws.join("pwned").exists());
+}
+
+#[test]
+fn run_path_escape_is_blocked_with_exit_3() {
+    let sandbox = Sandbox::new();
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "write_file",
+            r#"{"path":"../outside/new.txt","content":"x"}"#,
+            "--approve",
+            "--json",
+        ]),
+        3,
+    ));
+    assert_eq!(value["rule_id"], "path.outside_workspace");
+    assert!(!sandbox.outside.join("new.txt").exists());
+}
+
+#[test]
+fn run_ask_with_approve_runs_and_with_reject_is_blocked() {
+    let sandbox = Sandbox::new();
+    let args = r#"{"path":"deep/dir/out.txt","content":"written"}"#;
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&["run", "write_file", args, "--reject", "--json"]),
+        3,
+    ));
+    assert_eq!(value["action"], "ask");
+    assert_eq!(value["approval"], "rejected");
+    assert_eq!(value["status"], "blocked");
+    assert!(
+        value["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("(approval=rejected)")
+    );
+    assert!(!sandbox.ws.join("deep").exists());
+
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&["run", "write_file", args, "--approve", "--json"]),
+        0,
+    ));
+    assert_eq!(value["approval"], "approved");
+    assert_eq!(value["status"], "succeeded");
+    assert_eq!(sandbox.read("deep/dir/out.txt"), "written");
+}
+
+#[test]
+fn run_ask_without_a_flag_or_a_terminal_is_cancelled_and_blocked() {
+    let sandbox = Sandbox::new();
+    let output = run_expecting(
+        sandbox
+            .gavel(&["run", "bash", r#"{"command":"touch made.txt"}"#, "--json"])
+            .write_stdin("y\n"),
+        3,
+    );
+    let value = json(&output);
+    assert_eq!(value["rule_id"], "bash.requires_approval");
+    assert_eq!(value["approval"], "cancelled");
+    assert_eq!(value["status"], "blocked");
+    assert!(
+        !sandbox.ws.join("made.txt").exists(),
+        "piped `y` is not consent"
+    );
+}
+
+#[test]
+fn run_approve_and_reject_together_are_a_usage_error() {
+    let sandbox = Sandbox::new();
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"ls"}"#,
+            "--approve",
+            "--reject",
+        ]),
+        2,
+    );
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn run_arguments_that_are_not_json_are_a_usage_error() {
+    let sandbox = Sandbox::new();
+    assert_one_line_error(&mut sandbox.gavel(&["run", "bash", "not json", "--approve"]));
+}
+
+#[test]
+fn run_request_file_with_a_tool_use_block() {
+    let sandbox = Sandbox::new();
+    let request = fixture("requests/read-notes.tool_use.json");
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&["run", "--request", request.to_str().unwrap(), "--json"]),
+        0,
+    ));
+    assert_eq!(value["tool"], "read_file");
+    assert_eq!(value["status"], "succeeded");
+    assert_eq!(value["call_id"], "toolu_fixture_read");
+    assert_eq!(value["tool_result"]["tool_use_id"], "toolu_fixture_read");
+}
+
+#[test]
+fn run_request_from_stdin() {
+    let sandbox = Sandbox::new();
+    let block = json!({
+        "type": "tool_use",
+        "id": "toolu_stdin",
+        "name": "write_file",
+        "input": {"path": "from-stdin.txt", "content": "piped"}
+    });
+    let value = json(&run_expecting(
+        sandbox
+            .gavel(&["run", "--request", "-", "--approve", "--json"])
+            .write_stdin(block.to_string()),
+        0,
+    ));
+    assert_eq!(value["tool_result"]["tool_use_id"], "toolu_stdin");
+    assert_eq!(value["status"], "succeeded");
+    assert_eq!(sandbox.read("from-stdin.txt"), "piped");
+}
+
+#[test]
+fn run_request_that_is_not_a_block_is_a_usage_error() {
+    let sandbox = Sandbox::new();
+    for input in ["not json", "[1]", r#"{"type":"tool_use","name":"bash"}"#] {
+        assert_one_line_error(sandbox.gavel(&["run", "--request", "-"]).write_stdin(input));
+    }
+}
+
+#[test]
+fn run_request_and_tool_together_are_a_usage_error() {
+    let sandbox = Sandbox::new();
+    let request = fixture("requests/read-notes.tool_use.json");
+    run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+            "--request",
+            request.to_str().unwrap(),
+        ]),
+        2,
+    );
+}
+
+#[test]
+fn run_call_id_names_the_call() {
+    let sandbox = Sandbox::new();
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+            "--call-id",
+            "my-call-7",
+            "--json",
+        ]),
+        0,
+    ));
+    assert_eq!(value["call_id"], "my-call-7");
+    assert_eq!(value["tool_result"]["tool_use_id"], "my-call-7");
+
+    // With a block, the call id is ours and the tool_use_id stays the client's.
+    let request = fixture("requests/read-notes.tool_use.json");
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "--request",
+            request.to_str().unwrap(),
+            "--call-id",
+            "my-call-8",
+            "--json",
+        ]),
+        0,
+    ));
+    assert_eq!(value["call_id"], "my-call-8");
+    assert_eq!(value["tool_result"]["tool_use_id"], "toolu_fixture_read");
+}
+
+#[test]
+fn run_generates_distinct_call_ids() {
+    let sandbox = Sandbox::new();
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let value = json(&run_expecting(
+                &mut sandbox.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#, "--json"]),
+                0,
+            ));
+            value["call_id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert!(!ids[0].is_empty());
+    assert_ne!(ids[0], ids[1]);
+}
+
+#[test]
+fn run_table_output_shows_rule_status_and_content() {
+    let sandbox = Sandbox::new();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]),
+        0,
+    );
+    let text = stdout(&output);
+    assert!(text.contains("path.read_allow"), "{text}");
+    assert!(text.contains("succeeded"), "{text}");
+    assert!(text.contains("hello from the workspace"), "{text}");
+}
