@@ -42,6 +42,28 @@ pub struct PathFact {
     pub error: Option<String>,
 }
 
+impl Facts {
+    /// Facts for a request whose workspace cannot be opened: every path it
+    /// names is unresolved and so outside (fail closed).
+    pub fn unresolvable(workspace: &str, request: &ToolRequest, error: &str) -> Self {
+        let paths = path_argument(&request.name)
+            .and_then(|field| request.str_arg(field))
+            .map(|raw| PathFact {
+                requested: raw.to_owned(),
+                resolved: None,
+                inside: false,
+                relative: None,
+                error: Some(error.to_owned()),
+            })
+            .into_iter()
+            .collect();
+        Self {
+            workspace: workspace.to_owned(),
+            paths,
+        }
+    }
+}
+
 /// Tools whose `path` (or `pattern` for `glob`) argument is scoped to the workspace.
 pub fn path_argument(tool: &str) -> Option<&'static str> {
     match tool {

@@ -13,6 +13,7 @@ pub mod digest;
 pub mod facts;
 pub mod hooks;
 pub mod policy;
+pub mod replay;
 pub mod request;
 pub mod runner;
 pub mod store;

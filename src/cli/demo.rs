@@ -57,7 +57,7 @@ fn script() -> Vec<Step> {
         Step {
             what: "hard-denied command (approval cannot help)",
             tool: "bash",
-            arguments: json!({"command": "sudo rm -rf /"}),
+            arguments: json!({"command": "rm -rf ./build"}),
             answer: ApprovalStatus::Approved,
         },
         Step {
