@@ -64,6 +64,59 @@ impl Facts {
     }
 }
 
+/// The workspace root that lexical facts pretend to have.
+pub const EXAMPLE_WORKSPACE: &str = "/workspace";
+
+/// Facts worked out from the request text alone, without the filesystem:
+/// paths are joined to `/workspace` and `..` applied lexically; `~` counts
+/// as outside. Used to check a policy's inline examples at load time.
+pub fn lexical_facts(request: &ToolRequest) -> Facts {
+    let root = Path::new(EXAMPLE_WORKSPACE);
+    let paths = path_argument(&request.name)
+        .and_then(|field| request.str_arg(field))
+        .map(|raw| {
+            let scoped = if request.name == "glob" {
+                static_prefix(raw)
+            } else {
+                raw
+            };
+            let mut resolved = PathBuf::from("/");
+            if !scoped.starts_with('~') {
+                let joined = root.join(scoped);
+                for part in joined.components() {
+                    match part {
+                        Component::ParentDir => {
+                            resolved.pop();
+                        }
+                        Component::Normal(name) => resolved.push(name),
+                        _ => {}
+                    }
+                }
+            }
+            let relative =
+                resolved
+                    .strip_prefix(root)
+                    .ok()
+                    .map(|rel| match rel.to_string_lossy() {
+                        r if r.is_empty() => ".".to_owned(),
+                        r => r.into_owned(),
+                    });
+            PathFact {
+                requested: raw.to_owned(),
+                resolved: Some(resolved.to_string_lossy().into_owned()),
+                inside: relative.is_some() && !scoped.starts_with('~'),
+                relative: relative.filter(|_| !scoped.starts_with('~')),
+                error: None,
+            }
+        })
+        .into_iter()
+        .collect();
+    Facts {
+        workspace: EXAMPLE_WORKSPACE.to_owned(),
+        paths,
+    }
+}
+
 /// Tools whose `path` (or `pattern` for `glob`) argument is scoped to the workspace.
 pub fn path_argument(tool: &str) -> Option<&'static str> {
     match tool {

@@ -8,12 +8,14 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::approval::Fixed;
-use gavel::policy::Policy;
+use gavel::policy::{DEFAULT_POLICY_TOML, Policy};
+use gavel::replay::{self, FactSource};
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, GovernedRunner, ToolRequest, Workspace};
 
-use gavel::store::{Durability, Store};
+use gavel::store::{AuditQuery, Durability, Store};
 
+use super::replay::print_table;
 use super::verify::verify_store;
 use super::{Exit, FormatArgs, Global, render, run::outcome_json};
 
@@ -73,6 +75,43 @@ fn script() -> Vec<Step> {
             answer: ApprovalStatus::Approved,
         },
     ]
+}
+
+/// The built-in policy with one rule that allows more and one that denies more.
+fn demo_policy_change() -> String {
+    let allow_docs = r#"[[rules]]
+id = "docs.write_allow"
+action = "allow"
+tools = ["write_file", "edit_file"]
+path_scope = "inside"
+path_glob = ["**/*.md"]
+reason = "markdown in the workspace may be written freely"
+
+"#;
+    let deny_notes = r#"[[rules]]
+id = "notes.private"
+action = "deny"
+tools = ["read_file"]
+path_glob = ["notes.txt"]
+reason = "notes.txt is private"
+
+"#;
+    DEFAULT_POLICY_TOML
+        .replacen(
+            "name = \"gavel-default\"",
+            "name = \"gavel-demo-change\"",
+            1,
+        )
+        .replacen(
+            "[[rules]]\nid = \"path.read_allow\"",
+            &format!("{deny_notes}[[rules]]\nid = \"path.read_allow\""),
+            1,
+        )
+        .replacen(
+            "[[rules]]\nid = \"path.write_requires_approval\"",
+            &format!("{allow_docs}[[rules]]\nid = \"path.write_requires_approval\""),
+            1,
+        )
 }
 
 pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
@@ -151,8 +190,20 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
             format!("TAMPERED: {:?}", report.problem)
         }
     ))?;
+    let changed = Policy::from_toml(&demo_policy_change(), "demo change")?;
+    let drift = replay::replay(
+        &store,
+        &AuditQuery::default(),
+        &changed,
+        FactSource::Recorded,
+        &mut |_| {},
+    )?;
+    render::line(
+        "\n4. gavel replay under a changed policy (markdown writes allowed, notes.txt private):",
+    )?;
+    print_table(&drift, false)?;
     render::line(&format!(
-        "\nTry: gavel log --db {0}\n     gavel explain demo-4 --db {0}",
+        "\nTry: gavel log --db {0}\n     gavel explain demo-4 --db {0}\n     gavel verify --db {0}",
         db.display()
     ))?;
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })

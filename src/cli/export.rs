@@ -3,9 +3,10 @@
 use clap::{Args, ValueEnum};
 
 use gavel::digest::hex;
+use gavel::policy::cases::PolicyCase;
 use gavel::store::StoredEvent;
 
-use super::query::format_time;
+use super::query::{QueryArgs, format_time};
 use super::{Exit, Global, render};
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +20,12 @@ pub struct ExportArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
     pub format: ExportFormat,
+    /// Write recorded requests with their facts and decisions as `gavel policy test` cases (JSON lines)
+    #[arg(long)]
+    pub requests: bool,
+    /// Which calls to export with --requests
+    #[command(flatten)]
+    pub query: QueryArgs,
 }
 
 const CSV_HEADER: &str =
@@ -53,6 +60,22 @@ fn csv_row(e: &StoredEvent) -> String {
 
 pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
     let store = global.read_store()?;
+    if args.requests {
+        store.for_each_call(&args.query.to_query()?, |call| -> anyhow::Result<()> {
+            let case = PolicyCase {
+                name: None,
+                call_id: Some(call.call_id),
+                tool: call.tool,
+                arguments: call.request.arguments,
+                facts: Some(call.decision.facts),
+                action: call.decision.action,
+                rule_id: Some(call.decision.rule_id),
+                reason: Some(call.decision.reason),
+            };
+            Ok(render::json(&serde_json::to_value(&case)?)?)
+        })?;
+        return Ok(Exit::Ok);
+    }
     if args.format == ExportFormat::Csv {
         render::line(CSV_HEADER)?;
     }

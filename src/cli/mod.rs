@@ -9,6 +9,7 @@ mod log;
 mod policy_cmd;
 mod query;
 mod render;
+mod replay;
 mod run;
 mod show;
 mod verify;
@@ -128,6 +129,8 @@ pub enum Command {
     Stats(log::StatsArgs),
     /// Every event with its hashes, for archiving
     Export(export::ExportArgs),
+    /// Decide recorded calls again under the current policy and report the drift
+    Replay(replay::ReplayArgs),
     /// Check the hash chain (and optionally a signed checkpoint)
     Verify(verify::VerifyArgs),
     /// Write an Ed25519 key for signing checkpoints, and KEY.pub
@@ -161,6 +164,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Explain(args) => show::explain(&global, args),
         Command::Stats(args) => log::stats(&global, args),
         Command::Export(args) => export::run(&global, args),
+        Command::Replay(args) => replay::run(&global, args),
         Command::Verify(args) => verify::run(&global, args),
         Command::Keygen(args) => keys::keygen(args),
         Command::Checkpoint(args) => keys::checkpoint(&global, args),

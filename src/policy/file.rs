@@ -9,6 +9,7 @@ use crate::digest::{hex, sha256};
 
 use super::rule::{Patterns, Rule, Scope};
 use super::{Action, Policy, PolicyRef};
+use crate::request::ToolRequest;
 
 /// Why a policy could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +39,50 @@ struct RuleFile {
     path_scope: Option<String>,
     path_glob: Option<Vec<String>>,
     command_regex: Option<Vec<String>>,
+    examples: Option<Vec<Example>>,
+}
+
+/// An inline example: a request and whether the rule must match it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Example {
+    tool: String,
+    #[serde(default = "empty_object")]
+    arguments: serde_json::Value,
+    matches: bool,
+    facts: Option<crate::facts::Facts>,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
+}
+
+/// Checks a rule's inline examples; the first that does not hold is the error.
+fn check_examples(rule: &Rule, examples: Vec<Example>) -> Result<(), String> {
+    for (index, example) in examples.into_iter().enumerate() {
+        let request = ToolRequest::new("example", &example.tool, example.arguments);
+        let facts = example
+            .facts
+            .unwrap_or_else(|| crate::facts::lexical_facts(&request));
+        let outcome = rule.matches(&request, &facts);
+        let shown = format!(
+            "example {} ({} {})",
+            index + 1,
+            request.name,
+            request.arguments
+        );
+        match (example.matches, outcome) {
+            (true, Err(miss)) => {
+                return Err(format!(
+                    "{shown} should match but does not: {}",
+                    miss.describe(rule, &request, &facts)
+                ));
+            }
+            (false, Ok(())) => return Err(format!("{shown} should not match but does")),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
@@ -81,8 +126,13 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
             rule: label.clone(),
             problem,
         };
-        let spec = RuleFile::deserialize(raw).map_err(|e| rule_error(e.message().to_owned()))?;
-        let rule = compile(spec).map_err(rule_error)?;
+        let mut spec =
+            RuleFile::deserialize(raw).map_err(|e| rule_error(e.message().to_owned()))?;
+        let examples = spec.examples.take();
+        let rule = compile(spec).map_err(&rule_error)?;
+        if let Some(examples) = examples {
+            check_examples(&rule, examples).map_err(&rule_error)?;
+        }
         if rules.iter().any(|r| r.id == rule.id) {
             return Err(rule_error("duplicate rule id".into()));
         }

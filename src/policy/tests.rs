@@ -298,3 +298,49 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn inline_examples_that_fail_refuse_the_policy() {
+    let text = r#"
+name = "x"
+[[rules]]
+id = "curl.deny"
+action = "deny"
+tools = ["bash"]
+command_regex = ['\bcurl\b']
+reason = "no network"
+examples = [
+  { tool = "bash", arguments = { command = "curl x" }, matches = true },
+  { tool = "bash", arguments = { command = "wget x" }, matches = true },
+]
+"#;
+    let err = Policy::from_toml(text, "x.toml").unwrap_err().to_string();
+    assert!(
+        err.contains(
+            "rule `curl.deny`: example 2 (bash {\"command\":\"wget x\"}) should match but does not"
+        ),
+        "{err}"
+    );
+    let inverted = text.replace("wget x\" }, matches = true", "wget x\" }, matches = false");
+    assert!(Policy::from_toml(&inverted, "x.toml").is_ok());
+    let wrong = text.replace("curl x\" }, matches = true", "curl x\" }, matches = false");
+    let err = Policy::from_toml(&wrong, "x.toml").unwrap_err().to_string();
+    assert!(
+        err.contains("example 1 (bash {\"command\":\"curl x\"}) should not match but does"),
+        "{err}"
+    );
+}
+
+#[test]
+fn lexical_facts_for_examples_need_no_filesystem() {
+    let request = ToolRequest::new("e", "read_file", json!({"path": "a/../../b"}));
+    let facts = crate::facts::lexical_facts(&request);
+    assert!(!facts.paths[0].inside);
+    let request = ToolRequest::new("e", "glob", json!({"pattern": "src/**/*.rs"}));
+    assert_eq!(
+        crate::facts::lexical_facts(&request).paths[0]
+            .relative
+            .as_deref(),
+        Some("src")
+    );
+}
