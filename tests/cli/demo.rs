@@ -72,3 +72,17 @@ fn demo_works_in_the_folder_it_is_given() {
         "the rejected write did not"
     );
 }
+
+#[test]
+fn demo_records_verifies_and_replays_its_session() {
+    let sandbox = Sandbox::new();
+    let text = stdout(&demo(&sandbox, &[]));
+    assert!(text.contains("ok, 20 events, chain intact"), "{text}");
+    for needle in ["loosened", "tightened", "docs.write_allow", "notes.private"] {
+        assert!(text.contains(needle), "demo replay lacks `{needle}`:\n{text}");
+    }
+    let log = json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0));
+    assert_eq!(log.len(), 6);
+    assert_eq!(log[3]["rule_id"], "bash.hard_deny");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}

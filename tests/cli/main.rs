@@ -6,5 +6,6 @@ mod check;
 mod demo;
 mod pipeline;
 mod policy;
+mod replay;
 mod run;
 mod support;
