@@ -8,6 +8,7 @@
 pub mod approval;
 pub mod audit;
 pub mod chain;
+pub mod claude_code;
 pub mod checkpoint;
 pub mod digest;
 pub mod facts;

@@ -231,3 +231,45 @@ pub fn new_call_id() -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("call_{micros:x}_{:x}_{n}", std::process::id())
 }
+
+impl GovernedRunner {
+    /// Decides `request` and records it write-ahead, without asking anybody
+    /// or running anything: for clients that ask and execute themselves
+    /// (Claude Code's hooks). The request, the decision and, for `ask`, a
+    /// `pending` approval (the client's own prompt will answer it) go in
+    /// one append. The result is appended later, when the client reports it.
+    pub fn decide_and_record(
+        &self,
+        call_id: &str,
+        request: &ToolRequest,
+        client: Option<ClientCall>,
+        audit: &mut dyn AuditSink,
+    ) -> Result<(Facts, Decision), AuditError> {
+        self.hooks.emit(HookEvent::PreToolUse(request));
+        let (facts, decision) = self.decide(request);
+        let tool = Some(request.name.as_str());
+        let mut events = vec![
+            Event::now(
+                call_id,
+                tool,
+                EventBody::Request(RequestRecord {
+                    tool_use_id: request.tool_use_id.clone(),
+                    arguments: request.arguments.clone(),
+                    client,
+                }),
+            ),
+            Event::now(call_id, tool, decision_body(&decision, &facts)),
+        ];
+        if decision.action == crate::policy::Action::Ask {
+            events.push(Event::now(
+                call_id,
+                tool,
+                EventBody::Approval(ApprovalRecord {
+                    status: ApprovalStatus::Pending,
+                }),
+            ));
+        }
+        audit.append(&events)?;
+        Ok((facts, decision))
+    }
+}
