@@ -235,9 +235,10 @@ pub fn new_call_id() -> String {
 impl GovernedRunner {
     /// Decides `request` and records it write-ahead, without asking anybody
     /// or running anything: for clients that ask and execute themselves
-    /// (Claude Code's hooks). The request, the decision and, for `ask`, a
-    /// `pending` approval (the client's own prompt will answer it) go in
-    /// one append. The result is appended later, when the client reports it.
+    /// (Claude Code's hooks). One append holds the request, the decision
+    /// and, for `ask`, a `pending` approval (the client's own prompt will
+    /// answer it) or, for `deny`, the `blocked` result (the client will not
+    /// run it). Otherwise the result is appended when the client reports it.
     pub fn decide_and_record(
         &self,
         call_id: &str,
@@ -260,14 +261,26 @@ impl GovernedRunner {
             ),
             Event::now(call_id, tool, decision_body(&decision, &facts)),
         ];
-        if decision.action == crate::policy::Action::Ask {
-            events.push(Event::now(
+        match decision.action {
+            crate::policy::Action::Allow => {}
+            crate::policy::Action::Ask => events.push(Event::now(
                 call_id,
                 tool,
                 EventBody::Approval(ApprovalRecord {
                     status: ApprovalStatus::Pending,
                 }),
-            ));
+            )),
+            // A deny is final: the client will not run the call.
+            crate::policy::Action::Deny => events.push(Event::now(
+                call_id,
+                tool,
+                EventBody::Result(ResultRecord::from_result(&ToolResult {
+                    status: ExecutionStatus::Blocked,
+                    content: blocked_content(&decision, ApprovalStatus::NotRequired),
+                    exit_code: None,
+                    duration_ms: 0,
+                })),
+            )),
         }
         audit.append(&events)?;
         Ok((facts, decision))

@@ -15,23 +15,25 @@ use gavel::{ApprovalStatus, Approver, CallOutcome, Decision, GovernedRunner, Too
 
 use super::{Exit, Global};
 
-/// Serve governed tool calls as JSON lines on stdin and stdout.
-///
-/// In, one per line: {"type":"tool_use","id","name","input"} or
-/// {"type":"function_call","call_id","name","arguments":"<json>"}. Out, one
-/// per request: the tool_result block with call_id, action, rule_id, reason,
-/// approval and status added. A call the policy asks about first sends
-/// {"type":"approval_request","id","rule_id","reason","tool","input"} and
-/// reads {"type":"approval","id","approved":true|false}; end of input or any
-/// other reply is `cancelled` and the call does not run. A line that is not a
-/// request gets {"type":"error","error":"..."} and the server goes on. Exit 0
-/// at end of input.
-///
-/// Every call is recorded before it is asked about or run. --durability full
-/// (the default) syncs every commit to disk and survives power loss;
-/// --durability normal survives a crash or kill of gavel but may lose the
-/// last commits on power loss, and is much faster.
+/// The protocol and the durability trade-off, shown by `gavel serve --help`.
+const PROTOCOL: &str = "\
+Protocol, one JSON object per line:
+  in   {\"type\":\"tool_use\",\"id\",\"name\",\"input\"}
+       or {\"type\":\"function_call\",\"call_id\",\"name\",\"arguments\":\"<json>\"}
+  out  the tool_result block with call_id, action, rule_id, reason, approval and status
+  ask  out {\"type\":\"approval_request\",\"id\",\"rule_id\",\"reason\",\"tool\",\"input\"},
+       in  {\"type\":\"approval\",\"id\",\"approved\":true|false}; end of input or any other
+       reply is `cancelled` and the call does not run
+  A line that is not a request gets {\"type\":\"error\",\"error\":\"...\"} and the server goes on.
+  Requests are handled in order; exit 0 at end of input.
+
+Durability: every call is recorded before it is asked about or run.
+  --durability full    (default) syncs every commit to disk: survives power loss
+  --durability normal  survives a crash or kill of gavel, but may lose the last
+                       commits on power loss; much faster";
+
 #[derive(Args, Debug)]
+#[command(after_help = PROTOCOL)]
 pub struct ServeArgs {
     /// Speak JSON lines on stdin and stdout (the only transport)
     #[arg(long, required = true)]
