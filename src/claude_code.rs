@@ -334,8 +334,8 @@ pub fn lifecycle(input: &HookInput, note: Option<&str>) -> LifecycleRecord {
                 "tool_input": tool.tool_input,
             });
             if let Some(result) = tool_result(input) {
-                data["result"] = serde_json::to_value(ResultRecord::from_result(&result))
-                    .unwrap_or(Value::Null);
+                data["result"] =
+                    serde_json::to_value(ResultRecord::from_result(&result)).unwrap_or(Value::Null);
             }
             if let Some(note) = note {
                 data["note"] = Value::String(note.to_owned());
@@ -372,10 +372,19 @@ mod tests {
 
     #[test]
     fn claude_code_tools_map_onto_gavel_tools() {
-        let r = request("Bash", json!({"command":"ls","description":"list","timeout":5}));
-        assert_eq!((r.name.as_str(), r.arguments), ("bash", json!({"command":"ls"})));
+        let r = request(
+            "Bash",
+            json!({"command":"ls","description":"list","timeout":5}),
+        );
+        assert_eq!(
+            (r.name.as_str(), r.arguments),
+            ("bash", json!({"command":"ls"}))
+        );
         assert_eq!(r.tool_use_id, "toolu_1");
-        let r = request("Read", json!({"file_path":"/ws/a.txt","offset":1,"limit":2}));
+        let r = request(
+            "Read",
+            json!({"file_path":"/ws/a.txt","offset":1,"limit":2}),
+        );
         assert_eq!(
             (r.name.as_str(), r.arguments),
             ("read_file", json!({"path":"/ws/a.txt"}))

@@ -8,8 +8,8 @@
 pub mod approval;
 pub mod audit;
 pub mod chain;
-pub mod claude_code;
 pub mod checkpoint;
+pub mod claude_code;
 pub mod digest;
 pub mod facts;
 pub mod hooks;

@@ -138,19 +138,79 @@ fn hook_decides_claude_code_tools_with_the_rule_id_first() {
     let env = Env::new();
     let a = env.path("a.txt");
     let cases = [
-        ("Read", json!({"file_path": "/etc/passwd"}), "deny", "path.outside_workspace"),
-        ("Bash", json!({"command": "sudo ls", "description": "x"}), "deny", "bash.hard_deny"),
+        (
+            "Read",
+            json!({"file_path": "/etc/passwd"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "Bash",
+            json!({"command": "sudo ls", "description": "x"}),
+            "deny",
+            "bash.hard_deny",
+        ),
         ("Read", json!({"file_path": a}), "allow", "path.read_allow"),
-        ("Write", json!({"file_path": a, "content": "x"}), "ask", "path.write_requires_approval"),
-        ("Write", json!({"file_path": "/tmp/gavel-elsewhere.txt", "content": "x"}), "deny", "path.outside_workspace"),
-        ("Edit", json!({"file_path": a, "old_string": "hello", "new_string": "bye"}), "ask", "path.write_requires_approval"),
-        ("Edit", json!({"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}), "deny", "path.outside_workspace"),
-        ("Bash", json!({"command": "ls", "run_in_background": false}), "ask", "bash.requires_approval"),
-        ("Glob", json!({"pattern": "**/*.txt"}), "allow", "path.read_allow"),
-        ("Glob", json!({"pattern": "*", "path": "/etc"}), "deny", "path.outside_workspace"),
-        ("Grep", json!({"pattern": "hello"}), "allow", "path.read_allow"),
-        ("Grep", json!({"pattern": "root", "path": "/etc"}), "deny", "path.outside_workspace"),
-        ("WebFetch", json!({"url": "https://example.com", "prompt": "x"}), "deny", "default.deny"),
+        (
+            "Write",
+            json!({"file_path": a, "content": "x"}),
+            "ask",
+            "path.write_requires_approval",
+        ),
+        (
+            "Write",
+            json!({"file_path": "/tmp/gavel-elsewhere.txt", "content": "x"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "Edit",
+            json!({"file_path": a, "old_string": "hello", "new_string": "bye"}),
+            "ask",
+            "path.write_requires_approval",
+        ),
+        (
+            "Edit",
+            json!({"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "Bash",
+            json!({"command": "ls", "run_in_background": false}),
+            "ask",
+            "bash.requires_approval",
+        ),
+        (
+            "Glob",
+            json!({"pattern": "**/*.txt"}),
+            "allow",
+            "path.read_allow",
+        ),
+        (
+            "Glob",
+            json!({"pattern": "*", "path": "/etc"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "Grep",
+            json!({"pattern": "hello"}),
+            "allow",
+            "path.read_allow",
+        ),
+        (
+            "Grep",
+            json!({"pattern": "root", "path": "/etc"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "WebFetch",
+            json!({"url": "https://example.com", "prompt": "x"}),
+            "deny",
+            "default.deny",
+        ),
         ("Read", json!({}), "deny", "request.invalid_arguments"),
     ];
     for (i, (tool, input, action, rule)) in cases.into_iter().enumerate() {
@@ -213,7 +273,10 @@ fn hook_pre_then_post_is_one_approved_succeeded_call() {
 
     let events = env.events();
     let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["request", "decision", "approval", "approval", "result"]);
+    assert_eq!(
+        kinds,
+        ["request", "decision", "approval", "approval", "result"]
+    );
     let result = &events[4]["payload"];
     assert_eq!(result["duration_ms"], 42);
     assert!(result["content"].as_str().unwrap().contains("a.txt"));
@@ -275,7 +338,10 @@ fn hook_post_for_an_unknown_call_is_a_lifecycle_event() {
     assert_eq!(events[0]["call_id"], "0b1f9c52-6a0e-4d7e-9a43-2f3c1b7d8e90");
     assert_eq!(events[0]["payload"]["event"], "PostToolUse");
     assert_eq!(events[0]["payload"]["data"]["tool_use_id"], "toolu_unseen");
-    assert_eq!(events[0]["payload"]["data"]["result"]["status"], "succeeded");
+    assert_eq!(
+        events[0]["payload"]["data"]["result"]["status"],
+        "succeeded"
+    );
     env.verify();
 }
 
@@ -309,7 +375,11 @@ fn hook_verify_holds_after_mixed_traffic() {
     env.decide("t_read", "Read", json!({"file_path": a}));
     env.hook(&env.post("t_read", "Read", json!({"file_path": a})));
     env.decide("t_sudo", "Bash", json!({"command": "sudo rm -rf /"}));
-    env.decide("t_edit", "Edit", json!({"file_path": a, "old_string": "hello", "new_string": "bye"}));
+    env.decide(
+        "t_edit",
+        "Edit",
+        json!({"file_path": a, "old_string": "hello", "new_string": "bye"}),
+    );
     env.hook(&env.post("t_edit", "Edit", json!({"file_path": a})));
     env.decide("t_write", "Write", json!({"file_path": a, "content": "x"}));
     env.hook(&env.post("t_gone", "Bash", json!({"command": "ls"})));
@@ -382,7 +452,10 @@ fn hook_bad_policy_exits_2_with_one_line() {
     let policy = env.ws.join("broken.toml");
     std::fs::write(&policy, "[[rules]]\nid = \"x\"\naction = \"alow\"\n").unwrap();
     let payload = env.pre("toolu_x", "Read", json!({"file_path": env.path("a.txt")}));
-    let out = env.hook_raw(&payload.to_string(), &["--policy", policy.to_str().unwrap()]);
+    let out = env.hook_raw(
+        &payload.to_string(),
+        &["--policy", policy.to_str().unwrap()],
+    );
     assert_fails_closed(&out);
     let out = env.hook_raw(&payload.to_string(), &["--policy", "/no/such/policy.toml"]);
     assert_fails_closed(&out);
@@ -412,4 +485,25 @@ fn hook_duplicate_pre_tool_use_fails_closed() {
     let out = env.hook(&env.pre("toolu_dup", "Bash", json!({"command": "ls"})));
     let text = assert_fails_closed(&out);
     assert!(text.contains("already recorded"), "{text}");
+}
+
+#[test]
+fn hook_concurrent_hooks_keep_one_chain() {
+    let env = Env::new();
+    let a = env.path("a.txt");
+    std::thread::scope(|scope| {
+        for i in 0..6 {
+            let (env, a) = (&env, &a);
+            scope.spawn(move || {
+                let id = format!("toolu_c{i}");
+                env.decide(&id, "Read", json!({"file_path": a}));
+                let out = env.hook(&env.post(&id, "Read", json!({"file_path": a})));
+                assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            });
+        }
+    });
+    let calls = env.log();
+    assert_eq!(calls.len(), 6);
+    assert!(calls.iter().all(|c| c["status"] == "succeeded"));
+    env.verify();
 }
