@@ -24,8 +24,7 @@ use super::{Exit, Global, one_line};
 
 #[derive(Subcommand, Debug)]
 pub enum HookCommand {
-    /// Claude Code hooks (PreToolUse, PostToolUse, PostToolUseFailure and any
-    /// other event); route every tool through gavel in .claude/settings.json
+    /// Claude Code's hook command: decide and record tool calls and session events
     ///
     /// PreToolUse is decided by the current policy against the workspace
     /// (--workspace, else the hook's cwd), recorded write-ahead under the
