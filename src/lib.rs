@@ -9,6 +9,7 @@ pub mod approval;
 pub mod audit;
 pub mod chain;
 pub mod checkpoint;
+pub mod claude_code;
 pub mod digest;
 pub mod facts;
 pub mod hooks;

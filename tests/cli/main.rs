@@ -4,8 +4,10 @@
 
 mod check;
 mod demo;
+mod hook;
 mod pipeline;
 mod policy;
 mod replay;
 mod run;
+mod serve;
 mod support;
