@@ -1,0 +1,158 @@
+//! Shared helpers: a temporary workspace with a sibling "outside" folder, a
+//! hermetic `gavel` command, fixture paths and output parsing.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A temporary folder holding `ws/` (the workspace, with `notes.txt`),
+/// `outside/` (with `secret.txt`) and the path of an audit database.
+pub struct Sandbox {
+    _dir: TempDir,
+    /// The temporary folder, canonicalized.
+    pub root: PathBuf,
+    /// The workspace, canonicalized.
+    pub ws: PathBuf,
+    /// A folder next to the workspace, never inside it.
+    pub outside: PathBuf,
+    /// Where `--db` points; not created by the tests.
+    pub db: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("create a temporary folder");
+        let root = dir
+            .path()
+            .canonicalize()
+            .expect("canonicalize the temp folder");
+        let ws = root.join("ws");
+        let outside = root.join("outside");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(ws.join("notes.txt"), "hello from the workspace\n").unwrap();
+        std::fs::write(outside.join("secret.txt"), "top secret\n").unwrap();
+        Self {
+            db: root.join("audit.db"),
+            _dir: dir,
+            root,
+            ws,
+            outside,
+        }
+    }
+
+    /// Writes `content` to `rel` inside the workspace, creating folders.
+    pub fn write(&self, rel: &str, content: &str) -> PathBuf {
+        let path = self.ws.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.ws.join(rel)).unwrap()
+    }
+
+    /// `gavel ARGS --workspace WS --db DB`, hermetic.
+    pub fn gavel(&self, args: &[&str]) -> Command {
+        let mut cmd = self.bare();
+        cmd.args(args)
+            .arg("--workspace")
+            .arg(&self.ws)
+            .arg("--db")
+            .arg(&self.db);
+        cmd
+    }
+
+    /// `gavel` with a clean environment and the sandbox (not the workspace,
+    /// not the repository) as its current directory; no arguments yet.
+    pub fn bare(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gavel"));
+        cmd.env_remove("GAVEL_POLICY")
+            .env_remove("GAVEL_DB")
+            .current_dir(&self.root);
+        cmd
+    }
+}
+
+/// A file under `fixtures/`.
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+}
+
+/// The files in `fixtures/DIR` ending in `.EXT`, sorted.
+pub fn fixtures_in(dir: &str, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixture(dir))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .{ext} fixtures in {dir}");
+    files
+}
+
+/// The exit code; a signal is a test failure.
+pub fn code(output: &Output) -> i32 {
+    output
+        .status
+        .code()
+        .unwrap_or_else(|| panic!("gavel was killed by a signal: {output:?}"))
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("stderr is UTF-8")
+}
+
+/// stdout parsed as one JSON value.
+pub fn json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON value ({e}):\nstdout: {}\nstderr: {}",
+            stdout(output),
+            stderr(output)
+        )
+    })
+}
+
+/// stdout parsed as JSON lines.
+pub fn json_lines(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).expect("each stdout line is JSON"))
+        .collect()
+}
+
+/// Runs `cmd` and insists on exit code `expected`, showing the output otherwise.
+pub fn run_expecting(cmd: &mut Command, expected: i32) -> Output {
+    let output = cmd.output().expect("run gavel");
+    assert_eq!(
+        code(&output),
+        expected,
+        "unexpected exit code\nstdout: {}\nstderr: {}",
+        stdout(&output),
+        stderr(&output)
+    );
+    output
+}
+
+/// A usage or input error: exit 2, nothing on stdout, exactly one line on
+/// stderr starting `gavel:`. Returns that line.
+pub fn assert_one_line_error(cmd: &mut Command) -> String {
+    let output = run_expecting(cmd, 2);
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "stderr: {err}");
+    assert!(err.starts_with("gavel: "), "stderr: {err}");
+    assert!(output.stdout.is_empty(), "stdout: {}", stdout(&output));
+    err.trim_end().to_owned()
+}
