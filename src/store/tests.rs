@@ -145,7 +145,11 @@ fn appended_events_round_trip_and_verify() {
     assert_eq!(events[1].action.as_deref(), Some("allow"));
     assert_eq!(events[1].rule_id.as_deref(), Some("r.allow"));
     assert_eq!(events[2].status.as_deref(), Some("succeeded"));
-    assert_eq!(events[0].payload, first[0].body.to_json(), "payload bytes as appended");
+    assert_eq!(
+        events[0].payload,
+        first[0].body.to_json(),
+        "payload bytes as appended"
+    );
     assert_eq!(events[1].ts_us, TS + 1);
     let lifecycle_row = store.call_events("s1").unwrap();
     assert_eq!(lifecycle_row[0].tool, None);
@@ -223,7 +227,10 @@ fn calls_assemble_approval_and_status_from_their_events() {
         .unwrap();
     // A deny whose result was never written.
     store
-        .append(&[request("denied"), decision("denied", Action::Deny, "r.deny")])
+        .append(&[
+            request("denied"),
+            decision("denied", Action::Deny, "r.deny"),
+        ])
         .unwrap();
     store.append(&[lifecycle("session", "Stop")]).unwrap();
 

@@ -43,7 +43,10 @@ fn log_filters_by_tool_rule_action_approval_status_and_call() {
                 "c8-exit-3",
             ],
         ),
-        (&["--approval", "approved"], &["c2-write-approved", "c8-exit-3"]),
+        (
+            &["--approval", "approved"],
+            &["c2-write-approved", "c8-exit-3"],
+        ),
         (&["--approval", "rejected"], &["c3-write-rejected"]),
         (&["--approval", "cancelled"], &["c4-bash-cancelled"]),
         (
@@ -106,7 +109,13 @@ fn log_since_and_until_take_rfc3339_dates_and_ages() {
     assert!(log(&sandbox, &["--until", "1h"]).is_empty());
     assert_eq!(ids(&log(&sandbox, &["--since", "2000-01-01"])), all_ids);
     assert!(log(&sandbox, &["--until", "2000-01-01"]).is_empty());
-    assert_eq!(ids(&log(&sandbox, &["--since", "7d", "--until", "2999-01-01T00:00:00Z"])), all_ids);
+    assert_eq!(
+        ids(&log(
+            &sandbox,
+            &["--since", "7d", "--until", "2999-01-01T00:00:00Z"]
+        )),
+        all_ids
+    );
 }
 
 #[test]
@@ -257,7 +266,10 @@ fn parse_csv(text: &str) -> Vec<Vec<String>> {
             (false, c) => field.push(c),
         }
     }
-    assert!(!quoted && field.is_empty() && record.is_empty(), "CSV ends cleanly");
+    assert!(
+        !quoted && field.is_empty() && record.is_empty(),
+        "CSV ends cleanly"
+    );
     records
 }
 
@@ -317,12 +329,17 @@ fn export_jsonl_and_csv_include_every_event_with_its_hashes() {
         ]
     );
     assert_eq!(records.len(), stored.len() + 1);
-    for (record, (seq, _, kind, call_id, payload, leaf, chain)) in records[1..].iter().zip(&stored) {
+    for (record, (seq, _, kind, call_id, payload, leaf, chain)) in records[1..].iter().zip(&stored)
+    {
         assert_eq!(record.len(), 12, "{record:?}");
         assert_eq!(record[0], seq.to_string());
         assert_eq!(&record[2], kind);
         assert_eq!(&record[3], call_id);
-        assert_eq!(record[9].as_bytes(), payload.as_slice(), "payload bytes as stored");
+        assert_eq!(
+            record[9].as_bytes(),
+            payload.as_slice(),
+            "payload bytes as stored"
+        );
         assert_eq!(record[10], hex(leaf));
         assert_eq!(record[11], hex(chain));
     }
@@ -338,7 +355,10 @@ fn export_jsonl_and_csv_include_every_event_with_its_hashes() {
 #[test]
 fn explain_blocked_call_names_the_rule_the_reason_and_the_request() {
     let sandbox = mixed();
-    let text = stdout(&run_expecting(&mut sandbox.gavel(&["explain", "c5-sudo"]), 0));
+    let text = stdout(&run_expecting(
+        &mut sandbox.gavel(&["explain", "c5-sudo"]),
+        0,
+    ));
     assert!(text.contains("c5-sudo"), "{text}");
     assert!(text.contains("bash.hard_deny"), "{text}");
     assert!(text.contains("sudo rm -rf /"), "the request: {text}");
@@ -347,9 +367,15 @@ fn explain_blocked_call_names_the_rule_the_reason_and_the_request() {
         "the reason: {text}"
     );
     assert!(text.contains("blocked"), "{text}");
-    assert!(text.contains("No rule came before the deciding one."), "{text}");
+    assert!(
+        text.contains("No rule came before the deciding one."),
+        "{text}"
+    );
 
-    let text = stdout(&run_expecting(&mut sandbox.gavel(&["explain", "c6-escape"]), 0));
+    let text = stdout(&run_expecting(
+        &mut sandbox.gavel(&["explain", "c6-escape"]),
+        0,
+    ));
     assert!(text.contains("path.outside_workspace"), "{text}");
     assert!(text.contains("../outside/secret.txt"), "{text}");
     assert!(text.contains("outside the workspace"), "{text}");
@@ -362,8 +388,15 @@ fn explain_write_call_lists_the_earlier_rules_that_did_not_match() {
         &mut sandbox.gavel(&["explain", "c3-write-rejected"]),
         0,
     ));
-    assert!(text.contains("Rules tried before the deciding one:"), "{text}");
-    for rule in ["bash.hard_deny", "path.outside_workspace", "path.read_allow"] {
+    assert!(
+        text.contains("Rules tried before the deciding one:"),
+        "{text}"
+    );
+    for rule in [
+        "bash.hard_deny",
+        "path.outside_workspace",
+        "path.read_allow",
+    ] {
         assert!(
             text.contains(&format!("`{rule}` did not match")),
             "{rule}: {text}"
@@ -385,7 +418,12 @@ fn explain_write_call_lists_the_earlier_rules_that_did_not_match() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["rule_id"].as_str().unwrap(), t["matched"].as_bool().unwrap()))
+        .map(|t| {
+            (
+                t["rule_id"].as_str().unwrap(),
+                t["matched"].as_bool().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         trace,
@@ -403,5 +441,9 @@ fn explain_write_call_lists_the_earlier_rules_that_did_not_match() {
 fn explain_unknown_call_is_an_error() {
     let sandbox = mixed();
     let output = run_expecting(&mut sandbox.gavel(&["explain", "nope"]), 2);
-    assert!(stderr(&output).contains("no call `nope`"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("no call `nope`"),
+        "{}",
+        stderr(&output)
+    );
 }

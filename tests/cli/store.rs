@@ -372,10 +372,7 @@ fn killed_run_leaves_an_incomplete_approved_call_and_a_valid_chain() {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         assert!(Instant::now() < deadline, "the call never started");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "gavel run ended early"
-        );
+        assert!(child.try_wait().unwrap().is_none(), "gavel run ended early");
         if sandbox.db.exists() && pid_file.exists() {
             let output = sandbox.gavel(&["log", "--json", "--call", "slow"]).output();
             if let Ok(output) = output
@@ -406,14 +403,8 @@ fn killed_run_leaves_an_incomplete_approved_call_and_a_valid_chain() {
     assert_eq!(calls[0]["rule_id"], "bash.requires_approval");
     let report = assert_intact(&sandbox, &[]);
     assert_eq!(report["rows"], 3, "request, decision, approval: {report}");
-    assert_eq!(
-        ids(&log(&sandbox, &["--status", "incomplete"])),
-        ["slow"]
-    );
-    let explained = stdout(&run_expecting(
-        &mut sandbox.gavel(&["explain", "slow"]),
-        0,
-    ));
+    assert_eq!(ids(&log(&sandbox, &["--status", "incomplete"])), ["slow"]);
+    let explained = stdout(&run_expecting(&mut sandbox.gavel(&["explain", "slow"]), 0));
     assert!(explained.contains("incomplete"), "{explained}");
 }
 
@@ -493,7 +484,13 @@ fn default_database_is_mode_0600_in_a_0700_folder() {
     for suffix in ["-wal", "-shm"] {
         let side = sibling(&db, suffix);
         if side.exists() {
-            assert_eq!(mode(&side) & 0o077, 0, "{} mode {:o}", side.display(), mode(&side));
+            assert_eq!(
+                mode(&side) & 0o077,
+                0,
+                "{} mode {:o}",
+                side.display(),
+                mode(&side)
+            );
         }
     }
     // A --db in folders that do not exist yet gets the same modes.
@@ -524,7 +521,12 @@ fn assert_refused_untouched(sandbox: &Sandbox, db: &Path, expect: &str, check_si
         .collect();
     let db_arg = db.to_str().unwrap();
     let commands: [&[&str]; 6] = [
-        &["run", "write_file", r#"{"path":"made.txt","content":"x"}"#, "--approve"],
+        &[
+            "run",
+            "write_file",
+            r#"{"path":"made.txt","content":"x"}"#,
+            "--approve",
+        ],
         &["log", "--json"],
         &["verify"],
         &["stats", "--json"],
@@ -722,6 +724,33 @@ fn python_verifier_agrees_with_gavel_verify() {
         assert_eq!(report["first_bad_seq"], seq, "{report}");
         let (exit, text) = python_verify(&copy).unwrap();
         assert_eq!(exit, 1, "{statement}: {text}");
-        assert_eq!(text.trim(), format!("{problem} at seq {seq}"), "{statement}");
+        assert_eq!(
+            text.trim(),
+            format!("{problem} at seq {seq}"),
+            "{statement}"
+        );
     }
+}
+
+#[test]
+fn reused_call_id_is_refused_and_the_call_does_not_run() {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 1);
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "write_file",
+            r#"{"path":"second.txt","content":"x"}"#,
+            "--approve",
+            "--call-id",
+            "r1",
+        ]),
+        2,
+    );
+    let err = stderr(&output);
+    assert!(err.contains("call `r1` is already recorded"), "{err}");
+    assert!(!sandbox.ws.join("second.txt").exists(), "the call ran");
+    assert_eq!(ids(&log(&sandbox, &[])), ["r1"]);
+    assert_eq!(event_count(&sandbox.db), 3);
+    assert_intact(&sandbox, &[]);
 }
