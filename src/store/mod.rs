@@ -202,3 +202,6 @@ impl Store {
         &self.identity
     }
 }
+
+#[cfg(test)]
+mod tests;
