@@ -83,7 +83,7 @@ fn handle(global: &Global) -> anyhow::Result<()> {
     match &input {
         HookInput::PreToolUse { session, tool } => {
             let policy = global.policy(&workspace)?;
-            let mut store = open_store(&global)?;
+            let mut store = global.open_store()?;
             store.remember_policy(&policy)?;
             let request = claude_code::to_request(tool, &session.cwd);
             let client = claude_code::client_call(tool, &session.session_id);
@@ -97,11 +97,11 @@ fn handle(global: &Global) -> anyhow::Result<()> {
                 .context("cannot write the hook answer")?;
         }
         HookInput::PostToolUse { tool, .. } | HookInput::PostToolUseFailure { tool, .. } => {
-            let mut store = open_store(&global)?;
+            let mut store = global.open_store()?;
             complete(&mut store, &input, &tool.tool_use_id)?;
         }
         HookInput::Other { session, .. } => {
-            let mut store = open_store(&global)?;
+            let mut store = global.open_store()?;
             let record = claude_code::lifecycle(&input, None);
             store.append(&[Event::now(
                 &session.session_id,
@@ -167,22 +167,4 @@ fn complete(store: &mut Store, input: &HookInput, call_id: &str) -> anyhow::Resu
     }
     store.append(&append)?;
     Ok(())
-}
-
-/// Opens the audit database, retrying once when it looked foreign.
-///
-/// Claude Code runs hooks in parallel, so the first hooks of a project race
-/// to create the database. `Store::open` reads `application_id`,
-/// `user_version` and the schema in separate statements; between them
-/// another process can commit its migration, and the torn view reads as
-/// "not a gavel database". By the retry the migration has committed; a file
-/// that really is foreign is refused again.
-fn open_store(global: &Global) -> anyhow::Result<Store> {
-    match global.open_store() {
-        Err(err) if matches!(err.downcast_ref(), Some(StoreError::NotGavel { .. })) => {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            global.open_store()
-        }
-        other => other,
-    }
 }

@@ -638,7 +638,6 @@ fn database_from_a_newer_gavel_is_refused_and_left_unchanged() {
 }
 
 #[test]
-#[ignore = "bug: read-only commands open a refused WAL-mode database with SQLite first, which creates -wal and -shm beside it and cannot remove them (src/store/mod.rs Store::open_read_only)"]
 fn refused_wal_databases_get_no_side_files_from_read_only_commands() {
     let sandbox = Sandbox::new();
     let theirs = sandbox.root.join("theirs-wal.db");

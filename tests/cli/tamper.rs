@@ -555,7 +555,6 @@ fn reidentified_log_is_a_log_id_mismatch_at_seq_1() {
 }
 
 #[test]
-#[ignore = "bug: a database whose log_meta row was deleted makes verify exit 2 (cannot verify) instead of 1 (tampered); src/store/migrate.rs identity() is called from Store::prepare before verify can report it"]
 fn deleted_log_identity_is_reported_as_tampered() {
     let sandbox = four_reads();
     let conn = Connection::open(&sandbox.db).unwrap();
