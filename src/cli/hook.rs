@@ -5,7 +5,9 @@
 //! recorded (a `deny` is an answer, not an error), 2 for anything that went
 //! wrong, with one line on stderr. For `PreToolUse`, exit 2 blocks the call,
 //! and any other non-zero exit would let it run, so nothing here may exit
-//! otherwise: errors and panics alike become exit 2 (fail closed).
+//! otherwise: errors and panics alike become exit 2 (fail closed). The one
+//! exception is `Stop`/`SubagentStop`, where exit 2 would keep the agent
+//! working: there an error exits 1, shown to the user.
 
 use std::io::{Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -49,7 +51,13 @@ fn claude_code_hook(global: &Global) -> Exit {
     // A panic must not print its multi-line report nor exit with 101, which
     // Claude Code would treat as "let the call run".
     std::panic::set_hook(Box::new(|_| {}));
-    let outcome = catch_unwind(AssertUnwindSafe(|| handle(global)));
+    let mut text = String::new();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the hook input from stdin")?;
+        handle(global, &text)
+    }));
     let _ = std::panic::take_hook();
     let message = match outcome {
         Ok(Ok(())) => return Exit::Ok,
@@ -64,15 +72,19 @@ fn claude_code_hook(global: &Global) -> Exit {
         }
     };
     let _ = writeln!(std::io::stderr(), "gavel: {message}");
-    Exit::Error
+    // For Stop, exit 2 means "do not stop": the agent would keep working
+    // unrecorded. Exit 1 shows the error and lets the session end.
+    let event = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("hook_event_name")?.as_str().map(str::to_owned));
+    match event.as_deref() {
+        Some("Stop" | "SubagentStop") => Exit::Failed,
+        _ => Exit::Error,
+    }
 }
 
-fn handle(global: &Global) -> anyhow::Result<()> {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .context("cannot read the hook input from stdin")?;
-    let input = HookInput::parse(&text)?;
+fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
+    let input = HookInput::parse(text)?;
 
     // The hook runs wherever Claude Code runs it; the session's cwd is the workspace.
     let mut global = global.clone();

@@ -507,3 +507,22 @@ fn hook_concurrent_hooks_keep_one_chain() {
     assert!(calls.iter().all(|c| c["status"] == "succeeded"));
     env.verify();
 }
+
+#[test]
+fn hook_stop_that_cannot_be_recorded_exits_1_so_the_session_can_end() {
+    let env = Env::new();
+    let mut stop = env.fixture("stop.json");
+    stop["cwd"] = json!(env.ws.display().to_string());
+    // A folder where the database file should be: nothing can be recorded.
+    let out = Command::cargo_bin("gavel")
+        .unwrap()
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .args(["hook", "claude-code", "--db"])
+        .arg(&env.ws)
+        .write_stdin(stop.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "exit 2 would keep the agent working");
+    assert_eq!(stderr(&out).lines().count(), 1);
+}
