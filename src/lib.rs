@@ -17,6 +17,7 @@ pub mod policy;
 pub mod replay;
 pub mod request;
 pub mod runner;
+pub mod shell;
 pub mod store;
 pub mod tools;
 
