@@ -104,7 +104,16 @@ fn check_header(path: &Path, may_be_new: bool) -> Result<(), StoreError> {
     let field = |at: usize| {
         i32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
     };
-    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" || field(68) != APPLICATION_ID {
+    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" {
+        return Err(StoreError::NotGavel { path: display() });
+    }
+    if field(68) != APPLICATION_ID {
+        // An empty SQLite database (no schema yet, offset 40) may be one another
+        // gavel is creating right now; SQLite's view, under its locks, decides.
+        let empty = field(40) == 0 && field(60) == 0 && field(68) == 0;
+        if empty && may_be_new {
+            return Ok(());
+        }
         return Err(StoreError::NotGavel { path: display() });
     }
     let supported = migrate::MIGRATIONS.len() as i64;

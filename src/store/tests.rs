@@ -54,6 +54,7 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
             facts: Facts {
                 workspace: "/ws".into(),
                 paths: vec![],
+                shell: None,
             },
         }),
     )

@@ -523,6 +523,10 @@ fn hook_stop_that_cannot_be_recorded_exits_1_so_the_session_can_end() {
         .write_stdin(stop.to_string())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "exit 2 would keep the agent working");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "exit 2 would keep the agent working"
+    );
     assert_eq!(stderr(&out).lines().count(), 1);
 }
