@@ -11,6 +11,7 @@ mod query;
 mod replay;
 mod run;
 mod serve;
+mod shell;
 mod store;
 mod support;
 mod tamper;
