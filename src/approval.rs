@@ -6,7 +6,7 @@
 //! yes (EOF, Ctrl-C, an error, a closed UI) is `cancelled`: fail closed.
 
 use std::fmt;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 
 use serde::{Deserialize, Serialize};
 
@@ -142,13 +142,52 @@ impl Approver for TerminalApprover {
             return ApprovalStatus::Cancelled;
         }
         drop(err);
-        let mut answer = String::new();
-        match std::io::stdin().lock().read_line(&mut answer) {
-            Ok(0) | Err(_) => ApprovalStatus::Cancelled,
-            Ok(_) => match answer.trim().to_ascii_lowercase().as_str() {
+        match read_answer() {
+            None => {
+                let _ = writeln!(std::io::stderr());
+                ApprovalStatus::Cancelled
+            }
+            Some(answer) => match answer.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => ApprovalStatus::Approved,
                 _ => ApprovalStatus::Rejected,
             },
+        }
+    }
+}
+
+/// Reads one line from the terminal; `None` on EOF, an error, or Ctrl-C.
+///
+/// While it waits, SIGINT gets a handler without `SA_RESTART`, so Ctrl-C
+/// interrupts the read (answer: cancelled) instead of killing gavel with
+/// the decision recorded and no approval.
+fn read_answer() -> Option<String> {
+    extern "C" fn interrupted(_: libc::c_int) {}
+    // SAFETY: plain sigaction(2) calls with zeroed, then filled, structs; the
+    // previous disposition is restored before returning.
+    unsafe {
+        let mut on_int: libc::sigaction = std::mem::zeroed();
+        on_int.sa_sigaction = interrupted as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut on_int.sa_mask);
+        let mut previous: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGINT, &on_int, &mut previous);
+        let answer = read_line_unbuffered();
+        libc::sigaction(libc::SIGINT, &previous, std::ptr::null_mut());
+        answer
+    }
+}
+
+/// Reads stdin byte by byte up to a newline, without retrying on EINTR.
+fn read_line_unbuffered() -> Option<String> {
+    let mut line = Vec::new();
+    loop {
+        let mut byte = 0u8;
+        // SAFETY: reads at most one byte into a live local.
+        let n = unsafe { libc::read(0, (&mut byte as *mut u8).cast(), 1) };
+        match n {
+            1 if byte == b'\n' => return Some(String::from_utf8_lossy(&line).into_owned()),
+            1 if line.len() < 4096 => line.push(byte),
+            1 => {}
+            _ => return None,
         }
     }
 }

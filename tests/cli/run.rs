@@ -296,3 +296,74 @@ fn run_table_output_shows_rule_status_and_content() {
     assert!(text.contains("succeeded"), "{text}");
     assert!(text.contains("hello from the workspace"), "{text}");
 }
+
+/// Runs `gavel run ... --json` on a pseudo-terminal made by `script(1)`,
+/// typing `keys`; `None` when `script` is not installed.
+fn run_on_a_terminal(sandbox: &Sandbox, keys: &str, path: &str) -> Option<serde_json::Value> {
+    let gavel = env!("CARGO_BIN_EXE_gavel");
+    let inner = format!(
+        "{gavel} run write_file '{{\"path\":\"{path}\",\"content\":\"x\"}}' --workspace {} --db {} --json",
+        sandbox.ws.display(),
+        sandbox.db.display()
+    );
+    let output = match std::process::Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(mut child) => {
+            use std::io::Write as _;
+            // Give the prompt a moment to appear, as a person would.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(keys.as_bytes())
+                .unwrap();
+            child.wait_with_output().unwrap()
+        }
+        Err(_) => {
+            eprintln!("note: script(1) is not installed; skipping the terminal prompt test");
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Allow this call? [y/N]"), "no prompt: {text}");
+    let line = text.lines().last().unwrap();
+    let json = &line[line.find('{').expect("a JSON object after the prompt")..];
+    Some(serde_json::from_str(json).unwrap())
+}
+
+#[test]
+fn the_terminal_prompt_approves_on_y_rejects_on_n_and_cancels_on_eof() {
+    let sandbox = Sandbox::new();
+    let Some(yes) = run_on_a_terminal(&sandbox, "y\n", "yes.txt") else {
+        return;
+    };
+    assert_eq!(
+        (yes["approval"].as_str(), yes["status"].as_str()),
+        (Some("approved"), Some("succeeded"))
+    );
+    assert!(sandbox.ws.join("yes.txt").exists());
+
+    let no = run_on_a_terminal(&sandbox, "n\n", "no.txt").unwrap();
+    assert_eq!(
+        (no["approval"].as_str(), no["status"].as_str()),
+        (Some("rejected"), Some("blocked"))
+    );
+    let eof = run_on_a_terminal(&sandbox, "\x04", "eof.txt").unwrap();
+    assert_eq!(
+        (eof["approval"].as_str(), eof["status"].as_str()),
+        (Some("cancelled"), Some("blocked"))
+    );
+    let ctrl_c = run_on_a_terminal(&sandbox, "\x03", "int.txt").unwrap();
+    assert_eq!(
+        (ctrl_c["approval"].as_str(), ctrl_c["status"].as_str()),
+        (Some("cancelled"), Some("blocked"))
+    );
+    assert!(!sandbox.ws.join("no.txt").exists() && !sandbox.ws.join("int.txt").exists());
+}
