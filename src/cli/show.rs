@@ -157,6 +157,24 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             path.requested, decision.facts.workspace
         ));
     }
+    if let Some(shell) = &decision.facts.shell {
+        text.push("  the command runs, as parsed:".into());
+        for command in &shell.commands {
+            let redirects: Vec<String> = command
+                .redirects
+                .iter()
+                .map(|r| format!(" {} {}", r.op, r.target))
+                .collect();
+            text.push(format!(
+                "    - {}{}",
+                command.words.join(" "),
+                redirects.join("")
+            ));
+        }
+        for what in &shell.unprovable {
+            text.push(format!("    - cannot prove: {what}"));
+        }
+    }
     text.push(String::new());
     match &trace {
         Some(trace) => {

@@ -191,3 +191,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn explain_shows_the_parsed_commands_and_what_could_not_be_proven() {
+    let sandbox = Sandbox::new();
+    run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"ls && echo $(whoami)"}"#,
+            "--reject",
+            "--call-id",
+            "e1",
+        ]),
+        3,
+    );
+    let text = crate::support::stdout(&run_expecting(&mut sandbox.gavel(&["explain", "e1"]), 0));
+    assert!(text.contains("the command runs, as parsed:"), "{text}");
+    assert!(text.contains("    - whoami"), "{text}");
+    assert!(
+        text.contains("cannot prove: command substitution `$(whoami)`"),
+        "{text}"
+    );
+    assert!(text.contains("by rule `bash.unprovable`"), "{text}");
+}
