@@ -171,6 +171,19 @@ const CASES: &[(&str, &[&[&str]], Expect)] = &[
     ("FOO=1 BAR=2 rm x", &[&["rm", "x"]], Proven),
     ("/usr/bin/env /bin/rm x", &[&["rm", "x"]], Proven),
     ("env", &[&["env"]], Proven),
+    (
+        "env -S 'rm -rf /'",
+        &[&["env", "-S", "rm -rf /"]],
+        Unprovable,
+    ),
+    ("command -p -- rm x", &[&["rm", "x"]], Proven),
+    ("exec -a name rm x", &[&["rm", "x"]], Proven),
+    (
+        "sudo -u root rm x",
+        &[&["sudo", "-u", "root", "rm", "x"]],
+        Proven,
+    ),
+    ("nohup rm x &", &[&["rm", "x"]], Proven),
     ("time", &[&["time"]], Proven),
     ("xargs", &[&["xargs"]], Proven),
     ("exec 3>&1", &[&["exec"]], Proven),
@@ -466,19 +479,56 @@ proptest! {
 }
 
 #[test]
+fn pathological_inputs_are_cut_off() {
+    // Each of these sends the grammar's lexer into rescanning the rest of
+    // the input at every token; unbounded, the first takes minutes.
+    for unit in ["<<", "x=(", "$[", "<<<"] {
+        let got = analyze(&unit.repeat(100_000));
+        assert!(
+            got.unprovable.iter().any(|p| p.contains("too costly")),
+            "{unit}: {:?}",
+            got.unprovable
+        );
+    }
+}
+
+/// Rough timings, for tuning by hand:
+/// `cargo test --release --lib shell::tests::timings -- --ignored --nocapture`.
+#[test]
 #[ignore]
-fn probe() {
-    for n in [10, 100, 1000, 5000, 20000, 100_000] {
-        for (open, close) in [("( ", ")"), ("$(", ")"), ("{ ", "; }"), ("\"$(", ")\"")] {
-            let script = format!("{}ls{}", open.repeat(n), close.repeat(n));
-            let t = std::time::Instant::now();
-            let got = analyze(&script);
-            println!(
-                "{n} {open:?} {:?} cmds={} {:?}",
-                t.elapsed(),
-                got.commands.len(),
-                got.unprovable.first()
-            );
+fn timings() {
+    let typical = [
+        "ls -la",
+        "git commit -m \"fix: thing\" && git push origin main",
+        "find . -name '*.rs' | xargs grep -n unwrap | head -20",
+        "cd /tmp && timeout 5 env FOO=1 nice -n 3 bash -c 'rm -rf x; echo $(date)' > out.log 2>&1",
+    ];
+    for s in typical {
+        let n = 2000;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(analyze(s));
         }
+        println!("{:?} per call: {s}", t.elapsed() / n);
+    }
+    let body = "line $x with 'quotes' and `and` $(stuff)\n".repeat(10_000);
+    let large = [
+        "echo 'a b' && rm -f x; ".repeat(40_000),
+        format!("cat > f <<EOF\n{body}EOF\n"),
+        "$(".repeat(100_000),
+        "x=(".repeat(100_000),
+        "<<".repeat(100_000),
+    ];
+    for s in large {
+        let t = std::time::Instant::now();
+        let got = analyze(&s);
+        let (checks, read) = walk::parse_checks(&s);
+        println!(
+            "{:?}.. ({} bytes): {:?}, {} commands, {checks} checks, {read} bytes read",
+            &s[..4],
+            s.len(),
+            t.elapsed(),
+            got.commands.len()
+        );
     }
 }

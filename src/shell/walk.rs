@@ -5,7 +5,9 @@
 //! The only recursion is into `sh -c` and `eval` scripts, capped at
 //! [`MAX_NESTING`].
 
-use tree_sitter::{Node, Parser, Tree};
+use std::ops::ControlFlow;
+
+use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 
 use super::word::{Known, Word, node_text, slice, word};
 use super::wrappers::{self, SHELLS, ShellRun};
@@ -42,25 +44,113 @@ pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
     }
-    match parse(script) {
-        Some(tree) => walker.walk(tree.root_node()),
-        None => walker.note("the shell parser could not run".to_string()),
+    match parse(script).0 {
+        Ok(tree) => walker.walk(tree.root_node()),
+        Err(ParseFailure::Unavailable) => {
+            walker.note("the shell parser could not run".to_string());
+        }
+        Err(ParseFailure::TooCostly(prefix)) => {
+            walker.note("parse error: the script is too costly to parse in full".to_string());
+            if let Some(tree) = prefix {
+                walker.walk(tree.root_node());
+            }
+        }
     }
-    CommandAnalysis {
-        commands: walker.commands,
-        unprovable: walker.notes,
+    walker.finish()
+}
+
+/// Why a script could not be parsed at all.
+#[derive(Debug)]
+enum ParseFailure {
+    /// The grammar's ABI is not supported by the tree-sitter runtime: a
+    /// build-time mismatch that the tests would catch.
+    Unavailable,
+    /// Parsing this input would cost more than [`parse_budget`] or
+    /// [`read_budget`]; the tree of the prefix that was parsed, if any.
+    TooCostly(Option<Tree>),
+}
+
+/// How many progress checks (one every 100 parser operations) a script of
+/// `len` bytes may take. Ordinary scripts, even malformed ones, need well
+/// under one check per byte; some pathological inputs (a long run of `<<`)
+/// send tree-sitter's error recovery into quadratic time, and are cut off.
+/// Counting operations, not time, keeps the result the same on every
+/// machine.
+fn parse_budget(len: usize) -> usize {
+    len.saturating_mul(PARSE_CHECKS_PER_BYTE)
+        .saturating_add(PARSE_CHECKS_BASE)
+}
+
+const PARSE_CHECKS_PER_BYTE: usize = 2;
+const PARSE_CHECKS_BASE: usize = 10_000;
+
+/// Parses `script`; also returns the number of progress checks used.
+fn parse(script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .is_err()
+    {
+        return (Err(ParseFailure::Unavailable), 0, 0);
+    }
+    let bytes = script.as_bytes();
+    let budget = parse_budget(bytes.len());
+    let mut checks = 0usize;
+    let mut progress = |_: &ParseState| {
+        checks += 1;
+        if checks > budget {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let read_budget = read_budget(bytes.len());
+    let mut served = 0usize;
+    let tree = parser.parse_with_options(
+        &mut |at, _| {
+            if served > read_budget {
+                // Ends the input early: the parse completes on a prefix.
+                return &[][..];
+            }
+            let chunk = bytes.get(at..).unwrap_or_default();
+            let chunk = &chunk[..chunk.len().min(READ_CHUNK)];
+            served += chunk.len();
+            chunk
+        },
+        None,
+        Some(ParseOptions::new().progress_callback(&mut progress)),
+    );
+    match tree {
+        Some(_) if served > read_budget => (Err(ParseFailure::TooCostly(tree)), checks, served),
+        Some(tree) => (Ok(tree), checks, served),
+        None => (Err(ParseFailure::TooCostly(None)), checks, served),
     }
 }
 
-fn parse(script: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    // Fails only if the grammar's ABI is not supported by the tree-sitter
-    // runtime, a build-time mismatch that the tests would catch; reported
-    // as unprovable rather than a panic.
-    parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .ok()?;
-    parser.parse(script, None)
+/// The input is handed to the parser in chunks of this many bytes, so
+/// that re-reading it can be counted.
+const READ_CHUNK: usize = 256;
+
+/// How many bytes the parser may read, re-reads included, for a script of
+/// `len` bytes. An ordinary script is read two to six times (heredocs are
+/// the most); for some inputs (`x=(`, `$[` or `<<` repeated thousands of
+/// times) the grammar's lexer rescans to the end of the input at every
+/// token: quadratic time, minutes for 200 KB, that neither
+/// tree-sitter's operation count nor its progress callback sees. Past the
+/// budget the parser is told the input has ended, and what it parsed of the
+/// prefix is still walked.
+fn read_budget(len: usize) -> usize {
+    len.saturating_mul(READ_BYTES_PER_BYTE)
+        .saturating_add(READ_BYTES_BASE)
+}
+
+const READ_BYTES_PER_BYTE: usize = 32;
+const READ_BYTES_BASE: usize = 64 * 1024;
+
+#[cfg(test)]
+pub(super) fn parse_checks(script: &str) -> (usize, usize) {
+    let (_, c, s) = parse(script);
+    (c, s)
 }
 
 /// Quotes `text` for a phrase, shortened to [`SNIPPET_CHARS`] characters.
@@ -90,6 +180,13 @@ struct Walker<'s> {
 }
 
 impl<'s> Walker<'s> {
+    fn finish(self) -> CommandAnalysis {
+        CommandAnalysis {
+            commands: self.commands,
+            unprovable: self.notes,
+        }
+    }
+
     fn note(&mut self, phrase: String) {
         if self.notes.len() > MAX_NOTES || self.notes.contains(&phrase) {
             return;

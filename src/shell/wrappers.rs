@@ -226,11 +226,9 @@ pub(super) fn strip(mut words: Vec<Word>, notes: &mut Vec<String>) -> Vec<Word> 
         if name.len() != first.text.len() {
             first.text = name.to_string();
         }
-        let mut local = Vec::new();
         let name = first.text.clone();
-        match wrapped_start(&name, &words, &mut local) {
+        match wrapped_start(&name, &words, notes) {
             Some(start) if start < words.len() => {
-                notes.append(&mut local);
                 words.drain(..start);
             }
             _ => return words,
