@@ -532,3 +532,23 @@ fn timings() {
         );
     }
 }
+
+#[test]
+fn a_redirect_after_a_list_belongs_to_its_last_command_only() {
+    let analysis = analyze("ls && echo $(id) > out.txt");
+    let with_redirect: Vec<&str> = analysis
+        .commands
+        .iter()
+        .filter(|c| !c.redirects.is_empty())
+        .map(|c| c.program())
+        .collect();
+    assert_eq!(with_redirect, ["echo"]);
+    let analysis = analyze("a; b || c > f");
+    let with_redirect: Vec<&str> = analysis
+        .commands
+        .iter()
+        .filter(|c| !c.redirects.is_empty())
+        .map(|c| c.program())
+        .collect();
+    assert_eq!(with_redirect, ["c"]);
+}

@@ -235,8 +235,9 @@ impl<'s> Walker<'s> {
                     push_children(node, stack);
                     return;
                 }
-                // `a | b > f` redirects only `b`.
-                "pipeline" => {
+                // `a | b > f` and `a && b > f` redirect only `b`: tree-sitter
+                // hangs the redirection on the whole pipeline or list.
+                "pipeline" | "list" => {
                     let mut cursor = node.walk();
                     let parts: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
                     let mut redirects = Some(redirects);
