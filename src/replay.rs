@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::facts::{Facts, Workspace};
 use crate::policy::{Action, Decision, Policy, PolicyRef};
 use crate::request::ToolRequest;
-use crate::store::{AuditQuery, CallSummary, Store, StoreError};
+use crate::store::{AuditQuery, DecidedCall, Store, StoreError};
 
 /// Where the facts for a replayed decision come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -200,7 +200,7 @@ impl DriftBuilder {
 }
 
 /// The request a recorded call made.
-pub fn recorded_request(call: &CallSummary) -> ToolRequest {
+pub fn recorded_request(call: &DecidedCall) -> ToolRequest {
     ToolRequest::new(
         call.request.tool_use_id.clone(),
         call.tool.clone(),
@@ -209,7 +209,7 @@ pub fn recorded_request(call: &CallSummary) -> ToolRequest {
 }
 
 /// Re-gathers facts for a recorded call from the filesystem as it is now.
-pub fn live_facts(call: &CallSummary, request: &ToolRequest) -> Facts {
+pub fn live_facts(call: &DecidedCall, request: &ToolRequest) -> Facts {
     match Workspace::open(std::path::Path::new(&call.decision.facts.workspace)) {
         Ok(workspace) => workspace.facts(request),
         // The recorded workspace is gone: nothing in it can be resolved, so
@@ -228,7 +228,7 @@ pub fn replay(
     progress: &mut dyn FnMut(u64),
 ) -> Result<DriftReport, StoreError> {
     let mut drift = DriftBuilder::new(policy.reference().clone(), source);
-    store.for_each_call(query, |call| {
+    store.for_each_decided_call(query, |call| {
         let request = recorded_request(&call);
         let now = match source {
             FactSource::Recorded => policy.decide(&request, &call.decision.facts),
