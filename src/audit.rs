@@ -230,3 +230,129 @@ impl AuditSink for Vec<Event> {
         Ok(())
     }
 }
+
+/// Holds each call's `result` back and writes it with the next batch, or at
+/// `flush`: a stream of calls then costs one commit per call instead of two.
+/// Requests, decisions and approvals are never held back, so write-ahead is
+/// unchanged; a process killed with a result held back leaves that call
+/// `incomplete`, as if it had been killed while the tool ran.
+pub struct DeferredResults<'a> {
+    inner: &'a mut dyn AuditSink,
+    pending: Vec<Event>,
+}
+
+impl<'a> DeferredResults<'a> {
+    pub fn new(inner: &'a mut dyn AuditSink) -> Self {
+        Self {
+            inner,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Writes any held-back results now.
+    pub fn flush(&mut self) -> Result<(), AuditError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.inner.append(&self.pending)?;
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+impl AuditSink for DeferredResults<'_> {
+    fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
+        if events
+            .iter()
+            .all(|e| matches!(e.body, EventBody::Result(_)))
+        {
+            self.pending.extend_from_slice(events);
+            return Ok(());
+        }
+        if self.pending.is_empty() {
+            return self.inner.append(events);
+        }
+        let held = self.pending.len();
+        self.pending.extend_from_slice(events);
+        let outcome = self.inner.append(&self.pending);
+        // Whatever happened to the new events, the held results stay owed until written.
+        match outcome {
+            Ok(()) => self.pending.clear(),
+            Err(_) => self.pending.truncate(held),
+        }
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records each append as a batch of kinds; fails while `fail` is set.
+    #[derive(Default)]
+    struct Batches {
+        batches: Vec<Vec<&'static str>>,
+        fail: std::rc::Rc<std::cell::Cell<bool>>,
+    }
+
+    impl AuditSink for Batches {
+        fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
+            if self.fail.get() {
+                return Err(AuditError("disk full".into()));
+            }
+            self.batches
+                .push(events.iter().map(|e| e.body.kind()).collect());
+            Ok(())
+        }
+    }
+
+    fn event(body: EventBody) -> Event {
+        Event::now("c", Some("bash"), body)
+    }
+
+    fn result() -> Event {
+        event(EventBody::Result(ResultRecord::from_result(&ToolResult {
+            status: ExecutionStatus::Succeeded,
+            content: String::new(),
+            exit_code: None,
+            duration_ms: 0,
+        })))
+    }
+
+    fn request() -> Event {
+        event(EventBody::Request(RequestRecord {
+            tool_use_id: "c".into(),
+            arguments: Value::Null,
+            client: None,
+        }))
+    }
+
+    #[test]
+    fn results_ride_with_the_next_write_ahead_batch_or_the_flush() {
+        let mut sink = Batches::default();
+        let mut deferred = DeferredResults::new(&mut sink);
+        deferred.append(&[request()]).unwrap();
+        deferred.append(&[result()]).unwrap();
+        deferred.append(&[request()]).unwrap();
+        deferred.append(&[result()]).unwrap();
+        deferred.flush().unwrap();
+        deferred.flush().unwrap();
+        assert_eq!(
+            sink.batches,
+            [vec!["request"], vec!["result", "request"], vec!["result"]]
+        );
+    }
+
+    #[test]
+    fn a_failed_batch_keeps_the_held_results_owed() {
+        let mut sink = Batches::default();
+        let fail = sink.fail.clone();
+        let mut deferred = DeferredResults::new(&mut sink);
+        deferred.append(&[result()]).unwrap();
+        fail.set(true);
+        assert!(deferred.append(&[request()]).is_err());
+        fail.set(false);
+        deferred.flush().unwrap();
+        assert_eq!(sink.batches, [vec!["result"]]);
+    }
+}

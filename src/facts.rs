@@ -226,7 +226,11 @@ impl Workspace {
         } else {
             self.root.join(expanded)
         };
-        resolve_lenient(&joined)
+        // The root is canonical: only the parts after it need looking at.
+        match joined.strip_prefix(&self.root) {
+            Ok(rest) => resolve_lenient(self.root.clone(), rest),
+            Err(_) => resolve_lenient(PathBuf::from("/"), &joined),
+        }
     }
 }
 
@@ -256,11 +260,12 @@ pub fn static_prefix(pattern: &str) -> &str {
 
 /// Like Python's `Path.resolve(strict=False)`: follows symlinks that exist,
 /// keeps a missing tail as written, and reports loops as errors.
-fn resolve_lenient(path: &Path) -> io::Result<PathBuf> {
+/// `base` must be canonical (no symlinks, no `..`); `path` is taken relative to it.
+fn resolve_lenient(base: PathBuf, path: &Path) -> io::Result<PathBuf> {
     const MAX_LINKS: usize = 40;
     let mut pending: VecDeque<OsString> = VecDeque::new();
     push_components(&mut pending, path, false);
-    let mut out = PathBuf::from("/");
+    let mut out = base;
     let mut links = 0;
     let mut missing = false;
     while let Some(part) = pending.pop_front() {

@@ -9,7 +9,7 @@ use std::io::{BufRead, Write};
 use clap::Args;
 use serde_json::{Value, json};
 
-use gavel::audit::AuditSink;
+use gavel::audit::DeferredResults;
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, Approver, CallOutcome, Decision, GovernedRunner, ToolRequest};
 
@@ -48,18 +48,47 @@ pub fn run(global: &Global, _args: ServeArgs) -> anyhow::Result<Exit> {
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin());
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
-    serve(&runner, &mut store, &mut input, &mut output)?;
+    let mut audit = DeferredResults::new(&mut store);
+    serve(
+        &runner,
+        &mut audit,
+        &mut input,
+        &mut output,
+        &stdin_has_data,
+    )?;
     Ok(Exit::Ok)
 }
 
+/// Whether a read of stdin would return at once (data or end of input).
+fn stdin_has_data() -> bool {
+    let mut poll = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    unsafe { libc::poll(&mut poll, 1, 0) == 1 }
+}
+
 /// Handles request lines from `input` in order until end of input.
+///
+/// Results are held back while more requests are already waiting
+/// (`input_ready`), and written before the server would block for input, so
+/// the record is complete whenever the server is idle.
 pub fn serve(
     runner: &GovernedRunner,
-    audit: &mut dyn AuditSink,
+    audit: &mut DeferredResults<'_>,
     input: &mut dyn BufRead,
     output: &mut dyn Write,
+    input_ready: &dyn Fn() -> bool,
 ) -> std::io::Result<()> {
-    while let Some(line) = read_line(input)? {
+    loop {
+        if !input_ready() {
+            flush(audit, output)?;
+        }
+        let Some(line) = read_line(input)? else {
+            break;
+        };
         let Ok(line) = line else {
             send(output, &error_line("request line is not UTF-8", None))?;
             continue;
@@ -85,7 +114,15 @@ pub fn serve(
         };
         send(output, &reply)?;
     }
-    Ok(())
+    flush(audit, output)
+}
+
+/// Writes held-back results; a failure is reported as an error line.
+fn flush(audit: &mut DeferredResults<'_>, output: &mut dyn Write) -> std::io::Result<()> {
+    match audit.flush() {
+        Ok(()) => Ok(()),
+        Err(err) => send(output, &error_line(&err.to_string(), None)),
+    }
 }
 
 /// The next line without its newline: `None` at end of input, `Some(Err)`
