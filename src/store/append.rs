@@ -4,7 +4,7 @@
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::{Store, StoreError, sql};
+use super::{Durability, Store, StoreError, set_synchronous, sql};
 use crate::audit::{AuditError, AuditSink, Event, EventBody};
 use crate::chain::{EventFields, Hash, link};
 
@@ -37,7 +37,26 @@ fn columns(body: &EventBody) -> Columns<'_> {
 
 impl Store {
     /// Appends `events` in order, atomically; returns the seq of the last.
+    ///
+    /// Under `Durability::Full`, a batch of results alone is not synced on
+    /// its own: nothing waits on it, and the next commit or the close syncs
+    /// it. Everything that must be on disk before a call runs is synced.
     pub fn append(&mut self, events: &[Event]) -> Result<u64, StoreError> {
+        let relax = self.durability == Some(Durability::Full)
+            && events
+                .iter()
+                .all(|e| matches!(e.body, EventBody::Result(_)));
+        if relax {
+            set_synchronous(&self.conn, Durability::Normal)?;
+        }
+        let appended = self.append_now(events);
+        if relax {
+            set_synchronous(&self.conn, Durability::Full)?;
+        }
+        appended
+    }
+
+    fn append_now(&mut self, events: &[Event]) -> Result<u64, StoreError> {
         let log_id = self.identity.log_id.clone();
         let genesis = self.identity.genesis;
         let tx = self
@@ -134,6 +153,15 @@ impl Store {
     /// can show exactly what decided a recorded call.
     pub fn remember_policy(&mut self, policy: &crate::policy::Policy) -> Result<(), StoreError> {
         let reference = policy.reference();
+        // A read first: most runs find the policy known and need no write lock.
+        let known = self
+            .conn
+            .prepare_cached("SELECT 1 FROM policies WHERE digest = ?1")
+            .and_then(|mut s| s.exists([&reference.digest]))
+            .map_err(sql("looking up the policy"))?;
+        if known {
+            return Ok(());
+        }
         self.conn
             .prepare_cached(
                 "INSERT OR IGNORE INTO policies (digest, name, source, first_seen_us)

@@ -28,7 +28,9 @@ const APPLICATION_ID: i32 = 0x6761_766c;
 /// Whether each commit waits for the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
-    /// Every commit is synced (`synchronous = FULL`): survives power loss.
+    /// Every write-ahead commit (request and decision, approval) is synced
+    /// before anything runs (`synchronous = FULL`): survives power loss. A
+    /// result is synced with the next commit, or when the database closes.
     #[default]
     Full,
     /// Commits reach the OS, not the disk (`synchronous = NORMAL` in WAL mode):
@@ -128,6 +130,16 @@ fn check_header(path: &Path, may_be_new: bool) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Sets whether commits on `conn` wait for the disk.
+fn set_synchronous(conn: &Connection, durability: Durability) -> Result<(), StoreError> {
+    let sync = match durability {
+        Durability::Full => "FULL",
+        Durability::Normal => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", sync)
+        .map_err(sql("setting synchronous"))
+}
+
 /// Attaches what was being done to a rusqlite error.
 pub(crate) fn sql(context: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
     move |source| StoreError::Sqlite { context, source }
@@ -148,6 +160,8 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     identity: LogIdentity,
+    /// `None` for a read-only store.
+    durability: Option<Durability>,
 }
 
 impl Store {
@@ -244,12 +258,7 @@ impl Store {
             // that can be copied and handed to an auditor.
             conn.pragma_update(None, "wal_autocheckpoint", 10_000)
                 .map_err(sql("configuring checkpoints"))?;
-            let sync = match durability {
-                Durability::Full => "FULL",
-                Durability::Normal => "NORMAL",
-            };
-            conn.pragma_update(None, "synchronous", sync)
-                .map_err(sql("setting synchronous"))?;
+            set_synchronous(&conn, durability)?;
         } else if state == migrate::State::Fresh {
             return Err(StoreError::NotGavel { path: display });
         }
@@ -258,6 +267,7 @@ impl Store {
             conn,
             path: path.to_owned(),
             identity,
+            durability: writable,
         })
     }
 
