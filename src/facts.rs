@@ -14,15 +14,20 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::request::ToolRequest;
+use crate::shell::{self, CommandAnalysis};
 
 /// The facts a decision used. Recorded with every decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Facts {
     /// The canonical workspace root.
     pub workspace: String,
-    /// Paths the request touches, resolved.
+    /// Paths the request touches, resolved: a file tool's path, or the
+    /// targets of a shell command's redirections.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<PathFact>,
+    /// For `bash`: the simple commands the command string would run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<CommandAnalysis>,
 }
 
 /// One path argument and where it resolved to.
@@ -60,8 +65,47 @@ impl Facts {
         Self {
             workspace: workspace.to_owned(),
             paths,
+            shell: None,
         }
     }
+}
+
+/// The facts of `request`, with `resolve(raw, scoped)` turning each path it
+/// names into a `PathFact`: a file tool's path argument (for `glob`, its
+/// static prefix), or each redirection target of a parsed shell command.
+fn gather(
+    workspace: String,
+    request: &ToolRequest,
+    resolve: impl Fn(&str, &str) -> PathFact,
+) -> Facts {
+    let mut facts = Facts {
+        workspace,
+        paths: Vec::new(),
+        shell: None,
+    };
+    if request.name == "bash" {
+        if let Some(command) = request.str_arg("command") {
+            let analysis = shell::analyze(command);
+            for redirect in analysis.commands.iter().flat_map(|c| &c.redirects) {
+                if !facts.paths.iter().any(|p| p.requested == redirect.target) {
+                    facts
+                        .paths
+                        .push(resolve(&redirect.target, &redirect.target));
+                }
+            }
+            facts.shell = Some(analysis);
+        }
+    } else if let Some(field) = path_argument(&request.name)
+        && let Some(raw) = request.str_arg(field)
+    {
+        let scoped = if request.name == "glob" {
+            static_prefix(raw)
+        } else {
+            raw
+        };
+        facts.paths.push(resolve(raw, scoped));
+    }
+    facts
 }
 
 /// The workspace root that lexical facts pretend to have.
@@ -71,49 +115,38 @@ pub const EXAMPLE_WORKSPACE: &str = "/workspace";
 /// paths are joined to `/workspace` and `..` applied lexically; `~` counts
 /// as outside. Used to check a policy's inline examples at load time.
 pub fn lexical_facts(request: &ToolRequest) -> Facts {
+    gather(EXAMPLE_WORKSPACE.to_owned(), request, lexical_path_fact)
+}
+
+fn lexical_path_fact(raw: &str, scoped: &str) -> PathFact {
     let root = Path::new(EXAMPLE_WORKSPACE);
-    let paths = path_argument(&request.name)
-        .and_then(|field| request.str_arg(field))
-        .map(|raw| {
-            let scoped = if request.name == "glob" {
-                static_prefix(raw)
-            } else {
-                raw
-            };
-            let mut resolved = PathBuf::from("/");
-            if !scoped.starts_with('~') {
-                let joined = root.join(scoped);
-                for part in joined.components() {
-                    match part {
-                        Component::ParentDir => {
-                            resolved.pop();
-                        }
-                        Component::Normal(name) => resolved.push(name),
-                        _ => {}
-                    }
+    let home = scoped.starts_with('~');
+    let mut resolved = PathBuf::from("/");
+    if !home {
+        for part in root.join(scoped).components() {
+            match part {
+                Component::ParentDir => {
+                    resolved.pop();
                 }
+                Component::Normal(name) => resolved.push(name),
+                _ => {}
             }
-            let relative =
-                resolved
-                    .strip_prefix(root)
-                    .ok()
-                    .map(|rel| match rel.to_string_lossy() {
-                        r if r.is_empty() => ".".to_owned(),
-                        r => r.into_owned(),
-                    });
-            PathFact {
-                requested: raw.to_owned(),
-                resolved: Some(resolved.to_string_lossy().into_owned()),
-                inside: relative.is_some() && !scoped.starts_with('~'),
-                relative: relative.filter(|_| !scoped.starts_with('~')),
-                error: None,
-            }
-        })
-        .into_iter()
-        .collect();
-    Facts {
-        workspace: EXAMPLE_WORKSPACE.to_owned(),
-        paths,
+        }
+    }
+    let relative = resolved
+        .strip_prefix(root)
+        .ok()
+        .filter(|_| !home)
+        .map(|rel| match rel.to_string_lossy() {
+            r if r.is_empty() => ".".to_owned(),
+            r => r.into_owned(),
+        });
+    PathFact {
+        requested: raw.to_owned(),
+        resolved: (!home).then(|| resolved.to_string_lossy().into_owned()),
+        inside: relative.is_some(),
+        relative,
+        error: home.then(|| "`~` is not resolved in examples".to_owned()),
     }
 }
 
@@ -146,21 +179,11 @@ impl Workspace {
 
     /// Gathers the facts for `request` from the filesystem as it is now.
     pub fn facts(&self, request: &ToolRequest) -> Facts {
-        let mut facts = Facts {
-            workspace: self.root.to_string_lossy().into_owned(),
-            paths: Vec::new(),
-        };
-        if let Some(field) = path_argument(&request.name)
-            && let Some(raw) = request.str_arg(field)
-        {
-            let scoped = if request.name == "glob" {
-                static_prefix(raw)
-            } else {
-                raw
-            };
-            facts.paths.push(self.path_fact(raw, scoped));
-        }
-        facts
+        gather(
+            self.root.to_string_lossy().into_owned(),
+            request,
+            |raw, scoped| self.path_fact(raw, scoped),
+        )
     }
 
     /// Resolves `scoped` (the part of `requested` that names a path) and

@@ -9,6 +9,7 @@ pub mod approval;
 pub mod audit;
 pub mod chain;
 pub mod checkpoint;
+pub mod claude_code;
 pub mod digest;
 pub mod facts;
 pub mod hooks;
@@ -16,6 +17,7 @@ pub mod policy;
 pub mod replay;
 pub mod request;
 pub mod runner;
+pub mod shell;
 pub mod store;
 pub mod tools;
 

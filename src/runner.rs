@@ -231,3 +231,58 @@ pub fn new_call_id() -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("call_{micros:x}_{:x}_{n}", std::process::id())
 }
+
+impl GovernedRunner {
+    /// Decides `request` and records it write-ahead, without asking anybody
+    /// or running anything: for clients that ask and execute themselves
+    /// (Claude Code's hooks). One append holds the request, the decision
+    /// and, for `ask`, a `pending` approval (the client's own prompt will
+    /// answer it) or, for `deny`, the `blocked` result (the client will not
+    /// run it). Otherwise the result is appended when the client reports it.
+    pub fn decide_and_record(
+        &self,
+        call_id: &str,
+        request: &ToolRequest,
+        client: Option<ClientCall>,
+        audit: &mut dyn AuditSink,
+    ) -> Result<(Facts, Decision), AuditError> {
+        self.hooks.emit(HookEvent::PreToolUse(request));
+        let (facts, decision) = self.decide(request);
+        let tool = Some(request.name.as_str());
+        let mut events = vec![
+            Event::now(
+                call_id,
+                tool,
+                EventBody::Request(RequestRecord {
+                    tool_use_id: request.tool_use_id.clone(),
+                    arguments: request.arguments.clone(),
+                    client,
+                }),
+            ),
+            Event::now(call_id, tool, decision_body(&decision, &facts)),
+        ];
+        match decision.action {
+            crate::policy::Action::Allow => {}
+            crate::policy::Action::Ask => events.push(Event::now(
+                call_id,
+                tool,
+                EventBody::Approval(ApprovalRecord {
+                    status: ApprovalStatus::Pending,
+                }),
+            )),
+            // A deny is final: the client will not run the call.
+            crate::policy::Action::Deny => events.push(Event::now(
+                call_id,
+                tool,
+                EventBody::Result(ResultRecord::from_result(&ToolResult {
+                    status: ExecutionStatus::Blocked,
+                    content: blocked_content(&decision, ApprovalStatus::NotRequired),
+                    exit_code: None,
+                    duration_ms: 0,
+                })),
+            )),
+        }
+        audit.append(&events)?;
+        Ok((facts, decision))
+    }
+}

@@ -4,6 +4,7 @@
 mod check;
 mod demo;
 mod export;
+mod hook;
 mod keys;
 mod log;
 mod policy_cmd;
@@ -11,6 +12,7 @@ mod query;
 mod render;
 mod replay;
 mod run;
+mod serve;
 mod show;
 mod verify;
 
@@ -137,6 +139,11 @@ pub enum Command {
     Keygen(keys::KeygenArgs),
     /// Sign and store a checkpoint of the log's current size and Merkle root
     Checkpoint(keys::CheckpointArgs),
+    /// Answer an agent's hook: decide its tool calls and record them
+    #[command(subcommand)]
+    Hook(hook::HookCommand),
+    /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
+    Serve(serve::ServeArgs),
 }
 
 pub fn main() -> std::process::ExitCode {
@@ -168,6 +175,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Verify(args) => verify::run(&global, args),
         Command::Keygen(args) => keys::keygen(args),
         Command::Checkpoint(args) => keys::checkpoint(&global, args),
+        Command::Hook(command) => hook::run(&global, command),
+        Command::Serve(args) => serve::run(&global, args),
     }
 }
 

@@ -9,7 +9,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use gavel::checkpoint::{self, Checkpoint};
-use gavel::store::{Problem, Store, VerifyOptions, VerifyReport};
+use gavel::store::{Problem, Store, StoreError, VerifyOptions, VerifyReport};
 
 use super::{Exit, FormatArgs, Global, render};
 
@@ -65,7 +65,14 @@ pub fn verify_store(
 }
 
 pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store()?;
+    let store = match Store::open_read_only(&global.db_path()?) {
+        Ok(store) => store,
+        Err(err @ StoreError::IdentityMissing { .. }) => {
+            let report = tampered(Problem::IdentityMismatch, err.to_string());
+            return print(&report, args.format.is_json(), None);
+        }
+        Err(err) => return Err(err.into()),
+    };
     let mut note_checked = None;
     let checkpoint = match &args.checkpoint {
         None => None,
@@ -85,16 +92,8 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
             match opened {
                 Ok(cp) => Some(cp),
                 Err(err) => {
-                    let report = VerifyReport {
-                        ok: false,
-                        rows: 0,
-                        first_bad_seq: None,
-                        problem: Some(Problem::CheckpointSignature),
-                        detail: Some(format!("checkpoint `{}`: {err}", path.display())),
-                        head: None,
-                        checkpoint: None,
-                        root: None,
-                    };
+                    let detail = format!("checkpoint `{}`: {err}", path.display());
+                    let report = tampered(Problem::CheckpointSignature, detail);
                     return print(&report, args.format.is_json(), note_checked);
                 }
             }
@@ -102,6 +101,20 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
     };
     let report = verify_store(&store, checkpoint.as_ref())?;
     print(&report, args.format.is_json(), note_checked)
+}
+
+/// A failed report that no row can be blamed for.
+fn tampered(problem: Problem, detail: String) -> VerifyReport {
+    VerifyReport {
+        ok: false,
+        rows: 0,
+        first_bad_seq: None,
+        problem: Some(problem),
+        detail: Some(detail),
+        head: None,
+        checkpoint: None,
+        root: None,
+    }
 }
 
 fn print(

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::digest::{hex, sha256};
 
+use super::commands::CommandMatcher;
 use super::rule::{Patterns, Rule, Scope};
 use super::{Action, Policy, PolicyRef};
 use crate::request::ToolRequest;
@@ -39,7 +40,80 @@ struct RuleFile {
     path_scope: Option<String>,
     path_glob: Option<Vec<String>>,
     command_regex: Option<Vec<String>>,
+    command_prefix: Option<Vec<Vec<String>>>,
+    commands: Option<Vec<CommandFile>>,
+    unprovable: Option<bool>,
     examples: Option<Vec<Example>>,
+}
+
+/// One entry of `commands`: conditions on one simple command.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommandFile {
+    prefix: Option<Vec<String>>,
+    program: Option<Vec<String>>,
+    flags: Option<Vec<Vec<String>>>,
+    args: Option<Vec<String>>,
+    redirect: Option<Vec<String>>,
+}
+
+fn prefix_matcher(prefix: Vec<String>) -> Result<CommandMatcher, String> {
+    if prefix.is_empty() || prefix.iter().any(String::is_empty) {
+        return Err("a `command_prefix` entry must be a non-empty list of non-empty words".into());
+    }
+    Ok(CommandMatcher {
+        shown: prefix.join(" "),
+        prefix: Some(prefix),
+        program: None,
+        flags: Vec::new(),
+        args: None,
+        redirect: None,
+    })
+}
+
+fn command_matcher(spec: CommandFile) -> Result<CommandMatcher, String> {
+    let mut shown = Vec::new();
+    if let Some(prefix) = &spec.prefix {
+        shown.push(format!("prefix {}", prefix.join(" ")));
+    }
+    if let Some(program) = &spec.program {
+        shown.push(format!("program {}", program.join("|")));
+    }
+    for group in spec.flags.iter().flatten() {
+        if group.is_empty() {
+            return Err("a `flags` group must not be empty".into());
+        }
+        shown.push(format!("flag {}", group.join("|")));
+    }
+    if let Some(args) = &spec.args {
+        shown.push(format!("arg {}", args.join("|")));
+    }
+    if let Some(redirect) = &spec.redirect {
+        shown.push(format!("redirect {}", redirect.join("|")));
+    }
+    if shown.is_empty() {
+        return Err(
+            "a `commands` entry needs at least one of prefix, program, flags, args, redirect"
+                .into(),
+        );
+    }
+    Ok(CommandMatcher {
+        prefix: spec.prefix,
+        program: spec
+            .program
+            .map(|p| globs("commands.program", p, false))
+            .transpose()?,
+        flags: spec.flags.unwrap_or_default(),
+        args: spec
+            .args
+            .map(|a| globs("commands.args", a, false))
+            .transpose()?,
+        redirect: spec
+            .redirect
+            .map(|r| globs("commands.redirect", r, false))
+            .transpose()?,
+        shown: shown.join(", "),
+    })
 }
 
 /// An inline example: a request and whether the rule must match it.
@@ -172,7 +246,33 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             .map(|g| globs("path_glob", g, true))
             .transpose()?,
         command_regex: spec.command_regex.map(regexes).transpose()?,
+        command_prefix: spec
+            .command_prefix
+            .map(|list| {
+                non_empty_list("command_prefix", &list)?;
+                list.into_iter()
+                    .map(prefix_matcher)
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?,
+        commands: spec
+            .commands
+            .map(|list| {
+                non_empty_list("commands", &list)?;
+                list.into_iter()
+                    .map(command_matcher)
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?,
+        unprovable: spec.unprovable,
     })
+}
+
+fn non_empty_list<T>(key: &str, list: &[T]) -> Result<(), String> {
+    if list.is_empty() {
+        return Err(format!("`{key}` must not be an empty list"));
+    }
+    Ok(())
 }
 
 fn non_empty(key: &str, list: &[String]) -> Result<(), String> {

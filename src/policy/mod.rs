@@ -6,6 +6,7 @@
 //! decision, which is what replay relies on.
 
 pub mod cases;
+mod commands;
 mod file;
 mod rule;
 

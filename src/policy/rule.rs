@@ -10,6 +10,7 @@ use globset::GlobSet;
 use regex::RegexSet;
 
 use super::Action;
+use super::commands::{self, CommandMatcher, ShellMiss};
 use crate::facts::{Facts, PathFact};
 use crate::request::ToolRequest;
 
@@ -37,6 +38,9 @@ pub struct Rule {
     pub(super) path_scope: Option<Scope>,
     pub(super) path_glob: Option<Patterns<GlobSet>>,
     pub(super) command_regex: Option<Patterns<RegexSet>>,
+    pub(super) command_prefix: Option<Vec<CommandMatcher>>,
+    pub(super) commands: Option<Vec<CommandMatcher>>,
+    pub(super) unprovable: Option<bool>,
 }
 
 /// The first condition of a rule that did not hold.
@@ -48,6 +52,9 @@ pub(super) enum Miss {
     PathGlob,
     NoCommand,
     CommandRegex,
+    CommandPrefix(ShellMiss),
+    Commands(ShellMiss),
+    Unprovable(ShellMiss),
 }
 
 impl Rule {
@@ -85,6 +92,15 @@ impl Rule {
                 return Err(Miss::CommandRegex);
             }
         }
+        if let Some(matchers) = &self.command_prefix {
+            commands::check(matchers, self.action, facts).map_err(Miss::CommandPrefix)?;
+        }
+        if let Some(matchers) = &self.commands {
+            commands::check(matchers, self.action, facts).map_err(Miss::Commands)?;
+        }
+        if let Some(wanted) = self.unprovable {
+            commands::check_unprovable(wanted, facts).map_err(Miss::Unprovable)?;
+        }
         Ok(())
     }
 
@@ -112,6 +128,7 @@ impl Rule {
             .replace("{command}", &clip(bash_command(request).unwrap_or(""), 200))
             .replace("{path}", path)
             .replace("{workspace}", &facts.workspace)
+            .replace("{unprovable}", &commands::unprovable_text(facts))
     }
 }
 
@@ -142,6 +159,13 @@ impl Miss {
                 list(rule.path_glob.as_ref().map_or(&[][..], |g| &g.written[..]))
             ),
             Miss::NoCommand => format!("tool `{}` has no shell command", request.name),
+            Miss::CommandPrefix(miss) => {
+                miss.describe(rule.command_prefix.as_deref().unwrap_or_default(), facts)
+            }
+            Miss::Commands(miss) => {
+                miss.describe(rule.commands.as_deref().unwrap_or_default(), facts)
+            }
+            Miss::Unprovable(miss) => miss.describe(&[], facts),
             Miss::CommandRegex => format!(
                 "command matches none of {}",
                 list(

@@ -13,6 +13,7 @@ fn facts_inside(path: &str) -> Facts {
             relative: Some(path.into()),
             error: None,
         }],
+        shell: None,
     }
 }
 
@@ -26,6 +27,7 @@ fn facts_outside(path: &str) -> Facts {
             relative: None,
             error: None,
         }],
+        shell: None,
     }
 }
 
@@ -33,7 +35,13 @@ fn no_paths() -> Facts {
     Facts {
         workspace: "/ws".into(),
         paths: vec![],
+        shell: None,
     }
+}
+
+/// Facts worked out from the request alone (shell parse included).
+fn lexical(request: &ToolRequest) -> Facts {
+    crate::facts::lexical_facts(request)
 }
 
 fn bash(command: &str) -> ToolRequest {
@@ -51,6 +59,7 @@ fn builtin_policy_loads_with_the_seed_rule_ids_in_order() {
             "path.outside_workspace",
             "path.read_allow",
             "path.write_requires_approval",
+            "bash.unprovable",
             "bash.requires_approval"
         ]
     );
@@ -69,7 +78,8 @@ fn hard_denies_are_structured_decisions() {
         "dd if=/dev/zero of=/dev/sda",
         "echo x > /dev/sda",
     ] {
-        let decision = policy.decide(&bash(command), &no_paths());
+        let request = bash(command);
+        let decision = policy.decide(&request, &lexical(&request));
         assert_eq!(decision.action, Action::Deny, "{command}");
         assert_eq!(decision.rule_id, "bash.hard_deny", "{command}");
         assert!(decision.reason.contains(command), "{}", decision.reason);
@@ -80,7 +90,8 @@ fn hard_denies_are_structured_decisions() {
 fn shell_is_never_allowed_from_its_first_token() {
     let policy = Policy::builtin();
     for command in ["ls", "cat README.md", "git status", "python3 script.py"] {
-        let decision = policy.decide(&bash(command), &no_paths());
+        let request = bash(command);
+        let decision = policy.decide(&request, &lexical(&request));
         assert_eq!(decision.action, Action::Ask, "{command}");
         assert_eq!(decision.rule_id, "bash.requires_approval");
     }
@@ -267,7 +278,7 @@ mod properties {
         ) {
             let policy = Policy::builtin();
             let request = ToolRequest::new("p", tool, arguments);
-            let decision = policy.decide(&request, &no_paths());
+            let decision = policy.decide(&request, &lexical(&request));
             prop_assert!(!decision.rule_id.is_empty());
             prop_assert!(!decision.reason.is_empty());
         }

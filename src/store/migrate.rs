@@ -8,7 +8,7 @@ use super::{APPLICATION_ID, LogIdentity, StoreError, sql};
 use crate::chain::{FORMAT_VERSION, genesis};
 
 /// Every migration, in order; the schema version is the count applied.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+pub(super) const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
 
 /// What an opened file turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,21 +24,23 @@ pub(super) fn inspect(conn: &Connection, path: &str) -> Result<State, StoreError
     let not_gavel = || StoreError::NotGavel {
         path: path.to_owned(),
     };
-    let read = |pragma: &str| -> Result<i64, StoreError> {
-        conn.pragma_query_value(None, pragma, |row| row.get(0))
-            .map_err(|err| match err.sqlite_error_code() {
-                Some(ErrorCode::NotADatabase) => not_gavel(),
-                _ => StoreError::Open {
-                    path: path.to_owned(),
-                    source: err,
-                },
-            })
-    };
-    let application_id = read("application_id")?;
-    let version = read("user_version")?;
-    let objects: i64 = conn
-        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
-        .map_err(sql("reading the schema"))?;
+    // One statement, one snapshot: another process may be migrating the same
+    // new file right now, and a torn read would look like a foreign file.
+    let (application_id, version, objects): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT application_id FROM pragma_application_id),
+                    (SELECT user_version FROM pragma_user_version),
+                    (SELECT count(*) FROM sqlite_master)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .map_err(|err| match err.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => not_gavel(),
+            _ => StoreError::Open {
+                path: path.to_owned(),
+                source: err,
+            },
+        })?;
     if application_id == 0 && version == 0 && objects == 0 {
         return Ok(State::Fresh);
     }
@@ -121,7 +123,7 @@ fn create_identity(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Reads the log identity; a gavel database without one is damaged.
+/// Reads the log identity; a gavel database without one has been tampered with.
 pub(super) fn identity(conn: &Connection, path: &str) -> Result<LogIdentity, StoreError> {
     let damaged = |detail: &str| StoreError::Damaged {
         path: path.to_owned(),
@@ -143,7 +145,9 @@ pub(super) fn identity(conn: &Connection, path: &str) -> Result<LogIdentity, Sto
         )
         .optional()
         .map_err(|e| damaged(&format!("cannot read the log identity: {e}")))?
-        .ok_or_else(|| damaged("the log identity is missing"))?;
+        .ok_or_else(|| StoreError::IdentityMissing {
+            path: path.to_owned(),
+        })?;
     let (log_id, origin, format, created_us, stored) = row;
     let genesis: [u8; 32] = stored
         .try_into()

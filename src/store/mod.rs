@@ -63,6 +63,8 @@ pub enum StoreError {
     },
     #[error("audit database `{path}` is damaged: {detail}")]
     Damaged { path: String, detail: String },
+    #[error("audit database `{path}` has no log identity: its `log_meta` row was deleted")]
+    IdentityMissing { path: String },
     #[error("call `{call_id}` is already recorded")]
     DuplicateCall { call_id: String },
     #[error("no call `{call_id}` in the record")]
@@ -72,6 +74,58 @@ pub enum StoreError {
         context: &'static str,
         source: rusqlite::Error,
     },
+}
+
+/// Refuses a file that is not a gavel database, or is one from a newer
+/// gavel, by its 100-byte SQLite header alone, before SQLite opens it (a
+/// SQLite connection to a WAL-mode file leaves `-wal`/`-shm` files beside
+/// it). While a `-wal` file exists the header may be stale, so SQLite's own
+/// view decides instead. An empty file is new when `may_be_new`.
+fn check_header(path: &Path, may_be_new: bool) -> Result<(), StoreError> {
+    let display = || path.display().to_string();
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    if Path::new(&wal).exists() {
+        return Ok(());
+    }
+    let mut header = Vec::with_capacity(100);
+    let read = std::fs::File::open(path).and_then(|file| {
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, 100), &mut header)
+    });
+    if let Err(source) = read {
+        return Err(StoreError::Create {
+            path: display(),
+            source,
+        });
+    }
+    if header.is_empty() && may_be_new {
+        return Ok(());
+    }
+    let field = |at: usize| {
+        i32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" {
+        return Err(StoreError::NotGavel { path: display() });
+    }
+    if field(68) != APPLICATION_ID {
+        // An empty SQLite database (no schema yet, offset 40) may be one another
+        // gavel is creating right now; SQLite's view, under its locks, decides.
+        let empty = field(40) == 0 && field(60) == 0 && field(68) == 0;
+        if empty && may_be_new {
+            return Ok(());
+        }
+        return Err(StoreError::NotGavel { path: display() });
+    }
+    let supported = migrate::MIGRATIONS.len() as i64;
+    let found = i64::from(field(60));
+    if found > supported {
+        return Err(StoreError::Newer {
+            path: display(),
+            found,
+            supported,
+        });
+    }
+    Ok(())
 }
 
 /// Attaches what was being done to a rusqlite error.
@@ -120,7 +174,9 @@ impl Store {
             .open(path)
         {
             Ok(_) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                check_header(path, true)?
+            }
             Err(source) => {
                 return Err(StoreError::Create {
                     path: display,
@@ -145,6 +201,7 @@ impl Store {
         if !path.exists() {
             return Err(StoreError::Missing { path: display });
         }
+        check_header(path, false)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -202,3 +259,6 @@ impl Store {
         &self.identity
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -90,6 +90,81 @@ impl VerifyReport {
     }
 }
 
+/// One row, hashed: what the single-threaded link check needs.
+enum RowCheck {
+    Row {
+        seq: i64,
+        leaf: Hash,
+        leaf_matches: bool,
+        log_id_matches: bool,
+        /// The stored chain value, if it is 32 bytes.
+        chain: Option<Hash>,
+    },
+    Malformed {
+        detail: String,
+    },
+}
+
+/// Rows per unit of work handed to a hashing thread.
+const CHUNK: i64 = 16_384;
+/// Below this many rows, threads cost more than they save.
+const PARALLEL_FROM: i64 = 50_000;
+
+const ROWS_SQL: &str = "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval,
+                               status, payload, leaf, chain
+                        FROM events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq";
+
+/// Reads rows with `lo <= seq < hi` in order and hashes each one.
+fn hash_rows(
+    conn: &rusqlite::Connection,
+    lo: i64,
+    hi: i64,
+    log_id: &[u8],
+) -> Result<Vec<RowCheck>, StoreError> {
+    let mut statement = conn
+        .prepare_cached(ROWS_SQL)
+        .map_err(sql("preparing verify"))?;
+    let mut cursor = statement.query([lo, hi]).map_err(sql("scanning events"))?;
+    let mut out = Vec::with_capacity((hi - lo).clamp(0, CHUNK) as usize);
+    while let Some(row) = cursor.next().map_err(sql("scanning events"))? {
+        let read = (|| -> rusqlite::Result<RowCheck> {
+            let seq: i64 = row.get(0)?;
+            let row_log_id = row.get_ref(1)?.as_blob()?;
+            let fields = EventFields {
+                seq: seq as u64,
+                log_id: row_log_id,
+                ts_us: row.get(2)?,
+                kind: row.get_ref(3)?.as_str()?,
+                call_id: row.get_ref(4)?.as_str()?,
+                tool: row.get_ref(5)?.as_str_or_null()?,
+                action: row.get_ref(6)?.as_str_or_null()?,
+                rule_id: row.get_ref(7)?.as_str_or_null()?,
+                approval: row.get_ref(8)?.as_str_or_null()?,
+                status: row.get_ref(9)?.as_str_or_null()?,
+                payload: row.get_ref(10)?.as_blob()?,
+            };
+            let leaf = fields.leaf_hash();
+            Ok(RowCheck::Row {
+                seq,
+                leaf,
+                leaf_matches: row.get_ref(11)?.as_blob()? == leaf,
+                log_id_matches: row_log_id == log_id,
+                chain: row.get_ref(12)?.as_blob()?.try_into().ok(),
+            })
+        })();
+        match read {
+            Ok(check) => out.push(check),
+            Err(err) => {
+                out.push(RowCheck::Malformed {
+                    detail: err.to_string(),
+                });
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// What to check besides the chain.
 #[derive(Debug, Default)]
 pub struct VerifyOptions<'a> {
@@ -134,95 +209,68 @@ impl Store {
         let mut previous = identity.genesis;
         let mut rows: u64 = 0;
 
-        let text = "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval,
-                           status, payload, leaf, chain
-                    FROM events ORDER BY seq";
-        let mut statement = self.conn.prepare(text).map_err(sql("preparing verify"))?;
-        let mut cursor = statement.query([]).map_err(sql("scanning events"))?;
-        while let Some(row) = cursor.next().map_err(sql("scanning events"))? {
-            let expected_seq = rows + 1;
-            let read = (|| -> rusqlite::Result<_> {
-                let seq: i64 = row.get(0)?;
-                let log_id = row.get_ref(1)?.as_blob()?;
-                let fields = EventFields {
-                    seq: seq as u64,
-                    log_id,
-                    ts_us: row.get(2)?,
-                    kind: row.get_ref(3)?.as_str()?,
-                    call_id: row.get_ref(4)?.as_str()?,
-                    tool: row.get_ref(5)?.as_str_or_null()?,
-                    action: row.get_ref(6)?.as_str_or_null()?,
-                    rule_id: row.get_ref(7)?.as_str_or_null()?,
-                    approval: row.get_ref(8)?.as_str_or_null()?,
-                    status: row.get_ref(9)?.as_str_or_null()?,
-                    payload: row.get_ref(10)?.as_blob()?,
+        let mut check = |chunk: Vec<RowCheck>| -> Option<VerifyReport> {
+            for row in chunk {
+                let expected_seq = rows + 1;
+                let bad = |problem, detail| {
+                    Some(VerifyReport::bad(rows, Some(expected_seq), problem, detail))
                 };
-                Ok((
-                    seq,
-                    fields,
-                    row.get_ref(11)?.as_blob()?,
-                    row.get_ref(12)?.as_blob()?,
-                ))
-            })();
-            let (seq, fields, leaf, chain) = match read {
-                Ok(parts) => parts,
-                Err(err) => {
-                    return Ok(VerifyReport::bad(
-                        rows,
-                        Some(expected_seq),
+                let (seq, leaf, leaf_matches, log_id_matches, chain) = match row {
+                    RowCheck::Malformed { detail } => {
+                        return bad(
+                            Problem::ContentMismatch,
+                            format!("row after seq {rows} has a malformed column: {detail}"),
+                        );
+                    }
+                    RowCheck::Row {
+                        seq,
+                        leaf,
+                        leaf_matches,
+                        log_id_matches,
+                        chain,
+                    } => (seq, leaf, leaf_matches, log_id_matches, chain),
+                };
+                if seq != expected_seq as i64 {
+                    return bad(
+                        Problem::SeqGap,
+                        format!("expected seq {expected_seq}, found {seq}"),
+                    );
+                }
+                if !log_id_matches {
+                    return bad(
+                        Problem::LogIdMismatch,
+                        format!("seq {seq} belongs to another log"),
+                    );
+                }
+                if !leaf_matches {
+                    return bad(
                         Problem::ContentMismatch,
-                        format!("row after seq {rows} has a malformed column: {err}"),
-                    ));
+                        format!("seq {seq} does not match its leaf hash: a field was changed"),
+                    );
                 }
-            };
-            if seq != expected_seq as i64 {
-                return Ok(VerifyReport::bad(
-                    rows,
-                    Some(expected_seq),
-                    Problem::SeqGap,
-                    format!("expected seq {expected_seq}, found {seq}"),
-                ));
-            }
-            if fields.log_id != identity.log_id.as_slice() {
-                return Ok(VerifyReport::bad(
-                    rows,
-                    Some(expected_seq),
-                    Problem::LogIdMismatch,
-                    format!("seq {seq} belongs to another log"),
-                ));
-            }
-            let computed = fields.leaf_hash();
-            if leaf != computed {
-                return Ok(VerifyReport::bad(
-                    rows,
-                    Some(expected_seq),
-                    Problem::ContentMismatch,
-                    format!("seq {seq} does not match its leaf hash: a field was changed"),
-                ));
-            }
-            previous = link(&previous, &computed);
-            if chain != previous {
-                return Ok(VerifyReport::bad(
-                    rows,
-                    Some(expected_seq),
-                    Problem::ChainBreak,
-                    format!("seq {seq} does not link to the row before it"),
-                ));
-            }
-            rows = expected_seq;
-            if let Some(merkle) = merkle.as_mut() {
-                merkle.push(computed);
-                if let Some(cp) = options.checkpoint
-                    && cp.size == rows
-                {
-                    checkpoint_root = Some(merkle.root());
+                previous = link(&previous, &leaf);
+                if chain != Some(previous) {
+                    return bad(
+                        Problem::ChainBreak,
+                        format!("seq {seq} does not link to the row before it"),
+                    );
+                }
+                rows = expected_seq;
+                if let Some(merkle) = merkle.as_mut() {
+                    merkle.push(leaf);
+                    if let Some(cp) = options.checkpoint
+                        && cp.size == rows
+                    {
+                        checkpoint_root = Some(merkle.root());
+                    }
                 }
             }
-            if rows.is_multiple_of(65_536) {
-                progress(rows);
-            }
+            progress(rows);
+            None
+        };
+        if let Some(report) = self.scan(&mut check)? {
+            return Ok(report);
         }
-        progress(rows);
 
         let mut report = VerifyReport {
             ok: true,
@@ -274,6 +322,86 @@ impl Store {
         Ok(report)
     }
 
+    /// Hands every row, hashed, to `check` in seq order, chunk by chunk,
+    /// stopping at the first report it returns. Long logs are read and hashed
+    /// by one thread per core, each with its own read-only connection; the
+    /// link check stays in order on the calling thread.
+    fn scan(
+        &self,
+        check: &mut dyn FnMut(Vec<RowCheck>) -> Option<VerifyReport>,
+    ) -> Result<Option<VerifyReport>, StoreError> {
+        let (lo, hi): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row("SELECT min(seq), max(seq) FROM events", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(sql("sizing the log"))?;
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Ok(None);
+        };
+        let end = hi.saturating_add(1);
+        let log_id = self.identity.log_id.as_slice();
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4);
+        let in_memory = self.path.as_os_str() == ":memory:";
+        if workers < 2 || in_memory || end - lo < PARALLEL_FROM {
+            let mut start = lo;
+            while start < end {
+                let stop = start.saturating_add(CHUNK).min(end);
+                if let Some(report) = check(hash_rows(&self.conn, start, stop, log_id)?) {
+                    return Ok(Some(report));
+                }
+                start = stop;
+            }
+            return Ok(None);
+        }
+
+        let chunks: Vec<(i64, i64)> = (0..)
+            .map(|i| lo.saturating_add(i * CHUNK))
+            .take_while(|start| *start < end)
+            .map(|start| (start, start.saturating_add(CHUNK).min(end)))
+            .collect();
+        std::thread::scope(|scope| {
+            let mut receivers = Vec::with_capacity(workers);
+            for worker in 0..workers {
+                let (tx, rx) = std::sync::mpsc::sync_channel(2);
+                receivers.push(rx);
+                let chunks = &chunks;
+                let path = &self.path;
+                scope.spawn(move || {
+                    let conn = match super::Store::open_read_only(path) {
+                        Ok(store) => store.conn,
+                        Err(err) => {
+                            let _ = tx.send(Err(err));
+                            return;
+                        }
+                    };
+                    for &(start, stop) in chunks.iter().skip(worker).step_by(workers) {
+                        let result = hash_rows(&conn, start, stop, log_id);
+                        let failed = result.is_err();
+                        if tx.send(result).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
+            }
+            for index in 0..chunks.len() {
+                let chunk =
+                    receivers[index % workers]
+                        .recv()
+                        .map_err(|_| StoreError::Damaged {
+                            path: self.path.display().to_string(),
+                            detail: "a verify worker stopped early".into(),
+                        })??;
+                if let Some(report) = check(chunk) {
+                    return Ok(Some(report));
+                }
+            }
+            Ok(None)
+        })
+    }
+
     /// Verifies the log, then records and returns a checkpoint of it signed by `key`.
     /// Refuses (returns the failing report) when the log does not verify.
     pub fn checkpoint(
@@ -311,5 +439,77 @@ impl Store {
             )
             .map_err(sql("storing a checkpoint"))?;
         Ok(Ok((checkpoint, note)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{Event, EventBody, LifecycleRecord};
+    use crate::store::Durability;
+
+    /// A file store with `n` lifecycle events, appended in batches.
+    fn store_with(n: usize) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("a.db"), Durability::Normal).unwrap();
+        let events: Vec<Event> = (0..n)
+            .map(|i| {
+                Event::now(
+                    &format!("s{}", i % 7),
+                    None,
+                    EventBody::Lifecycle(LifecycleRecord {
+                        event: "Stop".into(),
+                        data: serde_json::json!({ "i": i }),
+                    }),
+                )
+            })
+            .collect();
+        for batch in events.chunks(10_000) {
+            store.append(batch).unwrap();
+        }
+        (dir, store)
+    }
+
+    #[test]
+    fn parallel_verify_finds_the_first_bad_row_in_a_long_log() {
+        let (dir, store) = store_with(70_000);
+        let report = store
+            .verify(&VerifyOptions::default(), &mut |_| {})
+            .unwrap();
+        assert!(report.ok, "{report:?}");
+        assert_eq!(report.rows, 70_000);
+
+        let raw = rusqlite::Connection::open(dir.path().join("a.db")).unwrap();
+        raw.execute_batch(
+            "DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;
+             UPDATE events SET ts_us = ts_us + 1 WHERE seq = 55555;
+             UPDATE events SET ts_us = ts_us + 1 WHERE seq = 66666;
+             DELETE FROM events WHERE seq = 60000;",
+        )
+        .unwrap();
+        let report = store
+            .verify(&VerifyOptions::default(), &mut |_| {})
+            .unwrap();
+        assert_eq!(report.problem, Some(Problem::ContentMismatch));
+        assert_eq!(report.first_bad_seq, Some(55_555));
+        assert_eq!(report.rows, 55_554);
+    }
+
+    #[test]
+    fn parallel_merkle_root_equals_the_reference() {
+        let (_dir, store) = store_with(52_000);
+        let options = VerifyOptions {
+            checkpoint: None,
+            root: true,
+        };
+        let report = store.verify(&options, &mut |_| {}).unwrap();
+        let mut leaves = Vec::new();
+        store
+            .for_each_event(|e| {
+                leaves.push(<Hash>::try_from(e.leaf.as_slice()).unwrap());
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        assert_eq!(report.root, Some(crate::checkpoint::merkle_root(&leaves)));
     }
 }

@@ -79,7 +79,10 @@ fn demo_records_verifies_and_replays_its_session() {
     let text = stdout(&demo(&sandbox, &[]));
     assert!(text.contains("ok, 20 events, chain intact"), "{text}");
     for needle in ["loosened", "tightened", "docs.write_allow", "notes.private"] {
-        assert!(text.contains(needle), "demo replay lacks `{needle}`:\n{text}");
+        assert!(
+            text.contains(needle),
+            "demo replay lacks `{needle}`:\n{text}"
+        );
     }
     let log = json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0));
     assert_eq!(log.len(), 6);

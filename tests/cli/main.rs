@@ -1,11 +1,17 @@
 //! Integration tests: the library's governed pipeline through its public API,
-//! and the real `gavel` binary against temporary workspaces. One test binary,
-//! one module per area.
+//! and the real `gavel` binary against temporary workspaces and real SQLite
+//! files. One test binary, one module per area.
 
 mod check;
 mod demo;
+mod hook;
 mod pipeline;
 mod policy;
+mod query;
 mod replay;
 mod run;
+mod serve;
+mod shell;
+mod store;
 mod support;
+mod tamper;

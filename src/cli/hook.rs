@@ -1,0 +1,182 @@
+//! `gavel hook claude-code`: Claude Code's hook command. One JSON object on
+//! stdin; for `PreToolUse`, the decision as JSON on stdout.
+//!
+//! Exit codes follow Claude Code, not gavel's table: 0 when the event was
+//! recorded (a `deny` is an answer, not an error), 2 for anything that went
+//! wrong, with one line on stderr. For `PreToolUse`, exit 2 blocks the call,
+//! and any other non-zero exit would let it run, so nothing here may exit
+//! otherwise: errors and panics alike become exit 2 (fail closed). The one
+//! exception is `Stop`/`SubagentStop`, where exit 2 would keep the agent
+//! working: there an error exits 1, shown to the user.
+
+use std::io::{Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use gavel::audit::{ApprovalRecord, Event, EventBody, ResultRecord};
+use gavel::claude_code::{self, HookInput};
+use gavel::store::{Store, StoreError};
+use gavel::tools::Registry;
+use gavel::{Action, ApprovalStatus, GovernedRunner};
+
+use super::{Exit, Global, one_line};
+
+#[derive(Subcommand, Debug)]
+pub enum HookCommand {
+    /// Claude Code's hook command: decide and record tool calls and session events
+    ///
+    /// PreToolUse is decided by the current policy against the workspace
+    /// (--workspace, else the hook's cwd), recorded write-ahead under the
+    /// tool_use_id, and answered with allow, deny or ask (handed to Claude
+    /// Code's own prompt, recorded as pending). PostToolUse and
+    /// PostToolUseFailure complete that call with its result. Other events
+    /// are recorded as lifecycle events. The database is --db, $GAVEL_DB, else
+    /// .gavel/audit.db in the workspace. Exit 0 when recorded; exit 2 with
+    /// one line on stderr for malformed input, a bad policy or an unwritable
+    /// database, which makes Claude Code block the call.
+    ClaudeCode,
+}
+
+pub fn run(global: &Global, command: HookCommand) -> anyhow::Result<Exit> {
+    match command {
+        HookCommand::ClaudeCode => Ok(claude_code_hook(global)),
+    }
+}
+
+/// Runs the hook; whatever happens, the exit is 0 or 2.
+fn claude_code_hook(global: &Global) -> Exit {
+    // A panic must not print its multi-line report nor exit with 101, which
+    // Claude Code would treat as "let the call run".
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut text = String::new();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the hook input from stdin")?;
+        handle(global, &text)
+    }));
+    let _ = std::panic::take_hook();
+    let message = match outcome {
+        Ok(Ok(())) => return Exit::Ok,
+        Ok(Err(err)) => one_line(&err),
+        Err(panic) => {
+            let detail = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            format!("internal error: {}", detail.replace('\n', " "))
+        }
+    };
+    let _ = writeln!(std::io::stderr(), "gavel: {message}");
+    // For Stop, exit 2 means "do not stop": the agent would keep working
+    // unrecorded. Exit 1 shows the error and lets the session end.
+    let event = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("hook_event_name")?.as_str().map(str::to_owned));
+    match event.as_deref() {
+        Some("Stop" | "SubagentStop") => Exit::Failed,
+        _ => Exit::Error,
+    }
+}
+
+fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
+    let input = HookInput::parse(text)?;
+
+    // The hook runs wherever Claude Code runs it; the session's cwd is the workspace.
+    let mut global = global.clone();
+    if global.workspace.is_none() {
+        global.workspace = Some(PathBuf::from(&input.session().cwd));
+    }
+    let workspace = global.workspace()?;
+    match &input {
+        HookInput::PreToolUse { session, tool } => {
+            let policy = global.policy(&workspace)?;
+            let mut store = global.open_store()?;
+            store.remember_policy(&policy)?;
+            let request = claude_code::to_request(tool, &session.cwd);
+            let client = claude_code::client_call(tool, &session.session_id);
+            let runner = GovernedRunner::new(policy, workspace, Registry::empty());
+            let (_, decision) =
+                runner.decide_and_record(&tool.tool_use_id, &request, Some(client), &mut store)?;
+            let answer = claude_code::pre_tool_use_output(&decision).to_string();
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{answer}")
+                .and_then(|()| out.flush())
+                .context("cannot write the hook answer")?;
+        }
+        HookInput::PostToolUse { tool, .. } | HookInput::PostToolUseFailure { tool, .. } => {
+            let mut store = global.open_store()?;
+            complete(&mut store, &input, &tool.tool_use_id)?;
+        }
+        HookInput::Other { session, .. } => {
+            let mut store = global.open_store()?;
+            let record = claude_code::lifecycle(&input, None);
+            store.append(&[Event::now(
+                &session.session_id,
+                None,
+                EventBody::Lifecycle(record),
+            )])?;
+        }
+    }
+    Ok(())
+}
+
+/// Appends the result of a call Claude Code ran to the call recorded at its
+/// `PreToolUse`; an `ask` that ran was approved in Claude Code's prompt. A
+/// call gavel never saw, or one already complete, becomes a lifecycle event.
+fn complete(store: &mut Store, input: &HookInput, call_id: &str) -> anyhow::Result<()> {
+    let lifecycle = |store: &mut Store, note: &str| -> anyhow::Result<()> {
+        let record = claude_code::lifecycle(input, Some(note));
+        store.append(&[Event::now(
+            &input.session().session_id,
+            None,
+            EventBody::Lifecycle(record),
+        )])?;
+        Ok(())
+    };
+    let events = match store.call_events(call_id) {
+        Ok(events) => events,
+        Err(StoreError::UnknownCall { .. }) => {
+            return lifecycle(store, "no call with this tool_use_id is recorded");
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let Some(decision) = events.iter().find(|e| e.kind == "decision") else {
+        return lifecycle(store, "no call with this tool_use_id is recorded");
+    };
+    if events.iter().any(|e| e.kind == "result") {
+        return lifecycle(store, "the call already has a result");
+    }
+    let tool = decision.tool.as_deref();
+    let approval = events
+        .iter()
+        .rev()
+        .find(|e| e.kind == "approval")
+        .and_then(|e| e.approval.as_deref());
+    let mut append = Vec::new();
+    if decision.action.as_deref() == Some(Action::Ask.as_str())
+        && matches!(approval, None | Some("pending"))
+    {
+        append.push(Event::now(
+            call_id,
+            tool,
+            EventBody::Approval(ApprovalRecord {
+                status: ApprovalStatus::Approved,
+            }),
+        ));
+    }
+    // `tool_result` returns a result for both post events, the only callers.
+    if let Some(result) = claude_code::tool_result(input) {
+        append.push(Event::now(
+            call_id,
+            tool,
+            EventBody::Result(ResultRecord::from_result(&result)),
+        ));
+    }
+    store.append(&append)?;
+    Ok(())
+}

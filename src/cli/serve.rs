@@ -1,0 +1,205 @@
+//! `gavel serve --stdio`: governed tool calls over JSON lines. Each request
+//! line (an Anthropic `tool_use` block or an OpenAI `function_call` item) is
+//! run through `GovernedRunner::run`, recorded write-ahead, and answered with
+//! one line: the `tool_result` block plus gavel's decision fields. An `ask`
+//! is put to the client as an `approval_request` line on the same stream.
+
+use std::io::{BufRead, Write};
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use gavel::audit::AuditSink;
+use gavel::tools::Registry;
+use gavel::{ApprovalStatus, Approver, CallOutcome, Decision, GovernedRunner, ToolRequest};
+
+use super::{Exit, Global};
+
+/// The protocol and the durability trade-off, shown by `gavel serve --help`.
+const PROTOCOL: &str = "\
+Protocol, one JSON object per line:
+  in   {\"type\":\"tool_use\",\"id\",\"name\",\"input\"}
+       or {\"type\":\"function_call\",\"call_id\",\"name\",\"arguments\":\"<json>\"}
+  out  the tool_result block with call_id, action, rule_id, reason, approval and status
+  ask  out {\"type\":\"approval_request\",\"id\",\"rule_id\",\"reason\",\"tool\",\"input\"},
+       in  {\"type\":\"approval\",\"id\",\"approved\":true|false}; end of input or any other
+       reply is `cancelled` and the call does not run
+  A line that is not a request gets {\"type\":\"error\",\"error\":\"...\"} and the server goes on.
+  Requests are handled in order; exit 0 at end of input.
+
+Durability: every call is recorded before it is asked about or run.
+  --durability full    (default) syncs every commit to disk: survives power loss
+  --durability normal  survives a crash or kill of gavel, but may lose the last
+                       commits on power loss; much faster";
+
+#[derive(Args, Debug)]
+#[command(after_help = PROTOCOL)]
+pub struct ServeArgs {
+    /// Speak JSON lines on stdin and stdout (the only transport)
+    #[arg(long, required = true)]
+    pub stdio: bool,
+}
+
+pub fn run(global: &Global, _args: ServeArgs) -> anyhow::Result<Exit> {
+    let workspace = global.workspace()?;
+    let policy = global.policy(&workspace)?;
+    let mut store = global.open_store()?;
+    store.remember_policy(&policy)?;
+    let runner = GovernedRunner::new(policy, workspace, Registry::builtin());
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::stdout().lock();
+    serve(&runner, &mut store, &mut input, &mut output)?;
+    Ok(Exit::Ok)
+}
+
+/// Handles request lines from `input` in order until end of input.
+pub fn serve(
+    runner: &GovernedRunner,
+    audit: &mut dyn AuditSink,
+    input: &mut dyn BufRead,
+    output: &mut dyn Write,
+) -> std::io::Result<()> {
+    while let Some(line) = read_line(input)? {
+        let Ok(line) = line else {
+            send(output, &error_line("request line is not UTF-8", None))?;
+            continue;
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request = match parse_request(&line) {
+            Ok(request) => request,
+            Err(message) => {
+                send(output, &error_line(&message, None))?;
+                continue;
+            }
+        };
+        let call_id = request.tool_use_id.clone();
+        let mut approver = LineApprover {
+            input: &mut *input,
+            output: &mut *output,
+        };
+        let reply = match runner.run(&call_id, &request, None, &mut approver, audit) {
+            Ok(outcome) => outcome_line(&outcome),
+            Err(err) => error_line(&err.to_string(), Some(&call_id)),
+        };
+        send(output, &reply)?;
+    }
+    Ok(())
+}
+
+/// The next line without its newline: `None` at end of input, `Some(Err)`
+/// when it is not UTF-8.
+fn read_line(input: &mut dyn BufRead) -> std::io::Result<Option<Result<String, ()>>> {
+    let mut bytes = Vec::new();
+    if input.read_until(b'\n', &mut bytes)? == 0 {
+        return Ok(None);
+    }
+    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        bytes.pop();
+    }
+    Ok(Some(String::from_utf8(bytes).map_err(|_| ())))
+}
+
+fn parse_request(line: &str) -> Result<ToolRequest, String> {
+    let block: Value =
+        serde_json::from_str(line).map_err(|e| format!("request line is not JSON: {e}"))?;
+    if block.get("type").and_then(Value::as_str) == Some("approval") {
+        return Err("no approval was requested".to_owned());
+    }
+    ToolRequest::from_block(&block).map_err(|e| e.to_string())
+}
+
+/// The `tool_result` block with gavel's decision fields beside it.
+fn outcome_line(outcome: &CallOutcome) -> Value {
+    let mut line = outcome.to_protocol_block();
+    let decision = outcome.decision();
+    for (field, value) in [
+        ("call_id", json!(outcome.call_id)),
+        ("action", json!(decision.action)),
+        ("rule_id", json!(decision.rule_id)),
+        ("reason", json!(decision.reason)),
+        ("approval", json!(outcome.resolution.approval)),
+        ("status", json!(outcome.result.status)),
+    ] {
+        line[field] = value;
+    }
+    line
+}
+
+fn error_line(message: &str, id: Option<&str>) -> Value {
+    let mut line = json!({"type": "error", "error": message});
+    if let Some(id) = id {
+        line["id"] = json!(id);
+    }
+    line
+}
+
+/// Writes one JSON line and flushes it.
+fn send(output: &mut dyn Write, line: &Value) -> std::io::Result<()> {
+    writeln!(output, "{line}")?;
+    output.flush()
+}
+
+/// Asks over the same lines: sends an `approval_request`, reads one reply.
+/// Anything but a well-formed `approval` for this call is `cancelled`.
+struct LineApprover<'a> {
+    input: &'a mut dyn BufRead,
+    output: &'a mut dyn Write,
+}
+
+impl LineApprover<'_> {
+    fn ask(&mut self, request: &ToolRequest, decision: &Decision) -> Result<bool, String> {
+        let id = &request.tool_use_id;
+        send(
+            self.output,
+            &json!({
+                "type": "approval_request",
+                "id": id,
+                "rule_id": decision.rule_id,
+                "reason": decision.reason,
+                "tool": request.name,
+                "input": request.arguments,
+            }),
+        )
+        .map_err(|e| format!("cannot send the approval request: {e}"))?;
+        let line = loop {
+            match read_line(self.input) {
+                Ok(None) => return Err("end of input before an approval".to_owned()),
+                Err(e) => return Err(format!("cannot read an approval: {e}")),
+                Ok(Some(Err(()))) => return Err("approval line is not UTF-8".to_owned()),
+                Ok(Some(Ok(line))) if line.trim().is_empty() => continue,
+                Ok(Some(Ok(line))) => break line,
+            }
+        };
+        let reply: Value =
+            serde_json::from_str(&line).map_err(|e| format!("approval line is not JSON: {e}"))?;
+        if reply.get("type").and_then(Value::as_str) != Some("approval") {
+            return Err(format!("expected an approval for `{id}`"));
+        }
+        if reply.get("id").and_then(Value::as_str) != Some(id.as_str()) {
+            return Err(format!("the approval is not for `{id}`"));
+        }
+        reply
+            .get("approved")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| "the approval has no boolean `approved`".to_owned())
+    }
+}
+
+impl Approver for LineApprover<'_> {
+    fn approve(&mut self, request: &ToolRequest, decision: &Decision) -> ApprovalStatus {
+        match self.ask(request, decision) {
+            Ok(true) => ApprovalStatus::Approved,
+            Ok(false) => ApprovalStatus::Rejected,
+            Err(message) => {
+                // Say why, then fail closed; the result line follows.
+                let _ = send(
+                    self.output,
+                    &error_line(&message, Some(&request.tool_use_id)),
+                );
+                ApprovalStatus::Cancelled
+            }
+        }
+    }
+}

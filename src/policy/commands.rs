@@ -1,0 +1,275 @@
+//! Rule conditions over parsed shell commands (`command_prefix`,
+//! `commands`, `unprovable`). The parse itself is a fact, made by
+//! `crate::shell` when facts are gathered; this module only judges it.
+//!
+//! How a condition over simple commands holds depends on the rule's action:
+//! a `deny` or `ask` rule holds when **any** simple command matches (those
+//! inside substitutions and `sh -c` scripts included); an `allow` rule holds
+//! only when **every** simple command matches, nothing was unprovable, and
+//! no redirection writes a file.
+
+use globset::GlobSet;
+
+use super::Action;
+use super::rule::Patterns;
+use crate::facts::Facts;
+use crate::shell::{Redirect, SimpleCommand};
+
+/// One entry of a `commands` list: every field present must hold.
+#[derive(Debug, Clone)]
+pub(super) struct CommandMatcher {
+    /// The words must start with these.
+    pub prefix: Option<Vec<String>>,
+    /// Globs on the program name (`words[0]`).
+    pub program: Option<Patterns<GlobSet>>,
+    /// Each group needs one of its flags among the arguments
+    /// (`-r` also matches inside `-rf`; `--force` also as `--force=...`).
+    pub flags: Vec<Vec<String>>,
+    /// Globs of which some argument must match one.
+    pub args: Option<Patterns<GlobSet>>,
+    /// Globs of which some written redirection target must match one.
+    pub redirect: Option<Patterns<GlobSet>>,
+    /// How the entry reads, for explanations.
+    pub shown: String,
+}
+
+/// Devices a redirection may write without writing a file.
+const HARMLESS_DEVICES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
+
+/// Whether a redirection writes something other than a harmless device.
+fn writes_a_file(redirect: &Redirect) -> bool {
+    redirect.writes()
+        && !HARMLESS_DEVICES.contains(&redirect.target.as_str())
+        && !redirect.target.starts_with("/dev/fd/")
+}
+
+impl CommandMatcher {
+    fn matches(&self, command: &SimpleCommand, facts: &Facts) -> bool {
+        if let Some(prefix) = &self.prefix
+            && !command.words.starts_with(prefix)
+        {
+            return false;
+        }
+        if let Some(program) = &self.program
+            && !program.compiled.is_match(command.program())
+        {
+            return false;
+        }
+        if !self
+            .flags
+            .iter()
+            .all(|group| group.iter().any(|flag| has_flag(command.args(), flag)))
+        {
+            return false;
+        }
+        if let Some(args) = &self.args
+            && !command.args().iter().any(|a| args.compiled.is_match(a))
+        {
+            return false;
+        }
+        if let Some(targets) = &self.redirect {
+            let hit = command.redirects.iter().filter(|r| r.writes()).any(|r| {
+                targets.compiled.is_match(&r.target)
+                    || facts
+                        .paths
+                        .iter()
+                        .filter(|p| p.requested == r.target)
+                        .filter_map(|p| p.resolved.as_deref())
+                        .any(|resolved| targets.compiled.is_match(resolved))
+            });
+            if !hit {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Whether `flag` is among `args`, before any `--` that ends the options.
+fn has_flag(args: &[String], flag: &str) -> bool {
+    let long = flag.starts_with("--");
+    let short = (!long && flag.len() == 2 && flag.starts_with('-')).then(|| &flag[1..]);
+    for arg in args {
+        if arg == "--" {
+            return false;
+        }
+        if long {
+            if arg == flag
+                || arg
+                    .strip_prefix(flag)
+                    .is_some_and(|rest| rest.starts_with('='))
+            {
+                return true;
+            }
+        } else if let Some(letter) = short {
+            if arg.len() > 1
+                && arg.starts_with('-')
+                && !arg.starts_with("--")
+                && arg[1..].contains(letter)
+            {
+                return true;
+            }
+        } else if arg == flag {
+            return true;
+        }
+    }
+    false
+}
+
+/// Why a shell condition did not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ShellMiss {
+    /// The request is not a parsed shell command.
+    NotShell,
+    /// No simple command matched (deny/ask).
+    NoneMatched,
+    /// This simple command matched no entry (allow).
+    Unmatched(usize),
+    /// Something in the command could not be proven (allow).
+    Unprovable,
+    /// This command's redirection writes a file (allow).
+    WritesFile(usize, usize),
+    /// No simple command at all (allow).
+    Empty,
+    /// `unprovable = true|false` did not hold.
+    ProvabilityDiffers,
+}
+
+/// Checks `matchers` against the parsed command in `facts` with the quantifier `action` calls for.
+pub(super) fn check(
+    matchers: &[CommandMatcher],
+    action: Action,
+    facts: &Facts,
+) -> Result<(), ShellMiss> {
+    let Some(shell) = &facts.shell else {
+        return Err(ShellMiss::NotShell);
+    };
+    let matches = |c: &SimpleCommand| matchers.iter().any(|m| m.matches(c, facts));
+    match action {
+        Action::Deny | Action::Ask => {
+            if shell.commands.iter().any(matches) {
+                Ok(())
+            } else {
+                Err(ShellMiss::NoneMatched)
+            }
+        }
+        Action::Allow => {
+            if shell.commands.is_empty() {
+                return Err(ShellMiss::Empty);
+            }
+            if !shell.unprovable.is_empty() {
+                return Err(ShellMiss::Unprovable);
+            }
+            for (i, command) in shell.commands.iter().enumerate() {
+                if let Some(r) = command.redirects.iter().position(writes_a_file) {
+                    return Err(ShellMiss::WritesFile(i, r));
+                }
+                if !matches(command) {
+                    return Err(ShellMiss::Unmatched(i));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Checks `unprovable = wanted`.
+pub(super) fn check_unprovable(wanted: bool, facts: &Facts) -> Result<(), ShellMiss> {
+    match &facts.shell {
+        None => Err(ShellMiss::NotShell),
+        Some(shell) if shell.unprovable.is_empty() != wanted => Ok(()),
+        Some(_) => Err(ShellMiss::ProvabilityDiffers),
+    }
+}
+
+impl ShellMiss {
+    pub(super) fn describe(self, matchers: &[CommandMatcher], facts: &Facts) -> String {
+        let shell = facts.shell.as_ref();
+        let command = |i: usize| {
+            shell
+                .and_then(|s| s.commands.get(i))
+                .map_or_else(String::new, |c| c.words.join(" "))
+        };
+        let entries = matchers
+            .iter()
+            .map(|m| m.shown.as_str())
+            .collect::<Vec<_>>()
+            .join(" | ");
+        match self {
+            ShellMiss::NotShell => "the request is not a shell command".to_owned(),
+            ShellMiss::NoneMatched => format!("no simple command matches [{entries}]"),
+            ShellMiss::Unmatched(i) => {
+                format!(
+                    "simple command `{}` matches none of [{entries}]",
+                    command(i)
+                )
+            }
+            ShellMiss::Unprovable => format!("cannot prove what runs: {}", unprovable_text(facts)),
+            ShellMiss::WritesFile(i, r) => {
+                let target = shell
+                    .and_then(|s| s.commands.get(i))
+                    .and_then(|c| c.redirects.get(r))
+                    .map_or_else(String::new, |r| format!("{} {}", r.op, r.target));
+                format!("`{}` redirects into a file (`{target}`)", command(i))
+            }
+            ShellMiss::Empty => "the command runs nothing".to_owned(),
+            ShellMiss::ProvabilityDiffers => match shell {
+                Some(s) if s.unprovable.is_empty() => {
+                    "everything in the command is understood".to_owned()
+                }
+                _ => format!(
+                    "the command is not fully understood: {}",
+                    unprovable_text(facts)
+                ),
+            },
+        }
+    }
+}
+
+/// What could not be proven, for reasons and explanations.
+pub(crate) fn unprovable_text(facts: &Facts) -> String {
+    facts
+        .shell
+        .as_ref()
+        .map(|s| s.unprovable.join("; "))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn flags_match_combined_separate_and_long_forms() {
+        for args in [
+            &["-rf", "x"][..],
+            &["-r", "-f", "x"],
+            &["-f", "-R", "x"],
+            &["--recursive", "--force", "x"],
+            &["-fr"],
+        ] {
+            let args = words(args);
+            assert!(
+                has_flag(&args, "-r") || has_flag(&args, "-R") || has_flag(&args, "--recursive"),
+                "{args:?}"
+            );
+            assert!(
+                has_flag(&args, "-f") || has_flag(&args, "--force"),
+                "{args:?}"
+            );
+        }
+        assert!(
+            !has_flag(&words(&["--", "-rf"]), "-r"),
+            "after `--` nothing is a flag"
+        );
+        assert!(
+            !has_flag(&words(&["--from"]), "-f"),
+            "long options are not short flags"
+        );
+        assert!(has_flag(&words(&["--force=yes"]), "--force"));
+    }
+}

@@ -1,0 +1,98 @@
+//! Turning a `bash` command string into the simple commands it would run.
+//!
+//! This module owns the reading of shell syntax: it parses a script with
+//! tree-sitter-bash, walks every statement (lists, pipelines, subshells,
+//! groups, loops, conditionals, functions, substitutions, `sh -c` scripts),
+//! removes quotes and escapes from words, strips wrappers such as `env`,
+//! `nice` or `timeout` that only run their arguments, and names everything it
+//! could not prove (substitutions, `eval`, variable command names, parse
+//! errors) in [`CommandAnalysis::unprovable`].
+//!
+//! It must not know about policies, rules, approvals or the filesystem: it
+//! does no I/O, reads no clock and no environment, and decides nothing. It
+//! describes; the policy engine judges. It is also not a sandbox: aliases,
+//! functions defined elsewhere, `PATH` tricks and interpreters such as
+//! `python -c` are out of its reach (see `docs/shell.md`).
+
+use serde::{Deserialize, Serialize};
+
+mod walk;
+mod word;
+mod wrappers;
+
+#[cfg(test)]
+mod tests;
+
+/// How deeply `bash -c`, `sh -c` and `eval` scripts are analysed inside one
+/// another; a script nested deeper is reported as unprovable.
+pub const MAX_NESTING: usize = 8;
+
+/// What a command string would run, as far as can be proven from its text.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CommandAnalysis {
+    /// Every simple command found, in source order, including those inside
+    /// command/process substitutions and inside `bash|sh|zsh -c` scripts (recursively).
+    pub commands: Vec<SimpleCommand>,
+    /// Human phrases naming what could not be proven, e.g. "command substitution `$(curl x)`",
+    /// "eval", "source", "command name is a variable `$CMD`", "parse error near ...". Empty = fully understood.
+    pub unprovable: Vec<String>,
+}
+
+impl CommandAnalysis {
+    /// True when nothing in the script escaped analysis.
+    pub fn is_fully_understood(&self) -> bool {
+        self.unprovable.is_empty()
+    }
+}
+
+/// One simple command: a program and its arguments, plus file redirections.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimpleCommand {
+    /// Words after quote and escape removal, wrappers stripped; words[0] is the program
+    /// by its name (`/usr/bin/sudo` -> `sudo`, `\rm` -> `rm`). Never empty.
+    pub words: Vec<String>,
+    /// File redirections attached to this command (`>`, `>>`, `>|`, `<`, `&>`, `&>>`, `<>`, with optional fd);
+    /// fd duplications like `2>&1` and heredocs are not listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirects: Vec<Redirect>,
+}
+
+impl SimpleCommand {
+    /// The program's name (`words[0]`); empty only if `words` was built empty
+    /// by hand, which [`analyze`] never does.
+    pub fn program(&self) -> &str {
+        self.words.first().map_or("", String::as_str)
+    }
+
+    /// The arguments after the program.
+    pub fn args(&self) -> &[String] {
+        self.words.get(1..).unwrap_or(&[])
+    }
+}
+
+/// A file redirection such as `> out.txt` or `2>> err.log`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redirect {
+    /// The operator as written, with its file descriptor if one was given
+    /// (`>`, `2>>`, `&>`, `<`, `<>`, `>|`, `>&` followed by a file name).
+    pub op: String,
+    /// The file, after quote and escape removal (expansions kept as text).
+    pub target: String,
+}
+
+impl Redirect {
+    /// True when the redirection may write or create its target: every
+    /// operator except a plain input `<` (with or without a descriptor).
+    pub fn writes(&self) -> bool {
+        self.op.trim_start_matches(|c: char| c.is_ascii_digit()) != "<"
+    }
+}
+
+/// Parses `script` as bash and lists the simple commands it would run.
+///
+/// Never panics and never recurses without bound, whatever the input: parse
+/// errors are reported in [`CommandAnalysis::unprovable`] together with the
+/// commands that could be recovered.
+pub fn analyze(script: &str) -> CommandAnalysis {
+    walk::analyze_nested(script, 0)
+}

@@ -1,0 +1,484 @@
+use proptest::prelude::*;
+
+use super::*;
+
+fn words(script: &str) -> Vec<Vec<String>> {
+    analyze(script)
+        .commands
+        .into_iter()
+        .map(|c| c.words)
+        .collect()
+}
+
+/// Whether a case must be fully understood (`Proven`) or must name
+/// something unprovable (`Unprovable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Proven,
+    Unprovable,
+}
+use Expect::{Proven, Unprovable};
+
+/// Input, the words of every simple command in order, and the verdict.
+const CASES: &[(&str, &[&[&str]], Expect)] = &[
+    // Flags and plain words.
+    ("rm -r -f x", &[&["rm", "-r", "-f", "x"]], Proven),
+    (
+        "rm --recursive --force x",
+        &[&["rm", "--recursive", "--force", "x"]],
+        Proven,
+    ),
+    ("echo sudo", &[&["echo", "sudo"]], Proven),
+    (
+        "grep -rn sudo docs/",
+        &[&["grep", "-rn", "sudo", "docs/"]],
+        Proven,
+    ),
+    (
+        "git commit -m \"rm -rf\"",
+        &[&["git", "commit", "-m", "rm -rf"]],
+        Proven,
+    ),
+    (
+        "dd if=x of=/dev/sda",
+        &[&["dd", "if=x", "of=/dev/sda"]],
+        Proven,
+    ),
+    // Quote and escape removal, program by its name.
+    ("s\\udo ls", &[&["sudo", "ls"]], Proven),
+    ("\\rm -rf x", &[&["rm", "-rf", "x"]], Proven),
+    ("\"rm\" 'a b'", &[&["rm", "a b"]], Proven),
+    ("r''m x", &[&["rm", "x"]], Proven),
+    ("/usr/bin/sudo ls", &[&["sudo", "ls"]], Proven),
+    (
+        "echo $'a\\tb' \"x\\\"y\"",
+        &[&["echo", "a\tb", "x\"y"]],
+        Proven,
+    ),
+    ("echo a\\\nb", &[&["echo", "ab"]], Proven),
+    (
+        "echo \"$HOME/x\" $HOME/y",
+        &[&["echo", "$HOME/x", "$HOME/y"]],
+        Proven,
+    ),
+    // Operators, lists, pipelines, background, newlines.
+    ("ls && rm -rf x", &[&["ls"], &["rm", "-rf", "x"]], Proven),
+    (
+        "a || b; c & d\ne",
+        &[&["a"], &["b"], &["c"], &["d"], &["e"]],
+        Proven,
+    ),
+    ("ls 2>&1 | grep x", &[&["ls"], &["grep", "x"]], Proven),
+    ("! grep -q x f", &[&["grep", "-q", "x", "f"]], Proven),
+    // Compound commands.
+    (
+        "(cd /tmp && rm x)",
+        &[&["cd", "/tmp"], &["rm", "x"]],
+        Proven,
+    ),
+    ("{ a; b; }", &[&["a"], &["b"]], Proven),
+    (
+        "if test -f x; then rm x; elif c; then d; else e; fi",
+        &[&["test", "-f", "x"], &["rm", "x"], &["c"], &["d"], &["e"]],
+        Proven,
+    ),
+    ("for f in *; do rm \"$f\"; done", &[&["rm", "$f"]], Proven),
+    (
+        "while read l; do echo \"$l\"; done",
+        &[&["read", "l"], &["echo", "$l"]],
+        Proven,
+    ),
+    (
+        "until false; do sleep 1; done",
+        &[&["false"], &["sleep", "1"]],
+        Proven,
+    ),
+    (
+        "case $x in a) rm a;; *) ls;; esac",
+        &[&["rm", "a"], &["ls"]],
+        Proven,
+    ),
+    (
+        "f() { rm -rf /; }; f",
+        &[&["rm", "-rf", "/"], &["f"]],
+        Proven,
+    ),
+    ("cat <<EOF\nrm -rf /\nEOF", &[&["cat"]], Proven),
+    (
+        "cat <<'EOF' | sh\n$(x)\nEOF",
+        &[&["cat"], &["sh"]],
+        Unprovable,
+    ),
+    // Shells running scripts, recursively.
+    (
+        "bash -c \"sudo ls\"",
+        &[&["bash", "-c", "sudo ls"], &["sudo", "ls"]],
+        Proven,
+    ),
+    (
+        "sh -c 'bash -c \"reboot\"'",
+        &[
+            &["sh", "-c", "bash -c \"reboot\""],
+            &["bash", "-c", "reboot"],
+            &["reboot"],
+        ],
+        Proven,
+    ),
+    (
+        "bash -lc 'rm x'",
+        &[&["bash", "-lc", "rm x"], &["rm", "x"]],
+        Proven,
+    ),
+    (
+        "zsh -ec 'a; b'",
+        &[&["zsh", "-ec", "a; b"], &["a"], &["b"]],
+        Proven,
+    ),
+    (
+        "dash -o errexit -c 'ls' name",
+        &[&["dash", "-o", "errexit", "-c", "ls", "name"], &["ls"]],
+        Proven,
+    ),
+    ("bash script.sh", &[&["bash", "script.sh"]], Unprovable),
+    ("curl x | sh", &[&["curl", "x"], &["sh"]], Unprovable),
+    // Wrappers.
+    ("env FOO=1 sudo ls", &[&["sudo", "ls"]], Proven),
+    ("env -i -u HOME -- rm x", &[&["rm", "x"]], Proven),
+    (
+        "env sudo nice rm -rf /",
+        &[&["sudo", "nice", "rm", "-rf", "/"]],
+        Proven,
+    ),
+    ("env nice -n 5 nohup rm x", &[&["rm", "x"]], Proven),
+    (
+        "timeout 5 nice -n 3 rm -rf /",
+        &[&["rm", "-rf", "/"]],
+        Proven,
+    ),
+    ("timeout -s KILL -k 2 10s rm x", &[&["rm", "x"]], Proven),
+    ("nice -10 rm x", &[&["rm", "x"]], Proven),
+    ("time -p ls", &[&["ls"]], Proven),
+    ("stdbuf -oL -e 0 grep x", &[&["grep", "x"]], Proven),
+    ("xargs -n1 rm -rf", &[&["rm", "-rf"]], Proven),
+    (
+        "find . | xargs -0 -I {} -P 4 -n 1 rm {}",
+        &[&["find", "."], &["rm", "{}"]],
+        Proven,
+    ),
+    ("command rm x", &[&["rm", "x"]], Proven),
+    ("command -v rm", &[&["command", "-v", "rm"]], Proven),
+    ("builtin exec /bin/rm x", &[&["rm", "x"]], Proven),
+    ("FOO=1 BAR=2 rm x", &[&["rm", "x"]], Proven),
+    ("/usr/bin/env /bin/rm x", &[&["rm", "x"]], Proven),
+    ("env", &[&["env"]], Proven),
+    ("time", &[&["time"]], Proven),
+    ("xargs", &[&["xargs"]], Proven),
+    ("exec 3>&1", &[&["exec"]], Proven),
+    // Declarations.
+    ("export A=1 B", &[&["export", "A=1", "B"]], Proven),
+    // Unprovable: substitutions, variable names, eval, source.
+    (
+        "echo $(sudo ls)",
+        &[&["echo", "$(sudo ls)"], &["sudo", "ls"]],
+        Unprovable,
+    ),
+    ("echo `id`", &[&["echo", "`id`"], &["id"]], Unprovable),
+    (
+        "diff <(ls a) <(ls b)",
+        &[&["diff", "<(ls a)", "<(ls b)"], &["ls", "a"], &["ls", "b"]],
+        Unprovable,
+    ),
+    ("x=$(curl y)", &[&["curl", "y"]], Unprovable),
+    ("$CMD arg", &[&["$CMD", "arg"]], Unprovable),
+    ("env $CMD arg", &[&["$CMD", "arg"]], Unprovable),
+    ("/bin/r? x", &[&["/bin/r?", "x"]], Unprovable),
+    ("eval \"x\"", &[&["eval", "x"], &["x"]], Unprovable),
+    (
+        "eval 'sudo reboot'",
+        &[&["eval", "sudo reboot"], &["sudo", "reboot"]],
+        Unprovable,
+    ),
+    ("source x.sh", &[&["source", "x.sh"]], Unprovable),
+    (". ./x.sh", &[&[".", "./x.sh"]], Unprovable),
+    (
+        "bash -c \"$X\"",
+        &[&["bash", "-c", "$X"], &["$X"]],
+        Unprovable,
+    ),
+    // Parse errors keep what could be recovered.
+    ("if (ls; echo", &[&["ls"], &["echo"]], Unprovable),
+    ("echo 'unterminated", &[&["echo"]], Unprovable),
+    ("r\\\nm -rf /", &[&["rm", "-rf", "/"]], Proven),
+];
+
+#[test]
+fn table_of_commands() {
+    let mut failures = Vec::new();
+    for &(script, expected, expect) in CASES {
+        let got = analyze(script);
+        let got_words: Vec<Vec<&str>> = got
+            .commands
+            .iter()
+            .map(|c| c.words.iter().map(String::as_str).collect())
+            .collect();
+        let want: Vec<Vec<&str>> = expected.iter().map(|c| c.to_vec()).collect();
+        let verdict = if got.unprovable.is_empty() {
+            Proven
+        } else {
+            Unprovable
+        };
+        if got_words != want || verdict != expect {
+            failures.push(format!(
+                "{script:?}\n   got {got_words:?} {verdict:?} {:?}\n  want {want:?} {expect:?}",
+                got.unprovable
+            ));
+        }
+    }
+    assert!(CASES.len() >= 40);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn redirects(script: &str) -> Vec<Vec<(String, String)>> {
+    analyze(script)
+        .commands
+        .into_iter()
+        .map(|c| c.redirects.into_iter().map(|r| (r.op, r.target)).collect())
+        .collect()
+}
+
+fn r(op: &str, target: &str) -> (String, String) {
+    (op.to_string(), target.to_string())
+}
+
+#[test]
+fn redirections_attach_to_their_command() {
+    assert_eq!(
+        redirects("echo x > /dev/sda"),
+        vec![vec![r(">", "/dev/sda")]]
+    );
+    assert_eq!(
+        redirects("ls 2> err.log >> \"out file\" < in"),
+        vec![vec![r("2>", "err.log"), r(">>", "out file"), r("<", "in")]]
+    );
+    assert_eq!(
+        redirects("a &> x; b &>> y; c >| z; d >&w"),
+        vec![
+            vec![r("&>", "x")],
+            vec![r("&>>", "y")],
+            vec![r(">|", "z")],
+            vec![r(">&", "w")]
+        ]
+    );
+    assert_eq!(redirects("> f echo hi"), vec![vec![r(">", "f")]]);
+}
+
+#[test]
+fn descriptor_duplications_and_heredocs_are_not_listed() {
+    assert_eq!(
+        redirects("ls 2>&1 >&2 2>&- <&0"),
+        vec![Vec::<(String, String)>::new()]
+    );
+    assert_eq!(
+        redirects("cat <<EOF\nx\nEOF"),
+        vec![Vec::<(String, String)>::new()]
+    );
+}
+
+#[test]
+fn read_write_redirect_is_listed_but_unsupported_by_the_grammar() {
+    let got = analyze("cat <> f");
+    assert_eq!(
+        got.commands[0].redirects,
+        vec![Redirect {
+            op: "<>".into(),
+            target: "f".into()
+        }]
+    );
+    assert!(got.commands[0].redirects[0].writes());
+}
+
+#[test]
+fn trailing_redirection_of_a_pipeline_belongs_to_its_last_command() {
+    assert_eq!(redirects("a | b > f 2>&1"), vec![vec![], vec![r(">", "f")]]);
+}
+
+#[test]
+fn redirection_of_a_group_applies_to_each_command_inside() {
+    assert_eq!(
+        redirects("{ a; b > x; } > f"),
+        vec![vec![r(">", "f")], vec![r(">", "x"), r(">", "f")]]
+    );
+    assert_eq!(
+        redirects("while read l; do echo \"$l\"; done < in > out"),
+        vec![
+            vec![r("<", "in"), r(">", "out")],
+            vec![r("<", "in"), r(">", "out")]
+        ]
+    );
+}
+
+#[test]
+fn writes_is_false_only_for_input() {
+    let w = |op: &str| {
+        Redirect {
+            op: op.into(),
+            target: "t".into(),
+        }
+        .writes()
+    };
+    assert!(!w("<"));
+    assert!(!w("0<"));
+    for op in [">", ">>", ">|", "&>", "&>>", "<>", "2>", "1>>", ">&"] {
+        assert!(w(op), "{op}");
+    }
+}
+
+#[test]
+fn phrases_name_what_is_unprovable() {
+    let u = |s: &str| analyze(s).unprovable;
+    assert_eq!(
+        u("echo $(curl x)"),
+        vec!["command substitution `$(curl x)`"]
+    );
+    assert_eq!(u("$CMD arg"), vec!["command name is a variable `$CMD`"]);
+    assert_eq!(u("source x.sh"), vec!["source `x.sh`"]);
+    assert_eq!(u("eval x"), vec!["eval `x`"]);
+    assert!(u("echo 'x").iter().any(|p| p.starts_with("parse error")));
+    assert!(u("a\0b").iter().any(|p| p.contains("NUL")));
+}
+
+#[test]
+fn substitution_in_a_string_or_redirect_target_is_found() {
+    assert_eq!(
+        words("echo \"a $(sudo id) b\" > $(mktemp)"),
+        vec![
+            vec!["echo".to_string(), "a $(sudo id) b".to_string()],
+            vec!["sudo".to_string(), "id".to_string()],
+            vec!["mktemp".to_string()],
+        ]
+    );
+}
+
+#[test]
+fn shell_nesting_is_capped() {
+    let mut script = "reboot".to_string();
+    for _ in 0..(MAX_NESTING + 3) {
+        script = format!("sh -c {}", shell_quote(&script));
+    }
+    let got = analyze(&script);
+    assert!(
+        got.unprovable
+            .iter()
+            .any(|p| p.contains("nested more than"))
+    );
+    assert!(!got.commands.iter().any(|c| c.program() == "reboot"));
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[test]
+fn deep_nesting_does_not_overflow_the_stack() {
+    for (open, close) in [("( ", ")"), ("$(", ")"), ("{ ", "; }"), ("\"$(", ")\"")] {
+        let n = 100_000;
+        let script = format!("{}ls{}", open.repeat(n), close.repeat(n));
+        let got = analyze(&script);
+        assert!(got.commands.iter().any(|c| c.program() == "ls"), "{open}");
+        let unbalanced = analyze(&open.repeat(n));
+        assert!(!unbalanced.unprovable.is_empty(), "{open}");
+    }
+}
+
+#[test]
+fn large_input_is_analysed() {
+    let script = "echo 'a b' && rm -f x; ".repeat(40_000);
+    assert!(script.len() > 900_000);
+    let got = analyze(&script);
+    assert_eq!(got.commands.len(), 80_000);
+    assert!(got.unprovable.is_empty());
+}
+
+#[test]
+fn serializes_without_empty_redirects() {
+    let got = analyze("ls > f; pwd");
+    let json = serde_json::to_string(&got).unwrap_or_default();
+    assert_eq!(
+        json,
+        r#"{"commands":[{"words":["ls"],"redirects":[{"op":">","target":"f"}]},{"words":["pwd"]}],"unprovable":[]}"#
+    );
+    let back: CommandAnalysis = serde_json::from_str(&json).unwrap_or_default();
+    assert_eq!(back, got);
+}
+
+fn safe_word() -> impl Strategy<Value = String> {
+    "[a-z][a-z0-9_./-]{0,8}"
+}
+
+proptest! {
+    #[test]
+    fn analyze_never_panics(script in "\\PC*") {
+        let _ = analyze(&script);
+    }
+
+    #[test]
+    fn analyze_never_panics_on_shell_punctuation(
+        script in "[ a-z$`'\"\\\\(){}<>|&;!*?\\[\\]\\n\\x00=-]{0,200}"
+    ) {
+        let _ = analyze(&script);
+    }
+
+    #[test]
+    fn analyze_never_panics_on_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = analyze(&String::from_utf8_lossy(&bytes));
+    }
+
+    #[test]
+    fn plain_list_and_pipeline_yield_its_parts(
+        a in proptest::collection::vec(safe_word(), 1..4),
+        b in proptest::collection::vec(safe_word(), 1..4),
+        c in proptest::collection::vec(safe_word(), 1..4),
+    ) {
+        // Programs that this module strips or treats specially are kept out.
+        let special = |w: &[String]| {
+            let name = w[0].rsplit('/').next().unwrap_or("");
+            ["env", "command", "builtin", "exec", "nohup", "nice", "time", "timeout",
+             "stdbuf", "xargs", "eval", "source", "bash", "sh", "zsh", "dash", "ksh",
+             "case", "if", "for", "while", "until", "do", "done", "then", "fi", "esac",
+             "select", "function", "in", "elif", "else", "export", "declare", "local",
+             "readonly", "typeset", "unset"]
+                .contains(&name) || name.is_empty()
+        };
+        prop_assume!(!special(&a) && !special(&b) && !special(&c));
+        let script = format!("{} && {} | {}", a.join(" "), b.join(" "), c.join(" "));
+        let got = analyze(&script);
+        prop_assert!(got.unprovable.is_empty(), "{:?}", got.unprovable);
+        // Programs are named without their directory.
+        let expected: Vec<Vec<String>> = [a, b, c]
+            .into_iter()
+            .map(|mut w| {
+                w[0] = wrappers::program_name(&w[0]).to_string();
+                w
+            })
+            .collect();
+        prop_assert_eq!(words(&script), expected);
+    }
+}
+
+#[test]
+#[ignore]
+fn probe() {
+    for n in [10, 100, 1000, 5000, 20000, 100_000] {
+        for (open, close) in [("( ", ")"), ("$(", ")"), ("{ ", "; }"), ("\"$(", ")\"")] {
+            let script = format!("{}ls{}", open.repeat(n), close.repeat(n));
+            let t = std::time::Instant::now();
+            let got = analyze(&script);
+            println!(
+                "{n} {open:?} {:?} cmds={} {:?}",
+                t.elapsed(),
+                got.commands.len(),
+                got.unprovable.first()
+            );
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! The walk over a tree-sitter-bash syntax tree.
+//!
+//! The walk keeps its own stack of tasks, so the nesting depth of the input
+//! (`((((...` a hundred thousand times) never becomes recursion depth here.
+//! The only recursion is into `sh -c` and `eval` scripts, capped at
+//! [`MAX_NESTING`].
+
+use tree_sitter::{Node, Parser, Tree};
+
+use super::word::{Known, Word, node_text, slice, word};
+use super::wrappers::{self, SHELLS, ShellRun};
+use super::{CommandAnalysis, MAX_NESTING, Redirect, SimpleCommand};
+
+/// At most this many unprovable phrases are listed; one more says the rest
+/// were left out.
+const MAX_NOTES: usize = 32;
+
+/// Characters of source text quoted in a phrase.
+const SNIPPET_CHARS: usize = 60;
+
+/// Redirections copied onto commands inside a redirected group
+/// (`{ a; b; } > f`) are bounded, so that deeply nested redirected groups
+/// cannot make the walk quadratic.
+const MAX_ATTACH_WORK: usize = 1 << 20;
+
+/// Bytes of expansion and substitution text copied verbatim into words,
+/// on top of the script's own length (see [`word`]).
+const VERBATIM_BUDGET: usize = 64 * 1024;
+
+/// Parses and analyses `script`, which sits `depth` scripts deep
+/// (0 for the top level).
+pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
+    let mut walker = Walker {
+        src: script,
+        depth,
+        commands: Vec::new(),
+        notes: Vec::new(),
+        parse_error_noted: false,
+        attach_budget: MAX_ATTACH_WORK,
+        verbatim_budget: VERBATIM_BUDGET.saturating_add(script.len()),
+    };
+    if script.contains('\0') {
+        walker.note("NUL byte in the command".to_string());
+    }
+    match parse(script) {
+        Some(tree) => walker.walk(tree.root_node()),
+        None => walker.note("the shell parser could not run".to_string()),
+    }
+    CommandAnalysis {
+        commands: walker.commands,
+        unprovable: walker.notes,
+    }
+}
+
+fn parse(script: &str) -> Option<Tree> {
+    let mut parser = Parser::new();
+    // Fails only if the grammar's ABI is not supported by the tree-sitter
+    // runtime, a build-time mismatch that the tests would catch; reported
+    // as unprovable rather than a panic.
+    parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .ok()?;
+    parser.parse(script, None)
+}
+
+/// Quotes `text` for a phrase, shortened to [`SNIPPET_CHARS`] characters.
+pub(super) fn snippet(text: &str) -> String {
+    let mut out: String = text.chars().take(SNIPPET_CHARS).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+enum Task<'t> {
+    /// Visit a node; the redirections apply to the commands it contains.
+    Visit(Node<'t>, Vec<Redirect>),
+    /// Add redirections to every command found from this index on.
+    Attach(usize, Vec<Redirect>),
+}
+
+struct Walker<'s> {
+    src: &'s str,
+    depth: usize,
+    commands: Vec<SimpleCommand>,
+    notes: Vec<String>,
+    parse_error_noted: bool,
+    attach_budget: usize,
+    verbatim_budget: usize,
+}
+
+impl<'s> Walker<'s> {
+    fn note(&mut self, phrase: String) {
+        if self.notes.len() > MAX_NOTES || self.notes.contains(&phrase) {
+            return;
+        }
+        if self.notes.len() == MAX_NOTES {
+            self.notes
+                .push("more unprovable parts, not listed".to_string());
+        } else {
+            self.notes.push(phrase);
+        }
+    }
+
+    fn text(&self, node: Node<'_>) -> std::borrow::Cow<'s, str> {
+        node_text(self.src, node)
+    }
+
+    fn walk(&mut self, root: Node<'_>) {
+        let mut stack = vec![Task::Visit(root, Vec::new())];
+        while let Some(task) = stack.pop() {
+            match task {
+                Task::Visit(node, redirects) => self.visit(node, redirects, &mut stack),
+                Task::Attach(from, redirects) => self.attach(from, &redirects),
+            }
+        }
+    }
+
+    fn attach(&mut self, from: usize, redirects: &[Redirect]) {
+        let targets = self.commands.len().saturating_sub(from);
+        let work = targets.saturating_mul(redirects.len());
+        if work > self.attach_budget {
+            self.note("redirections nested too deeply to attribute".to_string());
+            self.attach_budget = 0;
+            return;
+        }
+        self.attach_budget -= work;
+        for command in self.commands.iter_mut().skip(from) {
+            command.redirects.extend_from_slice(redirects);
+        }
+    }
+
+    fn visit<'t>(&mut self, node: Node<'t>, redirects: Vec<Redirect>, stack: &mut Vec<Task<'t>>) {
+        if !redirects.is_empty() {
+            match node.kind() {
+                "command" => {
+                    self.command(node, redirects);
+                    push_children(node, stack);
+                    return;
+                }
+                // `a | b > f` redirects only `b`.
+                "pipeline" => {
+                    let mut cursor = node.walk();
+                    let parts: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                    let mut redirects = Some(redirects);
+                    for part in parts.into_iter().rev() {
+                        let own = if part.kind() == "comment" {
+                            Vec::new()
+                        } else {
+                            redirects.take().unwrap_or_default()
+                        };
+                        stack.push(Task::Visit(part, own));
+                    }
+                    return;
+                }
+                _ => stack.push(Task::Attach(self.commands.len(), redirects)),
+            }
+        }
+        match node.kind() {
+            "command" => self.command(node, Vec::new()),
+            "declaration_command" | "unset_command" => self.declaration(node),
+            "redirected_statement" => {
+                self.redirected(node, stack);
+                return;
+            }
+            "command_substitution" => {
+                let phrase = format!("command substitution `{}`", snippet(&self.text(node)));
+                self.note(phrase);
+            }
+            "process_substitution" => {
+                let phrase = format!("process substitution `{}`", snippet(&self.text(node)));
+                self.note(phrase);
+            }
+            "ERROR" => self.parse_error(node),
+            _ if node.is_missing() => self.parse_error(node),
+            _ => {}
+        }
+        push_children(node, stack);
+    }
+
+    fn parse_error(&mut self, node: Node<'_>) {
+        if self.parse_error_noted {
+            return;
+        }
+        self.parse_error_noted = true;
+        let phrase = if node.is_missing() {
+            format!("parse error: missing `{}`", node.kind())
+        } else {
+            let text = self.text(node);
+            format!("parse error near `{}`", snippet(text.trim()))
+        };
+        self.note(phrase);
+    }
+
+    /// `body > target`: the redirections go to the commands of the body.
+    fn redirected<'t>(&mut self, node: Node<'t>, stack: &mut Vec<Task<'t>>) {
+        let mut body = None;
+        let mut redirects = Vec::new();
+        let mut rest = Vec::new();
+        let mut cursor = node.walk();
+        if cursor.goto_first_child() {
+            loop {
+                let child = cursor.node();
+                if cursor.field_name() == Some("body") {
+                    body = Some(child);
+                } else if child.is_named() || child.is_missing() {
+                    if child.kind() == "file_redirect" {
+                        redirects.extend(self.redirect(child));
+                    }
+                    rest.push(child);
+                }
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        // Body first, then the redirections' own words and heredoc pipelines.
+        stack.extend(rest.into_iter().rev().map(|n| Task::Visit(n, Vec::new())));
+        if let Some(body) = body {
+            stack.push(Task::Visit(body, redirects));
+        }
+    }
+
+    /// A file redirection, or `None` for descriptor duplications (`2>&1`,
+    /// `>&-`) and redirections without a target.
+    fn redirect(&mut self, node: Node<'_>) -> Option<Redirect> {
+        let mut descriptor = None;
+        let mut destination = None;
+        let mut cursor = node.walk();
+        if cursor.goto_first_child() {
+            loop {
+                match cursor.field_name() {
+                    Some("descriptor") => descriptor = Some(cursor.node()),
+                    Some("destination") if destination.is_none() => {
+                        destination = Some(cursor.node());
+                    }
+                    _ => {}
+                }
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        let destination = destination?;
+        let op_start = descriptor.map_or(node.start_byte(), |d| d.end_byte());
+        let bare: String = slice(self.src, op_start, destination.start_byte())
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let target = word(self.src, destination, &mut self.verbatim_budget).text;
+        let numeric = {
+            let t = target.strip_suffix('-').unwrap_or(&target);
+            !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+        };
+        if bare == "<&" || (bare == ">&" && numeric) {
+            return None;
+        }
+        let op = match descriptor {
+            Some(d) => format!("{}{bare}", self.text(d)),
+            None => bare,
+        };
+        Some(Redirect { op, target })
+    }
+
+    fn command(&mut self, node: Node<'_>, outer: Vec<Redirect>) {
+        let mut words: Vec<Word> = Vec::new();
+        let mut redirects = Vec::new();
+        let mut last_end = None;
+        let mut cursor = node.walk();
+        if cursor.goto_first_child() {
+            loop {
+                let child = cursor.node();
+                match (cursor.field_name(), child.kind()) {
+                    (_, "file_redirect") => redirects.extend(self.redirect(child)),
+                    (Some("name"), _) if child.is_missing() || child.byte_range().is_empty() => {
+                        return;
+                    }
+                    (Some("name" | "argument"), _) => {
+                        let next = word(self.src, child, &mut self.verbatim_budget);
+                        // The grammar reads a line continuation as a word
+                        // break; bash removes it first, so `r\<newline>m`
+                        // is `rm`.
+                        let continued = last_end.is_some_and(|end| {
+                            matches!(
+                                &*slice(self.src, end, child.start_byte()),
+                                "\\\n" | "\\\r\n"
+                            )
+                        });
+                        match words.last_mut() {
+                            Some(prev) if continued => {
+                                prev.text.push_str(&next.text);
+                                prev.known = prev.known.max(next.known);
+                            }
+                            _ => words.push(next),
+                        }
+                        last_end = Some(child.end_byte());
+                    }
+                    _ => {}
+                }
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        redirects.extend(outer);
+        self.simple(words, redirects);
+    }
+
+    /// `export`, `declare`, `local`, `readonly`, `typeset`, `unset`: listed
+    /// as they are, with the keyword as the program.
+    fn declaration(&mut self, node: Node<'_>) {
+        let mut words = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                "comment" | "file_redirect" | "herestring_redirect" => {}
+                _ if child.is_named() => {
+                    words.push(word(self.src, child, &mut self.verbatim_budget).text)
+                }
+                _ => words.push(self.text(child).into_owned()),
+            }
+        }
+        if !words.is_empty() {
+            self.commands.push(SimpleCommand {
+                words,
+                redirects: Vec::new(),
+            });
+        }
+    }
+
+    fn simple(&mut self, words: Vec<Word>, redirects: Vec<Redirect>) {
+        let mut notes = Vec::new();
+        let words = wrappers::strip(words, &mut notes);
+        for phrase in notes {
+            self.note(phrase);
+        }
+        let Some(first) = words.first() else {
+            return;
+        };
+        let name = snippet(&first.text);
+        match first.known {
+            Known::Literal => {}
+            Known::Pattern => self.note(format!("command name is a pattern `{name}`")),
+            Known::Variable => self.note(format!("command name is a variable `{name}`")),
+            Known::Substitution => {
+                self.note(format!("command name is a command substitution `{name}`"));
+            }
+        }
+        let mut nested = None;
+        if first.known == Known::Literal {
+            let program = first.text.as_str();
+            let rest = || {
+                words[1..]
+                    .iter()
+                    .map(|w| w.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            if program == "eval" {
+                let body = rest();
+                self.note(format!("eval `{}`", snippet(&body)));
+                nested = Some(("eval".to_string(), body));
+            } else if program == "source" || program == "." {
+                self.note(format!("source `{}`", snippet(&rest())));
+            } else if SHELLS.contains(&program) {
+                match wrappers::shell_run(&words) {
+                    ShellRun::Script(script) => {
+                        if script.known != Known::Literal {
+                            self.note(format!(
+                                "`{program} -c` script is not a literal `{}`",
+                                snippet(&script.text)
+                            ));
+                        }
+                        nested = Some((format!("{program} -c"), script.text.clone()));
+                    }
+                    ShellRun::File(file) => self.note(format!(
+                        "`{program}` runs the script file `{}`",
+                        snippet(&file.text)
+                    )),
+                    ShellRun::Input => {
+                        self.note(format!("`{program}` reads commands from its input"));
+                    }
+                    ShellRun::Nothing => {}
+                }
+            }
+        }
+        self.commands.push(SimpleCommand {
+            words: words.into_iter().map(|w| w.text).collect(),
+            redirects,
+        });
+        if let Some((what, script)) = nested {
+            self.nested(&what, &script);
+        }
+    }
+
+    /// Analyses the script run by `sh -c` or `eval`, one level deeper.
+    fn nested(&mut self, what: &str, script: &str) {
+        if self.depth + 1 > MAX_NESTING {
+            self.note(format!(
+                "`{what}` script nested more than {MAX_NESTING} levels deep"
+            ));
+            return;
+        }
+        let inner = analyze_nested(script, self.depth + 1);
+        self.commands.extend(inner.commands);
+        for phrase in inner.unprovable {
+            self.note(phrase);
+        }
+    }
+}
+
+/// Pushes the children worth visiting (named ones, and missing tokens that
+/// reveal a parse error) so that they are popped in source order.
+fn push_children<'t>(node: Node<'t>, stack: &mut Vec<Task<'t>>) {
+    let start = stack.len();
+    let mut cursor = node.walk();
+    stack.extend(
+        node.children(&mut cursor)
+            .filter(|c| c.is_named() || c.is_missing())
+            .map(|c| Task::Visit(c, Vec::new())),
+    );
+    stack[start..].reverse();
+}

@@ -1,0 +1,449 @@
+//! The store against in-memory SQLite: append and verify, duplicate calls,
+//! how calls are assembled from their events, recorded policies, and two
+//! properties: any append sequence verifies, any one-byte payload change is
+//! caught at exactly its seq.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::approval::ApprovalStatus;
+use crate::audit::{
+    ApprovalRecord, DecisionRecord, Event, EventBody, ExecutionStatus, LifecycleRecord,
+    RequestRecord, ResultRecord,
+};
+use crate::facts::Facts;
+use crate::policy::{Action, Policy};
+
+const TS: i64 = 1_764_676_800_000_000;
+
+fn event(call_id: &str, offset: i64, body: EventBody) -> Event {
+    let tool = match body {
+        EventBody::Lifecycle(_) => None,
+        _ => Some("bash".to_owned()),
+    };
+    Event {
+        call_id: call_id.to_owned(),
+        tool,
+        ts_us: TS + offset,
+        body,
+    }
+}
+
+fn request(call_id: &str) -> Event {
+    event(
+        call_id,
+        0,
+        EventBody::Request(RequestRecord {
+            tool_use_id: call_id.to_owned(),
+            arguments: json!({"command": "echo hi"}),
+            client: None,
+        }),
+    )
+}
+
+fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
+    event(
+        call_id,
+        1,
+        EventBody::Decision(DecisionRecord {
+            action,
+            rule_id: rule_id.to_owned(),
+            reason: format!("decided by {rule_id}"),
+            policy: Policy::builtin().reference().clone(),
+            facts: Facts {
+                workspace: "/ws".into(),
+                paths: vec![],
+                shell: None,
+            },
+        }),
+    )
+}
+
+fn approval(call_id: &str, status: ApprovalStatus) -> Event {
+    event(call_id, 2, EventBody::Approval(ApprovalRecord { status }))
+}
+
+fn result(call_id: &str, status: ExecutionStatus) -> Event {
+    event(
+        call_id,
+        3,
+        EventBody::Result(ResultRecord {
+            status,
+            content: "done".into(),
+            content_sha256: None,
+            content_bytes: None,
+            exit_code: Some(0),
+            duration_ms: 5,
+        }),
+    )
+}
+
+fn lifecycle(session: &str, name: &str) -> Event {
+    event(
+        session,
+        4,
+        EventBody::Lifecycle(LifecycleRecord {
+            event: name.to_owned(),
+            data: json!({"n": 1}),
+        }),
+    )
+}
+
+fn verify(store: &Store) -> VerifyReport {
+    store
+        .verify(&VerifyOptions::default(), &mut |_| {})
+        .expect("verify runs")
+}
+
+/// Lets a test edit rows the way an attacker with the file would.
+fn drop_triggers(store: &Store) {
+    store
+        .conn
+        .execute_batch("DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;")
+        .unwrap();
+}
+
+#[test]
+fn empty_log_verifies_with_the_genesis_as_head() {
+    let store = Store::open_in_memory().unwrap();
+    let report = verify(&store);
+    assert!(report.ok);
+    assert_eq!(report.rows, 0);
+    assert_eq!(
+        report.head.as_deref(),
+        Some(crate::digest::hex(&store.identity().genesis).as_str())
+    );
+    let identity = store.identity();
+    assert_eq!(identity.log_id.len(), 16);
+    assert_eq!(identity.format, crate::chain::FORMAT_VERSION);
+    assert_eq!(
+        identity.origin,
+        format!("gavel/{}", crate::digest::hex(&identity.log_id))
+    );
+}
+
+#[test]
+fn appended_events_round_trip_and_verify() {
+    let mut store = Store::open_in_memory().unwrap();
+    let first = [request("c1"), decision("c1", Action::Allow, "r.allow")];
+    assert_eq!(store.append(&first).unwrap(), 2);
+    assert_eq!(
+        store
+            .append(&[result("c1", ExecutionStatus::Succeeded)])
+            .unwrap(),
+        3
+    );
+    assert_eq!(store.append(&[lifecycle("s1", "Stop")]).unwrap(), 4);
+    assert_eq!(store.event_count().unwrap(), 4);
+    let report = verify(&store);
+    assert!(report.ok, "{report:?}");
+    assert_eq!(report.rows, 4);
+
+    let events = store.call_events("c1").unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["request", "decision", "result"]);
+    assert_eq!(events[1].action.as_deref(), Some("allow"));
+    assert_eq!(events[1].rule_id.as_deref(), Some("r.allow"));
+    assert_eq!(events[2].status.as_deref(), Some("succeeded"));
+    assert_eq!(
+        events[0].payload,
+        first[0].body.to_json(),
+        "payload bytes as appended"
+    );
+    assert_eq!(events[1].ts_us, TS + 1);
+    let lifecycle_row = store.call_events("s1").unwrap();
+    assert_eq!(lifecycle_row[0].tool, None);
+    assert_eq!(lifecycle_row[0].kind, "lifecycle");
+
+    // The stored chain is the documented link of the stored leaves.
+    let mut previous = store.identity().genesis;
+    let mut all = Vec::new();
+    store
+        .for_each_event(|e| {
+            all.push(e);
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    for e in &all {
+        previous = crate::chain::link(&previous, &e.leaf.clone().try_into().unwrap());
+        assert_eq!(e.chain, previous.to_vec(), "seq {}", e.seq);
+    }
+    assert_eq!(report.head, Some(crate::digest::hex(&previous)));
+}
+
+#[test]
+fn duplicate_call_id_is_refused_and_nothing_of_the_batch_is_written() {
+    let mut store = Store::open_in_memory().unwrap();
+    store
+        .append(&[request("c1"), decision("c1", Action::Allow, "r")])
+        .unwrap();
+    let err = store
+        .append(&[
+            request("c2"),
+            decision("c2", Action::Allow, "r"),
+            request("c1"),
+        ])
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::DuplicateCall { call_id } if call_id == "c1"),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "call `c1` is already recorded");
+    assert_eq!(store.event_count().unwrap(), 2, "the batch was rolled back");
+    assert!(matches!(
+        store.call_events("c2"),
+        Err(StoreError::UnknownCall { .. })
+    ));
+    // Later events of an existing call are fine.
+    store
+        .append(&[result("c1", ExecutionStatus::Succeeded)])
+        .unwrap();
+    assert!(verify(&store).ok);
+}
+
+#[test]
+fn calls_assemble_approval_and_status_from_their_events() {
+    let mut store = Store::open_in_memory().unwrap();
+    // An allowed call that finished.
+    store
+        .append(&[
+            request("done"),
+            decision("done", Action::Allow, "r.allow"),
+            result("done", ExecutionStatus::Succeeded),
+        ])
+        .unwrap();
+    // An ask handed to the client, never answered.
+    store
+        .append(&[request("asked"), decision("asked", Action::Ask, "r.ask")])
+        .unwrap();
+    // An ask answered `pending`, then approved, then interrupted.
+    store
+        .append(&[
+            request("approved"),
+            decision("approved", Action::Ask, "r.ask"),
+            approval("approved", ApprovalStatus::Pending),
+            approval("approved", ApprovalStatus::Approved),
+        ])
+        .unwrap();
+    // A deny whose result was never written.
+    store
+        .append(&[
+            request("denied"),
+            decision("denied", Action::Deny, "r.deny"),
+        ])
+        .unwrap();
+    store.append(&[lifecycle("session", "Stop")]).unwrap();
+
+    let calls = store.calls(&AuditQuery::default()).unwrap();
+    let got: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|c| (c.call_id.as_str(), c.approval.as_str(), c.status.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("done", "not_required", "succeeded"),
+            ("asked", "pending", "incomplete"),
+            ("approved", "approved", "incomplete"),
+            ("denied", "not_required", "incomplete"),
+        ]
+    );
+    assert_eq!(calls[0].seq, 2, "a call's seq is its decision's");
+    assert_eq!(calls[0].tool, "bash");
+    assert_eq!(calls[0].request.tool_use_id, "done");
+    assert_eq!(calls[1].decision.rule_id, "r.ask");
+
+    let only = |q: AuditQuery| -> Vec<String> {
+        store
+            .calls(&q)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.call_id)
+            .collect()
+    };
+    assert_eq!(
+        only(AuditQuery {
+            status: Some("incomplete".into()),
+            ..Default::default()
+        }),
+        ["asked", "approved", "denied"]
+    );
+    assert_eq!(
+        only(AuditQuery {
+            approval: Some("pending".into()),
+            ..Default::default()
+        }),
+        ["asked"]
+    );
+    assert_eq!(
+        only(AuditQuery {
+            action: Some("ask".into()),
+            limit: Some(1),
+            ..Default::default()
+        }),
+        ["asked"]
+    );
+    assert_eq!(
+        only(AuditQuery {
+            since: Some(TS + 1),
+            until: Some(TS + 2),
+            ..Default::default()
+        }),
+        ["done", "asked", "approved", "denied"]
+    );
+    assert!(
+        only(AuditQuery {
+            until: Some(TS + 1),
+            ..Default::default()
+        })
+        .is_empty()
+    );
+
+    let stats = store.stats(&AuditQuery::default()).unwrap();
+    assert_eq!(stats.calls, 4);
+    assert_eq!(stats.by_status.get("incomplete"), Some(&3));
+    assert_eq!(stats.by_approval.get("not_required"), Some(&2));
+}
+
+#[test]
+fn remembered_policy_text_is_returned_by_its_digest() {
+    let mut store = Store::open_in_memory().unwrap();
+    let policy = Policy::builtin();
+    let digest = policy.reference().digest.clone();
+    assert_eq!(store.policy_source(&digest).unwrap(), None);
+    store.remember_policy(&policy).unwrap();
+    store.remember_policy(&policy).unwrap();
+    assert_eq!(
+        store.policy_source(&digest).unwrap().as_deref(),
+        Some(policy.source())
+    );
+    let rows: i64 = store
+        .conn
+        .query_row("SELECT count(*) FROM policies", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 1, "once per digest");
+    assert_eq!(store.policy_source(&"0".repeat(64)).unwrap(), None);
+}
+
+#[test]
+fn tampered_policy_text_is_not_returned() {
+    let mut store = Store::open_in_memory().unwrap();
+    let policy = Policy::builtin();
+    let digest = policy.reference().digest.clone();
+    store.remember_policy(&policy).unwrap();
+    store
+        .conn
+        .execute(
+            "UPDATE policies SET source = replace(source, 'deny', 'allow') WHERE digest = ?1",
+            [&digest],
+        )
+        .unwrap();
+    assert_eq!(store.policy_source(&digest).unwrap(), None);
+}
+
+#[test]
+fn triggers_refuse_edits_of_events() {
+    let mut store = Store::open_in_memory().unwrap();
+    store
+        .append(&[request("c1"), decision("c1", Action::Allow, "r")])
+        .unwrap();
+    for statement in [
+        "UPDATE events SET rule_id = 'x' WHERE seq = 2",
+        "DELETE FROM events WHERE seq = 1",
+    ] {
+        let err = store.conn.execute(statement, []).unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{err}");
+    }
+    assert!(verify(&store).ok);
+}
+
+/// Any event a test might append, chosen by proptest.
+fn arb_event() -> impl Strategy<Value = (u8, String, u8)> {
+    (0u8..5, "[a-z0-9 ./\"\\\\\u{e9}]{0,24}", any::<u8>())
+}
+
+/// Builds events from proptest's choices: each call is a request and a
+/// decision, then maybe approvals, a result, and lifecycle events between.
+fn build(choices: &[(u8, String, u8)]) -> Vec<Vec<Event>> {
+    let actions = [Action::Allow, Action::Ask, Action::Deny];
+    let mut batches = Vec::new();
+    for (i, (kind, text, n)) in choices.iter().enumerate() {
+        let call = format!("call-{i}-{text}");
+        let batch = match kind {
+            0 => vec![
+                request(&call),
+                decision(&call, actions[usize::from(*n) % 3], text),
+            ],
+            1 => vec![
+                request(&call),
+                decision(&call, Action::Ask, text),
+                approval(&call, ApprovalStatus::Approved),
+            ],
+            2 => {
+                let mut r = result(&call, ExecutionStatus::Failed);
+                if let EventBody::Result(body) = &mut r.body {
+                    body.content = text.clone();
+                    body.exit_code = Some(i32::from(*n));
+                }
+                vec![request(&call), decision(&call, Action::Allow, "r"), r]
+            }
+            3 => vec![lifecycle(&call, text)],
+            _ => {
+                let mut e = request(&call);
+                e.ts_us = i64::from(*n) * -1_000_003;
+                vec![e, decision(&call, Action::Deny, text)]
+            }
+        };
+        batches.push(batch);
+    }
+    batches
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn any_appended_sequence_verifies(choices in prop::collection::vec(arb_event(), 0..12)) {
+        let mut store = Store::open_in_memory().unwrap();
+        let mut expected = 0u64;
+        for batch in build(&choices) {
+            expected += batch.len() as u64;
+            prop_assert_eq!(store.append(&batch).unwrap(), expected);
+        }
+        let report = verify(&store);
+        prop_assert!(report.ok, "{:?}", report);
+        prop_assert_eq!(report.rows, expected);
+    }
+
+    #[test]
+    fn any_single_byte_change_to_a_payload_is_caught_at_its_seq(
+        choices in prop::collection::vec(arb_event(), 1..8),
+        pick in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        flip in 1u8..=255,
+    ) {
+        let mut store = Store::open_in_memory().unwrap();
+        for batch in build(&choices) {
+            store.append(&batch).unwrap();
+        }
+        let rows = store.event_count().unwrap();
+        let seq = pick.index(rows as usize) as u64 + 1;
+        let mut payload: Vec<u8> = store
+            .conn
+            .query_row("SELECT payload FROM events WHERE seq = ?1", [seq], |r| r.get(0))
+            .unwrap();
+        let i = at.index(payload.len());
+        payload[i] ^= flip;
+        drop_triggers(&store);
+        store
+            .conn
+            .execute("UPDATE events SET payload = ?1 WHERE seq = ?2", rusqlite::params![payload, seq])
+            .unwrap();
+        let report = verify(&store);
+        prop_assert!(!report.ok);
+        prop_assert_eq!(report.problem, Some(Problem::ContentMismatch));
+        prop_assert_eq!(report.first_bad_seq, Some(seq));
+        prop_assert_eq!(report.rows, seq - 1);
+    }
+}

@@ -1,0 +1,532 @@
+//! `gavel hook claude-code`: real-shaped Claude Code payloads (templates in
+//! `fixtures/claude_code/`) through the binary, then the record.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    db: PathBuf,
+}
+
+impl Env {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let ws = std::fs::canonicalize(ws).unwrap();
+        std::fs::write(ws.join("a.txt"), "hello\n").unwrap();
+        let db = dir.path().join("audit.db");
+        Self { _dir: dir, ws, db }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.ws.join(name).to_string_lossy().into_owned()
+    }
+
+    /// A fixture with `${WORKSPACE}` filled in.
+    fn fixture(&self, name: &str) -> Value {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/claude_code")
+            .join(name);
+        let text = std::fs::read_to_string(path).unwrap();
+        serde_json::from_str(&text.replace("${WORKSPACE}", &self.ws.to_string_lossy())).unwrap()
+    }
+
+    fn pre(&self, id: &str, tool: &str, input: Value) -> Value {
+        let mut payload = self.fixture("pre_tool_use.json");
+        payload["tool_use_id"] = json!(id);
+        payload["tool_name"] = json!(tool);
+        payload["tool_input"] = input;
+        payload
+    }
+
+    fn post(&self, id: &str, tool: &str, input: Value) -> Value {
+        let mut payload = self.fixture("post_tool_use.json");
+        payload["tool_use_id"] = json!(id);
+        payload["tool_name"] = json!(tool);
+        payload["tool_input"] = input;
+        payload
+    }
+
+    fn gavel(&self) -> Command {
+        let mut cmd = Command::cargo_bin("gavel").unwrap();
+        cmd.env_remove("GAVEL_POLICY")
+            .env_remove("GAVEL_DB")
+            .current_dir(&self.ws)
+            .arg("--db")
+            .arg(&self.db);
+        cmd
+    }
+
+    fn hook_raw(&self, stdin: &str, extra: &[&str]) -> Output {
+        self.gavel()
+            .args(["hook", "claude-code"])
+            .args(extra)
+            .write_stdin(stdin)
+            .output()
+            .unwrap()
+    }
+
+    fn hook(&self, payload: &Value) -> Output {
+        self.hook_raw(&payload.to_string(), &[])
+    }
+
+    /// Runs a `PreToolUse` and returns `(permissionDecision, permissionDecisionReason)`.
+    fn decide(&self, id: &str, tool: &str, input: Value) -> (String, String) {
+        let out = self.hook(&self.pre(id, tool, input));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(out.stderr.is_empty(), "{}", stderr(&out));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let specific = &answer["hookSpecificOutput"];
+        assert_eq!(specific["hookEventName"], "PreToolUse");
+        (
+            specific["permissionDecision"].as_str().unwrap().to_owned(),
+            specific["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        )
+    }
+
+    fn log(&self) -> Vec<Value> {
+        let out = self.gavel().args(["log", "--json"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    fn events(&self) -> Vec<Value> {
+        let out = self.gavel().arg("export").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    fn verify(&self) {
+        let out = self.gavel().arg("verify").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Exit 2, nothing on stdout, exactly one line on stderr.
+fn assert_fails_closed(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(out));
+    assert!(out.stdout.is_empty());
+    let text = stderr(out);
+    assert_eq!(text.lines().count(), 1, "{text:?}");
+    assert!(text.starts_with("gavel: "), "{text:?}");
+    text
+}
+
+#[test]
+fn hook_decides_claude_code_tools_with_the_rule_id_first() {
+    let env = Env::new();
+    let a = env.path("a.txt");
+    let cases = [
+        (
+            "Read",
+            json!({"file_path": "/etc/passwd"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "Bash",
+            json!({"command": "sudo ls", "description": "x"}),
+            "deny",
+            "bash.hard_deny",
+        ),
+        ("Read", json!({"file_path": a}), "allow", "path.read_allow"),
+        (
+            "Write",
+            json!({"file_path": a, "content": "x"}),
+            "ask",
+            "path.write_requires_approval",
+        ),
+        (
+            "Write",
+            json!({"file_path": "/tmp/gavel-elsewhere.txt", "content": "x"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "Edit",
+            json!({"file_path": a, "old_string": "hello", "new_string": "bye"}),
+            "ask",
+            "path.write_requires_approval",
+        ),
+        (
+            "Edit",
+            json!({"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "Bash",
+            json!({"command": "ls", "run_in_background": false}),
+            "ask",
+            "bash.requires_approval",
+        ),
+        (
+            "Glob",
+            json!({"pattern": "**/*.txt"}),
+            "allow",
+            "path.read_allow",
+        ),
+        (
+            "Glob",
+            json!({"pattern": "*", "path": "/etc"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "Grep",
+            json!({"pattern": "hello"}),
+            "allow",
+            "path.read_allow",
+        ),
+        (
+            "Grep",
+            json!({"pattern": "root", "path": "/etc"}),
+            "deny",
+            "path.outside_workspace",
+        ),
+        (
+            "WebFetch",
+            json!({"url": "https://example.com", "prompt": "x"}),
+            "deny",
+            "default.deny",
+        ),
+        ("Read", json!({}), "deny", "request.invalid_arguments"),
+    ];
+    for (i, (tool, input, action, rule)) in cases.into_iter().enumerate() {
+        let (decision, reason) = env.decide(&format!("toolu_{i}"), tool, input.clone());
+        assert_eq!(decision, action, "{tool} {input}: {reason}");
+        assert!(
+            reason.starts_with(&format!("[{rule}] ")),
+            "{tool} {input}: {reason}"
+        );
+    }
+    let calls = env.log();
+    assert_eq!(calls.len(), 14);
+    // The client's own tool and input are kept beside gavel's.
+    let grep = &calls[10];
+    assert_eq!(grep["tool"], "read_file");
+    assert_eq!(grep["arguments"], json!({"path": env.ws.to_string_lossy()}));
+    env.verify();
+}
+
+#[test]
+fn hook_keeps_claude_codes_own_call_in_the_request() {
+    let env = Env::new();
+    let input = json!({"pattern": "hello", "glob": "*.txt"});
+    env.decide("toolu_grep", "Grep", input.clone());
+    let request = env
+        .events()
+        .into_iter()
+        .find(|e| e["kind"] == "request")
+        .unwrap();
+    let payload = &request["payload"];
+    assert_eq!(payload["tool_use_id"], "toolu_grep");
+    assert_eq!(payload["client"]["client"], "claude-code");
+    assert_eq!(payload["client"]["tool"], "Grep");
+    assert_eq!(payload["client"]["input"], input);
+    assert_eq!(
+        payload["client"]["session_id"],
+        "0b1f9c52-6a0e-4d7e-9a43-2f3c1b7d8e90"
+    );
+}
+
+#[test]
+fn hook_pre_then_post_is_one_approved_succeeded_call() {
+    let env = Env::new();
+    let input = json!({"command": "ls", "description": "List files in the project"});
+    let (decision, _) = env.decide("toolu_ls", "Bash", input.clone());
+    assert_eq!(decision, "ask");
+    let out = env.hook(&env.post("toolu_ls", "Bash", input));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+
+    let calls = env.log();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let call = &calls[0];
+    assert_eq!(call["call_id"], "toolu_ls");
+    assert_eq!(call["tool"], "bash");
+    assert_eq!(call["arguments"], json!({"command": "ls"}));
+    assert_eq!(call["action"], "ask");
+    assert_eq!(call["approval"], "approved");
+    assert_eq!(call["status"], "succeeded");
+
+    let events = env.events();
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["request", "decision", "approval", "approval", "result"]
+    );
+    let result = &events[4]["payload"];
+    assert_eq!(result["duration_ms"], 42);
+    assert!(result["content"].as_str().unwrap().contains("a.txt"));
+    env.verify();
+}
+
+#[test]
+fn hook_ask_without_post_stays_pending_and_incomplete() {
+    let env = Env::new();
+    let (decision, _) = env.decide(
+        "toolu_w",
+        "Write",
+        json!({"file_path": env.path("a.txt"), "content": "x"}),
+    );
+    assert_eq!(decision, "ask");
+    let calls = env.log();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["approval"], "pending");
+    assert_eq!(calls[0]["status"], "incomplete");
+}
+
+#[test]
+fn hook_deny_is_recorded_blocked() {
+    let env = Env::new();
+    env.decide("toolu_sudo", "Bash", json!({"command": "sudo ls"}));
+    let calls = env.log();
+    assert_eq!(calls[0]["action"], "deny");
+    assert_eq!(calls[0]["rule_id"], "bash.hard_deny");
+    assert_eq!(calls[0]["approval"], "not_required");
+    assert_eq!(calls[0]["status"], "blocked");
+}
+
+#[test]
+fn hook_allowed_call_that_failed_is_recorded_failed() {
+    let env = Env::new();
+    let input = json!({"file_path": env.path("missing.txt")});
+    let (decision, _) = env.decide("toolu_01FAILFAILFAILFAILFAILFAIL", "Read", input);
+    assert_eq!(decision, "allow");
+    let out = env.hook(&env.fixture("post_tool_use_failure.json"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let calls = env.log();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["approval"], "not_required");
+    assert_eq!(calls[0]["status"], "failed");
+    let result = env.events().pop().unwrap();
+    assert_eq!(result["kind"], "result");
+    assert_eq!(result["payload"]["content"], "File does not exist.");
+}
+
+#[test]
+fn hook_post_for_an_unknown_call_is_a_lifecycle_event() {
+    let env = Env::new();
+    let out = env.hook(&env.post("toolu_unseen", "Bash", json!({"command": "ls"})));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(env.log().is_empty());
+    let events = env.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["kind"], "lifecycle");
+    assert_eq!(events[0]["call_id"], "0b1f9c52-6a0e-4d7e-9a43-2f3c1b7d8e90");
+    assert_eq!(events[0]["payload"]["event"], "PostToolUse");
+    assert_eq!(events[0]["payload"]["data"]["tool_use_id"], "toolu_unseen");
+    assert_eq!(
+        events[0]["payload"]["data"]["result"]["status"],
+        "succeeded"
+    );
+    env.verify();
+}
+
+#[test]
+fn hook_other_events_are_lifecycle_events_with_no_output() {
+    let env = Env::new();
+    for name in ["session_start.json", "user_prompt_submit.json", "stop.json"] {
+        let out = env.hook(&env.fixture(name));
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{name}");
+    }
+    let events = env.events();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["payload"]["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["SessionStart", "UserPromptSubmit", "Stop"]);
+    assert_eq!(
+        events[1]["payload"]["data"]["prompt"],
+        "List the files and tidy up a.txt"
+    );
+    assert!(events.iter().all(|e| e["kind"] == "lifecycle"));
+}
+
+#[test]
+fn hook_verify_holds_after_mixed_traffic() {
+    let env = Env::new();
+    let a = env.path("a.txt");
+    env.hook(&env.fixture("session_start.json"));
+    env.hook(&env.fixture("user_prompt_submit.json"));
+    env.decide("t_read", "Read", json!({"file_path": a}));
+    env.hook(&env.post("t_read", "Read", json!({"file_path": a})));
+    env.decide("t_sudo", "Bash", json!({"command": "sudo rm -rf /"}));
+    env.decide(
+        "t_edit",
+        "Edit",
+        json!({"file_path": a, "old_string": "hello", "new_string": "bye"}),
+    );
+    env.hook(&env.post("t_edit", "Edit", json!({"file_path": a})));
+    env.decide("t_write", "Write", json!({"file_path": a, "content": "x"}));
+    env.hook(&env.post("t_gone", "Bash", json!({"command": "ls"})));
+    env.hook(&env.fixture("stop.json"));
+
+    let calls = env.log();
+    let summary: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["call_id"].as_str().unwrap(),
+                c["approval"].as_str().unwrap(),
+                c["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("t_read", "not_required", "succeeded"),
+            ("t_sudo", "not_required", "blocked"),
+            ("t_edit", "approved", "succeeded"),
+            ("t_write", "pending", "incomplete"),
+        ]
+    );
+    env.verify();
+}
+
+#[test]
+fn hook_uses_the_hooks_cwd_as_workspace_and_its_database() {
+    let env = Env::new();
+    let payload = env.pre("toolu_r", "Read", json!({"file_path": env.path("a.txt")}));
+    // From elsewhere, without --workspace or --db.
+    let out = Command::cargo_bin("gavel")
+        .unwrap()
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .current_dir(std::env::temp_dir())
+        .args(["hook", "claude-code"])
+        .write_stdin(payload.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "allow");
+    assert!(env.ws.join(".gavel/audit.db").exists());
+}
+
+#[test]
+fn hook_malformed_input_exits_2_with_one_line() {
+    let env = Env::new();
+    let text = assert_fails_closed(&env.hook_raw("this is not json", &[]));
+    assert!(text.contains("not JSON"), "{text}");
+    assert_fails_closed(&env.hook_raw("", &[]));
+    assert_fails_closed(&env.hook_raw("[1, 2]", &[]));
+    assert_fails_closed(&env.hook_raw(r#"{"hook_event_name":"PreToolUse"}"#, &[]));
+    let mut payload = env.pre("toolu_x", "Bash", json!({"command": "ls"}));
+    payload.as_object_mut().unwrap().remove("tool_use_id");
+    let text = assert_fails_closed(&env.hook(&payload));
+    assert!(text.contains("tool_use_id"), "{text}");
+    let mut payload = env.pre("toolu_x", "Bash", json!({"command": "ls"}));
+    payload["cwd"] = json!("/no/such/workspace");
+    assert_fails_closed(&env.hook(&payload));
+    assert!(!env.db.exists() || env.log().is_empty());
+}
+
+#[test]
+fn hook_bad_policy_exits_2_with_one_line() {
+    let env = Env::new();
+    let policy = env.ws.join("broken.toml");
+    std::fs::write(&policy, "[[rules]]\nid = \"x\"\naction = \"alow\"\n").unwrap();
+    let payload = env.pre("toolu_x", "Read", json!({"file_path": env.path("a.txt")}));
+    let out = env.hook_raw(
+        &payload.to_string(),
+        &["--policy", policy.to_str().unwrap()],
+    );
+    assert_fails_closed(&out);
+    let out = env.hook_raw(&payload.to_string(), &["--policy", "/no/such/policy.toml"]);
+    assert_fails_closed(&out);
+}
+
+#[test]
+fn hook_unwritable_database_exits_2_with_one_line() {
+    let env = Env::new();
+    let payload = env.pre("toolu_x", "Read", json!({"file_path": env.path("a.txt")}));
+    // A folder where the database file should be.
+    let out = Command::cargo_bin("gavel")
+        .unwrap()
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .args(["hook", "claude-code", "--db"])
+        .arg(&env.ws)
+        .write_stdin(payload.to_string())
+        .output()
+        .unwrap();
+    assert_fails_closed(&out);
+}
+
+#[test]
+fn hook_duplicate_pre_tool_use_fails_closed() {
+    let env = Env::new();
+    env.decide("toolu_dup", "Bash", json!({"command": "ls"}));
+    let out = env.hook(&env.pre("toolu_dup", "Bash", json!({"command": "ls"})));
+    let text = assert_fails_closed(&out);
+    assert!(text.contains("already recorded"), "{text}");
+}
+
+#[test]
+fn hook_concurrent_hooks_keep_one_chain() {
+    let env = Env::new();
+    let a = env.path("a.txt");
+    std::thread::scope(|scope| {
+        for i in 0..6 {
+            let (env, a) = (&env, &a);
+            scope.spawn(move || {
+                let id = format!("toolu_c{i}");
+                env.decide(&id, "Read", json!({"file_path": a}));
+                let out = env.hook(&env.post(&id, "Read", json!({"file_path": a})));
+                assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            });
+        }
+    });
+    let calls = env.log();
+    assert_eq!(calls.len(), 6);
+    assert!(calls.iter().all(|c| c["status"] == "succeeded"));
+    env.verify();
+}
+
+#[test]
+fn hook_stop_that_cannot_be_recorded_exits_1_so_the_session_can_end() {
+    let env = Env::new();
+    let mut stop = env.fixture("stop.json");
+    stop["cwd"] = json!(env.ws.display().to_string());
+    // A folder where the database file should be: nothing can be recorded.
+    let out = Command::cargo_bin("gavel")
+        .unwrap()
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .args(["hook", "claude-code", "--db"])
+        .arg(&env.ws)
+        .write_stdin(stop.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "exit 2 would keep the agent working"
+    );
+    assert_eq!(stderr(&out).lines().count(), 1);
+}

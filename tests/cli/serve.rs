@@ -1,0 +1,239 @@
+//! `gavel serve --stdio`: a whole session over JSON lines, then the record.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    db: PathBuf,
+}
+
+impl Env {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(ws.join("a.txt"), "hello\n").unwrap();
+        let db = dir.path().join("audit.db");
+        Self { _dir: dir, ws, db }
+    }
+
+    fn gavel(&self) -> Command {
+        let mut cmd = Command::cargo_bin("gavel").unwrap();
+        cmd.env_remove("GAVEL_POLICY")
+            .env_remove("GAVEL_DB")
+            .arg("--workspace")
+            .arg(&self.ws)
+            .arg("--db")
+            .arg(&self.db);
+        cmd
+    }
+
+    /// Runs a session: `lines` in, every output line parsed.
+    fn serve(&self, lines: &[String], extra: &[&str]) -> Vec<Value> {
+        let out = self
+            .gavel()
+            .args(["serve", "--stdio"])
+            .args(extra)
+            .write_stdin(lines.join("\n") + "\n")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    fn log(&self) -> Vec<Value> {
+        let out = self.gavel().args(["log", "--json"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    fn verify(&self) {
+        let out = self.gavel().arg("verify").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn lines(values: &[Value]) -> Vec<String> {
+    values.iter().map(Value::to_string).collect()
+}
+
+const ASK_REASON: &str = "write_file mutates workspace content and requires user approval";
+
+#[test]
+fn serve_stdio_full_session() {
+    let env = Env::new();
+    let mut input = lines(&[
+        json!({"type":"tool_use","id":"toolu_read","name":"read_file","input":{"path":"a.txt"}}),
+        json!({"type":"tool_use","id":"toolu_write","name":"write_file","input":{"path":"b.txt","content":"yes"}}),
+        json!({"type":"approval","id":"toolu_write","approved":true}),
+        json!({"type":"tool_use","id":"toolu_no","name":"write_file","input":{"path":"c.txt","content":"no"}}),
+        json!({"type":"approval","id":"toolu_no","approved":false}),
+    ]);
+    input.push("this is not json".to_owned());
+    input.extend(lines(&[json!({
+        "type":"function_call","call_id":"call_openai","name":"read_file",
+        "arguments":"{\"path\":\"b.txt\"}"
+    })]));
+    let out = env.serve(&input, &["--durability", "normal"]);
+    assert_eq!(out.len(), 7, "{out:#?}");
+
+    assert_eq!(
+        out[0],
+        json!({
+            "type": "tool_result", "tool_use_id": "toolu_read", "content": "hello\n",
+            "is_error": false, "call_id": "toolu_read", "action": "allow",
+            "rule_id": "path.read_allow", "reason": "read_file only reads inside the workspace",
+            "approval": "not_required", "status": "succeeded",
+        })
+    );
+    assert_eq!(
+        out[1],
+        json!({
+            "type": "approval_request", "id": "toolu_write",
+            "rule_id": "path.write_requires_approval", "reason": ASK_REASON,
+            "tool": "write_file", "input": {"path":"b.txt","content":"yes"},
+        })
+    );
+    assert_eq!(
+        out[2],
+        json!({
+            "type": "tool_result", "tool_use_id": "toolu_write", "content": "wrote 3 bytes to b.txt",
+            "is_error": false, "call_id": "toolu_write", "action": "ask",
+            "rule_id": "path.write_requires_approval", "reason": ASK_REASON,
+            "approval": "approved", "status": "succeeded",
+        })
+    );
+    assert_eq!(out[3]["type"], "approval_request");
+    assert_eq!(out[3]["id"], "toolu_no");
+    assert_eq!(
+        out[4],
+        json!({
+            "type": "tool_result", "tool_use_id": "toolu_no",
+            "content": format!("Permission blocked [path.write_requires_approval]: {ASK_REASON} (approval=rejected)"),
+            "is_error": true, "call_id": "toolu_no", "action": "ask",
+            "rule_id": "path.write_requires_approval", "reason": ASK_REASON,
+            "approval": "rejected", "status": "blocked",
+        })
+    );
+    assert_eq!(out[5]["type"], "error");
+    assert!(
+        out[5]["error"].as_str().unwrap().contains("not JSON"),
+        "{}",
+        out[5]
+    );
+    assert_eq!(out[6]["tool_use_id"], "call_openai");
+    assert_eq!(out[6]["content"], "yes");
+    assert_eq!(out[6]["status"], "succeeded");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("b.txt")).unwrap(),
+        "yes"
+    );
+    assert!(!env.ws.join("c.txt").exists());
+
+    let calls = env.log();
+    let summary: Vec<(&str, &str, &str, &str)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["call_id"].as_str().unwrap(),
+                c["action"].as_str().unwrap(),
+                c["approval"].as_str().unwrap(),
+                c["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("toolu_read", "allow", "not_required", "succeeded"),
+            ("toolu_write", "ask", "approved", "succeeded"),
+            ("toolu_no", "ask", "rejected", "blocked"),
+            ("call_openai", "allow", "not_required", "succeeded"),
+        ]
+    );
+    env.verify();
+}
+
+#[test]
+fn serve_stdio_ask_at_end_of_input_is_cancelled() {
+    let env = Env::new();
+    let out = env.serve(
+        &lines(&[json!({"type":"tool_use","id":"t1","name":"bash","input":{"command":"touch x"}})]),
+        &[],
+    );
+    let types: Vec<&str> = out.iter().map(|v| v["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["approval_request", "error", "tool_result"]);
+    assert_eq!(out[2]["approval"], "cancelled");
+    assert_eq!(out[2]["status"], "blocked");
+    assert!(!env.ws.join("x").exists());
+    assert_eq!(env.log()[0]["approval"], "cancelled");
+}
+
+#[test]
+fn serve_stdio_malformed_approval_is_cancelled_and_the_server_goes_on() {
+    let env = Env::new();
+    let out = env.serve(
+        &lines(&[
+            json!({"type":"tool_use","id":"t1","name":"bash","input":{"command":"touch x"}}),
+            json!({"type":"approval","id":"someone-else","approved":true}),
+            json!({"type":"tool_use","id":"t2","name":"bash","input":{"command":"sudo ls"}}),
+            json!({"type":"approval","id":"t2","approved":true}),
+            json!({"type":"tool_use","id":"t2","name":"read_file","input":{"path":"a.txt"}}),
+            json!({"type":"tool_use","name":"read_file"}),
+        ]),
+        &[],
+    );
+    let types: Vec<&str> = out.iter().map(|v| v["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "approval_request",
+            "error",
+            "tool_result",
+            "tool_result",
+            "error",
+            "error",
+            "error"
+        ],
+        "{out:#?}"
+    );
+    assert_eq!(out[2]["approval"], "cancelled");
+    // A deny asks nobody: the approval line after it is not a request.
+    assert_eq!(out[3]["rule_id"], "bash.hard_deny");
+    assert_eq!(out[3]["status"], "blocked");
+    assert!(
+        out[4]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no approval was requested")
+    );
+    // A second call with the same id is refused, not recorded twice.
+    assert!(
+        out[5]["error"]
+            .as_str()
+            .unwrap()
+            .contains("already recorded")
+    );
+    assert_eq!(out[5]["id"], "t2");
+    assert!(out[6]["error"].as_str().unwrap().contains("`id`"));
+    assert!(!env.ws.join("x").exists());
+    assert_eq!(env.log().len(), 2);
+    env.verify();
+}

@@ -1,0 +1,193 @@
+//! Shell understanding: the corpus in `fixtures/shell/corpus.toml` under the
+//! built-in policy and a prefix-rule policy, through the public API and the
+//! binary; and the property that an allow means every simple command matched.
+
+use proptest::prelude::*;
+use serde::Deserialize;
+use serde_json::json;
+
+use gavel::facts::lexical_facts;
+use gavel::{Action, Policy, ToolRequest, Workspace};
+
+use crate::support::{Sandbox, fixture, json, run_expecting};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    why: String,
+    command: String,
+    default: String,
+    prefix: String,
+}
+
+#[derive(Deserialize)]
+struct Corpus {
+    case: Vec<Case>,
+}
+
+fn corpus() -> Vec<Case> {
+    let text = std::fs::read_to_string(fixture("shell/corpus.toml")).unwrap();
+    toml::from_str::<Corpus>(&text).unwrap().case
+}
+
+fn prefix_policy() -> Policy {
+    Policy::load(&fixture("shell/prefix-policy.toml")).unwrap()
+}
+
+#[test]
+fn the_corpus_is_decided_as_expected_under_both_policies() {
+    let cases = corpus();
+    assert!(
+        cases.len() >= 60,
+        "the corpus holds {} commands",
+        cases.len()
+    );
+    let sandbox = Sandbox::new();
+    let workspace = Workspace::open(&sandbox.ws).unwrap();
+    let (builtin, prefix) = (Policy::builtin(), prefix_policy());
+    let mut wrong = Vec::new();
+    for case in &cases {
+        let request = ToolRequest::new("c", "bash", json!({ "command": case.command }));
+        let facts = workspace.facts(&request);
+        for (policy, expected) in [(&builtin, &case.default), (&prefix, &case.prefix)] {
+            let decision = policy.decide(&request, &facts);
+            let got = format!("{} {}", decision.action, decision.rule_id);
+            if got != *expected {
+                wrong.push(format!(
+                    "{:?} ({}) under `{}`: expected {expected}, got {got}",
+                    case.command,
+                    case.why,
+                    policy.reference().name
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn unprovable_commands_say_what_could_not_be_proven() {
+    let request = ToolRequest::new(
+        "c",
+        "bash",
+        json!({ "command": "echo $(curl -s x) && eval \"$Y\"" }),
+    );
+    let decision = Policy::builtin().decide(&request, &lexical_facts(&request));
+    assert_eq!(decision.rule_id, "bash.unprovable");
+    assert!(
+        decision.reason.contains("command substitution"),
+        "{}",
+        decision.reason
+    );
+    assert!(decision.reason.contains("eval"), "{}", decision.reason);
+}
+
+#[test]
+fn the_binary_records_the_parsed_commands_as_facts() {
+    let sandbox = Sandbox::new();
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "check",
+            "bash",
+            r#"{"command":"env FOO=1 nice s\\udo ls > out.txt"}"#,
+            "--json",
+        ]),
+        0,
+    );
+    let report = json(&output);
+    assert_eq!(report["rule_id"], "bash.hard_deny");
+    assert_eq!(
+        report["facts"]["shell"]["commands"][0]["words"],
+        json!(["sudo", "ls"])
+    );
+    let target = &report["facts"]["paths"][0];
+    assert_eq!(target["requested"], "out.txt");
+    assert_eq!(target["inside"], true);
+}
+
+/// Simple commands built from words the prefix policy allows, and some it does not.
+fn command() -> impl Strategy<Value = String> {
+    let program = prop_oneof![
+        Just("ls"),
+        Just("cat"),
+        Just("git status"),
+        Just("git push"),
+        Just("echo"),
+        Just("rm"),
+        Just("python3"),
+        Just("curl"),
+        Just("$X"),
+        Just("sudo"),
+    ];
+    let arg = prop_oneof![
+        Just("a.txt"),
+        Just("-la"),
+        Just("'q w'"),
+        Just("$(ls)"),
+        Just("`id`"),
+        Just("> out.txt"),
+        Just("2>&1"),
+        Just("< in.txt"),
+        Just("\"x y\""),
+    ];
+    (program, prop::collection::vec(arg, 0..3)).prop_map(|(p, args)| {
+        let mut words = vec![p.to_owned()];
+        words.extend(args.into_iter().map(str::to_owned));
+        words.join(" ")
+    })
+}
+
+fn script() -> impl Strategy<Value = String> {
+    let op = prop_oneof![
+        Just(" && "),
+        Just(" || "),
+        Just(" | "),
+        Just("; "),
+        Just("\n")
+    ];
+    (command(), prop::collection::vec((op, command()), 0..4)).prop_map(|(first, rest)| {
+        let mut text = first;
+        for (op, next) in rest {
+            text.push_str(op);
+            text.push_str(&next);
+        }
+        text
+    })
+}
+
+const ALLOWED: &[&[&str]] = &[
+    &["git", "status"],
+    &["git", "diff"],
+    &["ls"],
+    &["cat"],
+    &["grep"],
+    &["echo"],
+    &["wc"],
+];
+
+proptest! {
+    #[test]
+    fn an_allow_means_every_simple_command_matched(script in script()) {
+        let policy = prefix_policy();
+        let request = ToolRequest::new("p", "bash", json!({ "command": script }));
+        let facts = lexical_facts(&request);
+        let decision = policy.decide(&request, &facts);
+        if decision.action == Action::Allow {
+            let shell = facts.shell.as_ref().unwrap();
+            prop_assert!(shell.unprovable.is_empty(), "{script:?}");
+            prop_assert!(!shell.commands.is_empty());
+            for c in &shell.commands {
+                prop_assert!(
+                    ALLOWED.iter().any(|p| c.words.len() >= p.len() && c.words.iter().zip(p.iter()).all(|(w, p)| w == p)),
+                    "{script:?}: {:?} is not allowed", c.words
+                );
+                prop_assert!(c.redirects.iter().all(|r| !r.writes() || r.target == "/dev/null"), "{script:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,755 @@
+//! The audit store through the real binary: every call recorded with its
+//! rule, reason, approval and status; a killed run; concurrent writers; file
+//! modes; refusing files that are not ours; the independent Python verifier.
+//! Also the store helpers the `query` and `tamper` tests share.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::support::{Sandbox, code, json, json_lines, run_expecting, stderr, stdout};
+
+/// One call of [`record_mix`]: its id and what the record must say of it.
+pub struct Expected {
+    pub call_id: &'static str,
+    pub tool: &'static str,
+    pub arguments: Value,
+    pub action: &'static str,
+    pub rule_id: &'static str,
+    pub approval: &'static str,
+    pub status: &'static str,
+}
+
+/// Records eight calls covering every action, approval and status, in this
+/// order, and returns what each must look like in the record.
+pub fn record_mix(sandbox: &Sandbox) -> Vec<Expected> {
+    let calls = [
+        (
+            "c1-read",
+            "read_file",
+            json!({"path": "notes.txt"}),
+            None,
+            0,
+            ("allow", "path.read_allow", "not_required", "succeeded"),
+        ),
+        (
+            "c2-write-approved",
+            "write_file",
+            json!({"path": "out.txt", "content": "x"}),
+            Some("--approve"),
+            0,
+            (
+                "ask",
+                "path.write_requires_approval",
+                "approved",
+                "succeeded",
+            ),
+        ),
+        (
+            "c3-write-rejected",
+            "write_file",
+            json!({"path": "rejected.txt", "content": "x"}),
+            Some("--reject"),
+            3,
+            ("ask", "path.write_requires_approval", "rejected", "blocked"),
+        ),
+        (
+            "c4-bash-cancelled",
+            "bash",
+            json!({"command": "echo hi"}),
+            None,
+            3,
+            ("ask", "bash.requires_approval", "cancelled", "blocked"),
+        ),
+        (
+            "c5-sudo",
+            "bash",
+            json!({"command": "sudo rm -rf /"}),
+            Some("--approve"),
+            3,
+            ("deny", "bash.hard_deny", "not_required", "blocked"),
+        ),
+        (
+            "c6-escape",
+            "read_file",
+            json!({"path": "../outside/secret.txt"}),
+            None,
+            3,
+            ("deny", "path.outside_workspace", "not_required", "blocked"),
+        ),
+        (
+            "c7-unknown",
+            "frobnicate",
+            json!({"x": 1}),
+            Some("--approve"),
+            3,
+            ("deny", "default.deny", "not_required", "blocked"),
+        ),
+        (
+            "c8-exit-3",
+            "bash",
+            json!({"command": "exit 3"}),
+            Some("--approve"),
+            1,
+            ("ask", "bash.requires_approval", "approved", "failed"),
+        ),
+    ];
+    calls
+        .into_iter()
+        .map(
+            |(call_id, tool, arguments, flag, exit, (action, rule_id, approval, status))| {
+                let args = arguments.to_string();
+                let mut cmd = sandbox.gavel(&["run", tool, &args, "--call-id", call_id]);
+                if let Some(flag) = flag {
+                    cmd.arg(flag);
+                }
+                // No terminal: an `ask` without --approve/--reject is cancelled.
+                cmd.write_stdin("");
+                run_expecting(&mut cmd, exit);
+                Expected {
+                    call_id,
+                    tool,
+                    arguments,
+                    action,
+                    rule_id,
+                    approval,
+                    status,
+                }
+            },
+        )
+        .collect()
+}
+
+/// Records `n` allowed reads with ids `r1`, `r2`, ...: three events each.
+pub fn record_reads(sandbox: &Sandbox, n: usize) {
+    for i in 1..=n {
+        run_expecting(
+            &mut sandbox.gavel(&[
+                "run",
+                "read_file",
+                r#"{"path":"notes.txt"}"#,
+                "--call-id",
+                &format!("r{i}"),
+            ]),
+            0,
+        );
+    }
+}
+
+/// `gavel log --json EXTRA...`: the recorded calls as JSON lines.
+pub fn log(sandbox: &Sandbox, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["log", "--json"];
+    args.extend_from_slice(extra);
+    json_lines(&run_expecting(&mut sandbox.gavel(&args), 0))
+}
+
+/// The call ids of `calls`, in order.
+pub fn ids(calls: &[Value]) -> Vec<String> {
+    calls
+        .iter()
+        .map(|c| c["call_id"].as_str().expect("call_id is text").to_owned())
+        .collect()
+}
+
+/// `gavel verify --json EXTRA...`: the exit code and the report.
+pub fn verify(sandbox: &Sandbox, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["verify", "--json"];
+    args.extend_from_slice(extra);
+    let output = sandbox.gavel(&args).output().expect("run gavel verify");
+    let exit = code(&output);
+    assert!(
+        exit == 0 || exit == 1,
+        "verify could not run (exit {exit}): {}",
+        stderr(&output)
+    );
+    (exit, json(&output))
+}
+
+/// Asserts `gavel verify` finds `problem` at `seq` (exit 1).
+pub fn assert_tampered(sandbox: &Sandbox, extra: &[&str], problem: &str, seq: Option<u64>) {
+    let (exit, report) = verify(sandbox, extra);
+    assert_eq!(exit, 1, "verify should fail: {report}");
+    assert_eq!(report["ok"], false, "{report}");
+    assert_eq!(report["problem"], problem, "{report}");
+    assert_eq!(report["first_bad_seq"], json!(seq), "{report}");
+}
+
+/// Asserts `gavel verify` finds the log intact (exit 0).
+pub fn assert_intact(sandbox: &Sandbox, extra: &[&str]) -> Value {
+    let (exit, report) = verify(sandbox, extra);
+    assert_eq!(exit, 0, "verify should pass: {report}");
+    assert_eq!(report["ok"], true, "{report}");
+    report
+}
+
+/// A raw connection to `db`, as an attacker with write access has it: the
+/// triggers that refuse edits are dropped first.
+pub fn attacker(db: &Path) -> Connection {
+    let conn = Connection::open(db).expect("open the database with rusqlite");
+    conn.execute_batch("DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;")
+        .expect("drop the append-only triggers");
+    conn
+}
+
+/// The number of rows in `events`.
+pub fn event_count(db: &Path) -> u64 {
+    Connection::open(db)
+        .expect("open the database")
+        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .expect("count events")
+}
+
+pub fn sha256_file(path: &Path) -> String {
+    let bytes = std::fs::read(path).expect("read the file");
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `path` with `suffix` appended (`audit.db` -> `audit.db-wal`).
+pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+#[test]
+fn every_call_is_recorded_in_order_with_rule_reason_approval_and_status() {
+    let sandbox = Sandbox::new();
+    let expected = record_mix(&sandbox);
+    let calls = log(&sandbox, &[]);
+    assert_eq!(
+        ids(&calls),
+        expected.iter().map(|e| e.call_id).collect::<Vec<_>>()
+    );
+    let mut last_ts = String::new();
+    for (call, want) in calls.iter().zip(&expected) {
+        let keys: Vec<&str> = call
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        for key in [
+            "call_id",
+            "ts",
+            "tool",
+            "arguments",
+            "action",
+            "rule_id",
+            "reason",
+            "approval",
+            "status",
+            "policy",
+        ] {
+            assert!(keys.contains(&key), "{key} missing from {call}");
+        }
+        assert_eq!(call["tool"], want.tool, "{call}");
+        assert_eq!(call["arguments"], want.arguments, "{call}");
+        assert_eq!(call["action"], want.action, "{call}");
+        assert_eq!(call["rule_id"], want.rule_id, "{call}");
+        assert_eq!(call["approval"], want.approval, "{call}");
+        assert_eq!(call["status"], want.status, "{call}");
+        assert!(
+            !call["reason"].as_str().unwrap().is_empty(),
+            "a reason is recorded: {call}"
+        );
+        assert_eq!(call["policy"]["name"], "gavel-default");
+        assert_eq!(call["policy"]["digest"].as_str().unwrap().len(), 64);
+        let ts = call["ts"].as_str().unwrap().to_owned();
+        assert!(ts.ends_with('Z') && ts > last_ts, "{ts} after {last_ts}");
+        last_ts = ts;
+    }
+    let reason = |i: usize| calls[i]["reason"].as_str().unwrap().to_owned();
+    assert!(reason(4).contains("sudo rm -rf /"), "{}", reason(4));
+    assert!(reason(5).contains("../outside/secret.txt"), "{}", reason(5));
+    assert!(reason(6).contains("frobnicate"), "{}", reason(6));
+    assert_intact(&sandbox, &[]);
+}
+
+#[test]
+fn every_call_has_its_events_request_decision_approval_result() {
+    let sandbox = Sandbox::new();
+    record_mix(&sandbox);
+    let conn = Connection::open(&sandbox.db).unwrap();
+    let kinds = |call: &str| -> Vec<String> {
+        conn.prepare("SELECT kind FROM events WHERE call_id = ?1 ORDER BY seq")
+            .unwrap()
+            .query_map([call], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(kinds("c1-read"), ["request", "decision", "result"]);
+    assert_eq!(
+        kinds("c2-write-approved"),
+        ["request", "decision", "approval", "result"]
+    );
+    assert_eq!(
+        kinds("c4-bash-cancelled"),
+        ["request", "decision", "approval", "result"]
+    );
+    assert_eq!(kinds("c5-sudo"), ["request", "decision", "result"]);
+    let seqs: Vec<u64> = conn
+        .prepare("SELECT seq FROM events ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn check_records_nothing() {
+    let sandbox = Sandbox::new();
+    run_expecting(
+        &mut sandbox.gavel(&["check", "read_file", r#"{"path":"notes.txt"}"#]),
+        0,
+    );
+    run_expecting(
+        &mut sandbox.gavel(&["check", "bash", r#"{"command":"sudo ls"}"#]),
+        0,
+    );
+    assert!(!sandbox.db.exists(), "check created the database");
+    record_reads(&sandbox, 1);
+    let before = event_count(&sandbox.db);
+    run_expecting(
+        &mut sandbox.gavel(&["check", "write_file", r#"{"path":"a","content":"b"}"#]),
+        0,
+    );
+    assert_eq!(event_count(&sandbox.db), before);
+    assert_eq!(ids(&log(&sandbox, &[])), ["r1"]);
+}
+
+#[test]
+fn untouched_triggers_refuse_update_and_delete() {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 2);
+    let conn = Connection::open(&sandbox.db).unwrap();
+    for statement in [
+        "UPDATE events SET rule_id = 'x' WHERE seq = 2",
+        "DELETE FROM events WHERE seq = 6",
+        "UPDATE log_meta SET origin = 'x'",
+        "DELETE FROM log_meta",
+    ] {
+        let err = conn
+            .execute(statement, [])
+            .expect_err("the trigger refuses the edit");
+        let text = err.to_string();
+        assert!(text.contains("gavel: "), "{statement}: {text}");
+    }
+    drop(conn);
+    assert_eq!(event_count(&sandbox.db), 6);
+    assert_intact(&sandbox, &[]);
+}
+
+#[test]
+fn killed_run_leaves_an_incomplete_approved_call_and_a_valid_chain() {
+    let sandbox = Sandbox::new();
+    // `$$` is the shell, which `exec` turns into the sleep: its pid is the
+    // process group the bash tool created, so the test can clean it up.
+    let command = json!({"command": "echo $$ > sleeper.pid; exec sleep 30"}).to_string();
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(["run", "bash", &command, "--approve", "--call-id", "slow"])
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .env_remove("GAVEL_DB")
+        .env_remove("GAVEL_POLICY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn gavel run");
+    let pid_file = sandbox.ws.join("sleeper.pid");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "the call never started");
+        assert!(child.try_wait().unwrap().is_none(), "gavel run ended early");
+        if sandbox.db.exists() && pid_file.exists() {
+            let output = sandbox.gavel(&["log", "--json", "--call", "slow"]).output();
+            if let Ok(output) = output
+                && code(&output) == 0
+                && json_lines(&output)
+                    .first()
+                    .is_some_and(|c| c["approval"] == "approved")
+            {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL gavel");
+    child.wait().unwrap();
+    // The sleep outlives gavel; end its process group.
+    let pgid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+
+    let calls = log(&sandbox, &[]);
+    assert_eq!(ids(&calls), ["slow"]);
+    assert_eq!(calls[0]["approval"], "approved");
+    assert_eq!(calls[0]["status"], "incomplete");
+    assert_eq!(calls[0]["rule_id"], "bash.requires_approval");
+    let report = assert_intact(&sandbox, &[]);
+    assert_eq!(report["rows"], 3, "request, decision, approval: {report}");
+    assert_eq!(ids(&log(&sandbox, &["--status", "incomplete"])), ["slow"]);
+    let explained = stdout(&run_expecting(&mut sandbox.gavel(&["explain", "slow"]), 0));
+    assert!(explained.contains("incomplete"), "{explained}");
+}
+
+#[test]
+fn six_concurrent_writers_record_all_150_calls_in_one_valid_chain() {
+    let sandbox = Sandbox::new();
+    let script = r#"
+        set -e
+        i=0
+        while [ $i -lt 25 ]; do
+            i=$((i + 1))
+            "$GAVEL" run read_file '{"path":"notes.txt"}' --call-id "w$1-$i" \
+                --workspace "$WS" --db "$DB" > /dev/null
+        done
+    "#;
+    let writers: Vec<_> = (1..=6)
+        .map(|w| {
+            StdCommand::new("sh")
+                .args(["-c", script, "writer", &w.to_string()])
+                .env("GAVEL", env!("CARGO_BIN_EXE_gavel"))
+                .env("WS", &sandbox.ws)
+                .env("DB", &sandbox.db)
+                .env_remove("GAVEL_DB")
+                .env_remove("GAVEL_POLICY")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn a writer")
+        })
+        .collect();
+    for writer in writers {
+        let output = writer.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "a writer failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let calls = log(&sandbox, &[]);
+    assert_eq!(calls.len(), 150);
+    let mut seen = ids(&calls);
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 150, "every call once");
+    for w in 1..=6 {
+        // Each writer's calls keep their order.
+        let mine: Vec<String> = ids(&calls)
+            .into_iter()
+            .filter(|id| id.starts_with(&format!("w{w}-")))
+            .collect();
+        let want: Vec<String> = (1..=25).map(|i| format!("w{w}-{i}")).collect();
+        assert_eq!(mine, want);
+    }
+    assert!(calls.iter().all(|c| c["status"] == "succeeded"));
+    let report = assert_intact(&sandbox, &[]);
+    assert_eq!(report["rows"], 450, "{report}");
+}
+
+#[test]
+fn default_database_is_mode_0600_in_a_0700_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    // No --db: the default `.gavel/audit.db` in the workspace.
+    run_expecting(
+        sandbox
+            .bare()
+            .args(["run", "read_file", r#"{"path":"notes.txt"}"#])
+            .arg("--workspace")
+            .arg(&sandbox.ws),
+        0,
+    );
+    let dir = sandbox.ws.join(".gavel");
+    let db = dir.join("audit.db");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "folder mode {:o}", mode(&dir));
+    assert_eq!(mode(&db), 0o600, "database mode {:o}", mode(&db));
+    for suffix in ["-wal", "-shm"] {
+        let side = sibling(&db, suffix);
+        if side.exists() {
+            assert_eq!(
+                mode(&side) & 0o077,
+                0,
+                "{} mode {:o}",
+                side.display(),
+                mode(&side)
+            );
+        }
+    }
+    // A --db in folders that do not exist yet gets the same modes.
+    let nested = sandbox.root.join("a").join("b").join("audit.db");
+    run_expecting(
+        sandbox
+            .bare()
+            .args(["run", "read_file", r#"{"path":"notes.txt"}"#])
+            .arg("--workspace")
+            .arg(&sandbox.ws)
+            .arg("--db")
+            .arg(&nested),
+        0,
+    );
+    assert_eq!(mode(nested.parent().unwrap()), 0o700);
+    assert_eq!(mode(&nested), 0o600);
+}
+
+/// Runs writing and reading commands against `db` and insists each is
+/// refused with exit 2 and one stderr line containing `expect`, leaving the
+/// file byte for byte as it was and, when `check_sides`, creating no
+/// `-wal`, `-shm` or `-journal` file beside it.
+fn assert_refused_untouched(sandbox: &Sandbox, db: &Path, expect: &str, check_sides: bool) {
+    let before = sha256_file(db);
+    let sides_before: Vec<bool> = ["-wal", "-shm", "-journal"]
+        .iter()
+        .map(|s| sibling(db, s).exists())
+        .collect();
+    let db_arg = db.to_str().unwrap();
+    let key = sandbox.root.join("refusal-key");
+    if !key.exists() {
+        run_expecting(sandbox.bare().arg("keygen").arg("--out").arg(&key), 0);
+    }
+    let key_arg = key.to_str().unwrap();
+    let commands: [&[&str]; 6] = [
+        &[
+            "run",
+            "write_file",
+            r#"{"path":"made.txt","content":"x"}"#,
+            "--approve",
+        ],
+        &["log", "--json"],
+        &["verify"],
+        &["stats", "--json"],
+        &["export"],
+        &["checkpoint", "--key", key_arg],
+    ];
+    for args in commands {
+        let output = sandbox
+            .bare()
+            .args(args)
+            .arg("--workspace")
+            .arg(&sandbox.ws)
+            .arg("--db")
+            .arg(db_arg)
+            .output()
+            .unwrap();
+        let err = stderr(&output);
+        assert_eq!(code(&output), 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("gavel: "), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert!(output.stdout.is_empty(), "{args:?}: {}", stdout(&output));
+        assert_eq!(sha256_file(db), before, "{args:?} changed the file");
+        let sides: Vec<bool> = ["-wal", "-shm", "-journal"]
+            .iter()
+            .map(|s| sibling(db, s).exists())
+            .collect();
+        if check_sides {
+            assert_eq!(sides, sides_before, "{args:?} left side files");
+        }
+    }
+    assert!(
+        !sandbox.ws.join("made.txt").exists(),
+        "the call ran without a record"
+    );
+}
+
+#[test]
+fn random_bytes_file_is_refused_and_left_unchanged() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.root.join("random.bin");
+    let bytes: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&db, &bytes).unwrap();
+    assert_refused_untouched(&sandbox, &db, "is not a gavel audit database", true);
+    assert_eq!(std::fs::read(&db).unwrap(), bytes);
+}
+
+#[test]
+fn text_file_is_refused_and_left_unchanged() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.root.join("notes.db");
+    std::fs::write(&db, "not a database, just some text\n").unwrap();
+    assert_refused_untouched(&sandbox, &db, "is not a gavel audit database", true);
+}
+
+#[test]
+fn someone_elses_sqlite_database_is_refused_and_left_unchanged() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.root.join("theirs.db");
+    {
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE contacts (name TEXT, phone TEXT);
+             INSERT INTO contacts VALUES ('ada', '123');",
+        )
+        .unwrap();
+    }
+    assert_refused_untouched(&sandbox, &db, "is not a gavel audit database", true);
+    let conn = Connection::open(&db).unwrap();
+    let name: String = conn
+        .query_row("SELECT name FROM contacts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(name, "ada");
+}
+
+#[test]
+fn someone_elses_wal_sqlite_database_is_refused_and_left_unchanged() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.root.join("theirs-wal.db");
+    {
+        let conn = Connection::open(&db).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+    }
+    // Side files: see the ignored test below.
+    assert_refused_untouched(&sandbox, &db, "is not a gavel audit database", false);
+}
+
+#[test]
+fn database_from_a_newer_gavel_is_refused_and_left_unchanged() {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 1);
+    {
+        let conn = Connection::open(&sandbox.db).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+    }
+    assert!(!sibling(&sandbox.db, "-wal").exists());
+    assert_refused_untouched(&sandbox, &sandbox.db, "newer gavel", false);
+    let err = stderr(&run_expecting(&mut sandbox.gavel(&["log"]), 2));
+    assert!(err.contains("schema 99"), "{err}");
+}
+
+#[test]
+fn refused_wal_databases_get_no_side_files_from_read_only_commands() {
+    let sandbox = Sandbox::new();
+    let theirs = sandbox.root.join("theirs-wal.db");
+    {
+        let conn = Connection::open(&theirs).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+    }
+    assert!(!sibling(&theirs, "-wal").exists());
+    assert_refused_untouched(&sandbox, &theirs, "is not a gavel audit database", true);
+
+    record_reads(&sandbox, 1);
+    {
+        let conn = Connection::open(&sandbox.db).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+    }
+    assert!(!sibling(&sandbox.db, "-wal").exists());
+    assert_refused_untouched(&sandbox, &sandbox.db, "newer gavel", true);
+}
+
+/// `scripts/verify_chain.py DB`: its exit code and output, or `None`
+/// without python3.
+fn python_verify(db: &Path) -> Option<(i32, String)> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/verify_chain.py");
+    match StdCommand::new("python3").arg(&script).arg(db).output() {
+        Ok(output) => Some((
+            output.status.code().expect("python3 exited"),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        )),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("note: python3 is not on PATH; skipping the independent verifier");
+            None
+        }
+        Err(err) => panic!("cannot run python3: {err}"),
+    }
+}
+
+#[test]
+fn python_verifier_agrees_with_gavel_verify() {
+    let sandbox = Sandbox::new();
+    record_mix(&sandbox);
+    let report = assert_intact(&sandbox, &[]);
+    let Some((exit, text)) = python_verify(&sandbox.db) else {
+        return;
+    };
+    assert_eq!(exit, 0, "{text}");
+    assert_eq!(text.trim(), format!("ok: {} rows", report["rows"]));
+
+    // The same tampering, judged by both.
+    let tampers: [(&str, &str, u64); 3] = [
+        (
+            "UPDATE events SET ts_us = ts_us + 1 WHERE seq = 7",
+            "content_mismatch",
+            7,
+        ),
+        ("DELETE FROM events WHERE seq = 5", "seq_gap", 5),
+        (
+            "UPDATE events SET log_id = zeroblob(16) WHERE seq = 3",
+            "log_id_mismatch",
+            3,
+        ),
+    ];
+    for (statement, problem, seq) in tampers {
+        let copy = sandbox.root.join(format!("copy-{seq}.db"));
+        std::fs::copy(&sandbox.db, &copy).unwrap();
+        attacker(&copy).execute(statement, []).unwrap();
+        let output = sandbox
+            .bare()
+            .args(["verify", "--json", "--workspace"])
+            .arg(&sandbox.ws)
+            .arg("--db")
+            .arg(&copy)
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 1, "{statement}");
+        let report = json(&output);
+        assert_eq!(report["problem"], problem, "{report}");
+        assert_eq!(report["first_bad_seq"], seq, "{report}");
+        let (exit, text) = python_verify(&copy).unwrap();
+        assert_eq!(exit, 1, "{statement}: {text}");
+        assert_eq!(
+            text.trim(),
+            format!("{problem} at seq {seq}"),
+            "{statement}"
+        );
+    }
+}
+
+#[test]
+fn reused_call_id_is_refused_and_the_call_does_not_run() {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 1);
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "write_file",
+            r#"{"path":"second.txt","content":"x"}"#,
+            "--approve",
+            "--call-id",
+            "r1",
+        ]),
+        2,
+    );
+    let err = stderr(&output);
+    assert!(err.contains("call `r1` is already recorded"), "{err}");
+    assert!(!sandbox.ws.join("second.txt").exists(), "the call ran");
+    assert_eq!(ids(&log(&sandbox, &[])), ["r1"]);
+    assert_eq!(event_count(&sandbox.db), 3);
+    assert_intact(&sandbox, &[]);
+}

@@ -1,0 +1,567 @@
+//! The tamper matrix: raw SQL against a real database file, with the
+//! append-only triggers dropped first as an attacker would, and what
+//! `gavel verify --json` says about each edit. The chain catches every edit
+//! that leaves a stored hash disagreeing with the content, at the exact seq;
+//! a signed checkpoint catches a cut tail and a recomputed history.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, params};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::store::{assert_intact, assert_tampered, attacker, event_count, record_reads, verify};
+use crate::support::{Sandbox, run_expecting, stdout};
+
+/// A sandbox holding four allowed reads, `r1`..`r4`: twelve events, the
+/// decisions at seq 2, 5, 8 and 11.
+fn four_reads() -> Sandbox {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 4);
+    assert_eq!(event_count(&sandbox.db), 12);
+    assert_intact(&sandbox, &[]);
+    sandbox
+}
+
+/// Writes a key pair to `ROOT/NAME` and `ROOT/NAME.pub`.
+fn keygen(sandbox: &Sandbox, name: &str) -> (PathBuf, PathBuf) {
+    let key = sandbox.root.join(name);
+    run_expecting(
+        sandbox
+            .bare()
+            .args(["keygen", "--name", name, "--out"])
+            .arg(&key),
+        0,
+    );
+    let public = sandbox.root.join(format!("{name}.pub"));
+    assert!(public.exists());
+    (key, public)
+}
+
+/// Signs a checkpoint of the log as it is now with `key`; returns its file.
+fn checkpoint(sandbox: &Sandbox, key: &Path, file: &str) -> PathBuf {
+    let output = run_expecting(
+        &mut sandbox.gavel(&["checkpoint", "--key", key.to_str().unwrap()]),
+        0,
+    );
+    let path = sandbox.root.join(file);
+    std::fs::write(&path, stdout(&output)).unwrap();
+    path
+}
+
+/// `--checkpoint CP --public-key PUB` as arguments.
+fn with_checkpoint<'a>(cp: &'a Path, public: &'a Path) -> [&'a str; 4] {
+    [
+        "--checkpoint",
+        cp.to_str().unwrap(),
+        "--public-key",
+        public.to_str().unwrap(),
+    ]
+}
+
+// The encoding of docs/record-format.md, written here from the document
+// alone, so the test does not trust gavel's own hashing.
+
+fn lp(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+    out.extend_from_slice(bytes);
+}
+
+fn opt(out: &mut Vec<u8>, value: &Option<String>) {
+    match value {
+        None => out.push(0),
+        Some(text) => {
+            out.push(1);
+            lp(out, text.as_bytes());
+        }
+    }
+}
+
+/// One stored row, every column.
+#[derive(Debug, Clone)]
+struct Row {
+    seq: u64,
+    log_id: Vec<u8>,
+    ts_us: i64,
+    kind: String,
+    call_id: String,
+    tool: Option<String>,
+    action: Option<String>,
+    rule_id: Option<String>,
+    approval: Option<String>,
+    status: Option<String>,
+    payload: Vec<u8>,
+}
+
+impl Row {
+    fn leaf(&self) -> [u8; 32] {
+        let mut enc = vec![0u8];
+        lp(&mut enc, b"gavel/event/v1");
+        enc.extend_from_slice(&self.seq.to_be_bytes());
+        lp(&mut enc, &self.log_id);
+        enc.extend_from_slice(&self.ts_us.to_be_bytes());
+        lp(&mut enc, self.kind.as_bytes());
+        lp(&mut enc, self.call_id.as_bytes());
+        for field in [
+            &self.tool,
+            &self.action,
+            &self.rule_id,
+            &self.approval,
+            &self.status,
+        ] {
+            opt(&mut enc, field);
+        }
+        lp(&mut enc, &self.payload);
+        Sha256::digest(&enc).into()
+    }
+}
+
+fn link(previous: &[u8], leaf: &[u8; 32]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"gavel/chain/v1");
+    hasher.update(previous);
+    hasher.update(leaf);
+    hasher.finalize().into()
+}
+
+fn rows(conn: &Connection) -> Vec<Row> {
+    conn.prepare(
+        "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status,
+                payload FROM events ORDER BY seq",
+    )
+    .unwrap()
+    .query_map([], |r| {
+        Ok(Row {
+            seq: r.get(0)?,
+            log_id: r.get(1)?,
+            ts_us: r.get(2)?,
+            kind: r.get(3)?,
+            call_id: r.get(4)?,
+            tool: r.get(5)?,
+            action: r.get(6)?,
+            rule_id: r.get(7)?,
+            approval: r.get(8)?,
+            status: r.get(9)?,
+            payload: r.get(10)?,
+        })
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
+/// Rewrites every row's `leaf` and `chain` from `from_seq` on, as an
+/// attacker who knows the format would after editing history.
+fn recompute_from(conn: &Connection, from_seq: u64) {
+    let mut previous: Vec<u8> = if from_seq == 1 {
+        conn.query_row("SELECT genesis FROM log_meta", [], |r| r.get(0))
+            .unwrap()
+    } else {
+        conn.query_row(
+            "SELECT chain FROM events WHERE seq = ?1",
+            [from_seq - 1],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    for row in rows(conn).into_iter().filter(|r| r.seq >= from_seq) {
+        let leaf = row.leaf();
+        let chain = link(&previous, &leaf);
+        conn.execute(
+            "UPDATE events SET leaf = ?1, chain = ?2 WHERE seq = ?3",
+            params![&leaf[..], &chain[..], row.seq],
+        )
+        .unwrap();
+        previous = chain.to_vec();
+    }
+}
+
+#[test]
+fn recomputation_from_the_document_matches_the_stored_hashes() {
+    let sandbox = four_reads();
+    let conn = Connection::open(&sandbox.db).unwrap();
+    let stored: Vec<(Vec<u8>, Vec<u8>)> = conn
+        .prepare("SELECT leaf, chain FROM events ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let mut previous: Vec<u8> = conn
+        .query_row("SELECT genesis FROM log_meta", [], |r| r.get(0))
+        .unwrap();
+    for (row, (leaf, chain)) in rows(&conn).iter().zip(&stored) {
+        assert_eq!(&row.leaf()[..], &leaf[..], "leaf of seq {}", row.seq);
+        previous = link(&previous, &row.leaf()).to_vec();
+        assert_eq!(&previous, chain, "chain of seq {}", row.seq);
+    }
+}
+
+#[test]
+fn changed_rule_id_in_the_payload_is_a_content_mismatch_at_its_seq() {
+    let sandbox = four_reads();
+    attacker(&sandbox.db)
+        .execute(
+            "UPDATE events SET payload = CAST(replace(CAST(payload AS TEXT),
+                 'path.read_allow', 'path.read_alloW') AS BLOB) WHERE seq = 5",
+            [],
+        )
+        .unwrap();
+    assert_tampered(&sandbox, &[], "content_mismatch", Some(5));
+}
+
+#[test]
+fn changed_reason_in_the_payload_is_a_content_mismatch_at_its_seq() {
+    let sandbox = four_reads();
+    attacker(&sandbox.db)
+        .execute(
+            "UPDATE events SET payload = CAST(replace(CAST(payload AS TEXT),
+                 'only reads', 'was approved to read') AS BLOB) WHERE seq = 8",
+            [],
+        )
+        .unwrap();
+    assert_tampered(&sandbox, &[], "content_mismatch", Some(8));
+}
+
+#[test]
+fn changed_typed_column_is_a_content_mismatch_at_its_seq() {
+    let sandbox = four_reads();
+    attacker(&sandbox.db)
+        .execute(
+            "UPDATE events SET action = 'deny', rule_id = 'bash.hard_deny' WHERE seq = 11",
+            [],
+        )
+        .unwrap();
+    assert_tampered(&sandbox, &[], "content_mismatch", Some(11));
+}
+
+#[test]
+fn changed_timestamp_is_a_content_mismatch_at_its_seq() {
+    let sandbox = four_reads();
+    attacker(&sandbox.db)
+        .execute(
+            "UPDATE events SET ts_us = ts_us - 3600000000 WHERE seq = 4",
+            [],
+        )
+        .unwrap();
+    assert_tampered(&sandbox, &[], "content_mismatch", Some(4));
+}
+
+#[test]
+fn deleted_middle_row_is_a_seq_gap_at_its_seq() {
+    let sandbox = four_reads();
+    attacker(&sandbox.db)
+        .execute("DELETE FROM events WHERE seq = 6", [])
+        .unwrap();
+    assert_tampered(&sandbox, &[], "seq_gap", Some(6));
+}
+
+#[test]
+fn deleted_first_row_is_a_seq_gap_at_seq_1() {
+    let sandbox = four_reads();
+    attacker(&sandbox.db)
+        .execute("DELETE FROM events WHERE seq = 1", [])
+        .unwrap();
+    assert_tampered(&sandbox, &[], "seq_gap", Some(1));
+}
+
+#[test]
+fn appended_forged_row_is_a_content_mismatch_at_its_seq() {
+    let sandbox = four_reads();
+    // A copy of the last decision, pasted at the end with its old hashes.
+    attacker(&sandbox.db)
+        .execute(
+            "INSERT INTO events SELECT 13, log_id, ts_us, kind, 'forged', tool, action, rule_id,
+                 approval, status, payload, leaf, chain FROM events WHERE seq = 11",
+            [],
+        )
+        .unwrap();
+    assert_tampered(&sandbox, &[], "content_mismatch", Some(13));
+}
+
+#[test]
+fn row_inserted_in_the_middle_with_its_own_hashes_is_caught_at_the_next_seq() {
+    let sandbox = four_reads();
+    let conn = attacker(&sandbox.db);
+    // Make room at seq 7, then insert a row whose leaf and chain are right
+    // for its place; the rows after it still carry their old hashes.
+    conn.execute_batch(
+        "UPDATE events SET seq = seq + 1000 WHERE seq >= 7;
+         UPDATE events SET seq = seq - 999 WHERE seq >= 1000;
+         INSERT INTO events SELECT 7, log_id, ts_us, kind, 'forged', tool, action, rule_id,
+             approval, status, payload, leaf, chain FROM events WHERE seq = 5;",
+    )
+    .unwrap();
+    let forged = rows(&conn).into_iter().find(|r| r.seq == 7).unwrap();
+    let previous: Vec<u8> = conn
+        .query_row("SELECT chain FROM events WHERE seq = 6", [], |r| r.get(0))
+        .unwrap();
+    let leaf = forged.leaf();
+    conn.execute(
+        "UPDATE events SET leaf = ?1, chain = ?2 WHERE seq = 7",
+        params![&leaf[..], &link(&previous, &leaf)[..]],
+    )
+    .unwrap();
+    drop(conn);
+    assert_eq!(event_count(&sandbox.db), 13);
+    assert_tampered(&sandbox, &[], "content_mismatch", Some(8));
+}
+
+#[test]
+fn row_inserted_with_a_gap_in_seq_is_a_seq_gap() {
+    let sandbox = four_reads();
+    attacker(&sandbox.db)
+        .execute(
+            "INSERT INTO events SELECT 20, log_id, ts_us, kind, call_id, tool, action, rule_id,
+                 approval, status, payload, leaf, chain FROM events WHERE seq = 12",
+            [],
+        )
+        .unwrap();
+    assert_tampered(&sandbox, &[], "seq_gap", Some(13));
+}
+
+#[test]
+fn swapped_rows_are_a_content_mismatch_at_the_first() {
+    let sandbox = four_reads();
+    // Rows 5 and 8 (two decisions) trade everything but their seq.
+    attacker(&sandbox.db)
+        .execute_batch(
+            "UPDATE events SET seq = 100 WHERE seq = 5;
+             UPDATE events SET seq = 5 WHERE seq = 8;
+             UPDATE events SET seq = 8 WHERE seq = 100;",
+        )
+        .unwrap();
+    assert_tampered(&sandbox, &[], "content_mismatch", Some(5));
+}
+
+#[test]
+fn swapped_payloads_are_a_content_mismatch_at_the_first() {
+    let sandbox = four_reads();
+    // The requests of `r1` (seq 1) and `r2` (seq 4) trade payloads.
+    attacker(&sandbox.db)
+        .execute_batch(
+            "UPDATE events SET payload = CASE seq
+                 WHEN 1 THEN (SELECT payload FROM events WHERE seq = 4)
+                 ELSE (SELECT payload FROM events WHERE seq = 1) END
+             WHERE seq IN (1, 4);",
+        )
+        .unwrap();
+    let conn = Connection::open(&sandbox.db).unwrap();
+    let first: Vec<u8> = conn
+        .query_row("SELECT payload FROM events WHERE seq = 1", [], |r| r.get(0))
+        .unwrap();
+    assert!(String::from_utf8(first).unwrap().contains("\"r2\""));
+    assert_tampered(&sandbox, &[], "content_mismatch", Some(1));
+}
+
+#[test]
+fn cut_tail_passes_the_chain_but_fails_the_checkpoint() {
+    let sandbox = four_reads();
+    let (key, public) = keygen(&sandbox, "k");
+    let cp = checkpoint(&sandbox, &key, "cp");
+    attacker(&sandbox.db)
+        .execute("DELETE FROM events WHERE seq > 9", [])
+        .unwrap();
+    // The chain alone cannot see that rows are missing at the end.
+    assert_intact(&sandbox, &[]);
+    let (exit, report) = verify(&sandbox, &with_checkpoint(&cp, &public));
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_truncated", "{report}");
+    assert_eq!(report["first_bad_seq"], 10, "{report}");
+    assert_eq!(report["checkpoint"]["size"], 12, "{report}");
+    assert_eq!(report["checkpoint"]["holds"], false, "{report}");
+    assert_eq!(report["signature_checked"], true, "{report}");
+}
+
+#[test]
+fn recomputed_history_passes_the_chain_but_fails_the_checkpoint() {
+    let sandbox = four_reads();
+    let (key, public) = keygen(&sandbox, "k");
+    let cp = checkpoint(&sandbox, &key, "cp");
+    let conn = attacker(&sandbox.db);
+    conn.execute(
+        "UPDATE events SET payload = CAST(replace(CAST(payload AS TEXT),
+             'only reads', 'was told to read') AS BLOB) WHERE seq = 5",
+        [],
+    )
+    .unwrap();
+    recompute_from(&conn, 5);
+    drop(conn);
+    // A consistent rewrite: the chain verifies on its own.
+    assert_intact(&sandbox, &[]);
+    let (exit, report) = verify(&sandbox, &with_checkpoint(&cp, &public));
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_root_mismatch", "{report}");
+    assert_eq!(report["checkpoint"]["holds"], false, "{report}");
+}
+
+#[test]
+fn row_spliced_from_another_log_is_a_log_id_mismatch() {
+    let sandbox = four_reads();
+    let other = Sandbox::new();
+    record_reads(&other, 4);
+    let conn = attacker(&sandbox.db);
+    conn.execute("ATTACH DATABASE ?1 AS other", [other.db.to_str().unwrap()])
+        .unwrap();
+    // Row 5 of the other log is the same kind of event, with valid hashes there.
+    conn.execute_batch(
+        "DELETE FROM events WHERE seq = 5;
+         INSERT INTO events SELECT * FROM other.events WHERE seq = 5;
+         DETACH DATABASE other;",
+    )
+    .unwrap();
+    drop(conn);
+    assert_tampered(&sandbox, &[], "log_id_mismatch", Some(5));
+}
+
+#[test]
+fn whole_log_replaced_by_another_logs_rows_is_a_log_id_mismatch_at_seq_1() {
+    let sandbox = four_reads();
+    let other = Sandbox::new();
+    record_reads(&other, 4);
+    let conn = attacker(&sandbox.db);
+    conn.execute("ATTACH DATABASE ?1 AS other", [other.db.to_str().unwrap()])
+        .unwrap();
+    conn.execute_batch(
+        "DELETE FROM events;
+         INSERT INTO events SELECT * FROM other.events;
+         DETACH DATABASE other;",
+    )
+    .unwrap();
+    drop(conn);
+    assert_tampered(&sandbox, &[], "log_id_mismatch", Some(1));
+}
+
+#[test]
+fn checkpoint_signed_by_another_key_is_refused() {
+    let sandbox = four_reads();
+    let (key, _) = keygen(&sandbox, "signer");
+    let (_, stranger) = keygen(&sandbox, "stranger");
+    let cp = checkpoint(&sandbox, &key, "cp");
+    let (exit, report) = verify(&sandbox, &with_checkpoint(&cp, &stranger));
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_signature", "{report}");
+    assert_eq!(report["ok"], false);
+}
+
+#[test]
+fn checkpoint_with_an_edited_size_is_refused() {
+    let sandbox = four_reads();
+    let (key, public) = keygen(&sandbox, "k");
+    let cp = checkpoint(&sandbox, &key, "cp");
+    let note = std::fs::read_to_string(&cp).unwrap();
+    std::fs::write(&cp, note.replacen("\n12\n", "\n9\n", 1)).unwrap();
+    let (exit, report) = verify(&sandbox, &with_checkpoint(&cp, &public));
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_signature", "{report}");
+}
+
+#[test]
+fn growth_past_a_checkpoint_is_fine() {
+    let sandbox = four_reads();
+    let (key, public) = keygen(&sandbox, "k");
+    let cp = checkpoint(&sandbox, &key, "cp");
+    run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+            "--call-id",
+            "later",
+        ]),
+        0,
+    );
+    let report = assert_intact(&sandbox, &with_checkpoint(&cp, &public));
+    assert_eq!(report["rows"], 15);
+    assert_eq!(
+        report["checkpoint"],
+        json!({"origin": report["checkpoint"]["origin"], "size": 12, "holds": true})
+    );
+    assert_eq!(report["signature_checked"], true);
+    let origin = report["checkpoint"]["origin"].as_str().unwrap();
+    assert!(origin.starts_with("gavel/"), "{origin}");
+}
+
+#[test]
+fn checkpoint_of_another_log_is_refused() {
+    let sandbox = four_reads();
+    let other = Sandbox::new();
+    record_reads(&other, 4);
+    let (key, public) = keygen(&sandbox, "k");
+    let output = run_expecting(
+        &mut other.gavel(&["checkpoint", "--key", key.to_str().unwrap()]),
+        0,
+    );
+    let cp = sandbox.root.join("other-cp");
+    std::fs::write(&cp, stdout(&output)).unwrap();
+    let (exit, report) = verify(&sandbox, &with_checkpoint(&cp, &public));
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_origin", "{report}");
+}
+
+#[test]
+fn checkpoint_is_refused_for_a_tampered_log() {
+    let sandbox = four_reads();
+    let (key, _) = keygen(&sandbox, "k");
+    attacker(&sandbox.db)
+        .execute("UPDATE events SET ts_us = ts_us + 1 WHERE seq = 3", [])
+        .unwrap();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["checkpoint", "--key", key.to_str().unwrap()]),
+        2,
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("content_mismatch at seq 3"), "{err}");
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn changed_log_identity_is_an_identity_mismatch() {
+    let sandbox = four_reads();
+    let conn = Connection::open(&sandbox.db).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER log_meta_no_update;
+         UPDATE log_meta SET origin = 'gavel/someone-else';",
+    )
+    .unwrap();
+    drop(conn);
+    assert_tampered(&sandbox, &[], "identity_mismatch", None);
+}
+
+#[test]
+fn reidentified_log_is_a_log_id_mismatch_at_seq_1() {
+    let sandbox = four_reads();
+    let conn = Connection::open(&sandbox.db).unwrap();
+    // A new log id with a genesis that matches it: every row still carries the old id.
+    let log_id = [7u8; 16];
+    let origin: String = conn
+        .query_row("SELECT origin FROM log_meta", [], |r| r.get(0))
+        .unwrap();
+    let mut enc = Vec::new();
+    lp(&mut enc, b"gavel/genesis/v1");
+    lp(&mut enc, &log_id);
+    lp(&mut enc, origin.as_bytes());
+    enc.extend_from_slice(&1u32.to_be_bytes());
+    let genesis: [u8; 32] = Sha256::digest(&enc).into();
+    conn.execute_batch("DROP TRIGGER log_meta_no_update;")
+        .unwrap();
+    conn.execute(
+        "UPDATE log_meta SET log_id = ?1, genesis = ?2",
+        params![&log_id[..], &genesis[..]],
+    )
+    .unwrap();
+    drop(conn);
+    assert_tampered(&sandbox, &[], "log_id_mismatch", Some(1));
+}
+
+#[test]
+fn deleted_log_identity_is_reported_as_tampered() {
+    let sandbox = four_reads();
+    let conn = Connection::open(&sandbox.db).unwrap();
+    conn.execute_batch("DROP TRIGGER log_meta_no_delete; DELETE FROM log_meta;")
+        .unwrap();
+    drop(conn);
+    let (exit, report) = verify(&sandbox, &[]);
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "identity_mismatch", "{report}");
+}
