@@ -117,7 +117,7 @@ row(
 )
 
 ours = estimate("decide", "gavel")
-n_requests = 11
+n_requests = 12  # mix::decide_requests()
 for peer in ("regorus", "cedar"):
     theirs = estimate("decide", peer)
     if ours is None or theirs is None:
@@ -190,8 +190,11 @@ for name in ("decision_event", "result_4KiB_event"):
     ns = estimate("chain", name)
     if ns is not None:
         chain_rows.append(f"{name}: {us(ns)}")
+shell_ns = estimate("shell", "parse+decide")
+if shell_ns is not None:
+    chain_rows.append(f"shell parse + decide per bash command (6 commands): {us(shell_ns / 6)}")
 if chain_rows:
-    lines.append("Chain hashing, leaf + link (criterion, per event): " + "; ".join(chain_rows) + ".")
+    lines.append("In-process (criterion): chain hashing, leaf + link per event, " + "; ".join(chain_rows) + ".")
     lines.append("")
 
 text = "\n".join(lines)

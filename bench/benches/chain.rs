@@ -36,8 +36,8 @@ fn chain(c: &mut Criterion) {
             "inside": true, "relative": "src/main.rs"}]},
     })
     .to_string();
-    let result = json!({"status": "succeeded", "content": "x".repeat(4096), "duration_ms": 0})
-        .to_string();
+    let result =
+        json!({"status": "succeeded", "content": "x".repeat(4096), "duration_ms": 0}).to_string();
     let previous = [1u8; 32];
 
     let mut group = c.benchmark_group("chain");

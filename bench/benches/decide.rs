@@ -3,13 +3,16 @@
 //! group so their times compare directly:
 //!
 //! - gavel: `Policy::decide(request, facts)`, facts gathered once up front.
-//! - regorus (OPA's Rego): the default policy written in Rego, with the same
-//!   regexes; the request and facts converted to a Rego input value up front.
+//! - regorus (OPA's Rego): the default policy written in Rego over the same
+//!   facts (resolved paths, the parsed simple commands of a shell command),
+//!   converted to a Rego input value up front.
 //! - cedar-policy (Cedar): one `permit` per rule, annotated with its order,
 //!   action and id; the first match is the lowest order among the satisfied
-//!   policies. Cedar has no regexes, so the hard-deny regexes become `like`
-//!   patterns (an approximation that agrees on this mix), and no
-//!   quantifiers, so the path facts are projected to a set of `inside` flags.
+//!   policies. Cedar has no quantifiers over sets, so the facts are
+//!   projected: paths to the set of their `inside` flags, the parsed shell
+//!   commands to a flag saying whether any part is unprovable, and the hard
+//!   denies become `like` patterns on the raw command (an approximation that
+//!   agrees on this mix).
 //!
 //! Before timing, all three must agree on action and rule for every request.
 
@@ -30,14 +33,6 @@ const REGO: &str = r#"
 package gavel
 
 import rego.v1
-
-hard_deny_patterns := [
-    "(^|[;&|(`]|\\$\\()\\s*sudo\\b",
-    "\\brm\\s+(-\\S+\\s+)*-[A-Za-z]*([rR][A-Za-z]*f|f[A-Za-z]*[rR])",
-    "(^|[;&|(`]|\\$\\()\\s*(shutdown|reboot|poweroff|halt|mkfs(\\.\\w+)?)\\b",
-    "\\bdd\\b.*\\bof=/dev/",
-    ">\\s*/dev/(sd|nvme|disk|hd|vd)",
-]
 
 path_tools := {"read_file", "write_file", "edit_file", "glob"}
 
@@ -63,11 +58,66 @@ paths := input.facts.paths
 first_path := paths[0].requested if count(paths) > 0
 else := ""
 
-hard_deny if {
-    input.tool == "bash"
-    some pattern in hard_deny_patterns
-    regex.match(pattern, input.arguments.command)
+shell := object.get(input.facts, "shell", {})
+
+commands := object.get(shell, "commands", [])
+
+args(c) := array.slice(c.words, 1, count(c.words))
+
+has_flag(a, flag) if {
+    startswith(flag, "--")
+    some x in a
+    x == flag
 }
+
+has_flag(a, flag) if {
+    startswith(flag, "--")
+    some x in a
+    startswith(x, concat("", [flag, "="]))
+}
+
+has_flag(a, flag) if {
+    not startswith(flag, "--")
+    some x in a
+    startswith(x, "-")
+    not startswith(x, "--")
+    contains(substring(x, 1, -1), substring(flag, 1, 1))
+}
+
+hard_deny if {
+    some c in commands
+    c.words[0] in {"sudo", "doas", "su", "shutdown", "reboot", "poweroff", "halt"}
+}
+
+hard_deny if {
+    some c in commands
+    regex.match(`^mkfs(\..*)?$`, c.words[0])
+}
+
+hard_deny if {
+    some c in commands
+    c.words[0] == "rm"
+    some r in ["-r", "-R", "--recursive"]
+    has_flag(args(c), r)
+    some f in ["-f", "--force"]
+    has_flag(args(c), f)
+}
+
+hard_deny if {
+    some c in commands
+    c.words[0] == "dd"
+    some x in args(c)
+    startswith(x, "of=/dev/")
+}
+
+hard_deny if {
+    some c in commands
+    some r in object.get(c, "redirects", [])
+    trim_left(r.op, "0123456789") != "<"
+    regex.match(`^/dev/(sd|nvme|disk|hd|vd)`, r.target)
+}
+
+unprovable if count(object.get(shell, "unprovable", [])) > 0
 
 outside if {
     input.tool in path_tools
@@ -101,6 +151,9 @@ decision := {"action": "deny", "rule_id": "request.invalid_arguments", "reason":
     read_allow
 } else := {"action": "ask", "rule_id": "path.write_requires_approval", "reason": sprintf("%s mutates workspace content and requires user approval", [input.tool])} if {
     write_ask
+} else := {"action": "ask", "rule_id": "bash.unprovable", "reason": sprintf("cannot prove what this command runs (%s); approval required", [concat(", ", shell.unprovable)])} if {
+    input.tool == "bash"
+    unprovable
 } else := {"action": "ask", "rule_id": "bash.requires_approval", "reason": "shell commands can have side effects the policy cannot prove safe; approval required"} if {
     input.tool == "bash"
 } else := {"action": "deny", "rule_id": "default.deny", "reason": sprintf("no permission rule matched tool `%s`", [input.tool])}
@@ -109,9 +162,7 @@ decision := {"action": "deny", "rule_id": "request.invalid_arguments", "reason":
 /// `like` patterns standing in for the hard-deny regexes (Cedar has no regex).
 fn cedar_hard_deny() -> String {
     let mut clauses = Vec::new();
-    let words = [
-        "sudo", "shutdown", "reboot", "poweroff", "halt", "mkfs",
-    ];
+    let words = ["sudo", "shutdown", "reboot", "poweroff", "halt", "mkfs"];
     for word in words {
         clauses.push(format!("context.arguments.command == \"{word}\""));
         clauses.push(format!("context.arguments.command like \"{word} *\""));
@@ -176,7 +227,11 @@ when {{ resource in {reads} && {any_path} && !context.path_inside.contains(false
 permit(principal, action == Action::"call", resource)
 when {{ resource in {writes} && context.path_inside.contains(true) }};
 
-@order("5") @action("ask") @rule("bash.requires_approval")
+@order("5") @action("ask") @rule("bash.unprovable")
+permit(principal, action == Action::"call", resource == Tool::"bash")
+when {{ context.unprovable }};
+
+@order("6") @action("ask") @rule("bash.requires_approval")
 permit(principal, action == Action::"call", resource == Tool::"bash");
 "#,
         hard_deny = cedar_hard_deny()
@@ -223,7 +278,11 @@ impl Cedar {
                 let get = |key| p.annotation(key).expect("annotated").to_owned();
                 (
                     p.id().clone(),
-                    (get("order").parse().expect("a number"), get("action"), get("rule")),
+                    (
+                        get("order").parse().expect("a number"),
+                        get("action"),
+                        get("rule"),
+                    ),
                 )
             })
             .collect();
@@ -247,6 +306,7 @@ impl Cedar {
                 "arguments_are_object": request.arguments.is_object(),
                 "arguments": arguments,
                 "path_inside": inside,
+                "unprovable": facts.shell.as_ref().is_some_and(|s| !s.unprovable.is_empty()),
                 "workspace": facts.workspace,
             }),
             None,
@@ -339,5 +399,36 @@ fn decide(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decide);
+/// Parse + decide per bash command: the shell parse happens while gathering
+/// facts (`Workspace::facts`), then the policy decides on them.
+fn shell(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    mix::setup_workspace(dir.path()).expect("the benchmark workspace");
+    let workspace = Workspace::open(dir.path()).expect("the workspace opens");
+    let policy = Policy::builtin();
+    let commands: Vec<ToolRequest> = [
+        "cargo test --workspace",
+        "git status && git diff --stat",
+        "cd /tmp && sudo make install",
+        "bash -c 'rm -rf build'",
+        "grep -rn TODO src | head -20 > notes/todo.txt",
+        "echo $(git rev-parse HEAD)",
+    ]
+    .iter()
+    .map(|command| ToolRequest::new("s", "bash", json!({ "command": command })))
+    .collect();
+    let mut group = c.benchmark_group("shell");
+    group.throughput(Throughput::Elements(commands.len() as u64));
+    group.bench_function("parse+decide", |b| {
+        b.iter(|| {
+            for request in &commands {
+                let facts = workspace.facts(black_box(request));
+                black_box(policy.decide(request, &facts));
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, decide, shell);
 criterion_main!(benches);

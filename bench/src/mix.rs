@@ -122,7 +122,10 @@ pub fn draw(rng: &mut Rng, n: u64) -> (&'static str, Value) {
             json!({ "command": pick(rng, &["sudo rm -rf /var/log", "rm -rf /", "cd /tmp && sudo make install", "dd if=/dev/zero of=/dev/sda"]) }),
         ),
         95..99 => (
-            pick(rng, &["mcp__github__create_issue", "WebFetch", "notebook_edit"]),
+            pick(
+                rng,
+                &["mcp__github__create_issue", "WebFetch", "notebook_edit"],
+            ),
             json!({ "title": "benchmark", "body": "an unknown tool" }),
         ),
         _ => ("read_file", json!({})),
@@ -155,7 +158,7 @@ pub fn calls(workspace: &Workspace, events: u64, id_prefix: &str, seed: u64) -> 
     out
 }
 
-/// About ten requests, one of each kind in the mix, for the decide benchmarks.
+/// Twelve requests, one of each kind in the mix, for the decide benchmarks.
 pub fn decide_requests() -> Vec<ToolRequest> {
     let r = |id: &str, tool: &str, args: Value| ToolRequest::new(id, tool, args);
     vec![
@@ -186,5 +189,10 @@ pub fn decide_requests() -> Vec<ToolRequest> {
             json!({"title": "x", "body": "y"}),
         ),
         r("d11", "read_file", json!({})),
+        r(
+            "d12",
+            "bash",
+            json!({"command": "echo $(git rev-parse HEAD) > notes/head.txt"}),
+        ),
     ]
 }

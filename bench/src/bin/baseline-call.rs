@@ -66,12 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut insert = tx.prepare_cached(&rows::insert_sql(TABLE))?;
         let parts = [
             ("request", None, None, request),
-            (
-                "decision",
-                Some("allow"),
-                Some("path.read_allow"),
-                decision,
-            ),
+            ("decision", Some("allow"), Some("path.read_allow"), decision),
             ("result", None, None, result),
         ];
         for (kind, action, rule_id, payload) in parts {

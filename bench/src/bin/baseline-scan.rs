@@ -42,7 +42,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             payload: row.get_ref(10)?.as_blob()?,
         };
         previous = link(&previous, &leaf(&fields));
-        stored_bytes += (row.get_ref(11)?.as_blob()?.len() + row.get_ref(12)?.as_blob()?.len()) as u64;
+        stored_bytes +=
+            (row.get_ref(11)?.as_blob()?.len() + row.get_ref(12)?.as_blob()?.len()) as u64;
         rows += 1;
     }
     let seconds = started.elapsed().as_secs_f64();

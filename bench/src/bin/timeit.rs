@@ -21,7 +21,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (options, command) = (&args[..split], &args[split + 1..]);
     let runs: usize = flag(options, "--runs").map_or(Ok(10), |s| s.parse())?;
     let warmup: usize = flag(options, "--warmup").map_or(Ok(2), |s| s.parse())?;
-    let stdin = flag(options, "--stdin").map(std::fs::read_to_string).transpose()?;
+    let stdin = flag(options, "--stdin")
+        .map(std::fs::read_to_string)
+        .transpose()?;
     let ok: Vec<i32> = flag(options, "--ok")
         .unwrap_or_else(|| "0".into())
         .split(',')
@@ -38,7 +40,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let started = Instant::now();
         let mut child = Command::new(program)
             .args(&argv)
-            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()?;
