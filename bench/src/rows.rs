@@ -26,9 +26,7 @@ pub fn create_table(conn: &Connection, table: &str) -> rusqlite::Result<()> {
             chain    BLOB    NOT NULL
         );
         CREATE INDEX IF NOT EXISTS {table}_call ON {table} (call_id, kind);
-        CREATE INDEX IF NOT EXISTS {table}_rule ON {table} (rule_id) WHERE rule_id IS NOT NULL;
-        CREATE INDEX IF NOT EXISTS {table}_decision ON {table} (kind, tool, action);
-        CREATE INDEX IF NOT EXISTS {table}_ts ON {table} (ts_us);"
+        CREATE INDEX IF NOT EXISTS {table}_rule ON {table} (rule_id) WHERE kind = 'decision';"
     ))
 }
 
