@@ -103,9 +103,26 @@ fn gather(
         } else {
             raw
         };
-        facts.paths.push(resolve(raw, scoped));
+        let mut fact = resolve(raw, scoped);
+        if request.name == "glob" && climbs_after_wildcard(raw, scoped) {
+            // `*/../../x` leaves the static prefix behind: fail closed.
+            fact.inside = false;
+            fact.relative = None;
+            fact.error = Some("the pattern climbs with `..` after a wildcard".to_owned());
+        }
+        facts.paths.push(fact);
     }
     facts
+}
+
+/// Whether a glob pattern has a `..` part after its static prefix.
+fn climbs_after_wildcard(pattern: &str, prefix: &str) -> bool {
+    let rest = if prefix == "." {
+        pattern
+    } else {
+        pattern.get(prefix.len()..).unwrap_or("")
+    };
+    rest.split('/').any(|part| part == "..")
 }
 
 /// The workspace root that lexical facts pretend to have.
@@ -259,7 +276,9 @@ pub fn static_prefix(pattern: &str) -> &str {
 }
 
 /// Like Python's `Path.resolve(strict=False)`: follows symlinks that exist,
-/// keeps a missing tail as written, and reports loops as errors.
+/// keeps a missing tail as written, and reports loops as errors. A `..`
+/// that climbs out of a missing tail lands back on real folders, where
+/// symlinks are followed again (`nope/../link/x` goes where `link` points).
 /// `base` must be canonical (no symlinks, no `..`); `path` is taken relative to it.
 fn resolve_lenient(base: PathBuf, path: &Path) -> io::Result<PathBuf> {
     const MAX_LINKS: usize = 40;
@@ -267,15 +286,18 @@ fn resolve_lenient(base: PathBuf, path: &Path) -> io::Result<PathBuf> {
     push_components(&mut pending, path, false);
     let mut out = base;
     let mut links = 0;
-    let mut missing = false;
+    // How many trailing parts of `out` do not exist.
+    let mut missing = 0usize;
     while let Some(part) = pending.pop_front() {
         if part == ".." {
             out.pop();
+            missing = missing.saturating_sub(1);
             continue;
         }
         let next = out.join(&part);
-        if missing {
+        if missing > 0 {
             out = next;
+            missing += 1;
             continue;
         }
         match std::fs::symlink_metadata(&next) {
@@ -295,7 +317,7 @@ fn resolve_lenient(base: PathBuf, path: &Path) -> io::Result<PathBuf> {
             }
             Ok(_) => out = next,
             Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                missing = true;
+                missing = 1;
                 out = next;
             }
             Err(err) => return Err(err),
@@ -365,6 +387,29 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("outside/deep")).unwrap();
         symlink(dir.path().join("outside/deep"), ws.root().join("inner")).unwrap();
         assert!(!ws.path_fact("inner/../x", "inner/../x").inside);
+    }
+
+    #[test]
+    fn climbing_out_of_a_missing_folder_follows_symlinks_again() {
+        let (dir, ws) = workspace();
+        std::fs::create_dir(dir.path().join("outside")).unwrap();
+        symlink(dir.path().join("outside"), ws.root().join("link_out")).unwrap();
+        let fact = ws.path_fact("nope/../link_out/secret.txt", "nope/../link_out/secret.txt");
+        assert!(!fact.inside, "{fact:?}");
+        assert!(
+            ws.path_fact("nope/deeper/../../a.txt", "nope/deeper/../../a.txt")
+                .inside
+        );
+    }
+
+    #[test]
+    fn a_glob_that_climbs_after_a_wildcard_is_outside() {
+        let (_dir, ws) = workspace();
+        let request =
+            ToolRequest::new("g", "glob", serde_json::json!({"pattern": "*/../../etc/*"}));
+        assert!(!ws.facts(&request).paths[0].inside);
+        let request = ToolRequest::new("g", "glob", serde_json::json!({"pattern": "src/**/*.rs"}));
+        assert!(ws.facts(&request).paths[0].inside);
     }
 
     #[test]

@@ -44,7 +44,7 @@ fn writes_a_file(redirect: &Redirect) -> bool {
 }
 
 impl CommandMatcher {
-    fn matches(&self, command: &SimpleCommand, facts: &Facts) -> bool {
+    fn matches(&self, command: &SimpleCommand, facts: &Facts, loose_flags: bool) -> bool {
         if let Some(prefix) = &self.prefix
             && !command.words.starts_with(prefix)
         {
@@ -55,11 +55,11 @@ impl CommandMatcher {
         {
             return false;
         }
-        if !self
-            .flags
-            .iter()
-            .all(|group| group.iter().any(|flag| has_flag(command.args(), flag)))
-        {
+        if !self.flags.iter().all(|group| {
+            group
+                .iter()
+                .any(|flag| has_flag(command.args(), flag, loose_flags))
+        }) {
             return false;
         }
         if let Some(args) = &self.args
@@ -86,7 +86,10 @@ impl CommandMatcher {
 }
 
 /// Whether `flag` is among `args`, before any `--` that ends the options.
-fn has_flag(args: &[String], flag: &str) -> bool {
+/// With `loose`, a long flag also matches an abbreviation of it (`--recu`
+/// for `--recursive`), as GNU getopt accepts: deny and ask rules must not
+/// be dodged that way.
+fn has_flag(args: &[String], flag: &str, loose: bool) -> bool {
     let long = flag.starts_with("--");
     let short = (!long && flag.len() == 2 && flag.starts_with('-')).then(|| &flag[1..]);
     for arg in args {
@@ -94,11 +97,10 @@ fn has_flag(args: &[String], flag: &str) -> bool {
             return false;
         }
         if long {
-            if arg == flag
-                || arg
-                    .strip_prefix(flag)
-                    .is_some_and(|rest| rest.starts_with('='))
-            {
+            let name = arg.split_once('=').map_or(arg.as_str(), |(n, _)| n);
+            let abbreviated =
+                loose && name.len() > 2 && name.starts_with("--") && flag.starts_with(name);
+            if name == flag || abbreviated {
                 return true;
             }
         } else if let Some(letter) = short {
@@ -129,6 +131,8 @@ pub(super) enum ShellMiss {
     Unprovable,
     /// This command's redirection writes a file (allow).
     WritesFile(usize, usize),
+    /// This command sets variables or names its program by a path (allow).
+    Unpinned(usize),
     /// No simple command at all (allow).
     Empty,
     /// `unprovable = true|false` did not hold.
@@ -144,7 +148,8 @@ pub(super) fn check(
     let Some(shell) = &facts.shell else {
         return Err(ShellMiss::NotShell);
     };
-    let matches = |c: &SimpleCommand| matchers.iter().any(|m| m.matches(c, facts));
+    let loose = action != Action::Allow;
+    let matches = |c: &SimpleCommand| matchers.iter().any(|m| m.matches(c, facts, loose));
     match action {
         Action::Deny | Action::Ask => {
             if shell.commands.iter().any(matches) {
@@ -163,6 +168,10 @@ pub(super) fn check(
             for (i, command) in shell.commands.iter().enumerate() {
                 if let Some(r) = command.redirects.iter().position(writes_a_file) {
                     return Err(ShellMiss::WritesFile(i, r));
+                }
+                // `PATH=x ls` or `./ls` may run something other than `ls`.
+                if !command.assignments.is_empty() || command.path.is_some() {
+                    return Err(ShellMiss::Unpinned(i));
                 }
                 if !matches(command) {
                     return Err(ShellMiss::Unmatched(i));
@@ -212,6 +221,10 @@ impl ShellMiss {
                     .map_or_else(String::new, |r| format!("{} {}", r.op, r.target));
                 format!("`{}` redirects into a file (`{target}`)", command(i))
             }
+            ShellMiss::Unpinned(i) => format!(
+                "`{}` sets variables or names its program by a path, so what runs is not pinned down",
+                command(i)
+            ),
             ShellMiss::Empty => "the command runs nothing".to_owned(),
             ShellMiss::ProvabilityDiffers => match shell {
                 Some(s) if s.unprovable.is_empty() => {
@@ -245,31 +258,38 @@ mod tests {
 
     #[test]
     fn flags_match_combined_separate_and_long_forms() {
-        for args in [
-            &["-rf", "x"][..],
+        let cases: [&[&str]; 5] = [
+            &["-rf", "x"],
             &["-r", "-f", "x"],
             &["-f", "-R", "x"],
             &["--recursive", "--force", "x"],
             &["-fr"],
-        ] {
+        ];
+        for args in cases {
             let args = words(args);
-            assert!(
-                has_flag(&args, "-r") || has_flag(&args, "-R") || has_flag(&args, "--recursive"),
-                "{args:?}"
-            );
-            assert!(
-                has_flag(&args, "-f") || has_flag(&args, "--force"),
-                "{args:?}"
-            );
+            let recursive = ["-r", "-R", "--recursive"]
+                .iter()
+                .any(|f| has_flag(&args, f, false));
+            let force = ["-f", "--force"].iter().any(|f| has_flag(&args, f, false));
+            assert!(recursive && force, "{args:?}");
         }
         assert!(
-            !has_flag(&words(&["--", "-rf"]), "-r"),
+            !has_flag(&words(&["--", "-rf"]), "-r", true),
             "after `--` nothing is a flag"
         );
         assert!(
-            !has_flag(&words(&["--from"]), "-f"),
+            !has_flag(&words(&["--from"]), "-f", true),
             "long options are not short flags"
         );
-        assert!(has_flag(&words(&["--force=yes"]), "--force"));
+        assert!(has_flag(&words(&["--force=yes"]), "--force", false));
+        assert!(
+            has_flag(&words(&["--recu"]), "--recursive", true),
+            "GNU abbreviations, for deny"
+        );
+        assert!(
+            !has_flag(&words(&["--recu"]), "--recursive", false),
+            "but never for allow"
+        );
+        assert!(!has_flag(&words(&["--"]), "--force", true));
     }
 }

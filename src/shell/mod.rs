@@ -55,6 +55,14 @@ pub struct SimpleCommand {
     /// fd duplications like `2>&1` and heredocs are not listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirects: Vec<Redirect>,
+    /// Variables set for this command alone (`FOO=1 cmd`, `env FOO=1 cmd`),
+    /// by name: `PATH=... ls` may not run `ls` at all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assignments: Vec<String>,
+    /// The program as written when it was a path (`./ls`, `/usr/bin/sudo`):
+    /// `words[0]` names it, but which file runs depends on the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl SimpleCommand {

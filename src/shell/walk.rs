@@ -265,6 +265,13 @@ impl<'s> Walker<'s> {
                 let phrase = format!("command substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
             }
+            "variable_assignment" if node.parent().is_some_and(|p| p.kind() != "command") => {
+                let phrase = format!(
+                    "assignment `{}` may change what later commands run",
+                    snippet(&self.text(node))
+                );
+                self.note(phrase);
+            }
             "process_substitution" => {
                 let phrase = format!("process substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
@@ -363,6 +370,7 @@ impl<'s> Walker<'s> {
     fn command(&mut self, node: Node<'_>, outer: Vec<Redirect>) {
         let mut words: Vec<Word> = Vec::new();
         let mut redirects = Vec::new();
+        let mut assignments = Vec::new();
         let mut last_end = None;
         let mut cursor = node.walk();
         if cursor.goto_first_child() {
@@ -370,6 +378,11 @@ impl<'s> Walker<'s> {
                 let child = cursor.node();
                 match (cursor.field_name(), child.kind()) {
                     (_, "file_redirect") => redirects.extend(self.redirect(child)),
+                    (_, "variable_assignment") => {
+                        let text = self.text(child);
+                        let name = text.split_once('=').map_or(&*text, |(n, _)| n);
+                        assignments.push(name.trim_end_matches('+').to_owned());
+                    }
                     (Some("name"), _) if child.is_missing() || child.byte_range().is_empty() => {
                         return;
                     }
@@ -401,7 +414,7 @@ impl<'s> Walker<'s> {
             }
         }
         redirects.extend(outer);
-        self.simple(words, redirects);
+        self.simple(words, redirects, assignments);
     }
 
     /// `export`, `declare`, `local`, `readonly`, `typeset`, `unset`: listed
@@ -422,13 +435,19 @@ impl<'s> Walker<'s> {
             self.commands.push(SimpleCommand {
                 words,
                 redirects: Vec::new(),
+                assignments: Vec::new(),
+                path: None,
             });
         }
     }
 
-    fn simple(&mut self, words: Vec<Word>, redirects: Vec<Redirect>) {
+    fn simple(&mut self, words: Vec<Word>, redirects: Vec<Redirect>, assignments: Vec<String>) {
         let mut notes = Vec::new();
-        let words = wrappers::strip(words, &mut notes);
+        let mut stripped = wrappers::Stripped {
+            assignments,
+            path: None,
+        };
+        let words = wrappers::strip(words, &mut notes, &mut stripped);
         for phrase in notes {
             self.note(phrase);
         }
@@ -485,6 +504,8 @@ impl<'s> Walker<'s> {
         self.commands.push(SimpleCommand {
             words: words.into_iter().map(|w| w.text).collect(),
             redirects,
+            assignments: stripped.assignments,
+            path: stripped.path,
         });
         if let Some((what, script)) = nested {
             self.nested(&what, &script);

@@ -210,10 +210,23 @@ fn wrapped_start(name: &str, words: &[Word], notes: &mut Vec<String>) -> Option<
     Some(after)
 }
 
+/// What stripping wrappers learned besides the words.
+#[derive(Debug, Default)]
+pub(super) struct Stripped {
+    /// Names of variables the wrappers set (`env FOO=1`).
+    pub assignments: Vec<String>,
+    /// The program as written, when it was a path.
+    pub path: Option<String>,
+}
+
 /// Strips wrappers (nested ones too) off the front of `words`, leaving the
 /// program they run first, by its name. A wrapper with nothing after it is
 /// itself the program. Returns what could not be followed in `notes`.
-pub(super) fn strip(mut words: Vec<Word>, notes: &mut Vec<String>) -> Vec<Word> {
+pub(super) fn strip(
+    mut words: Vec<Word>,
+    notes: &mut Vec<String>,
+    out: &mut Stripped,
+) -> Vec<Word> {
     // Each pass removes at least one word, so this ends.
     loop {
         let Some(first) = words.first_mut() else {
@@ -222,13 +235,18 @@ pub(super) fn strip(mut words: Vec<Word>, notes: &mut Vec<String>) -> Vec<Word> 
         if first.known != Known::Literal {
             return words;
         }
-        let name = program_name(&first.text);
-        if name.len() != first.text.len() {
-            first.text = name.to_string();
-        }
+        let name = program_name(&first.text).to_string();
+        out.path =
+            (name.len() != first.text.len()).then(|| std::mem::replace(&mut first.text, name));
         let name = first.text.clone();
         match wrapped_start(&name, &words, notes) {
             Some(start) if start < words.len() => {
+                out.assignments.extend(
+                    words[1..start]
+                        .iter()
+                        .filter(|w| is_assignment(&w.text))
+                        .filter_map(|w| w.text.split_once('=').map(|(n, _)| n.to_owned())),
+                );
                 words.drain(..start);
             }
             _ => return words,
