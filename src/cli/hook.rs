@@ -86,10 +86,13 @@ fn claude_code_hook(global: &Global) -> Exit {
 fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
     let input = HookInput::parse(text)?;
 
-    // The hook runs wherever Claude Code runs it; the session's cwd is the workspace.
+    // The workspace is pinned for the whole session: --workspace, else the
+    // project Claude Code was started in ($CLAUDE_PROJECT_DIR), and only
+    // then the hook's cwd, which follows the agent's `cd`.
     let mut global = global.clone();
     if global.workspace.is_none() {
-        global.workspace = Some(PathBuf::from(&input.session().cwd));
+        let project = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty());
+        global.workspace = Some(project.map_or_else(|| PathBuf::from(&input.session().cwd), PathBuf::from));
     }
     let workspace = global.workspace()?;
     match &input {
@@ -127,7 +130,8 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
 
 /// Appends the result of a call Claude Code ran to the call recorded at its
 /// `PreToolUse`; an `ask` that ran was approved in Claude Code's prompt. A
-/// call gavel never saw, or one already complete, becomes a lifecycle event.
+/// call gavel never saw, or one already complete, becomes a lifecycle event;
+/// a call gavel denied that ran anyway gets its result appended.
 fn complete(store: &mut Store, input: &HookInput, call_id: &str) -> anyhow::Result<()> {
     let lifecycle = |store: &mut Store, note: &str| -> anyhow::Result<()> {
         let record = claude_code::lifecycle(input, Some(note));
@@ -148,7 +152,12 @@ fn complete(store: &mut Store, input: &HookInput, call_id: &str) -> anyhow::Resu
     let Some(decision) = events.iter().find(|e| e.kind == "decision") else {
         return lifecycle(store, "no call with this tool_use_id is recorded");
     };
-    if events.iter().any(|e| e.kind == "result") {
+    // A call gavel blocked has a `blocked` result already; if Claude Code ran
+    // it anyway, its real result is appended, so `log` shows the contradiction.
+    if events
+        .iter()
+        .any(|e| e.kind == "result" && e.status.as_deref() != Some("blocked"))
+    {
         return lifecycle(store, "the call already has a result");
     }
     let tool = decision.tool.as_deref();

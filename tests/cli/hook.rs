@@ -57,6 +57,7 @@ impl Env {
         let mut cmd = Command::cargo_bin("gavel").unwrap();
         cmd.env_remove("GAVEL_POLICY")
             .env_remove("GAVEL_DB")
+            .env_remove("CLAUDE_PROJECT_DIR")
             .current_dir(&self.ws)
             .arg("--db")
             .arg(&self.db);
@@ -307,6 +308,37 @@ fn hook_deny_is_recorded_blocked() {
     assert_eq!(calls[0]["rule_id"], "bash.hard_deny");
     assert_eq!(calls[0]["approval"], "not_required");
     assert_eq!(calls[0]["status"], "blocked");
+}
+
+#[test]
+fn hook_denied_call_that_ran_anyway_shows_its_real_result() {
+    let env = Env::new();
+    env.decide("toolu_sudo", "Bash", json!({"command": "sudo ls"}));
+    let out = env.hook(&env.post("toolu_sudo", "Bash", json!({"command": "sudo ls"})));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let calls = env.log();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["action"], "deny");
+    assert_eq!(calls[0]["status"], "succeeded", "the contradiction is on record");
+}
+
+#[test]
+fn hook_workspace_is_the_claude_project_not_the_agents_cwd() {
+    let env = Env::new();
+    let secret = env.path("../outside.txt");
+    // The agent did `cd /`: the hook's cwd is now the root of the filesystem.
+    let mut payload = env.pre("toolu_cd", "Read", json!({"file_path": secret}));
+    payload["cwd"] = json!("/");
+    let out = env
+        .gavel()
+        .env("CLAUDE_PROJECT_DIR", &env.ws)
+        .args(["hook", "claude-code"])
+        .write_stdin(payload.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
 }
 
 #[test]
