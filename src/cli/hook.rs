@@ -92,7 +92,8 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
     let mut global = global.clone();
     if global.workspace.is_none() {
         let project = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty());
-        global.workspace = Some(project.map_or_else(|| PathBuf::from(&input.session().cwd), PathBuf::from));
+        global.workspace =
+            Some(project.map_or_else(|| PathBuf::from(&input.session().cwd), PathBuf::from));
     }
     let workspace = global.workspace()?;
     match &input {

@@ -56,6 +56,7 @@ fn builtin_policy_loads_with_the_seed_rule_ids_in_order() {
         ids,
         [
             "bash.hard_deny",
+            "path.protected",
             "path.outside_workspace",
             "path.read_allow",
             "path.write_requires_approval",
@@ -155,7 +156,15 @@ fn explain_says_why_earlier_rules_did_not_match() {
     let request = ToolRequest::new("1", "write_file", json!({"path": "a.txt"}));
     let (decision, trace) = policy.explain(&request, &facts_inside("a.txt"));
     assert_eq!(decision.rule_id, "path.write_requires_approval");
-    assert_eq!(trace.len(), 4);
+    assert_eq!(trace.len(), 5);
+    assert!(
+        trace[1]
+            .detail
+            .contains("matches none of [gavel.toml, .gavel, .gavel/**]"),
+        "{:?}",
+        trace[1]
+    );
+    let trace = [&trace[0], &trace[2], &trace[3], &trace[4]];
     assert!(
         trace[0]
             .detail

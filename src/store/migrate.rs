@@ -65,9 +65,7 @@ pub(super) fn apply(conn: &Connection, path: &str, state: State) -> Result<(), S
         State::Gavel(version) => version,
     };
     if state == State::Fresh {
-        // WAL lets readers run while one writer appends; set before any transaction.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sql("enabling WAL"))?;
+        enable_wal(conn, path)?;
     }
     if from == MIGRATIONS.len() as i64 {
         return Ok(());
@@ -100,11 +98,38 @@ pub(super) fn apply(conn: &Connection, path: &str, state: State) -> Result<(), S
     result
 }
 
+/// Switches a new database to WAL, which lets readers run while one writer
+/// appends. Another gavel creating the same file at the same moment may hold
+/// the lock this needs (SQLite does not wait for it here), so this retries
+/// until the file is in WAL mode, by either of them.
+fn enable_wal(conn: &Connection, path: &str) -> Result<(), StoreError> {
+    let mut attempts = 0;
+    loop {
+        let mode: Result<String, _> =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0));
+        match mode {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Err(err)
+                if err.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) && attempts < 3000 =>
+            {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Ok(other) => {
+                return Err(StoreError::Damaged {
+                    path: path.to_owned(),
+                    detail: format!("cannot switch to WAL (journal mode stays `{other}`)"),
+                });
+            }
+            Err(err) => return Err(sql("enabling WAL")(err)),
+        }
+    }
+}
+
 fn create_identity(conn: &Connection) -> Result<(), StoreError> {
     let mut log_id = [0u8; 16];
-    getrandom::fill(&mut log_id).map_err(|err| StoreError::Damaged {
-        path: String::new(),
-        detail: format!("no randomness for the log id: {err}"),
+    getrandom::fill(&mut log_id).map_err(|err| StoreError::Randomness {
+        detail: err.to_string(),
     })?;
     let origin = format!("gavel/{}", crate::digest::hex(&log_id));
     let genesis = genesis(&log_id, &origin, FORMAT_VERSION);

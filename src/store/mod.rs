@@ -65,6 +65,10 @@ pub enum StoreError {
     },
     #[error("audit database `{path}` is damaged: {detail}")]
     Damaged { path: String, detail: String },
+    #[error("the system gave no randomness for a new log id: {detail}")]
+    Randomness { detail: String },
+    #[error("cannot sign a checkpoint: {detail}")]
+    Sign { detail: String },
     #[error("audit database `{path}` has no log identity: its `log_meta` row was deleted")]
     IdentityMissing { path: String },
     #[error("call `{call_id}` is already recorded")]

@@ -423,9 +423,8 @@ impl Store {
             size: report.rows,
             root,
         };
-        let note = key.sign(&checkpoint).map_err(|e| StoreError::Damaged {
-            path: self.path.display().to_string(),
-            detail: format!("cannot sign a checkpoint: {e}"),
+        let note = key.sign(&checkpoint).map_err(|e| StoreError::Sign {
+            detail: e.to_string(),
         })?;
         self.conn
             .execute(

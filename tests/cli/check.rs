@@ -29,12 +29,13 @@ fn check_json_reports_tool_action_rule_reason_policy_and_trace() {
         ids,
         [
             "bash.hard_deny",
+            "path.protected",
             "path.outside_workspace",
             "path.read_allow"
         ]
     );
     assert_eq!(trace.last().unwrap()["matched"], json!(true));
-    assert!(trace[..2].iter().all(|t| t["matched"] == json!(false)));
+    assert!(trace[..3].iter().all(|t| t["matched"] == json!(false)));
 }
 
 #[test]

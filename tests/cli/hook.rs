@@ -319,7 +319,10 @@ fn hook_denied_call_that_ran_anyway_shows_its_real_result() {
     let calls = env.log();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["action"], "deny");
-    assert_eq!(calls[0]["status"], "succeeded", "the contradiction is on record");
+    assert_eq!(
+        calls[0]["status"], "succeeded",
+        "the contradiction is on record"
+    );
 }
 
 #[test]
