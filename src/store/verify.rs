@@ -112,9 +112,9 @@ const PARALLEL_FROM: i64 = 50_000;
 
 const ROWS_SQL: &str = "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval,
                                status, payload, leaf, chain
-                        FROM events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq";
+                        FROM events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3";
 
-/// Reads rows with `lo <= seq < hi` in order and hashes each one.
+/// Reads at most `CHUNK` rows with `lo <= seq < hi` in order and hashes each one.
 fn hash_rows(
     conn: &rusqlite::Connection,
     lo: i64,
@@ -124,7 +124,9 @@ fn hash_rows(
     let mut statement = conn
         .prepare_cached(ROWS_SQL)
         .map_err(sql("preparing verify"))?;
-    let mut cursor = statement.query([lo, hi]).map_err(sql("scanning events"))?;
+    let mut cursor = statement
+        .query([lo, hi, CHUNK])
+        .map_err(sql("scanning events"))?;
     let mut out = Vec::with_capacity((hi - lo).clamp(0, CHUNK) as usize);
     while let Some(row) = cursor.next().map_err(sql("scanning events"))? {
         let read = (|| -> rusqlite::Result<RowCheck> {
@@ -330,10 +332,10 @@ impl Store {
         &self,
         check: &mut dyn FnMut(Vec<RowCheck>) -> Option<VerifyReport>,
     ) -> Result<Option<VerifyReport>, StoreError> {
-        let (lo, hi): (Option<i64>, Option<i64>) = self
+        let (lo, hi, count): (Option<i64>, Option<i64>, i64) = self
             .conn
-            .query_row("SELECT min(seq), max(seq) FROM events", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
+            .query_row("SELECT min(seq), max(seq), count(*) FROM events", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
             .map_err(sql("sizing the log"))?;
         let (Some(lo), Some(hi)) = (lo, hi) else {
@@ -345,16 +347,27 @@ impl Store {
             .map_or(1, |n| n.get())
             .min(4);
         let in_memory = self.path.as_os_str() == ":memory:";
-        if workers < 2 || in_memory || end - lo < PARALLEL_FROM {
+        // Ranges of seq split the work only when seq has no gaps; otherwise
+        // (a tampered log) read in order by key, whatever the seq values.
+        let contiguous = hi.checked_sub(lo).and_then(|d| d.checked_add(1)) == Some(count);
+        if workers < 2 || in_memory || !contiguous || count < PARALLEL_FROM {
             let mut start = lo;
-            while start < end {
-                let stop = start.saturating_add(CHUNK).min(end);
-                if let Some(report) = check(hash_rows(&self.conn, start, stop, log_id)?) {
+            loop {
+                let chunk = hash_rows(&self.conn, start, i64::MAX, log_id)?;
+                let next = match chunk.last() {
+                    Some(RowCheck::Row { seq, .. }) if chunk.len() as i64 == CHUNK => {
+                        seq.checked_add(1)
+                    }
+                    _ => None,
+                };
+                if let Some(report) = check(chunk) {
                     return Ok(Some(report));
                 }
-                start = stop;
+                match next {
+                    Some(next) => start = next,
+                    None => return Ok(None),
+                }
             }
-            return Ok(None);
         }
 
         let chunks: Vec<(i64, i64)> = (0..)
@@ -492,6 +505,24 @@ mod tests {
         assert_eq!(report.problem, Some(Problem::ContentMismatch));
         assert_eq!(report.first_bad_seq, Some(55_555));
         assert_eq!(report.rows, 55_554);
+    }
+
+    #[test]
+    fn a_row_with_a_huge_seq_is_a_gap_not_a_hang() {
+        let (dir, store) = store_with(9);
+        let raw = rusqlite::Connection::open(dir.path().join("a.db")).unwrap();
+        raw.execute_batch(
+            "INSERT INTO events (seq, log_id, ts_us, kind, call_id, tool, action, rule_id,
+                                 approval, status, payload, leaf, chain)
+             SELECT 4611686018427387904, log_id, ts_us, kind, call_id, tool, action, rule_id,
+                    approval, status, payload, leaf, chain FROM events WHERE seq = 9;",
+        )
+        .unwrap();
+        let report = store
+            .verify(&VerifyOptions::default(), &mut |_| {})
+            .unwrap();
+        assert_eq!(report.problem, Some(Problem::SeqGap));
+        assert_eq!(report.first_bad_seq, Some(10));
     }
 
     #[test]
