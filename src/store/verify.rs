@@ -494,17 +494,25 @@ mod tests {
         let raw = rusqlite::Connection::open(dir.path().join("a.db")).unwrap();
         raw.execute_batch(
             "DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;
-             UPDATE events SET ts_us = ts_us + 1 WHERE seq = 55555;
              UPDATE events SET ts_us = ts_us + 1 WHERE seq = 66666;
-             DELETE FROM events WHERE seq = 60000;",
+             UPDATE events SET ts_us = ts_us + 1 WHERE seq = 55555;",
         )
         .unwrap();
+        // Read and hashed in parallel chunks: the first bad row still wins.
         let report = store
             .verify(&VerifyOptions::default(), &mut |_| {})
             .unwrap();
         assert_eq!(report.problem, Some(Problem::ContentMismatch));
         assert_eq!(report.first_bad_seq, Some(55_555));
         assert_eq!(report.rows, 55_554);
+        // With a gap, rows are read in key order on one connection.
+        raw.execute_batch("DELETE FROM events WHERE seq = 30000;")
+            .unwrap();
+        let report = store
+            .verify(&VerifyOptions::default(), &mut |_| {})
+            .unwrap();
+        assert_eq!(report.problem, Some(Problem::SeqGap));
+        assert_eq!(report.first_bad_seq, Some(30_000));
     }
 
     #[test]
