@@ -206,8 +206,18 @@ impl Store {
                 ),
             ));
         }
-        let mut merkle = (options.checkpoint.is_some() || options.root).then(MerkleBuilder::new);
-        let mut checkpoint_root: Option<Hash> = None;
+        // Every checkpoint that vouches for a prefix of the log: the one given,
+        // and those `gavel checkpoint` stored in the database.
+        let mut vouched: Vec<(String, u64, Hash)> = self.stored_checkpoints()?;
+        if let Some(cp) = options.checkpoint {
+            vouched.push(("the given checkpoint".to_owned(), cp.size, cp.root));
+        }
+        let sizes: std::collections::BTreeSet<u64> = vouched.iter().map(|v| v.1).collect();
+        let mut roots: std::collections::BTreeMap<u64, Hash> = Default::default();
+        if sizes.contains(&0) {
+            roots.insert(0, MerkleBuilder::new().root());
+        }
+        let mut merkle = (!vouched.is_empty() || options.root).then(MerkleBuilder::new);
         let mut previous = identity.genesis;
         let mut rows: u64 = 0;
 
@@ -260,10 +270,8 @@ impl Store {
                 rows = expected_seq;
                 if let Some(merkle) = merkle.as_mut() {
                     merkle.push(leaf);
-                    if let Some(cp) = options.checkpoint
-                        && cp.size == rows
-                    {
-                        checkpoint_root = Some(merkle.root());
+                    if sizes.contains(&rows) {
+                        roots.insert(rows, merkle.root());
                     }
                 }
             }
@@ -284,44 +292,61 @@ impl Store {
             checkpoint: None,
             root: merkle.as_ref().map(MerkleBuilder::root),
         };
-        if let Some(cp) = options.checkpoint {
-            if cp.size == 0 {
-                checkpoint_root = Some(MerkleBuilder::new().root());
-            }
-            let outcome = |holds| CheckpointOutcome {
-                origin: cp.origin.clone(),
-                size: cp.size,
-                holds,
+        for (label, size, root) in &vouched {
+            let problem = match roots.get(size) {
+                None => Some((
+                    Problem::CheckpointTruncated,
+                    Some(rows + 1),
+                    format!("{label} vouches for {size} rows but the log holds {rows}"),
+                )),
+                Some(found) if found != root => Some((
+                    Problem::CheckpointRootMismatch,
+                    None,
+                    format!(
+                        "the first {size} rows no longer produce the root of {label}: history was rewritten"
+                    ),
+                )),
+                Some(_) => None,
             };
-            match checkpoint_root {
-                None => {
-                    report = VerifyReport::bad(
-                        rows,
-                        Some(rows + 1),
-                        Problem::CheckpointTruncated,
-                        format!(
-                            "the checkpoint vouches for {} rows but the log holds {rows}",
-                            cp.size
-                        ),
-                    );
-                    report.checkpoint = Some(outcome(false));
-                }
-                Some(root) if root != cp.root => {
-                    report = VerifyReport::bad(
-                        rows,
-                        None,
-                        Problem::CheckpointRootMismatch,
-                        format!(
-                            "the first {} rows no longer produce the checkpoint's root: history was rewritten",
-                            cp.size
-                        ),
-                    );
-                    report.checkpoint = Some(outcome(false));
-                }
-                Some(_) => report.checkpoint = Some(outcome(true)),
+            if let Some((problem, seq, detail)) = problem {
+                report = VerifyReport::bad(rows, seq, problem, detail);
+                break;
             }
         }
+        if let Some(cp) = options.checkpoint {
+            report.checkpoint = Some(CheckpointOutcome {
+                origin: cp.origin.clone(),
+                size: cp.size,
+                holds: roots.get(&cp.size) == Some(&cp.root),
+            });
+        }
         Ok(report)
+    }
+
+    /// The checkpoints stored in the database, as `(label, size, root)`.
+    fn stored_checkpoints(&self) -> Result<Vec<(String, u64, Hash)>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT id, size, root FROM checkpoints ORDER BY id")
+            .map_err(sql("reading checkpoints"))?;
+        let rows = statement
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u64>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                ))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(sql("reading checkpoints"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, size, root)| {
+                // A stored root of the wrong length can match nothing: it fails as rewritten.
+                let root = <Hash>::try_from(root.as_slice()).unwrap_or([0; 32]);
+                (format!("stored checkpoint #{id}"), size, root)
+            })
+            .collect())
     }
 
     /// Hands every row, hashed, to `check` in seq order, chunk by chunk,

@@ -362,7 +362,19 @@ fn cut_tail_passes_the_chain_but_fails_the_checkpoint() {
     attacker(&sandbox.db)
         .execute("DELETE FROM events WHERE seq > 9", [])
         .unwrap();
-    // The chain alone cannot see that rows are missing at the end.
+    // The checkpoint stored in the database catches it without the file...
+    let (exit, report) = verify(&sandbox, &[]);
+    assert_eq!(
+        (exit, report["problem"].as_str()),
+        (1, Some("checkpoint_truncated")),
+        "{report}"
+    );
+    // ...until the attacker deletes that too: the chain alone cannot see
+    // that rows are missing at the end; the signed file still can.
+    Connection::open(&sandbox.db)
+        .unwrap()
+        .execute_batch("DROP TRIGGER checkpoints_no_delete; DELETE FROM checkpoints;")
+        .unwrap();
     assert_intact(&sandbox, &[]);
     let (exit, report) = verify(&sandbox, &with_checkpoint(&cp, &public));
     assert_eq!(exit, 1, "{report}");
@@ -387,7 +399,17 @@ fn recomputed_history_passes_the_chain_but_fails_the_checkpoint() {
     .unwrap();
     recompute_from(&conn, 5);
     drop(conn);
-    // A consistent rewrite: the chain verifies on its own.
+    let (exit, report) = verify(&sandbox, &[]);
+    assert_eq!(
+        (exit, report["problem"].as_str()),
+        (1, Some("checkpoint_root_mismatch")),
+        "{report}"
+    );
+    Connection::open(&sandbox.db)
+        .unwrap()
+        .execute_batch("DROP TRIGGER checkpoints_no_delete; DELETE FROM checkpoints;")
+        .unwrap();
+    // A consistent rewrite with the stored checkpoint gone: the chain verifies on its own.
     assert_intact(&sandbox, &[]);
     let (exit, report) = verify(&sandbox, &with_checkpoint(&cp, &public));
     assert_eq!(exit, 1, "{report}");
