@@ -68,6 +68,12 @@ fn builtin_policy_loads_with_the_seed_rule_ids_in_order() {
 }
 
 #[test]
+fn the_builtin_policys_examples_hold() {
+    let checked = Policy::from_toml(DEFAULT_POLICY_TOML, "default.toml").unwrap();
+    assert_eq!(checked.reference(), Policy::builtin().reference());
+}
+
+#[test]
 fn hard_denies_are_structured_decisions() {
     let policy = Policy::builtin();
     for command in [
