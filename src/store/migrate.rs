@@ -108,7 +108,10 @@ fn enable_wal(conn: &Connection, path: &str) -> Result<(), StoreError> {
         let mode: Result<String, _> =
             conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0));
         match mode {
-            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            // An in-memory database has no WAL, and needs none.
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") || mode.eq_ignore_ascii_case("memory") => {
+                return Ok(());
+            }
             Err(err)
                 if err.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) && attempts < 3000 =>
             {
