@@ -200,17 +200,28 @@ impl LineApprover<'_> {
             }),
         )
         .map_err(|e| format!("cannot send the approval request: {e}"))?;
-        let line = loop {
-            match read_line(self.input) {
+        let reply: Value = loop {
+            let line = match read_line(self.input) {
                 Ok(None) => return Err("end of input before an approval".to_owned()),
                 Err(e) => return Err(format!("cannot read an approval: {e}")),
                 Ok(Some(Err(()))) => return Err("approval line is not UTF-8".to_owned()),
                 Ok(Some(Ok(line))) if line.trim().is_empty() => continue,
-                Ok(Some(Ok(line))) => break line,
+                Ok(Some(Ok(line))) => line,
+            };
+            let reply: Value = serde_json::from_str(&line)
+                .map_err(|e| format!("approval line is not JSON: {e}"))?;
+            // A request sent ahead while this call waits is answered, not
+            // swallowed: it is refused (not run, not recorded) and the wait goes on.
+            if let Ok(early) = ToolRequest::from_block(&reply) {
+                let message = format!(
+                    "request arrived while `{id}` waits for approval; it was not run or recorded, send it again"
+                );
+                send(self.output, &error_line(&message, Some(&early.tool_use_id)))
+                    .map_err(|e| format!("cannot send an error line: {e}"))?;
+                continue;
             }
+            break reply;
         };
-        let reply: Value =
-            serde_json::from_str(&line).map_err(|e| format!("approval line is not JSON: {e}"))?;
         if reply.get("type").and_then(Value::as_str) != Some("approval") {
             return Err(format!("expected an approval for `{id}`"));
         }

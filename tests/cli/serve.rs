@@ -237,3 +237,30 @@ fn serve_stdio_malformed_approval_is_cancelled_and_the_server_goes_on() {
     assert_eq!(env.log().len(), 2);
     env.verify();
 }
+
+#[test]
+fn serve_answers_a_request_sent_ahead_of_an_approval_instead_of_swallowing_it() {
+    let env = Env::new();
+    let lines = [
+        json!({"type":"tool_use","id":"w1","name":"write_file","input":{"path":"x.txt","content":"x"}}),
+        json!({"type":"tool_use","id":"early","name":"read_file","input":{"path":"x.txt"}}),
+        json!({"type":"approval","id":"w1","approved":true}),
+    ]
+    .map(|v| v.to_string());
+    let out = env.serve(&lines, &[]);
+    assert_eq!(out[0]["type"], "approval_request");
+    assert_eq!(
+        (out[1]["type"].as_str(), out[1]["id"].as_str()),
+        (Some("error"), Some("early"))
+    );
+    assert_eq!(
+        (out[2]["call_id"].as_str(), out[2]["status"].as_str()),
+        (Some("w1"), Some("succeeded"))
+    );
+    let calls = env.log();
+    assert_eq!(
+        calls.len(),
+        1,
+        "the early request was neither run nor recorded"
+    );
+}
