@@ -208,13 +208,18 @@ pub fn recorded_request(call: &DecidedCall) -> ToolRequest {
     )
 }
 
-/// Re-gathers facts for a recorded call from the filesystem as it is now.
-pub fn live_facts(call: &DecidedCall, request: &ToolRequest) -> Facts {
-    match Workspace::open(std::path::Path::new(&call.decision.facts.workspace)) {
+/// Re-gathers facts for a recorded call from the filesystem as it is now,
+/// in its recorded workspace `root` (opened, or the error opening it).
+pub fn live_facts(
+    root: &str,
+    workspace: &Result<Workspace, String>,
+    request: &ToolRequest,
+) -> Facts {
+    match workspace {
         Ok(workspace) => workspace.facts(request),
         // The recorded workspace is gone: nothing in it can be resolved, so
         // every path fails closed, as it would for a live call.
-        Err(err) => Facts::unresolvable(&call.decision.facts.workspace, request, &err.to_string()),
+        Err(err) => Facts::unresolvable(root, request, err),
     }
 }
 
@@ -228,11 +233,19 @@ pub fn replay(
     progress: &mut dyn FnMut(u64),
 ) -> Result<DriftReport, StoreError> {
     let mut drift = DriftBuilder::new(policy.reference().clone(), source);
+    // Live facts: each recorded workspace is opened (canonicalized) once.
+    let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
     store.for_each_decided_call(query, |call| {
         let request = recorded_request(&call);
         let now = match source {
             FactSource::Recorded => policy.decide(&request, &call.decision.facts),
-            FactSource::Live => policy.decide(&request, &live_facts(&call, &request)),
+            FactSource::Live => {
+                let root = &call.decision.facts.workspace;
+                let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
+                    Workspace::open(std::path::Path::new(root)).map_err(|e| e.to_string())
+                });
+                policy.decide(&request, &live_facts(root, workspace, &request))
+            }
         };
         let recorded = Decision {
             action: call.decision.action,

@@ -123,18 +123,7 @@ impl GovernedRunner {
         self.hooks.emit(HookEvent::PreToolUse(request));
         let (facts, decision) = self.decide(request);
         let tool = Some(request.name.as_str());
-        audit.append(&[
-            Event::now(
-                call_id,
-                tool,
-                EventBody::Request(RequestRecord {
-                    tool_use_id: request.tool_use_id.clone(),
-                    arguments: request.arguments.clone(),
-                    client,
-                }),
-            ),
-            Event::now(call_id, tool, decision_body(&decision, &facts)),
-        ])?;
+        audit.append(&write_ahead(call_id, request, client, &decision, &facts))?;
 
         let resolution = approval::resolve(request, decision, approver);
         if resolution.approval != ApprovalStatus::NotRequired {
@@ -212,6 +201,29 @@ impl GovernedRunner {
     }
 }
 
+/// The request and decision events a call writes before anything else happens.
+fn write_ahead(
+    call_id: &str,
+    request: &ToolRequest,
+    client: Option<ClientCall>,
+    decision: &Decision,
+    facts: &Facts,
+) -> [Event; 2] {
+    let tool = Some(request.name.as_str());
+    [
+        Event::now(
+            call_id,
+            tool,
+            EventBody::Request(RequestRecord {
+                tool_use_id: request.tool_use_id.clone(),
+                arguments: request.arguments.clone(),
+                client,
+            }),
+        ),
+        Event::now(call_id, tool, decision_body(decision, facts)),
+    ]
+}
+
 /// The decision event for `decision` made on `facts`.
 pub fn decision_body(decision: &Decision, facts: &Facts) -> EventBody {
     EventBody::Decision(DecisionRecord {
@@ -249,18 +261,7 @@ impl GovernedRunner {
         self.hooks.emit(HookEvent::PreToolUse(request));
         let (facts, decision) = self.decide(request);
         let tool = Some(request.name.as_str());
-        let mut events = vec![
-            Event::now(
-                call_id,
-                tool,
-                EventBody::Request(RequestRecord {
-                    tool_use_id: request.tool_use_id.clone(),
-                    arguments: request.arguments.clone(),
-                    client,
-                }),
-            ),
-            Event::now(call_id, tool, decision_body(&decision, &facts)),
-        ];
+        let mut events = write_ahead(call_id, request, client, &decision, &facts).to_vec();
         match decision.action {
             crate::policy::Action::Allow => {}
             crate::policy::Action::Ask => events.push(Event::now(

@@ -50,7 +50,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
             format!(
                 "{} ({})",
                 decision.policy.name,
-                &decision.policy.digest[..12]
+                render::cell(&decision.policy.digest, 12)
             ),
         ),
     ])?;

@@ -29,9 +29,19 @@ pub struct ExportArgs {
 }
 
 const CSV_HEADER: &str =
-    "seq,ts,kind,call_id,tool,action,rule_id,approval,status,payload,leaf,chain";
+    "seq,ts,ts_us,kind,call_id,tool,action,rule_id,approval,status,payload,log_id,leaf,chain";
 
+/// One CSV field. A field a spreadsheet would run as a formula (`=`, `+`,
+/// `-`, `@` first) is quoted with a leading `'`; the other columns (hashes,
+/// `ts_us`) still let anyone recompute every hash from the export.
 fn csv_field(text: &str) -> String {
+    let guarded;
+    let text = if text.starts_with(['=', '+', '-', '@']) {
+        guarded = format!("'{text}");
+        &guarded
+    } else {
+        text
+    };
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
@@ -44,6 +54,7 @@ fn csv_row(e: &StoredEvent) -> String {
     [
         e.seq.to_string(),
         format_time(e.ts_us),
+        e.ts_us.to_string(),
         csv_field(&e.kind),
         csv_field(&e.call_id),
         opt(&e.tool),
@@ -52,6 +63,7 @@ fn csv_row(e: &StoredEvent) -> String {
         opt(&e.approval),
         opt(&e.status),
         csv_field(&String::from_utf8_lossy(&e.payload)),
+        hex(&e.log_id),
         hex(&e.leaf),
         hex(&e.chain),
     ]

@@ -44,7 +44,6 @@ pub fn json(value: &serde_json::Value) -> std::io::Result<()> {
 }
 
 /// Prints one JSON value, pretty.
-#[allow(dead_code)]
 pub fn json_pretty(value: &serde_json::Value) -> std::io::Result<()> {
     line(&serde_json::to_string_pretty(value).unwrap_or_default())
 }

@@ -94,7 +94,7 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
         "Replayed {} calls under policy `{}` (sha256 {}) with {} facts",
         report.total,
         current.name,
-        &current.digest[..16.min(current.digest.len())],
+        render::cell(&current.digest, 16),
         match report.facts {
             FactSource::Recorded => "recorded",
             FactSource::Live => "live",

@@ -46,6 +46,11 @@ fn event_json(event: &StoredEvent) -> Value {
     })
 }
 
+/// The first 8 bytes in hex; a damaged, shorter value is shown whole.
+fn short_hex(bytes: &[u8]) -> String {
+    hex(&bytes[..bytes.len().min(8)])
+}
+
 pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
     let store = global.read_store()?;
     let events = store.call_events(&args.call_id)?;
@@ -64,8 +69,8 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
                 format_time(e.ts_us),
                 e.kind.clone(),
                 render::cell(&String::from_utf8_lossy(&e.payload), 70),
-                hex(&e.leaf)[..16].to_owned(),
-                hex(&e.chain)[..16].to_owned(),
+                short_hex(&e.leaf),
+                short_hex(&e.chain),
             ]
         }),
     )?;
@@ -198,7 +203,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         decision.action,
         decision.rule_id,
         decision.policy.name,
-        &decision.policy.digest[..16]
+        render::cell(&decision.policy.digest, 16)
     ));
     text.push(format!("  {}", decision.reason));
     text.push(format!(

@@ -310,15 +310,8 @@ fn non_empty_list<T>(key: &str, list: &[T]) -> Result<(), String> {
     Ok(())
 }
 
-fn non_empty(key: &str, list: &[String]) -> Result<(), String> {
-    if list.is_empty() {
-        return Err(format!("`{key}` must not be an empty list"));
-    }
-    Ok(())
-}
-
 fn globs(key: &str, written: Vec<String>, paths: bool) -> Result<Patterns<GlobSet>, String> {
-    non_empty(key, &written)?;
+    non_empty_list(key, &written)?;
     let mut set = GlobSetBuilder::new();
     for pattern in &written {
         let glob = GlobBuilder::new(pattern)
@@ -334,7 +327,7 @@ fn globs(key: &str, written: Vec<String>, paths: bool) -> Result<Patterns<GlobSe
 }
 
 fn regexes(written: Vec<String>) -> Result<Patterns<RegexSet>, String> {
-    non_empty("command_regex", &written)?;
+    non_empty_list("command_regex", &written)?;
     for pattern in &written {
         regex::Regex::new(pattern).map_err(|e| {
             let first = e.to_string();

@@ -324,24 +324,25 @@ fn export_jsonl_and_csv_include_every_event_with_its_hashes() {
     assert_eq!(
         records[0],
         [
-            "seq", "ts", "kind", "call_id", "tool", "action", "rule_id", "approval", "status",
-            "payload", "leaf", "chain"
+            "seq", "ts", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval",
+            "status", "payload", "log_id", "leaf", "chain"
         ]
     );
     assert_eq!(records.len(), stored.len() + 1);
     for (record, (seq, _, kind, call_id, payload, leaf, chain)) in records[1..].iter().zip(&stored)
     {
-        assert_eq!(record.len(), 12, "{record:?}");
+        assert_eq!(record.len(), 14, "{record:?}");
         assert_eq!(record[0], seq.to_string());
-        assert_eq!(&record[2], kind);
-        assert_eq!(&record[3], call_id);
+        assert_eq!(&record[3], kind);
+        assert_eq!(&record[4], call_id);
         assert_eq!(
-            record[9].as_bytes(),
+            record[10].as_bytes(),
             payload.as_slice(),
             "payload bytes as stored"
         );
-        assert_eq!(record[10], hex(leaf));
-        assert_eq!(record[11], hex(chain));
+        assert_eq!(record[11].len(), 32, "the log id, in hex");
+        assert_eq!(record[12], hex(leaf));
+        assert_eq!(record[13], hex(chain));
     }
     let decision = records
         .iter()
