@@ -346,11 +346,11 @@ fn export_jsonl_and_csv_include_every_event_with_its_hashes() {
     }
     let decision = records
         .iter()
-        .find(|r| r[3] == "c5-sudo" && r[2] == "decision")
+        .find(|r| r[4] == "c5-sudo" && r[3] == "decision")
         .unwrap();
-    assert_eq!(decision[4], "bash");
-    assert_eq!(decision[5], "deny");
-    assert_eq!(decision[6], "bash.hard_deny");
+    assert_eq!(decision[5], "bash");
+    assert_eq!(decision[6], "deny");
+    assert_eq!(decision[7], "bash.hard_deny");
 }
 
 #[test]
