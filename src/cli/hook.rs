@@ -46,8 +46,39 @@ pub fn run(global: &Global, command: HookCommand) -> anyhow::Result<Exit> {
     }
 }
 
+/// Makes a fatal signal (a crash in C code, an abort) exit 2 rather than
+/// die by the signal, which Claude Code would take as "let the call run".
+fn exit_2_on_fatal_signals() {
+    extern "C" fn fatal(_: libc::c_int) {
+        const MESSAGE: &[u8] = b"gavel: internal error: fatal signal\n";
+        // SAFETY: write(2) and _exit(2) are async-signal-safe.
+        unsafe {
+            libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
+            libc::_exit(2);
+        }
+    }
+    for signal in [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGILL,
+        libc::SIGFPE,
+        libc::SIGABRT,
+    ] {
+        // SAFETY: a zeroed sigaction with a plain handler; SA_ONSTACK uses the
+        // alternate stack Rust's runtime sets up, so a stack overflow lands here too.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = fatal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_ONSTACK;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
 /// Runs the hook; whatever happens, the exit is 0 or 2.
 fn claude_code_hook(global: &Global) -> Exit {
+    exit_2_on_fatal_signals();
     // A panic must not print its multi-line report nor exit with 101, which
     // Claude Code would treat as "let the call run".
     std::panic::set_hook(Box::new(|_| {}));

@@ -553,3 +553,27 @@ fn a_redirect_after_a_list_belongs_to_its_last_command_only() {
         .collect();
     assert_eq!(with_redirect, ["c"]);
 }
+
+/// tree-sitter-bash's scanner once read past its character tables (and
+/// crashed) on `{` followed by a wide character, found by
+/// `analyze_never_panics`; non-ASCII text now reaches the parser as ASCII.
+#[test]
+fn wide_characters_never_reach_the_grammar_scanner_but_words_keep_them() {
+    for script in [
+        "{\u{10FFFF}..",
+        "{1\u{2028}",
+        "echo {\u{1F600}..9}",
+        "\u{FFFF}{\u{FFFF}",
+    ] {
+        let _ = analyze(script);
+    }
+    let analysis = analyze("écho «sudo» && grep ü f");
+    let words: Vec<&Vec<String>> = analysis.commands.iter().map(|c| &c.words).collect();
+    assert_eq!(
+        words,
+        [
+            &vec!["écho".to_owned(), "«sudo»".to_owned()],
+            &vec!["grep".to_owned(), "ü".to_owned(), "f".to_owned()]
+        ]
+    );
+}

@@ -93,7 +93,16 @@ fn parse(script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
     {
         return (Err(ParseFailure::Unavailable), 0, 0);
     }
-    let bytes = script.as_bytes();
+    // tree-sitter-bash's external scanner calls `isdigit`/`isalpha` on the
+    // lookahead character, which is undefined (and can crash) for code
+    // points past 255. The parser therefore sees every non-ASCII byte as
+    // `a`, a plain word character as bash treats it; the byte offsets stay
+    // the same and every word's text is still cut from the original string.
+    let ascii: Vec<u8> = script
+        .bytes()
+        .map(|b| if b.is_ascii() { b } else { b'a' })
+        .collect();
+    let bytes = ascii.as_slice();
     let budget = parse_budget(bytes.len());
     let mut checks = 0usize;
     let mut progress = |_: &ParseState| {
