@@ -18,7 +18,7 @@ use clap::Subcommand;
 
 use gavel::audit::{ApprovalRecord, Event, EventBody, ResultRecord};
 use gavel::claude_code::{self, HookInput};
-use gavel::store::{Store, StoreError};
+use gavel::store::{Store, StoredEvent};
 use gavel::tools::Registry;
 use gavel::{Action, ApprovalStatus, GovernedRunner};
 
@@ -165,24 +165,23 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
 /// call gavel never saw, or one already complete, becomes a lifecycle event;
 /// a call gavel denied that ran anyway gets its result appended.
 fn complete(store: &mut Store, input: &HookInput, call_id: &str) -> anyhow::Result<()> {
-    let lifecycle = |store: &mut Store, note: &str| -> anyhow::Result<()> {
-        let record = claude_code::lifecycle(input, Some(note));
-        store.append(&[Event::now(
+    // Read and append in one transaction, so two reports of one call cannot
+    // both complete it.
+    store.append_for_call(call_id, |events| completion(input, call_id, events))?;
+    Ok(())
+}
+
+/// The events that complete `call_id`, given what is recorded of it.
+fn completion(input: &HookInput, call_id: &str, events: &[StoredEvent]) -> Vec<Event> {
+    let lifecycle = |note: &str| {
+        vec![Event::now(
             &input.session().session_id,
             None,
-            EventBody::Lifecycle(record),
-        )])?;
-        Ok(())
-    };
-    let events = match store.call_events(call_id) {
-        Ok(events) => events,
-        Err(StoreError::UnknownCall { .. }) => {
-            return lifecycle(store, "no call with this tool_use_id is recorded");
-        }
-        Err(err) => return Err(err.into()),
+            EventBody::Lifecycle(claude_code::lifecycle(input, Some(note))),
+        )]
     };
     let Some(decision) = events.iter().find(|e| e.kind == "decision") else {
-        return lifecycle(store, "no call with this tool_use_id is recorded");
+        return lifecycle("no call with this tool_use_id is recorded");
     };
     // A call gavel blocked has a `blocked` result already; if Claude Code ran
     // it anyway, its real result is appended, so `log` shows the contradiction.
@@ -190,7 +189,7 @@ fn complete(store: &mut Store, input: &HookInput, call_id: &str) -> anyhow::Resu
         .iter()
         .any(|e| e.kind == "result" && e.status.as_deref() != Some("blocked"))
     {
-        return lifecycle(store, "the call already has a result");
+        return lifecycle("the call already has a result");
     }
     let tool = decision.tool.as_deref();
     let approval = events
@@ -218,6 +217,5 @@ fn complete(store: &mut Store, input: &HookInput, call_id: &str) -> anyhow::Resu
             EventBody::Result(ResultRecord::from_result(&result)),
         ));
     }
-    store.append(&append)?;
-    Ok(())
+    append
 }

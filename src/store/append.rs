@@ -4,7 +4,7 @@
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::{Durability, Store, StoreError, set_synchronous, sql};
+use super::{Durability, Store, StoreError, StoredEvent, set_synchronous, sql};
 use crate::audit::{AuditError, AuditSink, Event, EventBody};
 use crate::chain::{EventFields, Hash, link};
 
@@ -57,88 +57,130 @@ impl Store {
     }
 
     fn append_now(&mut self, events: &[Event]) -> Result<u64, StoreError> {
-        let log_id = self.identity.log_id.clone();
-        let genesis = self.identity.genesis;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("starting an append"))?;
-        let head: Option<(u64, Vec<u8>)> = tx
-            .prepare_cached("SELECT seq, chain FROM events ORDER BY seq DESC LIMIT 1")
-            .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
-            .map_err(sql("reading the chain head"))?;
-        let (mut seq, mut previous): (u64, Hash) = match head {
-            None => (0, genesis),
-            Some((seq, chain)) => {
-                let chain = chain.try_into().map_err(|_| StoreError::Damaged {
-                    path: self.path.display().to_string(),
-                    detail: format!("the chain value of seq {seq} is not 32 bytes"),
-                })?;
-                (seq, chain)
-            }
-        };
-        {
-            let mut exists = tx
-                .prepare_cached("SELECT 1 FROM events WHERE call_id = ?1 AND kind = 'request'")
+        let seq = insert_all(&tx, &self.identity, &self.path, events)?;
+        tx.commit().map_err(sql("committing an append"))?;
+        Ok(seq)
+    }
+
+    /// Reads the events of `call_id` and appends what `build` makes of them,
+    /// in one `BEGIN IMMEDIATE` transaction: no other writer can add to the
+    /// call in between (two reports of one call cannot both complete it).
+    pub fn append_for_call(
+        &mut self,
+        call_id: &str,
+        build: impl FnOnce(&[StoredEvent]) -> Vec<Event>,
+    ) -> Result<u64, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("starting an append"))?;
+        let existing = {
+            let text = format!(
+                "SELECT {} FROM events WHERE call_id = ?1 ORDER BY seq",
+                StoredEvent::COLUMNS
+            );
+            let mut statement = tx
+                .prepare_cached(&text)
                 .map_err(sql("preparing a lookup"))?;
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO events (seq, log_id, ts_us, kind, call_id, tool, action, rule_id,
-                                         approval, status, payload, leaf, chain)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                )
-                .map_err(sql("preparing an insert"))?;
-            for event in events {
-                if matches!(event.body, EventBody::Request(_))
-                    && exists
-                        .exists([&event.call_id])
-                        .map_err(sql("looking up a call"))?
-                {
-                    return Err(StoreError::DuplicateCall {
-                        call_id: event.call_id.clone(),
-                    });
-                }
-                seq += 1;
-                let payload = event.body.to_json();
-                let typed = columns(&event.body);
-                let fields = EventFields {
-                    seq,
-                    log_id: &log_id,
-                    ts_us: event.ts_us,
-                    kind: event.body.kind(),
-                    call_id: &event.call_id,
-                    tool: event.tool.as_deref(),
-                    action: typed.action,
-                    rule_id: typed.rule_id,
-                    approval: typed.approval,
-                    status: typed.status,
-                    payload: &payload,
-                };
-                let leaf = fields.leaf_hash();
-                previous = link(&previous, &leaf);
-                insert
-                    .execute(params![
-                        seq,
-                        &log_id,
-                        fields.ts_us,
-                        fields.kind,
-                        fields.call_id,
-                        fields.tool,
-                        fields.action,
-                        fields.rule_id,
-                        fields.approval,
-                        fields.status,
-                        &payload,
-                        &leaf[..],
-                        &previous[..]
-                    ])
-                    .map_err(sql("appending an event"))?;
-            }
-        }
+            statement
+                .query_map([call_id], StoredEvent::from_row)
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(sql("reading a call's events"))?
+        };
+        let seq = insert_all(&tx, &self.identity, &self.path, &build(&existing))?;
         tx.commit().map_err(sql("committing an append"))?;
         Ok(seq)
     }
 }
+
+/// Chains and inserts `events` after the current head, inside `tx`.
+fn insert_all(
+    tx: &rusqlite::Transaction<'_>,
+    identity: &super::LogIdentity,
+    path: &std::path::Path,
+    events: &[Event],
+) -> Result<u64, StoreError> {
+    let log_id = &identity.log_id;
+    let head: Option<(u64, Vec<u8>)> = tx
+        .prepare_cached("SELECT seq, chain FROM events ORDER BY seq DESC LIMIT 1")
+        .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(sql("reading the chain head"))?;
+    let (mut seq, mut previous): (u64, Hash) = match head {
+        None => (0, identity.genesis),
+        Some((seq, chain)) => {
+            let chain = chain.try_into().map_err(|_| StoreError::Damaged {
+                path: path.display().to_string(),
+                detail: format!("the chain value of seq {seq} is not 32 bytes"),
+            })?;
+            (seq, chain)
+        }
+    };
+    {
+        let mut exists = tx
+            .prepare_cached("SELECT 1 FROM events WHERE call_id = ?1 AND kind = 'request'")
+            .map_err(sql("preparing a lookup"))?;
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO events (seq, log_id, ts_us, kind, call_id, tool, action, rule_id,
+                                     approval, status, payload, leaf, chain)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )
+            .map_err(sql("preparing an insert"))?;
+        for event in events {
+            if matches!(event.body, EventBody::Request(_))
+                && exists
+                    .exists([&event.call_id])
+                    .map_err(sql("looking up a call"))?
+            {
+                return Err(StoreError::DuplicateCall {
+                    call_id: event.call_id.clone(),
+                });
+            }
+            seq += 1;
+            let payload = event.body.to_json();
+            let typed = columns(&event.body);
+            let fields = EventFields {
+                seq,
+                log_id,
+                ts_us: event.ts_us,
+                kind: event.body.kind(),
+                call_id: &event.call_id,
+                tool: event.tool.as_deref(),
+                action: typed.action,
+                rule_id: typed.rule_id,
+                approval: typed.approval,
+                status: typed.status,
+                payload: &payload,
+            };
+            let leaf = fields.leaf_hash();
+            previous = link(&previous, &leaf);
+            insert
+                .execute(params![
+                    seq,
+                    log_id,
+                    fields.ts_us,
+                    fields.kind,
+                    fields.call_id,
+                    fields.tool,
+                    fields.action,
+                    fields.rule_id,
+                    fields.approval,
+                    fields.status,
+                    &payload,
+                    &leaf[..],
+                    &previous[..]
+                ])
+                .map_err(sql("appending an event"))?;
+        }
+    }
+    Ok(seq)
+}
+
+impl Store {}
 
 impl AuditSink for Store {
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {

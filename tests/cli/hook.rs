@@ -565,3 +565,29 @@ fn hook_stop_that_cannot_be_recorded_exits_1_so_the_session_can_end() {
     );
     assert_eq!(stderr(&out).lines().count(), 1);
 }
+
+#[test]
+fn hook_two_reports_of_one_call_complete_it_once() {
+    let env = Env::new();
+    let a = env.path("a.txt");
+    env.decide("toolu_twice", "Read", json!({"file_path": a}));
+    let post = env.post("toolu_twice", "Read", json!({"file_path": a}));
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                let out = env.hook(&post);
+                assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            });
+        }
+    });
+    let results = env
+        .events()
+        .into_iter()
+        .filter(|e| e["kind"] == "result")
+        .count();
+    assert_eq!(
+        results, 1,
+        "one result; the other reports become lifecycle notes"
+    );
+    env.verify();
+}
