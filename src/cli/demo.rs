@@ -137,8 +137,11 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
 
     let json = args.format.is_json();
     let mut rows = Vec::new();
+    // Call ids unique to this run, so a demo can be run again into the same folder.
+    let run = format!("{:x}", chrono::Utc::now().timestamp_micros() & 0xffff_ffff);
+    let call_id = |index: usize| format!("demo-{run}-{}", index + 1);
     for (index, step) in script().into_iter().enumerate() {
-        let request = ToolRequest::new(format!("demo-{}", index + 1), step.tool, step.arguments);
+        let request = ToolRequest::new(call_id(index), step.tool, step.arguments);
         let outcome = runner.run(
             &request.tool_use_id,
             &request,
@@ -203,8 +206,9 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     )?;
     print_table(&drift, false)?;
     render::line(&format!(
-        "\nTry: gavel log --db {0}\n     gavel explain demo-4 --db {0}\n     gavel verify --db {0}",
-        db.display()
+        "\nTry: gavel log --db {0}\n     gavel explain {1} --db {0}\n     gavel verify --db {0}",
+        db.display(),
+        call_id(3)
     ))?;
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
 }
