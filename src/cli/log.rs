@@ -42,6 +42,12 @@ pub fn call_json(call: &CallSummary) -> Value {
     })
 }
 
+/// `2026-12-02 10:25:05`: the time to the second, for tables.
+fn short_time(ts_us: i64) -> String {
+    let full = format_time(ts_us);
+    full.get(..19).unwrap_or(&full).replace('T', " ")
+}
+
 pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
     let store = global.read_store()?;
     let query = args.query.to_query()?;
@@ -63,7 +69,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
                 ],
                 calls.iter().map(|c| {
                     [
-                        format_time(c.ts_us)[..19].replace('T', " "),
+                        short_time(c.ts_us),
                         c.call_id.clone(),
                         c.tool.clone(),
                         c.decision.action.to_string(),
