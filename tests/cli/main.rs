@@ -12,6 +12,7 @@ mod replay;
 mod run;
 mod serve;
 mod shell;
+mod snapshots_human;
 mod store;
 mod support;
 mod tamper;
