@@ -274,6 +274,31 @@ impl<'s> Walker<'s> {
                 let phrase = format!("command substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
             }
+            "for_statement" => {
+                if let Some(variable) = node.child_by_field_name("variable") {
+                    let phrase = format!(
+                        "loop variable `{}` may change what later commands run",
+                        snippet(&self.text(variable))
+                    );
+                    self.note(phrase);
+                }
+            }
+            "arithmetic_expansion" | "c_style_for_statement" | "compound_statement"
+                if assigns_in_arithmetic(&self.text(node)) =>
+            {
+                let phrase = format!(
+                    "arithmetic `{}` assigns variables",
+                    snippet(&self.text(node))
+                );
+                self.note(phrase);
+            }
+            "expansion" if assigns_default(&self.text(node)) => {
+                let phrase = format!(
+                    "expansion `{}` assigns a variable",
+                    snippet(&self.text(node))
+                );
+                self.note(phrase);
+            }
             "variable_assignment" if node.parent().is_some_and(|p| p.kind() != "command") => {
                 let phrase = format!(
                     "assignment `{}` may change what later commands run",
@@ -482,6 +507,11 @@ impl<'s> Walker<'s> {
                     .collect::<Vec<_>>()
                     .join(" ")
             };
+            if ASSIGNING_BUILTINS.contains(&program)
+                || (program == "printf" && words.iter().any(|w| w.text.starts_with("-v")))
+            {
+                self.note(format!("`{program}` assigns variables by name"));
+            }
             if program == "eval" {
                 let body = rest();
                 self.note(format!("eval `{}`", snippet(&body)));
@@ -535,6 +565,41 @@ impl<'s> Walker<'s> {
             self.note(phrase);
         }
     }
+}
+
+/// Builtins that set variables named in their arguments.
+const ASSIGNING_BUILTINS: &[&str] = &["read", "mapfile", "readarray", "getopts"];
+
+/// Whether arithmetic text (`((...))`, `$((...))`, a C-style `for`) assigns:
+/// `=` that is not `==`, `!=`, `<=`, `>=`, or `++`/`--`. A `{ ...; }` group
+/// (the same node kind as `((...))`) does not count.
+fn assigns_in_arithmetic(text: &str) -> bool {
+    let text = text.trim_start();
+    if !(text.starts_with("((") || text.starts_with("$((") || text.starts_with("for")) {
+        return false;
+    }
+    let bytes = text.as_bytes();
+    bytes.windows(2).any(|w| w == b"++" || w == b"--")
+        || bytes.iter().enumerate().any(|(i, &b)| {
+            b == b'='
+                && bytes.get(i + 1) != Some(&b'=')
+                && !matches!(
+                    i.checked_sub(1).map(|j| bytes[j]),
+                    Some(b'=' | b'!' | b'<' | b'>')
+                )
+        })
+}
+
+/// Whether a `${...}` expansion assigns a default (`${v=x}`, `${v:=x}`).
+fn assigns_default(text: &str) -> bool {
+    let Some(inner) = text.strip_prefix("${") else {
+        return false;
+    };
+    let name_end = inner
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(inner.len());
+    let rest = &inner[name_end..];
+    name_end > 0 && (rest.starts_with('=') || rest.starts_with(":="))
 }
 
 /// Pushes the children worth visiting (named ones, and missing tokens that

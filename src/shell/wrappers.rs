@@ -236,8 +236,12 @@ pub(super) fn strip(
             return words;
         }
         let name = program_name(&first.text).to_string();
-        out.path =
-            (name.len() != first.text.len()).then(|| std::mem::replace(&mut first.text, name));
+        if name.len() != first.text.len() {
+            // Sticky: `./env ls` runs whatever `./env` is, so the command is
+            // not pinned down even though `ls` is named by its name.
+            let written = std::mem::replace(&mut first.text, name);
+            out.path.get_or_insert(written);
+        }
         let name = first.text.clone();
         match wrapped_start(&name, &words, notes) {
             Some(start) if start < words.len() => {
