@@ -180,14 +180,27 @@ pub fn path_argument(tool: &str) -> Option<&'static str> {
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    /// Where relative paths start: the root, unless the caller runs
+    /// elsewhere inside it (a Claude Code session that did `cd src`).
+    cwd: PathBuf,
 }
 
 impl Workspace {
     /// Canonicalizes `dir`; it must exist.
     pub fn open(dir: &Path) -> io::Result<Self> {
+        let root = std::fs::canonicalize(dir)?;
         Ok(Self {
-            root: std::fs::canonicalize(dir)?,
+            cwd: root.clone(),
+            root,
         })
+    }
+
+    /// The same workspace, with relative paths taken from `cwd` (which must
+    /// exist). The boundary stays the root: a `cwd` outside it only means
+    /// relative paths start outside, and are judged as such.
+    pub fn with_cwd(mut self, cwd: &Path) -> io::Result<Self> {
+        self.cwd = std::fs::canonicalize(self.root.join(cwd))?;
+        Ok(self)
     }
 
     pub fn root(&self) -> &Path {
@@ -241,7 +254,7 @@ impl Workspace {
         let joined = if expanded.is_absolute() {
             expanded
         } else {
-            self.root.join(expanded)
+            self.cwd.join(expanded)
         };
         // The root is canonical: only the parts after it need looking at.
         match joined.strip_prefix(&self.root) {

@@ -11,7 +11,7 @@
 
 use std::io::{Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -46,15 +46,21 @@ pub fn run(global: &Global, command: HookCommand) -> anyhow::Result<Exit> {
     }
 }
 
-/// Makes a fatal signal (a crash in C code, an abort) exit 2 rather than
-/// die by the signal, which Claude Code would take as "let the call run".
+/// The exit code of a fatal signal: 2 (block), or 1 for `Stop`, where 2
+/// would mean "keep working".
+static FATAL_EXIT: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(2);
+
+/// Makes a fatal signal (a crash in C code, an abort, a kill on timeout)
+/// exit 2 rather than die by the signal, which Claude Code would take as
+/// "let the call run".
 fn exit_2_on_fatal_signals() {
     extern "C" fn fatal(_: libc::c_int) {
         const MESSAGE: &[u8] = b"gavel: internal error: fatal signal\n";
-        // SAFETY: write(2) and _exit(2) are async-signal-safe.
+        let code = FATAL_EXIT.load(std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: an atomic load, write(2) and _exit(2) are async-signal-safe.
         unsafe {
             libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
-            libc::_exit(2);
+            libc::_exit(code);
         }
     }
     for signal in [
@@ -116,6 +122,9 @@ fn claude_code_hook(global: &Global) -> Exit {
 
 fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
     let input = HookInput::parse(text)?;
+    if matches!(input.session().event.as_str(), "Stop" | "SubagentStop") {
+        FATAL_EXIT.store(1, std::sync::atomic::Ordering::Relaxed);
+    }
 
     // The workspace is pinned for the whole session: --workspace, else the
     // project Claude Code was started in ($CLAUDE_PROJECT_DIR), and only
@@ -134,6 +143,12 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
             store.remember_policy(&policy)?;
             let request = claude_code::to_request(tool, &session.cwd);
             let client = claude_code::client_call(tool, &session.session_id);
+            // Claude Code's shell runs in the session's cwd: a relative
+            // redirect lands there, whatever the pinned workspace root.
+            let workspace = match workspace.clone().with_cwd(Path::new(&session.cwd)) {
+                Ok(inside_cwd) => inside_cwd,
+                Err(_) => workspace,
+            };
             let runner = GovernedRunner::new(policy, workspace, Registry::empty());
             let (_, decision) =
                 runner.decide_and_record(&tool.tool_use_id, &request, Some(client), &mut store)?;

@@ -127,7 +127,7 @@ fn hash_rows(
     let mut cursor = statement
         .query([lo, hi, CHUNK])
         .map_err(sql("scanning events"))?;
-    let mut out = Vec::with_capacity((hi - lo).clamp(0, CHUNK) as usize);
+    let mut out = Vec::with_capacity(hi.saturating_sub(lo).clamp(0, CHUNK) as usize);
     while let Some(row) = cursor.next().map_err(sql("scanning events"))? {
         let read = (|| -> rusqlite::Result<RowCheck> {
             let seq: i64 = row.get(0)?;
@@ -331,11 +331,15 @@ impl Store {
             .map_err(sql("reading checkpoints"))?;
         let rows = statement
             .query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, u64>(1)?,
-                    r.get::<_, Vec<u8>>(2)?,
-                ))
+                // A tampered row may hold any type: whatever does not read as
+                // a size and a 32-byte root fails its check below.
+                let size = r.get::<_, i64>(1).ok().and_then(|s| u64::try_from(s).ok());
+                let root = r
+                    .get_ref(2)?
+                    .as_bytes()
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default();
+                Ok((r.get::<_, i64>(0)?, size.unwrap_or(u64::MAX), root))
             })
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(sql("reading checkpoints"))?;

@@ -591,3 +591,31 @@ fn hook_two_reports_of_one_call_complete_it_once() {
     );
     env.verify();
 }
+
+#[test]
+fn hook_redirects_resolve_from_the_sessions_cwd_inside_the_pinned_workspace() {
+    let env = Env::new();
+    std::fs::create_dir(env.ws.join("sub")).unwrap();
+    let run = |command: &str| {
+        let mut payload = env.pre("toolu_r", "Bash", json!({ "command": command }));
+        payload["tool_use_id"] = json!(format!("toolu_{}", command.len()));
+        payload["cwd"] = json!(env.ws.join("sub"));
+        let out = env
+            .gavel()
+            .env("CLAUDE_PROJECT_DIR", &env.ws)
+            .args(["hook", "claude-code"])
+            .write_stdin(payload.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        answer["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // From `sub`, `../gavel.toml` is the project's policy file.
+    assert!(run("echo x >> ../gavel.toml").starts_with("[path.protected]"));
+    // ...and `gavel.toml` there is just a file in `sub`.
+    assert!(run("echo x > gavel.toml").starts_with("[bash.requires_approval]"));
+}
