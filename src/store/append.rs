@@ -42,16 +42,30 @@ impl Store {
     /// its own: nothing waits on it, and the next commit or the close syncs
     /// it. Everything that must be on disk before a call runs is synced.
     pub fn append(&mut self, events: &[Event]) -> Result<u64, StoreError> {
-        let relax = self.durability == Some(Durability::Full)
+        let full = self.durability == Some(Durability::Full);
+        let relax = full
             && events
                 .iter()
                 .all(|e| matches!(e.body, EventBody::Result(_)));
-        if relax {
-            set_synchronous(&self.conn, Durability::Normal)?;
+        if relax != self.relaxed {
+            set_synchronous(
+                &self.conn,
+                if relax {
+                    Durability::Normal
+                } else {
+                    Durability::Full
+                },
+            )?;
+            self.relaxed = relax;
         }
         let appended = self.append_now(events);
         if relax {
-            set_synchronous(&self.conn, Durability::Full)?;
+            // Back to syncing now, or at the next write-ahead append if this
+            // fails: the batch is committed either way, and reporting an
+            // error here would make a caller write it again.
+            if set_synchronous(&self.conn, Durability::Full).is_ok() {
+                self.relaxed = false;
+            }
         }
         appended
     }

@@ -166,6 +166,8 @@ pub struct Store {
     identity: LogIdentity,
     /// `None` for a read-only store.
     durability: Option<Durability>,
+    /// Whether `synchronous` is lowered for a result-only batch right now.
+    relaxed: bool,
 }
 
 impl Store {
@@ -272,6 +274,7 @@ impl Store {
             path: path.to_owned(),
             identity,
             durability: writable,
+            relaxed: false,
         })
     }
 
