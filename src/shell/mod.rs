@@ -38,13 +38,6 @@ pub struct CommandAnalysis {
     pub unprovable: Vec<String>,
 }
 
-impl CommandAnalysis {
-    /// True when nothing in the script escaped analysis.
-    pub fn is_fully_understood(&self) -> bool {
-        self.unprovable.is_empty()
-    }
-}
-
 /// One simple command: a program and its arguments, plus file redirections.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimpleCommand {

@@ -97,21 +97,13 @@ impl Env {
     fn log(&self) -> Vec<Value> {
         let out = self.gavel().args(["log", "--json"]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
+        crate::support::json_lines(&out)
     }
 
     fn events(&self) -> Vec<Value> {
         let out = self.gavel().arg("export").output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
+        crate::support::json_lines(&out)
     }
 
     fn verify(&self) {
@@ -121,7 +113,7 @@ impl Env {
 }
 
 fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    crate::support::stderr(out)
 }
 
 /// Exit 2, nothing on stdout, exactly one line on stderr.

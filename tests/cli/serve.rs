@@ -43,21 +43,13 @@ impl Env {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
+        crate::support::json_lines(&out)
     }
 
     fn log(&self) -> Vec<Value> {
         let out = self.gavel().args(["log", "--json"]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
+        crate::support::json_lines(&out)
     }
 
     fn verify(&self) {
@@ -67,7 +59,7 @@ impl Env {
 }
 
 fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    crate::support::stderr(out)
 }
 
 fn lines(values: &[Value]) -> Vec<String> {
