@@ -86,7 +86,7 @@ fn gather(
     if request.name == "bash" {
         if let Some(command) = request.str_arg("command") {
             let analysis = shell::analyze(command);
-            for redirect in analysis.commands.iter().flat_map(|c| &c.redirects) {
+            for redirect in analysis.all_redirects() {
                 if !facts.paths.iter().any(|p| p.requested == redirect.target) {
                     facts
                         .paths

@@ -131,6 +131,8 @@ pub(super) enum ShellMiss {
     Unprovable,
     /// This command's redirection writes a file (allow).
     WritesFile(usize, usize),
+    /// A redirection carried by no command writes a file (allow).
+    BareRedirect(usize),
     /// This command sets variables or names its program by a path (allow).
     Unpinned(usize),
     /// No simple command at all (allow).
@@ -152,7 +154,21 @@ pub(super) fn check(
     let matches = |c: &SimpleCommand| matchers.iter().any(|m| m.matches(c, facts, loose));
     match action {
         Action::Deny | Action::Ask => {
-            if shell.commands.iter().any(matches) {
+            // Redirections carried by no command are judged as a command
+            // with no words, so that `redirect` entries still see them.
+            let bare = SimpleCommand {
+                words: Vec::new(),
+                redirects: shell.bare_redirects.clone(),
+                assignments: Vec::new(),
+                path: None,
+            };
+            let bare_hit = !bare.redirects.is_empty()
+                && matchers
+                    .iter()
+                    .filter(|m| m.prefix.is_none() && m.program.is_none())
+                    .filter(|m| m.flags.is_empty() && m.args.is_none())
+                    .any(|m| m.matches(&bare, facts, loose));
+            if bare_hit || shell.commands.iter().any(matches) {
                 Ok(())
             } else {
                 Err(ShellMiss::NoneMatched)
@@ -164,6 +180,9 @@ pub(super) fn check(
             }
             if !shell.unprovable.is_empty() {
                 return Err(ShellMiss::Unprovable);
+            }
+            if let Some(r) = shell.bare_redirects.iter().position(writes_a_file) {
+                return Err(ShellMiss::BareRedirect(r));
             }
             for (i, command) in shell.commands.iter().enumerate() {
                 if let Some(r) = command.redirects.iter().position(writes_a_file) {
@@ -220,6 +239,12 @@ impl ShellMiss {
                     .and_then(|c| c.redirects.get(r))
                     .map_or_else(String::new, |r| format!("{} {}", r.op, r.target));
                 format!("`{}` redirects into a file (`{target}`)", command(i))
+            }
+            ShellMiss::BareRedirect(r) => {
+                let target = shell
+                    .and_then(|s| s.bare_redirects.get(r))
+                    .map_or_else(String::new, |r| format!("{} {}", r.op, r.target));
+                format!("a redirection outside any command writes a file (`{target}`)")
             }
             ShellMiss::Unpinned(i) => format!(
                 "`{}` sets variables or names its program by a path, so what runs is not pinned down",

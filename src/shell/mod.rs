@@ -36,6 +36,23 @@ pub struct CommandAnalysis {
     /// Human phrases naming what could not be proven, e.g. "command substitution `$(curl x)`",
     /// "eval", "source", "command name is a variable `$CMD`", "parse error near ...". Empty = fully understood.
     pub unprovable: Vec<String>,
+    /// Redirections that belong to no simple command: a redirection
+    /// standing alone (`> f`), or one on a construct that is not a command
+    /// (`[[ x ]] > f`, `((1)) > f`, `x=1 > f`). Bash still opens, creates or
+    /// truncates their targets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bare_redirects: Vec<Redirect>,
+}
+
+impl CommandAnalysis {
+    /// Every redirection of the script: those of each simple command, then
+    /// the bare ones.
+    pub fn all_redirects(&self) -> impl Iterator<Item = &Redirect> {
+        self.commands
+            .iter()
+            .flat_map(|c| &c.redirects)
+            .chain(&self.bare_redirects)
+    }
 }
 
 /// One simple command: a program and its arguments, plus file redirections.

@@ -193,6 +193,7 @@ impl<'s> Walker<'s> {
         CommandAnalysis {
             commands: self.commands,
             unprovable: self.notes,
+            bare_redirects: Vec::new(),
         }
     }
 
