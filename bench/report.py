@@ -197,6 +197,28 @@ if chain_rows:
     lines.append("In-process (criterion): chain hashing, leaf + link per event, " + "; ".join(chain_rows) + ".")
     lines.append("")
 
+# Decision time against input size: time per byte at each size, as a ratio
+# to the 1 KiB time per byte of the same shape (1.00 = linear).
+SIZES = [1 << 10, 10 << 10, 100 << 10, 1 << 20]
+scaling = []
+for shape in ("words", "pipeline", "nested_arith", "substitutions", "bash_path", "read_path"):
+    times = [estimate(f"scaling_{shape}", str(n)) for n in SIZES]
+    if None in times:
+        continue
+    base = times[0] / SIZES[0]
+    cells = [f"{t / 1e6:.2f} ms ({(t / n) / base:.2f}×)" for t, n in zip(times, SIZES)]
+    scaling.append(f"| {shape} | " + " | ".join(cells) + " |")
+if scaling:
+    lines.append(
+        "Decision time (facts + `decide`, built-in policy) by input size; in brackets the "
+        "time per byte as a ratio to the same shape's 1 KiB time per byte (1.00× = linear):"
+    )
+    lines.append("")
+    lines.append("| shape | 1 KiB | 10 KiB | 100 KiB | 1 MiB |")
+    lines.append("|---|---|---|---|---|")
+    lines += scaling
+    lines.append("")
+
 text = "\n".join(lines)
 print(text)
 

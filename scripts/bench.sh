@@ -173,6 +173,8 @@ put load_after "{\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 log "criterion: decide (gavel vs regorus vs cedar) and chain hashing"
 cargo bench --quiet -p gavel-bench --bench decide -- "${CRITERION[@]}" >"$WORK/criterion-decide.txt" 2>&1
 cargo bench --quiet -p gavel-bench --bench chain -- "${CRITERION[@]}" >"$WORK/criterion-chain.txt" 2>&1
+log "criterion: decision time by input size (1 KiB .. 1 MiB)"
+cargo bench --quiet -p gavel-bench --bench scaling -- "${CRITERION[@]}" >"$WORK/criterion-scaling.txt" 2>&1
 
 
 # --- the machine ------------------------------------------------------------------------
