@@ -67,6 +67,15 @@ pub struct Global {
     /// Whether each commit to the audit database waits for the disk
     #[arg(long, global = true, value_enum, default_value_t = DurabilityArg::Full)]
     pub durability: DurabilityArg,
+    /// Deny (as request.invalid_arguments) a request whose arguments are larger than BYTES of JSON
+    #[arg(
+        long,
+        global = true,
+        value_name = "BYTES",
+        env = "GAVEL_MAX_ARGUMENT_BYTES",
+        default_value_t = gavel::audit::DEFAULT_MAX_ARGUMENT_BYTES
+    )]
+    pub max_argument_bytes: u64,
 }
 
 /// `--durability`: `full` syncs every commit; `normal` survives a crash of gavel but not a power loss.
