@@ -80,6 +80,11 @@ pub struct DriftReport {
     pub facts: FactSource,
     /// Loosened first, then tightened, then rerouted; larger groups first.
     pub transitions: Vec<Transition>,
+    /// Selected calls with anomalies (a tool that ran outside what gavel
+    /// decided); ungoverned ones have no decision to replay.
+    pub anomalies: u64,
+    /// The first few of them, oldest first.
+    pub anomaly_calls: Vec<String>,
 }
 
 /// How many call ids a transition keeps.
@@ -195,6 +200,8 @@ impl DriftBuilder {
             },
             facts: self.facts,
             transitions,
+            anomalies: 0,
+            anomaly_calls: Vec::new(),
         }
     }
 }
@@ -260,7 +267,19 @@ pub fn replay(
         Ok::<_, StoreError>(())
     })?;
     progress(drift.total);
-    Ok(drift.finish())
+    let mut report = drift.finish();
+    let anomalous = AuditQuery {
+        anomalies: true,
+        ..query.clone()
+    };
+    store.for_each_entry(&anomalous, |entry| {
+        report.anomalies += 1;
+        if report.anomaly_calls.len() < CALL_IDS_KEPT {
+            report.anomaly_calls.push(entry.call_id().to_owned());
+        }
+        Ok::<_, StoreError>(())
+    })?;
+    Ok(report)
 }
 
 #[cfg(test)]
