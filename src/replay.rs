@@ -85,6 +85,9 @@ pub struct DriftReport {
     pub anomalies: u64,
     /// The first few of them, oldest first.
     pub anomaly_calls: Vec<String>,
+    /// With recorded facts: calls whose long command (its parse recorded by
+    /// digest) parses differently now; they were re-decided on today's parse.
+    pub parse_differs: u64,
 }
 
 /// How many call ids a transition keeps.
@@ -202,6 +205,7 @@ impl DriftBuilder {
             transitions,
             anomalies: 0,
             anomaly_calls: Vec::new(),
+            parse_differs: 0,
         }
     }
 }
@@ -242,10 +246,14 @@ pub fn replay(
     let mut drift = DriftBuilder::new(policy.reference().clone(), source);
     // Live facts: each recorded workspace is opened (canonicalized) once.
     let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
+    let mut parse_differs = 0;
     store.for_each_decided_call(query, |call| {
         let request = recorded_request(&call);
         let now = match source {
-            FactSource::Recorded => policy.decide(&request, &call.decision.facts),
+            FactSource::Recorded => {
+                parse_differs += u64::from(call.parse_differs);
+                policy.decide(&request, &call.decision.facts)
+            }
             FactSource::Live => {
                 let root = &call.decision.facts.workspace;
                 let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
@@ -268,6 +276,7 @@ pub fn replay(
     })?;
     progress(drift.total);
     let mut report = drift.finish();
+    report.parse_differs = parse_differs;
     let anomalous = AuditQuery {
         anomalies: true,
         ..query.clone()

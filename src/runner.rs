@@ -156,6 +156,7 @@ impl GovernedRunner {
                 workspace: self.workspace.root().to_string_lossy().into_owned(),
                 paths: Vec::new(),
                 shell: None,
+                shell_sha256: None,
             };
             return Decided {
                 facts,
@@ -308,7 +309,7 @@ fn write_ahead(
         Event::now(
             call_id,
             tool,
-            decision_body(&decided.decision, &decided.facts),
+            decision_body(&decided.decision, &decided.facts.for_record(request)),
         ),
     ]
 }

@@ -109,6 +109,12 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
         report.tightened,
         report.rerouted
     ))?;
+    if report.parse_differs > 0 {
+        render::line(&format!(
+            "  {} long command(s) parse differently now than when decided (their parse was recorded by digest); they were replayed on today's parse",
+            report.parse_differs
+        ))?;
+    }
     if report.anomalies > 0 {
         render::line(&format!(
             "!! {} call(s) with anomalies in this range (not replayed as such: a tool ran outside what gavel decided), e.g. {}; `gavel audit` lists them",

@@ -249,6 +249,12 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         for what in &shell.unprovable {
             text.push(format!("    - cannot prove: {what}"));
         }
+        if call.parse_differs {
+            text.push(
+                "    (parsed again from the request: the parse that decided was recorded by digest, and differs)"
+                    .into(),
+            );
+        }
     }
     text.push(String::new());
     match &trace {

@@ -47,6 +47,9 @@ pub struct CallSummary {
     pub status: String,
     /// The call's anomalies, in order (empty for a call that ended as governed).
     pub anomalies: Vec<AnomalyKind>,
+    /// The decision recorded a long command's parse by digest, and the
+    /// command parses differently now (`decision.facts.shell` is today's parse).
+    pub parse_differs: bool,
 }
 
 /// A tool a client reports it ran that gavel never decided: an anomaly
@@ -383,6 +386,8 @@ impl Store {
             },
             None => return Err(damaged("the decision has no request".into())),
         };
+        let mut decision = decision;
+        let parse_differs = decision.facts.restore(&request.arguments) == Some(false);
         Ok(CallEntry::Decided(CallSummary {
             seq,
             call_id: call_id.clone(),
@@ -393,6 +398,7 @@ impl Store {
             approval,
             status,
             anomalies,
+            parse_differs,
         }))
     }
 
@@ -585,7 +591,10 @@ pub struct DecidedCall {
     pub call_id: String,
     pub tool: String,
     pub request: RequestRecord,
+    /// The decision, its facts whole (`Facts::restore`).
     pub decision: DecisionRecord,
+    /// A long command's parse, recorded by digest, differs from its parse now.
+    pub parse_differs: bool,
 }
 
 impl Store {
@@ -611,6 +620,7 @@ impl Store {
                     tool: call.tool,
                     request: call.request,
                     decision: call.decision,
+                    parse_differs: call.parse_differs,
                 })
             });
         }
@@ -656,7 +666,7 @@ impl Store {
                 detail: format!("call `{call_id}` (seq {seq}): {detail}"),
             };
             let body = EventBody::from_json(&kind, payload).map_err(damaged)?;
-            let decision = match body {
+            let mut decision = match body {
                 EventBody::Request(request) => {
                     requests.insert(call_id, request);
                     continue;
@@ -679,11 +689,13 @@ impl Store {
                 && query.until.is_none_or(|until| ts_us < until);
             if selected {
                 emitted += 1;
+                let parse_differs = decision.facts.restore(&request.arguments) == Some(false);
                 each(DecidedCall {
                     call_id,
                     tool: tool.unwrap_or_default(),
                     request,
                     decision,
+                    parse_differs,
                 })?;
             }
         }

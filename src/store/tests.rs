@@ -38,6 +38,8 @@ fn request(call_id: &str) -> Event {
             tool_use_id: call_id.to_owned(),
             arguments: json!({"command": "echo hi"}),
             client: None,
+            arguments_bytes: None,
+            arguments_sha256: None,
         }),
     )
 }
@@ -55,6 +57,7 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
                 workspace: "/ws".into(),
                 paths: vec![],
                 shell: None,
+                shell_sha256: None,
             },
         }),
     )
