@@ -75,7 +75,8 @@ pub struct ClientCall {
 
 impl ClientCall {
     /// The client's call, bound by the digest of its input; an input over
-    /// `max_bytes` is kept as a summary (`Oversized::summary`).
+    /// `max_bytes` is kept as a summary (`JsonMeasure::summary`), with its
+    /// full size in `input_bytes`.
     pub fn new(
         client: &str,
         tool: &str,
@@ -123,6 +124,11 @@ pub struct RequestRecord {
     pub arguments_sha256: Option<String>,
 }
 
+/// A client's input recorded beside the arguments gavel mapped it to is
+/// kept whole up to this size (compact JSON bytes); a larger one is kept by
+/// size, digest and first bytes, since the arguments carry its content.
+pub const INLINE_CLIENT_INPUT: u64 = 64 * 1024;
+
 /// The default limit on a request's arguments: 4 MiB of compact JSON.
 pub const DEFAULT_MAX_ARGUMENT_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -140,6 +146,24 @@ pub struct JsonMeasure {
 }
 
 impl JsonMeasure {
+    /// The size alone: cheap enough for every call.
+    pub fn size(value: &Value) -> u64 {
+        struct Count(u64);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len() as u64;
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // Writing a `Value` to a sink that never fails cannot fail.
+        let _ = serde_json::to_writer(&mut count, value);
+        count.0
+    }
+
     pub fn of(value: &Value) -> Self {
         use sha2::Digest;
         struct Sink {
@@ -524,7 +548,11 @@ mod tests {
         let text = serde_json::to_vec(&value).unwrap();
         let measure = JsonMeasure::of(&value);
         assert_eq!(measure.bytes, text.len() as u64);
-        assert_eq!(measure.sha256, crate::digest::hex(&crate::digest::sha256(&text)));
+        assert_eq!(JsonMeasure::size(&value), measure.bytes);
+        assert_eq!(
+            measure.sha256,
+            crate::digest::hex(&crate::digest::sha256(&text))
+        );
         assert_eq!(measure.prefix.as_bytes(), &text[..]);
         let big = Value::String("\u{e9}".repeat(OVERSIZED_PREFIX));
         let measure = JsonMeasure::of(&big);

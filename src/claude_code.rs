@@ -342,11 +342,10 @@ fn text_of(value: &Value) -> String {
     }
 }
 
-/// The lifecycle record of an event that is not a call gavel decided:
-/// an `Other` event as it came, or a `PostToolUse`/`PostToolUseFailure`
-/// for a `tool_use_id` gavel never saw (the hook was installed mid-session),
-/// with its tool, input and result.
-pub fn lifecycle(input: &HookInput, note: Option<&str>) -> LifecycleRecord {
+/// The lifecycle record of a session event that is not a tool call
+/// (`UserPromptSubmit`, `Stop`, ...), as it came. A tool event is recorded
+/// by its session, tool, input and (for completions) result.
+pub fn lifecycle(input: &HookInput) -> LifecycleRecord {
     let session = input.session();
     let data = match input {
         HookInput::Other { data, .. } => data.clone(),
@@ -363,9 +362,6 @@ pub fn lifecycle(input: &HookInput, note: Option<&str>) -> LifecycleRecord {
             if let Some(result) = tool_result(input) {
                 data["result"] =
                     serde_json::to_value(ResultRecord::from_result(&result)).unwrap_or(Value::Null);
-            }
-            if let Some(note) = note {
-                data["note"] = Value::String(note.to_owned());
             }
             data
         }
@@ -503,7 +499,7 @@ mod tests {
             r#"{"session_id":"s","cwd":"/w","hook_event_name":"UserPromptSubmit","prompt":"hi"}"#,
         )
         .unwrap();
-        let record = lifecycle(&input, None);
+        let record = lifecycle(&input);
         assert_eq!(record.event, "UserPromptSubmit");
         assert_eq!(
             record.data,

@@ -134,14 +134,16 @@ impl GovernedRunner {
     /// Decides `request`, refusing arguments (or a client input) over the
     /// size limit before anything looks at their content.
     fn decide_sized(&self, request: &ToolRequest, client: Option<&ClientCall>) -> Decided {
-        let measure = JsonMeasure::of(&request.arguments);
-        let too_large = measure.bytes > self.max_argument_bytes;
-        let client_bytes = client.and_then(|c| c.input_bytes);
+        let size = JsonMeasure::size(&request.arguments);
+        let too_large = size > self.max_argument_bytes;
+        let client_bytes = client
+            .and_then(|c| c.input_bytes)
+            .filter(|&b| b > self.max_argument_bytes);
         if too_large || client_bytes.is_some() {
             let bytes = if too_large {
-                measure.bytes
+                size
             } else {
-                client_bytes.unwrap_or(measure.bytes)
+                client_bytes.unwrap_or(size)
             };
             let decision = Decision {
                 action: Action::Deny,
@@ -161,7 +163,7 @@ impl GovernedRunner {
             return Decided {
                 facts,
                 decision,
-                oversized: too_large.then_some(measure),
+                oversized: too_large.then(|| JsonMeasure::of(&request.arguments)),
             };
         }
         let facts = self.workspace.facts(request);

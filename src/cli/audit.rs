@@ -119,8 +119,8 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
                 };
                 render::table(
                     &[
-                        "seq", "time", "call", "tool", "anomaly", "decided", "recorded", "reported",
-                        "detail",
+                        "seq", "time", "call", "tool", "anomaly", "decided", "recorded",
+                        "reported", "detail",
                     ],
                     findings.iter().map(|f| {
                         let decided = match (&f["action"], &f["rule_id"]) {

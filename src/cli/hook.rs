@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Subcommand;
 
-use gavel::audit::{AnomalyKind, AnomalyRecord, ApprovalRecord, Event, EventBody, ResultRecord};
+use gavel::audit::{
+    AnomalyKind, AnomalyRecord, ApprovalRecord, Event, EventBody, INLINE_CLIENT_INPUT, ResultRecord,
+};
 use gavel::claude_code::{self, HookInput};
 use gavel::store::{Store, StoredEvent};
 use gavel::tools::Registry;
@@ -145,8 +147,13 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
             let mut store = global.open_store()?;
             store.remember_policy(&policy)?;
             let request = claude_code::to_request(tool, &session.cwd);
-            let client =
-                claude_code::client_call(tool, &session.session_id, global.max_argument_bytes);
+            // The mapped arguments carry the input's content: a large input
+            // is not kept twice, only bound by its digest.
+            let client = claude_code::client_call(
+                tool,
+                &session.session_id,
+                global.max_argument_bytes.min(INLINE_CLIENT_INPUT),
+            );
             // Claude Code's shell runs in the session's cwd: a relative
             // redirect lands there, whatever the pinned workspace root.
             let workspace = match workspace.clone().with_cwd(Path::new(&session.cwd)) {
@@ -174,7 +181,7 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
         }
         HookInput::Other { session, .. } => {
             let mut store = global.open_store()?;
-            let record = claude_code::lifecycle(&input, None);
+            let record = claude_code::lifecycle(&input);
             store.append(&[Event::now(
                 &session.session_id,
                 None,
@@ -262,17 +269,14 @@ fn completion(
             Vec::new(),
         );
     };
-    let recorded = events
-        .iter()
-        .find(|e| e.kind == "request")
-        .and_then(|e| match EventBody::from_json("request", &e.payload) {
+    let recorded = events.iter().find(|e| e.kind == "request").and_then(|e| {
+        match EventBody::from_json("request", &e.payload) {
             Ok(EventBody::Request(request)) => Some(request),
             _ => None,
-        });
-    let mismatched = claude_code::binding_mismatch(
-        recorded.as_ref().and_then(|r| r.client.as_ref()),
-        &client,
-    );
+        }
+    });
+    let mismatched =
+        claude_code::binding_mismatch(recorded.as_ref().and_then(|r| r.client.as_ref()), &client);
     if !mismatched.is_empty() {
         return anomaly(
             AnomalyKind::CompletionMismatch,

@@ -141,10 +141,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
                     ],
                 }),
             )?;
-            let anomalous = entries
-                .iter()
-                .filter(|e| !e.anomalies().is_empty())
-                .count();
+            let anomalous = entries.iter().filter(|e| !e.anomalies().is_empty()).count();
             if anomalous > 0 {
                 render::line(&format!(
                     "!! {anomalous} call(s) with anomalies: a tool ran outside what gavel decided; `gavel audit` lists them"

@@ -63,7 +63,8 @@ pub fn cell(text: &str, max: usize) -> String {
 /// Whether a character must not reach a terminal raw: C0 and C1 controls,
 /// DEL, and the bidirectional overrides and isolates that reorder text.
 fn needs_escape(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `text` with control characters written as escapes (`\n`, `\t`,

@@ -135,7 +135,10 @@ fn print_outcome(outcome: &CallOutcome, format: Format) -> std::io::Result<()> {
         ("status", outcome.result.status.as_str().to_owned()),
     ];
     if outcome.record_error.is_some() {
-        fields.push(("record", "INCOMPLETE: the result was not written".to_owned()));
+        fields.push((
+            "record",
+            "INCOMPLETE: the result was not written".to_owned(),
+        ));
     }
     render::fields(&fields)?;
     if !outcome.result.content.is_empty() {

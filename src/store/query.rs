@@ -288,7 +288,10 @@ impl Store {
             None => String::new(),
         };
         let text = CALLS_SQL
-            .replace("{ungoverned}", if ungoverned { UNGOVERNED_ROWS } else { "" })
+            .replace(
+                "{ungoverned}",
+                if ungoverned { UNGOVERNED_ROWS } else { "" },
+            )
             .replace("{decision_filters}", &decision_filters)
             .replace("{call_filters}", &call_filters)
             .replace("{limit}", &limit);
@@ -346,9 +349,9 @@ impl Store {
             .unwrap_or_default()
             .into_iter()
             .map(|kind| {
-                kind.as_deref()
-                    .and_then(AnomalyKind::parse)
-                    .ok_or_else(|| damaged(format!("unknown anomaly `{}`", kind.unwrap_or_default())))
+                kind.as_deref().and_then(AnomalyKind::parse).ok_or_else(|| {
+                    damaged(format!("unknown anomaly `{}`", kind.unwrap_or_default()))
+                })
             })
             .collect::<Result<_, _>>()?;
         if kind == "anomaly" {
@@ -464,7 +467,10 @@ impl Store {
                 stats.anomalous_calls += 1;
             }
             for kind in entry.anomalies() {
-                *stats.by_anomaly.entry(kind.as_str().to_owned()).or_default() += 1;
+                *stats
+                    .by_anomaly
+                    .entry(kind.as_str().to_owned())
+                    .or_default() += 1;
             }
             match entry {
                 CallEntry::Decided(call) => {

@@ -138,9 +138,12 @@ fn anomalies_are_filterable() {
         "a denied call that ran still reads blocked"
     );
     assert!(
-        log(&sandbox, &["--anomalies", "--action", "allow", "--limit", "1"])
-            .iter()
-            .all(|c| c["call_id"] == "t_twice")
+        log(
+            &sandbox,
+            &["--anomalies", "--action", "allow", "--limit", "1"]
+        )
+        .iter()
+        .all(|c| c["call_id"] == "t_twice")
     );
 }
 
@@ -148,10 +151,7 @@ fn anomalies_are_filterable() {
 fn anomalies_are_counted_by_stats() {
     let sandbox = Sandbox::new();
     record_with_anomalies(&sandbox);
-    let stats = crate::support::json(&run_expecting(
-        &mut sandbox.gavel(&["stats", "--json"]),
-        0,
-    ));
+    let stats = crate::support::json(&run_expecting(&mut sandbox.gavel(&["stats", "--json"]), 0));
     assert_eq!(stats["calls"], 5);
     assert_eq!(stats["anomalous_calls"], 4);
     assert_eq!(
@@ -187,13 +187,19 @@ fn explain_shows_the_anomaly_after_the_first_result() {
     ));
     assert_eq!(value["status"], "blocked");
     assert_eq!(value["result"]["status"], "blocked");
-    assert_eq!(value["anomalies"][0]["record"]["anomaly"], "ran_despite_deny");
+    assert_eq!(
+        value["anomalies"][0]["record"]["anomaly"],
+        "ran_despite_deny"
+    );
 
     let text = stdout(&run_expecting(
         &mut sandbox.gavel(&["explain", "t_orphan"]),
         0,
     ));
-    assert!(text.contains("UNGOVERNED: `bash` ran without a decision"), "{text}");
+    assert!(
+        text.contains("UNGOVERNED: `bash` ran without a decision"),
+        "{text}"
+    );
     assert!(text.contains("rm notes.txt"), "{text}");
     let value = crate::support::json(&run_expecting(
         &mut sandbox.gavel(&["explain", "t_orphan", "--json"]),
@@ -223,7 +229,10 @@ fn replay_lists_anomalies_and_does_not_trip_on_them() {
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let report = crate::support::json(&out);
-    assert_eq!(report["total"], 4, "ungoverned calls have nothing to replay");
+    assert_eq!(
+        report["total"], 4,
+        "ungoverned calls have nothing to replay"
+    );
     assert_eq!(report["anomalies"], 4);
     assert_eq!(
         report["anomaly_calls"],
@@ -276,7 +285,10 @@ fn audit_lists_every_anomaly_and_exits_4() {
     assert_eq!(code(&out), 4);
     let table = stdout(&out);
     assert!(table.contains("!! 4 anomalies"), "{table}");
-    assert!(table.contains("never"), "an ungoverned call was never decided: {table}");
+    assert!(
+        table.contains("never"),
+        "an ungoverned call was never decided: {table}"
+    );
 
     let out = sandbox
         .gavel(&["audit", "--format", "json", "--call", "t_clean"])
@@ -306,13 +318,7 @@ fn human_output_escapes_terminal_control_sequences() {
     let id = "evil\u{1b}[2J\u{1b}]0;pwned\u{7}";
     let tool = "tool\u{1b}[31mred\u{9b}";
     run_expecting(
-        &mut sandbox.gavel(&[
-            "run",
-            tool,
-            r#"{"note":"line\u001b[1A"}"#,
-            "--call-id",
-            id,
-        ]),
+        &mut sandbox.gavel(&["run", tool, r#"{"note":"line\u001b[1A"}"#, "--call-id", id]),
         3,
     );
     let policy = sandbox.root.join("loose.toml");
@@ -334,7 +340,9 @@ fn human_output_escapes_terminal_control_sequences() {
         assert!(code(&out) <= 1, "{args:?}: {}", stderr(&out));
         let text = stdout(&out);
         assert!(
-            !text.chars().any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{9b}'),
+            !text
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{9b}'),
             "{args:?} printed a raw control character: {text:?}"
         );
     }
@@ -344,7 +352,10 @@ fn human_output_escapes_terminal_control_sequences() {
         &mut sandbox.gavel(&["replay", "--fail-on", "never", "--policy", policy]),
         0,
     ));
-    assert!(text.contains("loosened"), "the evil call is in the table: {text}");
+    assert!(
+        text.contains("loosened"),
+        "the evil call is in the table: {text}"
+    );
     assert!(text.contains("loose\\u{1b}[31m"), "{text}");
     // JSON keeps the exact text, escaped by JSON itself.
     let calls = log(&sandbox, &[]);

@@ -684,7 +684,10 @@ fn hook_completion_from_another_session_does_not_complete_a_pending_call() {
     assert_eq!(calls[0]["anomalies"], json!(["completion_mismatch"]));
     let anomaly = &env.anomaly_events()[0]["payload"];
     assert_eq!(anomaly["anomaly"], "completion_mismatch");
-    assert_eq!(anomaly["mismatched"], json!(["session_id", "tool", "input"]));
+    assert_eq!(
+        anomaly["mismatched"],
+        json!(["session_id", "tool", "input"])
+    );
     assert_eq!(anomaly["client"]["session_id"], "session-b");
     assert_eq!(anomaly["client"]["tool"], "Read");
     env.verify();
@@ -741,8 +744,14 @@ fn hook_over_large_input_is_denied_before_it_is_written() {
     let input = json!({"file_path": env.path("big.txt"), "content": content});
     let (answer, reason) = env.decide("toolu_big", "Write", input.clone());
     assert_eq!(answer, "deny");
-    assert!(reason.starts_with("[request.invalid_arguments]"), "{reason}");
-    assert!(reason.contains("over the limit of 4194304 bytes"), "{reason}");
+    assert!(
+        reason.starts_with("[request.invalid_arguments]"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("over the limit of 4194304 bytes"),
+        "{reason}"
+    );
     let size: u64 = ["", "-wal"]
         .iter()
         .filter_map(|suffix| {
@@ -782,4 +791,37 @@ fn hook_argument_limit_is_configurable() {
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
     assert_eq!(env.log()[0]["rule_id"], "request.invalid_arguments");
+}
+
+#[test]
+fn hook_large_input_is_stored_once_and_still_binds_its_completion() {
+    let env = Env::new();
+    let content = "z".repeat(100_000);
+    let input = json!({"file_path": env.path("big.txt"), "content": content});
+    let (answer, _) = env.decide("toolu_large", "Write", input.clone());
+    assert_eq!(answer, "ask");
+    let request = env
+        .events()
+        .into_iter()
+        .find(|e| e["kind"] == "request")
+        .unwrap();
+    let payload = &request["payload"];
+    assert_eq!(
+        payload["arguments"]["content"].as_str().unwrap().len(),
+        100_000
+    );
+    assert!(payload["client"]["input"].as_str().unwrap().len() <= 256);
+    assert!(payload["client"]["input_bytes"].as_u64().unwrap() > 100_000);
+    assert!(
+        payload.to_string().len() < 110_000,
+        "the content is stored once"
+    );
+    let out = env.hook(&env.post("toolu_large", "Write", input));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let calls = env.log();
+    assert_eq!(
+        (calls[0]["approval"].as_str(), calls[0]["status"].as_str()),
+        (Some("approved"), Some("succeeded"))
+    );
+    assert_eq!(calls[0]["anomalies"], json!([]));
 }

@@ -243,12 +243,21 @@ fn serve_request_sent_instead_of_an_approval_cancels_the_pending_call_and_is_han
     let types: Vec<&str> = out.iter().map(|v| v["type"].as_str().unwrap()).collect();
     assert_eq!(
         types,
-        ["approval_request", "error", "tool_result", "tool_result", "error"],
+        [
+            "approval_request",
+            "error",
+            "tool_result",
+            "tool_result",
+            "error"
+        ],
         "{out:#?}"
     );
     assert_eq!(out[1]["id"], "w1");
     assert!(
-        out[1]["error"].as_str().unwrap().contains("`w1` is cancelled"),
+        out[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("`w1` is cancelled"),
         "{out:#?}"
     );
     assert_eq!(
