@@ -68,6 +68,9 @@ pub struct UngovernedCall {
 }
 
 /// One row of the record's call listing.
+// Rows are streamed one at a time; boxing the common variant would cost an
+// allocation per row to save space no one holds for long.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum CallEntry {
     /// A call gavel decided.
