@@ -561,6 +561,14 @@ mod tests {
     }
 
     #[test]
+    fn the_bound_digest_is_over_compact_json_with_sorted_keys() {
+        // docs/record-format.md promises this, so another program can bind a completion.
+        let value: Value = serde_json::from_str(r#"{ "b": 1, "a": [true, null] }"#).unwrap();
+        let measure = JsonMeasure::of(&value);
+        assert_eq!(measure.prefix, r#"{"a":[true,null],"b":1}"#);
+    }
+
+    #[test]
     fn anomaly_kinds_round_trip() {
         for kind in AnomalyKind::ALL {
             assert_eq!(AnomalyKind::parse(kind.as_str()), Some(kind));
