@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use clap::Args;
 use serde_json::{Value, json};
 
+use gavel::audit::AnomalyKind;
 use gavel::store::{AnomalyEntry, AuditQuery};
 
 use super::query::{format_time, parse_time};
@@ -68,7 +69,7 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
     let seen: HashSet<&str> = anomalies.iter().map(|a| a.call_id.as_str()).collect();
     let legacy_query = AuditQuery {
         anomalies: true,
-        ..query
+        ..query.clone()
     };
     let mut legacy = Vec::new();
     store.for_each_call(&legacy_query, |call| -> anyhow::Result<()> {
@@ -94,6 +95,32 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
         Ok(())
     })?;
     findings.extend(legacy);
+    // Older logs kept reports they could not attach as lifecycle notes.
+    if query.tool.is_none() {
+        for (seq, ts_us, id, data) in store.legacy_completion_notes(&query)? {
+            let note = data["note"].as_str().unwrap_or_default();
+            let anomaly = if note.contains("no call") {
+                AnomalyKind::RanWithoutDecision
+            } else {
+                AnomalyKind::SecondCompletion
+            };
+            findings.push(json!({
+                "seq": seq,
+                "ts": format_time(ts_us),
+                "call_id": id,
+                "tool": data["tool_name"],
+                "anomaly": anomaly,
+                "detail": format!("recorded by an older gavel as a lifecycle note: {note}"),
+                "action": null,
+                "rule_id": null,
+                "recorded_status": null,
+                "reported_status": data["result"]["status"],
+                "event": null,
+                "client": null,
+                "mismatched": [],
+            }));
+        }
+    }
     findings.sort_by_key(|f| f["seq"].as_u64().unwrap_or(0));
 
     match args.format.get() {

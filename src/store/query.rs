@@ -496,6 +496,55 @@ impl Store {
         Ok(stats)
     }
 
+    /// Completions an older gavel recorded as lifecycle notes instead of
+    /// anomalies (`no call with this tool_use_id is recorded`, `the call
+    /// already has a result`), as `(seq, ts_us, tool_use_id, data)`, oldest first.
+    pub fn legacy_completion_notes(
+        &self,
+        query: &AuditQuery,
+    ) -> Result<Vec<(u64, i64, String, serde_json::Value)>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT seq, ts_us, payload FROM events WHERE kind = 'lifecycle'
+                   AND json_valid(CAST(payload AS TEXT))
+                   AND json_extract(CAST(payload AS TEXT), '$.data.note') IS NOT NULL
+                   AND json_extract(CAST(payload AS TEXT), '$.event')
+                       IN ('PostToolUse', 'PostToolUseFailure')
+                 ORDER BY seq",
+            )
+            .map_err(sql("preparing a query"))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, u64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, Vec<u8>>(2)?,
+                ))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(sql("reading lifecycle notes"))?;
+        let mut out = Vec::new();
+        for (seq, ts_us, payload) in rows {
+            let data = serde_json::from_slice::<serde_json::Value>(&payload)
+                .ok()
+                .and_then(|v| v.get("data").cloned())
+                .unwrap_or_default();
+            let id = data
+                .get("tool_use_id")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let selected = query.call_id.as_ref().is_none_or(|c| *c == id)
+                && query.since.is_none_or(|since| ts_us >= since)
+                && query.until.is_none_or(|until| ts_us < until);
+            if selected {
+                out.push((seq, ts_us, id, data));
+            }
+        }
+        Ok(out)
+    }
+
     /// Every anomaly event matching `query` (its time, tool and call id
     /// filters), oldest first, with what was decided for its call.
     pub fn anomalies(&self, query: &AuditQuery) -> Result<Vec<AnomalyEntry>, StoreError> {

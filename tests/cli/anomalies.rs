@@ -362,3 +362,97 @@ fn human_output_escapes_terminal_control_sequences() {
     assert_eq!(calls[0]["call_id"], id);
     assert_eq!(calls[0]["tool"], tool);
 }
+
+/// A log as an older gavel wrote it: a denied call that ran got a second
+/// `result`, and a report for an unknown call a lifecycle note.
+#[test]
+fn audit_finds_what_older_logs_recorded_without_anomaly_rows() {
+    use gavel::audit::{
+        DecisionRecord, Event, EventBody, ExecutionStatus, LifecycleRecord, RequestRecord,
+        ResultRecord, ToolResult,
+    };
+    use gavel::facts::Facts;
+    use gavel::store::{Durability, Store};
+
+    let sandbox = Sandbox::new();
+    let mut store = Store::open(&sandbox.db, Durability::Normal).unwrap();
+    let result = |status| {
+        Event::now(
+            "old1",
+            Some("bash"),
+            EventBody::Result(ResultRecord::from_result(&ToolResult {
+                status,
+                content: String::new(),
+                exit_code: None,
+                duration_ms: 0,
+            })),
+        )
+    };
+    store
+        .append(&[
+            Event::now(
+                "old1",
+                Some("bash"),
+                EventBody::Request(RequestRecord {
+                    tool_use_id: "old1".into(),
+                    arguments: json!({"command": "sudo ls"}),
+                    client: None,
+                    arguments_bytes: None,
+                    arguments_sha256: None,
+                }),
+            ),
+            Event::now(
+                "old1",
+                Some("bash"),
+                EventBody::Decision(DecisionRecord {
+                    action: gavel::Action::Deny,
+                    rule_id: "bash.hard_deny".into(),
+                    reason: "no".into(),
+                    policy: gavel::policy::Policy::builtin().reference().clone(),
+                    facts: Facts {
+                        workspace: "/ws".into(),
+                        paths: vec![],
+                        shell: None,
+                        shell_sha256: None,
+                    },
+                }),
+            ),
+            result(ExecutionStatus::Blocked),
+            result(ExecutionStatus::Succeeded),
+            Event::now(
+                "session-1",
+                None,
+                EventBody::Lifecycle(LifecycleRecord {
+                    event: "PostToolUse".into(),
+                    data: json!({"tool_use_id": "old2", "tool_name": "Bash",
+                                 "result": {"status": "succeeded"},
+                                 "note": "no call with this tool_use_id is recorded"}),
+                }),
+            ),
+        ])
+        .unwrap();
+    drop(store);
+
+    let calls = log(&sandbox, &[]);
+    assert_eq!(calls[0]["status"], "blocked", "the first result stands");
+    assert_eq!(calls[0]["anomalies"], json!(["ran_despite_deny"]));
+    let out = sandbox.gavel(&["audit", "--json"]).output().unwrap();
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    let findings = json_lines(&out);
+    let kinds: Vec<(&str, &str)> = findings
+        .iter()
+        .map(|f| {
+            (
+                f["call_id"].as_str().unwrap(),
+                f["anomaly"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("old1", "ran_despite_deny"),
+            ("old2", "ran_without_decision")
+        ]
+    );
+}
