@@ -69,10 +69,13 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
     // a harness must see that the tool ran, not an empty "nothing happened".
     let printed = print_outcome(&outcome, args.format.get());
     if let Some(error) = &outcome.record_error {
+        let what = match outcome.result.status {
+            ExecutionStatus::Blocked => "the call was blocked (the tool did not run)".to_owned(),
+            status => format!("the tool ran ({})", status.as_str()),
+        };
         let _ = writeln!(
             std::io::stderr(),
-            "gavel: the tool ran ({}) but its result could not be recorded, so the record of call `{}` is incomplete: {}",
-            outcome.result.status.as_str(),
+            "gavel: {what} but its result could not be recorded, so the record of call `{}` is incomplete: {}",
             outcome.call_id,
             error.replace('\n', " ")
         );
