@@ -83,7 +83,7 @@ pub struct DriftReport {
     /// Selected calls with anomalies (a tool that ran outside what gavel
     /// decided); ungoverned ones have no decision to replay.
     pub anomalies: u64,
-    /// The first few of them, oldest first.
+    /// The first few of them, in the order their first anomaly was recorded.
     pub anomaly_calls: Vec<String>,
     /// With recorded facts: calls whose long command (its parse recorded by
     /// digest) parses differently now; they were re-decided on today's parse.
@@ -277,17 +277,34 @@ pub fn replay(
     progress(drift.total);
     let mut report = drift.finish();
     report.parse_differs = parse_differs;
-    let anomalous = AuditQuery {
-        anomalies: true,
-        ..query.clone()
-    };
-    store.for_each_entry(&anomalous, |entry| {
-        report.anomalies += 1;
-        if report.anomaly_calls.len() < CALL_IDS_KEPT {
-            report.anomaly_calls.push(entry.call_id().to_owned());
+    // Anomalies are few and indexed: each anomalous call is checked against
+    // the selection, rather than the selection scanned for anomalies.
+    let mut seen = std::collections::HashSet::new();
+    for anomaly in store.anomalies(&AuditQuery {
+        since: query.since,
+        until: query.until,
+        ..AuditQuery::default()
+    })? {
+        if !seen.insert(anomaly.call_id.clone()) {
+            continue;
         }
-        Ok::<_, StoreError>(())
-    })?;
+        let one = AuditQuery {
+            call_id: Some(anomaly.call_id.clone()),
+            limit: None,
+            ..query.clone()
+        };
+        let mut selected = false;
+        store.for_each_entry(&one, |_| {
+            selected = true;
+            Ok::<_, StoreError>(())
+        })?;
+        if selected {
+            report.anomalies += 1;
+            if report.anomaly_calls.len() < CALL_IDS_KEPT {
+                report.anomaly_calls.push(anomaly.call_id);
+            }
+        }
+    }
     Ok(report)
 }
 

@@ -187,38 +187,48 @@ pub struct Stats {
     pub anomalous_calls: u64,
 }
 
-/// One scan over decision rows and, for `{rows}` = `ungoverned`, the first
-/// anomaly of each call that has no decision. The status is the first
-/// result's: a later report is an anomaly, never the call's result.
+/// Decision rows, each with its call's request, last approval, first
+/// result status (a later report is an anomaly, never the call's result),
+/// anomaly kinds and result count; for `{ungoverned}`, merged in seq order
+/// with the first anomaly of each call that has no decision (found through
+/// the `events_anomaly` partial index).
 const CALLS_SQL: &str = "
 SELECT * FROM (
   SELECT d.seq, d.call_id, d.ts_us, d.tool, d.payload, d.kind,
     (SELECT q.payload FROM events q
       WHERE q.call_id = d.call_id AND q.kind = 'request' ORDER BY q.seq LIMIT 1) AS request,
-    CASE WHEN d.kind = 'anomaly' THEN NULL ELSE
     COALESCE((SELECT a.approval FROM events a
       WHERE a.call_id = d.call_id AND a.kind = 'approval' ORDER BY a.seq DESC LIMIT 1),
-      CASE WHEN d.action = 'ask' THEN 'pending' ELSE 'not_required' END) END AS approval,
-    CASE WHEN d.kind = 'anomaly' THEN 'ungoverned' ELSE
+      CASE WHEN d.action = 'ask' THEN 'pending' ELSE 'not_required' END) AS approval,
     COALESCE((SELECT r.status FROM events r
       WHERE r.call_id = d.call_id AND r.kind = 'result' ORDER BY r.seq LIMIT 1),
-      'incomplete') END AS status,
-    (SELECT json_group_array(json_extract(CAST(x.payload AS TEXT), '$.anomaly')) FROM events x
-      WHERE x.call_id = d.call_id AND x.kind = 'anomaly') AS anomalies,
+      'incomplete') AS status,
+    {anomalies} AS anomalies,
     (SELECT count(*) FROM events r
       WHERE r.call_id = d.call_id AND r.kind = 'result') AS results
   FROM events d
-  WHERE (d.kind = 'decision' {ungoverned}) {decision_filters}
+  WHERE d.kind = 'decision' {decision_filters}
+  {ungoverned}
 ) AS c
 WHERE 1 = 1 {call_filters}
 ORDER BY c.seq
 {limit}";
 
+/// The anomaly kinds of the call `d`, as a JSON array.
+const ANOMALIES_OF_D: &str =
+    "(SELECT json_group_array(json_extract(CAST(x.payload AS TEXT), '$.anomaly'))
+      FROM events x WHERE x.call_id = d.call_id AND x.kind = 'anomaly')";
+
 /// The rows `CALLS_SQL` adds for calls gavel never decided.
-const UNGOVERNED_ROWS: &str = "OR (d.kind = 'anomaly'
+const UNGOVERNED_ROWS: &str = "UNION ALL
+  SELECT d.seq, d.call_id, d.ts_us, d.tool, d.payload, d.kind, NULL, NULL, 'ungoverned',
+    {anomalies}, 0
+  FROM events d
+  WHERE d.kind = 'anomaly'
     AND NOT EXISTS (SELECT 1 FROM events e WHERE e.call_id = d.call_id AND e.kind = 'decision')
     AND NOT EXISTS (SELECT 1 FROM events e
-      WHERE e.call_id = d.call_id AND e.kind = 'anomaly' AND e.seq < d.seq))";
+      WHERE e.call_id = d.call_id AND e.kind = 'anomaly' AND e.seq < d.seq)
+    {decision_filters}";
 
 impl Store {
     /// Decided calls matching `query`, oldest first, one at a time.
@@ -290,11 +300,19 @@ impl Store {
             ),
             None => String::new(),
         };
+        // An ungoverned call has no rule, action or approval: a filter on
+        // one of them cannot select it, and leaving its rows out keeps the
+        // partial index on decisions usable for `--rule`.
+        let ungoverned = ungoverned
+            && query.rule_id.is_none()
+            && query.action.is_none()
+            && query.approval.is_none();
         let text = CALLS_SQL
             .replace(
                 "{ungoverned}",
                 if ungoverned { UNGOVERNED_ROWS } else { "" },
             )
+            .replace("{anomalies}", ANOMALIES_OF_D)
             .replace("{decision_filters}", &decision_filters)
             .replace("{call_filters}", &call_filters)
             .replace("{limit}", &limit);

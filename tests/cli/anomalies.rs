@@ -236,7 +236,8 @@ fn replay_lists_anomalies_and_does_not_trip_on_them() {
     assert_eq!(report["anomalies"], 4);
     assert_eq!(
         report["anomaly_calls"],
-        json!(["t_denied", "t_pending", "t_twice", "t_orphan"])
+        json!(["t_denied", "t_orphan", "t_pending", "t_twice"]),
+        "in the order the anomalies were recorded"
     );
     let table = stdout(&run_expecting(
         &mut sandbox.gavel(&["replay", "--fail-on", "never"]),
