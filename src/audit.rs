@@ -61,17 +61,153 @@ pub const MAX_STORED_CONTENT: usize = 16 * 1024;
 pub struct ClientCall {
     pub client: String,
     pub tool: String,
+    /// The input as sent, or a summary of it (`input_bytes` is then set).
     pub input: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// SHA-256 (hex) of the input's compact JSON: what a completion is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_sha256: Option<String>,
+    /// Set when the input was too large to keep: its size in bytes (compact JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_bytes: Option<u64>,
+}
+
+impl ClientCall {
+    /// The client's call, bound by the digest of its input; an input over
+    /// `max_bytes` is kept as a summary (`JsonMeasure::summary`), with its
+    /// full size in `input_bytes`.
+    pub fn new(
+        client: &str,
+        tool: &str,
+        input: &Value,
+        session_id: Option<&str>,
+        max_bytes: u64,
+    ) -> Self {
+        let measured = JsonMeasure::of(input);
+        let (input, input_bytes) = if measured.bytes > max_bytes {
+            (measured.summary(), Some(measured.bytes))
+        } else {
+            (input.clone(), None)
+        };
+        Self {
+            client: client.to_owned(),
+            tool: tool.to_owned(),
+            input,
+            session_id: session_id.map(str::to_owned),
+            input_sha256: Some(measured.sha256),
+            input_bytes,
+        }
+    }
+
+    /// The digest a completion's input must match: the recorded one, or
+    /// (records from before digests were kept) the digest of the kept input.
+    pub fn bound_digest(&self) -> String {
+        self.input_sha256
+            .clone()
+            .unwrap_or_else(|| JsonMeasure::of(&self.input).sha256)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
     pub tool_use_id: String,
+    /// The model's input, or, when it was over the size limit, the first
+    /// bytes of its compact JSON as a string (`arguments_bytes` and
+    /// `arguments_sha256` then describe the whole).
     pub arguments: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_sha256: Option<String>,
+}
+
+/// A client's input recorded beside the arguments gavel mapped it to is
+/// kept whole up to this size (compact JSON bytes); a larger one is kept by
+/// size, digest and first bytes, since the arguments carry its content.
+pub const INLINE_CLIENT_INPUT: u64 = 64 * 1024;
+
+/// The default limit on a request's arguments: 4 MiB of compact JSON.
+pub const DEFAULT_MAX_ARGUMENT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// How many bytes of an over-large value's JSON the record keeps.
+pub const OVERSIZED_PREFIX: usize = 256;
+
+/// The size and SHA-256 of a JSON value's compact serialization, measured
+/// without building the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonMeasure {
+    pub bytes: u64,
+    pub sha256: String,
+    /// The first `OVERSIZED_PREFIX` bytes of the text (cut at a char boundary).
+    pub prefix: String,
+}
+
+impl JsonMeasure {
+    /// The size alone: cheap enough for every call.
+    pub fn size(value: &Value) -> u64 {
+        struct Count(u64);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len() as u64;
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // Writing a `Value` to a sink that never fails cannot fail.
+        let _ = serde_json::to_writer(&mut count, value);
+        count.0
+    }
+
+    pub fn of(value: &Value) -> Self {
+        use sha2::Digest;
+        struct Sink {
+            bytes: u64,
+            hasher: sha2::Sha256,
+            prefix: Vec<u8>,
+        }
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.bytes += buf.len() as u64;
+                self.hasher.update(buf);
+                let room = OVERSIZED_PREFIX.saturating_sub(self.prefix.len());
+                self.prefix.extend_from_slice(&buf[..room.min(buf.len())]);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut sink = Sink {
+            bytes: 0,
+            hasher: sha2::Sha256::new(),
+            prefix: Vec::new(),
+        };
+        // Writing a `Value` to a sink that never fails cannot fail.
+        let _ = serde_json::to_writer(&mut sink, value);
+        let prefix = match String::from_utf8(sink.prefix) {
+            Ok(text) => text,
+            Err(err) => {
+                let valid = err.utf8_error().valid_up_to();
+                String::from_utf8_lossy(&err.into_bytes()[..valid]).into_owned()
+            }
+        };
+        Self {
+            bytes: sink.bytes,
+            sha256: crate::digest::hex(&sink.hasher.finalize()),
+            prefix,
+        }
+    }
+
+    /// What the record keeps instead of an over-large value: its first bytes, as a string.
+    pub fn summary(&self) -> Value {
+        Value::String(self.prefix.clone())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,6 +269,79 @@ impl ResultRecord {
     }
 }
 
+/// A completion that gavel could not accept as the end of a governed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnomalyKind {
+    /// The call was blocked (denied, rejected or cancelled) and the client reports it ran.
+    RanDespiteDeny,
+    /// The client reports a tool ran that gavel never decided.
+    RanWithoutDecision,
+    /// The completion's session, tool or input differ from the recorded request.
+    CompletionMismatch,
+    /// The call already had its result (or its anomaly) and another completion came.
+    SecondCompletion,
+}
+
+impl AnomalyKind {
+    pub const ALL: [AnomalyKind; 4] = [
+        AnomalyKind::RanDespiteDeny,
+        AnomalyKind::RanWithoutDecision,
+        AnomalyKind::CompletionMismatch,
+        AnomalyKind::SecondCompletion,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnomalyKind::RanDespiteDeny => "ran_despite_deny",
+            AnomalyKind::RanWithoutDecision => "ran_without_decision",
+            AnomalyKind::CompletionMismatch => "completion_mismatch",
+            AnomalyKind::SecondCompletion => "second_completion",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// In plain words, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            AnomalyKind::RanDespiteDeny => "ran despite being blocked",
+            AnomalyKind::RanWithoutDecision => "ran without a decision",
+            AnomalyKind::CompletionMismatch => "completion did not match its request",
+            AnomalyKind::SecondCompletion => "second completion",
+        }
+    }
+}
+
+impl std::fmt::Display for AnomalyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A client's report that a tool ran, which did not complete a governed
+/// call: recorded beside the call (never as its result), so the call's
+/// first result stays what it was and the contradiction stays visible.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnomalyRecord {
+    pub anomaly: AnomalyKind,
+    /// What happened, in plain words.
+    pub detail: String,
+    /// The client event that reported it (`PostToolUse`, `PostToolUseFailure`).
+    pub event: String,
+    /// The client's id for the call it reported.
+    pub tool_use_id: String,
+    /// The tool, session and input the completion carried.
+    pub client: ClientCall,
+    /// For `completion_mismatch`: which of `client`, `session_id`, `tool`, `input` differ.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mismatched: Vec<String>,
+    /// The result the client reported.
+    pub result: ResultRecord,
+}
+
 /// A session event that is not a tool call (`UserPromptSubmit`, `Stop`, ...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LifecycleRecord {
@@ -149,6 +358,7 @@ pub enum EventBody {
     Approval(ApprovalRecord),
     Result(ResultRecord),
     Lifecycle(LifecycleRecord),
+    Anomaly(AnomalyRecord),
 }
 
 impl EventBody {
@@ -160,6 +370,7 @@ impl EventBody {
             EventBody::Approval(_) => "approval",
             EventBody::Result(_) => "result",
             EventBody::Lifecycle(_) => "lifecycle",
+            EventBody::Anomaly(_) => "anomaly",
         }
     }
 
@@ -171,6 +382,7 @@ impl EventBody {
             EventBody::Approval(r) => serde_json::to_vec(r),
             EventBody::Result(r) => serde_json::to_vec(r),
             EventBody::Lifecycle(r) => serde_json::to_vec(r),
+            EventBody::Anomaly(r) => serde_json::to_vec(r),
         };
         // These records hold only strings, numbers and JSON values with string keys,
         // which serde_json always serializes.
@@ -186,6 +398,7 @@ impl EventBody {
             "approval" => EventBody::Approval(serde_json::from_slice(payload).map_err(err)?),
             "result" => EventBody::Result(serde_json::from_slice(payload).map_err(err)?),
             "lifecycle" => EventBody::Lifecycle(serde_json::from_slice(payload).map_err(err)?),
+            "anomaly" => EventBody::Anomaly(serde_json::from_slice(payload).map_err(err)?),
             other => return Err(format!("unknown event kind `{other}`")),
         })
     }
@@ -324,7 +537,43 @@ mod tests {
             tool_use_id: "c".into(),
             arguments: Value::Null,
             client: None,
+            arguments_bytes: None,
+            arguments_sha256: None,
         }))
+    }
+
+    #[test]
+    fn measuring_json_matches_its_serialization() {
+        let value = serde_json::json!({"command": "ls \u{e9}", "n": [1, 2]});
+        let text = serde_json::to_vec(&value).unwrap();
+        let measure = JsonMeasure::of(&value);
+        assert_eq!(measure.bytes, text.len() as u64);
+        assert_eq!(JsonMeasure::size(&value), measure.bytes);
+        assert_eq!(
+            measure.sha256,
+            crate::digest::hex(&crate::digest::sha256(&text))
+        );
+        assert_eq!(measure.prefix.as_bytes(), &text[..]);
+        let big = Value::String("\u{e9}".repeat(OVERSIZED_PREFIX));
+        let measure = JsonMeasure::of(&big);
+        assert!(measure.prefix.len() <= OVERSIZED_PREFIX);
+        assert!(measure.prefix.starts_with("\"\u{e9}"));
+    }
+
+    #[test]
+    fn the_bound_digest_is_over_compact_json_with_sorted_keys() {
+        // docs/record-format.md promises this, so another program can bind a completion.
+        let value: Value = serde_json::from_str(r#"{ "b": 1, "a": [true, null] }"#).unwrap();
+        let measure = JsonMeasure::of(&value);
+        assert_eq!(measure.prefix, r#"{"a":[true,null],"b":1}"#);
+    }
+
+    #[test]
+    fn anomaly_kinds_round_trip() {
+        for kind in AnomalyKind::ALL {
+            assert_eq!(AnomalyKind::parse(kind.as_str()), Some(kind));
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
     }
 
     #[test]

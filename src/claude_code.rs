@@ -258,14 +258,41 @@ fn glob_pattern(base: &Value, pattern: Value) -> Value {
     }
 }
 
-/// Claude Code's own view of the call, kept in the request record.
-pub fn client_call(tool: &ToolUse, session_id: &str) -> ClientCall {
-    ClientCall {
-        client: CLIENT.to_owned(),
-        tool: tool.tool_name.clone(),
-        input: tool.tool_input.clone(),
-        session_id: Some(session_id.to_owned()),
+/// Claude Code's own view of the call, kept in the request record: its
+/// tool name, session and input (a summary when the input is over
+/// `max_input_bytes`), and the input's digest, which binds completions.
+pub fn client_call(tool: &ToolUse, session_id: &str, max_input_bytes: u64) -> ClientCall {
+    ClientCall::new(
+        CLIENT,
+        &tool.tool_name,
+        &tool.tool_input,
+        Some(session_id),
+        max_input_bytes,
+    )
+}
+
+/// What of a completion (`PostToolUse`, `PostToolUseFailure`) differs from
+/// the call recorded at its `PreToolUse`: `client` (the call was not
+/// recorded from Claude Code), `session_id`, `tool` or `input` (by digest).
+/// Empty when the completion belongs to the recorded call.
+pub fn binding_mismatch(recorded: Option<&ClientCall>, completion: &ClientCall) -> Vec<String> {
+    let Some(recorded) = recorded else {
+        return vec!["client".to_owned()];
+    };
+    let mut differ = Vec::new();
+    if recorded.client != completion.client {
+        differ.push("client");
     }
+    if recorded.session_id != completion.session_id {
+        differ.push("session_id");
+    }
+    if recorded.tool != completion.tool {
+        differ.push("tool");
+    }
+    if recorded.bound_digest() != completion.bound_digest() {
+        differ.push("input");
+    }
+    differ.into_iter().map(str::to_owned).collect()
 }
 
 /// The reason shown to the user and the model: `[rule_id] reason`.
@@ -315,11 +342,10 @@ fn text_of(value: &Value) -> String {
     }
 }
 
-/// The lifecycle record of an event that is not a call gavel decided:
-/// an `Other` event as it came, or a `PostToolUse`/`PostToolUseFailure`
-/// for a `tool_use_id` gavel never saw (the hook was installed mid-session),
-/// with its tool, input and result.
-pub fn lifecycle(input: &HookInput, note: Option<&str>) -> LifecycleRecord {
+/// The lifecycle record of a session event that is not a tool call
+/// (`UserPromptSubmit`, `Stop`, ...), as it came. A tool event is recorded
+/// by its session, tool, input and (for completions) result.
+pub fn lifecycle(input: &HookInput) -> LifecycleRecord {
     let session = input.session();
     let data = match input {
         HookInput::Other { data, .. } => data.clone(),
@@ -336,9 +362,6 @@ pub fn lifecycle(input: &HookInput, note: Option<&str>) -> LifecycleRecord {
             if let Some(result) = tool_result(input) {
                 data["result"] =
                     serde_json::to_value(ResultRecord::from_result(&result)).unwrap_or(Value::Null);
-            }
-            if let Some(note) = note {
-                data["note"] = Value::String(note.to_owned());
             }
             data
         }
@@ -476,7 +499,7 @@ mod tests {
             r#"{"session_id":"s","cwd":"/w","hook_event_name":"UserPromptSubmit","prompt":"hi"}"#,
         )
         .unwrap();
-        let record = lifecycle(&input, None);
+        let record = lifecycle(&input);
         assert_eq!(record.event, "UserPromptSubmit");
         assert_eq!(
             record.data,

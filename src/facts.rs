@@ -28,7 +28,17 @@ pub struct Facts {
     /// For `bash`: the simple commands the command string would run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<CommandAnalysis>,
+    /// Recorded instead of `shell` for a command longer than
+    /// `INLINE_PARSE_LIMIT`: the SHA-256 (hex) of the parse's JSON. The
+    /// request holds the command once; the parse is that command parsed
+    /// again, and the digest says whether it is the parse that decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell_sha256: Option<String>,
 }
+
+/// Commands longer than this (bytes) have their parse recorded by digest
+/// only, so a long command is not stored a second time in its decision.
+pub const INLINE_PARSE_LIMIT: usize = 64 * 1024;
 
 /// One path argument and where it resolved to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,8 +76,51 @@ impl Facts {
             workspace: workspace.to_owned(),
             paths,
             shell: None,
+            shell_sha256: None,
         }
     }
+
+    /// The facts as a decision records them: the parse of a command longer
+    /// than `INLINE_PARSE_LIMIT` is replaced by its digest (`restore`
+    /// brings it back from the request).
+    pub fn for_record(&self, request: &ToolRequest) -> Facts {
+        let long = request
+            .str_arg("command")
+            .is_some_and(|c| c.len() > INLINE_PARSE_LIMIT);
+        match &self.shell {
+            Some(shell) if long => Facts {
+                workspace: self.workspace.clone(),
+                paths: self.paths.clone(),
+                shell: None,
+                shell_sha256: Some(parse_digest(shell)),
+            },
+            _ => self.clone(),
+        }
+    }
+
+    /// Recorded facts made whole: a parse recorded by digest is parsed again
+    /// from the request's `command`. `Some(true)` when that parse has the
+    /// recorded digest (the facts are exactly those that decided),
+    /// `Some(false)` when the parser now reads the command differently,
+    /// `None` when nothing was recorded by digest.
+    pub fn restore(&mut self, arguments: &serde_json::Value) -> Option<bool> {
+        let digest = self.shell_sha256.as_ref()?;
+        if self.shell.is_some() {
+            return None;
+        }
+        let command = arguments.get("command")?.as_str()?;
+        let analysis = shell::analyze(command);
+        let exact = parse_digest(&analysis) == *digest;
+        self.shell = Some(analysis);
+        Some(exact)
+    }
+}
+
+/// SHA-256 (hex) of a parse's JSON.
+fn parse_digest(analysis: &CommandAnalysis) -> String {
+    // A parse holds only strings, lists and booleans, which always serialize.
+    let bytes = serde_json::to_vec(analysis).unwrap_or_default();
+    crate::digest::hex(&crate::digest::sha256(&bytes))
 }
 
 /// The facts of `request`, with `resolve(raw, scoped)` turning each path it
@@ -82,6 +135,7 @@ fn gather(
         workspace,
         paths: Vec::new(),
         shell: None,
+        shell_sha256: None,
     };
     if request.name == "bash" {
         if let Some(command) = request.str_arg("command") {
@@ -368,6 +422,30 @@ mod tests {
         std::fs::create_dir(dir.path().join("ws")).unwrap();
         let ws = Workspace::open(&dir.path().join("ws")).unwrap();
         (dir, ws)
+    }
+
+    #[test]
+    fn a_long_commands_parse_is_recorded_by_digest_and_restored_exactly() {
+        let (_dir, ws) = workspace();
+        let command = format!("echo {} > out.txt", "word ".repeat(INLINE_PARSE_LIMIT / 4));
+        let request = ToolRequest::new("c", "bash", serde_json::json!({ "command": command }));
+        let facts = ws.facts(&request);
+        let mut recorded = facts.for_record(&request);
+        assert!(recorded.shell.is_none());
+        assert_eq!(recorded.paths, facts.paths);
+        let bytes = serde_json::to_vec(&recorded).unwrap();
+        assert!(bytes.len() < 2048, "{} bytes", bytes.len());
+        assert_eq!(recorded.restore(&request.arguments), Some(true));
+        assert_eq!(recorded.shell, facts.shell);
+        // Another command under the same digest is not the parse that decided.
+        let mut forged = facts.for_record(&request);
+        let other = serde_json::json!({ "command": "echo other" });
+        assert_eq!(forged.restore(&other), Some(false));
+        // Short commands keep their parse inline.
+        let short = ToolRequest::new("c", "bash", serde_json::json!({ "command": "ls" }));
+        let mut inline = ws.facts(&short).for_record(&short);
+        assert!(inline.shell.is_some());
+        assert_eq!(inline.restore(&short.arguments), None);
     }
 
     #[test]

@@ -80,6 +80,14 @@ pub struct DriftReport {
     pub facts: FactSource,
     /// Loosened first, then tightened, then rerouted; larger groups first.
     pub transitions: Vec<Transition>,
+    /// Selected calls with anomalies (a tool that ran outside what gavel
+    /// decided); ungoverned ones have no decision to replay.
+    pub anomalies: u64,
+    /// The first few of them, in the order their first anomaly was recorded.
+    pub anomaly_calls: Vec<String>,
+    /// With recorded facts: calls whose long command (its parse recorded by
+    /// digest) parses differently now; they were re-decided on today's parse.
+    pub parse_differs: u64,
 }
 
 /// How many call ids a transition keeps.
@@ -195,6 +203,9 @@ impl DriftBuilder {
             },
             facts: self.facts,
             transitions,
+            anomalies: 0,
+            anomaly_calls: Vec::new(),
+            parse_differs: 0,
         }
     }
 }
@@ -235,10 +246,14 @@ pub fn replay(
     let mut drift = DriftBuilder::new(policy.reference().clone(), source);
     // Live facts: each recorded workspace is opened (canonicalized) once.
     let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
+    let mut parse_differs = 0;
     store.for_each_decided_call(query, |call| {
         let request = recorded_request(&call);
         let now = match source {
-            FactSource::Recorded => policy.decide(&request, &call.decision.facts),
+            FactSource::Recorded => {
+                parse_differs += u64::from(call.parse_differs);
+                policy.decide(&request, &call.decision.facts)
+            }
             FactSource::Live => {
                 let root = &call.decision.facts.workspace;
                 let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
@@ -260,7 +275,37 @@ pub fn replay(
         Ok::<_, StoreError>(())
     })?;
     progress(drift.total);
-    Ok(drift.finish())
+    let mut report = drift.finish();
+    report.parse_differs = parse_differs;
+    // Anomalies are few and indexed: each anomalous call is checked against
+    // the selection, rather than the selection scanned for anomalies.
+    let mut seen = std::collections::HashSet::new();
+    for anomaly in store.anomalies(&AuditQuery {
+        since: query.since,
+        until: query.until,
+        ..AuditQuery::default()
+    })? {
+        if !seen.insert(anomaly.call_id.clone()) {
+            continue;
+        }
+        let one = AuditQuery {
+            call_id: Some(anomaly.call_id.clone()),
+            limit: None,
+            ..query.clone()
+        };
+        let mut selected = false;
+        store.for_each_entry(&one, |_| {
+            selected = true;
+            Ok::<_, StoreError>(())
+        })?;
+        if selected {
+            report.anomalies += 1;
+            if report.anomaly_calls.len() < CALL_IDS_KEPT {
+                report.anomaly_calls.push(anomaly.call_id);
+            }
+        }
+    }
+    Ok(report)
 }
 
 #[cfg(test)]

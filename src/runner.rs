@@ -15,12 +15,12 @@ use serde_json::{Value, json};
 
 use crate::approval::{self, ApprovalStatus, Approver, Resolution};
 use crate::audit::{
-    ApprovalRecord, AuditError, AuditSink, ClientCall, DecisionRecord, Event, EventBody,
-    ExecutionStatus, RequestRecord, ResultRecord, ToolResult,
+    ApprovalRecord, AuditError, AuditSink, ClientCall, DEFAULT_MAX_ARGUMENT_BYTES, DecisionRecord,
+    Event, EventBody, ExecutionStatus, JsonMeasure, RequestRecord, ResultRecord, ToolResult,
 };
 use crate::facts::{Facts, Workspace};
 use crate::hooks::{HookEvent, Hooks};
-use crate::policy::{Decision, Policy};
+use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy};
 use crate::request::ToolRequest;
 use crate::tools::{Registry, ToolContext};
 
@@ -32,6 +32,10 @@ pub struct CallOutcome {
     pub facts: Facts,
     pub resolution: Resolution,
     pub result: ToolResult,
+    /// Set when the tool ran (or was blocked) but its result could not be
+    /// written: the record of this call is incomplete, and says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_error: Option<String>,
 }
 
 impl CallOutcome {
@@ -65,6 +69,15 @@ pub struct GovernedRunner {
     tools: Registry,
     context: ToolContext,
     hooks: Hooks,
+    max_argument_bytes: u64,
+}
+
+/// A decision with the facts it was made on, and, for arguments over the
+/// size limit, their measure (the record keeps a summary, not the text).
+struct Decided {
+    facts: Facts,
+    decision: Decision,
+    oversized: Option<JsonMeasure>,
 }
 
 impl GovernedRunner {
@@ -75,7 +88,19 @@ impl GovernedRunner {
             workspace,
             tools,
             hooks: Hooks::new(),
+            max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
         }
+    }
+
+    /// Arguments larger than this (compact JSON bytes) are denied as
+    /// `request.invalid_arguments` and recorded only as a size and a digest.
+    pub fn with_max_argument_bytes(mut self, max: u64) -> Self {
+        self.max_argument_bytes = max;
+        self
+    }
+
+    pub fn max_argument_bytes(&self) -> u64 {
+        self.max_argument_bytes
     }
 
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
@@ -102,9 +127,52 @@ impl GovernedRunner {
 
     /// Decides a request without asking or running anything.
     pub fn decide(&self, request: &ToolRequest) -> (Facts, Decision) {
+        let decided = self.decide_sized(request, None);
+        (decided.facts, decided.decision)
+    }
+
+    /// Decides `request`, refusing arguments (or a client input) over the
+    /// size limit before anything looks at their content.
+    fn decide_sized(&self, request: &ToolRequest, client: Option<&ClientCall>) -> Decided {
+        let size = JsonMeasure::size(&request.arguments);
+        let too_large = size > self.max_argument_bytes;
+        let client_bytes = client
+            .and_then(|c| c.input_bytes)
+            .filter(|&b| b > self.max_argument_bytes);
+        if too_large || client_bytes.is_some() {
+            let bytes = if too_large {
+                size
+            } else {
+                client_bytes.unwrap_or(size)
+            };
+            let decision = Decision {
+                action: Action::Deny,
+                rule_id: INVALID_ARGUMENTS.to_owned(),
+                reason: format!(
+                    "arguments of `{}` are {bytes} bytes, over the limit of {} bytes",
+                    request.name, self.max_argument_bytes
+                ),
+                policy: self.policy.reference().clone(),
+            };
+            let facts = Facts {
+                workspace: self.workspace.root().to_string_lossy().into_owned(),
+                paths: Vec::new(),
+                shell: None,
+                shell_sha256: None,
+            };
+            return Decided {
+                facts,
+                decision,
+                oversized: too_large.then(|| JsonMeasure::of(&request.arguments)),
+            };
+        }
         let facts = self.workspace.facts(request);
         let decision = self.policy.decide(request, &facts);
-        (facts, decision)
+        Decided {
+            facts,
+            decision,
+            oversized: None,
+        }
     }
 
     /// Runs one call through the whole pipeline under `call_id`.
@@ -121,9 +189,12 @@ impl GovernedRunner {
         audit: &mut dyn AuditSink,
     ) -> Result<CallOutcome, AuditError> {
         self.hooks.emit(HookEvent::PreToolUse(request));
-        let (facts, decision) = self.decide(request);
+        let decided = self.decide_sized(request, client.as_ref());
         let tool = Some(request.name.as_str());
-        audit.append(&write_ahead(call_id, request, client, &decision, &facts))?;
+        audit.append(&write_ahead(call_id, request, client, &decided))?;
+        let Decided {
+            facts, decision, ..
+        } = decided;
 
         let resolution = approval::resolve(request, decision, approver);
         if resolution.approval != ApprovalStatus::NotRequired {
@@ -139,11 +210,17 @@ impl GovernedRunner {
             .emit(HookEvent::PermissionDecision(request, &resolution));
 
         let result = self.execute(request, &resolution);
-        audit.append(&[Event::now(
-            call_id,
-            tool,
-            EventBody::Result(ResultRecord::from_result(&result)),
-        )])?;
+        // The call is over: a result that cannot be written is reported
+        // with the outcome, never in its place (the caller must not take a
+        // call that ran for one that did not, and run it again).
+        let record_error = audit
+            .append(&[Event::now(
+                call_id,
+                tool,
+                EventBody::Result(ResultRecord::from_result(&result)),
+            )])
+            .err()
+            .map(|err| err.to_string());
         self.hooks.emit(HookEvent::PostToolUse(request, &result));
 
         Ok(CallOutcome {
@@ -152,6 +229,7 @@ impl GovernedRunner {
             facts,
             resolution,
             result,
+            record_error,
         })
     }
 
@@ -201,26 +279,40 @@ impl GovernedRunner {
     }
 }
 
-/// The request and decision events a call writes before anything else happens.
+/// The request and decision events a call writes before anything else
+/// happens. Over-large arguments are kept as their first bytes, size and digest.
 fn write_ahead(
     call_id: &str,
     request: &ToolRequest,
     client: Option<ClientCall>,
-    decision: &Decision,
-    facts: &Facts,
+    decided: &Decided,
 ) -> [Event; 2] {
     let tool = Some(request.name.as_str());
+    let (arguments, arguments_bytes, arguments_sha256) = match &decided.oversized {
+        Some(measure) => (
+            measure.summary(),
+            Some(measure.bytes),
+            Some(measure.sha256.clone()),
+        ),
+        None => (request.arguments.clone(), None, None),
+    };
     [
         Event::now(
             call_id,
             tool,
             EventBody::Request(RequestRecord {
                 tool_use_id: request.tool_use_id.clone(),
-                arguments: request.arguments.clone(),
+                arguments,
                 client,
+                arguments_bytes,
+                arguments_sha256,
             }),
         ),
-        Event::now(call_id, tool, decision_body(decision, facts)),
+        Event::now(
+            call_id,
+            tool,
+            decision_body(&decided.decision, &decided.facts.for_record(request)),
+        ),
     ]
 }
 
@@ -259,12 +351,15 @@ impl GovernedRunner {
         audit: &mut dyn AuditSink,
     ) -> Result<(Facts, Decision), AuditError> {
         self.hooks.emit(HookEvent::PreToolUse(request));
-        let (facts, decision) = self.decide(request);
+        let decided = self.decide_sized(request, client.as_ref());
         let tool = Some(request.name.as_str());
-        let mut events = write_ahead(call_id, request, client, &decision, &facts).to_vec();
+        let mut events = write_ahead(call_id, request, client, &decided).to_vec();
+        let Decided {
+            facts, decision, ..
+        } = decided;
         match decision.action {
-            crate::policy::Action::Allow => {}
-            crate::policy::Action::Ask => events.push(Event::now(
+            Action::Allow => {}
+            Action::Ask => events.push(Event::now(
                 call_id,
                 tool,
                 EventBody::Approval(ApprovalRecord {
@@ -272,7 +367,7 @@ impl GovernedRunner {
                 }),
             )),
             // A deny is final: the client will not run the call.
-            crate::policy::Action::Deny => events.push(Event::now(
+            Action::Deny => events.push(Event::now(
                 call_id,
                 tool,
                 EventBody::Result(ResultRecord::from_result(&ToolResult {

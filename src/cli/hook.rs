@@ -16,11 +16,13 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Subcommand;
 
-use gavel::audit::{ApprovalRecord, Event, EventBody, ResultRecord};
+use gavel::audit::{
+    AnomalyKind, AnomalyRecord, ApprovalRecord, Event, EventBody, INLINE_CLIENT_INPUT, ResultRecord,
+};
 use gavel::claude_code::{self, HookInput};
 use gavel::store::{Store, StoredEvent};
 use gavel::tools::Registry;
-use gavel::{Action, ApprovalStatus, GovernedRunner};
+use gavel::{Action, ApprovalStatus, ExecutionStatus, GovernedRunner};
 
 use super::{Exit, Global, one_line};
 
@@ -32,7 +34,10 @@ pub enum HookCommand {
     /// (--workspace, else the hook's cwd), recorded write-ahead under the
     /// tool_use_id, and answered with allow, deny or ask (handed to Claude
     /// Code's own prompt, recorded as pending). PostToolUse and
-    /// PostToolUseFailure complete that call with its result. Other events
+    /// PostToolUseFailure complete that call with its result when their
+    /// session, tool and input match it; otherwise (no decision, a mismatch,
+    /// a blocked call, a second report) they are recorded as anomalies,
+    /// which `gavel audit` lists. Other events
     /// are recorded as lifecycle events. The database is --db, $GAVEL_DB, else
     /// .gavel/audit.db in the workspace. Exit 0 when recorded; exit 2 with
     /// one line on stderr for malformed input, a bad policy or an unwritable
@@ -142,14 +147,21 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
             let mut store = global.open_store()?;
             store.remember_policy(&policy)?;
             let request = claude_code::to_request(tool, &session.cwd);
-            let client = claude_code::client_call(tool, &session.session_id);
+            // The mapped arguments carry the input's content: a large input
+            // is not kept twice, only bound by its digest.
+            let client = claude_code::client_call(
+                tool,
+                &session.session_id,
+                global.max_argument_bytes.min(INLINE_CLIENT_INPUT),
+            );
             // Claude Code's shell runs in the session's cwd: a relative
             // redirect lands there, whatever the pinned workspace root.
             let workspace = match workspace.clone().with_cwd(Path::new(&session.cwd)) {
                 Ok(inside_cwd) => inside_cwd,
                 Err(_) => workspace,
             };
-            let runner = GovernedRunner::new(policy, workspace, Registry::empty());
+            let runner = GovernedRunner::new(policy, workspace, Registry::empty())
+                .with_max_argument_bytes(global.max_argument_bytes);
             let (_, decision) =
                 runner.decide_and_record(&tool.tool_use_id, &request, Some(client), &mut store)?;
             let answer = claude_code::pre_tool_use_output(&decision).to_string();
@@ -160,11 +172,16 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
         }
         HookInput::PostToolUse { tool, .. } | HookInput::PostToolUseFailure { tool, .. } => {
             let mut store = global.open_store()?;
-            complete(&mut store, &input, &tool.tool_use_id)?;
+            complete(
+                &mut store,
+                &input,
+                &tool.tool_use_id,
+                global.max_argument_bytes,
+            )?;
         }
         HookInput::Other { session, .. } => {
             let mut store = global.open_store()?;
-            let record = claude_code::lifecycle(&input, None);
+            let record = claude_code::lifecycle(&input);
             store.append(&[Event::now(
                 &session.session_id,
                 None,
@@ -175,43 +192,127 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Appends the result of a call Claude Code ran to the call recorded at its
-/// `PreToolUse`; an `ask` that ran was approved in Claude Code's prompt. A
-/// call gavel never saw, or one already complete, becomes a lifecycle event;
-/// a call gavel denied that ran anyway gets its result appended.
-fn complete(store: &mut Store, input: &HookInput, call_id: &str) -> anyhow::Result<()> {
+/// Appends the result of a call Claude Code ran to the call recorded at
+/// its `PreToolUse`, or, when it cannot complete that call, an anomaly.
+fn complete(
+    store: &mut Store,
+    input: &HookInput,
+    call_id: &str,
+    max_input_bytes: u64,
+) -> anyhow::Result<()> {
     // Read and append in one transaction, so two reports of one call cannot
     // both complete it.
-    store.append_for_call(call_id, |events| completion(input, call_id, events))?;
+    store.append_for_call(call_id, |events| {
+        completion(input, call_id, events, max_input_bytes)
+    })?;
     Ok(())
 }
 
-/// The events that complete `call_id`, given what is recorded of it.
-fn completion(input: &HookInput, call_id: &str, events: &[StoredEvent]) -> Vec<Event> {
-    let lifecycle = |note: &str| {
+/// The events a completion appends, given what is recorded of `call_id`.
+///
+/// It completes the call (an `ask` that ran was approved in Claude Code's
+/// prompt, then the result) only when the call was decided, the
+/// completion's session, tool and input digest match the recorded request,
+/// and the call has no result yet. Anything else is an anomaly event beside
+/// the call, never its result: a call gavel never decided (ran without a
+/// decision), a completion that does not match (completion mismatch), a
+/// call gavel blocked (ran despite deny), one already complete (second
+/// completion).
+fn completion(
+    input: &HookInput,
+    call_id: &str,
+    events: &[StoredEvent],
+    max_input_bytes: u64,
+) -> Vec<Event> {
+    let (session, tool) = match input {
+        HookInput::PostToolUse { session, tool, .. }
+        | HookInput::PostToolUseFailure { session, tool, .. } => (session, tool),
+        _ => return Vec::new(),
+    };
+    // `tool_result` returns a result for both post events.
+    let Some(result) = claude_code::tool_result(input) else {
+        return Vec::new();
+    };
+    let result = ResultRecord::from_result(&result);
+    let gavel_tool = claude_code::to_request(tool, &session.cwd).name;
+    let client = claude_code::client_call(tool, &session.session_id, max_input_bytes);
+    let anomaly = |anomaly: AnomalyKind, detail: String, mismatched: Vec<String>| {
         vec![Event::now(
-            &input.session().session_id,
-            None,
-            EventBody::Lifecycle(claude_code::lifecycle(input, Some(note))),
+            call_id,
+            Some(&gavel_tool),
+            EventBody::Anomaly(AnomalyRecord {
+                anomaly,
+                detail,
+                event: session.event.clone(),
+                tool_use_id: tool.tool_use_id.clone(),
+                client: client.clone(),
+                mismatched,
+                result: result.clone(),
+            }),
         )]
     };
+    let reported = result.status.as_str();
     let Some(decision) = events.iter().find(|e| e.kind == "decision") else {
-        return lifecycle("no call with this tool_use_id is recorded");
+        if events.iter().any(|e| e.kind == "anomaly") {
+            return anomaly(
+                AnomalyKind::SecondCompletion,
+                format!("another report ({reported}) of a call gavel never decided"),
+                Vec::new(),
+            );
+        }
+        return anomaly(
+            AnomalyKind::RanWithoutDecision,
+            format!(
+                "Claude Code reports `{}` ran ({reported}), but gavel recorded no decision for it",
+                tool.tool_name
+            ),
+            Vec::new(),
+        );
     };
-    // A call gavel blocked has a `blocked` result already; if Claude Code ran
-    // it anyway, its real result is appended, so `log` shows the contradiction.
-    if events
-        .iter()
-        .any(|e| e.kind == "result" && e.status.as_deref() != Some("blocked"))
-    {
-        return lifecycle("the call already has a result");
+    let recorded = events.iter().find(|e| e.kind == "request").and_then(|e| {
+        match EventBody::from_json("request", &e.payload) {
+            Ok(EventBody::Request(request)) => Some(request),
+            _ => None,
+        }
+    });
+    let mismatched =
+        claude_code::binding_mismatch(recorded.as_ref().and_then(|r| r.client.as_ref()), &client);
+    if !mismatched.is_empty() {
+        return anomaly(
+            AnomalyKind::CompletionMismatch,
+            format!(
+                "a completion ({reported}) whose {} differ from the recorded request; the call was not completed",
+                mismatched.join(", ")
+            ),
+            mismatched,
+        );
     }
-    let tool = decision.tool.as_deref();
     let approval = events
         .iter()
         .rev()
         .find(|e| e.kind == "approval")
         .and_then(|e| e.approval.as_deref());
+    let action = decision.action.as_deref().unwrap_or("?");
+    let rule = decision.rule_id.as_deref().unwrap_or("?");
+    if let Some(first) = events.iter().find(|e| e.kind == "result") {
+        let status = first.status.as_deref().unwrap_or("?");
+        if status == ExecutionStatus::Blocked.as_str() {
+            return anomaly(
+                AnomalyKind::RanDespiteDeny,
+                format!(
+                    "gavel blocked this call ({action} by `{rule}`, approval {}) and Claude Code reports it ran ({reported})",
+                    approval.unwrap_or("not_required")
+                ),
+                Vec::new(),
+            );
+        }
+        return anomaly(
+            AnomalyKind::SecondCompletion,
+            format!("the call already has its result ({status}); another report ({reported}) came"),
+            Vec::new(),
+        );
+    }
+    let tool = decision.tool.as_deref();
     let mut append = Vec::new();
     if decision.action.as_deref() == Some(Action::Ask.as_str())
         && matches!(approval, None | Some("pending"))
@@ -224,13 +325,6 @@ fn completion(input: &HookInput, call_id: &str, events: &[StoredEvent]) -> Vec<E
             }),
         ));
     }
-    // `tool_result` returns a result for both post events, the only callers.
-    if let Some(result) = claude_code::tool_result(input) {
-        append.push(Event::now(
-            call_id,
-            tool,
-            EventBody::Result(ResultRecord::from_result(&result)),
-        ));
-    }
+    append.push(Event::now(call_id, tool, EventBody::Result(result)));
     append
 }

@@ -1,6 +1,7 @@
 //! The command line: a thin layer over the library. Only this module knows
 //! about clap, tables and anyhow; every subcommand has its own file.
 
+mod audit;
 mod check;
 mod demo;
 mod export;
@@ -37,6 +38,10 @@ pub enum Exit {
     Error = 2,
     /// The call was blocked by policy or approval.
     Blocked = 3,
+    /// `audit`: the record holds anomalies (tools that ran outside what gavel decided).
+    Anomalies = 4,
+    /// `run`: the tool ran (or was blocked) but its result could not be recorded.
+    Unrecorded = 5,
 }
 
 #[derive(Parser, Debug)]
@@ -67,6 +72,15 @@ pub struct Global {
     /// Whether each commit to the audit database waits for the disk
     #[arg(long, global = true, value_enum, default_value_t = DurabilityArg::Full)]
     pub durability: DurabilityArg,
+    /// Deny (as request.invalid_arguments) a request whose arguments are larger than BYTES of JSON
+    #[arg(
+        long,
+        global = true,
+        value_name = "BYTES",
+        env = "GAVEL_MAX_ARGUMENT_BYTES",
+        default_value_t = gavel::audit::DEFAULT_MAX_ARGUMENT_BYTES
+    )]
+    pub max_argument_bytes: u64,
 }
 
 /// `--durability`: `full` syncs every commit; `normal` survives a crash of gavel but not a power loss.
@@ -135,6 +149,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Check the hash chain (and optionally a signed checkpoint)
     Verify(verify::VerifyArgs),
+    /// List anomalies (tools that ran outside what gavel decided); exit 4 if there are any
+    Audit(audit::AuditArgs),
     /// Write an Ed25519 key for signing checkpoints, and KEY.pub
     Keygen(keys::KeygenArgs),
     /// Sign and store a checkpoint of the log's current size and Merkle root
@@ -147,6 +163,12 @@ pub enum Command {
 }
 
 pub fn main() -> std::process::ExitCode {
+    // A file-size limit (`ulimit -f`) makes a write fail with EFBIG instead
+    // of killing gavel: a call that already ran is then reported, not lost.
+    // SAFETY: setting a signal's disposition to "ignore" has no handler to race with.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let cli = Cli::parse();
     let code = match dispatch(cli) {
         Ok(exit) => exit,
@@ -173,6 +195,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Export(args) => export::run(&global, args),
         Command::Replay(args) => replay::run(&global, args),
         Command::Verify(args) => verify::run(&global, args),
+        Command::Audit(args) => audit::run(&global, args),
         Command::Keygen(args) => keys::keygen(args),
         Command::Checkpoint(args) => keys::checkpoint(&global, args),
         Command::Hook(command) => hook::run(&global, command),

@@ -21,9 +21,13 @@ pub struct QueryArgs {
     /// Only calls with this approval (not_required, approved, rejected, cancelled, pending)
     #[arg(long)]
     pub approval: Option<String>,
-    /// Only calls with this status (blocked, succeeded, failed, incomplete)
+    /// Only calls with this status (blocked, succeeded, failed, incomplete, ungoverned)
     #[arg(long)]
     pub status: Option<String>,
+    /// Only calls with an anomaly: ran despite deny, ran without a decision
+    /// (ungoverned), a completion that did not match, a second completion
+    #[arg(long)]
+    pub anomalies: bool,
     /// Calls at or after TIME: RFC 3339, a date (2026-12-01), or an age (30m, 2h, 7d)
     #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
@@ -46,7 +50,7 @@ const APPROVALS: &[&str] = &[
     "cancelled",
     "pending",
 ];
-const STATUSES: &[&str] = &["blocked", "succeeded", "failed", "incomplete"];
+const STATUSES: &[&str] = &["blocked", "succeeded", "failed", "incomplete", "ungoverned"];
 
 impl QueryArgs {
     pub fn to_query(&self) -> anyhow::Result<AuditQuery> {
@@ -69,6 +73,7 @@ impl QueryArgs {
             approval: one_of("--approval", &self.approval, APPROVALS)?,
             status: one_of("--status", &self.status, STATUSES)?,
             call_id: self.call.clone(),
+            anomalies: self.anomalies,
             limit: self.limit,
         })
     }

@@ -93,7 +93,7 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
     render::line(&format!(
         "Replayed {} calls under policy `{}` (sha256 {}) with {} facts",
         report.total,
-        current.name,
+        render::escape(&current.name),
         render::cell(&current.digest, 16),
         match report.facts {
             FactSource::Recorded => "recorded",
@@ -109,6 +109,19 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
         report.tightened,
         report.rerouted
     ))?;
+    if report.parse_differs > 0 {
+        render::line(&format!(
+            "  {} long command(s) parse differently now than when decided (their parse was recorded by digest); they were replayed on today's parse",
+            report.parse_differs
+        ))?;
+    }
+    if report.anomalies > 0 {
+        render::line(&format!(
+            "!! {} call(s) with anomalies in this range (not replayed as such: a tool ran outside what gavel decided), e.g. {}; `gavel audit` lists them",
+            report.anomalies,
+            render::escape(&report.anomaly_calls.join(", "))
+        ))?;
+    }
     if report.transitions.is_empty() {
         return render::line("No drift.");
     }

@@ -1,5 +1,6 @@
 //! `gavel run`: one call through the whole pipeline, recorded.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -58,12 +59,30 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
         .unwrap_or_else(|| request.tool_use_id.clone());
     let workspace = global.workspace()?;
     let policy = global.policy(&workspace)?;
-    let runner = GovernedRunner::new(policy, workspace, Registry::builtin());
+    let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
+        .with_max_argument_bytes(global.max_argument_bytes);
     let mut approver = approver(&args);
     let mut store = global.open_store()?;
     store.remember_policy(runner.policy())?;
     let outcome = runner.run(&call_id, &request, None, approver.as_mut(), &mut store)?;
-    print_outcome(&outcome, args.format.get())?;
+    // The outcome is printed even when its result could not be recorded:
+    // a harness must see that the tool ran, not an empty "nothing happened".
+    let printed = print_outcome(&outcome, args.format.get());
+    if let Some(error) = &outcome.record_error {
+        let what = match outcome.result.status {
+            ExecutionStatus::Blocked => "the call was blocked (the tool did not run)".to_owned(),
+            status => format!("the tool ran ({})", status.as_str()),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "gavel: {what} but its result could not be recorded, so the record of call `{}` is incomplete: {}",
+            outcome.call_id,
+            error.replace('\n', " ")
+        );
+        printed?;
+        return Ok(Exit::Unrecorded);
+    }
+    printed?;
     Ok(exit_for(outcome.result.status))
 }
 
@@ -98,6 +117,8 @@ pub fn outcome_json(outcome: &CallOutcome) -> Value {
         "exit_code": outcome.result.exit_code,
         "policy": decision.policy,
         "tool_result": outcome.to_protocol_block(),
+        "recorded": outcome.record_error.is_none(),
+        "record_error": outcome.record_error,
     })
 }
 
@@ -107,7 +128,7 @@ fn print_outcome(outcome: &CallOutcome, format: Format) -> std::io::Result<()> {
         return render::json(&outcome_json(outcome));
     }
     let decision = outcome.decision();
-    render::fields(&[
+    let mut fields = vec![
         ("call", outcome.call_id.clone()),
         ("tool", outcome.request.name.clone()),
         ("action", decision.action.to_string()),
@@ -115,7 +136,14 @@ fn print_outcome(outcome: &CallOutcome, format: Format) -> std::io::Result<()> {
         ("reason", decision.reason.clone()),
         ("approval", outcome.resolution.approval.to_string()),
         ("status", outcome.result.status.as_str().to_owned()),
-    ])?;
+    ];
+    if outcome.record_error.is_some() {
+        fields.push((
+            "record",
+            "INCOMPLETE: the result was not written".to_owned(),
+        ));
+    }
+    render::fields(&fields)?;
     if !outcome.result.content.is_empty() {
         render::line(outcome.result.content.trim_end())?;
     }

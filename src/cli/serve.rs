@@ -23,7 +23,8 @@ Protocol, one JSON object per line:
   out  the tool_result block with call_id, action, rule_id, reason, approval and status
   ask  out {\"type\":\"approval_request\",\"id\",\"rule_id\",\"reason\",\"tool\",\"input\"},
        in  {\"type\":\"approval\",\"id\",\"approved\":true|false}; end of input or any other
-       reply is `cancelled` and the call does not run
+       reply is `cancelled` and the call does not run; a new request sent instead of
+       the approval cancels the pending call and is then handled like any other
   A line that is not a request gets {\"type\":\"error\",\"error\":\"...\"} and the server goes on.
   Requests are handled in order; exit 0 at end of input.
 
@@ -45,7 +46,8 @@ pub fn run(global: &Global, _args: ServeArgs) -> anyhow::Result<Exit> {
     let policy = global.policy(&workspace)?;
     let mut store = global.open_store()?;
     store.remember_policy(&policy)?;
-    let runner = GovernedRunner::new(policy, workspace, Registry::builtin());
+    let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
+        .with_max_argument_bytes(global.max_argument_bytes);
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
     let mut audit = DeferredResults::new(&mut store);
@@ -82,12 +84,21 @@ pub fn serve(
     output: &mut dyn Write,
     input_ready: &dyn Fn() -> bool,
 ) -> std::io::Result<()> {
+    // A request that arrived while a call waited for its approval: it
+    // cancelled that call and is handled next.
+    let mut early: Option<String> = None;
     loop {
-        if !input_ready() {
-            flush(audit, output)?;
-        }
-        let Some(line) = read_line(input)? else {
-            break;
+        let line = match early.take() {
+            Some(line) => Ok(line),
+            None => {
+                if !input_ready() {
+                    flush(audit, output)?;
+                }
+                let Some(line) = read_line(input)? else {
+                    break;
+                };
+                line
+            }
         };
         let Ok(line) = line else {
             send(output, &error_line("request line is not UTF-8", None))?;
@@ -107,8 +118,15 @@ pub fn serve(
         let mut approver = LineApprover {
             input: &mut *input,
             output: &mut *output,
+            early: &mut early,
         };
         let reply = match runner.run(&call_id, &request, None, &mut approver, audit) {
+            Ok(outcome) if outcome.record_error.is_some() => {
+                let mut line = outcome_line(&outcome);
+                line["recorded"] = json!(false);
+                line["record_error"] = json!(outcome.record_error);
+                line
+            }
             Ok(outcome) => outcome_line(&outcome),
             Err(err) => error_line(&err.to_string(), Some(&call_id)),
         };
@@ -179,10 +197,12 @@ fn send(output: &mut dyn Write, line: &Value) -> std::io::Result<()> {
 }
 
 /// Asks over the same lines: sends an `approval_request`, reads one reply.
-/// Anything but a well-formed `approval` for this call is `cancelled`.
+/// Anything but a well-formed `approval` for this call is `cancelled`; a
+/// new request in its place is kept in `early`, to be handled next.
 struct LineApprover<'a> {
     input: &'a mut dyn BufRead,
     output: &'a mut dyn Write,
+    early: &'a mut Option<String>,
 }
 
 impl LineApprover<'_> {
@@ -210,15 +230,15 @@ impl LineApprover<'_> {
             };
             let reply: Value = serde_json::from_str(&line)
                 .map_err(|e| format!("approval line is not JSON: {e}"))?;
-            // A request sent ahead while this call waits is answered, not
-            // swallowed: it is refused (not run, not recorded) and the wait goes on.
-            if let Ok(early) = ToolRequest::from_block(&reply) {
+            // A request instead of the approval cancels this call, and is
+            // handled next like any other: recorded, never dropped.
+            if let Ok(next) = ToolRequest::from_block(&reply) {
                 let message = format!(
-                    "request arrived while `{id}` waits for approval; it was not run or recorded, send it again"
+                    "request `{}` arrived before an approval for `{id}`; `{id}` is cancelled",
+                    next.tool_use_id
                 );
-                send(self.output, &error_line(&message, Some(&early.tool_use_id)))
-                    .map_err(|e| format!("cannot send an error line: {e}"))?;
-                continue;
+                *self.early = Some(line);
+                return Err(message);
             }
             break reply;
         };

@@ -8,7 +8,7 @@ use gavel::ToolRequest;
 use gavel::audit::{EventBody, ResultRecord};
 use gavel::digest::hex;
 use gavel::policy::{Policy, RuleTrace};
-use gavel::store::{AuditQuery, CallSummary, Store, StoredEvent};
+use gavel::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoredEvent};
 
 use super::query::format_time;
 use super::{Exit, FormatArgs, Global, render};
@@ -92,16 +92,48 @@ fn recorded_trace(store: &Store, call: &CallSummary) -> anyhow::Result<Option<Ve
     Ok(Some(policy.explain(&request, &call.decision.facts).1))
 }
 
+/// The call's first result: a later report is an anomaly, not its result.
 fn result_of(store: &Store, call_id: &str) -> anyhow::Result<Option<ResultRecord>> {
-    let mut result = None;
     for event in store.call_events(call_id)? {
         if event.kind == "result"
             && let Ok(EventBody::Result(r)) = EventBody::from_json("result", &event.payload)
         {
-            result = Some(r);
+            return Ok(Some(r));
         }
     }
-    Ok(result)
+    Ok(None)
+}
+
+/// The anomaly lines of `explain`: what a client reported that did not
+/// complete the call as governed.
+fn anomaly_lines(anomalies: &[AnomalyEntry]) -> Vec<String> {
+    let mut text = Vec::new();
+    for a in anomalies {
+        let record = &a.record;
+        text.push(format!(
+            "ANOMALY: {} ({}), seq {} at {}",
+            record.anomaly.describe(),
+            record.anomaly,
+            a.seq,
+            format_time(a.ts_us)
+        ));
+        text.push(format!("  {}", record.detail));
+        let session = record.client.session_id.as_deref().unwrap_or("-");
+        text.push(format!(
+            "  reported by {} ({}) in session `{session}` as tool `{}` with {}",
+            record.client.client,
+            record.event,
+            record.client.tool,
+            render::cell(&record.client.input.to_string(), 200)
+        ));
+        text.push(format!(
+            "  reported result: {} after {} ms: {}",
+            record.result.status.as_str(),
+            record.result.duration_ms,
+            render::cell(&record.result.content, 200)
+        ));
+    }
+    text
 }
 
 pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
@@ -110,8 +142,45 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         call_id: Some(args.call_id.clone()),
         ..AuditQuery::default()
     };
-    let Some(call) = store.calls(&query)?.into_iter().next() else {
-        anyhow::bail!("no call `{}` in the record", args.call_id);
+    let mut entry = None;
+    store.for_each_entry(&query, |e| -> anyhow::Result<()> {
+        entry.get_or_insert(e);
+        Ok(())
+    })?;
+    let anomalies = store.anomalies(&query)?;
+    let call = match entry {
+        None => anyhow::bail!("no call `{}` in the record", args.call_id),
+        Some(CallEntry::Ungoverned(call)) => {
+            if args.format.is_json() {
+                render::json(&json!({
+                    "call_id": call.call_id,
+                    "ts": format_time(call.ts_us),
+                    "tool": call.tool,
+                    "arguments": call.anomaly.client.input,
+                    "client": call.anomaly.client,
+                    "action": null,
+                    "rule_id": null,
+                    "reason": null,
+                    "approval": null,
+                    "status": gavel::store::UNGOVERNED,
+                    "result": call.anomaly.result,
+                    "anomalies": anomalies,
+                }))?;
+                return Ok(Exit::Ok);
+            }
+            let mut text = vec![
+                format!("Call `{}` at {}", call.call_id, format_time(call.ts_us)),
+                format!(
+                    "  UNGOVERNED: `{}` ran without a decision: gavel never decided, asked about or recorded it before it ran",
+                    call.tool
+                ),
+                String::new(),
+            ];
+            text.extend(anomaly_lines(&anomalies));
+            render::text(&text)?;
+            return Ok(Exit::Ok);
+        }
+        Some(CallEntry::Decided(call)) => call,
     };
     let trace = recorded_trace(&store, &call)?;
     let result = result_of(&store, &call.call_id)?;
@@ -133,6 +202,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             "approval": call.approval,
             "status": call.status,
             "result": result,
+            "anomalies": anomalies,
         }))?;
         return Ok(Exit::Ok);
     }
@@ -178,6 +248,12 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         }
         for what in &shell.unprovable {
             text.push(format!("    - cannot prove: {what}"));
+        }
+        if call.parse_differs {
+            text.push(
+                "    (parsed again from the request: the parse that decided was recorded by digest, and differs)"
+                    .into(),
+            );
         }
     }
     text.push(String::new());
@@ -227,6 +303,19 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             "Result: {status}: no result was recorded (gavel stopped while the call ran, or the client never reported back)"
         )),
     }
-    render::line(&text.join("\n"))?;
+    if !anomalies.is_empty() {
+        text.push(String::new());
+        text.extend(anomaly_lines(&anomalies));
+    } else if !call.anomalies.is_empty() {
+        // A log from before anomalies were recorded as such: a second result.
+        text.push(String::new());
+        for kind in &call.anomalies {
+            text.push(format!(
+                "ANOMALY: {} ({kind}): a later result was recorded; `gavel show` lists every event",
+                kind.describe()
+            ));
+        }
+    }
+    render::text(&text)?;
     Ok(Exit::Ok)
 }

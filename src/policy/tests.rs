@@ -14,6 +14,7 @@ fn facts_inside(path: &str) -> Facts {
             error: None,
         }],
         shell: None,
+        shell_sha256: None,
     }
 }
 
@@ -28,6 +29,7 @@ fn facts_outside(path: &str) -> Facts {
             error: None,
         }],
         shell: None,
+        shell_sha256: None,
     }
 }
 
@@ -36,6 +38,7 @@ fn no_paths() -> Facts {
         workspace: "/ws".into(),
         paths: vec![],
         shell: None,
+        shell_sha256: None,
     }
 }
 

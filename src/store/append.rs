@@ -30,7 +30,7 @@ fn columns(body: &EventBody) -> Columns<'_> {
         }
         EventBody::Approval(a) => columns.approval = Some(a.status.as_str()),
         EventBody::Result(r) => columns.status = Some(r.status.as_str()),
-        EventBody::Request(_) | EventBody::Lifecycle(_) => {}
+        EventBody::Request(_) | EventBody::Lifecycle(_) | EventBody::Anomaly(_) => {}
     }
     columns
 }

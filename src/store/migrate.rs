@@ -8,7 +8,10 @@ use super::{APPLICATION_ID, LogIdentity, StoreError, sql};
 use crate::chain::{FORMAT_VERSION, genesis};
 
 /// Every migration, in order; the schema version is the count applied.
-pub(super) const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+pub(super) const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/0001_init.sql"),
+    include_str!("../../migrations/0003_anomaly_index.sql"),
+];
 
 /// What an opened file turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,7 +19,10 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::chain::Hash;
 
-pub use query::{AuditQuery, CallSummary, DecidedCall, Stats, StoredEvent};
+pub use query::{
+    AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, Stats, StoredEvent, UNGOVERNED,
+    UngovernedCall,
+};
 pub use verify::{CheckpointOutcome, Problem, VerifyOptions, VerifyReport};
 
 /// Marks a SQLite file as gavel's (`PRAGMA application_id`, "gavl").

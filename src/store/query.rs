@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Row, params_from_iter};
 use serde::Serialize;
 
 use super::{Store, StoreError, sql};
-use crate::audit::{DecisionRecord, EventBody, RequestRecord};
+use crate::audit::{AnomalyKind, AnomalyRecord, DecisionRecord, EventBody, RequestRecord};
 
 /// Which calls to select. Every field present must hold.
 #[derive(Debug, Clone, Default)]
@@ -22,9 +22,11 @@ pub struct AuditQuery {
     pub action: Option<String>,
     /// `not_required`, `approved`, `rejected`, `cancelled` or `pending`.
     pub approval: Option<String>,
-    /// `blocked`, `succeeded`, `failed` or `incomplete`.
+    /// `blocked`, `succeeded`, `failed`, `incomplete` or `ungoverned`.
     pub status: Option<String>,
     pub call_id: Option<String>,
+    /// Only calls with an anomaly (and ungoverned ones).
+    pub anomalies: bool,
     pub limit: Option<u64>,
 }
 
@@ -40,8 +42,89 @@ pub struct CallSummary {
     pub decision: DecisionRecord,
     /// The last approval recorded; `not_required` for allow and deny, `pending` for an unanswered ask.
     pub approval: String,
-    /// The result's status, or `incomplete` when no result was recorded.
+    /// The first result's status, or `incomplete` when no result was recorded.
+    /// A later report never replaces it: it is an anomaly, listed in `anomalies`.
     pub status: String,
+    /// The call's anomalies, in order (empty for a call that ended as governed).
+    pub anomalies: Vec<AnomalyKind>,
+    /// The decision recorded a long command's parse by digest, and the
+    /// command parses differently now (`decision.facts.shell` is today's parse).
+    pub parse_differs: bool,
+}
+
+/// A tool a client reports it ran that gavel never decided: an anomaly
+/// with no request or decision (status `ungoverned`).
+#[derive(Debug, Clone, Serialize)]
+pub struct UngovernedCall {
+    /// Seq of its first anomaly event.
+    pub seq: u64,
+    pub call_id: String,
+    pub ts_us: i64,
+    pub tool: String,
+    /// The first report of it.
+    pub anomaly: AnomalyRecord,
+    /// Every anomaly of the call, in order (the first is `ran_without_decision`).
+    pub anomalies: Vec<AnomalyKind>,
+}
+
+/// One row of the record's call listing.
+// Rows are streamed one at a time; boxing the common variant would cost an
+// allocation per row to save space no one holds for long.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum CallEntry {
+    /// A call gavel decided.
+    Decided(CallSummary),
+    /// A call gavel never decided, reported as run.
+    Ungoverned(UngovernedCall),
+}
+
+impl CallEntry {
+    pub fn seq(&self) -> u64 {
+        match self {
+            CallEntry::Decided(c) => c.seq,
+            CallEntry::Ungoverned(u) => u.seq,
+        }
+    }
+
+    pub fn call_id(&self) -> &str {
+        match self {
+            CallEntry::Decided(c) => &c.call_id,
+            CallEntry::Ungoverned(u) => &u.call_id,
+        }
+    }
+
+    pub fn status(&self) -> &str {
+        match self {
+            CallEntry::Decided(c) => &c.status,
+            CallEntry::Ungoverned(_) => UNGOVERNED,
+        }
+    }
+
+    pub fn anomalies(&self) -> &[AnomalyKind] {
+        match self {
+            CallEntry::Decided(c) => &c.anomalies,
+            CallEntry::Ungoverned(u) => &u.anomalies,
+        }
+    }
+}
+
+/// The status of a call that ran without a decision.
+pub const UNGOVERNED: &str = "ungoverned";
+
+/// One anomaly event, with what was decided for its call (if anything).
+#[derive(Debug, Clone, Serialize)]
+pub struct AnomalyEntry {
+    pub seq: u64,
+    pub call_id: String,
+    pub ts_us: i64,
+    pub tool: Option<String>,
+    pub record: AnomalyRecord,
+    /// The call's recorded decision (`action`, `rule_id`), when it has one.
+    pub action: Option<String>,
+    pub rule_id: Option<String>,
+    /// The call's first recorded result status, when it has one.
+    pub recorded_status: Option<String>,
 }
 
 /// One stored row, as it is on disk.
@@ -98,32 +181,82 @@ pub struct Stats {
     pub by_approval: BTreeMap<String, u64>,
     pub by_status: BTreeMap<String, u64>,
     pub by_tool: BTreeMap<String, u64>,
+    /// Anomalies per kind, over the selected calls.
+    pub by_anomaly: BTreeMap<String, u64>,
+    /// Selected calls with at least one anomaly (ungoverned ones included).
+    pub anomalous_calls: u64,
 }
 
+/// Decision rows, each with its call's request, last approval, first
+/// result status (a later report is an anomaly, never the call's result),
+/// anomaly kinds and result count; for `{ungoverned}`, merged in seq order
+/// with the first anomaly of each call that has no decision (found through
+/// the `events_anomaly` partial index).
 const CALLS_SQL: &str = "
 SELECT * FROM (
-  SELECT d.seq, d.call_id, d.ts_us, d.tool, d.payload,
+  SELECT d.seq, d.call_id, d.ts_us, d.tool, d.payload, d.kind,
     (SELECT q.payload FROM events q
       WHERE q.call_id = d.call_id AND q.kind = 'request' ORDER BY q.seq LIMIT 1) AS request,
     COALESCE((SELECT a.approval FROM events a
       WHERE a.call_id = d.call_id AND a.kind = 'approval' ORDER BY a.seq DESC LIMIT 1),
       CASE WHEN d.action = 'ask' THEN 'pending' ELSE 'not_required' END) AS approval,
     COALESCE((SELECT r.status FROM events r
-      WHERE r.call_id = d.call_id AND r.kind = 'result' ORDER BY r.seq DESC LIMIT 1),
-      'incomplete') AS status
+      WHERE r.call_id = d.call_id AND r.kind = 'result' ORDER BY r.seq LIMIT 1),
+      'incomplete') AS status,
+    {anomalies} AS anomalies,
+    (SELECT count(*) FROM events r
+      WHERE r.call_id = d.call_id AND r.kind = 'result') AS results
   FROM events d
   WHERE d.kind = 'decision' {decision_filters}
+  {ungoverned}
 ) AS c
 WHERE 1 = 1 {call_filters}
 ORDER BY c.seq
 {limit}";
 
+/// The anomaly kinds of the call `d`, as a JSON array.
+const ANOMALIES_OF_D: &str =
+    "(SELECT json_group_array(json_extract(CAST(x.payload AS TEXT), '$.anomaly'))
+      FROM events x WHERE x.call_id = d.call_id AND x.kind = 'anomaly')";
+
+/// The rows `CALLS_SQL` adds for calls gavel never decided.
+const UNGOVERNED_ROWS: &str = "UNION ALL
+  SELECT d.seq, d.call_id, d.ts_us, d.tool, d.payload, d.kind, NULL, NULL, 'ungoverned',
+    {anomalies}, 0
+  FROM events d
+  WHERE d.kind = 'anomaly'
+    AND NOT EXISTS (SELECT 1 FROM events e WHERE e.call_id = d.call_id AND e.kind = 'decision')
+    AND NOT EXISTS (SELECT 1 FROM events e
+      WHERE e.call_id = d.call_id AND e.kind = 'anomaly' AND e.seq < d.seq)
+    {decision_filters}";
+
 impl Store {
-    /// Calls matching `query`, oldest first, one at a time.
+    /// Decided calls matching `query`, oldest first, one at a time.
     pub fn for_each_call<E: From<StoreError>>(
         &self,
         query: &AuditQuery,
         mut each: impl FnMut(CallSummary) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.for_each_row(query, false, |entry| match entry {
+            CallEntry::Decided(call) => each(call),
+            CallEntry::Ungoverned(_) => Ok(()),
+        })
+    }
+
+    /// Every call matching `query`, decided or not, oldest first.
+    pub fn for_each_entry<E: From<StoreError>>(
+        &self,
+        query: &AuditQuery,
+        each: impl FnMut(CallEntry) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.for_each_row(query, true, each)
+    }
+
+    fn for_each_row<E: From<StoreError>>(
+        &self,
+        query: &AuditQuery,
+        ungoverned: bool,
+        mut each: impl FnMut(CallEntry) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut params: Vec<SqlValue> = Vec::new();
         let mut bind = |value: SqlValue| {
@@ -157,6 +290,9 @@ impl Store {
                 call_filters.push_str(&format!(" AND {column} = {p}"));
             }
         }
+        if query.anomalies {
+            call_filters.push_str(" AND (c.anomalies <> '[]' OR c.results > 1)");
+        }
         let limit = match query.limit {
             Some(n) => format!(
                 "LIMIT {}",
@@ -164,7 +300,19 @@ impl Store {
             ),
             None => String::new(),
         };
+        // An ungoverned call has no rule, action or approval: a filter on
+        // one of them cannot select it, and leaving its rows out keeps the
+        // partial index on decisions usable for `--rule`.
+        let ungoverned = ungoverned
+            && query.rule_id.is_none()
+            && query.action.is_none()
+            && query.approval.is_none();
         let text = CALLS_SQL
+            .replace(
+                "{ungoverned}",
+                if ungoverned { UNGOVERNED_ROWS } else { "" },
+            )
+            .replace("{anomalies}", ANOMALIES_OF_D)
             .replace("{decision_filters}", &decision_filters)
             .replace("{call_filters}", &call_filters)
             .replace("{limit}", &limit);
@@ -177,13 +325,13 @@ impl Store {
             .query(params_from_iter(params))
             .map_err(sql("querying calls"))?;
         while let Some(row) = rows.next().map_err(sql("reading calls"))? {
-            let summary = self.summary(row)?;
-            each(summary)?;
+            let entry = self.summary(row)?;
+            each(entry)?;
         }
         Ok(())
     }
 
-    fn summary(&self, row: &Row<'_>) -> Result<CallSummary, StoreError> {
+    fn summary(&self, row: &Row<'_>) -> Result<CallEntry, StoreError> {
         let read = |row: &Row<'_>| -> rusqlite::Result<_> {
             Ok((
                 row.get::<_, u64>(0)?,
@@ -191,18 +339,67 @@ impl Store {
                 row.get::<_, i64>(2)?,
                 row.get::<_, Option<String>>(3)?,
                 row.get::<_, Vec<u8>>(4)?,
-                row.get::<_, Option<Vec<u8>>>(5)?,
-                row.get::<_, String>(6)?,
-                row.get::<_, String>(7)?,
+                row.get::<_, String>(5)?,
+                row.get::<_, Option<Vec<u8>>>(6)?,
+                row.get::<_, Option<String>>(7)?,
+                row.get::<_, String>(8)?,
+                row.get::<_, Option<String>>(9)?,
+                row.get::<_, u64>(10)?,
             ))
         };
-        let (seq, call_id, ts_us, tool, decision, request, approval, status) =
-            read(row).map_err(sql("reading a call"))?;
+        let (
+            seq,
+            call_id,
+            ts_us,
+            tool,
+            payload,
+            kind,
+            request,
+            approval,
+            status,
+            anomalies,
+            results,
+        ) = read(row).map_err(sql("reading a call"))?;
         let damaged = |detail: String| StoreError::Damaged {
             path: self.path.display().to_string(),
             detail: format!("call `{call_id}` (seq {seq}): {detail}"),
         };
-        let decision = match EventBody::from_json("decision", &decision).map_err(damaged)? {
+        let mut anomalies: Vec<AnomalyKind> = anomalies
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<Vec<Option<String>>>(text).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|kind| {
+                kind.as_deref().and_then(AnomalyKind::parse).ok_or_else(|| {
+                    damaged(format!("unknown anomaly `{}`", kind.unwrap_or_default()))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        if kind == "anomaly" {
+            let anomaly = match EventBody::from_json("anomaly", &payload).map_err(damaged)? {
+                EventBody::Anomaly(a) => a,
+                _ => unreachable!("from_json(\"anomaly\") returns an anomaly"),
+            };
+            return Ok(CallEntry::Ungoverned(UngovernedCall {
+                seq,
+                call_id: call_id.clone(),
+                ts_us,
+                tool: tool.unwrap_or_default(),
+                anomaly,
+                anomalies,
+            }));
+        }
+        // Logs written before anomalies were recorded as such appended a
+        // second result instead: it is shown as the anomaly it was.
+        if anomalies.is_empty() && results > 1 {
+            anomalies.push(if status == "blocked" {
+                AnomalyKind::RanDespiteDeny
+            } else {
+                AnomalyKind::SecondCompletion
+            });
+        }
+        let approval = approval.unwrap_or_default();
+        let decision = match EventBody::from_json("decision", &payload).map_err(damaged)? {
             EventBody::Decision(d) => d,
             _ => unreachable!("from_json(\"decision\") returns a decision"),
         };
@@ -213,7 +410,9 @@ impl Store {
             },
             None => return Err(damaged("the decision has no request".into())),
         };
-        Ok(CallSummary {
+        let mut decision = decision;
+        let parse_differs = decision.facts.restore(&request.arguments) == Some(false);
+        Ok(CallEntry::Decided(CallSummary {
             seq,
             call_id: call_id.clone(),
             ts_us,
@@ -222,7 +421,9 @@ impl Store {
             decision,
             approval,
             status,
-        })
+            anomalies,
+            parse_differs,
+        }))
     }
 
     /// Calls matching `query`, oldest first.
@@ -275,22 +476,171 @@ impl Store {
             .map_err(sql("counting events"))
     }
 
-    /// Counts per rule, action, approval, status and tool over `query`.
+    /// Counts per rule, action, approval, status, tool and anomaly over
+    /// `query`. An ungoverned call counts in `calls`, `by_status`
+    /// (`ungoverned`), `by_tool` and `by_anomaly`; it has no rule, action
+    /// or approval.
     pub fn stats(&self, query: &AuditQuery) -> Result<Stats, StoreError> {
         let mut stats = Stats::default();
-        self.for_each_call(query, |call| {
+        self.for_each_entry(query, |entry| {
             stats.calls += 1;
-            *stats.by_rule.entry(call.decision.rule_id).or_default() += 1;
-            *stats
-                .by_action
-                .entry(call.decision.action.as_str().to_owned())
-                .or_default() += 1;
-            *stats.by_approval.entry(call.approval).or_default() += 1;
-            *stats.by_status.entry(call.status).or_default() += 1;
-            *stats.by_tool.entry(call.tool).or_default() += 1;
+            if !entry.anomalies().is_empty() {
+                stats.anomalous_calls += 1;
+            }
+            for kind in entry.anomalies() {
+                *stats
+                    .by_anomaly
+                    .entry(kind.as_str().to_owned())
+                    .or_default() += 1;
+            }
+            match entry {
+                CallEntry::Decided(call) => {
+                    *stats.by_rule.entry(call.decision.rule_id).or_default() += 1;
+                    *stats
+                        .by_action
+                        .entry(call.decision.action.as_str().to_owned())
+                        .or_default() += 1;
+                    *stats.by_approval.entry(call.approval).or_default() += 1;
+                    *stats.by_status.entry(call.status).or_default() += 1;
+                    *stats.by_tool.entry(call.tool).or_default() += 1;
+                }
+                CallEntry::Ungoverned(call) => {
+                    *stats.by_status.entry(UNGOVERNED.to_owned()).or_default() += 1;
+                    *stats.by_tool.entry(call.tool).or_default() += 1;
+                }
+            }
             Ok::<_, StoreError>(())
         })?;
         Ok(stats)
+    }
+
+    /// Completions an older gavel recorded as lifecycle notes instead of
+    /// anomalies (`no call with this tool_use_id is recorded`, `the call
+    /// already has a result`), as `(seq, ts_us, tool_use_id, data)`, oldest first.
+    pub fn legacy_completion_notes(
+        &self,
+        query: &AuditQuery,
+    ) -> Result<Vec<(u64, i64, String, serde_json::Value)>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT seq, ts_us, payload FROM events WHERE kind = 'lifecycle'
+                   AND json_valid(CAST(payload AS TEXT))
+                   AND json_extract(CAST(payload AS TEXT), '$.data.note') IS NOT NULL
+                   AND json_extract(CAST(payload AS TEXT), '$.event')
+                       IN ('PostToolUse', 'PostToolUseFailure')
+                 ORDER BY seq",
+            )
+            .map_err(sql("preparing a query"))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, u64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, Vec<u8>>(2)?,
+                ))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(sql("reading lifecycle notes"))?;
+        let mut out = Vec::new();
+        for (seq, ts_us, payload) in rows {
+            let data = serde_json::from_slice::<serde_json::Value>(&payload)
+                .ok()
+                .and_then(|v| v.get("data").cloned())
+                .unwrap_or_default();
+            let id = data
+                .get("tool_use_id")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let selected = query.call_id.as_ref().is_none_or(|c| *c == id)
+                && query.since.is_none_or(|since| ts_us >= since)
+                && query.until.is_none_or(|until| ts_us < until);
+            if selected {
+                out.push((seq, ts_us, id, data));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every anomaly event matching `query` (its time, tool and call id
+    /// filters), oldest first, with what was decided for its call.
+    pub fn anomalies(&self, query: &AuditQuery) -> Result<Vec<AnomalyEntry>, StoreError> {
+        let mut params: Vec<SqlValue> = Vec::new();
+        let mut filters = String::new();
+        for (column, value) in [("x.tool", &query.tool), ("x.call_id", &query.call_id)] {
+            if let Some(value) = value {
+                params.push(SqlValue::Text(value.clone()));
+                filters.push_str(&format!(" AND {column} = ?{}", params.len()));
+            }
+        }
+        if let Some(since) = query.since {
+            params.push(SqlValue::Integer(since));
+            filters.push_str(&format!(" AND x.ts_us >= ?{}", params.len()));
+        }
+        if let Some(until) = query.until {
+            params.push(SqlValue::Integer(until));
+            filters.push_str(&format!(" AND x.ts_us < ?{}", params.len()));
+        }
+        let limit = match query.limit {
+            Some(n) => {
+                params.push(SqlValue::Integer(n.min(i64::MAX as u64) as i64));
+                format!("LIMIT ?{}", params.len())
+            }
+            None => String::new(),
+        };
+        let text = format!(
+            "SELECT x.seq, x.call_id, x.ts_us, x.tool, x.payload,
+               (SELECT d.action FROM events d WHERE d.call_id = x.call_id AND d.kind = 'decision'
+                 ORDER BY d.seq LIMIT 1),
+               (SELECT d.rule_id FROM events d WHERE d.call_id = x.call_id AND d.kind = 'decision'
+                 ORDER BY d.seq LIMIT 1),
+               (SELECT r.status FROM events r WHERE r.call_id = x.call_id AND r.kind = 'result'
+                 ORDER BY r.seq LIMIT 1)
+             FROM events x WHERE x.kind = 'anomaly' {filters} ORDER BY x.seq {limit}"
+        );
+        let mut statement = self.conn.prepare(&text).map_err(sql("preparing a query"))?;
+        let mut rows = statement
+            .query(params_from_iter(params))
+            .map_err(sql("querying anomalies"))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(sql("reading anomalies"))? {
+            let read = |row: &Row<'_>| -> rusqlite::Result<_> {
+                Ok((
+                    row.get::<_, u64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, Option<String>>(3)?,
+                    row.get::<_, Vec<u8>>(4)?,
+                    row.get::<_, Option<String>>(5)?,
+                    row.get::<_, Option<String>>(6)?,
+                    row.get::<_, Option<String>>(7)?,
+                ))
+            };
+            let (seq, call_id, ts_us, tool, payload, action, rule_id, recorded_status) =
+                read(row).map_err(sql("reading an anomaly"))?;
+            let record = match EventBody::from_json("anomaly", &payload) {
+                Ok(EventBody::Anomaly(record)) => record,
+                Ok(_) => unreachable!("from_json(\"anomaly\") returns an anomaly"),
+                Err(detail) => {
+                    return Err(StoreError::Damaged {
+                        path: self.path.display().to_string(),
+                        detail: format!("call `{call_id}` (seq {seq}): {detail}"),
+                    });
+                }
+            };
+            out.push(AnomalyEntry {
+                seq,
+                call_id,
+                ts_us,
+                tool,
+                record,
+                action,
+                rule_id,
+                recorded_status,
+            });
+        }
+        Ok(out)
     }
 }
 
@@ -317,7 +667,10 @@ pub struct DecidedCall {
     pub call_id: String,
     pub tool: String,
     pub request: RequestRecord,
+    /// The decision, its facts whole (`Facts::restore`).
     pub decision: DecisionRecord,
+    /// A long command's parse, recorded by digest, differs from its parse now.
+    pub parse_differs: bool,
 }
 
 impl Store {
@@ -332,13 +685,18 @@ impl Store {
         query: &AuditQuery,
         mut each: impl FnMut(DecidedCall) -> Result<(), E>,
     ) -> Result<(), E> {
-        if query.approval.is_some() || query.status.is_some() || query.call_id.is_some() {
+        if query.approval.is_some()
+            || query.status.is_some()
+            || query.call_id.is_some()
+            || query.anomalies
+        {
             return self.for_each_call(query, |call| {
                 each(DecidedCall {
                     call_id: call.call_id,
                     tool: call.tool,
                     request: call.request,
                     decision: call.decision,
+                    parse_differs: call.parse_differs,
                 })
             });
         }
@@ -384,7 +742,7 @@ impl Store {
                 detail: format!("call `{call_id}` (seq {seq}): {detail}"),
             };
             let body = EventBody::from_json(&kind, payload).map_err(damaged)?;
-            let decision = match body {
+            let mut decision = match body {
                 EventBody::Request(request) => {
                     requests.insert(call_id, request);
                     continue;
@@ -407,11 +765,13 @@ impl Store {
                 && query.until.is_none_or(|until| ts_us < until);
             if selected {
                 emitted += 1;
+                let parse_differs = decision.facts.restore(&request.arguments) == Some(false);
                 each(DecidedCall {
                     call_id,
                     tool: tool.unwrap_or_default(),
                     request,
                     decision,
+                    parse_differs,
                 })?;
             }
         }

@@ -38,6 +38,8 @@ fn request(call_id: &str) -> Event {
             tool_use_id: call_id.to_owned(),
             arguments: json!({"command": "echo hi"}),
             client: None,
+            arguments_bytes: None,
+            arguments_sha256: None,
         }),
     )
 }
@@ -55,6 +57,7 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
                 workspace: "/ws".into(),
                 paths: vec![],
                 shell: None,
+                shell_sha256: None,
             },
         }),
     )
@@ -446,4 +449,105 @@ proptest! {
         prop_assert_eq!(report.first_bad_seq, Some(seq));
         prop_assert_eq!(report.rows, seq - 1);
     }
+}
+
+fn anomaly(call_id: &str, kind: crate::audit::AnomalyKind) -> Event {
+    event(
+        call_id,
+        5,
+        EventBody::Anomaly(crate::audit::AnomalyRecord {
+            anomaly: kind,
+            detail: "reported".into(),
+            event: "PostToolUse".into(),
+            tool_use_id: call_id.into(),
+            client: crate::audit::ClientCall::new(
+                "claude-code",
+                "Bash",
+                &json!({}),
+                Some("s"),
+                1024,
+            ),
+            mismatched: Vec::new(),
+            result: ResultRecord {
+                status: ExecutionStatus::Succeeded,
+                content: "ran".into(),
+                content_sha256: None,
+                content_bytes: None,
+                exit_code: None,
+                duration_ms: 1,
+            },
+        }),
+    )
+}
+
+#[test]
+fn anomalies_sit_beside_the_first_result_and_ungoverned_calls_are_listed() {
+    use crate::audit::AnomalyKind;
+    let mut store = Store::open_in_memory().unwrap();
+    store
+        .append(&[
+            request("denied"),
+            decision("denied", Action::Deny, "bash.hard_deny"),
+            result("denied", ExecutionStatus::Blocked),
+            anomaly("denied", AnomalyKind::RanDespiteDeny),
+            anomaly("orphan", AnomalyKind::RanWithoutDecision),
+            anomaly("orphan", AnomalyKind::SecondCompletion),
+            request("clean"),
+            decision("clean", Action::Allow, "x.allow"),
+            result("clean", ExecutionStatus::Succeeded),
+        ])
+        .unwrap();
+    let mut rows = Vec::new();
+    store
+        .for_each_entry(&AuditQuery::default(), |entry| {
+            rows.push((
+                entry.call_id().to_owned(),
+                entry.status().to_owned(),
+                entry.anomalies().to_vec(),
+            ));
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    assert_eq!(
+        rows,
+        [
+            (
+                "denied".to_owned(),
+                "blocked".to_owned(),
+                vec![AnomalyKind::RanDespiteDeny]
+            ),
+            (
+                "orphan".to_owned(),
+                UNGOVERNED.to_owned(),
+                vec![
+                    AnomalyKind::RanWithoutDecision,
+                    AnomalyKind::SecondCompletion
+                ]
+            ),
+            ("clean".to_owned(), "succeeded".to_owned(), vec![]),
+        ]
+    );
+    // Decided calls alone for the callers that need a decision.
+    assert_eq!(store.calls(&AuditQuery::default()).unwrap().len(), 2);
+    let only = AuditQuery {
+        anomalies: true,
+        ..AuditQuery::default()
+    };
+    let mut ids = Vec::new();
+    store
+        .for_each_entry(&only, |entry| {
+            ids.push(entry.call_id().to_owned());
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    assert_eq!(ids, ["denied", "orphan"]);
+    let listed = store.anomalies(&AuditQuery::default()).unwrap();
+    assert_eq!(listed.len(), 3);
+    assert_eq!(listed[0].action.as_deref(), Some("deny"));
+    assert_eq!(listed[0].recorded_status.as_deref(), Some("blocked"));
+    assert_eq!(listed[1].action, None);
+    let stats = store.stats(&AuditQuery::default()).unwrap();
+    assert_eq!((stats.calls, stats.anomalous_calls), (3, 2));
+    assert_eq!(stats.by_status[UNGOVERNED], 1);
+    assert!(verify(&store).ok);
 }

@@ -2,6 +2,7 @@
 //! and the real `gavel` binary against temporary workspaces and real SQLite
 //! files. One test binary, one module per area.
 
+mod anomalies;
 mod check;
 mod demo;
 mod hook;

@@ -366,3 +366,53 @@ fn check_explain_says_why_each_earlier_rule_did_not_match() {
         "{text}"
     );
 }
+
+#[test]
+fn replay_of_a_long_command_recorded_once_is_exact() {
+    let sandbox = crate::support::Sandbox::new();
+    let command = format!("echo {}", "word ".repeat(20_000));
+    let request = sandbox.root.join("long.json");
+    std::fs::write(
+        &request,
+        serde_json::json!({"type":"tool_use","id":"long1","name":"bash","input":{"command":command}})
+            .to_string(),
+    )
+    .unwrap();
+    crate::support::run_expecting(
+        &mut sandbox.gavel(&["run", "--request", request.to_str().unwrap(), "--reject"]),
+        3,
+    );
+    let out = crate::support::run_expecting(&mut sandbox.gavel(&["show", "long1", "--json"]), 0);
+    let events = crate::support::json(&out)["events"].clone();
+    let request_payload = events[0]["payload"].to_string();
+    let decision_payload = events[1]["payload"].to_string();
+    assert!(request_payload.len() > command.len());
+    assert!(
+        decision_payload.len() < 2048,
+        "the decision does not copy the command: {} bytes",
+        decision_payload.len()
+    );
+    assert!(events[1]["payload"]["facts"]["shell_sha256"].is_string());
+    let report = crate::support::json(&crate::support::run_expecting(
+        &mut sandbox.gavel(&["replay", "--json"]),
+        0,
+    ));
+    assert_eq!(
+        (
+            report["total"].as_u64(),
+            report["unchanged"].as_u64(),
+            report["parse_differs"].as_u64()
+        ),
+        (Some(1), Some(1), Some(0))
+    );
+    let text = crate::support::stdout(&crate::support::run_expecting(
+        &mut sandbox.gavel(&["explain", "long1"]),
+        0,
+    ));
+    assert!(
+        text.contains("the command runs, as parsed:\n    - echo word word"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(!text.contains("parsed again from the request"));
+}

@@ -367,3 +367,134 @@ fn the_terminal_prompt_approves_on_y_rejects_on_n_and_cancels_on_eof() {
     );
     assert!(!sandbox.ws.join("no.txt").exists() && !sandbox.ws.join("int.txt").exists());
 }
+
+/// Waits (without a deadline that could flake) until `path` exists, or the
+/// child has exited.
+fn wait_for(path: &std::path::Path, child: &mut std::process::Child) {
+    while !path.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("gavel exited before the tool ran: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn run_whose_result_cannot_be_recorded_prints_it_and_exits_5() {
+    let sandbox = Sandbox::new();
+    // The database exists and knows the policy: the call's writes are its own.
+    run_expecting(
+        &mut sandbox.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]),
+        0,
+    );
+    let ran = sandbox.root.join("ran");
+    let go = sandbox.root.join("go");
+    let command = format!(
+        "touch {}; while [ ! -e {} ]; do sleep 0.01; done; echo tool-output",
+        ran.display(),
+        go.display()
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .current_dir(&sandbox.root)
+        .args(["run", "bash", &json!({ "command": command }).to_string()])
+        .args(["--approve", "--json", "--call-id", "c-unrecorded"])
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The request, decision and approval are written; the tool is running.
+    wait_for(&ran, &mut child);
+    // A real fault between the two commits: gavel may no longer grow any
+    // file (a full disk looks the same to it: every write fails).
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: plain prlimit(2) calls on a child we own, with valid pointers.
+    unsafe {
+        let mut old = std::mem::zeroed::<libc::rlimit>();
+        assert_eq!(
+            libc::prlimit(pid, libc::RLIMIT_FSIZE, std::ptr::null(), &mut old),
+            0
+        );
+        let new = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: old.rlim_max,
+        };
+        assert_eq!(
+            libc::prlimit(pid, libc::RLIMIT_FSIZE, &new, std::ptr::null_mut()),
+            0
+        );
+    }
+    std::fs::write(&go, "").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(5),
+        "stdout: {}\nstderr: {}",
+        stdout(&output),
+        crate::support::stderr(&output)
+    );
+    let value = json(&output);
+    assert_eq!(value["call_id"], "c-unrecorded");
+    assert_eq!(value["status"], "succeeded");
+    assert_eq!(value["content"], "tool-output\n");
+    assert_eq!(value["recorded"], json!(false));
+    assert!(value["record_error"].is_string(), "{value}");
+    let err = crate::support::stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("gavel: the tool ran (succeeded) but its result could not be recorded"),
+        "{err}"
+    );
+    assert!(err.contains("`c-unrecorded`"), "{err}");
+    // What was written before the tool ran is intact: the call is on
+    // record as approved, with no result.
+    let log = crate::support::json_lines(&run_expecting(
+        &mut sandbox.gavel(&["log", "--json", "--call", "c-unrecorded"]),
+        0,
+    ));
+    assert_eq!(log[0]["approval"], "approved");
+    assert_eq!(log[0]["status"], "incomplete");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+#[test]
+fn run_over_large_arguments_are_denied_and_recorded_by_size_and_digest() {
+    let sandbox = Sandbox::new();
+    let request = sandbox.root.join("big.json");
+    let content = "y".repeat(300_000);
+    std::fs::write(
+        &request,
+        json!({"type":"tool_use","id":"big1","name":"write_file",
+               "input":{"path":"big.txt","content":content}})
+        .to_string(),
+    )
+    .unwrap();
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "--request",
+            request.to_str().unwrap(),
+            "--approve",
+            "--json",
+            "--max-argument-bytes",
+            "100000",
+        ]),
+        3,
+    ));
+    assert_eq!(value["rule_id"], "request.invalid_arguments");
+    assert_eq!(value["status"], "blocked");
+    assert!(!sandbox.ws.join("big.txt").exists());
+    let events = crate::support::json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0));
+    let request = &events[0]["payload"];
+    assert!(request["arguments_bytes"].as_u64().unwrap() > 300_000);
+    assert!(request["arguments"].as_str().unwrap().len() <= 256);
+    let decision = &events[1]["payload"];
+    assert!(decision["facts"].get("shell").is_none());
+    let total: usize = events.iter().map(|e| e.to_string().len()).sum();
+    assert!(total < 20_000, "the export holds {total} bytes");
+}

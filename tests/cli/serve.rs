@@ -231,28 +231,73 @@ fn serve_stdio_malformed_approval_is_cancelled_and_the_server_goes_on() {
 }
 
 #[test]
-fn serve_answers_a_request_sent_ahead_of_an_approval_instead_of_swallowing_it() {
+fn serve_request_sent_instead_of_an_approval_cancels_the_pending_call_and_is_handled() {
     let env = Env::new();
     let lines = [
         json!({"type":"tool_use","id":"w1","name":"write_file","input":{"path":"x.txt","content":"x"}}),
-        json!({"type":"tool_use","id":"early","name":"read_file","input":{"path":"x.txt"}}),
+        json!({"type":"tool_use","id":"early","name":"read_file","input":{"path":"a.txt"}}),
         json!({"type":"approval","id":"w1","approved":true}),
     ]
     .map(|v| v.to_string());
     let out = env.serve(&lines, &[]);
-    assert_eq!(out[0]["type"], "approval_request");
+    let types: Vec<&str> = out.iter().map(|v| v["type"].as_str().unwrap()).collect();
     assert_eq!(
-        (out[1]["type"].as_str(), out[1]["id"].as_str()),
-        (Some("error"), Some("early"))
+        types,
+        [
+            "approval_request",
+            "error",
+            "tool_result",
+            "tool_result",
+            "error"
+        ],
+        "{out:#?}"
+    );
+    assert_eq!(out[1]["id"], "w1");
+    assert!(
+        out[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("`w1` is cancelled"),
+        "{out:#?}"
     );
     assert_eq!(
-        (out[2]["call_id"].as_str(), out[2]["status"].as_str()),
-        (Some("w1"), Some("succeeded"))
+        (
+            out[2]["call_id"].as_str(),
+            out[2]["approval"].as_str(),
+            out[2]["status"].as_str()
+        ),
+        (Some("w1"), Some("cancelled"), Some("blocked"))
     );
-    let calls = env.log();
     assert_eq!(
-        calls.len(),
-        1,
-        "the early request was neither run nor recorded"
+        (out[3]["call_id"].as_str(), out[3]["status"].as_str()),
+        (Some("early"), Some("succeeded"))
     );
+    assert_eq!(out[3]["content"], "hello\n");
+    // The approval that came too late answers nothing.
+    assert!(
+        out[4]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no approval was requested")
+    );
+    assert!(!env.ws.join("x.txt").exists());
+    let calls: Vec<(String, String)> = env
+        .log()
+        .iter()
+        .map(|c| {
+            (
+                c["call_id"].as_str().unwrap().to_owned(),
+                c["approval"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("w1".to_owned(), "cancelled".to_owned()),
+            ("early".to_owned(), "not_required".to_owned())
+        ],
+        "both requests are recorded; none is dropped"
+    );
+    env.verify();
 }

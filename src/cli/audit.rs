@@ -1,0 +1,183 @@
+//! `gavel audit`: the anomalies of the record, loudly. Every tool a client
+//! reports it ran that did not complete a governed call (ran despite deny,
+//! ran without a decision, a completion that did not match its request, a
+//! second completion) is listed, and any one of them makes the command exit
+//! 4, so a CI job or a reviewer cannot miss it. The chain's own integrity is
+//! `gavel verify`'s job.
+
+use std::collections::HashSet;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use gavel::audit::AnomalyKind;
+use gavel::store::{AnomalyEntry, AuditQuery};
+
+use super::query::{format_time, parse_time};
+use super::{Exit, Format, FormatArgs, Global, render};
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// Only anomalies at or after TIME: RFC 3339, a date (2026-12-01), or an age (30m, 2h, 7d)
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only anomalies before TIME (same forms as --since)
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Only anomalies of this tool
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only anomalies of this call
+    #[arg(long = "call", value_name = "ID")]
+    pub call: Option<String>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+/// One finding: an anomaly event, or (logs written by an older gavel) a
+/// call with more than one result.
+fn finding_json(entry: &AnomalyEntry) -> Value {
+    json!({
+        "seq": entry.seq,
+        "ts": format_time(entry.ts_us),
+        "call_id": entry.call_id,
+        "tool": entry.tool,
+        "anomaly": entry.record.anomaly,
+        "detail": entry.record.detail,
+        "action": entry.action,
+        "rule_id": entry.rule_id,
+        "recorded_status": entry.recorded_status,
+        "reported_status": entry.record.result.status,
+        "event": entry.record.event,
+        "client": entry.record.client,
+        "mismatched": entry.record.mismatched,
+    })
+}
+
+pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
+    let store = global.read_store()?;
+    let query = AuditQuery {
+        since: args.since.as_deref().map(parse_time).transpose()?,
+        until: args.until.as_deref().map(parse_time).transpose()?,
+        tool: args.tool.clone(),
+        call_id: args.call.clone(),
+        ..AuditQuery::default()
+    };
+    let anomalies = store.anomalies(&query)?;
+    let mut findings: Vec<Value> = anomalies.iter().map(finding_json).collect();
+    // Older logs appended a second result instead of an anomaly.
+    let seen: HashSet<&str> = anomalies.iter().map(|a| a.call_id.as_str()).collect();
+    let legacy_query = AuditQuery {
+        anomalies: true,
+        ..query.clone()
+    };
+    let mut legacy = Vec::new();
+    store.for_each_call(&legacy_query, |call| -> anyhow::Result<()> {
+        if !seen.contains(call.call_id.as_str()) {
+            for kind in &call.anomalies {
+                legacy.push(json!({
+                    "seq": call.seq,
+                    "ts": format_time(call.ts_us),
+                    "call_id": call.call_id,
+                    "tool": call.tool,
+                    "anomaly": kind,
+                    "detail": "the call has more than one result (recorded by an older gavel); its first result stands",
+                    "action": call.decision.action,
+                    "rule_id": call.decision.rule_id,
+                    "recorded_status": call.status,
+                    "reported_status": null,
+                    "event": null,
+                    "client": null,
+                    "mismatched": [],
+                }));
+            }
+        }
+        Ok(())
+    })?;
+    findings.extend(legacy);
+    // Older logs kept reports they could not attach as lifecycle notes.
+    if query.tool.is_none() {
+        for (seq, ts_us, id, data) in store.legacy_completion_notes(&query)? {
+            let note = data["note"].as_str().unwrap_or_default();
+            let anomaly = if note.contains("no call") {
+                AnomalyKind::RanWithoutDecision
+            } else {
+                AnomalyKind::SecondCompletion
+            };
+            findings.push(json!({
+                "seq": seq,
+                "ts": format_time(ts_us),
+                "call_id": id,
+                "tool": data["tool_name"],
+                "anomaly": anomaly,
+                "detail": format!("recorded by an older gavel as a lifecycle note: {note}"),
+                "action": null,
+                "rule_id": null,
+                "recorded_status": null,
+                "reported_status": data["result"]["status"],
+                "event": null,
+                "client": null,
+                "mismatched": [],
+            }));
+        }
+    }
+    findings.sort_by_key(|f| f["seq"].as_u64().unwrap_or(0));
+
+    match args.format.get() {
+        Format::Jsonl => {
+            for finding in &findings {
+                render::json(finding)?;
+            }
+        }
+        Format::Json => render::json(&json!({
+            "ok": findings.is_empty(),
+            "anomalies": findings,
+        }))?,
+        Format::Table => {
+            if findings.is_empty() {
+                render::line(
+                    "No anomalies: every tool run reported to gavel completed a call it decided.",
+                )?;
+            } else {
+                let text = |v: &Value| match v {
+                    Value::Null => "-".to_owned(),
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                render::table(
+                    &[
+                        "seq", "time", "call", "tool", "anomaly", "decided", "recorded",
+                        "reported", "detail",
+                    ],
+                    findings.iter().map(|f| {
+                        let decided = match (&f["action"], &f["rule_id"]) {
+                            (Value::String(a), Value::String(r)) => format!("{a} {r}"),
+                            _ => "never".to_owned(),
+                        };
+                        [
+                            text(&f["seq"]),
+                            text(&f["ts"]).get(..19).unwrap_or("").replace('T', " "),
+                            text(&f["call_id"]),
+                            text(&f["tool"]),
+                            text(&f["anomaly"]),
+                            decided,
+                            text(&f["recorded_status"]),
+                            text(&f["reported_status"]),
+                            render::cell(&text(&f["detail"]), 80),
+                        ]
+                    }),
+                )?;
+                render::line(&format!(
+                    "!! {} anomal{}: tools ran outside what gavel decided",
+                    findings.len(),
+                    if findings.len() == 1 { "y" } else { "ies" }
+                ))?;
+            }
+        }
+    }
+    Ok(if findings.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Anomalies
+    })
+}
