@@ -20,7 +20,10 @@ use rusqlite::{Connection, OpenFlags};
 use crate::chain::Hash;
 
 pub use query::{AuditQuery, CallSummary, DecidedCall, Stats, StoredEvent};
-pub use verify::{CheckpointOutcome, Problem, VerifyOptions, VerifyReport};
+pub(crate) use verify::{Checker, RowCheck, StoredCheckpoint, check_notes};
+pub use verify::{
+    CheckpointOutcome, GivenCheckpoint, PolicyText, Problem, VerifyOptions, VerifyReport,
+};
 
 /// Marks a SQLite file as gavel's (`PRAGMA application_id`, "gavl").
 const APPLICATION_ID: i32 = 0x6761_766c;
@@ -71,6 +74,28 @@ pub enum StoreError {
     Sign { detail: String },
     #[error("audit database `{path}` has no log identity: its `log_meta` row was deleted")]
     IdentityMissing { path: String },
+    #[error("audit database `{path}` has a malformed log identity: {detail}")]
+    IdentityMalformed { path: String, detail: String },
+    #[error(
+        "audit database `{path}` says record format {found}, which this gavel does not know (it knows {known}); refusing to read or append to it"
+    )]
+    UnknownFormat {
+        path: String,
+        found: i64,
+        known: u32,
+    },
+    #[error("`{path}` is an empty file, not a gavel audit database; refusing to touch it")]
+    Empty { path: String },
+    #[error(
+        "cannot read audit database `{path}` read-only: it has a write-ahead log (`{path}-wal`) whose shared-memory index (`{path}-shm`) this user cannot create or use ({detail}); let its owner run any gavel command that writes, which folds the log in, or copy the files to a folder you can write"
+    )]
+    WalUnreadable { path: String, detail: String },
+    #[error("`{path}` has mode {mode:04o}, readable or writable by others, and cannot be tightened: {source}")]
+    LooseMode {
+        path: String,
+        mode: u32,
+        source: std::io::Error,
+    },
     #[error("call `{call_id}` is already recorded")]
     DuplicateCall { call_id: String },
     #[error("no call `{call_id}` in the record")]
@@ -86,12 +111,12 @@ pub enum StoreError {
 /// gavel, by its 100-byte SQLite header alone, before SQLite opens it (a
 /// SQLite connection to a WAL-mode file leaves `-wal`/`-shm` files beside
 /// it). While a `-wal` file exists the header may be stale, so SQLite's own
-/// view decides instead. An empty file is new when `may_be_new`.
-fn check_header(path: &Path, may_be_new: bool) -> Result<(), StoreError> {
+/// view decides instead. An empty file is refused: gavel creates a new
+/// database whole, under a temporary name, so a log of zero bytes is a cut
+/// one or a stranger's, never one in the making.
+fn check_header(path: &Path) -> Result<(), StoreError> {
     let display = || path.display().to_string();
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    if Path::new(&wal).exists() {
+    if sibling(path, "-wal").exists() {
         return Ok(());
     }
     let mut header = Vec::with_capacity(100);
@@ -104,22 +129,14 @@ fn check_header(path: &Path, may_be_new: bool) -> Result<(), StoreError> {
             source,
         });
     }
-    if header.is_empty() && may_be_new {
-        return Ok(());
+    if header.is_empty() {
+        return Err(StoreError::Empty { path: display() });
     }
     let field = |at: usize| {
         i32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
     };
-    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" {
-        return Err(StoreError::NotGavel { path: display() });
-    }
-    if field(68) != APPLICATION_ID {
-        // An empty SQLite database (no schema yet, offset 40) may be one another
-        // gavel is creating right now; SQLite's view, under its locks, decides.
-        let empty = field(40) == 0 && field(60) == 0 && field(68) == 0;
-        if empty && may_be_new {
-            return Ok(());
-        }
+    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" || field(68) != APPLICATION_ID
+    {
         return Err(StoreError::NotGavel { path: display() });
     }
     let supported = migrate::MIGRATIONS.len() as i64;
@@ -132,6 +149,145 @@ fn check_header(path: &Path, may_be_new: bool) -> Result<(), StoreError> {
         });
     }
     Ok(())
+}
+
+/// `path` with `suffix` appended to its last part (`audit.db` -> `audit.db-wal`).
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Creates a new gavel database at `path`, whole: it is initialized under a
+/// temporary name in the same folder and linked into place only when
+/// complete, so no reader or writer ever sees a half-made log there. When
+/// another gavel wins the race, its database is used.
+fn create_whole(path: &Path) -> Result<(), StoreError> {
+    let display = path.display().to_string();
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(|err| StoreError::Randomness {
+        detail: err.to_string(),
+    })?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.new-{}", crate::digest::hex(&nonce)));
+    let cleanup = |temp: &Path| {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let _ = std::fs::remove_file(sibling(temp, suffix));
+        }
+    };
+    let made = (|| {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+            .map_err(|source| StoreError::Create {
+                path: temp.display().to_string(),
+                source,
+            })?;
+        let conn = Connection::open_with_flags(
+            &temp,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Open {
+            path: display.clone(),
+            source,
+        })?;
+        migrate::apply(&conn, &display, migrate::State::Fresh)?;
+        // Closing the only connection folds the WAL into the file and removes it.
+        conn.close().map_err(|(_, source)| StoreError::Open {
+            path: display.clone(),
+            source,
+        })?;
+        match std::fs::hard_link(&temp, path) {
+            Ok(()) => Ok(()),
+            // Another gavel created it first: use theirs.
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            // A file system without hard links: a plain rename, unless the name is taken by now.
+            Err(_) if !path.exists() => {
+                std::fs::rename(&temp, path).map_err(|source| StoreError::Create {
+                    path: display.clone(),
+                    source,
+                })
+            }
+            Err(_) => Ok(()),
+        }
+    })();
+    cleanup(&temp);
+    made
+}
+
+/// Tightens what gavel owns to owner-only modes: the database and its
+/// `-wal`/`-shm` files to 0600, and its folder to 0700 when it is gavel's
+/// own `.gavel` folder. Returns one note per change; refuses a file it
+/// cannot tighten.
+fn tighten_modes(path: &Path) -> Result<Vec<String>, StoreError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut notes = Vec::new();
+    let mut targets: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| d.file_name().is_some_and(|n| n == ".gavel"))
+    {
+        targets.push(dir.to_owned());
+    }
+    targets.push(path.to_owned());
+    for suffix in ["-wal", "-shm"] {
+        targets.push(sibling(path, suffix));
+    }
+    for target in targets {
+        let Ok(meta) = std::fs::metadata(&target) else {
+            continue;
+        };
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o077 == 0 {
+            continue;
+        }
+        let tightened = mode & !0o077;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(tightened)).map_err(
+            |source| StoreError::LooseMode {
+                path: target.display().to_string(),
+                mode,
+                source,
+            },
+        )?;
+        notes.push(format!(
+            "`{}` {:04o} -> {:04o}",
+            target.display(),
+            mode,
+            tightened
+        ));
+    }
+    Ok(notes)
+}
+
+/// `file:` URI for `path` with `query`, escaping what a URI would misread.
+fn file_uri(path: &Path, query: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            uri.push(byte as char);
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri.push('?');
+    uri.push_str(query);
+    uri
+}
+
+/// The size and modification time of a file, to notice a change under an immutable read.
+fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
 }
 
 /// Sets whether commits on `conn` wait for the disk.
@@ -168,10 +324,18 @@ pub struct Store {
     durability: Option<Durability>,
     /// Whether `synchronous` is lowered for a result-only batch right now.
     relaxed: bool,
+    /// File modes tightened when it was opened for writing, one note each.
+    tightened: Vec<String>,
+    /// For a read-only store opened `immutable` (its folder cannot be
+    /// written and no `-wal` file exists): the file's size and mtime then, so
+    /// that a change by a writer during the read is noticed.
+    immutable: Option<Option<(u64, std::time::SystemTime)>>,
 }
 
 impl Store {
     /// Opens `path` for appending, creating it (mode 0600, folder 0700) on first use.
+    /// Loose modes on an existing database (and its `.gavel` folder) are
+    /// tightened ([`Store::tightened`] says which) or, when that fails, refused.
     pub fn open(path: &Path, durability: Durability) -> Result<Self, StoreError> {
         let display = path.display().to_string();
         if let Some(dir) = path
@@ -187,23 +351,18 @@ impl Store {
                     source,
                 })?;
         }
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-        {
-            Ok(_) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-                check_header(path, true)?
-            }
+        match std::fs::symlink_metadata(path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => create_whole(path)?,
             Err(source) => {
                 return Err(StoreError::Create {
                     path: display,
                     source,
                 });
             }
+            Ok(_) => {}
         }
+        check_header(path)?;
+        let tightened = tighten_modes(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -212,25 +371,63 @@ impl Store {
             path: display.clone(),
             source,
         })?;
-        Self::prepare(conn, path, Some(durability))
+        let mut store = Self::prepare(conn, path, Some(durability), false)?;
+        store.tightened = tightened;
+        Ok(store)
     }
 
-    /// Opens an existing database read-only: nothing can be written through it.
+    /// Opens an existing database read-only: nothing can be written through
+    /// it, nothing is migrated, no checkpoint of its WAL is run. It works in
+    /// a folder this user cannot write: when no `-wal` file exists, the file
+    /// is complete and is read as immutable; when one exists but its
+    /// shared-memory file cannot be made, the error says so.
     pub fn open_read_only(path: &Path) -> Result<Self, StoreError> {
         let display = path.display().to_string();
         if !path.exists() {
             return Err(StoreError::Missing { path: display });
         }
-        check_header(path, false)?;
+        check_header(path)?;
+        let open_error = |source| StoreError::Open {
+            path: display.clone(),
+            source,
+        };
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|source| StoreError::Open {
-            path: display,
-            source,
-        })?;
-        Self::prepare(conn, path, None)
+        .map_err(open_error)?;
+        // SQLite opens lazily: the first read is what needs the `-wal` and `-shm` files.
+        let probe = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        });
+        let Err(err) = probe else {
+            return Self::prepare(conn, path, None, false);
+        };
+        let cannot_share = matches!(
+            err.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+        );
+        if !cannot_share {
+            return Err(migrate::open_error(err, &display));
+        }
+        if sibling(path, "-wal").exists() {
+            return Err(StoreError::WalUnreadable {
+                path: display,
+                detail: err.to_string(),
+            });
+        }
+        drop(conn);
+        let before = stamp(path);
+        let conn = Connection::open_with_flags(
+            file_uri(path, "mode=ro&immutable=1"),
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .map_err(open_error)?;
+        let mut store = Self::prepare(conn, path, None, false)?;
+        store.immutable = Some(before);
+        Ok(store)
     }
 
     /// A fresh database in memory, for tests and embedding.
@@ -239,14 +436,16 @@ impl Store {
             path: ":memory:".into(),
             source,
         })?;
-        Self::prepare(conn, Path::new(":memory:"), Some(Durability::Normal))
+        Self::prepare(conn, Path::new(":memory:"), Some(Durability::Normal), true)
     }
 
-    /// Checks the file is ours, migrates it (when writable) and reads the identity.
+    /// Checks the file is ours, migrates it (when writable) and reads the
+    /// identity. Only an in-memory store may start empty (`may_be_new`).
     fn prepare(
         conn: Connection,
         path: &Path,
         writable: Option<Durability>,
+        may_be_new: bool,
     ) -> Result<Self, StoreError> {
         let display = path.display().to_string();
         conn.busy_timeout(Duration::from_secs(30))
@@ -255,6 +454,9 @@ impl Store {
         conn.pragma_update(None, "mmap_size", 1i64 << 30)
             .map_err(sql("setting mmap_size"))?;
         let state = migrate::inspect(&conn, &display)?;
+        if state == migrate::State::Fresh && !may_be_new {
+            return Err(StoreError::NotGavel { path: display });
+        }
         if let Some(durability) = writable {
             migrate::apply(&conn, &display, state)?;
             // Each checkpoint waits for the disk twice; a long-lived writer
@@ -265,8 +467,6 @@ impl Store {
             conn.pragma_update(None, "wal_autocheckpoint", 10_000)
                 .map_err(sql("configuring checkpoints"))?;
             set_synchronous(&conn, durability)?;
-        } else if state == migrate::State::Fresh {
-            return Err(StoreError::NotGavel { path: display });
         }
         let identity = migrate::identity(&conn, &display)?;
         Ok(Self {
@@ -275,7 +475,26 @@ impl Store {
             identity,
             durability: writable,
             relaxed: false,
+            tightened: Vec::new(),
+            immutable: None,
         })
+    }
+
+    /// The modes tightened when this store was opened, one note each (`path 0644 -> 0600`).
+    pub fn tightened(&self) -> &[String] {
+        &self.tightened
+    }
+
+    /// Fails when this read-only store was read as immutable and its file
+    /// changed since it was opened: what was read may mix two versions.
+    pub fn check_unchanged(&self) -> Result<(), StoreError> {
+        match &self.immutable {
+            Some(before) if stamp(&self.path) != *before => Err(StoreError::Damaged {
+                path: self.path.display().to_string(),
+                detail: "it changed while it was being read (another user wrote to it); read it again".into(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     pub fn path(&self) -> &Path {
