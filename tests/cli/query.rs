@@ -297,10 +297,13 @@ fn export_jsonl_and_csv_include_every_event_with_its_hashes() {
         .unwrap();
     assert!(stored.len() >= 8 * 3);
 
-    let lines = json_lines(&run_expecting(
+    let mut lines = json_lines(&run_expecting(
         &mut sandbox.gavel(&["export", "--format", "jsonl"]),
         0,
     ));
+    let header = lines.remove(0);
+    assert_eq!(header["record"], "header");
+    assert_eq!(header["whole_chain"], true);
     assert_eq!(lines.len(), stored.len());
     for (line, (seq, log_id, kind, call_id, payload, leaf, chain)) in lines.iter().zip(&stored) {
         assert_eq!(line["seq"], *seq);
@@ -312,6 +315,11 @@ fn export_jsonl_and_csv_include_every_event_with_its_hashes() {
         assert!(line["ts_us"].is_i64());
         let raw: Value = serde_json::from_slice(payload).unwrap();
         assert_eq!(line["payload"], raw);
+        assert_eq!(
+            line["payload_raw"].as_str().unwrap().as_bytes(),
+            payload.as_slice(),
+            "the payload bytes exactly as stored"
+        );
     }
     let head = crate::store::assert_intact(&sandbox, &[])["head"].clone();
     assert_eq!(lines.last().unwrap()["chain"], head);

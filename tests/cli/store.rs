@@ -126,7 +126,12 @@ pub fn record_mix(sandbox: &Sandbox) -> Vec<Expected> {
 
 /// Records `n` allowed reads with ids `r1`, `r2`, ...: three events each.
 pub fn record_reads(sandbox: &Sandbox, n: usize) {
-    for i in 1..=n {
+    record_reads_from(sandbox, 1, n);
+}
+
+/// Records `n` allowed reads with ids `r<first>`, `r<first + 1>`, ...
+pub fn record_reads_from(sandbox: &Sandbox, first: usize, n: usize) {
+    for i in first..first + n {
         run_expecting(
             &mut sandbox.gavel(&[
                 "run",
