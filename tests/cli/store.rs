@@ -758,3 +758,189 @@ fn reused_call_id_is_refused_and_the_call_does_not_run() {
     assert_eq!(event_count(&sandbox.db), 3);
     assert_intact(&sandbox, &[]);
 }
+
+#[test]
+fn zero_length_database_is_refused_by_run_like_verify_and_left_empty() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.root.join("empty.db");
+    std::fs::write(&db, b"").unwrap();
+    assert_refused_untouched(&sandbox, &db, "is an empty file", true);
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
+}
+
+/// `gavel ARGS` run as the unprivileged user `nobody` through `setpriv`, or
+/// `None` when that is not possible here (not root, or no `setpriv`):
+/// root's writes ignore file modes, so only another user proves a read-only
+/// folder is really read-only.
+fn as_nobody(sandbox: &Sandbox, args: &[&str]) -> Option<std::process::Output> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("note: not root; skipping the unprivileged-user check");
+        return None;
+    }
+    let output = StdCommand::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_gavel"))
+        .args(args)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .env_remove("GAVEL_DB")
+        .env_remove("GAVEL_POLICY")
+        .current_dir("/")
+        .output();
+    match output {
+        Ok(output) => Some(output),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("note: no setpriv; skipping the unprivileged-user check");
+            None
+        }
+        Err(err) => panic!("cannot run setpriv: {err}"),
+    }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The names in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn read_only_commands_work_on_a_log_in_a_folder_they_cannot_write() {
+    let sandbox = Sandbox::new();
+    record_mix(&sandbox);
+    assert!(!sibling(&sandbox.db, "-wal").exists());
+    let before = sha256_file(&sandbox.db);
+    // Commands run as root may make side files in a writable folder; this
+    // one is read-only to its reader: folder 0555, file 0444.
+    chmod(&sandbox.root, 0o555);
+    chmod(&sandbox.db, 0o444);
+    chmod(&sandbox.ws, 0o755);
+    let files = listing(&sandbox.root);
+    let commands: [&[&str]; 8] = [
+        &["verify", "--json"],
+        &["log", "--json"],
+        &["show", "c1-read"],
+        &["explain", "c2-write-approved"],
+        &["stats", "--json"],
+        &["export"],
+        &["replay", "--format", "json", "--fail-on", "never"],
+        &["export", "--format", "csv"],
+    ];
+    let mut ran = false;
+    for args in commands {
+        let Some(output) = as_nobody(&sandbox, args) else {
+            break;
+        };
+        ran = true;
+        assert_eq!(code(&output), 0, "{args:?}: {}", stderr(&output));
+        assert!(!output.stdout.is_empty(), "{args:?}");
+        assert_eq!(listing(&sandbox.root), files, "{args:?} made a file");
+        assert_eq!(sha256_file(&sandbox.db), before, "{args:?} changed the log");
+    }
+    if ran {
+        let output = as_nobody(&sandbox, &["verify", "--json"]).unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["ok"], true, "{report}");
+        assert_eq!(report["rows"], json!(json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0)).len() - 1));
+        // A writer is refused there, with one line.
+        let output = as_nobody(&sandbox, &["run", "read_file", r#"{"path":"notes.txt"}"#]).unwrap();
+        assert_eq!(code(&output), 2, "{}", stderr(&output));
+        assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
+        assert_eq!(sha256_file(&sandbox.db), before);
+    }
+    // Root, too, reads it without making side files or changing a byte.
+    for args in commands {
+        run_expecting(&mut sandbox.gavel(args), 0);
+    }
+    assert_eq!(sha256_file(&sandbox.db), before);
+    chmod(&sandbox.root, 0o755);
+    chmod(&sandbox.db, 0o600);
+}
+
+#[test]
+fn log_with_a_wal_its_reader_cannot_apply_gets_one_clear_line() {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 2);
+    // A writer's WAL left behind (a crash, or a writer still running), with
+    // no shared-memory index, in a folder the reader cannot write.
+    std::fs::write(sibling(&sandbox.db, "-wal"), b"").unwrap();
+    chmod(&sandbox.root, 0o555);
+    chmod(&sandbox.ws, 0o755);
+    chmod(&sandbox.db, 0o444);
+    chmod(&sibling(&sandbox.db, "-wal"), 0o444);
+    let output = as_nobody(&sandbox, &["log"]);
+    chmod(&sandbox.root, 0o755);
+    let Some(output) = output else { return };
+    let err = stderr(&output);
+    assert_eq!(code(&output), 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("write-ahead log"), "{err}");
+    assert!(err.contains("cannot create or use"), "{err}");
+}
+
+#[test]
+fn loose_modes_on_gavel_s_own_folder_and_database_are_tightened_and_said() {
+    let sandbox = Sandbox::new();
+    let run = |sandbox: &Sandbox| {
+        sandbox
+            .bare()
+            .args(["run", "read_file", r#"{"path":"notes.txt"}"#])
+            .arg("--workspace")
+            .arg(&sandbox.ws)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(code(&run(&sandbox)), 0);
+    let dir = sandbox.ws.join(".gavel");
+    let db = dir.join("audit.db");
+    chmod(&dir, 0o755);
+    chmod(&db, 0o644);
+    let output = run(&sandbox);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("tightened"), "{err}");
+    assert!(err.contains("0755 -> 0700") && err.contains("0644 -> 0600"), "{err}");
+    let mode = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&db), 0o600);
+    // Already tight: nothing said.
+    let output = run(&sandbox);
+    assert!(stderr(&output).is_empty(), "{}", stderr(&output));
+}
+
+#[test]
+fn loose_database_that_cannot_be_tightened_is_refused() {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 1);
+    // Someone else's (root's) log, readable and writable by everyone: the
+    // unprivileged user can write it but not change its mode.
+    chmod(&sandbox.root, 0o777);
+    chmod(&sandbox.ws, 0o777);
+    chmod(&sandbox.db, 0o666);
+    let before = sha256_file(&sandbox.db);
+    let Some(output) = as_nobody(&sandbox, &["run", "read_file", r#"{"path":"notes.txt"}"#])
+    else {
+        return;
+    };
+    let err = stderr(&output);
+    assert_eq!(code(&output), 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("mode 0666") && err.contains("cannot be tightened"), "{err}");
+    assert_eq!(sha256_file(&sandbox.db), before);
+    chmod(&sandbox.root, 0o755);
+}
