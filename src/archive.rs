@@ -15,8 +15,10 @@ use serde_json::{Value, json};
 use crate::chain::{EventFields, FORMAT_VERSION, Hash, link};
 use crate::checkpoint::VerifierKey;
 use crate::digest::hex;
-use crate::store::{GivenCheckpoint, LogIdentity, Problem, StoredEvent, VerifyReport};
-use crate::store::{Checker, RowCheck, StoredCheckpoint, check_notes};
+use crate::store::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes};
+use crate::store::{
+    CheckpointRow, GivenCheckpoint, LogIdentity, Problem, StoredEvent, VerifyReport,
+};
 
 /// The `export` tag of a header line.
 pub const EXPORT_TAG: &str = "gavel";
@@ -56,8 +58,14 @@ pub fn header_line(identity: &LogIdentity, selection: Option<Value>) -> Value {
 }
 
 /// A stored checkpoint's line.
-pub fn checkpoint_line(id: i64, size: i64, root: &[u8], note: &str) -> Value {
-    json!({"record": "checkpoint", "id": id, "size": size, "root": hex(root), "note": note})
+pub fn checkpoint_line(row: &CheckpointRow) -> Value {
+    json!({
+        "record": "checkpoint",
+        "id": row.id,
+        "size": row.size,
+        "root": hex(&row.root),
+        "note": row.note,
+    })
 }
 
 /// An event's line: every stored column, the payload as stored.
@@ -228,10 +236,13 @@ pub fn verify_export(
     given: Option<GivenCheckpoint<'_>>,
     keys: &[VerifierKey],
 ) -> Result<ExportReport, ArchiveError> {
-    let mut lines = input.lines().enumerate().filter_map(|(i, line)| match line {
-        Ok(line) if line.trim().is_empty() => None,
-        other => Some((i + 1, other)),
-    });
+    let mut lines = input
+        .lines()
+        .enumerate()
+        .filter_map(|(i, line)| match line {
+            Ok(line) if line.trim().is_empty() => None,
+            other => Some((i + 1, other)),
+        });
     let Some((_, first)) = lines.next() else {
         return Err(ArchiveError::NotAnExport {
             detail: "it is empty".into(),
@@ -293,7 +304,10 @@ pub fn verify_export(
             detail: "a filtered export carries checkpoints".into(),
         });
     }
-    let (vouched, given_cp) = match check_notes(
+    let Notes {
+        vouched,
+        given: given_cp,
+    } = match check_notes(
         &header.origin,
         &header.log_id,
         FORMAT_VERSION,
@@ -302,18 +316,21 @@ pub fn verify_export(
         &stored,
         keys,
     ) {
-        Ok(checked) => checked,
-        Err(report) => return finish(report),
+        Ok(notes) => notes,
+        Err(report) => return finish(*report),
     };
 
-    let events = pending.into_iter().map(Ok).chain(lines.map(|(number, line)| {
-        line.map(|line| {
-            (
-                number,
-                serde_json::from_str::<Value>(&line).unwrap_or(Value::Null),
-            )
-        })
-    }));
+    let events = pending
+        .into_iter()
+        .map(Ok)
+        .chain(lines.map(|(number, line)| {
+            line.map(|line| {
+                (
+                    number,
+                    serde_json::from_str::<Value>(&line).unwrap_or(Value::Null),
+                )
+            })
+        }));
     if whole_chain {
         let mut checker = Checker::new(header.genesis, &vouched, false);
         for item in events {
@@ -369,7 +386,10 @@ pub fn verify_export(
         if previous.as_ref().is_some_and(|p| at <= p.0) || at == 0 {
             return finish(bad(
                 Problem::SeqGap,
-                format!("seq {at} does not follow seq {}", previous.map_or(0, |p| p.0)),
+                format!(
+                    "seq {at} does not follow seq {}",
+                    previous.map_or(0, |p| p.0)
+                ),
             ));
         }
         if !log_id_matches {

@@ -146,14 +146,17 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         ExportFormat::Jsonl => {
             render::json(&archive::header_line(store.identity(), selection.clone()))?;
             if selection.is_none() {
-                for (id, size, root, note) in store.checkpoint_rows()? {
-                    render::json(&archive::checkpoint_line(id, size, &root, &note))?;
+                for row in store.checkpoint_rows()? {
+                    render::json(&archive::checkpoint_line(&row))?;
                 }
             }
         }
     }
     store.for_each_event(|event| -> anyhow::Result<()> {
-        if wanted.as_ref().is_some_and(|ids| !ids.contains(&event.call_id)) {
+        if wanted
+            .as_ref()
+            .is_some_and(|ids| !ids.contains(&event.call_id))
+        {
             return Ok(());
         }
         match args.format {

@@ -106,13 +106,19 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
     }
     let store = match Store::open_read_only(&global.db_path()?) {
         Ok(store) => store,
-        Err(
-            err @ (StoreError::IdentityMissing { .. } | StoreError::IdentityMalformed { .. }),
-        ) => {
-            return print(&tampered(Problem::IdentityMismatch, err.to_string(), &keys), json, None);
+        Err(err @ (StoreError::IdentityMissing { .. } | StoreError::IdentityMalformed { .. })) => {
+            return print(
+                &tampered(Problem::IdentityMismatch, err.to_string(), &keys),
+                json,
+                None,
+            );
         }
         Err(err @ StoreError::UnknownFormat { .. }) => {
-            return print(&tampered(Problem::UnknownFormat, err.to_string(), &keys), json, None);
+            return print(
+                &tampered(Problem::UnknownFormat, err.to_string(), &keys),
+                json,
+                None,
+            );
         }
         Err(err) => return Err(err.into()),
     };
@@ -153,7 +159,11 @@ fn print(report: &VerifyReport, json: bool, whole_chain: Option<bool>) -> anyhow
             line.push_str(&format!(
                 "; holds {} stored checkpoint{}",
                 report.stored_checkpoints,
-                if report.stored_checkpoints == 1 { "" } else { "s" }
+                if report.stored_checkpoints == 1 {
+                    ""
+                } else {
+                    "s"
+                }
             ));
         }
         if let Some(cp) = &report.checkpoint {

@@ -20,9 +20,10 @@ use rusqlite::{Connection, OpenFlags};
 use crate::chain::Hash;
 
 pub use query::{AuditQuery, CallSummary, DecidedCall, Stats, StoredEvent};
-pub(crate) use verify::{Checker, RowCheck, StoredCheckpoint, check_notes};
+pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes};
 pub use verify::{
-    CheckpointOutcome, GivenCheckpoint, PolicyText, Problem, VerifyOptions, VerifyReport,
+    CheckpointOutcome, CheckpointRow, GivenCheckpoint, PolicyText, Problem, VerifyOptions,
+    VerifyReport,
 };
 
 /// Marks a SQLite file as gavel's (`PRAGMA application_id`, "gavl").
@@ -90,7 +91,9 @@ pub enum StoreError {
         "cannot read audit database `{path}` read-only: it has a write-ahead log (`{path}-wal`) whose shared-memory index (`{path}-shm`) this user cannot create or use ({detail}); let its owner run any gavel command that writes, which folds the log in, or copy the files to a folder you can write"
     )]
     WalUnreadable { path: String, detail: String },
-    #[error("`{path}` has mode {mode:04o}, readable or writable by others, and cannot be tightened: {source}")]
+    #[error(
+        "`{path}` has mode {mode:04o}, readable or writable by others, and cannot be tightened: {source}"
+    )]
     LooseMode {
         path: String,
         mode: u32,
@@ -135,8 +138,7 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
     let field = |at: usize| {
         i32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
     };
-    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" || field(68) != APPLICATION_ID
-    {
+    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" || field(68) != APPLICATION_ID {
         return Err(StoreError::NotGavel { path: display() });
     }
     let supported = migrate::MIGRATIONS.len() as i64;
@@ -491,7 +493,9 @@ impl Store {
         match &self.immutable {
             Some(before) if stamp(&self.path) != *before => Err(StoreError::Damaged {
                 path: self.path.display().to_string(),
-                detail: "it changed while it was being read (another user wrote to it); read it again".into(),
+                detail:
+                    "it changed while it was being read (another user wrote to it); read it again"
+                        .into(),
             }),
             _ => Ok(()),
         }

@@ -341,7 +341,10 @@ fn tampered_policy_text_is_not_returned() {
         .unwrap();
     store.conn.execute(edit, [&digest]).unwrap();
     assert_eq!(store.policy_source(&digest).unwrap(), None);
-    assert_eq!(store.recorded_policy(&digest).unwrap(), PolicyText::Mismatch);
+    assert_eq!(
+        store.recorded_policy(&digest).unwrap(),
+        PolicyText::Mismatch
+    );
     assert_eq!(
         store.recorded_policy(&"0".repeat(64)).unwrap(),
         PolicyText::Missing

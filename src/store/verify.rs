@@ -137,8 +137,8 @@ const ROWS_SQL: &str = "SELECT seq, log_id, ts_us, kind, call_id, tool, action, 
 
 /// The documented column names of `events`, in `ROWS_SQL` order.
 const COLUMN_NAMES: [&str; 13] = [
-    "seq", "log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval",
-    "status", "payload", "leaf", "chain",
+    "seq", "log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval", "status",
+    "payload", "leaf", "chain",
 ];
 
 fn type_name(value: ValueRef<'_>) -> &'static str {
@@ -264,9 +264,28 @@ pub(crate) struct StoredCheckpoint {
     pub note: Option<String>,
 }
 
+/// What a checkpoint vouches for: how to name it, its size and root.
+pub(crate) type Vouched = (String, u64, Hash);
+
+/// The checkpoints that passed the note checks.
+pub(crate) struct Notes {
+    /// What each vouches for: the given one first, then the stored ones by id.
+    pub vouched: Vec<Vouched>,
+    /// The given one's parsed note.
+    pub given: Option<Checkpoint>,
+}
+
+/// A stored checkpoint row with the documented column types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointRow {
+    pub id: i64,
+    pub size: i64,
+    pub root: Vec<u8>,
+    pub note: String,
+}
+
 /// The checks of the identity and of every checkpoint note, before any row
-/// is read; returns what each checkpoint vouches for (the given one first,
-/// then the stored ones by id) and the given one's parsed note.
+/// is read; a failed report when one does not hold.
 pub(crate) fn check_notes(
     origin: &str,
     log_id: &[u8],
@@ -275,13 +294,15 @@ pub(crate) fn check_notes(
     given: Option<GivenCheckpoint<'_>>,
     stored: &[StoredCheckpoint],
     keys: &[VerifierKey],
-) -> Result<(Vec<(String, u64, Hash)>, Option<Checkpoint>), VerifyReport> {
-    let fail = |problem, detail| Err(VerifyReport::bad(0, None, problem, detail));
+) -> Result<Notes, Box<VerifyReport>> {
+    let fail = |problem, detail| Err(Box::new(VerifyReport::bad(0, None, problem, detail)));
     let expected_origin = format!("gavel/{}", crate::digest::hex(log_id));
     if origin != expected_origin {
         return fail(
             Problem::IdentityMismatch,
-            format!("the log's origin `{origin}` is not `{expected_origin}`, the one its log id gives"),
+            format!(
+                "the log's origin `{origin}` is not `{expected_origin}`, the one its log id gives"
+            ),
         );
     }
     if genesis(log_id, origin, format) != *stored_genesis {
@@ -356,7 +377,10 @@ pub(crate) fn check_notes(
         if note_cp.origin != origin {
             return fail(
                 Problem::CheckpointOrigin,
-                format!("{label} is for `{}`, this log is `{origin}`", note_cp.origin),
+                format!(
+                    "{label} is for `{}`, this log is `{origin}`",
+                    note_cp.origin
+                ),
             );
         }
         if !keys.is_empty()
@@ -366,7 +390,10 @@ pub(crate) fn check_notes(
         }
         vouched.push((label, note_cp.size, note_cp.root));
     }
-    Ok((vouched, given_checkpoint))
+    Ok(Notes {
+        vouched,
+        given: given_checkpoint,
+    })
 }
 
 /// The in-order row check, shared by the database and export verifiers.
@@ -379,7 +406,7 @@ pub(crate) struct Checker {
 }
 
 impl Checker {
-    pub(crate) fn new(genesis: Hash, vouched: &[(String, u64, Hash)], root: bool) -> Self {
+    pub(crate) fn new(genesis: Hash, vouched: &[Vouched], root: bool) -> Self {
         let sizes: std::collections::BTreeSet<u64> = vouched.iter().map(|v| v.1).collect();
         let mut roots = std::collections::BTreeMap::new();
         if sizes.contains(&0) {
@@ -402,7 +429,8 @@ impl Checker {
     pub(crate) fn row(&mut self, row: RowCheck) -> Option<VerifyReport> {
         let rows = self.rows;
         let expected_seq = rows + 1;
-        let bad = |problem, detail| Some(VerifyReport::bad(rows, Some(expected_seq), problem, detail));
+        let bad =
+            |problem, detail| Some(VerifyReport::bad(rows, Some(expected_seq), problem, detail));
         let found = match &row {
             RowCheck::Row { seq, .. } | RowCheck::Malformed { seq, .. } => *seq,
         };
@@ -453,11 +481,7 @@ impl Checker {
     }
 
     /// After the last row: whether the log holds what each checkpoint vouched for.
-    pub(crate) fn finish(
-        self,
-        vouched: &[(String, u64, Hash)],
-        given: Option<&Checkpoint>,
-    ) -> VerifyReport {
+    pub(crate) fn finish(self, vouched: &[Vouched], given: Option<&Checkpoint>) -> VerifyReport {
         let rows = self.rows;
         let mut report = VerifyReport {
             ok: true,
@@ -528,7 +552,7 @@ impl Store {
             report.stored_checkpoints = stored.len() as u64;
             report
         };
-        let (vouched, given) = match check_notes(
+        let Notes { vouched, given } = match check_notes(
             &identity.origin,
             &identity.log_id,
             identity.format,
@@ -537,8 +561,8 @@ impl Store {
             &stored,
             options.keys,
         ) {
-            Ok(checked) => checked,
-            Err(report) => return Ok(finish(report)),
+            Ok(notes) => notes,
+            Err(report) => return Ok(finish(*report)),
         };
         let mut checker = Checker::new(identity.genesis, &vouched, options.root);
         let mut check = |chunk: Vec<RowCheck>| -> Option<VerifyReport> {
@@ -599,11 +623,16 @@ impl Store {
     }
 
     /// The stored checkpoints as an export carries them: `(id, size, root, note)`.
-    pub fn checkpoint_rows(&self) -> Result<Vec<(i64, i64, Vec<u8>, String)>, StoreError> {
+    pub fn checkpoint_rows(&self) -> Result<Vec<CheckpointRow>, StoreError> {
         self.stored_checkpoints()?
             .into_iter()
             .map(|c| match (c.size, c.root, c.note) {
-                (Some(size), Some(root), Some(note)) => Ok((c.id, size, root, note)),
+                (Some(size), Some(root), Some(note)) => Ok(CheckpointRow {
+                    id: c.id,
+                    size,
+                    root,
+                    note,
+                }),
                 _ => Err(StoreError::Damaged {
                     path: self.path.display().to_string(),
                     detail: format!(

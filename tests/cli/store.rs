@@ -852,7 +852,10 @@ fn read_only_commands_work_on_a_log_in_a_folder_they_cannot_write() {
         let output = as_nobody(&sandbox, &["verify", "--json"]).unwrap();
         let report: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(report["ok"], true, "{report}");
-        assert_eq!(report["rows"], json!(json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0)).len() - 1));
+        assert_eq!(
+            report["rows"],
+            json!(json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0)).len() - 1)
+        );
         // A writer is refused there, with one line.
         let output = as_nobody(&sandbox, &["run", "read_file", r#"{"path":"notes.txt"}"#]).unwrap();
         assert_eq!(code(&output), 2, "{}", stderr(&output));
@@ -911,7 +914,10 @@ fn loose_modes_on_gavel_s_own_folder_and_database_are_tightened_and_said() {
     let err = stderr(&output);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("tightened"), "{err}");
-    assert!(err.contains("0755 -> 0700") && err.contains("0644 -> 0600"), "{err}");
+    assert!(
+        err.contains("0755 -> 0700") && err.contains("0644 -> 0600"),
+        "{err}"
+    );
     let mode = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(p).unwrap().permissions().mode() & 0o777
@@ -933,14 +939,16 @@ fn loose_database_that_cannot_be_tightened_is_refused() {
     chmod(&sandbox.ws, 0o777);
     chmod(&sandbox.db, 0o666);
     let before = sha256_file(&sandbox.db);
-    let Some(output) = as_nobody(&sandbox, &["run", "read_file", r#"{"path":"notes.txt"}"#])
-    else {
+    let Some(output) = as_nobody(&sandbox, &["run", "read_file", r#"{"path":"notes.txt"}"#]) else {
         return;
     };
     let err = stderr(&output);
     assert_eq!(code(&output), 2, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("mode 0666") && err.contains("cannot be tightened"), "{err}");
+    assert!(
+        err.contains("mode 0666") && err.contains("cannot be tightened"),
+        "{err}"
+    );
     assert_eq!(sha256_file(&sandbox.db), before);
     chmod(&sandbox.root, 0o755);
 }
