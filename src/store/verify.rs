@@ -549,7 +549,10 @@ impl Store {
         let stored = self.stored_checkpoints()?;
         let finish = |mut report: VerifyReport| {
             report.signature_checked = !options.keys.is_empty();
-            report.stored_checkpoints = stored.len() as u64;
+            // Checkpoints are read only once the identity holds.
+            if report.problem != Some(Problem::IdentityMismatch) {
+                report.stored_checkpoints = stored.len() as u64;
+            }
             report
         };
         let Notes { vouched, given } = match check_notes(
