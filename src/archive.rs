@@ -17,7 +17,8 @@ use crate::checkpoint::VerifierKey;
 use crate::digest::hex;
 use crate::store::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes};
 use crate::store::{
-    CheckpointRow, GivenCheckpoint, LogIdentity, Problem, StoredEvent, VerifyReport,
+    CheckpointOutcome, CheckpointRow, GivenCheckpoint, LogIdentity, Problem, StoredEvent,
+    VerifyReport,
 };
 
 /// The `export` tag of a header line.
@@ -112,17 +113,21 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 /// value (integers exactly; otherwise as 64-bit floats).
 fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
-            (Some(x), Some(y), _, _) => x == y,
-            (_, _, Some(x), Some(y)) => x == y,
-            _ if (x.is_f64() || y.is_f64()) => x.as_f64() == y.as_f64(),
-            _ => false,
-        },
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(x), Some(y), _, _) => x == y,
+                (_, _, Some(x), Some(y)) => x == y,
+                _ if (x.is_f64() || y.is_f64()) => x.as_f64() == y.as_f64(),
+                _ => false,
+            }
+        }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
         }
         _ => a == b,
     }
@@ -377,7 +382,12 @@ pub fn verify_export(
                     },
                 },
             };
-            if let Some(report) = checker.row(row) {
+            if let Some(mut report) = checker.row(row) {
+                report.checkpoint = given_cp.as_ref().map(|cp| CheckpointOutcome {
+                    origin: cp.origin.clone(),
+                    size: cp.size,
+                    holds: false,
+                });
                 return finish(report);
             }
         }

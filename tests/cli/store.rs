@@ -664,11 +664,11 @@ fn refused_wal_databases_get_no_side_files_from_read_only_commands() {
     assert_refused_untouched(&sandbox, &sandbox.db, "newer gavel", true);
 }
 
-/// `scripts/verify_chain.py DB`: its exit code and output, or `None`
+/// `scripts/verify_chain.py ARGS`: its exit code and output, or `None`
 /// without python3.
-fn python_verify(db: &Path) -> Option<(i32, String)> {
+fn python_verifier(args: &[&std::ffi::OsStr]) -> Option<(i32, String)> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/verify_chain.py");
-    match StdCommand::new("python3").arg(&script).arg(db).output() {
+    match StdCommand::new("python3").arg(&script).args(args).output() {
         Ok(output) => Some((
             output.status.code().expect("python3 exited"),
             format!(
@@ -683,6 +683,43 @@ fn python_verify(db: &Path) -> Option<(i32, String)> {
         }
         Err(err) => panic!("cannot run python3: {err}"),
     }
+}
+
+fn python_verify(db: &Path) -> Option<(i32, String)> {
+    python_verifier(&[db.as_os_str()])
+}
+
+/// The fields of a verify report both verifiers must agree on (`detail` is prose).
+fn comparable(report: &Value) -> Value {
+    let mut report = report.clone();
+    report.as_object_mut().unwrap().remove("detail");
+    report
+}
+
+/// `gavel verify --json ARGS` and `verify_chain.py --json ARGS` give the same
+/// report; returns gavel's.
+fn both_agree(sandbox: &Sandbox, what: &str, args: &[&std::ffi::OsStr]) -> Value {
+    let output = sandbox
+        .bare()
+        .args(["verify", "--json"])
+        .args(args)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .output()
+        .unwrap();
+    let exit = code(&output);
+    assert!(exit == 0 || exit == 1, "{what}: {}", stderr(&output));
+    let gavel = json(&output);
+    let mut py_args: Vec<&std::ffi::OsStr> = vec!["--json".as_ref()];
+    py_args.extend_from_slice(args);
+    let Some((py_exit, text)) = python_verifier(&py_args) else {
+        return gavel;
+    };
+    let python: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{what}: python printed no report ({e}): {text}"));
+    assert_eq!(comparable(&python), comparable(&gavel), "{what}");
+    assert_eq!(py_exit, exit, "{what}");
+    gavel
 }
 
 #[test]
@@ -732,6 +769,288 @@ fn python_verifier_agrees_with_gavel_verify() {
             text.trim(),
             format!("{problem} at seq {seq}"),
             "{statement}"
+        );
+    }
+}
+
+/// A log of the eight mixed calls, a stored checkpoint signed by `k` (also
+/// written to `cp`), and two more calls after it. Returns the key's public file.
+fn checkpointed_mix(sandbox: &Sandbox) -> (PathBuf, PathBuf, u64) {
+    record_mix(sandbox);
+    let key = sandbox.root.join("k");
+    run_expecting(sandbox.bare().args(["keygen", "--out"]).arg(&key), 0);
+    let cp = run_expecting(
+        &mut sandbox.gavel(&["checkpoint", "--key", key.to_str().unwrap()]),
+        0,
+    );
+    let cp_file = sandbox.root.join("cp");
+    std::fs::write(&cp_file, &cp.stdout).unwrap();
+    let size = event_count(&sandbox.db);
+    record_reads_from(sandbox, 100, 2);
+    let other = sandbox.root.join("other");
+    run_expecting(sandbox.bare().args(["keygen", "--out"]).arg(&other), 0);
+    (sibling(&key, ".pub"), cp_file, size)
+}
+
+#[test]
+fn python_verifier_agrees_with_gavel_on_every_tampered_copy() {
+    let sandbox = Sandbox::new();
+    let (public, cp, size) = checkpointed_mix(&sandbox);
+    let other = sandbox.root.join("other.pub");
+    let cut = format!("DELETE FROM events WHERE seq > {}", size - 2);
+    let tampers: Vec<&str> = vec![
+        "SELECT 1",
+        "UPDATE events SET ts_us = ts_us + 1 WHERE seq = 7",
+        "DELETE FROM events WHERE seq = 5",
+        "UPDATE events SET log_id = zeroblob(16) WHERE seq = 3",
+        "UPDATE events SET payload = CAST(payload AS TEXT) WHERE seq = 4",
+        "UPDATE events SET kind = CAST(kind AS BLOB) WHERE seq = 2",
+        "UPDATE events SET tool = CAST(tool AS BLOB) WHERE seq = 2",
+        "UPDATE events SET leaf = hex(leaf) WHERE seq = 9",
+        "UPDATE events SET chain = zeroblob(32) WHERE seq = 6",
+        "UPDATE events SET chain = zeroblob(31) WHERE seq = 6",
+        "UPDATE events SET leaf = zeroblob(32) WHERE seq = 6",
+        "UPDATE events SET ts_us = ts_us + 0.5 WHERE seq = 8",
+        "UPDATE events SET call_id = CAST(X'ff' AS TEXT) WHERE seq = 8",
+        "UPDATE events SET seq = seq + 100 WHERE seq = (SELECT max(seq) FROM events)",
+        "INSERT INTO events SELECT seq + 1000, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain FROM events WHERE seq = 3",
+        &cut,
+        "DELETE FROM events",
+        "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET root = zeroblob(32)",
+        "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET note = 'x'",
+        "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET root = hex(root)",
+        "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET size = size - 1",
+        "INSERT INTO checkpoints (size, root, note, created_us) SELECT size, root, note, created_us FROM checkpoints",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET format = 2",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET origin = 'gavel/x'",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET genesis = zeroblob(32)",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET genesis = hex(genesis)",
+        "DROP TRIGGER log_meta_no_delete; DELETE FROM log_meta",
+    ];
+    let mut problems = std::collections::BTreeSet::new();
+    for (i, statement) in tampers.iter().enumerate() {
+        let copy = sandbox.root.join(format!("copy-{i}.db"));
+        std::fs::copy(&sandbox.db, &copy).unwrap();
+        attacker(&copy).execute_batch(statement).unwrap();
+        let flag_sets: [Vec<&std::ffi::OsStr>; 3] = [
+            vec![],
+            vec!["--public-key".as_ref(), other.as_os_str()],
+            vec![
+                "--checkpoint".as_ref(),
+                cp.as_os_str(),
+                "--public-key".as_ref(),
+                public.as_os_str(),
+            ],
+        ];
+        for flags in flag_sets {
+            let report = both_agree_db(&sandbox, statement, &flags, &copy);
+            problems.insert(report["problem"].as_str().unwrap_or("ok").to_owned());
+        }
+    }
+    for problem in [
+        "ok",
+        "content_mismatch",
+        "seq_gap",
+        "log_id_mismatch",
+        "chain_break",
+        "checkpoint_truncated",
+        "checkpoint_mismatch",
+        "checkpoint_signature",
+        "unknown_format",
+        "identity_mismatch",
+    ] {
+        assert!(
+            problems.contains(problem),
+            "no case reported {problem}: {problems:?}"
+        );
+    }
+}
+
+/// [`both_agree`] for a database: gavel gets `--db DB`, Python `DB`.
+fn both_agree_db(sandbox: &Sandbox, what: &str, flags: &[&std::ffi::OsStr], db: &Path) -> Value {
+    let output = sandbox
+        .bare()
+        .args(["verify", "--json"])
+        .args(flags)
+        .arg("--db")
+        .arg(db)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .output()
+        .unwrap();
+    let exit = code(&output);
+    assert!(exit == 0 || exit == 1, "{what}: {}", stderr(&output));
+    let gavel = json(&output);
+    let mut py_args: Vec<&std::ffi::OsStr> = vec!["--json".as_ref()];
+    py_args.extend_from_slice(flags);
+    py_args.push(db.as_os_str());
+    let Some((py_exit, text)) = python_verifier(&py_args) else {
+        return gavel;
+    };
+    let python: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{what} {flags:?}: python printed no report ({e}): {text}"));
+    assert_eq!(comparable(&python), comparable(&gavel), "{what} {flags:?}");
+    assert_eq!(py_exit, exit, "{what} {flags:?}");
+    gavel
+}
+
+#[test]
+fn python_verifier_agrees_with_gavel_on_every_tampered_export() {
+    let sandbox = Sandbox::new();
+    let (public, cp, size) = checkpointed_mix(&sandbox);
+    let whole = json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0));
+    let filtered = json_lines(&run_expecting(
+        &mut sandbox.gavel(&["export", "--tool", "write_file"]),
+        0,
+    ));
+    type Edit = Box<dyn Fn(&mut Vec<Value>)>;
+    let edits: Vec<(&str, bool, Edit)> = vec![
+        ("untouched", true, Box::new(|_| {})),
+        ("filtered untouched", false, Box::new(|_| {})),
+        (
+            "payload_raw",
+            true,
+            Box::new(|l| {
+                let raw = l[6]["payload_raw"].as_str().unwrap().to_owned() + " ";
+                l[6]["payload_raw"] = raw.into();
+            }),
+        ),
+        (
+            "payload copy",
+            true,
+            Box::new(|l| l[6]["payload"] = json!({"forged": true})),
+        ),
+        (
+            "ts",
+            true,
+            Box::new(|l| l[4]["ts"] = "2000-01-01T00:00:00.000000Z".into()),
+        ),
+        ("ts_us", false, Box::new(|l| l[2]["ts_us"] = json!(1))),
+        ("ts_us type", true, Box::new(|l| l[3]["ts_us"] = json!("1"))),
+        (
+            "dropped line",
+            true,
+            Box::new(|l| {
+                l.remove(5);
+            }),
+        ),
+        (
+            "dropped filtered line",
+            false,
+            Box::new(|l| {
+                l.remove(1);
+            }),
+        ),
+        (
+            "cut tail",
+            true,
+            Box::new(move |l| l.truncate(size as usize - 1)),
+        ),
+        ("format", true, Box::new(|l| l[0]["format"] = json!(2))),
+        (
+            "origin",
+            true,
+            Box::new(|l| l[0]["origin"] = "gavel/x".into()),
+        ),
+        (
+            "genesis",
+            false,
+            Box::new(|l| l[0]["genesis"] = json!("00".repeat(32))),
+        ),
+        (
+            "checkpoint note",
+            true,
+            Box::new(|l| l[1]["note"] = "x".into()),
+        ),
+        (
+            "checkpoint root",
+            true,
+            Box::new(|l| l[1]["root"] = json!("00".repeat(32))),
+        ),
+        (
+            "dropped checkpoint",
+            true,
+            Box::new(|l| {
+                l.remove(1);
+            }),
+        ),
+        (
+            "leaf",
+            true,
+            Box::new(|l| l[3]["leaf"] = json!("00".repeat(32))),
+        ),
+        (
+            "chain",
+            false,
+            Box::new(|l| l[2]["chain"] = json!("00".repeat(32))),
+        ),
+        (
+            "log_id",
+            true,
+            Box::new(|l| l[3]["log_id"] = json!("00".repeat(16))),
+        ),
+        ("swapped", true, Box::new(|l| l.swap(3, 4))),
+        (
+            "not an event",
+            true,
+            Box::new(|l| l[3] = json!({"record": "other"})),
+        ),
+        (
+            "payload as hex",
+            true,
+            Box::new(|l| {
+                let raw = l[3]["payload_raw"].as_str().unwrap().to_owned();
+                l[3].as_object_mut().unwrap().remove("payload_raw");
+                l[3]["payload_hex"] = raw
+                    .bytes()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+                    .into();
+            }),
+        ),
+    ];
+    let mut problems = std::collections::BTreeSet::new();
+    for (i, (what, is_whole, edit)) in edits.iter().enumerate() {
+        let mut lines = if *is_whole {
+            whole.clone()
+        } else {
+            filtered.clone()
+        };
+        edit(&mut lines);
+        let file = sandbox.root.join(format!("export-{i}.jsonl"));
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&file, text).unwrap();
+        let mut flag_sets: Vec<Vec<&std::ffi::OsStr>> =
+            vec![vec!["--export".as_ref(), file.as_os_str()]];
+        if *is_whole {
+            flag_sets.push(vec![
+                "--export".as_ref(),
+                file.as_os_str(),
+                "--checkpoint".as_ref(),
+                cp.as_os_str(),
+                "--public-key".as_ref(),
+                public.as_os_str(),
+            ]);
+        }
+        for flags in flag_sets {
+            let report = both_agree(&sandbox, what, &flags);
+            problems.insert(report["problem"].as_str().unwrap_or("ok").to_owned());
+        }
+    }
+    for problem in [
+        "ok",
+        "content_mismatch",
+        "seq_gap",
+        "log_id_mismatch",
+        "chain_break",
+        "checkpoint_truncated",
+        "checkpoint_mismatch",
+        "unknown_format",
+        "identity_mismatch",
+    ] {
+        assert!(
+            problems.contains(problem),
+            "no export case reported {problem}: {problems:?}"
         );
     }
 }
