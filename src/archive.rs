@@ -186,6 +186,9 @@ fn check_event(value: &Value, log_id: &[u8]) -> (Option<u64>, Result<RowCheck, S
     let seq = value["seq"].as_u64();
     let checked = (|| {
         let seq = seq.ok_or("its `seq` is not a non-negative integer")?;
+        if value["record"] != "event" {
+            return Err(format!("seq {seq}: not an event line"));
+        }
         let text = |name: &str| {
             value[name]
                 .as_str()
