@@ -286,6 +286,49 @@ fn file_uri(path: &Path, query: &str) -> String {
     uri
 }
 
+/// A read lock on a database file, held the way a SQLite reader holds one
+/// (the bytes of its SHARED lock), through an open-file-description lock
+/// that no other descriptor's close can release. While it is held, no
+/// writer's closing checkpoint rewrites the file (that needs an EXCLUSIVE
+/// lock and skips when it cannot get one), so the file can be read as
+/// immutable without SQLite's `-wal`/`-shm` files. `None` when the lock
+/// is not available (a writer holds EXCLUSIVE right now) or not supported.
+#[cfg(target_os = "linux")]
+fn read_lock(path: &Path) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    // SQLite's unix locking: PENDING_BYTE 0x40000000, SHARED_FIRST two bytes on, 510 bytes.
+    const SHARED_FIRST: i64 = 0x4000_0002;
+    const SHARED_SIZE: i64 = 510;
+    let file = std::fs::File::open(path).ok()?;
+    for _ in 0..100 {
+        // SAFETY: an all-zero `flock` is a valid value; the fields that matter are set below.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_RDLCK as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = SHARED_FIRST as libc::off_t;
+        lock.l_len = SHARED_SIZE as libc::off_t;
+        // SAFETY: `file` is an open descriptor and `lock` a valid `flock` for F_OFD_SETLK.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) } == 0 {
+            return Some(file);
+        }
+        let busy = matches!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::EAGAIN | libc::EACCES)
+        );
+        if !busy {
+            return None;
+        }
+        // A writer is folding its WAL into the file right now; it takes milliseconds.
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_lock(_path: &Path) -> Option<std::fs::File> {
+    None
+}
+
 /// The size and modification time of a file, to notice a change under an immutable read.
 fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
     let meta = std::fs::metadata(path).ok()?;
@@ -328,10 +371,12 @@ pub struct Store {
     relaxed: bool,
     /// File modes tightened when it was opened for writing, one note each.
     tightened: Vec<String>,
-    /// For a read-only store opened `immutable` (its folder cannot be
-    /// written and no `-wal` file exists): the file's size and mtime then, so
-    /// that a change by a writer during the read is noticed.
+    /// For a read-only store opened `immutable` (no `-wal` file existed):
+    /// the file's size and mtime then, so that a change by a writer during
+    /// the read is noticed.
     immutable: Option<Option<(u64, std::time::SystemTime)>>,
+    /// The read lock that keeps an immutable read consistent, held until drop.
+    _read_lock: Option<std::fs::File>,
 }
 
 impl Store {
@@ -379,10 +424,12 @@ impl Store {
     }
 
     /// Opens an existing database read-only: nothing can be written through
-    /// it, nothing is migrated, no checkpoint of its WAL is run. It works in
-    /// a folder this user cannot write: when no `-wal` file exists, the file
-    /// is complete and is read as immutable; when one exists but its
-    /// shared-memory file cannot be made, the error says so.
+    /// it, nothing is migrated, no checkpoint of its WAL is run, and it
+    /// works in a folder this user cannot write. When no `-wal` file exists
+    /// the file is complete: it is read as immutable under a read lock that
+    /// keeps writers' checkpoints out, and no `-wal`/`-shm` file is made.
+    /// Otherwise SQLite reads it with the WAL; when the WAL's shared-memory
+    /// file cannot be made, the error says so.
     pub fn open_read_only(path: &Path) -> Result<Self, StoreError> {
         let display = path.display().to_string();
         if !path.exists() {
@@ -393,6 +440,24 @@ impl Store {
             path: display.clone(),
             source,
         };
+        // The lock first, then the look for a WAL: a writer that starts
+        // after this writes to its WAL, not to the file being read.
+        if let Some(lock) = read_lock(path)
+            && !sibling(path, "-wal").exists()
+        {
+            let before = stamp(path);
+            let conn = Connection::open_with_flags(
+                file_uri(path, "mode=ro&immutable=1"),
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(open_error)?;
+            let mut store = Self::prepare(conn, path, None, false)?;
+            store.immutable = Some(before);
+            store._read_lock = Some(lock);
+            return Ok(store);
+        }
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -479,6 +544,7 @@ impl Store {
             relaxed: false,
             tightened: Vec::new(),
             immutable: None,
+            _read_lock: None,
         })
     }
 

@@ -1184,10 +1184,38 @@ fn read_only_commands_work_on_a_log_in_a_folder_they_cannot_write() {
     // Root, too, reads it without making side files or changing a byte.
     for args in commands {
         run_expecting(&mut sandbox.gavel(args), 0);
+        assert_eq!(listing(&sandbox.root), files, "{args:?} made a file");
     }
     assert_eq!(sha256_file(&sandbox.db), before);
     chmod(&sandbox.root, 0o755);
     chmod(&sandbox.db, 0o600);
+}
+
+#[test]
+fn read_only_commands_make_no_side_files_in_a_writable_folder() {
+    let sandbox = Sandbox::new();
+    record_mix(&sandbox);
+    let before = sha256_file(&sandbox.db);
+    let files = listing(&sandbox.root);
+    assert!(
+        !files
+            .iter()
+            .any(|f| f.ends_with("-wal") || f.ends_with("-shm")),
+        "{files:?}"
+    );
+    for args in [
+        &["verify"][..],
+        &["log"],
+        &["show", "c1-read"],
+        &["explain", "c1-read"],
+        &["stats"],
+        &["export"],
+        &["replay", "--fail-on", "never"],
+    ] {
+        run_expecting(&mut sandbox.gavel(args), 0);
+        assert_eq!(listing(&sandbox.root), files, "{args:?} made a file");
+    }
+    assert_eq!(sha256_file(&sandbox.db), before);
 }
 
 #[test]
