@@ -1299,3 +1299,27 @@ fn loose_database_that_cannot_be_tightened_is_refused() {
     assert_eq!(sha256_file(&sandbox.db), before);
     chmod(&sandbox.root, 0o755);
 }
+
+#[test]
+fn log_at_a_path_with_uri_characters_is_read_where_it_is() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.join("we?ird #dir %41 é");
+    std::fs::create_dir(&dir).unwrap();
+    let db = dir.join("audit?.db");
+    let gavel = |args: &[&str]| {
+        let mut cmd = sandbox.bare();
+        cmd.args(args)
+            .arg("--workspace")
+            .arg(&sandbox.ws)
+            .arg("--db")
+            .arg(&db);
+        cmd
+    };
+    run_expecting(&mut gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]), 0);
+    let report = json(&run_expecting(&mut gavel(&["verify", "--json"]), 0));
+    assert_eq!(report["rows"], 3, "{report}");
+    let calls = json_lines(&run_expecting(&mut gavel(&["log", "--json"]), 0));
+    assert_eq!(calls.len(), 1);
+    // Nothing was created anywhere else (a misread URI would open another file).
+    assert_eq!(listing(&dir), ["audit?.db"]);
+}
