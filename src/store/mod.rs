@@ -2,8 +2,11 @@
 //! SQL string in gavel. It knows the record model (`audit`) and the chain
 //! encoding (`chain`), and nothing of the CLI.
 //!
-//! Opening never modifies a file that is not a gavel database, or one from
-//! a newer gavel: both are refused with a clear error.
+//! Opening never modifies a file that is not a gavel database, an empty
+//! file, or one from a newer gavel or with an unknown record format: all
+//! are refused with a clear error. A new database is created whole under a
+//! temporary name and linked into place. Read-only opens never write, never
+//! migrate and never make `-wal`/`-shm` files for a complete (idle) file.
 
 mod append;
 mod migrate;

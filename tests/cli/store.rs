@@ -1315,7 +1315,10 @@ fn log_at_a_path_with_uri_characters_is_read_where_it_is() {
             .arg(&db);
         cmd
     };
-    run_expecting(&mut gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]), 0);
+    run_expecting(
+        &mut gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]),
+        0,
+    );
     let report = json(&run_expecting(&mut gavel(&["verify", "--json"]), 0));
     assert_eq!(report["rows"], 3, "{report}");
     let calls = json_lines(&run_expecting(&mut gavel(&["log", "--json"]), 0));
