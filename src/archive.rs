@@ -475,3 +475,47 @@ pub fn verify_export(
         root: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readable_payload_copies_compare_by_json_value() {
+        let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        assert!(same_json(
+            &parse(r#"{"a":1,"b":[1.5]}"#),
+            &parse(r#"{"b":[1.5],"a":1.0}"#)
+        ));
+        assert!(!same_json(&parse("1"), &parse("true")));
+        assert!(!same_json(&parse("-1"), &parse("18446744073709551615")));
+        assert!(same_json(
+            &parse("18446744073709551615"),
+            &parse("18446744073709551615")
+        ));
+        assert!(!same_json(
+            &parse(r#"{"a":1}"#),
+            &parse(r#"{"a":1,"b":null}"#)
+        ));
+        assert!(!same_json(&parse(r#""1""#), &parse("1")));
+    }
+
+    #[test]
+    fn time_copies_are_checked_only_in_four_digit_years() {
+        assert_eq!(
+            format_time(1_764_676_800_000_000),
+            "2025-12-02T12:00:00.000000Z"
+        );
+        assert!(checked_time(0));
+        assert!(!checked_time(i64::MAX));
+        assert!(!checked_time(-62_135_596_800_000_001));
+    }
+
+    #[test]
+    fn an_export_without_a_header_is_not_an_export() {
+        let err = verify_export(std::io::Cursor::new("{\"seq\":1}\n"), None, &[]).unwrap_err();
+        assert!(matches!(err, ArchiveError::NotAnExport { .. }), "{err}");
+        let err = verify_export(std::io::Cursor::new(""), None, &[]).unwrap_err();
+        assert!(matches!(err, ArchiveError::NotAnExport { .. }), "{err}");
+    }
+}
