@@ -1,15 +1,36 @@
 #!/usr/bin/env python3
-"""Verify a gavel audit database from docs/record-format.md alone.
+"""Verify a gavel audit log from docs/record-format.md and docs/checkpoints.md alone.
 
-Usage: verify_chain.py DB        check every row, print the first problem
-       verify_chain.py --vector  print the documented test vector
-Exit 0 intact, 1 tampered.
+Usage: verify_chain.py [--json] [--checkpoint FILE] [--public-key KEY.pub ...] DB
+       verify_chain.py [--json] [--checkpoint FILE] [--public-key KEY.pub ...] --export FILE
+       verify_chain.py --vector      print the documented test vector
+Prints the first problem (or `ok: N rows`), or with --json the report of
+`gavel verify --json`. Exit 0 intact, 1 tampered, 2 could not verify.
+Standard library only, except that --public-key needs the `cryptography` package.
 """
+import base64
+import datetime
 import hashlib
+import json
 import sqlite3
 import struct
 import sys
 
+APPLICATION_ID = 0x6761766C
+SCHEMA = 3
+
+
+class Refused(Exception):
+    """The input cannot be verified at all (exit 2)."""
+
+
+class Bad(Exception):
+    def __init__(self, problem, seq=None, detail=""):
+        super().__init__(problem)
+        self.problem, self.seq, self.detail = problem, seq, detail
+
+
+# ---- record-format.md: encoding --------------------------------------------
 
 def lp(b):
     return struct.pack(">Q", len(b)) + b
@@ -37,6 +58,17 @@ def link(prev, lf):
     return hashlib.sha256(b"gavel/chain/v1" + prev + lf).digest()
 
 
+def merkle_root(leaves):
+    if not leaves:
+        return hashlib.sha256(b"").digest()
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return hashlib.sha256(b"\x01" + merkle_root(leaves[:k]) + merkle_root(leaves[k:])).digest()
+
+
 def vector():
     log_id = bytes(range(16))
     g = genesis(log_id, "gavel test", 1)
@@ -46,38 +78,423 @@ def vector():
     print("chain   =", link(g, lf).hex())
 
 
-def verify(path):
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    log_id, origin, fmt, stored_genesis = db.execute("SELECT log_id, origin, format, genesis FROM log_meta").fetchone()
-    prev = genesis(log_id, origin, fmt)
-    if prev != stored_genesis:
-        print("identity_mismatch")
-        return 1
-    rows = db.execute("SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain FROM events ORDER BY seq")
-    n = 0
-    for row in rows:
-        n += 1
-        seq, row_log, *fields, payload, stored_leaf, stored_chain = row
-        if seq != n:
-            print(f"seq_gap at seq {n}")
-            return 1
-        if row_log != log_id:
-            print(f"log_id_mismatch at seq {seq}")
-            return 1
-        lf = leaf(seq, row_log, *fields, bytes(payload))
+# ---- checkpoints.md: notes and keys ----------------------------------------
+
+def b64(text):
+    raw = base64.b64decode(text, validate=True)
+    if base64.b64encode(raw).decode() != text:
+        raise ValueError("non-canonical base64")
+    return raw
+
+
+def parse_body(body):
+    """origin, size, root of a note body (ending in its newline)."""
+    if not body.endswith("\n") or any(c < " " and c != "\n" for c in body):
+        raise ValueError("malformed body")
+    lines = body[:-1].split("\n")
+    if len(lines) < 3 or not lines[0] or any(not l for l in lines[3:]):
+        raise ValueError("malformed body")
+    size = lines[1]
+    if not size.isascii() or not size.isdigit() or (len(size) > 1 and size[0] == "0") or int(size) >= 2**64:
+        raise ValueError("malformed size")
+    root = b64(lines[2])
+    if len(root) != 32:
+        raise ValueError("root is not 32 bytes")
+    return lines[0], int(size), root
+
+
+def split_note(note):
+    """The signed text and the (name, key id, signature) lines of a note."""
+    if any(c < " " and c != "\n" for c in note):
+        raise ValueError("control character")
+    split = note.rfind("\n\n")
+    if split < 0:
+        raise ValueError("no blank line")
+    text, sigs = note[:split + 1], note[split + 2:]
+    if not sigs.endswith("\n"):
+        raise ValueError("no signature lines")
+    lines = []
+    for line in sigs[:-1].split("\n"):
+        if not line.startswith("\u2014 ") or " " not in line[2:]:
+            raise ValueError("bad signature line")
+        name, blob = line[2:].split(" ", 1)
+        if not name or any(c.isspace() or c == "+" or c < " " for c in name):
+            raise ValueError("bad key name")
+        blob = b64(blob)
+        if len(blob) < 5:
+            raise ValueError("short signature")
+        lines.append((name, blob[:4], blob[4:]))
+    if len(lines) > 100:
+        raise ValueError("too many signatures")
+    return text, lines
+
+
+def read_key(path):
+    name, key_id, key_b64 = open(path).read().strip().split("+", 2)
+    key = b64(key_b64)
+    if len(key) != 33 or key[0] != 1:
+        raise Refused(f"{path}: not an Ed25519 verifier key")
+    kid = hashlib.sha256(name.encode() + b"\n" + key).digest()[:4]
+    if kid.hex() != key_id.lower():
+        raise Refused(f"{path}: key id does not match")
+    return name, kid, key[1:]
+
+
+def open_note(note, keys):
+    """The checkpoint of a note: signed by one of `keys` when any is given, else only parsed."""
+    text, lines = split_note(note)
+    if keys:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+        for name, kid, public in keys:
+            mine = [s for n, i, s in lines if n == name and i == kid]
+            try:
+                for sig in mine:
+                    Ed25519PublicKey.from_public_bytes(public).verify(sig, text.encode())
+            except Exception:
+                continue
+            if mine:
+                return parse_body(text)
+        raise ValueError("no valid signature by a given key")
+    return parse_body(text)
+
+
+# ---- record-format.md: verifying --------------------------------------------
+
+def check_notes(origin, log_id, fmt, stored_genesis, given, stored, keys):
+    """Steps 1 (origin, genesis) to 3; what each checkpoint vouches for, given first."""
+    if origin != "gavel/" + log_id.hex():
+        raise Bad("identity_mismatch")
+    if genesis(log_id, origin, fmt) != stored_genesis:
+        raise Bad("identity_mismatch")
+    vouched, given_cp = [], None
+    if given is not None:
+        try:
+            given_cp = open_note(given, keys)
+        except ValueError as e:
+            raise Bad("checkpoint_signature", None, str(e))
+        if given_cp[0] != origin:
+            raise Bad("checkpoint_origin")
+        vouched.append((given_cp[1], given_cp[2]))
+    for size, root, note in stored:
+        if size is None or root is None or note is None:
+            raise Bad("checkpoint_mismatch")
+        try:
+            cp = parse_body(split_note(note)[0])
+        except ValueError:
+            raise Bad("checkpoint_mismatch")
+        if cp[1] != size or cp[2] != root:
+            raise Bad("checkpoint_mismatch")
+        if cp[0] != origin:
+            raise Bad("checkpoint_origin")
+        if keys:
+            try:
+                open_note(note, keys)
+            except ValueError:
+                raise Bad("checkpoint_signature")
+        vouched.append((cp[1], cp[2]))
+    return vouched, given_cp
+
+
+class Chain:
+    """Step 4, row by row, then step 5."""
+
+    def __init__(self, g):
+        self.prev, self.rows, self.leaves = g, 0, []
+
+    def row(self, seq, typed, row_log_id_ok, lf, stored_leaf, stored_chain):
+        i = self.rows + 1
+        if seq != i:
+            raise Bad("seq_gap", i)
+        if not typed:
+            raise Bad("content_mismatch", i)
+        if not row_log_id_ok:
+            raise Bad("log_id_mismatch", i)
         if lf != stored_leaf:
-            print(f"content_mismatch at seq {seq}")
-            return 1
-        prev = link(prev, lf)
-        if prev != stored_chain:
-            print(f"chain_break at seq {seq}")
-            return 1
-    print(f"ok: {n} rows")
-    return 0
+            raise Bad("content_mismatch", i)
+        nxt = link(self.prev, lf)
+        if nxt != stored_chain:
+            raise Bad("chain_break", i)
+        self.prev, self.rows = nxt, i
+        self.leaves.append(lf)
+
+    def finish(self, vouched):
+        n = self.rows
+        for size, root in vouched:
+            if size > n:
+                raise Bad("checkpoint_truncated", n + 1)
+            if merkle_root(self.leaves[:size]) != root:
+                raise Bad("checkpoint_root_mismatch")
+
+
+def utf8(v):
+    return v.decode("utf-8") if isinstance(v, bytes) else None
+
+
+def verify_db(path, given, keys, report):
+    with open(path, "rb") as f:
+        header = f.read(100)
+    if not header:
+        raise Refused("empty file")
+    if len(header) < 100 or header[:16] != b"SQLite format 3\x00":
+        raise Refused("not a SQLite database")
+    if struct.unpack(">i", header[68:72])[0] != APPLICATION_ID or struct.unpack(">i", header[60:64])[0] > SCHEMA:
+        raise Refused("not a gavel database this verifier knows")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.text_factory = bytes
+    meta = db.execute("SELECT id, typeof(id), log_id, typeof(log_id), origin, typeof(origin), format, typeof(format),"
+                      " typeof(created_us), genesis, typeof(genesis) FROM log_meta").fetchall()
+    # Step 1: the identity.
+    if len(meta) != 1:
+        raise Bad("identity_mismatch")
+    mid, tid, log_id, tlog, origin, torigin, fmt, tfmt, tcreated, stored_genesis, tgen = meta[0]
+    if (tid, tlog, torigin, tfmt, tcreated, tgen) != (b"integer", b"blob", b"text", b"integer", b"integer", b"blob") \
+            or mid != 1 or len(stored_genesis) != 32:
+        raise Bad("identity_mismatch")
+    try:
+        origin = origin.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Bad("identity_mismatch")
+    if fmt != 1:
+        raise Bad("unknown_format")
+    stored = []
+    for size, tsize, root, troot, note, tnote in db.execute(
+            "SELECT size, typeof(size), root, typeof(root), note, typeof(note) FROM checkpoints ORDER BY id"):
+        try:
+            note = note.decode("utf-8") if tnote == b"text" else None
+        except UnicodeDecodeError:
+            note = None
+        stored.append((size if tsize == b"integer" and size >= 0 else None,
+                       root if troot == b"blob" else None, note))
+    report["stored_checkpoints"] = len(stored)
+    vouched, given_cp = check_notes(origin, log_id, fmt, stored_genesis, given, stored, keys)
+    if given_cp is not None:
+        report["checkpoint"] = {"origin": given_cp[0], "size": given_cp[1], "holds": False}
+    chain = Chain(stored_genesis)
+    report["_chain"] = chain
+    cols = ["log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval", "status", "payload", "leaf", "chain"]
+    want = ["blob", "integer", "text", "text", "text?", "text?", "text?", "text?", "text?", "blob", "blob", "blob"]
+    sel = ", ".join(f"{c}, typeof({c})" for c in cols)
+    for r in db.execute(f"SELECT seq, {sel} FROM events ORDER BY seq"):
+        seq, vals, types = r[0], r[1::2], [t.decode() for t in r[2::2]]
+        typed = all(t == w or (w == "text?" and t in ("text", "null")) for t, w in zip(types, want))
+        lf = stored_leaf = stored_chain = None
+        if typed:
+            try:
+                text = [None if v is None else v.decode("utf-8") for v in vals[2:9]]
+            except UnicodeDecodeError:
+                typed = False
+        if typed:
+            lf = leaf(seq, vals[0], vals[1], *text, vals[9])
+            stored_leaf, stored_chain = vals[10], vals[11]
+        chain.row(seq, typed, typed and vals[0] == log_id, lf, stored_leaf, stored_chain)
+    chain.finish(vouched)
+    return chain
+
+
+# ---- record-format.md: exports ----------------------------------------------
+
+def unhex(v):
+    if not isinstance(v, str) or len(v) % 2 or any(c not in "0123456789abcdef" for c in v):
+        return None
+    return bytes.fromhex(v)
+
+
+def loads(text):
+    """JSON as gavel reads it: integers that fit 64 bits stay integers, others are floats."""
+    def num(s):
+        n = int(s)
+        return n if -2**63 <= n < 2**64 else float(n)
+
+    def nope(_):
+        raise ValueError("not JSON")
+    return json.loads(text, parse_int=num, parse_constant=nope)
+
+
+def same(a, b):
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None or isinstance(a, str) or isinstance(b, str):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
+        return float(a) == float(b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return False
+
+
+def ts_text(ts_us):
+    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=ts_us)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ").rjust(27, "0")
+
+
+def event_row(v, log_id):
+    """seq, typed, log id ok, leaf, stored leaf, stored chain of an event line."""
+    seq = v.get("seq") if isinstance(v, dict) else None
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0 or v.get("record") != "event":
+        return None
+    ts_us = v.get("ts_us")
+    strs = [v.get(k) for k in ("kind", "call_id")]
+    opts = [v.get(k) for k in ("tool", "action", "rule_id", "approval", "status")]
+    raw, hx = v.get("payload_raw"), v.get("payload_hex")
+    hashes = [unhex(v.get(k)) for k in ("log_id", "leaf", "chain")]
+    if not isinstance(ts_us, int) or isinstance(ts_us, bool) or not -2**63 <= ts_us < 2**63 \
+            or not all(isinstance(s, str) for s in strs) or not all(o is None or isinstance(o, str) for o in opts) \
+            or None in hashes:
+        return (seq, False, False, None, None, None)
+    if isinstance(raw, str) and hx is None:
+        try:
+            payload = raw.encode("utf-8")
+        except UnicodeEncodeError:
+            return (seq, False, False, None, None, None)
+    elif raw is None and unhex(hx) is not None:
+        payload = unhex(hx)
+    else:
+        return (seq, False, False, None, None, None)
+    try:
+        parsed = loads(payload.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        parsed = None
+    if not same(v.get("payload"), parsed):
+        return (seq, False, False, None, None, None)
+    if -62135596800000000 <= ts_us < 253402300800000000 and v.get("ts") != ts_text(ts_us):
+        return (seq, False, False, None, None, None)
+    try:
+        lf = leaf(seq, hashes[0], ts_us, *strs, *opts, payload)
+    except UnicodeEncodeError:
+        return (seq, False, False, None, None, None)
+    return (seq, True, hashes[0] == log_id, lf, hashes[1], hashes[2])
+
+
+def verify_export(path, given, keys, report):
+    lines = [l for l in open(path, encoding="utf-8").read().split("\n") if l.strip()]
+    if not lines:
+        raise Refused("empty export")
+    h = json.loads(lines[0])
+    if not isinstance(h, dict) or h.get("record") != "header" or h.get("export") != "gavel":
+        raise Refused("not a gavel export")
+    log_id, g = unhex(h.get("log_id")), unhex(h.get("genesis"))
+    if log_id is None or g is None or len(g) != 32 or not isinstance(h.get("origin"), str) \
+            or not isinstance(h.get("format"), int) or not isinstance(h.get("whole_chain"), bool):
+        raise Refused("malformed export header")
+    whole = h["whole_chain"]
+    report["whole_chain"] = whole
+    if not whole and given is not None:
+        raise Refused("a filtered export cannot prove a checkpoint")
+    if h["format"] != 1:
+        raise Bad("unknown_format")
+
+    def parsed(line):
+        try:
+            return json.loads(line)
+        except ValueError:
+            return None
+    values = [parsed(l) for l in lines[1:]]
+    stored = []
+    while values and isinstance(values[0], dict) and values[0].get("record") == "checkpoint":
+        c = values.pop(0)
+        size = c.get("size")
+        stored.append((size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
+                       unhex(c.get("root")), c.get("note") if isinstance(c.get("note"), str) else None))
+    if not whole and stored:
+        raise Refused("a filtered export carries checkpoints")
+    report["stored_checkpoints"] = len(stored)
+    vouched, given_cp = check_notes(h["origin"], log_id, 1, g, given, stored, keys)
+    if given_cp is not None:
+        report["checkpoint"] = {"origin": given_cp[0], "size": given_cp[1], "holds": False}
+    if whole:
+        chain = Chain(g)
+        report["_chain"] = chain
+        for v in values:
+            r = event_row(v, log_id)
+            if r is None:
+                seq = v.get("seq") if isinstance(v, dict) else None
+                ok_seq = isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0
+                r = (seq if ok_seq else chain.rows + 1, False, False, None, None, None)
+            chain.row(*r)
+        chain.finish(vouched)
+        return chain
+    rows, prev = 0, None
+    for v in values:
+        r = event_row(v, log_id)
+        seq = v.get("seq") if isinstance(v, dict) else None
+        ok_seq = isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0
+        at = seq if ok_seq else (prev[0] + 1 if prev else 1)
+        report["rows"] = rows
+        if r is None or not r[1]:
+            raise Bad("content_mismatch", at)
+        if (prev is not None and at <= prev[0]) or at == 0:
+            raise Bad("seq_gap", at)
+        if not r[2]:
+            raise Bad("log_id_mismatch", at)
+        if r[3] != r[4]:
+            raise Bad("content_mismatch", at)
+        before = g if at == 1 else (prev[1] if prev is not None and prev[0] + 1 == at else None)
+        if before is not None and (len(before) != 32 or link(before, r[3]) != r[5]):
+            raise Bad("chain_break", at)
+        rows, prev = rows + 1, (at, r[5])
+    report["rows"] = rows
+    return None
+
+
+def main(argv):
+    if argv == ["--vector"]:
+        vector()
+        return 0
+    as_json, given, keys, export, db = False, None, [], None, None
+    it = iter(argv)
+    for a in it:
+        if a == "--json":
+            as_json = True
+        elif a == "--checkpoint":
+            given = open(next(it), encoding="utf-8").read()
+        elif a == "--public-key":
+            keys.append(read_key(next(it)))
+        elif a == "--export":
+            export = next(it)
+        else:
+            db = a
+    report = {"ok": True, "rows": 0, "first_bad_seq": None, "problem": None,
+              "signature_checked": bool(keys), "stored_checkpoints": 0}
+    try:
+        chain = verify_export(export, given, keys, report) if export else verify_db(db, given, keys, report)
+        if chain is not None:
+            report["rows"] = chain.rows
+            report["head"] = chain.prev.hex()
+            if "checkpoint" in report:
+                cp = report["checkpoint"]
+                cp["holds"] = cp["size"] <= chain.rows and merkle_root(chain.leaves[:cp["size"]]) == base64.b64decode(
+                    split_note(given)[0].split("\n")[2])
+    except Refused as e:
+        print(f"verify_chain.py: {e}", file=sys.stderr)
+        return 2
+    except Bad as e:
+        chain = report.get("_chain")
+        if chain is not None and e.problem != "checkpoint_root_mismatch" and e.problem != "checkpoint_truncated":
+            report["rows"] = chain.rows
+        elif chain is not None:
+            report["rows"] = chain.rows
+            if "checkpoint" in report:
+                cp = report["checkpoint"]
+                root = base64.b64decode(split_note(given)[0].split("\n")[2])
+                cp["holds"] = cp["size"] <= chain.rows and merkle_root(chain.leaves[:cp["size"]]) == root
+        report.update(ok=False, problem=e.problem, first_bad_seq=e.seq)
+        if e.problem in ("identity_mismatch", "unknown_format"):
+            report["stored_checkpoints"] = 0
+            report.pop("checkpoint", None)
+        elif e.problem in ("checkpoint_signature", "checkpoint_mismatch", "checkpoint_origin"):
+            report.pop("checkpoint", None)
+    report.pop("_chain", None)
+    if as_json:
+        print(json.dumps(report, sort_keys=True))
+    elif report["ok"]:
+        print(f"ok: {report['rows']} rows")
+    else:
+        at = f" at seq {report['first_bad_seq']}" if report["first_bad_seq"] is not None else ""
+        print(f"{report['problem']}{at}")
+    return 0 if report["ok"] else 1
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--vector"]:
-        vector()
-    else:
-        sys.exit(verify(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))

@@ -6,6 +6,7 @@
 //! audit record.
 
 pub mod approval;
+pub mod archive;
 pub mod audit;
 pub mod chain;
 pub mod checkpoint;

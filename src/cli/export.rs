@@ -1,7 +1,14 @@
-//! `gavel export`: every event with its hashes, as JSON lines or CSV.
+//! `gavel export`: every event with its hashes, as JSON lines or CSV, or
+//! the events of the calls a filter selects. The JSON-lines form carries the
+//! stored bytes exactly (`gavel::archive`), so `gavel verify --export`
+//! checks it with no database.
+
+use std::collections::HashSet;
 
 use clap::{Args, ValueEnum};
+use serde_json::{Map, Value};
 
+use gavel::archive;
 use gavel::digest::hex;
 use gavel::policy::cases::PolicyCase;
 use gavel::store::StoredEvent;
@@ -23,7 +30,8 @@ pub struct ExportArgs {
     /// Write recorded requests with their facts and decisions as `gavel policy test` cases (JSON lines)
     #[arg(long)]
     pub requests: bool,
-    /// Which calls to export with --requests
+    /// Which calls to export: only their events (a filtered export is not a
+    /// whole chain; its events verify one by one)
     #[command(flatten)]
     pub query: QueryArgs,
 }
@@ -32,11 +40,12 @@ const CSV_HEADER: &str =
     "seq,ts,ts_us,kind,call_id,tool,action,rule_id,approval,status,payload,log_id,leaf,chain";
 
 /// One CSV field. A field a spreadsheet would run as a formula (`=`, `+`,
-/// `-`, `@` first) is quoted with a leading `'`; the other columns (hashes,
-/// `ts_us`) still let anyone recompute every hash from the export.
+/// `-`, `@`, TAB or CR first) is quoted with a leading `'`; the other
+/// columns (hashes, `ts_us`) still let anyone recompute every hash from the
+/// export.
 fn csv_field(text: &str) -> String {
     let guarded;
-    let text = if text.starts_with(['=', '+', '-', '@']) {
+    let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         guarded = format!("'{text}");
         &guarded
     } else {
@@ -70,6 +79,37 @@ fn csv_row(e: &StoredEvent) -> String {
     .join(",")
 }
 
+/// The filters given, as the export header records them; `None` when there are none.
+fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
+    let resolved = query.to_query()?;
+    let mut out = Map::new();
+    let flags: [(&str, &Option<String>); 8] = [
+        ("tool", &query.tool),
+        ("rule", &query.rule),
+        ("action", &query.action),
+        ("approval", &query.approval),
+        ("status", &query.status),
+        ("since", &query.since),
+        ("until", &query.until),
+        ("call", &query.call),
+    ];
+    for (name, value) in flags {
+        if let Some(value) = value {
+            out.insert(name.into(), value.clone().into());
+        }
+    }
+    if let Some(limit) = query.limit {
+        out.insert("limit".into(), limit.into());
+    }
+    if let Some(since) = resolved.since {
+        out.insert("since_us".into(), since.into());
+    }
+    if let Some(until) = resolved.until {
+        out.insert("until_us".into(), until.into());
+    }
+    Ok((!out.is_empty()).then_some(Value::Object(out)))
+}
+
 pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
     let store = global.read_store()?;
     if args.requests {
@@ -88,30 +128,43 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         })?;
         return Ok(Exit::Ok);
     }
-    if args.format == ExportFormat::Csv {
-        render::line(CSV_HEADER)?;
+    let selection = selection(&args.query)?;
+    // A filtered export holds the events of the selected calls.
+    let wanted: Option<HashSet<String>> = match &selection {
+        None => None,
+        Some(_) => {
+            let mut ids = HashSet::new();
+            store.for_each_call(&args.query.to_query()?, |call| -> anyhow::Result<()> {
+                ids.insert(call.call_id);
+                Ok(())
+            })?;
+            Some(ids)
+        }
+    };
+    match args.format {
+        ExportFormat::Csv => render::line(CSV_HEADER)?,
+        ExportFormat::Jsonl => {
+            render::json(&archive::header_line(store.identity(), selection.clone()))?;
+            if selection.is_none() {
+                for row in store.checkpoint_rows()? {
+                    render::json(&archive::checkpoint_line(&row))?;
+                }
+            }
+        }
     }
     store.for_each_event(|event| -> anyhow::Result<()> {
+        if wanted
+            .as_ref()
+            .is_some_and(|ids| !ids.contains(&event.call_id))
+        {
+            return Ok(());
+        }
         match args.format {
             ExportFormat::Csv => render::line(&csv_row(&event))?,
-            ExportFormat::Jsonl => render::json(&serde_json::json!({
-                "seq": event.seq,
-                "ts": format_time(event.ts_us),
-                "ts_us": event.ts_us,
-                "kind": event.kind,
-                "call_id": event.call_id,
-                "tool": event.tool,
-                "action": event.action,
-                "rule_id": event.rule_id,
-                "approval": event.approval,
-                "status": event.status,
-                "payload": event.payload_json(),
-                "log_id": hex(&event.log_id),
-                "leaf": hex(&event.leaf),
-                "chain": hex(&event.chain),
-            }))?,
+            ExportFormat::Jsonl => render::json(&archive::event_line(&event))?,
         }
         Ok(())
     })?;
+    store.check_unchanged()?;
     Ok(Exit::Ok)
 }

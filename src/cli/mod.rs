@@ -264,7 +264,15 @@ impl Global {
             DurabilityArg::Full => Durability::Full,
             DurabilityArg::Normal => Durability::Normal,
         };
-        Ok(Store::open(&path, durability)?)
+        let store = Store::open(&path, durability)?;
+        if !store.tightened().is_empty() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "gavel: tightened modes others could use: {}",
+                store.tightened().join(", ")
+            );
+        }
+        Ok(store)
     }
 
     /// Opens an existing audit database read-only.

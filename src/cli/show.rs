@@ -185,6 +185,11 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
     let trace = recorded_trace(&store, &call)?;
     let result = result_of(&store, &call.call_id)?;
     let decision = &call.decision;
+    let policy_text = match store.recorded_policy(&decision.policy.digest)? {
+        gavel::store::PolicyText::Text(_) => "recorded",
+        gavel::store::PolicyText::Missing => "missing",
+        gavel::store::PolicyText::Mismatch => "tampered",
+    };
 
     if args.format.is_json() {
         render::json(&json!({
@@ -199,6 +204,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             "policy": decision.policy,
             "facts": decision.facts,
             "trace": trace,
+            "policy_text": policy_text,
             "approval": call.approval,
             "status": call.status,
             "result": result,
@@ -269,6 +275,10 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                 }
             }
         }
+        None if policy_text == "tampered" => text.push(format!(
+            "The recorded text of policy `{}` does not match its digest (sha256 {}): it was edited after it was recorded, so the rules tried before cannot be shown.",
+            decision.policy.name, decision.policy.digest
+        )),
         None => text.push(format!(
             "The text of policy `{}` was not recorded, so the rules tried before cannot be shown.",
             decision.policy.name

@@ -1,5 +1,6 @@
-//! `gavel verify`: check the chain, and optionally that the log still holds
-//! a signed checkpoint. Exit 0 intact, 1 tampered, 2 could not verify.
+//! `gavel verify`: check the chain, every stored checkpoint note and
+//! optionally a signed checkpoint file, or an exported archive with no
+//! database. Exit 0 intact, 1 tampered, 2 could not verify.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,8 +9,8 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use gavel::checkpoint::{self, Checkpoint};
-use gavel::store::{Problem, Store, StoreError, VerifyOptions, VerifyReport};
+use gavel::checkpoint::{self, VerifierKey};
+use gavel::store::{GivenCheckpoint, Problem, Store, StoreError, VerifyOptions, VerifyReport};
 
 use super::{Exit, FormatArgs, Global, render};
 
@@ -18,9 +19,14 @@ pub struct VerifyArgs {
     /// Also prove the log still holds this signed checkpoint
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
-    /// The checkpoint signer's public key (KEY.pub); without it the signature is not checked
-    #[arg(long, value_name = "KEY.pub", requires = "checkpoint")]
-    pub public_key: Option<PathBuf>,
+    /// A checkpoint signer's public key (KEY.pub), repeatable: every checkpoint
+    /// note (the --checkpoint file and each one stored in the log) must be
+    /// signed by one of them. Without it no signature is checked.
+    #[arg(long, value_name = "KEY.pub")]
+    pub public_key: Vec<PathBuf>,
+    /// Verify this JSON-lines export (`gavel export`) instead of a database
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -41,23 +47,27 @@ pub fn progress_bar(store: &Store, what: &str) -> anyhow::Result<Option<Progress
     Ok(Some(bar))
 }
 
-/// Verifies the log behind `store`, with an optional checkpoint.
+/// Verifies the log behind `store`, with an optional checkpoint file.
 pub fn verify_store(
     store: &Store,
-    checkpoint: Option<&Checkpoint>,
+    checkpoint: Option<GivenCheckpoint<'_>>,
 ) -> anyhow::Result<VerifyReport> {
-    let bar = progress_bar(store, "verifying")?;
-    let report = store.verify(
+    verify_with(
+        store,
         &VerifyOptions {
             checkpoint,
-            root: false,
+            ..VerifyOptions::default()
         },
-        &mut |rows| {
-            if let Some(bar) = &bar {
-                bar.set_position(rows);
-            }
-        },
-    )?;
+    )
+}
+
+fn verify_with(store: &Store, options: &VerifyOptions<'_>) -> anyhow::Result<VerifyReport> {
+    let bar = progress_bar(store, "verifying")?;
+    let report = store.verify(options, &mut |rows| {
+        if let Some(bar) = &bar {
+            bar.set_position(rows);
+        }
+    })?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -65,81 +75,106 @@ pub fn verify_store(
 }
 
 pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
+    let keys: Vec<VerifierKey> = args
+        .public_key
+        .iter()
+        .map(|path| checkpoint::read_verifier_key(path))
+        .collect::<Result<_, _>>()?;
+    let note = match &args.checkpoint {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read checkpoint `{}`", path.display()))?,
+        ),
+        None => None,
+    };
+    let label = args
+        .checkpoint
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let given = note.as_deref().map(|note| GivenCheckpoint {
+        label: &label,
+        note,
+    });
+    let json = args.format.is_json();
+    if let Some(path) = &args.export {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot read export `{}`", path.display()))?;
+        let outcome = gavel::archive::verify_export(std::io::BufReader::new(file), given, &keys)
+            .with_context(|| format!("export `{}`", path.display()))?;
+        return print(&outcome.report, json, Some(outcome.whole_chain));
+    }
     let store = match Store::open_read_only(&global.db_path()?) {
         Ok(store) => store,
-        Err(err @ StoreError::IdentityMissing { .. }) => {
-            let report = tampered(Problem::IdentityMismatch, err.to_string());
-            return print(&report, args.format.is_json(), None);
+        Err(err @ (StoreError::IdentityMissing { .. } | StoreError::IdentityMalformed { .. })) => {
+            return print(
+                &tampered(Problem::IdentityMismatch, err.to_string(), &keys),
+                json,
+                None,
+            );
+        }
+        Err(err @ StoreError::UnknownFormat { .. }) => {
+            return print(
+                &tampered(Problem::UnknownFormat, err.to_string(), &keys),
+                json,
+                None,
+            );
         }
         Err(err) => return Err(err.into()),
     };
-    let mut note_checked = None;
-    let checkpoint = match &args.checkpoint {
-        None => None,
-        Some(path) => {
-            let note = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read checkpoint `{}`", path.display()))?;
-            let opened = match &args.public_key {
-                Some(key) => {
-                    note_checked = Some(true);
-                    checkpoint::open(&note, &checkpoint::read_verifier_key(key)?)
-                }
-                None => {
-                    note_checked = Some(false);
-                    checkpoint::parse_unverified(&note)
-                }
-            };
-            match opened {
-                Ok(cp) => Some(cp),
-                Err(err) => {
-                    let detail = format!("checkpoint `{}`: {err}", path.display());
-                    let report = tampered(Problem::CheckpointSignature, detail);
-                    return print(&report, args.format.is_json(), note_checked);
-                }
-            }
-        }
-    };
-    let report = verify_store(&store, checkpoint.as_ref())?;
-    print(&report, args.format.is_json(), note_checked)
+    let report = verify_with(
+        &store,
+        &VerifyOptions {
+            checkpoint: given,
+            keys: &keys,
+            root: false,
+        },
+    )?;
+    print(&report, json, None)
 }
 
 /// A failed report that no row can be blamed for.
-fn tampered(problem: Problem, detail: String) -> VerifyReport {
-    VerifyReport {
-        ok: false,
-        rows: 0,
-        first_bad_seq: None,
-        problem: Some(problem),
-        detail: Some(detail),
-        head: None,
-        checkpoint: None,
-        root: None,
-    }
+fn tampered(problem: Problem, detail: String, keys: &[VerifierKey]) -> VerifyReport {
+    let mut report = VerifyReport::bad(0, None, problem, detail);
+    report.signature_checked = !keys.is_empty();
+    report
 }
 
-fn print(
-    report: &VerifyReport,
-    json: bool,
-    signature_checked: Option<bool>,
-) -> anyhow::Result<Exit> {
+fn print(report: &VerifyReport, json: bool, whole_chain: Option<bool>) -> anyhow::Result<Exit> {
     if json {
         let mut value = serde_json::to_value(report)?;
-        if let (Some(checked), Some(object)) = (signature_checked, value.as_object_mut()) {
-            object.insert("signature_checked".into(), checked.into());
+        if let (Some(whole), Some(object)) = (whole_chain, value.as_object_mut()) {
+            object.insert("whole_chain".into(), whole.into());
         }
         render::json(&value)?;
     } else if report.ok {
-        let mut line = format!("ok: {} events, chain intact", report.rows);
-        if let Some(cp) = &report.checkpoint {
+        let mut line = match whole_chain {
+            Some(false) => format!(
+                "ok: {} events of a filtered export, each matching its leaf hash (not a whole chain)",
+                report.rows
+            ),
+            _ => format!("ok: {} events, chain intact", report.rows),
+        };
+        if report.stored_checkpoints > 0 {
             line.push_str(&format!(
-                "; holds checkpoint of {} events{}",
-                cp.size,
-                if signature_checked == Some(true) {
-                    " (signature verified)"
+                "; holds {} stored checkpoint{}",
+                report.stored_checkpoints,
+                if report.stored_checkpoints == 1 {
+                    ""
                 } else {
-                    " (signature NOT checked: no --public-key)"
+                    "s"
                 }
             ));
+        }
+        if let Some(cp) = &report.checkpoint {
+            line.push_str(&format!("; holds checkpoint of {} events", cp.size));
+        }
+        if report.checkpoint.is_some() || report.stored_checkpoints > 0 {
+            line.push_str(if report.signature_checked {
+                " (signatures verified)"
+            } else {
+                " (signatures NOT checked: no --public-key)"
+            });
         }
         render::line(&line)?;
     } else {

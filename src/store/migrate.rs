@@ -2,7 +2,7 @@
 //! order at open and tracked with `PRAGMA user_version`. A new database also
 //! gets its log identity here, in the same transaction.
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension};
+use rusqlite::{Connection, ErrorCode};
 
 use super::{APPLICATION_ID, LogIdentity, StoreError, sql};
 use crate::chain::{FORMAT_VERSION, genesis};
@@ -10,6 +10,7 @@ use crate::chain::{FORMAT_VERSION, genesis};
 /// Every migration, in order; the schema version is the count applied.
 pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
+    include_str!("../../migrations/0002_no_replace.sql"),
     include_str!("../../migrations/0003_anomaly_index.sql"),
 ];
 
@@ -37,13 +38,7 @@ pub(super) fn inspect(conn: &Connection, path: &str) -> Result<State, StoreError
             [],
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )
-        .map_err(|err| match err.sqlite_error_code() {
-            Some(ErrorCode::NotADatabase) => not_gavel(),
-            _ => StoreError::Open {
-                path: path.to_owned(),
-                source: err,
-            },
-        })?;
+        .map_err(|err| open_error(err, path))?;
     if application_id == 0 && version == 0 && objects == 0 {
         return Ok(State::Fresh);
     }
@@ -59,6 +54,19 @@ pub(super) fn inspect(conn: &Connection, path: &str) -> Result<State, StoreError
         });
     }
     Ok(State::Gavel(version))
+}
+
+/// What a failed first read of a file says about it.
+pub(super) fn open_error(err: rusqlite::Error, path: &str) -> StoreError {
+    match err.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase) => StoreError::NotGavel {
+            path: path.to_owned(),
+        },
+        _ => StoreError::Open {
+            path: path.to_owned(),
+            source: err,
+        },
+    }
 }
 
 /// Brings a fresh or older database up to date.
@@ -154,39 +162,69 @@ fn create_identity(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Reads the log identity; a gavel database without one has been tampered with.
+/// Reads the log identity; a gavel database without one, or with one whose
+/// columns are not of their documented types, has been tampered with. A
+/// record format this gavel does not know is refused.
 pub(super) fn identity(conn: &Connection, path: &str) -> Result<LogIdentity, StoreError> {
-    let damaged = |detail: &str| StoreError::Damaged {
+    use rusqlite::types::ValueRef;
+    let malformed = |detail: String| StoreError::IdentityMalformed {
         path: path.to_owned(),
-        detail: detail.to_owned(),
+        detail,
     };
-    let row = conn
-        .query_row(
-            "SELECT log_id, origin, format, created_us, genesis FROM log_meta WHERE id = 1",
-            [],
-            |row| {
-                Ok((
-                    row.get::<_, Vec<u8>>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, u32>(2)?,
-                    row.get::<_, i64>(3)?,
-                    row.get::<_, Vec<u8>>(4)?,
-                ))
-            },
-        )
-        .optional()
-        .map_err(|e| damaged(&format!("cannot read the log identity: {e}")))?
-        .ok_or_else(|| StoreError::IdentityMissing {
+    let mut statement = conn
+        .prepare("SELECT id, log_id, origin, format, created_us, genesis FROM log_meta")
+        .map_err(|e| malformed(format!("cannot read the log identity: {e}")))?;
+    let mut rows = statement
+        .query([])
+        .map_err(|e| malformed(format!("cannot read the log identity: {e}")))?;
+    let read = |e: rusqlite::Error| malformed(format!("cannot read the log identity: {e}"));
+    let Some(row) = rows.next().map_err(read)? else {
+        return Err(StoreError::IdentityMissing {
             path: path.to_owned(),
-        })?;
-    let (log_id, origin, format, created_us, stored) = row;
-    let genesis: [u8; 32] = stored
+        });
+    };
+    let column = |i: usize| row.get_ref(i).map_err(read);
+    let (
+        ValueRef::Integer(1),
+        ValueRef::Blob(log_id),
+        ValueRef::Text(origin),
+        ValueRef::Integer(format),
+        ValueRef::Integer(created_us),
+        ValueRef::Blob(genesis),
+    ) = (
+        column(0)?,
+        column(1)?,
+        column(2)?,
+        column(3)?,
+        column(4)?,
+        column(5)?,
+    )
+    else {
+        return Err(malformed(
+            "a column of `log_meta` is not of its documented type, or its id is not 1".into(),
+        ));
+    };
+    let origin = std::str::from_utf8(origin)
+        .map_err(|_| malformed("the origin is not UTF-8".into()))?
+        .to_owned();
+    let genesis: [u8; 32] = genesis
         .try_into()
-        .map_err(|_| damaged("the genesis hash is not 32 bytes"))?;
+        .map_err(|_| malformed("the genesis hash is not 32 bytes".into()))?;
+    let log_id = log_id.to_vec();
+    if rows.next().map_err(read)?.is_some() {
+        return Err(malformed("`log_meta` holds more than one row".into()));
+    }
+    if format != i64::from(FORMAT_VERSION) {
+        return Err(StoreError::UnknownFormat {
+            path: path.to_owned(),
+            found: format,
+            known: FORMAT_VERSION,
+        });
+    }
     Ok(LogIdentity {
         log_id,
         origin,
-        format,
+        format: FORMAT_VERSION,
         created_us,
         genesis,
     })

@@ -2,8 +2,11 @@
 //! SQL string in gavel. It knows the record model (`audit`) and the chain
 //! encoding (`chain`), and nothing of the CLI.
 //!
-//! Opening never modifies a file that is not a gavel database, or one from
-//! a newer gavel: both are refused with a clear error.
+//! Opening never modifies a file that is not a gavel database, an empty
+//! file, or one from a newer gavel or with an unknown record format: all
+//! are refused with a clear error. A new database is created whole under a
+//! temporary name and linked into place. Read-only opens never write, never
+//! migrate and never make `-wal`/`-shm` files for a complete (idle) file.
 
 mod append;
 mod migrate;
@@ -23,7 +26,11 @@ pub use query::{
     AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, Stats, StoredEvent, UNGOVERNED,
     UngovernedCall,
 };
-pub use verify::{CheckpointOutcome, Problem, VerifyOptions, VerifyReport};
+pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes};
+pub use verify::{
+    CheckpointOutcome, CheckpointRow, GivenCheckpoint, PolicyText, Problem, VerifyOptions,
+    VerifyReport,
+};
 
 /// Marks a SQLite file as gavel's (`PRAGMA application_id`, "gavl").
 const APPLICATION_ID: i32 = 0x6761_766c;
@@ -74,6 +81,30 @@ pub enum StoreError {
     Sign { detail: String },
     #[error("audit database `{path}` has no log identity: its `log_meta` row was deleted")]
     IdentityMissing { path: String },
+    #[error("audit database `{path}` has a malformed log identity: {detail}")]
+    IdentityMalformed { path: String, detail: String },
+    #[error(
+        "audit database `{path}` says record format {found}, which this gavel does not know (it knows {known}); refusing to read or append to it"
+    )]
+    UnknownFormat {
+        path: String,
+        found: i64,
+        known: u32,
+    },
+    #[error("`{path}` is an empty file, not a gavel audit database; refusing to touch it")]
+    Empty { path: String },
+    #[error(
+        "cannot read audit database `{path}` read-only: it has a write-ahead log (`{path}-wal`) whose shared-memory index (`{path}-shm`) this user cannot create or use ({detail}); let its owner run any gavel command that writes, which folds the log in, or copy the files to a folder you can write"
+    )]
+    WalUnreadable { path: String, detail: String },
+    #[error(
+        "`{path}` has mode {mode:04o}, readable or writable by others, and cannot be tightened: {source}"
+    )]
+    LooseMode {
+        path: String,
+        mode: u32,
+        source: std::io::Error,
+    },
     #[error("call `{call_id}` is already recorded")]
     DuplicateCall { call_id: String },
     #[error("no call `{call_id}` in the record")]
@@ -89,12 +120,12 @@ pub enum StoreError {
 /// gavel, by its 100-byte SQLite header alone, before SQLite opens it (a
 /// SQLite connection to a WAL-mode file leaves `-wal`/`-shm` files beside
 /// it). While a `-wal` file exists the header may be stale, so SQLite's own
-/// view decides instead. An empty file is new when `may_be_new`.
-fn check_header(path: &Path, may_be_new: bool) -> Result<(), StoreError> {
+/// view decides instead. An empty file is refused: gavel creates a new
+/// database whole, under a temporary name, so a log of zero bytes is a cut
+/// one or a stranger's, never one in the making.
+fn check_header(path: &Path) -> Result<(), StoreError> {
     let display = || path.display().to_string();
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    if Path::new(&wal).exists() {
+    if sibling(path, "-wal").exists() {
         return Ok(());
     }
     let mut header = Vec::with_capacity(100);
@@ -107,22 +138,13 @@ fn check_header(path: &Path, may_be_new: bool) -> Result<(), StoreError> {
             source,
         });
     }
-    if header.is_empty() && may_be_new {
-        return Ok(());
+    if header.is_empty() {
+        return Err(StoreError::Empty { path: display() });
     }
     let field = |at: usize| {
         i32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
     };
-    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" {
-        return Err(StoreError::NotGavel { path: display() });
-    }
-    if field(68) != APPLICATION_ID {
-        // An empty SQLite database (no schema yet, offset 40) may be one another
-        // gavel is creating right now; SQLite's view, under its locks, decides.
-        let empty = field(40) == 0 && field(60) == 0 && field(68) == 0;
-        if empty && may_be_new {
-            return Ok(());
-        }
+    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" || field(68) != APPLICATION_ID {
         return Err(StoreError::NotGavel { path: display() });
     }
     let supported = migrate::MIGRATIONS.len() as i64;
@@ -135,6 +157,188 @@ fn check_header(path: &Path, may_be_new: bool) -> Result<(), StoreError> {
         });
     }
     Ok(())
+}
+
+/// `path` with `suffix` appended to its last part (`audit.db` -> `audit.db-wal`).
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Creates a new gavel database at `path`, whole: it is initialized under a
+/// temporary name in the same folder and linked into place only when
+/// complete, so no reader or writer ever sees a half-made log there. When
+/// another gavel wins the race, its database is used.
+fn create_whole(path: &Path) -> Result<(), StoreError> {
+    let display = path.display().to_string();
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(|err| StoreError::Randomness {
+        detail: err.to_string(),
+    })?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.new-{}", crate::digest::hex(&nonce)));
+    let cleanup = |temp: &Path| {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let _ = std::fs::remove_file(sibling(temp, suffix));
+        }
+    };
+    let made = (|| {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+            .map_err(|source| StoreError::Create {
+                path: temp.display().to_string(),
+                source,
+            })?;
+        let conn = Connection::open_with_flags(
+            &temp,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Open {
+            path: display.clone(),
+            source,
+        })?;
+        migrate::apply(&conn, &display, migrate::State::Fresh)?;
+        // Closing the only connection folds the WAL into the file and removes it.
+        conn.close().map_err(|(_, source)| StoreError::Open {
+            path: display.clone(),
+            source,
+        })?;
+        match std::fs::hard_link(&temp, path) {
+            Ok(()) => Ok(()),
+            // Another gavel created it first: use theirs.
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            // A file system without hard links: a plain rename, unless the name is taken by now.
+            Err(_) if !path.exists() => {
+                std::fs::rename(&temp, path).map_err(|source| StoreError::Create {
+                    path: display.clone(),
+                    source,
+                })
+            }
+            Err(_) => Ok(()),
+        }
+    })();
+    cleanup(&temp);
+    made
+}
+
+/// Tightens what gavel owns to owner-only modes: the database and its
+/// `-wal`/`-shm` files to 0600, and its folder to 0700 when it is gavel's
+/// own `.gavel` folder. Returns one note per change; refuses a file it
+/// cannot tighten.
+fn tighten_modes(path: &Path) -> Result<Vec<String>, StoreError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut notes = Vec::new();
+    let mut targets: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| d.file_name().is_some_and(|n| n == ".gavel"))
+    {
+        targets.push(dir.to_owned());
+    }
+    targets.push(path.to_owned());
+    for suffix in ["-wal", "-shm"] {
+        targets.push(sibling(path, suffix));
+    }
+    for target in targets {
+        let Ok(meta) = std::fs::metadata(&target) else {
+            continue;
+        };
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o077 == 0 {
+            continue;
+        }
+        let tightened = mode & !0o077;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(tightened)).map_err(
+            |source| StoreError::LooseMode {
+                path: target.display().to_string(),
+                mode,
+                source,
+            },
+        )?;
+        notes.push(format!(
+            "`{}` {:04o} -> {:04o}",
+            target.display(),
+            mode,
+            tightened
+        ));
+    }
+    Ok(notes)
+}
+
+/// `file:` URI for `path` with `query`, escaping what a URI would misread.
+fn file_uri(path: &Path, query: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            uri.push(byte as char);
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri.push('?');
+    uri.push_str(query);
+    uri
+}
+
+/// A read lock on a database file, held the way a SQLite reader holds one
+/// (the bytes of its SHARED lock), through an open-file-description lock
+/// that no other descriptor's close can release. While it is held, no
+/// writer's closing checkpoint rewrites the file (that needs an EXCLUSIVE
+/// lock and skips when it cannot get one), so the file can be read as
+/// immutable without SQLite's `-wal`/`-shm` files. `None` when the lock
+/// is not available (a writer holds EXCLUSIVE right now) or not supported.
+#[cfg(target_os = "linux")]
+fn read_lock(path: &Path) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    // SQLite's unix locking: PENDING_BYTE 0x40000000, SHARED_FIRST two bytes on, 510 bytes.
+    const SHARED_FIRST: i64 = 0x4000_0002;
+    const SHARED_SIZE: i64 = 510;
+    let file = std::fs::File::open(path).ok()?;
+    for _ in 0..100 {
+        // SAFETY: an all-zero `flock` is a valid value; the fields that matter are set below.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_RDLCK as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = SHARED_FIRST as libc::off_t;
+        lock.l_len = SHARED_SIZE as libc::off_t;
+        // SAFETY: `file` is an open descriptor and `lock` a valid `flock` for F_OFD_SETLK.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) } == 0 {
+            return Some(file);
+        }
+        let busy = matches!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::EAGAIN | libc::EACCES)
+        );
+        if !busy {
+            return None;
+        }
+        // A writer is folding its WAL into the file right now; it takes milliseconds.
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_lock(_path: &Path) -> Option<std::fs::File> {
+    None
+}
+
+/// The size and modification time of a file, to notice a change under an immutable read.
+fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
 }
 
 /// Sets whether commits on `conn` wait for the disk.
@@ -171,10 +375,20 @@ pub struct Store {
     durability: Option<Durability>,
     /// Whether `synchronous` is lowered for a result-only batch right now.
     relaxed: bool,
+    /// File modes tightened when it was opened for writing, one note each.
+    tightened: Vec<String>,
+    /// For a read-only store opened `immutable` (no `-wal` file existed):
+    /// the file's size and mtime then, so that a change by a writer during
+    /// the read is noticed.
+    immutable: Option<Option<(u64, std::time::SystemTime)>>,
+    /// The read lock that keeps an immutable read consistent, held until drop.
+    _read_lock: Option<std::fs::File>,
 }
 
 impl Store {
     /// Opens `path` for appending, creating it (mode 0600, folder 0700) on first use.
+    /// Loose modes on an existing database (and its `.gavel` folder) are
+    /// tightened ([`Store::tightened`] says which) or, when that fails, refused.
     pub fn open(path: &Path, durability: Durability) -> Result<Self, StoreError> {
         let display = path.display().to_string();
         if let Some(dir) = path
@@ -190,23 +404,18 @@ impl Store {
                     source,
                 })?;
         }
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-        {
-            Ok(_) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-                check_header(path, true)?
-            }
+        match std::fs::symlink_metadata(path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => create_whole(path)?,
             Err(source) => {
                 return Err(StoreError::Create {
                     path: display,
                     source,
                 });
             }
+            Ok(_) => {}
         }
+        check_header(path)?;
+        let tightened = tighten_modes(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -215,25 +424,83 @@ impl Store {
             path: display.clone(),
             source,
         })?;
-        Self::prepare(conn, path, Some(durability))
+        let mut store = Self::prepare(conn, path, Some(durability), false)?;
+        store.tightened = tightened;
+        Ok(store)
     }
 
-    /// Opens an existing database read-only: nothing can be written through it.
+    /// Opens an existing database read-only: nothing can be written through
+    /// it, nothing is migrated, no checkpoint of its WAL is run, and it
+    /// works in a folder this user cannot write. When no `-wal` file exists
+    /// the file is complete: it is read as immutable under a read lock that
+    /// keeps writers' checkpoints out, and no `-wal`/`-shm` file is made.
+    /// Otherwise SQLite reads it with the WAL; when the WAL's shared-memory
+    /// file cannot be made, the error says so.
     pub fn open_read_only(path: &Path) -> Result<Self, StoreError> {
         let display = path.display().to_string();
         if !path.exists() {
             return Err(StoreError::Missing { path: display });
         }
-        check_header(path, false)?;
+        check_header(path)?;
+        let open_error = |source| StoreError::Open {
+            path: display.clone(),
+            source,
+        };
+        // The lock first, then the look for a WAL: a writer that starts
+        // after this writes to its WAL, not to the file being read.
+        if let Some(lock) = read_lock(path)
+            && !sibling(path, "-wal").exists()
+        {
+            let before = stamp(path);
+            let conn = Connection::open_with_flags(
+                file_uri(path, "mode=ro&immutable=1"),
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(open_error)?;
+            let mut store = Self::prepare(conn, path, None, false)?;
+            store.immutable = Some(before);
+            store._read_lock = Some(lock);
+            return Ok(store);
+        }
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|source| StoreError::Open {
-            path: display,
-            source,
-        })?;
-        Self::prepare(conn, path, None)
+        .map_err(open_error)?;
+        // SQLite opens lazily: the first read is what needs the `-wal` and `-shm` files.
+        let probe = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        });
+        let Err(err) = probe else {
+            return Self::prepare(conn, path, None, false);
+        };
+        let cannot_share = matches!(
+            err.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+        );
+        if !cannot_share {
+            return Err(migrate::open_error(err, &display));
+        }
+        if sibling(path, "-wal").exists() {
+            return Err(StoreError::WalUnreadable {
+                path: display,
+                detail: err.to_string(),
+            });
+        }
+        drop(conn);
+        let before = stamp(path);
+        let conn = Connection::open_with_flags(
+            file_uri(path, "mode=ro&immutable=1"),
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .map_err(open_error)?;
+        let mut store = Self::prepare(conn, path, None, false)?;
+        store.immutable = Some(before);
+        Ok(store)
     }
 
     /// A fresh database in memory, for tests and embedding.
@@ -242,14 +509,16 @@ impl Store {
             path: ":memory:".into(),
             source,
         })?;
-        Self::prepare(conn, Path::new(":memory:"), Some(Durability::Normal))
+        Self::prepare(conn, Path::new(":memory:"), Some(Durability::Normal), true)
     }
 
-    /// Checks the file is ours, migrates it (when writable) and reads the identity.
+    /// Checks the file is ours, migrates it (when writable) and reads the
+    /// identity. Only an in-memory store may start empty (`may_be_new`).
     fn prepare(
         conn: Connection,
         path: &Path,
         writable: Option<Durability>,
+        may_be_new: bool,
     ) -> Result<Self, StoreError> {
         let display = path.display().to_string();
         conn.busy_timeout(Duration::from_secs(30))
@@ -258,6 +527,9 @@ impl Store {
         conn.pragma_update(None, "mmap_size", 1i64 << 30)
             .map_err(sql("setting mmap_size"))?;
         let state = migrate::inspect(&conn, &display)?;
+        if state == migrate::State::Fresh && !may_be_new {
+            return Err(StoreError::NotGavel { path: display });
+        }
         if let Some(durability) = writable {
             migrate::apply(&conn, &display, state)?;
             // Each checkpoint waits for the disk twice; a long-lived writer
@@ -268,8 +540,6 @@ impl Store {
             conn.pragma_update(None, "wal_autocheckpoint", 10_000)
                 .map_err(sql("configuring checkpoints"))?;
             set_synchronous(&conn, durability)?;
-        } else if state == migrate::State::Fresh {
-            return Err(StoreError::NotGavel { path: display });
         }
         let identity = migrate::identity(&conn, &display)?;
         Ok(Self {
@@ -278,7 +548,29 @@ impl Store {
             identity,
             durability: writable,
             relaxed: false,
+            tightened: Vec::new(),
+            immutable: None,
+            _read_lock: None,
         })
+    }
+
+    /// The modes tightened when this store was opened, one note each (`path 0644 -> 0600`).
+    pub fn tightened(&self) -> &[String] {
+        &self.tightened
+    }
+
+    /// Fails when this read-only store was read as immutable and its file
+    /// changed since it was opened: what was read may mix two versions.
+    pub fn check_unchanged(&self) -> Result<(), StoreError> {
+        match &self.immutable {
+            Some(before) if stamp(&self.path) != *before => Err(StoreError::Damaged {
+                path: self.path.display().to_string(),
+                detail:
+                    "it changed while it was being read (another user wrote to it); read it again"
+                        .into(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     pub fn path(&self) -> &Path {

@@ -335,14 +335,23 @@ fn tampered_policy_text_is_not_returned() {
     let policy = Policy::builtin();
     let digest = policy.reference().digest.clone();
     store.remember_policy(&policy).unwrap();
+    let edit = "UPDATE policies SET source = replace(source, 'deny', 'allow') WHERE digest = ?1";
+    // The trigger refuses it by accident; an attacker drops the trigger first.
+    assert!(store.conn.execute(edit, [&digest]).is_err());
     store
         .conn
-        .execute(
-            "UPDATE policies SET source = replace(source, 'deny', 'allow') WHERE digest = ?1",
-            [&digest],
-        )
+        .execute_batch("DROP TRIGGER policies_no_update")
         .unwrap();
+    store.conn.execute(edit, [&digest]).unwrap();
     assert_eq!(store.policy_source(&digest).unwrap(), None);
+    assert_eq!(
+        store.recorded_policy(&digest).unwrap(),
+        PolicyText::Mismatch
+    );
+    assert_eq!(
+        store.recorded_policy(&"0".repeat(64)).unwrap(),
+        PolicyText::Missing
+    );
 }
 
 #[test]

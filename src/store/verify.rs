@@ -1,34 +1,44 @@
-//! Verification: stream every row, check seq continuity and the log id,
-//! recompute each leaf and link, and, given a checkpoint, the Merkle root
-//! of the first `size` leaves. Never relies on the triggers.
+//! Verification: the log identity, every checkpoint (the one given and the
+//! ones stored), then every row in order (seq continuity, column types, the
+//! log id, each leaf and link), then whether the log still holds each
+//! checkpoint. The order is part of the format (docs/record-format.md): it
+//! decides which problem is reported when there are several. Never relies
+//! on the triggers.
 
+use rusqlite::types::ValueRef;
 use serde::Serialize;
 
 use super::{Store, StoreError, sql};
 use crate::chain::{EventFields, Hash, genesis, link};
-use crate::checkpoint::{Checkpoint, MerkleBuilder};
+use crate::checkpoint::{Checkpoint, MerkleBuilder, VerifierKey};
 
 /// What is wrong with a log, as a stable code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Problem {
-    /// The log identity does not produce its stored genesis hash.
+    /// The log identity is missing, malformed, names a foreign origin, or
+    /// does not produce its stored genesis hash.
     IdentityMismatch,
+    /// The log says a record format this gavel does not know.
+    UnknownFormat,
     /// A row's seq is not the next number: a row was deleted, inserted or moved.
     SeqGap,
     /// A row carries another log's id: spliced in from elsewhere.
     LogIdMismatch,
-    /// A row's fields do not produce its stored leaf hash: it was edited.
+    /// A row's fields do not produce its stored leaf hash, or a column is
+    /// not of its documented type: it was edited.
     ContentMismatch,
     /// A row's chain value does not follow from the row before.
     ChainBreak,
-    /// The checkpoint is not signed by the given key, or does not parse.
+    /// A checkpoint is not signed by the given key, or the given file does not parse.
     CheckpointSignature,
-    /// The checkpoint names another log.
+    /// A stored checkpoint's note does not parse, or disagrees with its row (size, root).
+    CheckpointMismatch,
+    /// A checkpoint names another log.
     CheckpointOrigin,
-    /// The log holds fewer rows than the checkpoint vouched for: its tail was cut.
+    /// The log holds fewer rows than a checkpoint vouched for: its tail was cut.
     CheckpointTruncated,
-    /// The first `size` rows no longer produce the checkpoint's root: history was rewritten.
+    /// The first `size` rows no longer produce a checkpoint's root: history was rewritten.
     CheckpointRootMismatch,
 }
 
@@ -36,11 +46,13 @@ impl Problem {
     pub fn as_str(self) -> &'static str {
         match self {
             Problem::IdentityMismatch => "identity_mismatch",
+            Problem::UnknownFormat => "unknown_format",
             Problem::SeqGap => "seq_gap",
             Problem::LogIdMismatch => "log_id_mismatch",
             Problem::ContentMismatch => "content_mismatch",
             Problem::ChainBreak => "chain_break",
             Problem::CheckpointSignature => "checkpoint_signature",
+            Problem::CheckpointMismatch => "checkpoint_mismatch",
             Problem::CheckpointOrigin => "checkpoint_origin",
             Problem::CheckpointTruncated => "checkpoint_truncated",
             Problem::CheckpointRootMismatch => "checkpoint_root_mismatch",
@@ -48,11 +60,12 @@ impl Problem {
     }
 }
 
-/// How a checkpoint check went.
+/// How the check of a given checkpoint file went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckpointOutcome {
     pub origin: String,
     pub size: u64,
+    /// Whether the log was found to hold it (false when verification stopped earlier).
     pub holds: bool,
 }
 
@@ -60,23 +73,30 @@ pub struct CheckpointOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VerifyReport {
     pub ok: bool,
-    /// Rows read (all of them when intact; up to the first bad one otherwise).
+    /// Rows found good, in order, before verification stopped (all of them when intact).
     pub rows: u64,
+    /// The seq at which the log stops being valid (`rows + 1`), when a row can be blamed.
     pub first_bad_seq: Option<u64>,
     pub problem: Option<Problem>,
     pub detail: Option<String>,
     /// The final chain value (hex) when intact.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub head: Option<String>,
+    /// The checkpoint given as a file, once its note was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<CheckpointOutcome>,
+    /// Whether every checkpoint note checked had its signature verified by a given key.
+    pub signature_checked: bool,
+    /// How many checkpoints the database (or the export) stores.
+    pub stored_checkpoints: u64,
     /// The Merkle root over every leaf, when asked for.
     #[serde(skip)]
     pub root: Option<Hash>,
 }
 
 impl VerifyReport {
-    fn bad(rows: u64, seq: Option<u64>, problem: Problem, detail: String) -> Self {
+    /// A failed report.
+    pub fn bad(rows: u64, seq: Option<u64>, problem: Problem, detail: String) -> Self {
         Self {
             ok: false,
             rows,
@@ -85,24 +105,25 @@ impl VerifyReport {
             detail: Some(detail),
             head: None,
             checkpoint: None,
+            signature_checked: false,
+            stored_checkpoints: 0,
             root: None,
         }
     }
 }
 
 /// One row, hashed: what the single-threaded link check needs.
-enum RowCheck {
+pub(crate) enum RowCheck {
     Row {
         seq: i64,
         leaf: Hash,
         leaf_matches: bool,
         log_id_matches: bool,
-        /// The stored chain value, if it is 32 bytes.
-        chain: Option<Hash>,
+        /// The stored chain value.
+        chain: Vec<u8>,
     },
-    Malformed {
-        detail: String,
-    },
+    /// A column is not of its documented type (or its text is not UTF-8).
+    Malformed { seq: i64, detail: String },
 }
 
 /// Rows per unit of work handed to a hashing thread.
@@ -113,6 +134,85 @@ const PARALLEL_FROM: i64 = 50_000;
 const ROWS_SQL: &str = "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval,
                                status, payload, leaf, chain
                         FROM events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3";
+
+/// The documented column names of `events`, in `ROWS_SQL` order.
+const COLUMN_NAMES: [&str; 13] = [
+    "seq", "log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval", "status",
+    "payload", "leaf", "chain",
+];
+
+fn type_name(value: ValueRef<'_>) -> &'static str {
+    match value {
+        ValueRef::Null => "NULL",
+        ValueRef::Integer(_) => "INTEGER",
+        ValueRef::Real(_) => "REAL",
+        ValueRef::Text(_) => "TEXT",
+        ValueRef::Blob(_) => "BLOB",
+    }
+}
+
+/// Hashes one row, insisting on the documented storage class of every column.
+fn check_row(row: &rusqlite::Row<'_>, log_id: &[u8]) -> rusqlite::Result<RowCheck> {
+    let seq: i64 = row.get(0)?;
+    let mut values = [ValueRef::Null; 13];
+    for (i, value) in values.iter_mut().enumerate() {
+        *value = row.get_ref(i)?;
+    }
+    let wrong = |i: usize, wanted: &str| RowCheck::Malformed {
+        seq,
+        detail: format!(
+            "seq {seq}: column `{}` is stored as {}, not {wanted}",
+            COLUMN_NAMES[i],
+            type_name(values[i])
+        ),
+    };
+    let blob = |i: usize| match values[i] {
+        ValueRef::Blob(b) => Ok(b),
+        _ => Err(wrong(i, "BLOB")),
+    };
+    let text = |i: usize| match values[i] {
+        ValueRef::Text(t) => std::str::from_utf8(t).map_err(|_| RowCheck::Malformed {
+            seq,
+            detail: format!("seq {seq}: column `{}` is not UTF-8 text", COLUMN_NAMES[i]),
+        }),
+        _ => Err(wrong(i, "TEXT")),
+    };
+    let optional = |i: usize| match values[i] {
+        ValueRef::Null => Ok(None),
+        ValueRef::Text(_) => text(i).map(Some),
+        _ => Err(wrong(i, "TEXT or NULL")),
+    };
+    let checked = (|| -> Result<RowCheck, RowCheck> {
+        let row_log_id = blob(1)?;
+        let ValueRef::Integer(ts_us) = values[2] else {
+            return Err(wrong(2, "INTEGER"));
+        };
+        let fields = EventFields {
+            seq: seq as u64,
+            log_id: row_log_id,
+            ts_us,
+            kind: text(3)?,
+            call_id: text(4)?,
+            tool: optional(5)?,
+            action: optional(6)?,
+            rule_id: optional(7)?,
+            approval: optional(8)?,
+            status: optional(9)?,
+            payload: blob(10)?,
+        };
+        let stored_leaf = blob(11)?;
+        let chain = blob(12)?.to_vec();
+        let leaf = fields.leaf_hash();
+        Ok(RowCheck::Row {
+            seq,
+            leaf,
+            leaf_matches: stored_leaf == leaf,
+            log_id_matches: row_log_id == log_id,
+            chain,
+        })
+    })();
+    Ok(checked.unwrap_or_else(|malformed| malformed))
+}
 
 /// Reads at most `CHUNK` rows with `lo <= seq < hi` in order and hashes each one.
 fn hash_rows(
@@ -129,171 +229,274 @@ fn hash_rows(
         .map_err(sql("scanning events"))?;
     let mut out = Vec::with_capacity(hi.saturating_sub(lo).clamp(0, CHUNK) as usize);
     while let Some(row) = cursor.next().map_err(sql("scanning events"))? {
-        let read = (|| -> rusqlite::Result<RowCheck> {
-            let seq: i64 = row.get(0)?;
-            let row_log_id = row.get_ref(1)?.as_blob()?;
-            let fields = EventFields {
-                seq: seq as u64,
-                log_id: row_log_id,
-                ts_us: row.get(2)?,
-                kind: row.get_ref(3)?.as_str()?,
-                call_id: row.get_ref(4)?.as_str()?,
-                tool: row.get_ref(5)?.as_str_or_null()?,
-                action: row.get_ref(6)?.as_str_or_null()?,
-                rule_id: row.get_ref(7)?.as_str_or_null()?,
-                approval: row.get_ref(8)?.as_str_or_null()?,
-                status: row.get_ref(9)?.as_str_or_null()?,
-                payload: row.get_ref(10)?.as_blob()?,
-            };
-            let leaf = fields.leaf_hash();
-            Ok(RowCheck::Row {
-                seq,
-                leaf,
-                leaf_matches: row.get_ref(11)?.as_blob()? == leaf,
-                log_id_matches: row_log_id == log_id,
-                chain: row.get_ref(12)?.as_blob()?.try_into().ok(),
-            })
-        })();
-        match read {
-            Ok(check) => out.push(check),
-            Err(err) => {
-                out.push(RowCheck::Malformed {
-                    detail: err.to_string(),
-                });
-                break;
-            }
-        }
+        out.push(check_row(row, log_id).map_err(sql("scanning events"))?);
     }
     Ok(out)
+}
+
+/// A checkpoint note given from outside the database (a file).
+#[derive(Debug, Clone, Copy)]
+pub struct GivenCheckpoint<'a> {
+    /// How to name it in a detail, e.g. the file's path.
+    pub label: &'a str,
+    /// The signed note's text.
+    pub note: &'a str,
 }
 
 /// What to check besides the chain.
 #[derive(Debug, Default)]
 pub struct VerifyOptions<'a> {
-    /// Prove the log still holds this (already signature-checked) checkpoint.
-    pub checkpoint: Option<&'a Checkpoint>,
+    /// Prove the log still holds this checkpoint (its signature is checked
+    /// when `keys` is not empty, else only parsed).
+    pub checkpoint: Option<GivenCheckpoint<'a>>,
+    /// Verifier keys: when any is given, every checkpoint note (the given
+    /// one and each stored one) must carry a valid signature by one of them.
+    pub keys: &'a [VerifierKey],
     /// Compute the Merkle root over all leaves (for making a checkpoint).
     pub root: bool,
 }
 
-impl Store {
-    /// Verifies the whole log. `progress` is called with the rows done so far.
-    pub fn verify(
-        &self,
-        options: &VerifyOptions<'_>,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<VerifyReport, StoreError> {
-        let identity = &self.identity;
-        let expected = genesis(&identity.log_id, &identity.origin, identity.format);
-        if expected != identity.genesis {
-            return Ok(VerifyReport::bad(
-                0,
-                None,
-                Problem::IdentityMismatch,
-                "the log identity does not match its genesis hash".into(),
-            ));
+/// A stored checkpoint as read from its row: `id` and the columns, untyped.
+pub(crate) struct StoredCheckpoint {
+    pub id: i64,
+    pub size: Option<i64>,
+    pub root: Option<Vec<u8>>,
+    pub note: Option<String>,
+}
+
+/// What a checkpoint vouches for: how to name it, its size and root.
+pub(crate) type Vouched = (String, u64, Hash);
+
+/// The checkpoints that passed the note checks.
+pub(crate) struct Notes {
+    /// What each vouches for: the given one first, then the stored ones by id.
+    pub vouched: Vec<Vouched>,
+    /// The given one's parsed note.
+    pub given: Option<Checkpoint>,
+}
+
+/// A stored checkpoint row with the documented column types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointRow {
+    pub id: i64,
+    pub size: i64,
+    pub root: Vec<u8>,
+    pub note: String,
+}
+
+/// The checks of the identity and of every checkpoint note, before any row
+/// is read; a failed report when one does not hold.
+pub(crate) fn check_notes(
+    origin: &str,
+    log_id: &[u8],
+    format: u32,
+    stored_genesis: &Hash,
+    given: Option<GivenCheckpoint<'_>>,
+    stored: &[StoredCheckpoint],
+    keys: &[VerifierKey],
+) -> Result<Notes, Box<VerifyReport>> {
+    let fail = |problem, detail| Err(Box::new(VerifyReport::bad(0, None, problem, detail)));
+    let expected_origin = format!("gavel/{}", crate::digest::hex(log_id));
+    if origin != expected_origin {
+        return fail(
+            Problem::IdentityMismatch,
+            format!(
+                "the log's origin `{origin}` is not `{expected_origin}`, the one its log id gives"
+            ),
+        );
+    }
+    if genesis(log_id, origin, format) != *stored_genesis {
+        return fail(
+            Problem::IdentityMismatch,
+            "the log identity does not match its genesis hash".into(),
+        );
+    }
+    let open = |note: &str| -> Result<Checkpoint, String> {
+        if keys.is_empty() {
+            return crate::checkpoint::parse_unverified(note).map_err(|e| e.to_string());
         }
-        if let Some(cp) = options.checkpoint
-            && cp.origin != identity.origin
-        {
-            return Ok(VerifyReport::bad(
-                0,
-                None,
+        let mut last = String::new();
+        for key in keys {
+            match crate::checkpoint::open(note, key) {
+                Ok(cp) => return Ok(cp),
+                Err(err) => last = err.to_string(),
+            }
+        }
+        Err(last)
+    };
+    let mut vouched = Vec::new();
+    let mut given_checkpoint = None;
+    if let Some(given) = given {
+        let cp = match open(given.note) {
+            Ok(cp) => cp,
+            Err(err) => {
+                return fail(
+                    Problem::CheckpointSignature,
+                    format!("checkpoint `{}`: {err}", given.label),
+                );
+            }
+        };
+        if cp.origin != origin {
+            return fail(
                 Problem::CheckpointOrigin,
                 format!(
-                    "checkpoint is for `{}`, this log is `{}`",
-                    cp.origin, identity.origin
+                    "checkpoint `{}` is for `{}`, this log is `{origin}`",
+                    given.label, cp.origin
                 ),
-            ));
+            );
         }
-        // Every checkpoint that vouches for a prefix of the log: the one given,
-        // and those `gavel checkpoint` stored in the database.
-        let mut vouched: Vec<(String, u64, Hash)> = self.stored_checkpoints()?;
-        if let Some(cp) = options.checkpoint {
-            vouched.push(("the given checkpoint".to_owned(), cp.size, cp.root));
+        vouched.push((format!("checkpoint `{}`", given.label), cp.size, cp.root));
+        given_checkpoint = Some(cp);
+    }
+    for row in stored {
+        let label = format!("stored checkpoint #{}", row.id);
+        let (Some(size), Some(root), Some(note)) = (row.size, &row.root, &row.note) else {
+            return fail(
+                Problem::CheckpointMismatch,
+                format!("{label}: a column is not of its documented type"),
+            );
+        };
+        let note_cp = match crate::checkpoint::parse_unverified(note) {
+            Ok(cp) => cp,
+            Err(err) => {
+                return fail(
+                    Problem::CheckpointMismatch,
+                    format!("{label}: its note does not parse: {err}"),
+                );
+            }
+        };
+        if i64::try_from(note_cp.size).ok() != Some(size) || note_cp.root[..] != root[..] {
+            return fail(
+                Problem::CheckpointMismatch,
+                format!(
+                    "{label}: its row (size {size}) disagrees with its signed note (size {}, another root or size)",
+                    note_cp.size
+                ),
+            );
         }
+        if note_cp.origin != origin {
+            return fail(
+                Problem::CheckpointOrigin,
+                format!(
+                    "{label} is for `{}`, this log is `{origin}`",
+                    note_cp.origin
+                ),
+            );
+        }
+        if !keys.is_empty()
+            && let Err(err) = open(note)
+        {
+            return fail(Problem::CheckpointSignature, format!("{label}: {err}"));
+        }
+        vouched.push((label, note_cp.size, note_cp.root));
+    }
+    Ok(Notes {
+        vouched,
+        given: given_checkpoint,
+    })
+}
+
+/// The in-order row check, shared by the database and export verifiers.
+pub(crate) struct Checker {
+    previous: Hash,
+    rows: u64,
+    sizes: std::collections::BTreeSet<u64>,
+    roots: std::collections::BTreeMap<u64, Hash>,
+    merkle: Option<MerkleBuilder>,
+}
+
+impl Checker {
+    pub(crate) fn new(genesis: Hash, vouched: &[Vouched], root: bool) -> Self {
         let sizes: std::collections::BTreeSet<u64> = vouched.iter().map(|v| v.1).collect();
-        let mut roots: std::collections::BTreeMap<u64, Hash> = Default::default();
+        let mut roots = std::collections::BTreeMap::new();
         if sizes.contains(&0) {
             roots.insert(0, MerkleBuilder::new().root());
         }
-        let mut merkle = (!vouched.is_empty() || options.root).then(MerkleBuilder::new);
-        let mut previous = identity.genesis;
-        let mut rows: u64 = 0;
-
-        let mut check = |chunk: Vec<RowCheck>| -> Option<VerifyReport> {
-            for row in chunk {
-                let expected_seq = rows + 1;
-                let bad = |problem, detail| {
-                    Some(VerifyReport::bad(rows, Some(expected_seq), problem, detail))
-                };
-                let (seq, leaf, leaf_matches, log_id_matches, chain) = match row {
-                    RowCheck::Malformed { detail } => {
-                        return bad(
-                            Problem::ContentMismatch,
-                            format!("row after seq {rows} has a malformed column: {detail}"),
-                        );
-                    }
-                    RowCheck::Row {
-                        seq,
-                        leaf,
-                        leaf_matches,
-                        log_id_matches,
-                        chain,
-                    } => (seq, leaf, leaf_matches, log_id_matches, chain),
-                };
-                if seq != expected_seq as i64 {
-                    return bad(
-                        Problem::SeqGap,
-                        format!("expected seq {expected_seq}, found {seq}"),
-                    );
-                }
-                if !log_id_matches {
-                    return bad(
-                        Problem::LogIdMismatch,
-                        format!("seq {seq} belongs to another log"),
-                    );
-                }
-                if !leaf_matches {
-                    return bad(
-                        Problem::ContentMismatch,
-                        format!("seq {seq} does not match its leaf hash: a field was changed"),
-                    );
-                }
-                previous = link(&previous, &leaf);
-                if chain != Some(previous) {
-                    return bad(
-                        Problem::ChainBreak,
-                        format!("seq {seq} does not link to the row before it"),
-                    );
-                }
-                rows = expected_seq;
-                if let Some(merkle) = merkle.as_mut() {
-                    merkle.push(leaf);
-                    if sizes.contains(&rows) {
-                        roots.insert(rows, merkle.root());
-                    }
-                }
-            }
-            progress(rows);
-            None
-        };
-        if let Some(report) = self.scan(&mut check)? {
-            return Ok(report);
+        Self {
+            previous: genesis,
+            rows: 0,
+            merkle: (!vouched.is_empty() || root).then(MerkleBuilder::new),
+            sizes,
+            roots,
         }
+    }
 
+    pub(crate) fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Checks the next row; a report when it is bad.
+    pub(crate) fn row(&mut self, row: RowCheck) -> Option<VerifyReport> {
+        let rows = self.rows;
+        let expected_seq = rows + 1;
+        let bad =
+            |problem, detail| Some(VerifyReport::bad(rows, Some(expected_seq), problem, detail));
+        let found = match &row {
+            RowCheck::Row { seq, .. } | RowCheck::Malformed { seq, .. } => *seq,
+        };
+        if found != expected_seq as i64 {
+            return bad(
+                Problem::SeqGap,
+                format!("expected seq {expected_seq}, found {found}"),
+            );
+        }
+        let (seq, leaf, leaf_matches, log_id_matches, chain) = match row {
+            RowCheck::Malformed { detail, .. } => return bad(Problem::ContentMismatch, detail),
+            RowCheck::Row {
+                seq,
+                leaf,
+                leaf_matches,
+                log_id_matches,
+                chain,
+            } => (seq, leaf, leaf_matches, log_id_matches, chain),
+        };
+        if !log_id_matches {
+            return bad(
+                Problem::LogIdMismatch,
+                format!("seq {seq} belongs to another log"),
+            );
+        }
+        if !leaf_matches {
+            return bad(
+                Problem::ContentMismatch,
+                format!("seq {seq} does not match its leaf hash: a field was changed"),
+            );
+        }
+        let next = link(&self.previous, &leaf);
+        if chain != next {
+            return bad(
+                Problem::ChainBreak,
+                format!("seq {seq} does not link to the row before it"),
+            );
+        }
+        self.previous = next;
+        self.rows = expected_seq;
+        if let Some(merkle) = self.merkle.as_mut() {
+            merkle.push(leaf);
+            if self.sizes.contains(&self.rows) {
+                self.roots.insert(self.rows, merkle.root());
+            }
+        }
+        None
+    }
+
+    /// After the last row: whether the log holds what each checkpoint vouched for.
+    pub(crate) fn finish(self, vouched: &[Vouched], given: Option<&Checkpoint>) -> VerifyReport {
+        let rows = self.rows;
         let mut report = VerifyReport {
             ok: true,
             rows,
             first_bad_seq: None,
             problem: None,
             detail: None,
-            head: Some(crate::digest::hex(&previous)),
+            head: Some(crate::digest::hex(&self.previous)),
             checkpoint: None,
-            root: merkle.as_ref().map(MerkleBuilder::root),
+            signature_checked: false,
+            stored_checkpoints: 0,
+            root: self.merkle.as_ref().map(MerkleBuilder::root),
         };
-        for (label, size, root) in &vouched {
-            let problem = match roots.get(size) {
+        for (label, size, root) in vouched {
+            let problem = match self.roots.get(size) {
                 None => Some((
                     Problem::CheckpointTruncated,
                     Some(rows + 1),
@@ -313,44 +516,158 @@ impl Store {
                 break;
             }
         }
-        if let Some(cp) = options.checkpoint {
+        if let Some(cp) = given {
             report.checkpoint = Some(CheckpointOutcome {
                 origin: cp.origin.clone(),
                 size: cp.size,
-                holds: roots.get(&cp.size) == Some(&cp.root),
+                holds: self.roots.get(&cp.size) == Some(&cp.root),
             });
         }
-        Ok(report)
+        report
+    }
+}
+
+/// A recorded policy text, as `explain` needs to tell the cases apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyText {
+    /// No text is stored under the digest.
+    Missing,
+    /// A text is stored, but its SHA-256 is not the digest: it was edited.
+    Mismatch,
+    /// The text, checked against its digest.
+    Text(String),
+}
+
+impl Store {
+    /// Verifies the whole log. `progress` is called with the rows done so far.
+    pub fn verify(
+        &self,
+        options: &VerifyOptions<'_>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<VerifyReport, StoreError> {
+        let identity = &self.identity;
+        let stored = self.stored_checkpoints()?;
+        let finish = |mut report: VerifyReport| {
+            report.signature_checked = !options.keys.is_empty();
+            // Checkpoints are read only once the identity holds.
+            if report.problem != Some(Problem::IdentityMismatch) {
+                report.stored_checkpoints = stored.len() as u64;
+            }
+            report
+        };
+        let Notes { vouched, given } = match check_notes(
+            &identity.origin,
+            &identity.log_id,
+            identity.format,
+            &identity.genesis,
+            options.checkpoint,
+            &stored,
+            options.keys,
+        ) {
+            Ok(notes) => notes,
+            Err(report) => return Ok(finish(*report)),
+        };
+        let mut checker = Checker::new(identity.genesis, &vouched, options.root);
+        let mut check = |chunk: Vec<RowCheck>| -> Option<VerifyReport> {
+            for row in chunk {
+                if let Some(report) = checker.row(row) {
+                    return Some(report);
+                }
+            }
+            progress(checker.rows());
+            None
+        };
+        let stopped = self.scan(&mut check)?;
+        self.check_unchanged()?;
+        let mut report = match stopped {
+            Some(report) => report,
+            None => checker.finish(&vouched, given.as_ref()),
+        };
+        if report.checkpoint.is_none()
+            && let Some(cp) = &given
+        {
+            report.checkpoint = Some(CheckpointOutcome {
+                origin: cp.origin.clone(),
+                size: cp.size,
+                holds: false,
+            });
+        }
+        Ok(finish(report))
     }
 
-    /// The checkpoints stored in the database, as `(label, size, root)`.
-    fn stored_checkpoints(&self) -> Result<Vec<(String, u64, Hash)>, StoreError> {
+    /// The checkpoints stored in the database, by id, with their columns as stored.
+    fn stored_checkpoints(&self) -> Result<Vec<StoredCheckpoint>, StoreError> {
         let mut statement = self
             .conn
-            .prepare("SELECT id, size, root FROM checkpoints ORDER BY id")
+            .prepare("SELECT id, size, root, note FROM checkpoints ORDER BY id")
             .map_err(sql("reading checkpoints"))?;
-        let rows = statement
+        statement
             .query_map([], |r| {
-                // A tampered row may hold any type: whatever does not read as
-                // a size and a 32-byte root fails its check below.
-                let size = r.get::<_, i64>(1).ok().and_then(|s| u64::try_from(s).ok());
-                let root = r
-                    .get_ref(2)?
-                    .as_bytes()
-                    .map(<[u8]>::to_vec)
-                    .unwrap_or_default();
-                Ok((r.get::<_, i64>(0)?, size.unwrap_or(u64::MAX), root))
+                // A tampered row may hold any type: what is not of its
+                // documented type is `None`, and fails its check.
+                Ok(StoredCheckpoint {
+                    id: r.get(0)?,
+                    size: match r.get_ref(1)? {
+                        ValueRef::Integer(n) if n >= 0 => Some(n),
+                        _ => None,
+                    },
+                    root: match r.get_ref(2)? {
+                        ValueRef::Blob(b) => Some(b.to_vec()),
+                        _ => None,
+                    },
+                    note: match r.get_ref(3)? {
+                        ValueRef::Text(t) => std::str::from_utf8(t).ok().map(str::to_owned),
+                        _ => None,
+                    },
+                })
             })
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(sql("reading checkpoints"))?;
-        Ok(rows
+            .map_err(sql("reading checkpoints"))
+    }
+
+    /// The stored checkpoints as an export carries them: `(id, size, root, note)`.
+    pub fn checkpoint_rows(&self) -> Result<Vec<CheckpointRow>, StoreError> {
+        self.stored_checkpoints()?
             .into_iter()
-            .map(|(id, size, root)| {
-                // A stored root of the wrong length can match nothing: it fails as rewritten.
-                let root = <Hash>::try_from(root.as_slice()).unwrap_or([0; 32]);
-                (format!("stored checkpoint #{id}"), size, root)
+            .map(|c| match (c.size, c.root, c.note) {
+                (Some(size), Some(root), Some(note)) => Ok(CheckpointRow {
+                    id: c.id,
+                    size,
+                    root,
+                    note,
+                }),
+                _ => Err(StoreError::Damaged {
+                    path: self.path.display().to_string(),
+                    detail: format!(
+                        "stored checkpoint #{} has a column not of its documented type",
+                        c.id
+                    ),
+                }),
             })
-            .collect())
+            .collect()
+    }
+
+    /// The policy text recorded under `digest`, told apart from a missing or an edited one.
+    pub fn recorded_policy(&self, digest: &str) -> Result<PolicyText, StoreError> {
+        use rusqlite::OptionalExtension;
+        let source: Option<Option<String>> = self
+            .conn
+            .query_row(
+                "SELECT source FROM policies WHERE digest = ?1",
+                [digest],
+                |row| Ok(row.get::<_, String>(0).ok()),
+            )
+            .optional()
+            .map_err(sql("reading a policy"))?;
+        Ok(match source {
+            None => PolicyText::Missing,
+            Some(Some(text))
+                if crate::digest::hex(&crate::digest::sha256(text.as_bytes())) == digest =>
+            {
+                PolicyText::Text(text)
+            }
+            Some(_) => PolicyText::Mismatch,
+        })
     }
 
     /// Hands every row, hashed, to `check` in seq order, chunk by chunk,
@@ -384,7 +701,9 @@ impl Store {
             loop {
                 let chunk = hash_rows(&self.conn, start, i64::MAX, log_id)?;
                 let next = match chunk.last() {
-                    Some(RowCheck::Row { seq, .. }) if chunk.len() as i64 == CHUNK => {
+                    Some(RowCheck::Row { seq, .. } | RowCheck::Malformed { seq, .. })
+                        if chunk.len() as i64 == CHUNK =>
+                    {
                         seq.checked_add(1)
                     }
                     _ => None,
@@ -452,8 +771,8 @@ impl Store {
     ) -> Result<Result<(Checkpoint, String), VerifyReport>, StoreError> {
         let report = self.verify(
             &VerifyOptions {
-                checkpoint: None,
                 root: true,
+                ..VerifyOptions::default()
             },
             &mut |_| {},
         )?;
@@ -566,8 +885,8 @@ mod tests {
     fn parallel_merkle_root_equals_the_reference() {
         let (_dir, store) = store_with(52_000);
         let options = VerifyOptions {
-            checkpoint: None,
             root: true,
+            ..VerifyOptions::default()
         };
         let report = store.verify(&options, &mut |_| {}).unwrap();
         let mut leaves = Vec::new();

@@ -103,7 +103,9 @@ impl Env {
     fn events(&self) -> Vec<Value> {
         let out = self.gavel().arg("export").output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        crate::support::json_lines(&out)
+        let mut lines = crate::support::json_lines(&out);
+        lines.retain(|line| line["record"] == "event");
+        lines
     }
 
     fn anomaly_events(&self) -> Vec<Value> {

@@ -2,7 +2,7 @@
 //! `export` and `explain`, over the eight calls of `record_mix`.
 
 use rusqlite::Connection;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::store::{ids, log, record_mix};
 use crate::support::{Sandbox, json, json_lines, run_expecting, stderr, stdout};
@@ -297,10 +297,13 @@ fn export_jsonl_and_csv_include_every_event_with_its_hashes() {
         .unwrap();
     assert!(stored.len() >= 8 * 3);
 
-    let lines = json_lines(&run_expecting(
+    let mut lines = json_lines(&run_expecting(
         &mut sandbox.gavel(&["export", "--format", "jsonl"]),
         0,
     ));
+    let header = lines.remove(0);
+    assert_eq!(header["record"], "header");
+    assert_eq!(header["whole_chain"], true);
     assert_eq!(lines.len(), stored.len());
     for (line, (seq, log_id, kind, call_id, payload, leaf, chain)) in lines.iter().zip(&stored) {
         assert_eq!(line["seq"], *seq);
@@ -312,6 +315,11 @@ fn export_jsonl_and_csv_include_every_event_with_its_hashes() {
         assert!(line["ts_us"].is_i64());
         let raw: Value = serde_json::from_slice(payload).unwrap();
         assert_eq!(line["payload"], raw);
+        assert_eq!(
+            line["payload_raw"].as_str().unwrap().as_bytes(),
+            payload.as_slice(),
+            "the payload bytes exactly as stored"
+        );
     }
     let head = crate::store::assert_intact(&sandbox, &[])["head"].clone();
     assert_eq!(lines.last().unwrap()["chain"], head);
@@ -448,4 +456,219 @@ fn explain_unknown_call_is_an_error() {
         "{}",
         stderr(&output)
     );
+}
+
+/// `gavel verify --export FILE --json EXTRA...`: the exit code and report.
+fn verify_export(sandbox: &Sandbox, file: &std::path::Path, extra: &[&str]) -> (i32, Value) {
+    let output = sandbox
+        .gavel(&["verify", "--json", "--export", file.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap();
+    let exit = crate::support::code(&output);
+    assert!(exit == 0 || exit == 1, "{}", stderr(&output));
+    (exit, json(&output))
+}
+
+/// Writes `lines` as a JSON-lines file `name` in the sandbox.
+fn write_lines(sandbox: &Sandbox, name: &str, lines: &[Value]) -> std::path::PathBuf {
+    let path = sandbox.root.join(name);
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn whole_export_verifies_as_a_chain_without_the_database() {
+    let sandbox = mixed();
+    let output = run_expecting(&mut sandbox.gavel(&["export"]), 0);
+    let export = sandbox.root.join("all.jsonl");
+    std::fs::write(&export, &output.stdout).unwrap();
+    let lines = json_lines(&output);
+    let head = crate::store::assert_intact(&sandbox, &[])["head"].clone();
+    // The database is gone: the export alone verifies.
+    std::fs::remove_file(&sandbox.db).unwrap();
+    let (exit, report) = verify_export(&sandbox, &export, &[]);
+    assert_eq!(exit, 0, "{report}");
+    assert_eq!(report["whole_chain"], true);
+    assert_eq!(report["rows"], json!(lines.len() - 1));
+    assert_eq!(report["head"], head);
+
+    // An edited payload (and its parsed copy) at seq 5.
+    let mut edited = lines.clone();
+    let raw = edited[5]["payload_raw"]
+        .as_str()
+        .unwrap()
+        .replace("path", "paht");
+    edited[5]["payload"] = serde_json::from_str(&raw).unwrap();
+    edited[5]["payload_raw"] = raw.into();
+    let file = write_lines(&sandbox, "edited.jsonl", &edited);
+    let (exit, report) = verify_export(&sandbox, &file, &[]);
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "content_mismatch", "{report}");
+    assert_eq!(report["first_bad_seq"], 5, "{report}");
+
+    // Only the readable copy edited: the stored bytes disagree with it.
+    let mut edited = lines.clone();
+    edited[3]["payload"]["arguments"] = json!({"path": "other.txt"});
+    let file = write_lines(&sandbox, "readable.jsonl", &edited);
+    let (exit, report) = verify_export(&sandbox, &file, &[]);
+    assert_eq!(
+        (exit, report["first_bad_seq"].clone()),
+        (1, json!(3)),
+        "{report}"
+    );
+
+    // A dropped line.
+    let mut dropped = lines.clone();
+    dropped.remove(7);
+    let file = write_lines(&sandbox, "dropped.jsonl", &dropped);
+    let (exit, report) = verify_export(&sandbox, &file, &[]);
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "seq_gap", "{report}");
+    assert_eq!(report["first_bad_seq"], 7, "{report}");
+
+    // A filtered export passed off as whole has gaps.
+    let mut lied = lines.clone();
+    lied.retain(|l| l["record"] != "event" || l["tool"] == "bash");
+    let file = write_lines(&sandbox, "lied.jsonl", &lied);
+    let (exit, report) = verify_export(&sandbox, &file, &[]);
+    assert_eq!(
+        (exit, report["problem"].clone()),
+        (1, json!("seq_gap")),
+        "{report}"
+    );
+}
+
+#[test]
+fn whole_export_carries_the_stored_checkpoints_and_a_cut_tail_fails_them() {
+    let sandbox = mixed();
+    let key = sandbox.root.join("k");
+    run_expecting(sandbox.bare().args(["keygen", "--out"]).arg(&key), 0);
+    run_expecting(
+        &mut sandbox.gavel(&["checkpoint", "--key", key.to_str().unwrap()]),
+        0,
+    );
+    let lines = json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0));
+    assert_eq!(lines[1]["record"], "checkpoint");
+    let public = format!("{}.pub", key.display());
+    let file = write_lines(&sandbox, "all.jsonl", &lines);
+    let (exit, report) = verify_export(&sandbox, &file, &["--public-key", &public]);
+    assert_eq!(exit, 0, "{report}");
+    assert_eq!(report["stored_checkpoints"], 1);
+    assert_eq!(report["signature_checked"], true);
+    let mut cut = lines.clone();
+    cut.truncate(lines.len() - 2);
+    let file = write_lines(&sandbox, "cut.jsonl", &cut);
+    let (exit, report) = verify_export(&sandbox, &file, &[]);
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_truncated", "{report}");
+}
+
+#[test]
+fn filtered_export_honours_the_filters_says_so_and_verifies_leaf_by_leaf() {
+    let sandbox = mixed();
+    let output = run_expecting(&mut sandbox.gavel(&["export", "--tool", "bash"]), 0);
+    let lines = json_lines(&output);
+    assert_eq!(lines[0]["record"], "header");
+    assert_eq!(lines[0]["whole_chain"], false);
+    assert_eq!(lines[0]["selection"]["tool"], "bash");
+    let calls: std::collections::BTreeSet<&str> = lines[1..]
+        .iter()
+        .map(|l| l["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        calls.into_iter().collect::<Vec<_>>(),
+        ["c4-bash-cancelled", "c5-sudo", "c8-exit-3"]
+    );
+    let file = write_lines(&sandbox, "bash.jsonl", &lines);
+    let (exit, report) = verify_export(&sandbox, &file, &[]);
+    assert_eq!(exit, 0, "{report}");
+    assert_eq!(report["whole_chain"], false);
+    assert_eq!(report["rows"], json!(lines.len() - 1));
+    assert!(report.get("head").is_none(), "{report}");
+    let human = stdout(&run_expecting(
+        &mut sandbox.gavel(&["verify", "--export", file.to_str().unwrap()]),
+        0,
+    ));
+    assert!(human.contains("not a whole chain"), "{human}");
+
+    // --limit and --since are honoured too.
+    let limited = json_lines(&run_expecting(
+        &mut sandbox.gavel(&["export", "--limit", "1"]),
+        0,
+    ));
+    assert!(limited[1..].iter().all(|l| l["call_id"] == "c1-read"));
+    let future = json_lines(&run_expecting(
+        &mut sandbox.gavel(&["export", "--since", "2999-01-01"]),
+        0,
+    ));
+    assert_eq!(future.len(), 1, "only the header");
+
+    // An edited line in a filtered export is caught at its seq.
+    let mut edited = lines.clone();
+    let seq = edited[2]["seq"].as_u64().unwrap();
+    edited[2]["ts_us"] = json!(edited[2]["ts_us"].as_i64().unwrap() + 1);
+    let file = write_lines(&sandbox, "edited.jsonl", &edited);
+    let (exit, report) = verify_export(&sandbox, &file, &[]);
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "content_mismatch", "{report}");
+    assert_eq!(report["first_bad_seq"], seq, "{report}");
+
+    // A checkpoint cannot be proven from a selection.
+    let err = crate::support::assert_one_line_error(&mut sandbox.gavel(&[
+        "verify",
+        "--export",
+        file.to_str().unwrap(),
+        "--checkpoint",
+        file.to_str().unwrap(),
+    ]));
+    assert!(err.contains("filtered"), "{err}");
+}
+
+#[test]
+fn csv_export_neutralizes_a_leading_tab_and_cr_too() {
+    let sandbox = Sandbox::new();
+    for (id, tool) in [
+        ("t1", "\tcmd"),
+        ("t2", "\rcmd"),
+        ("t3", "=1+1"),
+        ("t4", "@x"),
+    ] {
+        run_expecting(&mut sandbox.gavel(&["run", tool, "{}", "--call-id", id]), 3);
+    }
+    let csv = stdout(&run_expecting(
+        &mut sandbox.gavel(&["export", "--format", "csv"]),
+        0,
+    ));
+    let records = parse_csv(&csv);
+    let tools: Vec<&str> = records[1..]
+        .iter()
+        .filter(|r| r[3] == "decision")
+        .map(|r| r[5].as_str())
+        .collect();
+    assert_eq!(tools, ["'\tcmd", "'\rcmd", "'=1+1", "'@x"]);
+}
+
+#[test]
+fn explain_says_when_a_recorded_policy_text_fails_its_digest() {
+    let sandbox = mixed();
+    let conn = Connection::open(&sandbox.db).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER policies_no_update;
+         UPDATE policies SET source = replace(source, 'deny', 'allow');",
+    )
+    .unwrap();
+    drop(conn);
+    let text = stdout(&run_expecting(
+        &mut sandbox.gavel(&["explain", "c3-write-rejected"]),
+        0,
+    ));
+    assert!(text.contains("does not match its digest"), "{text}");
+    assert!(!text.contains("was not recorded"), "{text}");
+    let value = json(&run_expecting(
+        &mut sandbox.gavel(&["explain", "c3-write-rejected", "--json"]),
+        0,
+    ));
+    assert_eq!(value["policy_text"], "tampered");
 }

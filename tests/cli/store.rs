@@ -126,7 +126,12 @@ pub fn record_mix(sandbox: &Sandbox) -> Vec<Expected> {
 
 /// Records `n` allowed reads with ids `r1`, `r2`, ...: three events each.
 pub fn record_reads(sandbox: &Sandbox, n: usize) {
-    for i in 1..=n {
+    record_reads_from(sandbox, 1, n);
+}
+
+/// Records `n` allowed reads with ids `r<first>`, `r<first + 1>`, ...
+pub fn record_reads_from(sandbox: &Sandbox, first: usize, n: usize) {
+    for i in first..first + n {
         run_expecting(
             &mut sandbox.gavel(&[
                 "run",
@@ -659,11 +664,11 @@ fn refused_wal_databases_get_no_side_files_from_read_only_commands() {
     assert_refused_untouched(&sandbox, &sandbox.db, "newer gavel", true);
 }
 
-/// `scripts/verify_chain.py DB`: its exit code and output, or `None`
+/// `scripts/verify_chain.py ARGS`: its exit code and output, or `None`
 /// without python3.
-fn python_verify(db: &Path) -> Option<(i32, String)> {
+fn python_verifier(args: &[&std::ffi::OsStr]) -> Option<(i32, String)> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/verify_chain.py");
-    match StdCommand::new("python3").arg(&script).arg(db).output() {
+    match StdCommand::new("python3").arg(&script).args(args).output() {
         Ok(output) => Some((
             output.status.code().expect("python3 exited"),
             format!(
@@ -678,6 +683,43 @@ fn python_verify(db: &Path) -> Option<(i32, String)> {
         }
         Err(err) => panic!("cannot run python3: {err}"),
     }
+}
+
+fn python_verify(db: &Path) -> Option<(i32, String)> {
+    python_verifier(&[db.as_os_str()])
+}
+
+/// The fields of a verify report both verifiers must agree on (`detail` is prose).
+fn comparable(report: &Value) -> Value {
+    let mut report = report.clone();
+    report.as_object_mut().unwrap().remove("detail");
+    report
+}
+
+/// `gavel verify --json ARGS` and `verify_chain.py --json ARGS` give the same
+/// report; returns gavel's.
+fn both_agree(sandbox: &Sandbox, what: &str, args: &[&std::ffi::OsStr]) -> Value {
+    let output = sandbox
+        .bare()
+        .args(["verify", "--json"])
+        .args(args)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .output()
+        .unwrap();
+    let exit = code(&output);
+    assert!(exit == 0 || exit == 1, "{what}: {}", stderr(&output));
+    let gavel = json(&output);
+    let mut py_args: Vec<&std::ffi::OsStr> = vec!["--json".as_ref()];
+    py_args.extend_from_slice(args);
+    let Some((py_exit, text)) = python_verifier(&py_args) else {
+        return gavel;
+    };
+    let python: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{what}: python printed no report ({e}): {text}"));
+    assert_eq!(comparable(&python), comparable(&gavel), "{what}");
+    assert_eq!(py_exit, exit, "{what}");
+    gavel
 }
 
 #[test]
@@ -731,6 +773,288 @@ fn python_verifier_agrees_with_gavel_verify() {
     }
 }
 
+/// A log of the eight mixed calls, a stored checkpoint signed by `k` (also
+/// written to `cp`), and two more calls after it. Returns the key's public file.
+fn checkpointed_mix(sandbox: &Sandbox) -> (PathBuf, PathBuf, u64) {
+    record_mix(sandbox);
+    let key = sandbox.root.join("k");
+    run_expecting(sandbox.bare().args(["keygen", "--out"]).arg(&key), 0);
+    let cp = run_expecting(
+        &mut sandbox.gavel(&["checkpoint", "--key", key.to_str().unwrap()]),
+        0,
+    );
+    let cp_file = sandbox.root.join("cp");
+    std::fs::write(&cp_file, &cp.stdout).unwrap();
+    let size = event_count(&sandbox.db);
+    record_reads_from(sandbox, 100, 2);
+    let other = sandbox.root.join("other");
+    run_expecting(sandbox.bare().args(["keygen", "--out"]).arg(&other), 0);
+    (sibling(&key, ".pub"), cp_file, size)
+}
+
+#[test]
+fn python_verifier_agrees_with_gavel_on_every_tampered_copy() {
+    let sandbox = Sandbox::new();
+    let (public, cp, size) = checkpointed_mix(&sandbox);
+    let other = sandbox.root.join("other.pub");
+    let cut = format!("DELETE FROM events WHERE seq > {}", size - 2);
+    let tampers: Vec<&str> = vec![
+        "SELECT 1",
+        "UPDATE events SET ts_us = ts_us + 1 WHERE seq = 7",
+        "DELETE FROM events WHERE seq = 5",
+        "UPDATE events SET log_id = zeroblob(16) WHERE seq = 3",
+        "UPDATE events SET payload = CAST(payload AS TEXT) WHERE seq = 4",
+        "UPDATE events SET kind = CAST(kind AS BLOB) WHERE seq = 2",
+        "UPDATE events SET tool = CAST(tool AS BLOB) WHERE seq = 2",
+        "UPDATE events SET leaf = hex(leaf) WHERE seq = 9",
+        "UPDATE events SET chain = zeroblob(32) WHERE seq = 6",
+        "UPDATE events SET chain = zeroblob(31) WHERE seq = 6",
+        "UPDATE events SET leaf = zeroblob(32) WHERE seq = 6",
+        "UPDATE events SET ts_us = ts_us + 0.5 WHERE seq = 8",
+        "UPDATE events SET call_id = CAST(X'ff' AS TEXT) WHERE seq = 8",
+        "UPDATE events SET seq = seq + 100 WHERE seq = (SELECT max(seq) FROM events)",
+        "INSERT INTO events SELECT seq + 1000, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain FROM events WHERE seq = 3",
+        &cut,
+        "DELETE FROM events",
+        "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET root = zeroblob(32)",
+        "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET note = 'x'",
+        "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET root = hex(root)",
+        "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET size = size - 1",
+        "INSERT INTO checkpoints (size, root, note, created_us) SELECT size, root, note, created_us FROM checkpoints",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET format = 2",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET origin = 'gavel/x'",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET genesis = zeroblob(32)",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET genesis = hex(genesis)",
+        "DROP TRIGGER log_meta_no_delete; DELETE FROM log_meta",
+    ];
+    let mut problems = std::collections::BTreeSet::new();
+    for (i, statement) in tampers.iter().enumerate() {
+        let copy = sandbox.root.join(format!("copy-{i}.db"));
+        std::fs::copy(&sandbox.db, &copy).unwrap();
+        attacker(&copy).execute_batch(statement).unwrap();
+        let flag_sets: [Vec<&std::ffi::OsStr>; 3] = [
+            vec![],
+            vec!["--public-key".as_ref(), other.as_os_str()],
+            vec![
+                "--checkpoint".as_ref(),
+                cp.as_os_str(),
+                "--public-key".as_ref(),
+                public.as_os_str(),
+            ],
+        ];
+        for flags in flag_sets {
+            let report = both_agree_db(&sandbox, statement, &flags, &copy);
+            problems.insert(report["problem"].as_str().unwrap_or("ok").to_owned());
+        }
+    }
+    for problem in [
+        "ok",
+        "content_mismatch",
+        "seq_gap",
+        "log_id_mismatch",
+        "chain_break",
+        "checkpoint_truncated",
+        "checkpoint_mismatch",
+        "checkpoint_signature",
+        "unknown_format",
+        "identity_mismatch",
+    ] {
+        assert!(
+            problems.contains(problem),
+            "no case reported {problem}: {problems:?}"
+        );
+    }
+}
+
+/// [`both_agree`] for a database: gavel gets `--db DB`, Python `DB`.
+fn both_agree_db(sandbox: &Sandbox, what: &str, flags: &[&std::ffi::OsStr], db: &Path) -> Value {
+    let output = sandbox
+        .bare()
+        .args(["verify", "--json"])
+        .args(flags)
+        .arg("--db")
+        .arg(db)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .output()
+        .unwrap();
+    let exit = code(&output);
+    assert!(exit == 0 || exit == 1, "{what}: {}", stderr(&output));
+    let gavel = json(&output);
+    let mut py_args: Vec<&std::ffi::OsStr> = vec!["--json".as_ref()];
+    py_args.extend_from_slice(flags);
+    py_args.push(db.as_os_str());
+    let Some((py_exit, text)) = python_verifier(&py_args) else {
+        return gavel;
+    };
+    let python: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{what} {flags:?}: python printed no report ({e}): {text}"));
+    assert_eq!(comparable(&python), comparable(&gavel), "{what} {flags:?}");
+    assert_eq!(py_exit, exit, "{what} {flags:?}");
+    gavel
+}
+
+#[test]
+fn python_verifier_agrees_with_gavel_on_every_tampered_export() {
+    let sandbox = Sandbox::new();
+    let (public, cp, size) = checkpointed_mix(&sandbox);
+    let whole = json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0));
+    let filtered = json_lines(&run_expecting(
+        &mut sandbox.gavel(&["export", "--tool", "write_file"]),
+        0,
+    ));
+    type Edit = Box<dyn Fn(&mut Vec<Value>)>;
+    let edits: Vec<(&str, bool, Edit)> = vec![
+        ("untouched", true, Box::new(|_| {})),
+        ("filtered untouched", false, Box::new(|_| {})),
+        (
+            "payload_raw",
+            true,
+            Box::new(|l| {
+                let raw = l[6]["payload_raw"].as_str().unwrap().to_owned() + " ";
+                l[6]["payload_raw"] = raw.into();
+            }),
+        ),
+        (
+            "payload copy",
+            true,
+            Box::new(|l| l[6]["payload"] = json!({"forged": true})),
+        ),
+        (
+            "ts",
+            true,
+            Box::new(|l| l[4]["ts"] = "2000-01-01T00:00:00.000000Z".into()),
+        ),
+        ("ts_us", false, Box::new(|l| l[2]["ts_us"] = json!(1))),
+        ("ts_us type", true, Box::new(|l| l[3]["ts_us"] = json!("1"))),
+        (
+            "dropped line",
+            true,
+            Box::new(|l| {
+                l.remove(5);
+            }),
+        ),
+        (
+            "dropped filtered line",
+            false,
+            Box::new(|l| {
+                l.remove(1);
+            }),
+        ),
+        (
+            "cut tail",
+            true,
+            Box::new(move |l| l.truncate(size as usize - 1)),
+        ),
+        ("format", true, Box::new(|l| l[0]["format"] = json!(2))),
+        (
+            "origin",
+            true,
+            Box::new(|l| l[0]["origin"] = "gavel/x".into()),
+        ),
+        (
+            "genesis",
+            false,
+            Box::new(|l| l[0]["genesis"] = json!("00".repeat(32))),
+        ),
+        (
+            "checkpoint note",
+            true,
+            Box::new(|l| l[1]["note"] = "x".into()),
+        ),
+        (
+            "checkpoint root",
+            true,
+            Box::new(|l| l[1]["root"] = json!("00".repeat(32))),
+        ),
+        (
+            "dropped checkpoint",
+            true,
+            Box::new(|l| {
+                l.remove(1);
+            }),
+        ),
+        (
+            "leaf",
+            true,
+            Box::new(|l| l[3]["leaf"] = json!("00".repeat(32))),
+        ),
+        (
+            "chain",
+            false,
+            Box::new(|l| l[2]["chain"] = json!("00".repeat(32))),
+        ),
+        (
+            "log_id",
+            true,
+            Box::new(|l| l[3]["log_id"] = json!("00".repeat(16))),
+        ),
+        ("swapped", true, Box::new(|l| l.swap(3, 4))),
+        (
+            "not an event",
+            true,
+            Box::new(|l| l[3] = json!({"record": "other"})),
+        ),
+        (
+            "payload as hex",
+            true,
+            Box::new(|l| {
+                let raw = l[3]["payload_raw"].as_str().unwrap().to_owned();
+                l[3].as_object_mut().unwrap().remove("payload_raw");
+                l[3]["payload_hex"] = raw
+                    .bytes()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+                    .into();
+            }),
+        ),
+    ];
+    let mut problems = std::collections::BTreeSet::new();
+    for (i, (what, is_whole, edit)) in edits.iter().enumerate() {
+        let mut lines = if *is_whole {
+            whole.clone()
+        } else {
+            filtered.clone()
+        };
+        edit(&mut lines);
+        let file = sandbox.root.join(format!("export-{i}.jsonl"));
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&file, text).unwrap();
+        let mut flag_sets: Vec<Vec<&std::ffi::OsStr>> =
+            vec![vec!["--export".as_ref(), file.as_os_str()]];
+        if *is_whole {
+            flag_sets.push(vec![
+                "--export".as_ref(),
+                file.as_os_str(),
+                "--checkpoint".as_ref(),
+                cp.as_os_str(),
+                "--public-key".as_ref(),
+                public.as_os_str(),
+            ]);
+        }
+        for flags in flag_sets {
+            let report = both_agree(&sandbox, what, &flags);
+            problems.insert(report["problem"].as_str().unwrap_or("ok").to_owned());
+        }
+    }
+    for problem in [
+        "ok",
+        "content_mismatch",
+        "seq_gap",
+        "log_id_mismatch",
+        "chain_break",
+        "checkpoint_truncated",
+        "checkpoint_mismatch",
+        "unknown_format",
+        "identity_mismatch",
+    ] {
+        assert!(
+            problems.contains(problem),
+            "no export case reported {problem}: {problems:?}"
+        );
+    }
+}
+
 #[test]
 fn reused_call_id_is_refused_and_the_call_does_not_run() {
     let sandbox = Sandbox::new();
@@ -752,4 +1076,253 @@ fn reused_call_id_is_refused_and_the_call_does_not_run() {
     assert_eq!(ids(&log(&sandbox, &[])), ["r1"]);
     assert_eq!(event_count(&sandbox.db), 3);
     assert_intact(&sandbox, &[]);
+}
+
+#[test]
+fn zero_length_database_is_refused_by_run_like_verify_and_left_empty() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.root.join("empty.db");
+    std::fs::write(&db, b"").unwrap();
+    assert_refused_untouched(&sandbox, &db, "is an empty file", true);
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
+}
+
+/// `gavel ARGS` run as the unprivileged user `nobody` through `setpriv`, or
+/// `None` when that is not possible here (not root, or no `setpriv`):
+/// root's writes ignore file modes, so only another user proves a read-only
+/// folder is really read-only.
+fn as_nobody(sandbox: &Sandbox, args: &[&str]) -> Option<std::process::Output> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("note: not root; skipping the unprivileged-user check");
+        return None;
+    }
+    let output = StdCommand::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_gavel"))
+        .args(args)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .env_remove("GAVEL_DB")
+        .env_remove("GAVEL_POLICY")
+        .current_dir("/")
+        .output();
+    match output {
+        Ok(output) => Some(output),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("note: no setpriv; skipping the unprivileged-user check");
+            None
+        }
+        Err(err) => panic!("cannot run setpriv: {err}"),
+    }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The names in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn read_only_commands_work_on_a_log_in_a_folder_they_cannot_write() {
+    let sandbox = Sandbox::new();
+    record_mix(&sandbox);
+    assert!(!sibling(&sandbox.db, "-wal").exists());
+    let before = sha256_file(&sandbox.db);
+    // Commands run as root may make side files in a writable folder; this
+    // one is read-only to its reader: folder 0555, file 0444.
+    chmod(&sandbox.root, 0o555);
+    chmod(&sandbox.db, 0o444);
+    chmod(&sandbox.ws, 0o755);
+    let files = listing(&sandbox.root);
+    let commands: [&[&str]; 8] = [
+        &["verify", "--json"],
+        &["log", "--json"],
+        &["show", "c1-read"],
+        &["explain", "c2-write-approved"],
+        &["stats", "--json"],
+        &["export"],
+        &["replay", "--format", "json", "--fail-on", "never"],
+        &["export", "--format", "csv"],
+    ];
+    let mut ran = false;
+    for args in commands {
+        let Some(output) = as_nobody(&sandbox, args) else {
+            break;
+        };
+        ran = true;
+        assert_eq!(code(&output), 0, "{args:?}: {}", stderr(&output));
+        assert!(!output.stdout.is_empty(), "{args:?}");
+        assert_eq!(listing(&sandbox.root), files, "{args:?} made a file");
+        assert_eq!(sha256_file(&sandbox.db), before, "{args:?} changed the log");
+    }
+    if ran {
+        let output = as_nobody(&sandbox, &["verify", "--json"]).unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["ok"], true, "{report}");
+        assert_eq!(
+            report["rows"],
+            json!(json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0)).len() - 1)
+        );
+        // A writer is refused there, with one line.
+        let output = as_nobody(&sandbox, &["run", "read_file", r#"{"path":"notes.txt"}"#]).unwrap();
+        assert_eq!(code(&output), 2, "{}", stderr(&output));
+        assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
+        assert_eq!(sha256_file(&sandbox.db), before);
+    }
+    // Root, too, reads it without making side files or changing a byte.
+    for args in commands {
+        run_expecting(&mut sandbox.gavel(args), 0);
+        assert_eq!(listing(&sandbox.root), files, "{args:?} made a file");
+    }
+    assert_eq!(sha256_file(&sandbox.db), before);
+    chmod(&sandbox.root, 0o755);
+    chmod(&sandbox.db, 0o600);
+}
+
+#[test]
+fn read_only_commands_make_no_side_files_in_a_writable_folder() {
+    let sandbox = Sandbox::new();
+    record_mix(&sandbox);
+    let before = sha256_file(&sandbox.db);
+    let files = listing(&sandbox.root);
+    assert!(
+        !files
+            .iter()
+            .any(|f| f.ends_with("-wal") || f.ends_with("-shm")),
+        "{files:?}"
+    );
+    for args in [
+        &["verify"][..],
+        &["log"],
+        &["show", "c1-read"],
+        &["explain", "c1-read"],
+        &["stats"],
+        &["export"],
+        &["replay", "--fail-on", "never"],
+    ] {
+        run_expecting(&mut sandbox.gavel(args), 0);
+        assert_eq!(listing(&sandbox.root), files, "{args:?} made a file");
+    }
+    assert_eq!(sha256_file(&sandbox.db), before);
+}
+
+#[test]
+fn log_with_a_wal_its_reader_cannot_apply_gets_one_clear_line() {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 2);
+    // A writer's WAL left behind (a crash, or a writer still running), with
+    // no shared-memory index, in a folder the reader cannot write.
+    std::fs::write(sibling(&sandbox.db, "-wal"), b"").unwrap();
+    chmod(&sandbox.root, 0o555);
+    chmod(&sandbox.ws, 0o755);
+    chmod(&sandbox.db, 0o444);
+    chmod(&sibling(&sandbox.db, "-wal"), 0o444);
+    let output = as_nobody(&sandbox, &["log"]);
+    chmod(&sandbox.root, 0o755);
+    let Some(output) = output else { return };
+    let err = stderr(&output);
+    assert_eq!(code(&output), 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("write-ahead log"), "{err}");
+    assert!(err.contains("cannot create or use"), "{err}");
+}
+
+#[test]
+fn loose_modes_on_gavel_s_own_folder_and_database_are_tightened_and_said() {
+    let sandbox = Sandbox::new();
+    let run = |sandbox: &Sandbox| {
+        sandbox
+            .bare()
+            .args(["run", "read_file", r#"{"path":"notes.txt"}"#])
+            .arg("--workspace")
+            .arg(&sandbox.ws)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(code(&run(&sandbox)), 0);
+    let dir = sandbox.ws.join(".gavel");
+    let db = dir.join("audit.db");
+    chmod(&dir, 0o755);
+    chmod(&db, 0o644);
+    let output = run(&sandbox);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("tightened"), "{err}");
+    assert!(
+        err.contains("0755 -> 0700") && err.contains("0644 -> 0600"),
+        "{err}"
+    );
+    let mode = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&db), 0o600);
+    // Already tight: nothing said.
+    let output = run(&sandbox);
+    assert!(stderr(&output).is_empty(), "{}", stderr(&output));
+}
+
+#[test]
+fn loose_database_that_cannot_be_tightened_is_refused() {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 1);
+    // Someone else's (root's) log, readable and writable by everyone: the
+    // unprivileged user can write it but not change its mode.
+    chmod(&sandbox.root, 0o777);
+    chmod(&sandbox.ws, 0o777);
+    chmod(&sandbox.db, 0o666);
+    let before = sha256_file(&sandbox.db);
+    let Some(output) = as_nobody(&sandbox, &["run", "read_file", r#"{"path":"notes.txt"}"#]) else {
+        return;
+    };
+    let err = stderr(&output);
+    assert_eq!(code(&output), 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("mode 0666") && err.contains("cannot be tightened"),
+        "{err}"
+    );
+    assert_eq!(sha256_file(&sandbox.db), before);
+    chmod(&sandbox.root, 0o755);
+}
+
+#[test]
+fn log_at_a_path_with_uri_characters_is_read_where_it_is() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.join("we?ird #dir %41 é");
+    std::fs::create_dir(&dir).unwrap();
+    let db = dir.join("audit?.db");
+    let gavel = |args: &[&str]| {
+        let mut cmd = sandbox.bare();
+        cmd.args(args)
+            .arg("--workspace")
+            .arg(&sandbox.ws)
+            .arg("--db")
+            .arg(&db);
+        cmd
+    };
+    run_expecting(
+        &mut gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]),
+        0,
+    );
+    let report = json(&run_expecting(&mut gavel(&["verify", "--json"]), 0));
+    assert_eq!(report["rows"], 3, "{report}");
+    let calls = json_lines(&run_expecting(&mut gavel(&["log", "--json"]), 0));
+    assert_eq!(calls.len(), 1);
+    // Nothing was created anywhere else (a misread URI would open another file).
+    assert_eq!(listing(&dir), ["audit?.db"]);
 }

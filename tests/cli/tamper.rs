@@ -554,11 +554,10 @@ fn changed_log_identity_is_an_identity_mismatch() {
 fn reidentified_log_is_a_log_id_mismatch_at_seq_1() {
     let sandbox = four_reads();
     let conn = Connection::open(&sandbox.db).unwrap();
-    // A new log id with a genesis that matches it: every row still carries the old id.
+    // A new log id, with the origin and genesis that follow from it: every
+    // row still carries the old id.
     let log_id = [7u8; 16];
-    let origin: String = conn
-        .query_row("SELECT origin FROM log_meta", [], |r| r.get(0))
-        .unwrap();
+    let origin = format!("gavel/{}", "07".repeat(16));
     let mut enc = Vec::new();
     lp(&mut enc, b"gavel/genesis/v1");
     lp(&mut enc, &log_id);
@@ -568,8 +567,8 @@ fn reidentified_log_is_a_log_id_mismatch_at_seq_1() {
     conn.execute_batch("DROP TRIGGER log_meta_no_update;")
         .unwrap();
     conn.execute(
-        "UPDATE log_meta SET log_id = ?1, genesis = ?2",
-        params![&log_id[..], &genesis[..]],
+        "UPDATE log_meta SET log_id = ?1, origin = ?2, genesis = ?3",
+        params![&log_id[..], origin, &genesis[..]],
     )
     .unwrap();
     drop(conn);
@@ -586,4 +585,384 @@ fn deleted_log_identity_is_reported_as_tampered() {
     let (exit, report) = verify(&sandbox, &[]);
     assert_eq!(exit, 1, "{report}");
     assert_eq!(report["problem"], "identity_mismatch", "{report}");
+}
+
+// Stored checkpoint notes, the origin convention, unknown formats and the
+// type rule.
+
+/// RFC 6962 Merkle Tree Hash over `leaves`, from docs/checkpoints.md.
+fn merkle_root(leaves: &[[u8; 32]]) -> [u8; 32] {
+    match leaves.len() {
+        0 => Sha256::digest(b"").into(),
+        1 => leaves[0],
+        n => {
+            let mut k = 1;
+            while k * 2 < n {
+                k *= 2;
+            }
+            let mut hasher = Sha256::new();
+            hasher.update([1u8]);
+            hasher.update(merkle_root(&leaves[..k]));
+            hasher.update(merkle_root(&leaves[k..]));
+            hasher.finalize().into()
+        }
+    }
+}
+
+fn stored_leaves(conn: &Connection, size: u64) -> Vec<[u8; 32]> {
+    rows(conn)
+        .into_iter()
+        .filter(|r| r.seq <= size)
+        .map(|r| r.leaf())
+        .collect()
+}
+
+#[test]
+fn rewritten_history_with_a_fixed_root_column_is_caught_by_the_stored_note() {
+    let sandbox = four_reads();
+    let (key, public) = keygen(&sandbox, "k");
+    checkpoint(&sandbox, &key, "cp");
+    let conn = attacker(&sandbox.db);
+    conn.execute(
+        "UPDATE events SET payload = CAST(replace(CAST(payload AS TEXT),
+             'only reads', 'was told to read') AS BLOB) WHERE seq = 5",
+        [],
+    )
+    .unwrap();
+    recompute_from(&conn, 5);
+    // The attacker also fixes the stored root column to the new history...
+    let root = merkle_root(&stored_leaves(&conn, 12));
+    conn.execute_batch("DROP TRIGGER checkpoints_no_update;")
+        .unwrap();
+    conn.execute("UPDATE checkpoints SET root = ?1", [&root[..]])
+        .unwrap();
+    drop(conn);
+    // ...but the signed note in the same row still says the old root: no key needed.
+    let (exit, report) = verify(&sandbox, &[]);
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_mismatch", "{report}");
+    assert_eq!(report["first_bad_seq"], json!(null), "{report}");
+    assert_eq!(report["rows"], 0, "{report}");
+    assert_eq!(report["stored_checkpoints"], 1, "{report}");
+
+    // Rewriting the note's body to match cannot be signed again: only the key tells.
+    let conn = Connection::open(&sandbox.db).unwrap();
+    let note: String = conn
+        .query_row("SELECT note FROM checkpoints", [], |r| r.get(0))
+        .unwrap();
+    let mut lines: Vec<String> = note.split('\n').map(str::to_owned).collect();
+    lines[2] = base64_std(&root);
+    conn.execute("UPDATE checkpoints SET note = ?1", [lines.join("\n")])
+        .unwrap();
+    drop(conn);
+    let report = assert_intact(&sandbox, &[]);
+    assert_eq!(report["signature_checked"], false, "{report}");
+    let public_arg = ["--public-key", public.to_str().unwrap()];
+    let (exit, report) = verify(&sandbox, &public_arg);
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_signature", "{report}");
+    assert_eq!(report["signature_checked"], true, "{report}");
+}
+
+/// Standard base64 with padding, as checkpoint notes write roots.
+fn base64_std(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn public_key_without_a_checkpoint_file_checks_the_stored_notes() {
+    let sandbox = four_reads();
+    let (key, public) = keygen(&sandbox, "k");
+    let (_, other) = keygen(&sandbox, "other");
+    checkpoint(&sandbox, &key, "cp");
+    let report = assert_intact(&sandbox, &["--public-key", public.to_str().unwrap()]);
+    assert_eq!(report["signature_checked"], true, "{report}");
+    assert_eq!(report["stored_checkpoints"], 1, "{report}");
+    // A key that did not sign the stored note.
+    let (exit, report) = verify(&sandbox, &["--public-key", other.to_str().unwrap()]);
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_signature", "{report}");
+    // Either of two keys will do.
+    assert_intact(
+        &sandbox,
+        &[
+            "--public-key",
+            other.to_str().unwrap(),
+            "--public-key",
+            public.to_str().unwrap(),
+        ],
+    );
+    let human = stdout(&run_expecting(
+        &mut sandbox.gavel(&["verify", "--public-key", public.to_str().unwrap()]),
+        0,
+    ));
+    assert!(human.contains("signatures verified"), "{human}");
+}
+
+#[test]
+fn stored_note_that_does_not_parse_is_a_checkpoint_mismatch() {
+    let sandbox = four_reads();
+    let (key, _) = keygen(&sandbox, "k");
+    checkpoint(&sandbox, &key, "cp");
+    let conn = Connection::open(&sandbox.db).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET note = 'nothing signed';",
+    )
+    .unwrap();
+    drop(conn);
+    assert_tampered(&sandbox, &[], "checkpoint_mismatch", None);
+}
+
+#[test]
+fn stored_checkpoint_of_another_log_is_a_checkpoint_origin() {
+    // Two logs with the same four calls have different leaves (the log id is
+    // hashed into each), so plant a checkpoint of the other log at size 0,
+    // whose root is the empty tree's in every log.
+    let sandbox = four_reads();
+    let other = Sandbox::new();
+    let (key, _) = keygen(&other, "k");
+    checkpoint(&other, &key, "cp");
+    let note: String = Connection::open(&other.db)
+        .unwrap()
+        .query_row("SELECT note FROM checkpoints", [], |r| r.get(0))
+        .unwrap();
+    assert!(note.contains("\n0\n"), "{note}");
+    let empty: [u8; 32] = Sha256::digest(b"").into();
+    Connection::open(&sandbox.db)
+        .unwrap()
+        .execute(
+            "INSERT INTO checkpoints (size, root, note, created_us) VALUES (0, ?1, ?2, 0)",
+            params![&empty[..], note],
+        )
+        .unwrap();
+    assert_tampered(&sandbox, &[], "checkpoint_origin", None);
+}
+
+#[test]
+fn renamed_origin_with_recomputed_genesis_and_chain_is_caught() {
+    let sandbox = four_reads();
+    let (key, public) = keygen(&sandbox, "k");
+    let cp = checkpoint(&sandbox, &key, "cp");
+    let conn = Connection::open(&sandbox.db).unwrap();
+    let log_id: Vec<u8> = conn
+        .query_row("SELECT log_id FROM log_meta", [], |r| r.get(0))
+        .unwrap();
+    let rename = |conn: &Connection, origin: &str| {
+        let mut enc = Vec::new();
+        lp(&mut enc, b"gavel/genesis/v1");
+        lp(&mut enc, &log_id);
+        lp(&mut enc, origin.as_bytes());
+        enc.extend_from_slice(&1u32.to_be_bytes());
+        let genesis: [u8; 32] = Sha256::digest(&enc).into();
+        conn.execute(
+            "UPDATE log_meta SET origin = ?1, genesis = ?2",
+            params![origin, &genesis[..]],
+        )
+        .unwrap();
+    };
+    conn.execute_batch("DROP TRIGGER log_meta_no_update;")
+        .unwrap();
+    let attacker_conn = attacker(&sandbox.db);
+    rename(&conn, "example.com/renamed");
+    recompute_from(&attacker_conn, 1);
+    // The origin is not the one the log id gives.
+    assert_tampered(&sandbox, &[], "identity_mismatch", None);
+    // Even with the stored checkpoint gone, the given one names the old origin.
+    conn.execute_batch("DROP TRIGGER checkpoints_no_delete; DELETE FROM checkpoints;")
+        .unwrap();
+    assert_tampered(&sandbox, &[], "identity_mismatch", None);
+    let (exit, report) = verify(&sandbox, &with_checkpoint(&cp, &public));
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "identity_mismatch", "{report}");
+}
+
+#[test]
+fn given_checkpoint_of_a_log_renamed_consistently_is_a_checkpoint_origin() {
+    // The whole identity changed and every row re-signed with the new log id:
+    // the chain holds on its own; the signed file names the old origin.
+    let sandbox = four_reads();
+    let (key, public) = keygen(&sandbox, "k");
+    let cp = checkpoint(&sandbox, &key, "cp");
+    let conn = attacker(&sandbox.db);
+    conn.execute_batch(
+        "DROP TRIGGER log_meta_no_update; DROP TRIGGER checkpoints_no_delete;
+         DELETE FROM checkpoints;",
+    )
+    .unwrap();
+    let log_id = [9u8; 16];
+    let origin = format!("gavel/{}", "09".repeat(16));
+    let mut enc = Vec::new();
+    lp(&mut enc, b"gavel/genesis/v1");
+    lp(&mut enc, &log_id);
+    lp(&mut enc, origin.as_bytes());
+    enc.extend_from_slice(&1u32.to_be_bytes());
+    let genesis: [u8; 32] = Sha256::digest(&enc).into();
+    conn.execute(
+        "UPDATE log_meta SET log_id = ?1, origin = ?2, genesis = ?3",
+        params![&log_id[..], origin, &genesis[..]],
+    )
+    .unwrap();
+    conn.execute("UPDATE events SET log_id = ?1", [&log_id[..]])
+        .unwrap();
+    recompute_from(&conn, 1);
+    drop(conn);
+    assert_intact(&sandbox, &[]);
+    let (exit, report) = verify(&sandbox, &with_checkpoint(&cp, &public));
+    assert_eq!(exit, 1, "{report}");
+    assert_eq!(report["problem"], "checkpoint_origin", "{report}");
+}
+
+#[test]
+fn recomputed_log_with_format_2_is_refused_by_verify_and_by_writers() {
+    let sandbox = four_reads();
+    let conn = Connection::open(&sandbox.db).unwrap();
+    let (log_id, origin): (Vec<u8>, String) = conn
+        .query_row("SELECT log_id, origin FROM log_meta", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    let mut enc = Vec::new();
+    lp(&mut enc, b"gavel/genesis/v1");
+    lp(&mut enc, &log_id);
+    lp(&mut enc, origin.as_bytes());
+    enc.extend_from_slice(&2u32.to_be_bytes());
+    let genesis: [u8; 32] = Sha256::digest(&enc).into();
+    conn.execute_batch("DROP TRIGGER log_meta_no_update;")
+        .unwrap();
+    conn.execute(
+        "UPDATE log_meta SET format = 2, genesis = ?1",
+        [&genesis[..]],
+    )
+    .unwrap();
+    recompute_from(&attacker(&sandbox.db), 1);
+    drop(conn);
+    assert_tampered(&sandbox, &[], "unknown_format", None);
+    let before = crate::store::sha256_file(&sandbox.db);
+    let err = crate::support::assert_one_line_error(&mut sandbox.gavel(&[
+        "run",
+        "read_file",
+        r#"{"path":"notes.txt"}"#,
+    ]));
+    assert!(err.contains("record format 2"), "{err}");
+    assert_eq!(crate::store::sha256_file(&sandbox.db), before);
+    assert_eq!(event_count(&sandbox.db), 12);
+}
+
+#[test]
+fn column_stored_under_the_wrong_sqlite_type_is_a_content_mismatch() {
+    // Same value, another storage class: SQLite would compare it equal in
+    // places, the record format does not.
+    for (column, value) in [
+        ("ts_us", "ts_us + 0.5"),
+        ("payload", "CAST(payload AS TEXT)"),
+        ("kind", "CAST(kind AS BLOB)"),
+        ("leaf", "hex(leaf)"),
+    ] {
+        let sandbox = four_reads();
+        attacker(&sandbox.db)
+            .execute(
+                &format!("UPDATE events SET {column} = {value} WHERE seq = 7"),
+                [],
+            )
+            .unwrap();
+        let (exit, report) = verify(&sandbox, &[]);
+        assert_eq!(exit, 1, "{column}: {report}");
+        assert_eq!(report["problem"], "content_mismatch", "{column}: {report}");
+        assert_eq!(report["first_bad_seq"], 7, "{column}: {report}");
+        assert_eq!(report["rows"], 6, "{column}: {report}");
+    }
+    // A stored checkpoint's note as a BLOB (same bytes) is not a note.
+    let sandbox = four_reads();
+    let (key, _) = keygen(&sandbox, "k");
+    checkpoint(&sandbox, &key, "cp");
+    Connection::open(&sandbox.db)
+        .unwrap()
+        .execute_batch(
+            "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET note = CAST(note AS BLOB);",
+        )
+        .unwrap();
+    assert_tampered(&sandbox, &[], "checkpoint_mismatch", None);
+}
+
+#[test]
+fn insert_or_replace_cannot_rewrite_an_event_or_a_checkpoint_with_the_triggers_in_place() {
+    let sandbox = four_reads();
+    let (key, _) = keygen(&sandbox, "k");
+    checkpoint(&sandbox, &key, "cp");
+    let conn = Connection::open(&sandbox.db).unwrap();
+    let err = conn
+        .execute(
+            "INSERT OR REPLACE INTO events (seq, log_id, ts_us, kind, call_id, tool, action,
+                 rule_id, approval, status, payload, leaf, chain)
+             SELECT seq, log_id, ts_us + 1, kind, call_id, tool, action, rule_id, approval,
+                    status, payload, leaf, chain FROM events WHERE seq = 5",
+            [],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+    let err = conn
+        .execute(
+            "INSERT OR REPLACE INTO checkpoints (id, size, root, note, created_us)
+             SELECT id, 1, root, note, created_us FROM checkpoints",
+            [],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+    let err = conn
+        .execute(
+            "INSERT OR REPLACE INTO log_meta (id, log_id, origin, format, created_us, genesis)
+             SELECT id, log_id, 'x', format, created_us, genesis FROM log_meta",
+            [],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("fixed"), "{err}");
+    drop(conn);
+    assert_intact(&sandbox, &[]);
+}
+
+#[test]
+fn database_from_before_the_replace_triggers_gets_them_at_the_next_write() {
+    let sandbox = four_reads();
+    Connection::open(&sandbox.db)
+        .unwrap()
+        .execute_batch(
+            "DROP TRIGGER events_no_replace; DROP TRIGGER checkpoints_no_replace;
+             DROP TRIGGER log_meta_no_replace; DROP TRIGGER policies_no_replace;
+             DROP TRIGGER policies_no_update; DROP TRIGGER policies_no_delete;
+             DROP INDEX events_anomaly; PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    crate::store::record_reads_from(&sandbox, 5, 1);
+    let conn = Connection::open(&sandbox.db).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 3, "every later migration was applied");
+    let triggers: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%_no_replace'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(triggers, 4);
+    drop(conn);
+    assert_intact(&sandbox, &[]);
 }

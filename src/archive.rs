@@ -1,0 +1,521 @@
+//! The JSON-lines export of a log, and its verification with no database.
+//!
+//! An export is a header line (the log identity and whether the export is
+//! the whole chain), the stored checkpoints (whole exports only), then one
+//! line per event carrying its stored bytes exactly: the payload as the
+//! string it was stored as, every other column as stored, and the leaf and
+//! chain hashes. A whole export verifies as a chain, exactly as the database
+//! would; a filtered one leaf by leaf. docs/record-format.md defines the
+//! lines and the checks. Pure data and `std::io`: no SQL, no CLI.
+
+use std::io::BufRead;
+
+use serde_json::{Value, json};
+
+use crate::chain::{EventFields, FORMAT_VERSION, Hash, link};
+use crate::checkpoint::VerifierKey;
+use crate::digest::hex;
+use crate::store::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes};
+use crate::store::{
+    CheckpointOutcome, CheckpointRow, GivenCheckpoint, LogIdentity, Problem, StoredEvent,
+    VerifyReport,
+};
+
+/// The `export` tag of a header line.
+pub const EXPORT_TAG: &str = "gavel";
+
+/// Why an export could not be read at all (as opposed to being tampered with).
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("cannot read the export: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a gavel export: {detail}")]
+    NotAnExport { detail: String },
+    #[error(
+        "this export is filtered (not the whole chain), so it cannot prove a checkpoint; export the whole log to check one"
+    )]
+    FilteredCheckpoint,
+}
+
+/// The time of `ts_us` as export lines show it (RFC 3339, microseconds, UTC).
+pub fn format_time(ts_us: i64) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_micros(ts_us)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+        .unwrap_or_else(|| ts_us.to_string())
+}
+
+/// The header line. `selection` is `None` for the whole chain, else the filters used.
+pub fn header_line(identity: &LogIdentity, selection: Option<Value>) -> Value {
+    json!({
+        "record": "header",
+        "export": EXPORT_TAG,
+        "format": identity.format,
+        "log_id": hex(&identity.log_id),
+        "origin": identity.origin,
+        "genesis": hex(&identity.genesis),
+        "whole_chain": selection.is_none(),
+        "selection": selection,
+    })
+}
+
+/// A stored checkpoint's line.
+pub fn checkpoint_line(row: &CheckpointRow) -> Value {
+    json!({
+        "record": "checkpoint",
+        "id": row.id,
+        "size": row.size,
+        "root": hex(&row.root),
+        "note": row.note,
+    })
+}
+
+/// An event's line: every stored column, the payload as stored.
+pub fn event_line(event: &StoredEvent) -> Value {
+    let mut line = json!({
+        "record": "event",
+        "seq": event.seq,
+        "ts": format_time(event.ts_us),
+        "ts_us": event.ts_us,
+        "kind": event.kind,
+        "call_id": event.call_id,
+        "tool": event.tool,
+        "action": event.action,
+        "rule_id": event.rule_id,
+        "approval": event.approval,
+        "status": event.status,
+        "payload": event.payload_json(),
+        "log_id": hex(&event.log_id),
+        "leaf": hex(&event.leaf),
+        "chain": hex(&event.chain),
+    });
+    match std::str::from_utf8(&event.payload) {
+        Ok(text) => line["payload_raw"] = Value::String(text.to_owned()),
+        Err(_) => line["payload_hex"] = Value::String(hex(&event.payload)),
+    }
+    line
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2)
+        || !text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
+/// Whether two JSON values are the same: same types and members, numbers by
+/// value (integers exactly; otherwise as 64-bit floats).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(x), Some(y), _, _) => x == y,
+                (_, _, Some(x), Some(y)) => x == y,
+                _ if (x.is_f64() || y.is_f64()) => x.as_f64() == y.as_f64(),
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether `ts` is checked for this time: years 0001 to 9999.
+fn checked_time(ts_us: i64) -> bool {
+    // 0001-01-01T00:00:00Z and 10000-01-01T00:00:00Z, in microseconds.
+    (-62_135_596_800_000_000..253_402_300_800_000_000).contains(&ts_us)
+}
+
+/// An export's header, read.
+struct Header {
+    log_id: Vec<u8>,
+    origin: String,
+    format: i64,
+    genesis: Hash,
+    whole_chain: bool,
+}
+
+fn read_header(value: &Value) -> Result<Header, ArchiveError> {
+    let bad = |detail: &str| ArchiveError::NotAnExport {
+        detail: detail.to_owned(),
+    };
+    if value["record"] != "header" || value["export"] != EXPORT_TAG {
+        return Err(bad("the first line is not a gavel export header"));
+    }
+    let log_id = value["log_id"]
+        .as_str()
+        .and_then(unhex)
+        .ok_or_else(|| bad("the header's `log_id` is not hex"))?;
+    let genesis = value["genesis"]
+        .as_str()
+        .and_then(unhex)
+        .and_then(|g| Hash::try_from(g.as_slice()).ok())
+        .ok_or_else(|| bad("the header's `genesis` is not 32 bytes of hex"))?;
+    Ok(Header {
+        log_id,
+        origin: value["origin"]
+            .as_str()
+            .ok_or_else(|| bad("the header has no `origin`"))?
+            .to_owned(),
+        format: value["format"]
+            .as_i64()
+            .ok_or_else(|| bad("the header's `format` is not an integer"))?,
+        genesis,
+        whole_chain: value["whole_chain"]
+            .as_bool()
+            .ok_or_else(|| bad("the header's `whole_chain` is not true or false"))?,
+    })
+}
+
+/// One event line, hashed, with every field type-checked. `Err` is a detail
+/// for `content_mismatch`, with the line's seq when it has one.
+fn check_event(value: &Value, log_id: &[u8]) -> (Option<u64>, Result<RowCheck, String>) {
+    let seq = value["seq"].as_u64();
+    let checked = (|| {
+        let seq = seq.ok_or("its `seq` is not a non-negative integer")?;
+        if value["record"] != "event" {
+            return Err(format!("seq {seq}: not an event line"));
+        }
+        let text = |name: &str| {
+            value[name]
+                .as_str()
+                .ok_or_else(|| format!("seq {seq}: `{name}` is not a string"))
+        };
+        let optional = |name: &str| match &value[name] {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.as_str())),
+            _ => Err(format!("seq {seq}: `{name}` is not a string or null")),
+        };
+        let hash_field = |name: &str| {
+            unhex(text(name)?).ok_or_else(|| format!("seq {seq}: `{name}` is not hex"))
+        };
+        let ts_us = value["ts_us"]
+            .as_i64()
+            .ok_or_else(|| format!("seq {seq}: `ts_us` is not an integer"))?;
+        let payload: Vec<u8> = match (&value["payload_raw"], &value["payload_hex"]) {
+            (Value::String(raw), Value::Null) => raw.as_bytes().to_vec(),
+            (Value::Null, Value::String(h)) => {
+                unhex(h).ok_or_else(|| format!("seq {seq}: `payload_hex` is not hex"))?
+            }
+            _ => {
+                return Err(format!(
+                    "seq {seq}: needs exactly one of `payload_raw` (a string) and `payload_hex`"
+                ));
+            }
+        };
+        let parsed: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
+        if !same_json(&value["payload"], &parsed) {
+            return Err(format!(
+                "seq {seq}: `payload` is not what its stored bytes say"
+            ));
+        }
+        if checked_time(ts_us) && value["ts"].as_str() != Some(format_time(ts_us).as_str()) {
+            return Err(format!("seq {seq}: `ts` is not the time `ts_us` says"));
+        }
+        let row_log_id = hash_field("log_id")?;
+        let fields = EventFields {
+            seq,
+            log_id: &row_log_id,
+            ts_us,
+            kind: text("kind")?,
+            call_id: text("call_id")?,
+            tool: optional("tool")?,
+            action: optional("action")?,
+            rule_id: optional("rule_id")?,
+            approval: optional("approval")?,
+            status: optional("status")?,
+            payload: &payload,
+        };
+        let leaf = fields.leaf_hash();
+        let stored_leaf = hash_field("leaf")?;
+        let chain = hash_field("chain")?;
+        Ok(RowCheck::Row {
+            seq: i64::try_from(seq).unwrap_or(i64::MAX),
+            leaf,
+            leaf_matches: stored_leaf == leaf,
+            log_id_matches: row_log_id == log_id,
+            chain,
+        })
+    })();
+    (seq, checked)
+}
+
+/// The outcome of verifying an export.
+#[derive(Debug)]
+pub struct ExportReport {
+    pub report: VerifyReport,
+    /// Whether the export says it is the whole chain (verified as a chain) or
+    /// a selection (verified leaf by leaf).
+    pub whole_chain: bool,
+}
+
+/// Verifies an export read from `input`, with no database: a whole export
+/// as a chain from its genesis (and every checkpoint it carries, and
+/// `given`), a filtered one leaf by leaf.
+pub fn verify_export(
+    input: impl BufRead,
+    given: Option<GivenCheckpoint<'_>>,
+    keys: &[VerifierKey],
+) -> Result<ExportReport, ArchiveError> {
+    let mut lines = input
+        .lines()
+        .enumerate()
+        .filter_map(|(i, line)| match line {
+            Ok(line) if line.trim().is_empty() => None,
+            other => Some((i + 1, other)),
+        });
+    let Some((_, first)) = lines.next() else {
+        return Err(ArchiveError::NotAnExport {
+            detail: "it is empty".into(),
+        });
+    };
+    let first: Value = serde_json::from_str(&first?).map_err(|e| ArchiveError::NotAnExport {
+        detail: format!("the first line is not JSON: {e}"),
+    })?;
+    let header = read_header(&first)?;
+    let whole_chain = header.whole_chain;
+    let done = |report: VerifyReport| {
+        Ok(ExportReport {
+            report,
+            whole_chain,
+        })
+    };
+    if !whole_chain && given.is_some() {
+        return Err(ArchiveError::FilteredCheckpoint);
+    }
+    if header.format != i64::from(FORMAT_VERSION) {
+        let mut report = VerifyReport::bad(
+            0,
+            None,
+            Problem::UnknownFormat,
+            format!(
+                "the export says record format {}, which this gavel does not know",
+                header.format
+            ),
+        );
+        report.signature_checked = !keys.is_empty();
+        return done(report);
+    }
+
+    // Checkpoint lines come right after the header; the first event ends them.
+    let mut stored = Vec::new();
+    let mut pending: Option<(usize, Value)> = None;
+    for (number, line) in lines.by_ref() {
+        let value: Value = serde_json::from_str(&line?).unwrap_or(Value::Null);
+        if value["record"] == "checkpoint" {
+            stored.push(StoredCheckpoint {
+                id: value["id"].as_i64().unwrap_or(-1),
+                size: value["size"].as_i64().filter(|n| *n >= 0),
+                root: value["root"].as_str().and_then(unhex),
+                note: value["note"].as_str().map(str::to_owned),
+            });
+        } else {
+            pending = Some((number, value));
+            break;
+        }
+    }
+    let stored_count = stored.len() as u64;
+    let finish = |mut report: VerifyReport| {
+        report.signature_checked = !keys.is_empty();
+        // Checkpoints count only once the identity holds.
+        if report.problem != Some(Problem::IdentityMismatch) {
+            report.stored_checkpoints = stored_count;
+        }
+        done(report)
+    };
+    if !whole_chain && !stored.is_empty() {
+        return Err(ArchiveError::NotAnExport {
+            detail: "a filtered export carries checkpoints".into(),
+        });
+    }
+    let Notes {
+        vouched,
+        given: given_cp,
+    } = match check_notes(
+        &header.origin,
+        &header.log_id,
+        FORMAT_VERSION,
+        &header.genesis,
+        given,
+        &stored,
+        keys,
+    ) {
+        Ok(notes) => notes,
+        Err(report) => return finish(*report),
+    };
+
+    let events = pending
+        .into_iter()
+        .map(Ok)
+        .chain(lines.map(|(number, line)| {
+            line.map(|line| {
+                (
+                    number,
+                    serde_json::from_str::<Value>(&line).unwrap_or(Value::Null),
+                )
+            })
+        }));
+    if whole_chain {
+        let mut checker = Checker::new(header.genesis, &vouched, false);
+        for item in events {
+            let (number, value) = item?;
+            let row = match check_event(&value, &header.log_id) {
+                (_, Ok(row)) => row,
+                (seq, Err(detail)) => RowCheck::Malformed {
+                    seq: seq.map_or(checker.rows() as i64 + 1, |s| {
+                        i64::try_from(s).unwrap_or(i64::MAX)
+                    }),
+                    detail: if value["record"] == "event" {
+                        detail
+                    } else {
+                        format!("line {number} is not an event line")
+                    },
+                },
+            };
+            if let Some(mut report) = checker.row(row) {
+                report.checkpoint = given_cp.as_ref().map(|cp| CheckpointOutcome {
+                    origin: cp.origin.clone(),
+                    size: cp.size,
+                    holds: false,
+                });
+                return finish(report);
+            }
+        }
+        return finish(checker.finish(&vouched, given_cp.as_ref()));
+    }
+
+    // A selection: each row on its own; a link only where the row before is present.
+    let mut rows = 0u64;
+    let mut previous: Option<(u64, Vec<u8>)> = None;
+    for item in events {
+        let (number, value) = item?;
+        let (seq, checked) = check_event(&value, &header.log_id);
+        let at = seq.unwrap_or(previous.as_ref().map_or(1, |p| p.0 + 1));
+        let bad = |problem, detail| VerifyReport::bad(rows, Some(at), problem, detail);
+        let row = match checked {
+            Ok(row) if value["record"] == "event" => row,
+            Ok(_) => {
+                return finish(bad(
+                    Problem::ContentMismatch,
+                    format!("line {number} is not an event line"),
+                ));
+            }
+            Err(detail) => return finish(bad(Problem::ContentMismatch, detail)),
+        };
+        let RowCheck::Row {
+            leaf,
+            leaf_matches,
+            log_id_matches,
+            chain,
+            ..
+        } = row
+        else {
+            unreachable!("check_event returns rows or an error")
+        };
+        if previous.as_ref().is_some_and(|p| at <= p.0) || at == 0 {
+            return finish(bad(
+                Problem::SeqGap,
+                format!(
+                    "seq {at} does not follow seq {}",
+                    previous.map_or(0, |p| p.0)
+                ),
+            ));
+        }
+        if !log_id_matches {
+            return finish(bad(
+                Problem::LogIdMismatch,
+                format!("seq {at} belongs to another log"),
+            ));
+        }
+        if !leaf_matches {
+            return finish(bad(
+                Problem::ContentMismatch,
+                format!("seq {at} does not match its leaf hash: a field was changed"),
+            ));
+        }
+        let before = match &previous {
+            _ if at == 1 => Some(header.genesis.to_vec()),
+            Some((p, chain)) if *p + 1 == at => Some(chain.clone()),
+            _ => None,
+        };
+        if let Some(before) = before
+            && Hash::try_from(before.as_slice()).map_or(true, |b| chain != link(&b, &leaf))
+        {
+            return finish(bad(
+                Problem::ChainBreak,
+                format!("seq {at} does not link to the row before it"),
+            ));
+        }
+        rows += 1;
+        previous = Some((at, chain));
+    }
+    finish(VerifyReport {
+        ok: true,
+        rows,
+        first_bad_seq: None,
+        problem: None,
+        detail: None,
+        head: None,
+        checkpoint: None,
+        signature_checked: false,
+        stored_checkpoints: 0,
+        root: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readable_payload_copies_compare_by_json_value() {
+        let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        assert!(same_json(
+            &parse(r#"{"a":1,"b":[1.5]}"#),
+            &parse(r#"{"b":[1.5],"a":1.0}"#)
+        ));
+        assert!(!same_json(&parse("1"), &parse("true")));
+        assert!(!same_json(&parse("-1"), &parse("18446744073709551615")));
+        assert!(same_json(
+            &parse("18446744073709551615"),
+            &parse("18446744073709551615")
+        ));
+        assert!(!same_json(
+            &parse(r#"{"a":1}"#),
+            &parse(r#"{"a":1,"b":null}"#)
+        ));
+        assert!(!same_json(&parse(r#""1""#), &parse("1")));
+    }
+
+    #[test]
+    fn time_copies_are_checked_only_in_four_digit_years() {
+        assert_eq!(
+            format_time(1_764_676_800_000_000),
+            "2025-12-02T12:00:00.000000Z"
+        );
+        assert!(checked_time(0));
+        assert!(!checked_time(i64::MAX));
+        assert!(!checked_time(-62_135_596_800_000_001));
+    }
+
+    #[test]
+    fn an_export_without_a_header_is_not_an_export() {
+        let err = verify_export(std::io::Cursor::new("{\"seq\":1}\n"), None, &[]).unwrap_err();
+        assert!(matches!(err, ArchiveError::NotAnExport { .. }), "{err}");
+        let err = verify_export(std::io::Cursor::new(""), None, &[]).unwrap_err();
+        assert!(matches!(err, ArchiveError::NotAnExport { .. }), "{err}");
+    }
+}
