@@ -94,6 +94,7 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
         }
         Ok(())
     })?;
+    store.check_unchanged()?;
     findings.extend(legacy);
     // Older logs kept reports they could not attach as lifecycle notes.
     if query.tool.is_none() {

@@ -96,6 +96,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
             store.for_each_entry(&query, |entry| -> anyhow::Result<()> {
                 Ok(render::json(&entry_json(&entry))?)
             })?;
+            store.check_unchanged()?;
         }
         Format::Json => {
             let mut calls = Vec::new();
@@ -103,6 +104,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
                 calls.push(entry_json(&entry));
                 Ok(())
             })?;
+            store.check_unchanged()?;
             render::json_pretty(&Value::Array(calls))?;
         }
         Format::Table => {
@@ -111,6 +113,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
                 entries.push(entry);
                 Ok(())
             })?;
+            store.check_unchanged()?;
             render::table(
                 &[
                     "time", "call", "tool", "action", "rule", "approval", "status", "anomaly",
@@ -155,6 +158,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
 pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
     let store = global.read_store()?;
     let stats = store.stats(&args.query.to_query()?)?;
+    store.check_unchanged()?;
     if args.format.is_json() {
         render::json(&serde_json::to_value(&stats)?)?;
         return Ok(Exit::Ok);

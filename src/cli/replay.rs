@@ -66,6 +66,7 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    store.check_unchanged()?;
 
     if args.format.is_json() {
         let mut value = serde_json::to_value(&report)?;

@@ -54,6 +54,7 @@ fn short_hex(bytes: &[u8]) -> String {
 pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
     let store = global.read_store()?;
     let events = store.call_events(&args.call_id)?;
+    store.check_unchanged()?;
     if args.format.is_json() {
         render::json(&json!({
             "call_id": args.call_id,
@@ -148,6 +149,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         Ok(())
     })?;
     let anomalies = store.anomalies(&query)?;
+    store.check_unchanged()?;
     let call = match entry {
         None => anyhow::bail!("no call `{}` in the record", args.call_id),
         Some(CallEntry::Ungoverned(call)) => {
