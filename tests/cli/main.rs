@@ -4,6 +4,7 @@
 
 mod check;
 mod demo;
+mod differential;
 mod hook;
 mod pipeline;
 mod policy;
