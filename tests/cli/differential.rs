@@ -27,9 +27,12 @@
 //!    seen too.
 //! 2. **What was written.** No file may be opened for writing, created,
 //!    truncated, renamed, linked, unlinked, made or chmod-ed except
-//!    `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/tty`, `/dev/fd/N`,
-//!    the paths the decision saw (its facts), and the harness's own log and
-//!    temporary folders. Attempts count, whether or not they succeeded.
+//!    `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/tty`, `/dev/fd/N`
+//!    (spelled exactly so), and the harness's own log and temporary folders
+//!    (stub logs, bash's heredoc files). The test policy's allow rule holds
+//!    only when no redirection writes a file, so no other write is one the
+//!    decision saw and permitted. Attempts count, whether or not they
+//!    succeeded: a failed write in the scratch folder is a write elsewhere.
 //!
 //! `GAVEL_DIFF_CASES` sets how many commands are generated (10,000 by
 //! default), `GAVEL_DIFF_SEED` pins the seed (random by default and printed),
@@ -53,7 +56,6 @@ use serde::Deserialize;
 use serde_json::json;
 use wait_timeout::ChildExt;
 
-use gavel::facts::PathFact;
 use gavel::shell::SimpleCommand;
 use gavel::{Action, Policy, ToolRequest, Workspace};
 
@@ -78,12 +80,7 @@ const STUBS: &[&str] = &[
 /// Real programs that run their arguments, linked into the stub folder.
 const WRAPPERS: &[&str] = &["env", "nice", "timeout", "xargs", "stdbuf", "nohup", "time"];
 /// Devices a command may write without writing a file.
-const HARMLESS: &[&str] = &[
-    "/dev/null",
-    "/dev/stdout",
-    "/dev/stderr",
-    "/dev/tty",
-];
+const HARMLESS: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
 
 // ---------------------------------------------------------------------------
 // The environment: bash, strace, a stub folder.
@@ -94,7 +91,9 @@ fn missing_tools() -> Option<String> {
         return Some(format!("{BASH} is missing"));
     }
     if !Path::new(STRACE).is_file() {
-        return Some(format!("{STRACE} is missing (install the `strace` package)"));
+        return Some(format!(
+            "{STRACE} is missing (install the `strace` package)"
+        ));
     }
     for wrapper in WRAPPERS {
         if which(wrapper).is_none() {
@@ -102,7 +101,17 @@ fn missing_tools() -> Option<String> {
         }
     }
     let probe = Command::new(STRACE)
-        .args(["-f", "-qq", "-e", "trace=execve", "-o", "/dev/null", BASH, "-c", ":"])
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=execve",
+            "-o",
+            "/dev/null",
+            BASH,
+            "-c",
+            ":",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -281,7 +290,6 @@ struct Trace {
 
 #[derive(Debug)]
 struct Exec {
-    pid: u32,
     path: Vec<u8>,
     argv: Vec<Vec<u8>>,
     /// `Some(true)` when it succeeded; `None` when the trace ended first.
@@ -358,11 +366,11 @@ fn parse_trace(text: &[u8]) -> Trace {
         };
         let rest = rest.trim_start();
         if let Some(resumed) = rest.strip_prefix("<... ") {
-            if resumed.starts_with("execve") || resumed.starts_with("execveat") {
-                if let Some(pos) = pending.iter().position(|(p, _)| *p == pid) {
-                    let (_, index) = pending.remove(pos);
-                    trace.execs[index].ok = Some(result_ok(resumed));
-                }
+            if resumed.starts_with("execve")
+                && let Some(pos) = pending.iter().position(|(p, _)| *p == pid)
+            {
+                let (_, index) = pending.remove(pos);
+                trace.execs[index].ok = Some(result_ok(resumed));
             }
             continue;
         }
@@ -387,7 +395,6 @@ fn parse_trace(text: &[u8]) -> Trace {
                     .map(|(s, _)| s.clone())
                     .unwrap_or_default();
                 trace.execs.push(Exec {
-                    pid,
                     path,
                     argv,
                     ok: (!unfinished).then(|| result_ok(rest)),
@@ -441,7 +448,6 @@ fn result_ok(line: &str) -> bool {
 /// What gavel saw, for comparing with what bash did.
 struct Seen<'a> {
     commands: &'a [SimpleCommand],
-    paths: &'a [PathFact],
     /// `xargs` appends its input to the command it runs.
     appends: bool,
 }
@@ -451,7 +457,7 @@ struct Seen<'a> {
 struct Ran {
     program: Vec<u8>,
     args: Vec<Vec<u8>>,
-    how: &'static str,
+    how: String,
 }
 
 impl Harness {
@@ -484,23 +490,27 @@ impl Harness {
                     ran.push(Ran {
                         program: program.clone(),
                         args: rest.to_vec(),
-                        how: "not found",
+                        how: "not found".to_owned(),
                     });
                 }
             } else if in_stubs && WRAPPERS.iter().any(|w| w.as_bytes() == name) {
                 continue;
+            } else if in_stubs {
+                ran.push(Ran {
+                    program: name,
+                    args,
+                    how: status.to_owned(),
+                });
             } else {
                 ran.push(Ran {
                     program: name,
                     args,
-                    how: if in_stubs {
-                        status
-                    } else {
-                        "ran outside the stubs"
-                    },
+                    how: format!(
+                        "{status} (outside the stubs, as `{}`)",
+                        String::from_utf8_lossy(&exec.path).escape_debug()
+                    ),
                 });
             }
-            let _ = exec.pid;
         }
         ran
     }
@@ -508,7 +518,11 @@ impl Harness {
     /// Everything bash did that gavel did not see, one line each.
     fn check(&self, trace: &Trace, seen: &Seen, scratch: &Path, harmless: &[&str]) -> Vec<String> {
         let mut problems = Vec::new();
-        if trace.execs.first().is_none_or(|e| e.path != BASH.as_bytes()) {
+        if trace
+            .execs
+            .first()
+            .is_none_or(|e| e.path != BASH.as_bytes())
+        {
             problems.push("bash did not start under strace".to_owned());
             return problems;
         }
@@ -516,7 +530,10 @@ impl Harness {
             let matched = seen.commands.iter().any(|c| {
                 c.program().as_bytes() == ran.program
                     && (vague(c, seen.appends)
-                        || c.args().iter().map(|a| a.as_bytes()).eq(ran.args.iter().map(Vec::as_slice)))
+                        || c.args()
+                            .iter()
+                            .map(|a| a.as_bytes())
+                            .eq(ran.args.iter().map(Vec::as_slice)))
             });
             if !matched {
                 problems.push(format!(
@@ -527,9 +544,9 @@ impl Harness {
             }
         }
         for write in &trace.writes {
-            if !self.may_write(write, seen, scratch, harmless) {
+            if !self.may_write(write, scratch, harmless) {
                 problems.push(format!(
-                    "bash wrote `{}` ({}) which the decision did not see",
+                    "bash wrote `{}` ({}) but an allow permits no file write",
                     String::from_utf8_lossy(&write.path).escape_debug(),
                     write.syscall
                 ));
@@ -538,7 +555,11 @@ impl Harness {
         problems
     }
 
-    fn may_write(&self, write: &Write, seen: &Seen, scratch: &Path, harmless: &[&str]) -> bool {
+    /// Whether a write is one an allow permits: the test policy's allow
+    /// rule holds only when no redirection writes a file, so an allowed
+    /// command may write harmless devices and nothing else (the harness's
+    /// own logs and bash's heredoc files in `TMPDIR` aside).
+    fn may_write(&self, write: &Write, scratch: &Path, harmless: &[&str]) -> bool {
         let raw = Path::new(std::ffi::OsStr::from_bytes(&write.path));
         let text = String::from_utf8_lossy(&write.path);
         let descriptor = text
@@ -551,16 +572,9 @@ impl Harness {
             return false;
         }
         let absolute = normalize(&scratch.join(raw));
-        if [&self.logs, &self.tmp].iter().any(|d| absolute.starts_with(d)) {
-            return true;
-        }
-        seen.paths.iter().any(|p| {
-            p.requested == text
-                || p
-                    .resolved
-                    .as_deref()
-                    .is_some_and(|r| normalize(Path::new(r)) == absolute)
-        })
+        [&self.logs, &self.tmp]
+            .iter()
+            .any(|d| absolute.starts_with(d))
     }
 }
 
@@ -610,12 +624,7 @@ enum Outcome {
     Counterexample(String),
 }
 
-fn decide_and_run(
-    harness: &Harness,
-    policy: &Policy,
-    command: &str,
-    worker: usize,
-) -> Outcome {
+fn decide_and_run(harness: &Harness, policy: &Policy, command: &str, worker: usize) -> Outcome {
     let request = ToolRequest::new("diff", "bash", json!({ "command": command }));
     let scratch = harness.scratch();
     let workspace = Workspace::open(scratch.path()).unwrap();
@@ -629,7 +638,6 @@ fn decide_and_run(
     let analysis = facts.shell.clone().unwrap_or_default();
     let seen = Seen {
         commands: &analysis.commands,
-        paths: &facts.paths,
         appends: command.contains("xargs"),
     };
     let problems = harness.check(&trace, &seen, &root, HARMLESS);
@@ -657,7 +665,12 @@ fn decide_and_run(
         let _ = writeln!(report, "  parsed bare redirect: {} {:?}", r.op, r.target);
     }
     for ran in harness.ran(&trace) {
-        let _ = writeln!(report, "  bash {}: {}", ran.how, show_argv(&ran.program, &ran.args));
+        let _ = writeln!(
+            report,
+            "  bash {}: {}",
+            ran.how,
+            show_argv(&ran.program, &ran.args)
+        );
     }
     for problem in &problems {
         let _ = writeln!(report, "  MISMATCH: {problem}");
@@ -682,7 +695,15 @@ struct Gen {
 }
 
 const ALLOWED: &[&str] = &[
-    "ls", "cat", "echo", "grep", "wc", "head", "true", "printf", "git status",
+    "ls",
+    "cat",
+    "echo",
+    "grep",
+    "wc",
+    "head",
+    "true",
+    "printf",
+    "git status",
 ];
 /// Hidden commands: all are stubs, none has arguments that could reach
 /// outside the scratch folder.
@@ -698,9 +719,41 @@ const PAYLOADS: &[&str] = &[
 /// Plain words. Never `PATH`, never anything starting `-i` or `--i`
 /// (`env -i` would run real programs from the default path).
 const PLAIN: &[&str] = &[
-    "a", "a.txt", "sub", "sub/b.txt", ".", "-l", "-n", "1", "--color=never", "-v", "x", "--",
-    "sudo", "reboot", "rm", "-rf", "victim", "-c", "-", "-s", "KILL", "5", "FOO", "FOO=1",
-    "a.b=1", "-S", "--un", "--s", "--p", "--eof", "-E", "-o", "out.txt", "-u", "status",
+    "a",
+    "a.txt",
+    "sub",
+    "sub/b.txt",
+    ".",
+    "-l",
+    "-n",
+    "1",
+    "--color=never",
+    "-v",
+    "x",
+    "--",
+    "sudo",
+    "reboot",
+    "rm",
+    "-rf",
+    "victim",
+    "-c",
+    "-",
+    "-s",
+    "KILL",
+    "5",
+    "FOO",
+    "FOO=1",
+    "a.b=1",
+    "-S",
+    "--un",
+    "--s",
+    "--p",
+    "--eof",
+    "-E",
+    "-o",
+    "out.txt",
+    "-u",
+    "status",
 ];
 const CONTROL: &[&str] = &["\r", "\x0c", "\x0b"];
 
@@ -905,8 +958,20 @@ impl Gen {
             84..=91 => self.payload(),
             _ => self
                 .pick(&[
-                    "\\ls", "'ls'", "\"echo\"", "l\\s", "e'ch'o", "$'ls'", "$\"ls\"", "l\"\"s",
-                    "ls\\\n", "\\\nls", "git \\\nstatus", "gi\\\nt status", "{ls,}", "l?",
+                    "\\ls",
+                    "'ls'",
+                    "\"echo\"",
+                    "l\\s",
+                    "e'ch'o",
+                    "$'ls'",
+                    "$\"ls\"",
+                    "l\"\"s",
+                    "ls\\\n",
+                    "\\\nls",
+                    "git \\\nstatus",
+                    "gi\\\nt status",
+                    "{ls,}",
+                    "l?",
                 ])
                 .to_owned(),
         }
@@ -917,40 +982,107 @@ impl Gen {
             0 | 1 => (
                 "env",
                 &[
-                    "-u FOO", "-uFOO", "--unset FOO", "--unset=FOO", "--un", "--u", "-u", "-S",
-                    "-S 'ls -l'", "--s='ls a'", "--split-string=ls", "-C sub", "--chdir=sub",
-                    "FOO=1", "a.b=1", "-0", "--", "-v", "--debug", "-",
+                    "-u FOO",
+                    "-uFOO",
+                    "--unset FOO",
+                    "--unset=FOO",
+                    "--un",
+                    "--u",
+                    "-u",
+                    "-S",
+                    "-S 'ls -l'",
+                    "--s='ls a'",
+                    "--split-string=ls",
+                    "-C sub",
+                    "--chdir=sub",
+                    "FOO=1",
+                    "a.b=1",
+                    "-0",
+                    "--",
+                    "-v",
+                    "--debug",
+                    "-",
                 ],
             ),
             2 => (
                 "timeout",
                 &[
-                    "5", "--sig KILL 5", "-s KILL 5", "-sKILL 5", "-k 1 5", "--signal=TERM 5",
-                    "--kill-after 1 5", "--sig", "--k", "--fore 5", "--preserve 5", "-v 5",
+                    "5",
+                    "--sig KILL 5",
+                    "-s KILL 5",
+                    "-sKILL 5",
+                    "-k 1 5",
+                    "--signal=TERM 5",
+                    "--kill-after 1 5",
+                    "--sig",
+                    "--k",
+                    "--fore 5",
+                    "--preserve 5",
+                    "-v 5",
                 ],
             ),
             3 => (
                 "nice",
-                &["-n 5", "-n5", "-5", "--adjustment=3", "--adj 3", "--adj", "-n", "--"],
+                &[
+                    "-n 5",
+                    "-n5",
+                    "-5",
+                    "--adjustment=3",
+                    "--adj 3",
+                    "--adj",
+                    "-n",
+                    "--",
+                ],
             ),
             4 => (
                 "xargs",
                 &[
-                    "--eof", "-E x", "-Ex", "--eof=x", "--e", "--p", "-0", "-n 1", "-r",
-                    "--max-args 1", "-I {}", "-l", "--max-lines", "-P 1", "-a a.txt",
-                    "--arg-file=a.txt", "-d x", "--delim",
+                    "--eof",
+                    "-E x",
+                    "-Ex",
+                    "--eof=x",
+                    "--e",
+                    "--p",
+                    "-0",
+                    "-n 1",
+                    "-r",
+                    "--max-args 1",
+                    "-I {}",
+                    "-l",
+                    "--max-lines",
+                    "-P 1",
+                    "-a a.txt",
+                    "--arg-file=a.txt",
+                    "-d x",
+                    "--delim",
                 ],
             ),
             5 => (
                 "time",
                 &[
-                    "-o out.txt", "--output=out.txt", "-p", "-a -o out.txt", "-f %e", "-v",
-                    "--out out.txt", "-ao out.txt", "--append", "--quiet",
+                    "-o out.txt",
+                    "--output=out.txt",
+                    "-p",
+                    "-a -o out.txt",
+                    "-f %e",
+                    "-v",
+                    "--out out.txt",
+                    "-ao out.txt",
+                    "--append",
+                    "--quiet",
                 ],
             ),
             6 => (
                 "stdbuf",
-                &["-o0", "-oL", "-e0", "--output=L", "-o 0", "--err 0", "--out"],
+                &[
+                    "-o0",
+                    "-oL",
+                    "-e0",
+                    "--output=L",
+                    "-o 0",
+                    "--err 0",
+                    "--out",
+                ],
             ),
             7 => ("nohup", &["--", ""]),
             8 => ("command", &["--", "", "-v"]),
@@ -982,8 +1114,19 @@ impl Gen {
             0..=44 => self.pick(PLAIN).to_owned(),
             45..=52 => {
                 let inner = self.pick(&[
-                    "a b", "x", "$(sudo ls)", "`reboot`", "a[$(rm -rf victim)]", ";", "#",
-                    "\\", "\"", "$x", "${x:-$(sudo ls)}", "", " ",
+                    "a b",
+                    "x",
+                    "$(sudo ls)",
+                    "`reboot`",
+                    "a[$(rm -rf victim)]",
+                    ";",
+                    "#",
+                    "\\",
+                    "\"",
+                    "$x",
+                    "${x:-$(sudo ls)}",
+                    "",
+                    " ",
                 ]);
                 format!("'{inner}'")
             }
@@ -1007,12 +1150,22 @@ impl Gen {
             63..=67 => format!(
                 "$'{}'",
                 self.pick(&[
-                    "\\x41", "a\\nb", "\\t", "\\'", "\\\\", "\\x3b sudo ls", "\\r#", "\\u0041",
-                    "\\c@", "\\e",
+                    "\\x41",
+                    "a\\nb",
+                    "\\t",
+                    "\\'",
+                    "\\\\",
+                    "\\x3b sudo ls",
+                    "\\r#",
+                    "\\u0041",
+                    "\\c@",
+                    "\\e",
                 ])
             ),
             68..=72 => self
-                .pick(&["\\a", "\\$x", "\\;", "\\#", "\\ ", "\\\\", "a\\\nb", "\\|", "\\&", "\\'"])
+                .pick(&[
+                    "\\a", "\\$x", "\\;", "\\#", "\\ ", "\\\\", "a\\\nb", "\\|", "\\&", "\\'",
+                ])
                 .to_owned(),
             73..=88 => self.expansion(),
             89..=94 => self
@@ -1066,7 +1219,9 @@ impl Gen {
             ">", ">>", "<", "&>", "&>>", "2>", "1>", ">|", "<>", ">&", "2>>", "<", "<<<",
         ]);
         if self.chance(15) {
-            return self.pick(&["2>&1", ">&2", "1>&2", "<&-", "2>&-"]).to_owned();
+            return self
+                .pick(&["2>&1", ">&2", "1>&2", "<&-", "2>&-"])
+                .to_owned();
         }
         let target = match self.below(100) {
             0..=39 => "/dev/null",
@@ -1074,7 +1229,14 @@ impl Gen {
             50..=54 => "/dev/fd/../cwd/out.txt",
             55..=74 => self.pick(&["out.txt", "a.txt", "sub/x", ".gavel/x", "gavel.toml"]),
             75..=84 => self.pick(&["\"out file\"", "$'o\\x75t'", "o\\ut", "'out'", "~/x"]),
-            _ => self.pick(&["$x", "$(echo out)", "*.txt", "{a,b}", "/dev/fd/3", "/dev/fd/01"]),
+            _ => self.pick(&[
+                "$x",
+                "$(echo out)",
+                "*.txt",
+                "{a,b}",
+                "/dev/fd/3",
+                "/dev/fd/01",
+            ]),
         };
         let space = if self.chance(50) { " " } else { "" };
         format!("{op}{space}{target}")
@@ -1086,19 +1248,18 @@ impl Gen {
     /// end but are not.
     fn heredoc(&mut self) -> String {
         let program = self.pick(&["cat", "grep a", "wc -l", "head -n 1", "ls"]);
-        let (written, real) = self
-            .pick2(&[
-                ("EOF", "EOF"),
-                ("'EOF'", "EOF"),
-                ("\"EOF\"", "EOF"),
-                ("E\"OF\"", "EOF"),
-                ("\\EOF", "EOF"),
-                ("E'O'F", "EOF"),
-                ("\"E\"OF", "EOF"),
-                ("E\\OF", "EOF"),
-                ("'E F'", "E F"),
-                ("$X", "$X"),
-            ]);
+        let (written, real) = self.pick2(&[
+            ("EOF", "EOF"),
+            ("'EOF'", "EOF"),
+            ("\"EOF\"", "EOF"),
+            ("E\"OF\"", "EOF"),
+            ("\\EOF", "EOF"),
+            ("E'O'F", "EOF"),
+            ("\"E\"OF", "EOF"),
+            ("E\\OF", "EOF"),
+            ("'E F'", "E F"),
+            ("$X", "$X"),
+        ]);
         let dash = self.chance(25);
         let op = if dash { "<<-" } else { "<<" };
         let space = if self.chance(50) { " " } else { "" };
@@ -1191,7 +1352,8 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
                     let mine = (worker..cases).step_by(workers);
                     let generated = mine.len();
                     for case in mine {
-                        let mut generator = Gen::new(seed ^ (case as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
+                        let mut generator =
+                            Gen::new(seed ^ (case as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
                         let command = generator.script();
                         match decide_and_run(harness, policy, &command, worker) {
                             Outcome::NotAllowed => {}
@@ -1227,7 +1389,7 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
     ));
     assert!(generated >= cases, "only {generated} of {cases} generated");
     assert!(
-        allowed * 10 >= generated || generated < 100,
+        allowed * 20 >= generated || generated < 100,
         "only {allowed} of {generated} generated commands were allowed: the generator no longer \
          exercises bash"
     );
@@ -1236,7 +1398,11 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
         "{} commands allowed by gavel did something else in real bash (seed {seed:#x}; rerun with \
          GAVEL_DIFF_SEED={seed:#x}; add each to fixtures/shell/differential-counterexamples.toml):\n{}",
         found.len(),
-        found.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        found
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
@@ -1265,7 +1431,11 @@ fn recorded_counterexamples_no_longer_escape_the_analysis() {
     }
     let text = std::fs::read_to_string(fixture("shell/differential-counterexamples.toml")).unwrap();
     let cases = toml::from_str::<Counterexamples>(&text).unwrap().case;
-    assert!(cases.len() >= 20, "only {} counterexamples recorded", cases.len());
+    assert!(
+        cases.len() >= 20,
+        "only {} counterexamples recorded",
+        cases.len()
+    );
     let harness = Harness::new();
     let policy = policy();
     let mut escaped = Vec::new();
@@ -1305,7 +1475,6 @@ fn the_harness_sees_programs_and_writes_that_a_parse_missed() {
     let analysis = facts.shell.clone().unwrap();
     let faithful = Seen {
         commands: &analysis.commands,
-        paths: &facts.paths,
         appends: false,
     };
     assert_eq!(
@@ -1321,7 +1490,6 @@ fn the_harness_sees_programs_and_writes_that_a_parse_missed() {
 
     let partial = Seen {
         commands: &analysis.commands[..1],
-        paths: &facts.paths,
         appends: false,
     };
     let problems = harness.check(&trace, &partial, &root, HARMLESS);
@@ -1330,11 +1498,10 @@ fn the_harness_sees_programs_and_writes_that_a_parse_missed() {
         "{problems:?}"
     );
 
-    // With no harmless devices and no paths seen, the write to /dev/null is
-    // one the decision did not see.
+    // With no harmless devices, the write to /dev/null is one an allow
+    // does not permit.
     let blind = Seen {
         commands: &analysis.commands,
-        paths: &[],
         appends: false,
     };
     let problems = harness.check(&trace, &blind, &root, &[]);
@@ -1363,7 +1530,12 @@ fn the_generator_is_deterministic_and_varied() {
     let distinct: BTreeSet<&String> = a.iter().collect();
     assert!(distinct.len() > 190, "{} distinct of 200", distinct.len());
     let all = a.concat();
-    for needle in ["<<", "$(", "`", "${", "env", "\r", "'", "\"", "$'", "xargs", "coproc"] {
-        assert!(all.contains(needle), "no generated command contains {needle:?}");
+    for needle in [
+        "<<", "$(", "`", "${", "env", "\r", "'", "\"", "$'", "xargs", "coproc",
+    ] {
+        assert!(
+            all.contains(needle),
+            "no generated command contains {needle:?}"
+        );
     }
 }
