@@ -32,10 +32,11 @@
 //!    (stub logs, bash's heredoc files). The test policy's allow rule holds
 //!    only when no redirection writes a file, so no other write is one the
 //!    decision saw and permitted. Attempts count, whether or not they
-//!    succeeded: a failed write in the scratch folder is a write elsewhere.
+//!    succeeded: what fails in an empty scratch folder succeeds elsewhere.
 //!
 //! `GAVEL_DIFF_CASES` sets how many commands are generated (10,000 by
 //! default), `GAVEL_DIFF_SEED` pins the seed (random by default and printed),
+//! `GAVEL_DIFF_SHRINK` says how many counterexamples are shrunk (12),
 //! `GAVEL_DIFF_REQUIRE=1` turns a missing bash or strace into a failure
 //! instead of a plainly printed skip (CI sets it).
 //!
@@ -527,6 +528,13 @@ impl Harness {
             return problems;
         }
         for ran in self.ran(trace) {
+            if ran.how.starts_with("ran (outside the stubs") {
+                problems.push(format!(
+                    "bash {} {}: the environment was cleared or a path named",
+                    ran.how,
+                    show_argv(&ran.program, &ran.args)
+                ));
+            }
             let matched = seen.commands.iter().any(|c| {
                 c.program().as_bytes() == ran.program
                     && (vague(c, seen.appends)
@@ -633,6 +641,9 @@ fn decide_and_run(harness: &Harness, policy: &Policy, command: &str, worker: usi
     if decision.action != Action::Allow {
         return Outcome::NotAllowed;
     }
+    if let Some(why) = reaches_real_programs(command) {
+        panic!("refusing to run {command:?}: {why}; the generator and the fixtures must not");
+    }
     let root = workspace.root().to_path_buf();
     let trace = harness.run(command, &root, worker);
     let analysis = facts.shell.clone().unwrap_or_default();
@@ -683,6 +694,41 @@ fn decide_and_run(harness: &Harness, policy: &Policy, command: &str, worker: usi
         );
     }
     Outcome::Counterexample(report)
+}
+
+/// Why `command` might run real programs instead of the stubs, if it
+/// might: a word `-`, `-i…` or `--i…` (GNU `env` then clears the
+/// environment and searches `/bin:/usr/bin`), `PATH`, a system folder, or
+/// `command -p`. A backstop for a misparse that gavel allows: generated
+/// commands and fixtures never contain these.
+fn reaches_real_programs(command: &str) -> Option<&'static str> {
+    for needle in [
+        "PATH",
+        "/bin",
+        "/sbin",
+        "/usr",
+        "/lib",
+        "/etc",
+        "command -p",
+    ] {
+        if command.contains(needle) {
+            return Some("it names the search path or a system folder");
+        }
+    }
+    let bytes = command.as_bytes();
+    let starts_word = |i: usize| i == 0 || b" \t\n\r\x0b\x0c'\"=;(`{,".contains(&bytes[i - 1]);
+    let ends_word = |i: usize| {
+        bytes
+            .get(i)
+            .is_none_or(|b| b" \t\n\r\x0b\x0c'\";)|&`".contains(b))
+    };
+    for i in (0..bytes.len()).filter(|&i| bytes[i] == b'-' && starts_word(i)) {
+        let rest = &bytes[i + 1..];
+        if ends_word(i + 1) || rest.starts_with(b"i") || rest.starts_with(b"-i") {
+            return Some("a word `-`, `-i…` or `--i…` can make `env` clear the environment");
+        }
+    }
+    None
 }
 
 // ---------------------------------------------------------------------------
@@ -737,7 +783,6 @@ const PLAIN: &[&str] = &[
     "-rf",
     "victim",
     "-c",
-    "-",
     "-s",
     "KILL",
     "5",
@@ -1001,7 +1046,6 @@ impl Gen {
                     "--",
                     "-v",
                     "--debug",
-                    "-",
                 ],
             ),
             2 => (
@@ -1343,7 +1387,8 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
     let harness = Harness::new();
     let policy = policy();
     let started = Instant::now();
-    let results: Vec<(usize, usize, usize, Vec<String>)> = std::thread::scope(|scope| {
+    type Found = (usize, String, String);
+    let results: Vec<(usize, usize, usize, Vec<Found>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|worker| {
                 let (harness, policy) = (&harness, &policy);
@@ -1363,7 +1408,7 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
                             }
                             Outcome::Counterexample(report) => {
                                 allowed += 1;
-                                found.push(format!("case {case}: {report}"));
+                                found.push((case, command, report));
                             }
                         }
                     }
@@ -1377,7 +1422,8 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
     let generated: usize = results.iter().map(|r| r.0).sum();
     let allowed: usize = results.iter().map(|r| r.1).sum();
     let timeouts: usize = results.iter().map(|r| r.2).sum();
-    let found: Vec<&String> = results.iter().flat_map(|r| &r.3).collect();
+    let mut found: Vec<&Found> = results.iter().flat_map(|r| &r.3).collect();
+    found.sort_by_key(|f| f.0);
     say(&format!(
         "differential: seed {seed:#x}: {generated} commands generated, {allowed} allowed and run \
          in bash ({:.1}%), {timeouts} killed after {}s, {} counterexamples, {elapsed:.1}s \
@@ -1393,17 +1439,71 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
         "only {allowed} of {generated} generated commands were allowed: the generator no longer \
          exercises bash"
     );
-    assert!(
-        found.is_empty(),
-        "{} commands allowed by gavel did something else in real bash (seed {seed:#x}; rerun with \
-         GAVEL_DIFF_SEED={seed:#x}; add each to fixtures/shell/differential-counterexamples.toml):\n{}",
+    if found.is_empty() {
+        return;
+    }
+    // The first few, shrunk to what still escapes; all of them in a file.
+    let shrunk: Vec<String> = found
+        .iter()
+        .take(env_number("GAVEL_DIFF_SHRINK").map_or(SHRINK, |n| n as usize))
+        .map(|(_, command, _)| format!("  {:?}", shrink(&harness, &policy, command)))
+        .collect();
+    let full: String = found
+        .iter()
+        .map(|(case, _, report)| format!("case {case}: {report}\n"))
+        .collect();
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("differential-{seed:#x}.txt"));
+    let _ = std::fs::write(&file, &full);
+    let shown: String = found
+        .iter()
+        .take(SHOWN)
+        .map(|(case, _, report)| format!("case {case}: {report}\n"))
+        .collect();
+    panic!(
+        "{} of {allowed} commands allowed by gavel did something else in real bash (seed \
+         {seed:#x}; rerun with GAVEL_DIFF_SEED={seed:#x}). Add each to \
+         fixtures/shell/differential-counterexamples.toml.\n\
+         The first {} shrunk:\n{}\n\
+         All of them: {}\n\
+         The first {}:\n{shown}",
         found.len(),
-        found
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
+        shrunk.len(),
+        shrunk.join("\n"),
+        file.display(),
+        SHOWN.min(found.len()),
     );
+}
+
+/// How many counterexamples of a generated run are shrunk, and shown whole.
+const SHRINK: usize = 12;
+const SHOWN: usize = 20;
+
+/// Drops words and lines from a counterexample while it stays one (allowed,
+/// and bash does something the parse did not say), to show its core.
+fn shrink(harness: &Harness, policy: &Policy, command: &str) -> String {
+    let mut best = command.to_owned();
+    let mut tries = 0;
+    'outer: while tries < 300 {
+        let pieces: Vec<&str> = best.split_inclusive([' ', '\n', ';']).collect();
+        for skip in 0..pieces.len() {
+            let candidate: String = pieces
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != skip)
+                .map(|(_, p)| *p)
+                .collect();
+            if candidate.trim().is_empty() {
+                continue;
+            }
+            tries += 1;
+            if let Outcome::Counterexample(_) = decide_and_run(harness, policy, &candidate, 0) {
+                best = candidate;
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    best.trim_end_matches([' ', ';']).to_owned()
 }
 
 #[derive(Deserialize)]
@@ -1520,6 +1620,25 @@ fn the_harness_sees_programs_and_writes_that_a_parse_missed() {
         assert_eq!(ran[0].program, b"ls\x0ca");
         assert_eq!(ran[0].how, "not found");
     }
+}
+
+#[test]
+fn generated_commands_never_reach_real_programs() {
+    for seed in 0..20_000 {
+        let command = Gen::new(seed).script();
+        if let Some(why) = reaches_real_programs(&command) {
+            panic!("seed {seed}: {command:?}: {why}");
+        }
+    }
+    for command in [
+        "env - ls",
+        "env -i ls",
+        "x --ignore-environment",
+        "PATH=/x ls",
+    ] {
+        assert!(reaches_real_programs(command).is_some(), "{command:?}");
+    }
+    assert_eq!(reaches_real_programs("ls -- -l 2>&1 <<-EOF ${x:-a}"), None);
 }
 
 #[test]
