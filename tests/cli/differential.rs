@@ -8,7 +8,8 @@
 //! `/usr/bin/bash -c` in a fresh throwaway folder, under `strace -f`, with
 //! `PATH` holding nothing but a folder of stub programs: one per allowed
 //! program and per dangerous one (`sudo`, `rm`, `reboot`, `curl`, ...) that
-//! logs its argv and exits, plus links to the real wrappers (`env`, `nice`,
+//! logs its argv and exits (a test holds those logs to what the trace
+//! says), plus links to the real wrappers (`env`, `nice`,
 //! `timeout`, `xargs`, `stdbuf`, `nohup`, `time`) so that their option
 //! parsing is GNU's own.
 //!
@@ -1581,12 +1582,28 @@ fn the_harness_sees_programs_and_writes_that_a_parse_missed() {
         harness.check(&trace, &faithful, &root, HARMLESS),
         Vec::<String>::new()
     );
-    let ran: BTreeSet<Vec<u8>> = harness.ran(&trace).into_iter().map(|r| r.program).collect();
-    assert_eq!(
-        ran,
-        BTreeSet::from([b"echo".to_vec(), b"grep".to_vec(), b"ls".to_vec()]),
-        "stubs ran, `echo` included"
-    );
+    let ran: BTreeSet<Vec<Vec<u8>>> = harness
+        .ran(&trace)
+        .into_iter()
+        .map(|r| [vec![r.program], r.args].concat())
+        .collect();
+    let expected: BTreeSet<Vec<Vec<u8>>> =
+        [&["ls", "-l", "a.txt"][..], &["grep", "a"], &["echo", "a b"]]
+            .iter()
+            .map(|words| words.iter().map(|w| w.as_bytes().to_vec()).collect())
+            .collect();
+    assert_eq!(ran, expected, "stubs ran, `echo` included");
+    // The stubs' own logs, NUL-separated, say the same as the trace.
+    let logged: BTreeSet<Vec<Vec<u8>>> = std::fs::read_dir(&harness.logs)
+        .unwrap()
+        .map(|entry| {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            let mut words: Vec<Vec<u8>> = bytes.split(|b| *b == 0).map(<[u8]>::to_vec).collect();
+            words.pop();
+            words
+        })
+        .collect();
+    assert_eq!(logged, expected);
 
     let partial = Seen {
         commands: &analysis.commands[..1],
