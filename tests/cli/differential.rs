@@ -699,8 +699,8 @@ fn decide_and_run(harness: &Harness, policy: &Policy, command: &str, worker: usi
 
 /// Why `command` might run real programs instead of the stubs, if it
 /// might: a word `-`, `-i…` or `--i…` (GNU `env` then clears the
-/// environment and searches `/bin:/usr/bin`), `PATH`, a system folder, or
-/// `command -p`. A backstop for a misparse that gavel allows: generated
+/// environment and searches `/bin:/usr/bin`), `exec -c` (the same), `PATH`,
+/// a system folder, or `command -p`. A backstop for a misparse that gavel allows: generated
 /// commands and fixtures never contain these.
 fn reaches_real_programs(command: &str) -> Option<&'static str> {
     for needle in [
@@ -715,6 +715,15 @@ fn reaches_real_programs(command: &str) -> Option<&'static str> {
         if command.contains(needle) {
             return Some("it names the search path or a system folder");
         }
+    }
+    // `exec -c` clears the environment before a wrapper searches for its
+    // program.
+    let clears = |word: &str| {
+        word.strip_prefix('-')
+            .is_some_and(|flags| flags.contains('c') && flags.bytes().all(|b| b"acl".contains(&b)))
+    };
+    if command.contains("exec") && command.split_ascii_whitespace().any(clears) {
+        return Some("`exec -c` clears the environment");
     }
     let bytes = command.as_bytes();
     let starts_word = |i: usize| i == 0 || b" \t\n\r\x0b\x0c'\"=;(`{,".contains(&bytes[i - 1]);
@@ -783,7 +792,6 @@ const PLAIN: &[&str] = &[
     "rm",
     "-rf",
     "victim",
-    "-c",
     "-s",
     "KILL",
     "5",
@@ -1131,7 +1139,7 @@ impl Gen {
             ),
             7 => ("nohup", &["--", ""]),
             8 => ("command", &["--", "", "-v"]),
-            _ => ("exec", &["--", "", "-a name", "-c", "-a"]),
+            _ => ("exec", &["--", "", "-a name", "-a"]),
         };
         let mut out = name.to_owned();
         for _ in 0..self.below(3) {
