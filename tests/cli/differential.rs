@@ -262,6 +262,7 @@ impl Harness {
             Some(_) => false,
             None => {
                 // The command runs in its own process group: end it all.
+                // SAFETY: killpg takes plain integers and touches no memory.
                 unsafe {
                     libc::killpg(child.id() as libc::pid_t, libc::SIGKILL);
                 }
@@ -307,8 +308,8 @@ struct Write {
     elsewhere: bool,
 }
 
-/// One value of a syscall's argument list: strings, with whether they sat
-/// inside the first `[...]` array.
+/// A syscall's arguments as strace printed them: the strings, each with
+/// whether it sat inside the first `[...]` array (an argv), and the text.
 struct Args {
     strings: Vec<(Vec<u8>, bool)>,
     raw: String,
