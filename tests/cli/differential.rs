@@ -27,7 +27,8 @@
 //!    bash's builtins (`enable -n` in `BASH_ENV`) so that their argv is
 //!    seen too.
 //! 2. **What was written.** No file may be opened for writing, created,
-//!    truncated, renamed, linked, unlinked, made or chmod-ed except
+//!    truncated, renamed, linked, unlinked, made, removed, chmod-ed or
+//!    chown-ed except
 //!    `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/tty`, `/dev/fd/N`
 //!    (spelled exactly so), and the harness's own log and temporary folders
 //!    (stub logs, bash's heredoc files). The test policy's allow rule holds
@@ -66,8 +67,8 @@ use crate::support::fixture;
 const BASH: &str = "/usr/bin/bash";
 const STRACE: &str = "/usr/bin/strace";
 const SYSCALLS: &str = "execve,execveat,openat,open,creat,truncate,rename,renameat,renameat2,\
-                        unlink,unlinkat,mkdir,mkdirat,symlink,symlinkat,link,linkat,chmod,\
-                        fchmodat,chdir";
+                        unlink,unlinkat,mkdir,mkdirat,rmdir,mknod,mknodat,symlink,symlinkat,\
+                        link,linkat,chmod,fchmodat,chown,lchown,fchownat,chdir";
 /// How long one command may run before its process group is killed.
 const RUN_LIMIT: Duration = Duration::from_secs(2);
 const DEFAULT_CASES: usize = 10_000;
