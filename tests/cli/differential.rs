@@ -28,9 +28,8 @@
 //!    seen too.
 //! 2. **What was written.** No file may be opened for writing, created,
 //!    truncated, renamed, linked, unlinked, made, removed, chmod-ed or
-//!    chown-ed except
-//!    `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/tty`, `/dev/fd/N`
-//!    (spelled exactly so), and the harness's own log and temporary folders
+//!    chown-ed except `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/tty`,
+//!    `/dev/fd/N` (spelled exactly so), and the harness's own log and temporary folders
 //!    (stub logs, bash's heredoc files). The test policy's allow rule holds
 //!    only when no redirection writes a file, so no other write is one the
 //!    decision saw and permitted. Attempts count, whether or not they
