@@ -5,6 +5,7 @@
 mod anomalies;
 mod check;
 mod demo;
+mod differential;
 mod hook;
 mod pipeline;
 mod policy;
