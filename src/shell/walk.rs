@@ -480,7 +480,7 @@ impl<'s> Walker<'s> {
         let mut notes = Vec::new();
         let mut stripped = wrappers::Stripped {
             assignments,
-            path: None,
+            ..Default::default()
         };
         let words = wrappers::strip(words, &mut notes, &mut stripped);
         for phrase in notes {
@@ -541,6 +541,8 @@ impl<'s> Walker<'s> {
                 }
             }
         }
+        let mut redirects = redirects;
+        redirects.append(&mut stripped.writes);
         self.commands.push(SimpleCommand {
             words: words.into_iter().map(|w| w.text).collect(),
             redirects,

@@ -217,6 +217,9 @@ pub(super) struct Stripped {
     pub assignments: Vec<String>,
     /// The program as written, when it was a path.
     pub path: Option<String>,
+    /// Files a wrapper itself writes (GNU `time -o FILE`), as redirections
+    /// of the command it runs, so that path rules see them.
+    pub writes: Vec<super::Redirect>,
 }
 
 /// Strips wrappers (nested ones too) off the front of `words`, leaving the

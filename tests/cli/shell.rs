@@ -1,4 +1,4 @@
-//! Shell understanding: the corpus in `fixtures/shell/corpus.toml` under the
+//! Shell understanding: the corpus in `fixtures/shell/corpus/*.toml` under the
 //! built-in policy and a prefix-rule policy, through the public API and the
 //! binary; and the property that an allow means every simple command matched.
 
@@ -25,9 +25,24 @@ struct Corpus {
     case: Vec<Case>,
 }
 
+/// Every case of every file in `fixtures/shell/corpus/`, file by file in
+/// name order.
 fn corpus() -> Vec<Case> {
-    let text = std::fs::read_to_string(fixture("shell/corpus.toml")).unwrap();
-    toml::from_str::<Corpus>(&text).unwrap().case
+    let mut files: Vec<_> = std::fs::read_dir(fixture("shell/corpus"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let corpus: Corpus = toml::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            corpus.case
+        })
+        .collect()
 }
 
 fn prefix_policy() -> Policy {
