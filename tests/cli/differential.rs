@@ -36,7 +36,8 @@
 //!    succeeded: what fails in an empty scratch folder succeeds elsewhere.
 //!
 //! `GAVEL_DIFF_CASES` sets how many commands are generated (10,000 by
-//! default), `GAVEL_DIFF_SEED` pins the seed (random by default and printed),
+//! default), `GAVEL_DIFF_SEED` sets the seed (fixed by default, so every run
+//! judges the same commands; `random` draws one, and it is printed),
 //! `GAVEL_DIFF_SHRINK` says how many counterexamples are shrunk (12),
 //! `GAVEL_DIFF_REQUIRE=1` turns a missing bash or strace into a failure
 //! instead of a plainly printed skip (CI sets it).
@@ -71,6 +72,10 @@ const SYSCALLS: &str = "execve,execveat,openat,open,creat,truncate,rename,rename
 /// How long one command may run before its process group is killed.
 const RUN_LIMIT: Duration = Duration::from_secs(2);
 const DEFAULT_CASES: usize = 10_000;
+/// The seed of a default run: fixed, so that `cargo test` and CI judge the
+/// same commands every time. Exploration uses `GAVEL_DIFF_SEED=random` (or
+/// any number) with more cases, and records what it finds as fixtures.
+const DEFAULT_SEED: u64 = 0x9a7e_1d00;
 
 /// Programs with a logging stub. The allowed ones, the hard-denied ones and
 /// a few others a hidden command would likely use.
@@ -1386,11 +1391,14 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
         return;
     }
     let cases = env_number("GAVEL_DIFF_CASES").map_or(DEFAULT_CASES, |n| n as usize);
-    let seed = env_number("GAVEL_DIFF_SEED").unwrap_or_else(|| {
-        let mut bytes = [0u8; 8];
-        getrandom::fill(&mut bytes).expect("random seed");
-        u64::from_le_bytes(bytes)
-    });
+    let seed = match std::env::var("GAVEL_DIFF_SEED").as_deref().map(str::trim) {
+        Ok("random") => {
+            let mut bytes = [0u8; 8];
+            getrandom::fill(&mut bytes).expect("random seed");
+            u64::from_le_bytes(bytes)
+        }
+        _ => env_number("GAVEL_DIFF_SEED").unwrap_or(DEFAULT_SEED),
+    };
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, 4);
