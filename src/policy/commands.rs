@@ -13,6 +13,7 @@ use globset::GlobSet;
 use super::Action;
 use super::rule::Patterns;
 use crate::facts::Facts;
+use crate::shell::operands::{is_harmless_target, operands};
 use crate::shell::{Redirect, SimpleCommand};
 
 /// One entry of a `commands` list: every field present must hold.
@@ -29,18 +30,48 @@ pub(super) struct CommandMatcher {
     pub args: Option<Patterns<GlobSet>>,
     /// Globs of which some written redirection target must match one.
     pub redirect: Option<Patterns<GlobSet>>,
+    /// Globs of which some file the command writes (a written redirection
+    /// target or a written operand such as `dd of=`, `tee FILE`, `cp`'s
+    /// destination), as written or as resolved, must match one. Writes to
+    /// the harmless devices (`/dev/null`, ...) are not file writes.
+    pub writes: Option<Patterns<GlobSet>>,
     /// How the entry reads, for explanations.
     pub shown: String,
 }
 
-/// Devices a redirection may write without writing a file.
-const HARMLESS_DEVICES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
-
-/// Whether a redirection writes something other than a harmless device.
+/// Whether a redirection writes something other than a harmless device
+/// (only the exact spellings `/dev/null`, `/dev/fd/N`, ... are harmless).
 fn writes_a_file(redirect: &Redirect) -> bool {
-    redirect.writes()
-        && !HARMLESS_DEVICES.contains(&redirect.target.as_str())
-        && !redirect.target.starts_with("/dev/fd/")
+    redirect.writes() && !is_harmless_target(&redirect.target)
+}
+
+/// The files `command` writes: written redirection targets and written
+/// operands, harmless devices left out.
+fn written_files(command: &SimpleCommand) -> Vec<String> {
+    let mut files: Vec<String> = command
+        .redirects
+        .iter()
+        .filter(|r| writes_a_file(r))
+        .map(|r| r.target.clone())
+        .collect();
+    files.extend(
+        operands(command)
+            .into_iter()
+            .filter(|o| o.writes && !is_harmless_target(&o.path))
+            .map(|o| o.path),
+    );
+    files
+}
+
+/// Whether `text`, or any resolution of it among the facts, matches `globs`.
+fn path_matches(globs: &GlobSet, text: &str, facts: &Facts) -> bool {
+    globs.is_match(text)
+        || facts
+            .paths
+            .iter()
+            .filter(|p| p.requested == text)
+            .filter_map(|p| p.resolved.as_deref())
+            .any(|resolved| globs.is_match(resolved))
 }
 
 impl CommandMatcher {
@@ -68,18 +99,21 @@ impl CommandMatcher {
             return false;
         }
         if let Some(targets) = &self.redirect {
-            let hit = command.redirects.iter().filter(|r| r.writes()).any(|r| {
-                targets.compiled.is_match(&r.target)
-                    || facts
-                        .paths
-                        .iter()
-                        .filter(|p| p.requested == r.target)
-                        .filter_map(|p| p.resolved.as_deref())
-                        .any(|resolved| targets.compiled.is_match(resolved))
-            });
+            let hit = command
+                .redirects
+                .iter()
+                .filter(|r| r.writes())
+                .any(|r| path_matches(&targets.compiled, &r.target, facts));
             if !hit {
                 return false;
             }
+        }
+        if let Some(targets) = &self.writes
+            && !written_files(command)
+                .iter()
+                .any(|file| path_matches(&targets.compiled, file, facts))
+        {
+            return false;
         }
         true
     }
@@ -133,6 +167,9 @@ pub(super) enum ShellMiss {
     WritesFile(usize, usize),
     /// A redirection carried by no command writes a file (allow).
     BareRedirect(usize),
+    /// This command writes a file through an argument (allow): `tee f`,
+    /// `sort -o f`, `git diff --output=f`, `sed -i`, ...
+    WritesOperand(usize),
     /// This command sets variables or names its program by a path (allow).
     Unpinned(usize),
     /// No simple command at all (allow).
@@ -167,6 +204,7 @@ pub(super) fn check(
                     .iter()
                     .filter(|m| m.prefix.is_none() && m.program.is_none())
                     .filter(|m| m.flags.is_empty() && m.args.is_none())
+                    .filter(|m| m.redirect.is_some() || m.writes.is_some())
                     .any(|m| m.matches(&bare, facts, loose));
             if bare_hit || shell.commands.iter().any(matches) {
                 Ok(())
@@ -187,6 +225,12 @@ pub(super) fn check(
             for (i, command) in shell.commands.iter().enumerate() {
                 if let Some(r) = command.redirects.iter().position(writes_a_file) {
                     return Err(ShellMiss::WritesFile(i, r));
+                }
+                if operands(command)
+                    .iter()
+                    .any(|o| o.writes && !is_harmless_target(&o.path))
+                {
+                    return Err(ShellMiss::WritesOperand(i));
                 }
                 // `PATH=x ls` or `./ls` may run something other than `ls`.
                 if !command.assignments.is_empty() || command.path.is_some() {
@@ -245,6 +289,17 @@ impl ShellMiss {
                     .and_then(|s| s.bare_redirects.get(r))
                     .map_or_else(String::new, |r| format!("{} {}", r.op, r.target));
                 format!("a redirection outside any command writes a file (`{target}`)")
+            }
+            ShellMiss::WritesOperand(i) => {
+                let files = shell
+                    .and_then(|s| s.commands.get(i))
+                    .map(written_files)
+                    .unwrap_or_default();
+                format!(
+                    "`{}` writes a file through its arguments (`{}`)",
+                    command(i),
+                    files.join("`, `")
+                )
             }
             ShellMiss::Unpinned(i) => format!(
                 "`{}` sets variables or names its program by a path, so what runs is not pinned down",

@@ -1,0 +1,515 @@
+//! Which arguments of a simple command name paths, and which of those the
+//! program writes: `dd of=`, `tee` files, `cp`/`mv`/`install`/`ln`
+//! destinations, `sed -i` files, `sort -o`, `git diff --output=`, ...
+//!
+//! Pure knowledge of programs' command lines: no I/O, no policy. Facts
+//! resolve the paths named here; the policy judges them. Option models err
+//! towards "written": a long option is recognised by any prefix of its name
+//! (GNU getopt accepts unambiguous abbreviations), and a program whose
+//! options are not modelled in detail has all its operands written.
+
+use super::SimpleCommand;
+
+/// A path argument of a program, and whether the program may write it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operand {
+    /// The path as the argument gives it (after quote removal).
+    pub path: String,
+    /// True when the program may create, truncate, change or remove it.
+    pub writes: bool,
+}
+
+/// Whether a write to `target` writes no file: only the exact spellings
+/// `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/tty` and `/dev/fd/N`
+/// (digits only). Any other spelling (`/dev//null`, `/dev/fd/../x`) is a
+/// file write, resolved like any path.
+pub fn is_harmless_target(target: &str) -> bool {
+    match target {
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" => true,
+        _ => target
+            .strip_prefix("/dev/fd/")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+    }
+}
+
+/// Every word of `command` that may name a path: each argument, the value
+/// after `=` in `of=x` or `--opt=x`, the attached value of a short option
+/// (`-ox`), and each operand [`operands`] finds. Duplicates are possible.
+pub fn path_words(command: &SimpleCommand) -> Vec<&str> {
+    let mut words = Vec::new();
+    for arg in command.args() {
+        words.push(arg.as_str());
+        if let Some((_, value)) = arg.split_once('=')
+            && !value.is_empty()
+        {
+            words.push(value);
+        }
+        if arg.len() > 2 && arg.starts_with('-') && !arg.starts_with("--") {
+            words.push(arg.get(2..).unwrap_or(""));
+        }
+    }
+    words.retain(|w| !w.is_empty());
+    words
+}
+
+/// Where a `cd` or `pushd` takes the shell, as far as its words say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CdTarget {
+    /// A folder given literally.
+    Literal(String),
+    /// `cd` alone, `cd -`, `popd`, or a folder that is not literal text.
+    Unknown,
+}
+
+/// The folder a `cd`/`pushd`/`popd` changes to, or `None` for any other
+/// program.
+pub fn cd_target(command: &SimpleCommand) -> Option<CdTarget> {
+    match command.program() {
+        "cd" | "pushd" => {}
+        "popd" => return Some(CdTarget::Unknown),
+        _ => return None,
+    }
+    let mut operands = command.args().iter().skip_while(|a| {
+        matches!(a.as_str(), "-L" | "-P" | "-e" | "-@" | "-LP" | "-PL" | "-Pe")
+    });
+    let first = operands.next();
+    let first = match first.map(String::as_str) {
+        Some("--") => operands.next().map(String::as_str),
+        other => other,
+    };
+    Some(match first {
+        Some(dir) if is_literal_folder(dir) && operands.next().is_none() => {
+            CdTarget::Literal(dir.to_owned())
+        }
+        _ => CdTarget::Unknown,
+    })
+}
+
+/// A folder name that means what it says: no expansion text left in it, no
+/// `-` (the previous folder), no `+N`/`-N` of the folder stack.
+fn is_literal_folder(dir: &str) -> bool {
+    !dir.is_empty()
+        && dir != "-"
+        && !dir.starts_with('+')
+        && !dir.starts_with('-')
+        && !dir.contains(['$', '`', '*', '?', '[', '{', '~'])
+}
+
+/// The options of one program that take a value: short letters, and long
+/// names (without `--`).
+struct Options {
+    short: &'static str,
+    long: &'static [&'static str],
+}
+
+/// One parsed argument: an option with its value, or an operand.
+enum Item<'a> {
+    Option(String, Option<&'a str>),
+    Operand(&'a str),
+}
+
+/// GNU-style parse of `args`: clustered short options, attached or separate
+/// values, `--name=value` or `--name value`, abbreviations of long names
+/// (any prefix counts, which over-reports values: safe for writes), `--`.
+/// Options after operands are still options (GNU permutation).
+fn parse<'a>(args: &'a [String], options: &Options) -> Vec<Item<'a>> {
+    let mut items = Vec::new();
+    let mut iter = args.iter();
+    let mut only_operands = false;
+    while let Some(arg) = iter.next() {
+        if only_operands || arg == "-" || !arg.starts_with('-') {
+            items.push(Item::Operand(arg));
+        } else if arg == "--" {
+            only_operands = true;
+        } else if let Some(long) = arg.strip_prefix("--") {
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (long, None),
+            };
+            let full = options
+                .long
+                .iter()
+                .find(|o| !name.is_empty() && o.starts_with(name));
+            match (full, value) {
+                (Some(full), None) => {
+                    let next = iter.next().map(String::as_str);
+                    items.push(Item::Option(format!("--{full}"), next));
+                }
+                (Some(full), Some(v)) => items.push(Item::Option(format!("--{full}"), Some(v))),
+                (None, v) => items.push(Item::Option(format!("--{name}"), v)),
+            }
+        } else {
+            let cluster = &arg[1..];
+            for (at, letter) in cluster.char_indices() {
+                if options.short.contains(letter) {
+                    let rest = &cluster[at + letter.len_utf8()..];
+                    let value = if rest.is_empty() {
+                        iter.next().map(String::as_str)
+                    } else {
+                        Some(rest)
+                    };
+                    items.push(Item::Option(format!("-{letter}"), value));
+                    break;
+                }
+                items.push(Item::Option(format!("-{letter}"), None));
+            }
+        }
+    }
+    items
+}
+
+/// The operands of `items`, in order.
+fn operand_words<'a>(items: &[Item<'a>]) -> Vec<&'a str> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Operand(w) => Some(*w),
+            Item::Option(..) => None,
+        })
+        .collect()
+}
+
+/// The values of the options in `names` (as `-x` or `--name`).
+fn option_values<'a>(items: &[Item<'a>], names: &[&str]) -> Vec<&'a str> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Option(name, Some(value)) if names.contains(&name.as_str()) => Some(*value),
+            _ => None,
+        })
+        .collect()
+}
+
+fn has_option(items: &[Item<'_>], names: &[&str]) -> bool {
+    items
+        .iter()
+        .any(|i| matches!(i, Item::Option(name, _) if names.contains(&name.as_str())))
+}
+
+fn written(paths: impl IntoIterator<Item = impl Into<String>>) -> Vec<Operand> {
+    paths
+        .into_iter()
+        .map(|p| Operand {
+            path: p.into(),
+            writes: true,
+        })
+        .collect()
+}
+
+fn read(paths: impl IntoIterator<Item = impl Into<String>>) -> Vec<Operand> {
+    paths
+        .into_iter()
+        .map(|p| Operand {
+            path: p.into(),
+            writes: false,
+        })
+        .collect()
+}
+
+/// Programs that change every operand they are given (after their mode or
+/// owner operand, which is written too: harmless over-reporting).
+const WRITES_OPERANDS: &[&str] = &[
+    "rm", "rmdir", "unlink", "shred", "touch", "truncate", "mkdir", "mkfifo", "mknod", "chmod",
+    "chown", "chgrp", "chattr", "setfacl", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz",
+    "zstd", "unzstd", "lzma", "split", "csplit", "mktemp", "sqlite3", "patch", "fallocate",
+    "wipefs", "mkswap", "badblocks", "blkdiscard", "sfdisk", "fdisk", "parted", "losetup",
+];
+
+/// The path operands of `command` and whether each is written. Operands of
+/// programs not modelled here are not listed (every argument is still a
+/// path word, see [`path_words`]).
+pub fn operands(command: &SimpleCommand) -> Vec<Operand> {
+    let args = command.args();
+    let program = command.program();
+    let no_values = Options {
+        short: "",
+        long: &[],
+    };
+    match program {
+        "dd" => args
+            .iter()
+            .filter_map(|a| {
+                let (key, value) = a.split_once('=')?;
+                match key {
+                    "of" => Some(Operand {
+                        path: value.to_owned(),
+                        writes: true,
+                    }),
+                    "if" => Some(Operand {
+                        path: value.to_owned(),
+                        writes: false,
+                    }),
+                    _ => None,
+                }
+            })
+            .collect(),
+        "tee" => {
+            let items = parse(args, &no_values);
+            written(operand_words(&items))
+        }
+        "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
+            let options = Options {
+                short: match program {
+                    "install" => "gmoStZ",
+                    "rsync" | "scp" => "eSTBfiFlPocJ",
+                    _ => "St",
+                },
+                long: &[
+                    "target-directory",
+                    "suffix",
+                    "backup",
+                    "group",
+                    "mode",
+                    "owner",
+                    "temp-dir",
+                    "log-file",
+                    "partial-dir",
+                    "backup-dir",
+                ],
+            };
+            let items = parse(args, &options);
+            let operands = operand_words(&items);
+            let targets = option_values(&items, &["-t", "--target-directory"]);
+            let mut out = written(targets.iter().copied());
+            out.extend(written(option_values(
+                &items,
+                &["--log-file", "--backup-dir", "--temp-dir", "--partial-dir"],
+            )));
+            let sources_written = program == "mv";
+            let (sources, dest) = match (targets.is_empty(), operands.split_last()) {
+                (true, Some((last, rest))) if !rest.is_empty() || program != "ln" => {
+                    (rest, Some(*last))
+                }
+                _ => (&operands[..], None),
+            };
+            out.extend(sources.iter().map(|s| Operand {
+                path: (*s).to_owned(),
+                // `ln -s target` names its link in the current folder.
+                writes: sources_written || (program == "ln" && dest.is_none()),
+            }));
+            out.extend(written(dest));
+            out
+        }
+        "sed" | "perl" => {
+            let options = Options {
+                short: if program == "sed" { "efl" } else { "eEIMmx" },
+                long: &["expression", "file", "line-length"],
+            };
+            let items = parse(args, &options);
+            let in_place = items.iter().any(|i| match i {
+                Item::Option(name, _) => {
+                    name == "-i" || (name.len() > 2 && "--in-place".starts_with(name.as_str()))
+                }
+                Item::Operand(_) => false,
+            });
+            let mut out = read(option_values(&items, &["-f", "--file"]));
+            let files = operand_words(&items);
+            out.extend(files.into_iter().map(|f| Operand {
+                path: f.to_owned(),
+                writes: in_place,
+            }));
+            out
+        }
+        "sort" => {
+            let options = Options {
+                short: "oTkStz",
+                long: &[
+                    "output",
+                    "temporary-directory",
+                    "key",
+                    "buffer-size",
+                    "field-separator",
+                    "files0-from",
+                    "batch-size",
+                    "compress-program",
+                    "parallel",
+                    "random-source",
+                    "sort",
+                ],
+            };
+            let items = parse(args, &options);
+            let mut out = written(option_values(
+                &items,
+                &["-o", "--output", "-T", "--temporary-directory"],
+            ));
+            out.extend(read(operand_words(&items)));
+            out
+        }
+        "git" => {
+            let options = Options {
+                short: "oC",
+                long: &["output", "output-directory"],
+            };
+            let items = parse(args, &options);
+            let mut out = written(option_values(&items, &["--output", "--output-directory"]));
+            if operand_words(&items).contains(&"format-patch") {
+                out.extend(written(option_values(&items, &["-o"])));
+            }
+            out
+        }
+        "time" => {
+            let options = Options {
+                short: "o",
+                long: &["output", "format"],
+            };
+            let items = parse(args, &options);
+            written(option_values(&items, &["-o", "--output"]))
+        }
+        "curl" | "wget" => {
+            let options = Options {
+                short: if program == "curl" { "ocK" } else { "OoaP" },
+                long: &[
+                    "output",
+                    "output-document",
+                    "output-file",
+                    "append-output",
+                    "directory-prefix",
+                    "cookie-jar",
+                    "dump-header",
+                    "trace",
+                ],
+            };
+            let items = parse(args, &options);
+            let mut names = vec![
+                "--output",
+                "--output-document",
+                "--output-file",
+                "--append-output",
+                "--directory-prefix",
+                "--cookie-jar",
+                "--dump-header",
+                "--trace",
+            ];
+            names.extend(if program == "curl" {
+                ["-o", "-c"]
+            } else {
+                ["-O", "-o"]
+            });
+            names.extend(if program == "curl" { ["-K"; 1] } else { ["-a"; 1] });
+            written(option_values(&items, &names))
+        }
+        "tar" => {
+            let options = Options {
+                short: "fCT",
+                long: &["file", "directory", "files-from"],
+            };
+            let items = parse(args, &options);
+            written(option_values(&items, &["-f", "--file"]))
+        }
+        "find" => {
+            let mut out = Vec::new();
+            let mut iter = args.iter();
+            while let Some(arg) = iter.next() {
+                if matches!(arg.as_str(), "-fprint" | "-fprint0" | "-fls" | "-fprintf")
+                    && let Some(file) = iter.next()
+                {
+                    out.push(Operand {
+                        path: file.clone(),
+                        writes: true,
+                    });
+                }
+            }
+            out
+        }
+        p if WRITES_OPERANDS.contains(&p) => {
+            let items = parse(args, &no_values);
+            let mut out = written(operand_words(&items));
+            if has_option(&items, &["--reference"]) || p == "truncate" || p == "touch" {
+                // `-r FILE` / `--reference=FILE` values are read; listed so
+                // path rules still see them.
+                out.extend(read(option_values(&items, &["--reference", "-r"])));
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(words: &[&str]) -> SimpleCommand {
+        SimpleCommand {
+            words: words.iter().map(|w| (*w).to_owned()).collect(),
+            redirects: Vec::new(),
+            assignments: Vec::new(),
+            path: None,
+        }
+    }
+
+    fn writes(words: &[&str]) -> Vec<String> {
+        operands(&command(words))
+            .into_iter()
+            .filter(|o| o.writes)
+            .map(|o| o.path)
+            .collect()
+    }
+
+    #[test]
+    fn only_exact_device_spellings_are_harmless() {
+        for t in ["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/2", "/dev/tty"] {
+            assert!(is_harmless_target(t), "{t}");
+        }
+        for t in [
+            "/dev/fd/../x",
+            "/dev//null",
+            "/dev/./null",
+            "/dev/fd/",
+            "/dev/fd/1x",
+            "//dev/null",
+            "null",
+        ] {
+            assert!(!is_harmless_target(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn written_operands_of_common_programs() {
+        assert_eq!(writes(&["dd", "if=/dev/zero", "of=//dev/sda"]), ["//dev/sda"]);
+        assert_eq!(writes(&["tee", "-a", "a", "b"]), ["a", "b"]);
+        assert_eq!(writes(&["cp", "-r", "x", "y", "dir"]), ["dir"]);
+        assert_eq!(writes(&["cp", "-t", "dir", "x"]), ["dir"]);
+        assert_eq!(writes(&["cp", "--target-dir=d", "x"]), ["d"]);
+        assert_eq!(writes(&["mv", "a", "b"]), ["a", "b"]);
+        assert_eq!(writes(&["ln", "-s", "target"]), ["target"]);
+        assert_eq!(writes(&["sed", "-i", "s/a/b/", "gavel.toml"]), ["s/a/b/", "gavel.toml"]);
+        assert_eq!(writes(&["sed", "-ni.bak", "p", "f"]), ["p", "f"]);
+        assert!(writes(&["sed", "-n", "p", "f"]).is_empty());
+        assert!(writes(&["sed", "-e", "s/i/x/", "f"]).is_empty());
+        assert_eq!(writes(&["sort", "-o", "out", "in"]), ["out"]);
+        assert_eq!(writes(&["sort", "-oout", "in"]), ["out"]);
+        assert_eq!(writes(&["git", "diff", "--output=FILE"]), ["FILE"]);
+        assert_eq!(writes(&["git", "diff", "--outp", "FILE"]), ["FILE"]);
+        assert!(writes(&["git", "diff", "--stat"]).is_empty());
+        assert_eq!(writes(&["truncate", "-s0", ".gavel/audit.db"]), [".gavel/audit.db"]);
+        assert_eq!(writes(&["time", "-o", "f", "ls"]), ["f"]);
+        assert_eq!(writes(&["touch", "--", "-x"]), ["-x"]);
+        assert!(writes(&["ls", "-la"]).is_empty());
+    }
+
+    #[test]
+    fn path_words_include_option_values() {
+        let c = command(&["x", "--output=a", "of=b", "-oc", "d"]);
+        let words = path_words(&c);
+        for w in ["a", "b", "c", "d", "--output=a"] {
+            assert!(words.contains(&w), "{w} in {words:?}");
+        }
+    }
+
+    #[test]
+    fn cd_targets() {
+        assert_eq!(
+            cd_target(&command(&["cd", "/dev"])),
+            Some(CdTarget::Literal("/dev".into()))
+        );
+        assert_eq!(
+            cd_target(&command(&["cd", "-P", "--", "a"])),
+            Some(CdTarget::Literal("a".into()))
+        );
+        assert_eq!(cd_target(&command(&["cd"])), Some(CdTarget::Unknown));
+        assert_eq!(cd_target(&command(&["cd", "-"])), Some(CdTarget::Unknown));
+        assert_eq!(cd_target(&command(&["cd", "$X"])), Some(CdTarget::Unknown));
+        assert_eq!(cd_target(&command(&["ls", "a"])), None);
+    }
+}
