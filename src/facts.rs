@@ -259,7 +259,10 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
 struct Collector<'r, R> {
     resolver: &'r R,
     paths: Vec<PathFact>,
-    seen: HashSet<(String, Option<Base>)>,
+    /// Words already resolved: `seen[0]` for those that do not depend on
+    /// the folder, `seen[1 + i]` for those taken from `bases[i]`.
+    seen: Vec<HashSet<String>>,
+    bases: Vec<Base>,
     listed: usize,
     full: bool,
 }
@@ -269,7 +272,8 @@ impl<'r, R: Resolver> Collector<'r, R> {
         Self {
             resolver,
             paths: Vec::new(),
-            seen: HashSet::new(),
+            seen: vec![HashSet::new()],
+            bases: Vec::new(),
             listed: 0,
             full: false,
         }
@@ -295,7 +299,7 @@ impl<'r, R: Resolver> Collector<'r, R> {
     fn word(&mut self, word: &str, base: &Base) {
         self.plain(word, base);
         if pattern::is_pattern(word) {
-            self.pattern(word, base, false);
+            self.pattern(word, base);
         }
     }
 
@@ -305,18 +309,28 @@ impl<'r, R: Resolver> Collector<'r, R> {
             return;
         }
         let independent = word.starts_with('/') || word.starts_with('~');
-        let key = (word.to_owned(), (!independent).then(|| base.clone()));
-        if self.seen.contains(&key) {
+        let slot = if independent {
+            0
+        } else {
+            match self.bases.iter().position(|b| b == base) {
+                Some(i) => i + 1,
+                None => {
+                    self.bases.push(base.clone());
+                    self.seen.push(HashSet::new());
+                    self.bases.len()
+                }
+            }
+        };
+        if self.seen[slot].contains(word) {
             return;
         }
         let fact = self.resolver.fact(word, word, base);
-        self.seen.insert(key);
+        self.seen[slot].insert(word.to_owned());
         self.push(fact);
     }
 
     fn fail(&mut self, requested: &str, why: String) {
-        let key = (format!("{requested}\0{why}"), None);
-        if self.seen.insert(key) {
+        if self.seen[0].insert(format!("{requested}\0{why}")) {
             self.push(failed(requested, why));
         }
     }
@@ -326,16 +340,15 @@ impl<'r, R: Resolver> Collector<'r, R> {
     /// alternative could reach.
     fn glob(&mut self, raw: &str) {
         let fact = self.resolver.fact(raw, static_prefix(raw), &Base::Start);
-        self.seen.insert((raw.to_owned(), Some(Base::Start)));
         self.push(fact);
-        self.pattern(raw, &Base::Start, true);
+        self.pattern(raw, &Base::Start);
     }
 
     /// What pattern `word` could match: brace alternatives, the literal
     /// folder each starts from, and the names its wildcards match in the
     /// folders as they are now. A wildcard that could match `..`, a `..`
     /// after a wildcard, or a pattern too big to expand fails closed.
-    fn pattern(&mut self, word: &str, base: &Base, tool: bool) {
+    fn pattern(&mut self, word: &str, base: &Base) {
         let alternatives = match pattern::expand_braces(word) {
             Ok(alternatives) => alternatives,
             Err(why) => return self.fail(word, format!("the pattern `{}`: {why}", clip(word))),
@@ -346,16 +359,19 @@ impl<'r, R: Resolver> Collector<'r, R> {
             let mut states: Option<Vec<String>> = None;
             for segment in &split.segments {
                 match (segment, states.as_mut()) {
-                    (pattern::Segment::Literal(text), None) => prefix = join(&prefix, text),
+                    (pattern::Segment::Literal(text), None) => push_part(&mut prefix, text),
                     (pattern::Segment::Literal(text), Some(states)) => {
                         if text == ".." {
                             return self.fail(
                                 word,
-                                format!("the pattern `{}` climbs with `..` after a wildcard", clip(word)),
+                                format!(
+                                    "the pattern `{}` climbs with `..` after a wildcard",
+                                    clip(word)
+                                ),
                             );
                         }
                         for state in states.iter_mut() {
-                            *state = join(state, text);
+                            push_part(state, text);
                         }
                     }
                     (wild, current) => {
@@ -371,15 +387,19 @@ impl<'r, R: Resolver> Collector<'r, R> {
                         match self.step(wild, &from, base) {
                             Ok(next) => states = Some(next),
                             Err(why) => {
-                                return self.fail(word, format!("the pattern `{}`: {why}", clip(word)));
+                                return self
+                                    .fail(word, format!("the pattern `{}`: {why}", clip(word)));
                             }
                         }
                     }
                 }
             }
             // The folder the pattern starts from, or the literal path.
-            let start = if prefix.is_empty() { "." } else { prefix.as_str() };
-            let _ = tool;
+            let start = if prefix.is_empty() {
+                "."
+            } else {
+                prefix.as_str()
+            };
             self.plain(start, base);
             // Literal parts after the last wildcard: the matches as extended.
             if let (Some(states), Some(pattern::Segment::Literal(_))) =
@@ -422,7 +442,9 @@ impl<'r, R: Resolver> Collector<'r, R> {
             };
             self.listed += entries.len();
             if self.listed > MAX_LISTED {
-                return Err(format!("matching reads more than {MAX_LISTED} folder entries"));
+                return Err(format!(
+                    "matching reads more than {MAX_LISTED} folder entries"
+                ));
             }
             for (name, symlink, folder) in entries {
                 let hit = match &matcher {
@@ -445,6 +467,15 @@ impl<'r, R: Resolver> Collector<'r, R> {
         }
         Ok(next)
     }
+}
+
+/// Appends `/name` to `path` in place (no `/` after an empty path or a
+/// trailing one), so a pattern of many parts is built in linear time.
+fn push_part(path: &mut String, name: &str) {
+    if !path.is_empty() && !path.ends_with('/') {
+        path.push('/');
+    }
+    path.push_str(name);
 }
 
 /// `dir/name`, without a leading `/` for an empty `dir`.
@@ -519,17 +550,21 @@ impl Resolver for Lexical {
         if scoped.starts_with('~') {
             return failed(raw, "`~` is not resolved in examples".to_owned());
         }
-        let Some(from) = Lexical::start(base).filter(|_| !scoped.starts_with('/')).or_else(|| {
-            scoped.starts_with('/').then(|| PathBuf::from("/"))
-        }) else {
+        let Some(from) = Lexical::start(base)
+            .filter(|_| !scoped.starts_with('/'))
+            .or_else(|| scoped.starts_with('/').then(|| PathBuf::from("/")))
+        else {
             return unknown_base(raw, base);
         };
         let resolved = Lexical::normalize(&from, scoped);
         let root = Path::new(EXAMPLE_WORKSPACE);
-        let relative = resolved.strip_prefix(root).ok().map(|rel| match rel.to_string_lossy() {
-            r if r.is_empty() => ".".to_owned(),
-            r => r.into_owned(),
-        });
+        let relative = resolved
+            .strip_prefix(root)
+            .ok()
+            .map(|rel| match rel.to_string_lossy() {
+                r if r.is_empty() => ".".to_owned(),
+                r => r.into_owned(),
+            });
         PathFact {
             requested: raw.to_owned(),
             resolved: Some(resolved.to_string_lossy().into_owned()),
@@ -797,7 +832,13 @@ fn resolve_lenient(base: PathBuf, path: &Path) -> io::Result<PathBuf> {
                 push_components(&mut pending, &target, true);
             }
             Ok(_) => out = next,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            // A name under a file (`notes.txt/x`) does not exist either.
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
                 missing = 1;
                 out = next;
             }
@@ -928,7 +969,12 @@ mod tests {
         std::fs::create_dir_all(ws.root().join("src/deep")).unwrap();
         std::fs::create_dir(dir.path().join("outside")).unwrap();
         std::fs::write(dir.path().join("outside/secret.txt"), "x").unwrap();
-        for pattern in ["{..,x}/{..,x}/etc/*", "[.][.]/*", ".\\./*", "src/{..,x}/../*"] {
+        for pattern in [
+            "{..,x}/{..,x}/etc/*",
+            "[.][.]/*",
+            ".\\./*",
+            "src/{..,x}/../*",
+        ] {
             assert!(glob_outside(&ws, pattern), "{pattern}");
         }
         for pattern in ["src/**/*.rs", "*.md", "{src,docs}/*", ".*"] {
@@ -958,18 +1004,40 @@ mod tests {
         std::fs::write(ws.root().join("gavel.toml"), "x").unwrap();
         let root = ws.root().to_string_lossy().into_owned();
         let db = format!("{root}/.gavel/audit.db");
-        assert!(resolves_to(&bash_facts(&ws, "dd if=x of=//dev/sda"), "/dev/sda"));
-        assert!(resolves_to(&bash_facts(&ws, "cd /dev; echo x > sda"), "/dev/sda"));
-        assert!(resolves_to(&bash_facts(&ws, "cd .gavel && rm audit.db"), &db));
-        assert!(resolves_to(&bash_facts(&ws, "rm ./.gavel/../.gavel/audit.db"), &db));
+        assert!(resolves_to(
+            &bash_facts(&ws, "dd if=x of=//dev/sda"),
+            "/dev/sda"
+        ));
+        assert!(resolves_to(
+            &bash_facts(&ws, "cd /dev; echo x > sda"),
+            "/dev/sda"
+        ));
+        assert!(resolves_to(
+            &bash_facts(&ws, "cd .gavel && rm audit.db"),
+            &db
+        ));
+        assert!(resolves_to(
+            &bash_facts(&ws, "rm ./.gavel/../.gavel/audit.db"),
+            &db
+        ));
         assert!(resolves_to(&bash_facts(&ws, "rm {.gavel,x}/audit.db"), &db));
         assert!(resolves_to(&bash_facts(&ws, "rm .g*/audit.db"), &db));
-        assert!(resolves_to(&bash_facts(&ws, "git diff --output=.gavel/audit.db"), &db));
-        assert!(resolves_to(&bash_facts(&ws, "ls *"), &format!("{root}/gavel.toml")));
+        assert!(resolves_to(
+            &bash_facts(&ws, "git diff --output=.gavel/audit.db"),
+            &db
+        ));
+        assert!(resolves_to(
+            &bash_facts(&ws, "ls *"),
+            &format!("{root}/gavel.toml")
+        ));
         assert!(!resolves_to(&bash_facts(&ws, "ls */audit.db"), &db));
         // A `cd` to a folder not known: relative paths after it fail closed.
         let after = bash_facts(&ws, "cd $X; rm audit.db");
-        assert!(after.iter().any(|p| p.requested == "audit.db" && p.resolved.is_none()));
+        assert!(
+            after
+                .iter()
+                .any(|p| p.requested == "audit.db" && p.resolved.is_none())
+        );
     }
 
     #[test]
@@ -978,11 +1046,23 @@ mod tests {
         let long = "a/".repeat(400_000);
         let started = std::time::Instant::now();
         let facts = bash_facts(&ws, &format!("cat {long}"));
-        assert!(facts.iter().any(|p| p.resolved.is_none() && p.error.is_some()));
+        assert!(
+            facts
+                .iter()
+                .any(|p| p.resolved.is_none() && p.error.is_some())
+        );
         let many: String = (0..MAX_PATHS + 10).map(|i| format!(" f{i}")).collect();
         let facts = bash_facts(&ws, &format!("cat{many}"));
         assert_eq!(facts.len(), MAX_PATHS + 1);
-        assert!(facts.last().unwrap().error.as_deref().unwrap().contains("more than"));
+        assert!(
+            facts
+                .last()
+                .unwrap()
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("more than")
+        );
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 

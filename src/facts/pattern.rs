@@ -99,11 +99,8 @@ pub fn expand_braces(word: &str) -> Result<Vec<String>, String> {
             }
             Some((open, close, alternatives)) => {
                 for alternative in alternatives.into_iter().rev() {
-                    let next = format!(
-                        "{}{alternative}{}",
-                        &current[..open],
-                        &current[close + 1..]
-                    );
+                    let next =
+                        format!("{}{alternative}{}", &current[..open], &current[close + 1..]);
                     bytes += next.len();
                     pending.push(next);
                 }
@@ -431,7 +428,10 @@ mod tests {
             expand_braces("{..,x}/{..,x}/etc/*").unwrap(),
             ["../../etc/*", "../x/etc/*", "x/../etc/*", "x/x/etc/*"]
         );
-        assert_eq!(expand_braces("a{b,c{d,e}}f").unwrap(), ["abf", "acdf", "acef"]);
+        assert_eq!(
+            expand_braces("a{b,c{d,e}}f").unwrap(),
+            ["abf", "acdf", "acef"]
+        );
         assert_eq!(expand_braces("{1..3}").unwrap(), ["1", "2", "3"]);
         assert_eq!(expand_braces("{a}").unwrap(), ["{a}"]);
         assert_eq!(expand_braces("${x,y}").unwrap(), ["${x,y}"]);

@@ -70,7 +70,10 @@ pub fn cd_target(command: &SimpleCommand) -> Option<CdTarget> {
         _ => return None,
     }
     let mut operands = command.args().iter().skip_while(|a| {
-        matches!(a.as_str(), "-L" | "-P" | "-e" | "-@" | "-LP" | "-PL" | "-Pe")
+        matches!(
+            a.as_str(),
+            "-L" | "-P" | "-e" | "-@" | "-LP" | "-PL" | "-Pe"
+        )
     });
     let first = operands.next();
     let first = match first.map(String::as_str) {
@@ -209,10 +212,43 @@ fn read(paths: impl IntoIterator<Item = impl Into<String>>) -> Vec<Operand> {
 /// Programs that change every operand they are given (after their mode or
 /// owner operand, which is written too: harmless over-reporting).
 const WRITES_OPERANDS: &[&str] = &[
-    "rm", "rmdir", "unlink", "shred", "touch", "truncate", "mkdir", "mkfifo", "mknod", "chmod",
-    "chown", "chgrp", "chattr", "setfacl", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz",
-    "zstd", "unzstd", "lzma", "split", "csplit", "mktemp", "sqlite3", "patch", "fallocate",
-    "wipefs", "mkswap", "badblocks", "blkdiscard", "sfdisk", "fdisk", "parted", "losetup",
+    "rm",
+    "rmdir",
+    "unlink",
+    "shred",
+    "touch",
+    "truncate",
+    "mkdir",
+    "mkfifo",
+    "mknod",
+    "chmod",
+    "chown",
+    "chgrp",
+    "chattr",
+    "setfacl",
+    "gzip",
+    "gunzip",
+    "bzip2",
+    "bunzip2",
+    "xz",
+    "unxz",
+    "zstd",
+    "unzstd",
+    "lzma",
+    "split",
+    "csplit",
+    "mktemp",
+    "sqlite3",
+    "patch",
+    "fallocate",
+    "wipefs",
+    "mkswap",
+    "badblocks",
+    "blkdiscard",
+    "sfdisk",
+    "fdisk",
+    "parted",
+    "losetup",
 ];
 
 /// The path operands of `command` and whether each is written. Operands of
@@ -385,7 +421,11 @@ pub fn operands(command: &SimpleCommand) -> Vec<Operand> {
             } else {
                 ["-O", "-o"]
             });
-            names.extend(if program == "curl" { ["-K"; 1] } else { ["-a"; 1] });
+            names.extend(if program == "curl" {
+                ["-K"; 1]
+            } else {
+                ["-a"; 1]
+            });
             written(option_values(&items, &names))
         }
         "tar" => {
@@ -448,7 +488,13 @@ mod tests {
 
     #[test]
     fn only_exact_device_spellings_are_harmless() {
-        for t in ["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/2", "/dev/tty"] {
+        for t in [
+            "/dev/null",
+            "/dev/stdout",
+            "/dev/stderr",
+            "/dev/fd/2",
+            "/dev/tty",
+        ] {
             assert!(is_harmless_target(t), "{t}");
         }
         for t in [
@@ -466,14 +512,20 @@ mod tests {
 
     #[test]
     fn written_operands_of_common_programs() {
-        assert_eq!(writes(&["dd", "if=/dev/zero", "of=//dev/sda"]), ["//dev/sda"]);
+        assert_eq!(
+            writes(&["dd", "if=/dev/zero", "of=//dev/sda"]),
+            ["//dev/sda"]
+        );
         assert_eq!(writes(&["tee", "-a", "a", "b"]), ["a", "b"]);
         assert_eq!(writes(&["cp", "-r", "x", "y", "dir"]), ["dir"]);
         assert_eq!(writes(&["cp", "-t", "dir", "x"]), ["dir"]);
         assert_eq!(writes(&["cp", "--target-dir=d", "x"]), ["d"]);
         assert_eq!(writes(&["mv", "a", "b"]), ["a", "b"]);
         assert_eq!(writes(&["ln", "-s", "target"]), ["target"]);
-        assert_eq!(writes(&["sed", "-i", "s/a/b/", "gavel.toml"]), ["s/a/b/", "gavel.toml"]);
+        assert_eq!(
+            writes(&["sed", "-i", "s/a/b/", "gavel.toml"]),
+            ["s/a/b/", "gavel.toml"]
+        );
         assert_eq!(writes(&["sed", "-ni.bak", "p", "f"]), ["p", "f"]);
         assert!(writes(&["sed", "-n", "p", "f"]).is_empty());
         assert!(writes(&["sed", "-e", "s/i/x/", "f"]).is_empty());
@@ -482,7 +534,10 @@ mod tests {
         assert_eq!(writes(&["git", "diff", "--output=FILE"]), ["FILE"]);
         assert_eq!(writes(&["git", "diff", "--outp", "FILE"]), ["FILE"]);
         assert!(writes(&["git", "diff", "--stat"]).is_empty());
-        assert_eq!(writes(&["truncate", "-s0", ".gavel/audit.db"]), [".gavel/audit.db"]);
+        assert_eq!(
+            writes(&["truncate", "-s0", ".gavel/audit.db"]),
+            [".gavel/audit.db"]
+        );
         assert_eq!(writes(&["time", "-o", "f", "ls"]), ["f"]);
         assert_eq!(writes(&["touch", "--", "-x"]), ["-x"]);
         assert!(writes(&["ls", "-la"]).is_empty());

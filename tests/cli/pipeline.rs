@@ -992,7 +992,12 @@ fn glob_does_not_follow_symlinked_folders_out_of_the_workspace() {
             "{pattern}"
         );
     }
-    let (outcome, _) = run(&runner, "glob", json!({ "pattern": "sub/*.txt" }), &mut approve);
+    let (outcome, _) = run(
+        &runner,
+        "glob",
+        json!({ "pattern": "sub/*.txt" }),
+        &mut approve,
+    );
     assert_decision(&outcome, Action::Allow, "path.read_allow");
     assert_eq!(outcome.result.content, "sub/inner.txt");
     let absolute = format!("{}/*.txt", sandbox.ws.display());
