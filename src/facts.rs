@@ -301,6 +301,9 @@ impl<'r, R: Resolver> Collector<'r, R> {
         if pattern::is_pattern(word) {
             self.pattern(word, base);
         }
+        if let Some(spelled) = current_folder_spelling(word, base) {
+            self.plain(&spelled, base);
+        }
     }
 
     /// `word` taken literally, once per folder it depends on.
@@ -467,6 +470,23 @@ impl<'r, R: Resolver> Collector<'r, R> {
         }
         Ok(next)
     }
+}
+
+/// `word` with a leading spelling of the current folder (`~+`, `$PWD`,
+/// `${PWD}`, `$(pwd)`, `` `pwd` ``) written as the folder, when the folder
+/// is known: `rm $PWD/.gavel/audit.db` names the record.
+fn current_folder_spelling(word: &str, base: &Base) -> Option<String> {
+    const SPELLINGS: &[&str] = &["~+", "${PWD}", "$PWD", "$(pwd)", "`pwd`", "\"$PWD\""];
+    let rest = SPELLINGS.iter().find_map(|s| {
+        word.strip_prefix(s)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+    })?;
+    let dir = match base {
+        Base::Dir(dir) => format!("{}", dir.display()),
+        Base::Start => ".".to_owned(),
+        Base::Unknown(_) => return None,
+    };
+    Some(format!("{dir}{rest}"))
 }
 
 /// Appends `/name` to `path` in place (no `/` after an empty path or a

@@ -104,6 +104,19 @@ impl Rule {
         Ok(())
     }
 
+    /// Whether one path fact meets the rule's `path_scope` and `path_glob`.
+    fn path_condition_holds(&self, fact: &PathFact) -> bool {
+        let scope = self
+            .path_scope
+            .is_none_or(|scope| fact.inside == (scope == Scope::Inside));
+        let glob = self.path_glob.as_ref().is_none_or(|globs| {
+            fact.relative
+                .as_deref()
+                .is_some_and(|rel| globs.compiled.is_match(rel))
+        });
+        scope && glob
+    }
+
     /// Applies `test` to the facts with the quantifier the action calls for.
     fn holds<T>(&self, items: &[T], test: impl Fn(&T) -> bool) -> bool {
         match self.action {
@@ -118,9 +131,13 @@ impl Rule {
         if !template.contains('{') {
             return template.clone();
         }
+        // The path that made the rule hold, when one did: for a deny, the
+        // first fact meeting every path condition.
         let path = facts
             .paths
-            .first()
+            .iter()
+            .find(|p| self.path_condition_holds(p))
+            .or_else(|| facts.paths.first())
             .map(|p| p.requested.as_str())
             .unwrap_or("");
         template

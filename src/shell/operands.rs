@@ -262,6 +262,13 @@ pub fn operands(command: &SimpleCommand) -> Vec<Operand> {
         long: &[],
     };
     match program {
+        // Multi-call binaries run their first argument as the program.
+        "busybox" | "toybox" if !args.is_empty() => operands(&SimpleCommand {
+            words: args.to_vec(),
+            redirects: Vec::new(),
+            assignments: Vec::new(),
+            path: None,
+        }),
         "dd" => args
             .iter()
             .filter_map(|a| {
