@@ -457,6 +457,11 @@ impl<'r, R: Resolver> Collector<'r, R> {
                 if !hit {
                     continue;
                 }
+                if dir.len() + name.len() >= PATH_MAX {
+                    // No such path can be opened (a symlink loop matched
+                    // over and over): the names stop here.
+                    continue;
+                }
                 let path = join(&dir, &name);
                 if symlink || recorded < MAX_PATTERN_FACTS {
                     recorded += 1;
@@ -1058,6 +1063,21 @@ mod tests {
                 .iter()
                 .any(|p| p.requested == "audit.db" && p.resolved.is_none())
         );
+    }
+
+    #[test]
+    fn a_pattern_over_a_symlink_loop_is_bounded() {
+        let (_dir, ws) = workspace();
+        symlink(".", ws.root().join("loop")).unwrap();
+        let started = std::time::Instant::now();
+        let request = ToolRequest::new(
+            "g",
+            "glob",
+            serde_json::json!({ "pattern": format!("{}x", "*/".repeat(50_000)) }),
+        );
+        let facts = ws.facts(&request);
+        assert!(facts.paths.len() <= MAX_PATHS + 1);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]
