@@ -330,6 +330,11 @@ impl<'r, R: Resolver> Collector<'r, R> {
         let fact = self.resolver.fact(word, word, base);
         self.seen[slot].insert(word.to_owned());
         self.push(fact);
+        if has_expansion(word) {
+            // Resolved as text above, so deny rules still see `.gavel/$x`;
+            // this fact keeps an allow from trusting it.
+            self.fail(word, format!("`{}` depends on an expansion", clip(word)));
+        }
     }
 
     fn fail(&mut self, requested: &str, why: String) {
@@ -724,7 +729,7 @@ impl Workspace {
                 "the path is longer than {PATH_MAX} bytes, which no program can open"
             )));
         }
-        let expanded = expand_home(raw);
+        let expanded = expand_home(raw)?;
         let joined = if expanded.is_absolute() {
             expanded
         } else {
@@ -774,7 +779,7 @@ impl Resolver for Workspace {
         if dir.len() > PATH_MAX {
             return None;
         }
-        let path = from.join(expand_home(dir));
+        let path = from.join(expand_home(dir).ok()?);
         let entries = std::fs::read_dir(path).ok()?;
         Some(
             entries
@@ -792,16 +797,32 @@ impl Resolver for Workspace {
     }
 }
 
-fn expand_home(raw: &str) -> PathBuf {
-    let home = || std::env::var_os("HOME").map(PathBuf::from);
-    match raw.strip_prefix('~') {
-        Some("") => home().unwrap_or_else(|| PathBuf::from(raw)),
-        Some(rest) if rest.starts_with('/') => match home() {
-            Some(h) => h.join(rest.trim_start_matches('/')),
-            None => PathBuf::from(raw),
-        },
-        _ => PathBuf::from(raw),
+/// `raw` with a leading `~` or `~/` made the home folder. `~user`, `~+`,
+/// `~-` and a `~` without `HOME` are not resolved: they fail closed.
+fn expand_home(raw: &str) -> io::Result<PathBuf> {
+    let Some(rest) = raw.strip_prefix('~') else {
+        return Ok(PathBuf::from(raw));
+    };
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return Err(io::Error::other(format!(
+            "`{}` is a tilde expansion not resolved here",
+            raw.split('/').next().unwrap_or(raw)
+        )));
     }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| io::Error::other("`~` with no HOME set"))?;
+    Ok(PathBuf::from(home).join(rest.trim_start_matches('/')))
+}
+
+/// Whether `word` holds an expansion whose value is not known here
+/// (`$name`, `${...}`, `$(...)`, `` `...` ``): the path it names is then
+/// not proven, whatever it resolves to as text.
+fn has_expansion(word: &str) -> bool {
+    word.contains('`')
+        || word.as_bytes().windows(2).any(|w| {
+            w[0] == b'$' && (w[1].is_ascii_alphanumeric() || b"_{(@*#?!$-".contains(&w[1]))
+        })
 }
 
 /// The longest leading part of a glob pattern without wildcards, e.g.

@@ -321,6 +321,15 @@ fn atom_accepts(atom: &Atom, c: char) -> bool {
 /// Conservative: a bracket is counted even where bash would not let it
 /// match a leading dot.
 pub fn could_be_dotdot(segment: &str) -> bool {
+    // Extended patterns (`@(..)`, `!(x)`, ...) of bash's extglob and of
+    // other glob libraries are not modelled: one that could reach a dot
+    // counts.
+    let extended = ["@(", "!(", "+(", "*(", "?("]
+        .iter()
+        .any(|open| segment.contains(open));
+    if extended && (segment.contains('.') || segment.contains("!(")) {
+        return true;
+    }
     let atoms = atoms(segment);
     // Positions reachable after consuming 0, 1, 2 dots; stars match empty.
     let mut states = vec![0usize];
@@ -444,7 +453,16 @@ mod tests {
 
     #[test]
     fn segments_that_could_be_dotdot() {
-        for s in ["[.][.]", ".\\.", "[.].", ".[!a]", ".*.", "[[:punct:]]."] {
+        for s in [
+            "[.][.]",
+            ".\\.",
+            "[.].",
+            ".[!a]",
+            ".*.",
+            "[[:punct:]].",
+            "@(..)",
+            "!(x)",
+        ] {
             assert!(could_be_dotdot(s), "{s}");
         }
         for s in ["*", "?.", ".*", "??", "[a].", "*.rs"] {

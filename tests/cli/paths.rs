@@ -206,6 +206,11 @@ reason = "other"
         "cat */secret.txt",
         "cat {..,x}/outside/secret.txt",
         "cat [.][.]/outside/secret.txt",
+        "cat $HOME/.ssh/id_rsa",
+        "cat ${X}notes.txt",
+        "cat `pwd`/../outside/secret.txt",
+        "cat ~root/.ssh/id_rsa",
+        "cat ~/.bashrc",
     ] {
         assert_eq!(decide(command), "ask other", "{command}");
     }
