@@ -105,6 +105,20 @@ struct Options {
     long: &'static [&'static str],
 }
 
+/// Long options whose value, if any, attaches only with `=`: their exact
+/// names are never read as abbreviations of an option with a value.
+const WITHOUT_VALUE: &[&str] = &[
+    "backup",
+    "sparse",
+    "reflink",
+    "preserve",
+    "no-preserve",
+    "in-place",
+    "output-error",
+    "color",
+    "colour",
+];
+
 /// One parsed argument: an option with its value, or an operand.
 enum Item<'a> {
     Option(String, Option<&'a str>),
@@ -129,10 +143,17 @@ fn parse<'a>(args: &'a [String], options: &Options) -> Vec<Item<'a>> {
                 Some((n, v)) => (n, Some(v)),
                 None => (long, None),
             };
-            let full = options
-                .long
-                .iter()
-                .find(|o| !name.is_empty() && o.starts_with(name));
+            // An exact name wins over abbreviations, as in getopt.
+            let full = if options.long.contains(&name) {
+                options.long.iter().find(|o| **o == name)
+            } else if WITHOUT_VALUE.contains(&name) {
+                None
+            } else {
+                options
+                    .long
+                    .iter()
+                    .find(|o| !name.is_empty() && o.starts_with(name))
+            };
             match (full, value) {
                 (Some(full), None) => {
                     let next = iter.next().map(String::as_str);
@@ -292,15 +313,17 @@ pub fn operands(command: &SimpleCommand) -> Vec<Operand> {
         }
         "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
             let options = Options {
+                // Options that take a value; GNU's optional ones
+                // (`--backup[=CONTROL]`) attach only with `=` and are left out.
                 short: match program {
-                    "install" => "gmoStZ",
-                    "rsync" | "scp" => "eSTBfiFlPocJ",
+                    "install" => "gmoSt",
+                    "rsync" => "eTBfM",
+                    "scp" => "cFiJloPSDX",
                     _ => "St",
                 },
                 long: &[
                     "target-directory",
                     "suffix",
-                    "backup",
                     "group",
                     "mode",
                     "owner",
@@ -436,12 +459,30 @@ pub fn operands(command: &SimpleCommand) -> Vec<Operand> {
             written(option_values(&items, &names))
         }
         "tar" => {
+            // Old style: `tar cf archive files`, letters without a dash and
+            // their values in order after them.
+            let mut args = args.to_vec();
+            if let Some(first) = args.first()
+                && !first.starts_with('-')
+            {
+                args[0] = format!("-{first}");
+            }
             let options = Options {
-                short: "fCT",
+                short: "fCTbHKLNgVX",
                 long: &["file", "directory", "files-from"],
             };
-            let items = parse(args, &options);
-            written(option_values(&items, &["-f", "--file"]))
+            let items = parse(&args, &options);
+            let mut out = written(option_values(&items, &["-f", "--file"]));
+            let extracts = has_option(&items, &["-x", "--extract", "--get"]);
+            if extracts {
+                // Extraction writes the archive's names into the folder.
+                let folders = option_values(&items, &["-C", "--directory"]);
+                match folders.is_empty() {
+                    true => out.extend(written(["."])),
+                    false => out.extend(written(folders)),
+                }
+            }
+            out
         }
         "find" => {
             let mut out = Vec::new();
@@ -546,6 +587,13 @@ mod tests {
             [".gavel/audit.db"]
         );
         assert_eq!(writes(&["time", "-o", "f", "ls"]), ["f"]);
+        assert_eq!(writes(&["cp", "a", "--backup", "b"]), ["b"]);
+        assert_eq!(writes(&["tar", "cf", "out.tar", "x"]), ["out.tar"]);
+        assert_eq!(
+            writes(&["tar", "-xf", "in.tar", "-C", "d"]),
+            ["in.tar", "d"]
+        );
+        assert_eq!(writes(&["busybox", "tee", "f"]), ["f"]);
         assert_eq!(writes(&["touch", "--", "-x"]), ["-x"]);
         assert!(writes(&["ls", "-la"]).is_empty());
     }
