@@ -8,6 +8,8 @@
 //! only when **every** simple command matches, nothing was unprovable, and
 //! no redirection writes a file.
 
+use std::collections::HashMap;
+
 use globset::GlobSet;
 
 use super::Action;
@@ -63,19 +65,40 @@ fn written_files(command: &SimpleCommand) -> Vec<String> {
     files
 }
 
-/// Whether `text`, or any resolution of it among the facts, matches `globs`.
-fn path_matches(globs: &GlobSet, text: &str, facts: &Facts) -> bool {
-    globs.is_match(text)
-        || facts
-            .paths
-            .iter()
-            .filter(|p| p.requested == text)
-            .filter_map(|p| p.resolved.as_deref())
-            .any(|resolved| globs.is_match(resolved))
+/// Where each path text of the facts resolved (one text may resolve in
+/// several folders), looked up once per path instead of scanning all facts.
+pub(super) struct Resolutions<'a>(HashMap<&'a str, Vec<&'a str>>);
+
+impl<'a> Resolutions<'a> {
+    pub(super) fn new(facts: &'a Facts) -> Self {
+        let mut map: HashMap<&str, Vec<&str>> = HashMap::new();
+        for fact in &facts.paths {
+            if let Some(resolved) = fact.resolved.as_deref() {
+                map.entry(fact.requested.as_str())
+                    .or_default()
+                    .push(resolved);
+            }
+        }
+        Self(map)
+    }
+
+    /// Whether `text`, or any resolution of it, matches `globs`.
+    fn matches(&self, globs: &GlobSet, text: &str) -> bool {
+        globs.is_match(text)
+            || self
+                .0
+                .get(text)
+                .is_some_and(|all| all.iter().any(|resolved| globs.is_match(resolved)))
+    }
 }
 
 impl CommandMatcher {
-    fn matches(&self, command: &SimpleCommand, facts: &Facts, loose_flags: bool) -> bool {
+    fn matches(
+        &self,
+        command: &SimpleCommand,
+        resolutions: &Resolutions<'_>,
+        loose_flags: bool,
+    ) -> bool {
         if let Some(prefix) = &self.prefix
             && !command.words.starts_with(prefix)
         {
@@ -103,7 +126,7 @@ impl CommandMatcher {
                 .redirects
                 .iter()
                 .filter(|r| r.writes())
-                .any(|r| path_matches(&targets.compiled, &r.target, facts));
+                .any(|r| resolutions.matches(&targets.compiled, &r.target));
             if !hit {
                 return false;
             }
@@ -111,7 +134,7 @@ impl CommandMatcher {
         if let Some(targets) = &self.writes
             && !written_files(command)
                 .iter()
-                .any(|file| path_matches(&targets.compiled, file, facts))
+                .any(|file| resolutions.matches(&targets.compiled, file))
         {
             return false;
         }
@@ -188,7 +211,8 @@ pub(super) fn check(
         return Err(ShellMiss::NotShell);
     };
     let loose = action != Action::Allow;
-    let matches = |c: &SimpleCommand| matchers.iter().any(|m| m.matches(c, facts, loose));
+    let resolutions = Resolutions::new(facts);
+    let matches = |c: &SimpleCommand| matchers.iter().any(|m| m.matches(c, &resolutions, loose));
     match action {
         Action::Deny | Action::Ask => {
             // Redirections carried by no command are judged as a command
@@ -205,7 +229,7 @@ pub(super) fn check(
                     .filter(|m| m.prefix.is_none() && m.program.is_none())
                     .filter(|m| m.flags.is_empty() && m.args.is_none())
                     .filter(|m| m.redirect.is_some() || m.writes.is_some())
-                    .any(|m| m.matches(&bare, facts, loose));
+                    .any(|m| m.matches(&bare, &resolutions, loose));
             if bare_hit || shell.commands.iter().any(matches) {
                 Ok(())
             } else {

@@ -277,6 +277,11 @@ fn check_action(sandbox: &Sandbox, pattern: &str) -> String {
     report["action"].as_str().unwrap_or("?").to_owned()
 }
 
+/// ` f0 f1 ...`: `count` file names.
+fn many_files(count: usize) -> String {
+    (0..count).map(|i| format!(" f{i}")).collect()
+}
+
 /// Through the library: a single argument this large cannot be passed to a
 /// process (`MAX_ARG_STRLEN`).
 #[test]
@@ -299,6 +304,10 @@ fn huge_paths_decide_quickly() {
         (
             "bash",
             json!({ "command": format!("ls {}", "{a,b}".repeat(20_000)) }),
+        ),
+        (
+            "bash",
+            json!({ "command": format!("touch{}", many_files(20_000)) }),
         ),
     ] {
         let request = ToolRequest::new("t", tool, arguments);
