@@ -64,6 +64,18 @@ pub enum CdTarget {
 /// The folder a `cd`/`pushd`/`popd` changes to, or `None` for any other
 /// program.
 pub fn cd_target(command: &SimpleCommand) -> Option<CdTarget> {
+    // `builtin cd DIR` and `command cd DIR` are `cd DIR`.
+    if matches!(command.program(), "builtin" | "command")
+        && let Some(inner) = command.args().first()
+        && matches!(inner.as_str(), "cd" | "pushd" | "popd")
+    {
+        return cd_target(&SimpleCommand {
+            words: command.args().to_vec(),
+            redirects: Vec::new(),
+            assignments: Vec::new(),
+            path: None,
+        });
+    }
     match command.program() {
         "cd" | "pushd" => {}
         "popd" => return Some(CdTarget::Unknown),
@@ -269,7 +281,6 @@ const WRITES_OPERANDS: &[&str] = &[
     "sfdisk",
     "fdisk",
     "parted",
-    "losetup",
 ];
 
 /// The path operands of `command` and whether each is written. Operands of
@@ -501,6 +512,9 @@ pub fn operands(command: &SimpleCommand) -> Vec<Operand> {
         }
         p if WRITES_OPERANDS.contains(&p) => {
             let items = parse(args, &no_values);
+            if only_lists(p, &items) {
+                return read(operand_words(&items));
+            }
             let mut out = written(operand_words(&items));
             if has_option(&items, &["--reference"]) || p == "truncate" || p == "touch" {
                 // `-r FILE` / `--reference=FILE` values are read; listed so
@@ -510,6 +524,23 @@ pub fn operands(command: &SimpleCommand) -> Vec<Operand> {
             out
         }
         _ => Vec::new(),
+    }
+}
+
+/// Whether a disk tool only reports: `fdisk -l`, `sfdisk -l`, `parted -l`
+/// or `parted DEV print`, `wipefs` without `-a`/`-o`, `badblocks` without
+/// `-w`/`-n`. Its operands are then read, not written.
+fn only_lists(program: &str, items: &[Item<'_>]) -> bool {
+    let operands = operand_words(items);
+    match program {
+        "fdisk" | "sfdisk" => has_option(items, &["-l", "--list"]),
+        "parted" => {
+            has_option(items, &["-l", "--list"])
+                || (operands.len() == 2 && matches!(operands[1], "print" | "p"))
+        }
+        "wipefs" => !has_option(items, &["-a", "--all", "-o", "--offset", "-b", "--backup"]),
+        "badblocks" => !has_option(items, &["-w", "-n"]),
+        _ => false,
     }
 }
 
@@ -596,6 +627,10 @@ mod tests {
         assert_eq!(writes(&["busybox", "tee", "f"]), ["f"]);
         assert_eq!(writes(&["touch", "--", "-x"]), ["-x"]);
         assert!(writes(&["ls", "-la"]).is_empty());
+        assert!(writes(&["fdisk", "-l", "/dev/sda"]).is_empty());
+        assert!(writes(&["wipefs", "/dev/sda"]).is_empty());
+        assert_eq!(writes(&["wipefs", "-a", "/dev/sda"]), ["/dev/sda"]);
+        assert_eq!(writes(&["fdisk", "/dev/sda"]), ["/dev/sda"]);
     }
 
     #[test]
@@ -618,6 +653,10 @@ mod tests {
             Some(CdTarget::Literal("a".into()))
         );
         assert_eq!(cd_target(&command(&["cd"])), Some(CdTarget::Unknown));
+        assert_eq!(
+            cd_target(&command(&["builtin", "cd", "/dev"])),
+            Some(CdTarget::Literal("/dev".into()))
+        );
         assert_eq!(cd_target(&command(&["cd", "-"])), Some(CdTarget::Unknown));
         assert_eq!(cd_target(&command(&["cd", "$X"])), Some(CdTarget::Unknown));
         assert_eq!(cd_target(&command(&["ls", "a"])), None);
