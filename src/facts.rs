@@ -140,8 +140,9 @@ pub const PATH_MAX: usize = 4096;
 /// among the matches are always recorded).
 const MAX_PATTERN_FACTS: usize = 256;
 /// At most this many folder entries are read to expand the patterns of one
-/// request; beyond it the pattern fails closed.
-const MAX_LISTED: usize = 20_000;
+/// request (as many as the `glob` handler walks); beyond it the pattern
+/// fails closed.
+const MAX_LISTED: usize = 100_000;
 /// At most this many distinct folders a script may be in at one point
 /// (after several literal `cd`s); beyond it the folder is unknown.
 const MAX_CWDS: usize = 8;
@@ -443,7 +444,11 @@ impl<'r, R: Resolver> Collector<'r, R> {
             next.extend(from.iter().cloned());
         }
         let mut recorded = 0;
+        let mut visited: HashSet<String> = HashSet::new();
         while let Some(dir) = frontier.pop() {
+            if !visited.insert(dir.clone()) {
+                continue;
+            }
             let listing = if dir.is_empty() { "." } else { dir.as_str() };
             let Some(entries) = self.resolver.list(base, listing) else {
                 continue;
