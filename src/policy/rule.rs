@@ -195,14 +195,27 @@ impl Miss {
     }
 }
 
+/// The paths for an explanation: the first [`SHOWN_PATHS`], then how many more.
 fn describe_paths(paths: &[PathFact]) -> String {
-    let shown: Vec<String> = paths
+    const SHOWN_PATHS: usize = 20;
+    let mut shown: Vec<String> = paths
         .iter()
+        .take(SHOWN_PATHS)
         .map(|p| match &p.resolved {
-            Some(resolved) => format!("`{}` (resolved `{resolved}`)", p.requested),
-            None => format!("`{}` (unresolved)", p.requested),
+            Some(resolved) => format!(
+                "`{}` (resolved `{}`)",
+                clip(&p.requested, 200),
+                clip(resolved, 200)
+            ),
+            None => match &p.error {
+                Some(why) => format!("`{}` (unresolved: {why})", clip(&p.requested, 200)),
+                None => format!("`{}` (unresolved)", clip(&p.requested, 200)),
+            },
         })
         .collect();
+    if paths.len() > SHOWN_PATHS {
+        shown.push(format!("and {} more", paths.len() - SHOWN_PATHS));
+    }
     shown.join(", ")
 }
 
