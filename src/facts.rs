@@ -533,8 +533,15 @@ fn clip(word: &str) -> String {
 /// A fact that could not be resolved, and why: it is outside, which fails
 /// closed.
 fn failed(requested: &str, why: String) -> PathFact {
+    // Nothing matches an unresolved path by its text beyond PATH_MAX, so a
+    // huge one is recorded cut, not stored a second time.
+    let requested = if requested.len() > PATH_MAX {
+        clip(requested)
+    } else {
+        requested.to_owned()
+    };
     PathFact {
-        requested: requested.to_owned(),
+        requested,
         resolved: None,
         inside: false,
         relative: None,
@@ -1140,5 +1147,19 @@ mod tests {
         let fact = ws.path_fact("a/x", "a/x");
         assert!(!fact.inside);
         assert!(fact.error.is_some());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn gathering_facts_never_panics(text in "[a-c ./*?{},\\[\\]$~>;&|-]{0,40}") {
+            let (_dir, ws) = workspace();
+            std::fs::create_dir(ws.root().join("a")).unwrap();
+            symlink("..", ws.root().join("b")).unwrap();
+            for (tool, field) in [("bash", "command"), ("glob", "pattern"), ("read_file", "path")] {
+                let request = ToolRequest::new("p", tool, serde_json::json!({ field: text }));
+                let _ = ws.facts(&request);
+                let _ = lexical_facts(&request);
+            }
+        }
     }
 }

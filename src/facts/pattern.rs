@@ -492,4 +492,23 @@ mod tests {
         );
         assert!(split("/etc/**/x").absolute);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn pattern_work_never_panics(word in "[{}.,*?\\[\\]!^:a-c/$é-]{0,40}") {
+            if let Ok(alternatives) = expand_braces(&word) {
+                for alternative in alternatives {
+                    for segment in split(&alternative).segments {
+                        if let Segment::Wild(text) = segment {
+                            let _ = could_be_dotdot(&text);
+                            if let Some(m) = SegmentMatcher::new(&text) {
+                                let _ = m.matches("a.b");
+                                let _ = m.matches(".x");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -661,4 +661,25 @@ mod tests {
         assert_eq!(cd_target(&command(&["cd", "$X"])), Some(CdTarget::Unknown));
         assert_eq!(cd_target(&command(&["ls", "a"])), None);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn operands_never_panic(words in proptest::collection::vec("[-a-z=/.é]{0,8}", 1..8)) {
+            let c = SimpleCommand {
+                words,
+                redirects: Vec::new(),
+                assignments: Vec::new(),
+                path: None,
+            };
+            let _ = operands(&c);
+            let _ = path_words(&c);
+            let _ = cd_target(&c);
+            for program in ["dd", "tee", "cp", "sed", "sort", "git", "tar", "rm", "fdisk", "busybox", "cd"] {
+                let mut with = c.clone();
+                with.words[0] = program.to_owned();
+                let _ = operands(&with);
+                let _ = cd_target(&with);
+            }
+        }
+    }
 }
