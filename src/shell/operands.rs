@@ -36,8 +36,13 @@ pub fn is_harmless_target(target: &str) -> bool {
 /// after `=` in `of=x` or `--opt=x`, the attached value of a short option
 /// (`-ox`), and each operand [`operands`] finds. Duplicates are possible.
 pub fn path_words(command: &SimpleCommand) -> Vec<&str> {
+    path_words_of(command.args())
+}
+
+/// [`path_words`] over the arguments alone.
+fn path_words_of(args: &[String]) -> Vec<&str> {
     let mut words = Vec::new();
-    for arg in command.args() {
+    for arg in args {
         words.push(arg.as_str());
         if let Some((_, value)) = arg.split_once('=')
             && !value.is_empty()
@@ -64,24 +69,26 @@ pub enum CdTarget {
 /// The folder a `cd`/`pushd`/`popd` changes to, or `None` for any other
 /// program.
 pub fn cd_target(command: &SimpleCommand) -> Option<CdTarget> {
+    cd_target_of(&command.words)
+}
+
+/// [`cd_target`] over a command's words (program first).
+fn cd_target_of(words: &[String]) -> Option<CdTarget> {
+    let program = words.first().map_or("", String::as_str);
+    let args = words.get(1..).unwrap_or(&[]);
     // `builtin cd DIR` and `command cd DIR` are `cd DIR`.
-    if matches!(command.program(), "builtin" | "command")
-        && let Some(inner) = command.args().first()
+    if matches!(program, "builtin" | "command")
+        && let Some(inner) = args.first()
         && matches!(inner.as_str(), "cd" | "pushd" | "popd")
     {
-        return cd_target(&SimpleCommand {
-            words: command.args().to_vec(),
-            redirects: Vec::new(),
-            assignments: Vec::new(),
-            path: None,
-        });
+        return cd_target_of(args);
     }
-    match command.program() {
+    match program {
         "cd" | "pushd" => {}
         "popd" => return Some(CdTarget::Unknown),
         _ => return None,
     }
-    let mut operands = command.args().iter().skip_while(|a| {
+    let mut operands = args.iter().skip_while(|a| {
         matches!(
             a.as_str(),
             "-L" | "-P" | "-e" | "-@" | "-LP" | "-PL" | "-Pe"
@@ -287,20 +294,20 @@ const WRITES_OPERANDS: &[&str] = &[
 /// programs not modelled here are not listed (every argument is still a
 /// path word, see [`path_words`]).
 pub fn operands(command: &SimpleCommand) -> Vec<Operand> {
-    let args = command.args();
-    let program = command.program();
+    operands_of(&command.words)
+}
+
+/// [`operands`] over a command's words (program first).
+fn operands_of(words: &[String]) -> Vec<Operand> {
+    let program = words.first().map_or("", String::as_str);
+    let args = words.get(1..).unwrap_or(&[]);
     let no_values = Options {
         short: "",
         long: &[],
     };
     match program {
         // Multi-call binaries run their first argument as the program.
-        "busybox" | "toybox" if !args.is_empty() => operands(&SimpleCommand {
-            words: args.to_vec(),
-            redirects: Vec::new(),
-            assignments: Vec::new(),
-            path: None,
-        }),
+        "busybox" | "toybox" if !args.is_empty() => operands_of(args),
         "dd" => args
             .iter()
             .filter_map(|a| {
@@ -548,17 +555,12 @@ fn only_lists(program: &str, items: &[Item<'_>]) -> bool {
 mod tests {
     use super::*;
 
-    fn command(words: &[&str]) -> SimpleCommand {
-        SimpleCommand {
-            words: words.iter().map(|w| (*w).to_owned()).collect(),
-            redirects: Vec::new(),
-            assignments: Vec::new(),
-            path: None,
-        }
+    fn command(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
     }
 
     fn writes(words: &[&str]) -> Vec<String> {
-        operands(&command(words))
+        operands_of(&command(words))
             .into_iter()
             .filter(|o| o.writes)
             .map(|o| o.path)
@@ -636,7 +638,7 @@ mod tests {
     #[test]
     fn path_words_include_option_values() {
         let c = command(&["x", "--output=a", "of=b", "-oc", "d"]);
-        let words = path_words(&c);
+        let words = path_words_of(&c[1..]);
         for w in ["a", "b", "c", "d", "--output=a"] {
             assert!(words.contains(&w), "{w} in {words:?}");
         }
@@ -645,40 +647,40 @@ mod tests {
     #[test]
     fn cd_targets() {
         assert_eq!(
-            cd_target(&command(&["cd", "/dev"])),
+            cd_target_of(&command(&["cd", "/dev"])),
             Some(CdTarget::Literal("/dev".into()))
         );
         assert_eq!(
-            cd_target(&command(&["cd", "-P", "--", "a"])),
+            cd_target_of(&command(&["cd", "-P", "--", "a"])),
             Some(CdTarget::Literal("a".into()))
         );
-        assert_eq!(cd_target(&command(&["cd"])), Some(CdTarget::Unknown));
+        assert_eq!(cd_target_of(&command(&["cd"])), Some(CdTarget::Unknown));
         assert_eq!(
-            cd_target(&command(&["builtin", "cd", "/dev"])),
+            cd_target_of(&command(&["builtin", "cd", "/dev"])),
             Some(CdTarget::Literal("/dev".into()))
         );
-        assert_eq!(cd_target(&command(&["cd", "-"])), Some(CdTarget::Unknown));
-        assert_eq!(cd_target(&command(&["cd", "$X"])), Some(CdTarget::Unknown));
-        assert_eq!(cd_target(&command(&["ls", "a"])), None);
+        assert_eq!(
+            cd_target_of(&command(&["cd", "-"])),
+            Some(CdTarget::Unknown)
+        );
+        assert_eq!(
+            cd_target_of(&command(&["cd", "$X"])),
+            Some(CdTarget::Unknown)
+        );
+        assert_eq!(cd_target_of(&command(&["ls", "a"])), None);
     }
 
     proptest::proptest! {
         #[test]
         fn operands_never_panic(words in proptest::collection::vec("[-a-z=/.é]{0,8}", 1..8)) {
-            let c = SimpleCommand {
-                words,
-                redirects: Vec::new(),
-                assignments: Vec::new(),
-                path: None,
-            };
-            let _ = operands(&c);
-            let _ = path_words(&c);
-            let _ = cd_target(&c);
+            let _ = operands_of(&words);
+            let _ = path_words_of(&words);
+            let _ = cd_target_of(&words);
             for program in ["dd", "tee", "cp", "sed", "sort", "git", "tar", "rm", "fdisk", "busybox", "cd"] {
-                let mut with = c.clone();
-                with.words[0] = program.to_owned();
-                let _ = operands(&with);
-                let _ = cd_target(&with);
+                let mut with = words.clone();
+                with[0] = program.to_owned();
+                let _ = operands_of(&with);
+                let _ = cd_target_of(&with);
             }
         }
     }
