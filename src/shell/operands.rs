@@ -426,7 +426,8 @@ fn operands_of(words: &[String]) -> Vec<Operand> {
             };
             let items = parse(args, &options);
             let mut out = written(option_values(&items, &["--output", "--output-directory"]));
-            if operand_words(&items).contains(&"format-patch") {
+            let subcommands = operand_words(&items);
+            if subcommands.contains(&"format-patch") || subcommands.contains(&"archive") {
                 out.extend(written(option_values(&items, &["-o"])));
             }
             out
@@ -440,17 +441,22 @@ fn operands_of(words: &[String]) -> Vec<Operand> {
             written(option_values(&items, &["-o", "--output"]))
         }
         "curl" | "wget" => {
+            let curl = program == "curl";
             let options = Options {
-                short: if program == "curl" { "ocK" } else { "OoaP" },
+                short: if curl { "ocDKdHuAeXFT" } else { "OoaPeU" },
                 long: &[
                     "output",
                     "output-document",
                     "output-file",
+                    "output-dir",
                     "append-output",
                     "directory-prefix",
                     "cookie-jar",
                     "dump-header",
                     "trace",
+                    "trace-ascii",
+                    "stderr",
+                    "config",
                 ],
             };
             let items = parse(args, &options);
@@ -458,23 +464,34 @@ fn operands_of(words: &[String]) -> Vec<Operand> {
                 "--output",
                 "--output-document",
                 "--output-file",
+                "--output-dir",
                 "--append-output",
                 "--directory-prefix",
                 "--cookie-jar",
                 "--dump-header",
                 "--trace",
+                "--trace-ascii",
+                "--stderr",
             ];
-            names.extend(if program == "curl" {
-                ["-o", "-c"]
+            names.extend(if curl {
+                ["-o", "-c", "-D"]
             } else {
-                ["-O", "-o"]
+                ["-O", "-o", "-a"]
             });
-            names.extend(if program == "curl" {
-                ["-K"; 1]
+            if !curl {
+                names.push("-P");
+            }
+            let mut out = written(option_values(&items, &names));
+            let named_by_url = if curl {
+                has_option(&items, &["-O", "--remote-name", "--remote-name-all", "-J"])
             } else {
-                ["-a"; 1]
-            });
-            written(option_values(&items, &names))
+                !has_option(&items, &["-O", "--output-document", "--spider"])
+            };
+            if named_by_url {
+                // A file named after the URL, in the current folder.
+                out.extend(written(["."]));
+            }
+            out
         }
         "tar" => {
             // Old style: `tar cf archive files`, letters without a dash and
@@ -499,6 +516,50 @@ fn operands_of(words: &[String]) -> Vec<Operand> {
                     true => out.extend(written(["."])),
                     false => out.extend(written(folders)),
                 }
+            }
+            out
+        }
+        // `uniq IN OUT` and `xxd IN OUT` write their second operand.
+        "uniq" | "xxd" => {
+            let options = Options {
+                short: if program == "uniq" { "fsw" } else { "cglosn" },
+                long: &["skip-fields", "skip-chars", "check-chars", "group"],
+            };
+            let items = parse(args, &options);
+            let files = operand_words(&items);
+            let mut out = read(files.iter().take(1).copied());
+            out.extend(written(files.iter().skip(1).copied()));
+            out
+        }
+        // `-out FILE`: long options with one dash.
+        "openssl" => {
+            let mut out = Vec::new();
+            let mut iter = args.iter();
+            while let Some(arg) = iter.next() {
+                if matches!(arg.as_str(), "-out" | "-keyout")
+                    && let Some(file) = iter.next()
+                {
+                    out.extend(written([file.as_str()]));
+                }
+            }
+            out
+        }
+        "sdiff" | "less" | "pandoc" | "zip" => {
+            let options = Options {
+                short: match program {
+                    "less" => "oObhjkpPtTxyz",
+                    "zip" => "bnt",
+                    _ => "oWw",
+                },
+                long: &["output", "log-file", "LOG-FILE"],
+            };
+            let items = parse(args, &options);
+            let mut out = written(option_values(
+                &items,
+                &["-o", "-O", "--output", "--log-file", "--LOG-FILE"],
+            ));
+            if program == "zip" {
+                out.extend(written(operand_words(&items).into_iter().take(1)));
             }
             out
         }
@@ -627,6 +688,16 @@ mod tests {
             ["in.tar", "d"]
         );
         assert_eq!(writes(&["busybox", "tee", "f"]), ["f"]);
+        assert_eq!(writes(&["uniq", "-c", "in", "out"]), ["out"]);
+        assert!(writes(&["uniq", "in"]).is_empty());
+        assert_eq!(writes(&["openssl", "genrsa", "-out", "k.pem"]), ["k.pem"]);
+        assert_eq!(writes(&["curl", "-O", "http://x/f"]), ["."]);
+        assert!(writes(&["curl", "-K", "cfg", "http://x/f"]).is_empty());
+        assert_eq!(writes(&["wget", "http://x/f"]), ["."]);
+        assert_eq!(
+            writes(&["git", "archive", "-o", "a.tar", "HEAD"]),
+            ["a.tar"]
+        );
         assert_eq!(writes(&["touch", "--", "-x"]), ["-x"]);
         assert!(writes(&["ls", "-la"]).is_empty());
         assert!(writes(&["fdisk", "-l", "/dev/sda"]).is_empty());
