@@ -6,7 +6,9 @@
 //! Resolution fails closed: a path that cannot be resolved (a symlink loop,
 //! an unreadable link) is reported as outside the workspace.
 
-use std::collections::VecDeque;
+pub mod pattern;
+
+use std::collections::{HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -14,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::request::ToolRequest;
-use crate::shell::{self, CommandAnalysis};
+use crate::shell::{self, CommandAnalysis, operands};
 
 /// The facts a decision used. Recorded with every decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +57,10 @@ pub struct PathFact {
     /// Why resolution failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The folder a relative path was taken from, when a `cd` earlier in
+    /// the script moved away from where the request starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl Facts {
@@ -69,6 +75,7 @@ impl Facts {
                 inside: false,
                 relative: None,
                 error: Some(error.to_owned()),
+                cwd: None,
             })
             .into_iter()
             .collect();
@@ -123,60 +130,424 @@ fn parse_digest(analysis: &CommandAnalysis) -> String {
     crate::digest::hex(&crate::digest::sha256(&bytes))
 }
 
-/// The facts of `request`, with `resolve(raw, scoped)` turning each path it
-/// names into a `PathFact`: a file tool's path argument (for `glob`, its
-/// static prefix), or each redirection target of a parsed shell command.
-fn gather(
-    workspace: String,
-    request: &ToolRequest,
-    resolve: impl Fn(&str, &str) -> PathFact,
-) -> Facts {
-    let mut facts = Facts {
-        workspace,
-        paths: Vec::new(),
-        shell: None,
-        shell_sha256: None,
-    };
+/// At most this many paths are resolved for one request; beyond it one
+/// unresolved fact says so, and the request can satisfy no allow rule.
+pub const MAX_PATHS: usize = 4096;
+/// A path longer than this (bytes) cannot be opened (`ENAMETOOLONG`), so it
+/// is not resolved; its fact is unresolved, which fails closed.
+pub const PATH_MAX: usize = 4096;
+/// At most this many matches of one pattern are recorded as facts (symlinks
+/// among the matches are always recorded).
+const MAX_PATTERN_FACTS: usize = 256;
+/// At most this many folder entries are read to expand the patterns of one
+/// request (as many as the `glob` handler walks); beyond it the pattern
+/// fails closed.
+const MAX_LISTED: usize = 100_000;
+/// At most this many distinct folders a script may be in at one point
+/// (after several literal `cd`s); beyond it the folder is unknown.
+const MAX_CWDS: usize = 8;
+
+/// Where the relative paths of one part of a script start.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Base {
+    /// Where the request starts (the workspace's current folder).
+    Start,
+    /// A folder a literal `cd` went to (absolute, resolved).
+    Dir(PathBuf),
+    /// After a `cd` whose folder is not known: relative paths are not resolved.
+    Unknown(String),
+}
+
+/// Turns path text into facts: from the filesystem, or lexically for
+/// examples.
+trait Resolver {
+    /// The fact for `scoped` (the part of `requested` naming a path),
+    /// relative paths taken from `base`.
+    fn fact(&self, requested: &str, scoped: &str, base: &Base) -> PathFact;
+    /// Where `cd dir` from `base` goes.
+    fn enter(&self, base: &Base, dir: &str) -> Base;
+    /// The names in folder `dir` (relative to `base`), each with whether it
+    /// is a symlink and whether it is a folder not reached by a symlink;
+    /// `None` when folders are not read (lexical facts).
+    fn list(&self, base: &Base, dir: &str) -> Option<Vec<(String, bool, bool)>>;
+}
+
+/// The facts of `request`: a file tool's path argument (for `glob`, what
+/// its pattern could reach), or for `bash` every argument, option value,
+/// written operand and redirection target of every simple command, each
+/// resolved from the folder the script is in at that point.
+fn gather(workspace: String, request: &ToolRequest, resolver: &impl Resolver) -> Facts {
+    let mut collector = Collector::new(resolver);
+    let mut shell_analysis = None;
     if request.name == "bash" {
         if let Some(command) = request.str_arg("command") {
             let analysis = shell::analyze(command);
-            for redirect in analysis.all_redirects() {
-                if !facts.paths.iter().any(|p| p.requested == redirect.target) {
-                    facts
-                        .paths
-                        .push(resolve(&redirect.target, &redirect.target));
-                }
-            }
-            facts.shell = Some(analysis);
+            collect_shell(&mut collector, &analysis);
+            shell_analysis = Some(analysis);
         }
     } else if let Some(field) = path_argument(&request.name)
         && let Some(raw) = request.str_arg(field)
     {
-        let scoped = if request.name == "glob" {
-            static_prefix(raw)
+        if request.name == "glob" {
+            collector.glob(raw);
         } else {
-            raw
-        };
-        let mut fact = resolve(raw, scoped);
-        if request.name == "glob" && climbs_after_wildcard(raw, scoped) {
-            // `*/../../x` leaves the static prefix behind: fail closed.
-            fact.inside = false;
-            fact.relative = None;
-            fact.error = Some("the pattern climbs with `..` after a wildcard".to_owned());
+            collector.push(resolver.fact(raw, raw, &Base::Start));
         }
-        facts.paths.push(fact);
     }
-    facts
+    Facts {
+        workspace,
+        paths: collector.paths,
+        shell: shell_analysis,
+        shell_sha256: None,
+    }
 }
 
-/// Whether a glob pattern has a `..` part after its static prefix.
-fn climbs_after_wildcard(pattern: &str, prefix: &str) -> bool {
-    let rest = if prefix == "." {
-        pattern
-    } else {
-        pattern.get(prefix.len()..).unwrap_or("")
+/// The paths of a parsed script, command by command, following literal
+/// `cd`s: a relative path is resolved from every folder the script may be
+/// in at that point (a `cd` may fail, or run in a subshell).
+fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &CommandAnalysis) {
+    let mut bases = vec![Base::Start];
+    let mut every_base = bases.clone();
+    for command in &analysis.commands {
+        let found = operands::operands(command);
+        let words = command
+            .redirects
+            .iter()
+            .map(|r| r.target.as_str())
+            .chain(found.iter().map(|o| o.path.as_str()))
+            .chain(operands::path_words(command));
+        for word in words {
+            for base in &bases {
+                collector.word(word, base);
+            }
+        }
+        if let Some(target) = operands::cd_target(command) {
+            let mut next = bases.clone();
+            for base in &bases {
+                let entered = match &target {
+                    operands::CdTarget::Literal(dir) => collector.resolver.enter(base, dir),
+                    operands::CdTarget::Unknown => {
+                        Base::Unknown(format!("after `{}`", command.words.join(" ")))
+                    }
+                };
+                if !next.contains(&entered) {
+                    next.push(entered);
+                }
+            }
+            if next.len() > MAX_CWDS {
+                next.truncate(MAX_CWDS - 1);
+                next.push(Base::Unknown(format!(
+                    "after more than {MAX_CWDS} possible folders"
+                )));
+            }
+            for base in &next {
+                if !every_base.contains(base) {
+                    every_base.push(base.clone());
+                }
+            }
+            bases = next;
+        }
+    }
+    // A bare redirection's place in the script is not recorded: every folder.
+    for redirect in &analysis.bare_redirects {
+        for base in &every_base {
+            collector.word(&redirect.target, base);
+        }
+    }
+}
+
+/// Facts being collected, without duplicates, up to [`MAX_PATHS`].
+struct Collector<'r, R> {
+    resolver: &'r R,
+    paths: Vec<PathFact>,
+    /// Words already resolved: `seen[0]` for those that do not depend on
+    /// the folder, `seen[1 + i]` for those taken from `bases[i]`.
+    seen: Vec<HashSet<String>>,
+    bases: Vec<Base>,
+    listed: usize,
+    full: bool,
+}
+
+impl<'r, R: Resolver> Collector<'r, R> {
+    fn new(resolver: &'r R) -> Self {
+        Self {
+            resolver,
+            paths: Vec::new(),
+            seen: vec![HashSet::new()],
+            bases: Vec::new(),
+            listed: 0,
+            full: false,
+        }
+    }
+
+    fn push(&mut self, fact: PathFact) {
+        if self.full {
+            return;
+        }
+        if self.paths.len() >= MAX_PATHS {
+            self.full = true;
+            self.paths.push(failed(
+                "(more paths)",
+                format!("the request names more than {MAX_PATHS} paths; the rest are not resolved"),
+            ));
+            return;
+        }
+        self.paths.push(fact);
+    }
+
+    /// One path word from `base`: itself, and when it is a pattern, what it
+    /// could match.
+    fn word(&mut self, word: &str, base: &Base) {
+        self.plain(word, base);
+        if pattern::is_pattern(word) {
+            self.pattern(word, base);
+        }
+        if let Some(spelled) = current_folder_spelling(word, base) {
+            self.plain(&spelled, base);
+        }
+    }
+
+    /// `word` taken literally, once per folder it depends on.
+    fn plain(&mut self, word: &str, base: &Base) {
+        if self.full || word.is_empty() {
+            return;
+        }
+        let independent = word.starts_with('/') || word.starts_with('~');
+        let slot = if independent {
+            0
+        } else {
+            match self.bases.iter().position(|b| b == base) {
+                Some(i) => i + 1,
+                None => {
+                    self.bases.push(base.clone());
+                    self.seen.push(HashSet::new());
+                    self.bases.len()
+                }
+            }
+        };
+        if self.seen[slot].contains(word) {
+            return;
+        }
+        let fact = self.resolver.fact(word, word, base);
+        self.seen[slot].insert(word.to_owned());
+        self.push(fact);
+        if has_expansion(word) {
+            // Resolved as text above, so deny rules still see `.gavel/$x`;
+            // this fact keeps an allow from trusting it.
+            self.fail(word, format!("`{}` depends on an expansion", clip(word)));
+        }
+    }
+
+    fn fail(&mut self, requested: &str, why: String) {
+        if self.seen[0].insert(format!("{requested}\0{why}")) {
+            self.push(failed(requested, why));
+        }
+    }
+
+    /// The `glob` tool's pattern: the static prefix of the pattern as
+    /// written (the first fact, which reasons name), then what each brace
+    /// alternative could reach.
+    fn glob(&mut self, raw: &str) {
+        let fact = self.resolver.fact(raw, static_prefix(raw), &Base::Start);
+        self.push(fact);
+        self.pattern(raw, &Base::Start);
+    }
+
+    /// What pattern `word` could match: brace alternatives, the literal
+    /// folder each starts from, and the names its wildcards match in the
+    /// folders as they are now. A wildcard that could match `..`, a `..`
+    /// after a wildcard, or a pattern too big to expand fails closed.
+    fn pattern(&mut self, word: &str, base: &Base) {
+        let alternatives = match pattern::expand_braces(word) {
+            Ok(alternatives) => alternatives,
+            Err(why) => return self.fail(word, format!("the pattern `{}`: {why}", clip(word))),
+        };
+        for alternative in alternatives {
+            let split = pattern::split(&alternative);
+            let mut prefix = String::from(if split.absolute { "/" } else { "" });
+            let mut states: Option<Vec<String>> = None;
+            for segment in &split.segments {
+                match (segment, states.as_mut()) {
+                    (pattern::Segment::Literal(text), None) => push_part(&mut prefix, text),
+                    (pattern::Segment::Literal(text), Some(states)) => {
+                        if text == ".." {
+                            return self.fail(
+                                word,
+                                format!(
+                                    "the pattern `{}` climbs with `..` after a wildcard",
+                                    clip(word)
+                                ),
+                            );
+                        }
+                        for state in states.iter_mut() {
+                            push_part(state, text);
+                        }
+                    }
+                    (wild, current) => {
+                        if let pattern::Segment::Wild(text) = wild
+                            && pattern::could_be_dotdot(text)
+                        {
+                            return self.fail(
+                                word,
+                                format!("the pattern `{}` could match `..`", clip(word)),
+                            );
+                        }
+                        let from = current.map_or_else(|| vec![prefix.clone()], |s| s.clone());
+                        match self.step(wild, &from, base) {
+                            Ok(next) => states = Some(next),
+                            Err(why) => {
+                                return self
+                                    .fail(word, format!("the pattern `{}`: {why}", clip(word)));
+                            }
+                        }
+                    }
+                }
+            }
+            // The folder the pattern starts from, or the literal path.
+            let start = if prefix.is_empty() {
+                "."
+            } else {
+                prefix.as_str()
+            };
+            self.plain(start, base);
+            // Literal parts after the last wildcard: the matches as extended.
+            if let (Some(states), Some(pattern::Segment::Literal(_))) =
+                (&states, split.segments.last())
+            {
+                for state in states.iter().take(MAX_PATTERN_FACTS) {
+                    self.plain(state, base);
+                }
+            }
+        }
+    }
+
+    /// The names one wildcard segment (or `**`) matches below each of
+    /// `from`; symlinks among them, and the first few others, are recorded
+    /// as facts.
+    fn step(
+        &mut self,
+        segment: &pattern::Segment,
+        from: &[String],
+        base: &Base,
+    ) -> Result<Vec<String>, String> {
+        let matcher = match segment {
+            pattern::Segment::Wild(text) => Some(
+                pattern::SegmentMatcher::new(text)
+                    .ok_or_else(|| "a wildcard part is too long to match".to_owned())?,
+            ),
+            _ => None,
+        };
+        let mut next = Vec::new();
+        let mut frontier: Vec<String> = from.to_vec();
+        if matcher.is_none() {
+            // `**` matches no folder at all, too.
+            next.extend(from.iter().cloned());
+        }
+        let mut recorded = 0;
+        let mut visited: HashSet<String> = HashSet::new();
+        while let Some(dir) = frontier.pop() {
+            if !visited.insert(dir.clone()) {
+                continue;
+            }
+            let listing = if dir.is_empty() { "." } else { dir.as_str() };
+            let Some(entries) = self.resolver.list(base, listing) else {
+                continue;
+            };
+            self.listed += entries.len();
+            if self.listed > MAX_LISTED {
+                return Err(format!(
+                    "matching reads more than {MAX_LISTED} folder entries"
+                ));
+            }
+            for (name, symlink, folder) in entries {
+                let hit = match &matcher {
+                    Some(m) => m.matches(&name),
+                    None => !name.starts_with('.'),
+                };
+                if !hit {
+                    continue;
+                }
+                if dir.len() + name.len() >= PATH_MAX {
+                    // No such path can be opened (a symlink loop matched
+                    // over and over): the names stop here.
+                    continue;
+                }
+                let path = join(&dir, &name);
+                if symlink || recorded < MAX_PATTERN_FACTS {
+                    recorded += 1;
+                    self.plain(&path, base);
+                }
+                if matcher.is_none() && folder {
+                    frontier.push(path.clone());
+                }
+                next.push(path);
+            }
+        }
+        Ok(next)
+    }
+}
+
+/// `word` with a leading spelling of the current folder (`~+`, `$PWD`,
+/// `${PWD}`, `$(pwd)`, `` `pwd` ``) written as the folder, when the folder
+/// is known: `rm $PWD/.gavel/audit.db` names the record.
+fn current_folder_spelling(word: &str, base: &Base) -> Option<String> {
+    const SPELLINGS: &[&str] = &["~+", "${PWD}", "$PWD", "$(pwd)", "`pwd`", "\"$PWD\""];
+    let rest = SPELLINGS.iter().find_map(|s| {
+        word.strip_prefix(s)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+    })?;
+    let dir = match base {
+        Base::Dir(dir) => format!("{}", dir.display()),
+        Base::Start => ".".to_owned(),
+        Base::Unknown(_) => return None,
     };
-    rest.split('/').any(|part| part == "..")
+    Some(format!("{dir}{rest}"))
+}
+
+/// Appends `/name` to `path` in place (no `/` after an empty path or a
+/// trailing one), so a pattern of many parts is built in linear time.
+fn push_part(path: &mut String, name: &str) {
+    if !path.is_empty() && !path.ends_with('/') {
+        path.push('/');
+    }
+    path.push_str(name);
+}
+
+/// `dir/name`, without a leading `/` for an empty `dir`.
+fn join(dir: &str, name: &str) -> String {
+    match dir {
+        "" => name.to_owned(),
+        d if d.ends_with('/') => format!("{d}{name}"),
+        d => format!("{d}/{name}"),
+    }
+}
+
+/// At most 80 characters of a word, for reasons.
+fn clip(word: &str) -> String {
+    match word.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &word[..cut]),
+        None => word.to_owned(),
+    }
+}
+
+/// A fact that could not be resolved, and why: it is outside, which fails
+/// closed.
+fn failed(requested: &str, why: String) -> PathFact {
+    // Nothing matches an unresolved path by its text beyond PATH_MAX, so a
+    // huge one is recorded cut, not stored a second time.
+    let requested = if requested.len() > PATH_MAX {
+        clip(requested)
+    } else {
+        requested.to_owned()
+    };
+    PathFact {
+        requested,
+        resolved: None,
+        inside: false,
+        relative: None,
+        error: Some(why),
+        cwd: None,
+    }
 }
 
 /// The workspace root that lexical facts pretend to have.
@@ -186,15 +557,24 @@ pub const EXAMPLE_WORKSPACE: &str = "/workspace";
 /// paths are joined to `/workspace` and `..` applied lexically; `~` counts
 /// as outside. Used to check a policy's inline examples at load time.
 pub fn lexical_facts(request: &ToolRequest) -> Facts {
-    gather(EXAMPLE_WORKSPACE.to_owned(), request, lexical_path_fact)
+    gather(EXAMPLE_WORKSPACE.to_owned(), request, &Lexical)
 }
 
-fn lexical_path_fact(raw: &str, scoped: &str) -> PathFact {
-    let root = Path::new(EXAMPLE_WORKSPACE);
-    let home = scoped.starts_with('~');
-    let mut resolved = PathBuf::from("/");
-    if !home {
-        for part in root.join(scoped).components() {
+/// Resolution from text alone.
+struct Lexical;
+
+impl Lexical {
+    fn start(base: &Base) -> Option<PathBuf> {
+        match base {
+            Base::Start => Some(PathBuf::from(EXAMPLE_WORKSPACE)),
+            Base::Dir(dir) => Some(dir.clone()),
+            Base::Unknown(_) => None,
+        }
+    }
+
+    fn normalize(from: &Path, path: &str) -> PathBuf {
+        let mut resolved = PathBuf::from("/");
+        for part in from.join(path).components() {
             match part {
                 Component::ParentDir => {
                     resolved.pop();
@@ -203,21 +583,70 @@ fn lexical_path_fact(raw: &str, scoped: &str) -> PathFact {
                 _ => {}
             }
         }
+        resolved
     }
-    let relative = resolved
-        .strip_prefix(root)
-        .ok()
-        .filter(|_| !home)
-        .map(|rel| match rel.to_string_lossy() {
-            r if r.is_empty() => ".".to_owned(),
-            r => r.into_owned(),
-        });
-    PathFact {
-        requested: raw.to_owned(),
-        resolved: (!home).then(|| resolved.to_string_lossy().into_owned()),
-        inside: relative.is_some(),
-        relative,
-        error: home.then(|| "`~` is not resolved in examples".to_owned()),
+}
+
+impl Resolver for Lexical {
+    fn fact(&self, raw: &str, scoped: &str, base: &Base) -> PathFact {
+        if scoped.starts_with('~') {
+            return failed(raw, "`~` is not resolved in examples".to_owned());
+        }
+        let Some(from) = Lexical::start(base)
+            .filter(|_| !scoped.starts_with('/'))
+            .or_else(|| scoped.starts_with('/').then(|| PathBuf::from("/")))
+        else {
+            return unknown_base(raw, base);
+        };
+        let resolved = Lexical::normalize(&from, scoped);
+        let root = Path::new(EXAMPLE_WORKSPACE);
+        let relative = resolved
+            .strip_prefix(root)
+            .ok()
+            .map(|rel| match rel.to_string_lossy() {
+                r if r.is_empty() => ".".to_owned(),
+                r => r.into_owned(),
+            });
+        PathFact {
+            requested: raw.to_owned(),
+            resolved: Some(resolved.to_string_lossy().into_owned()),
+            inside: relative.is_some(),
+            relative,
+            error: None,
+            cwd: base_shown(base),
+        }
+    }
+
+    fn enter(&self, base: &Base, dir: &str) -> Base {
+        match (Lexical::start(base), dir.starts_with('/')) {
+            (_, true) => Base::Dir(Lexical::normalize(Path::new("/"), dir)),
+            (Some(from), false) => Base::Dir(Lexical::normalize(&from, dir)),
+            (None, false) => base.clone(),
+        }
+    }
+
+    fn list(&self, _: &Base, _: &str) -> Option<Vec<(String, bool, bool)>> {
+        None
+    }
+}
+
+/// The fact of a relative path after a `cd` to an unknown folder.
+fn unknown_base(raw: &str, base: &Base) -> PathFact {
+    let why = match base {
+        Base::Unknown(why) => why.as_str(),
+        _ => "",
+    };
+    failed(
+        raw,
+        format!("a relative path {why} is taken from an unknown folder"),
+    )
+}
+
+/// How a fact records the folder its relative path was taken from.
+fn base_shown(base: &Base) -> Option<String> {
+    match base {
+        Base::Dir(dir) => Some(dir.to_string_lossy().into_owned()),
+        _ => None,
     }
 }
 
@@ -263,17 +692,18 @@ impl Workspace {
 
     /// Gathers the facts for `request` from the filesystem as it is now.
     pub fn facts(&self, request: &ToolRequest) -> Facts {
-        gather(
-            self.root.to_string_lossy().into_owned(),
-            request,
-            |raw, scoped| self.path_fact(raw, scoped),
-        )
+        gather(self.root.to_string_lossy().into_owned(), request, self)
     }
 
     /// Resolves `scoped` (the part of `requested` that names a path) and
     /// says whether it stays inside the workspace.
     pub fn path_fact(&self, requested: &str, scoped: &str) -> PathFact {
-        match self.resolve(scoped) {
+        self.path_fact_from(&self.cwd, requested, scoped)
+    }
+
+    /// [`Workspace::path_fact`] with relative paths taken from `cwd`.
+    fn path_fact_from(&self, cwd: &Path, requested: &str, scoped: &str) -> PathFact {
+        match self.resolve_from(cwd, scoped) {
             Ok(resolved) => {
                 let relative = resolved.strip_prefix(&self.root).ok().map(|rel| {
                     if rel.as_os_str().is_empty() {
@@ -288,15 +718,10 @@ impl Workspace {
                     resolved: Some(resolved.to_string_lossy().into_owned()),
                     relative,
                     error: None,
+                    cwd: None,
                 }
             }
-            Err(err) => PathFact {
-                requested: requested.to_owned(),
-                resolved: None,
-                inside: false,
-                relative: None,
-                error: Some(err.to_string()),
-            },
+            Err(err) => failed(requested, err.to_string()),
         }
     }
 
@@ -304,11 +729,23 @@ impl Workspace {
     /// existing symlinks followed, `..` applied after them. A final part that
     /// does not exist yet is fine.
     pub fn resolve(&self, raw: &str) -> io::Result<PathBuf> {
-        let expanded = expand_home(raw);
+        self.resolve_from(&self.cwd, raw)
+    }
+
+    /// [`Workspace::resolve`] with relative paths taken from `cwd`. A path
+    /// longer than [`PATH_MAX`] is refused: no program could open it, and
+    /// resolving it part by part would cost time for nothing.
+    fn resolve_from(&self, cwd: &Path, raw: &str) -> io::Result<PathBuf> {
+        if raw.len() > PATH_MAX {
+            return Err(io::Error::other(format!(
+                "the path is longer than {PATH_MAX} bytes, which no program can open"
+            )));
+        }
+        let expanded = expand_home(raw)?;
         let joined = if expanded.is_absolute() {
             expanded
         } else {
-            self.cwd.join(expanded)
+            cwd.join(expanded)
         };
         // The root is canonical: only the parts after it need looking at.
         match joined.strip_prefix(&self.root) {
@@ -318,16 +755,86 @@ impl Workspace {
     }
 }
 
-fn expand_home(raw: &str) -> PathBuf {
-    let home = || std::env::var_os("HOME").map(PathBuf::from);
-    match raw.strip_prefix('~') {
-        Some("") => home().unwrap_or_else(|| PathBuf::from(raw)),
-        Some(rest) if rest.starts_with('/') => match home() {
-            Some(h) => h.join(rest.trim_start_matches('/')),
-            None => PathBuf::from(raw),
-        },
-        _ => PathBuf::from(raw),
+impl Resolver for Workspace {
+    fn fact(&self, requested: &str, scoped: &str, base: &Base) -> PathFact {
+        let independent = scoped.starts_with('/') || scoped.starts_with('~');
+        match base {
+            Base::Start => self.path_fact_from(&self.cwd, requested, scoped),
+            _ if independent => self.path_fact_from(&self.cwd, requested, scoped),
+            Base::Dir(dir) => PathFact {
+                cwd: base_shown(base),
+                ..self.path_fact_from(dir, requested, scoped)
+            },
+            Base::Unknown(_) => unknown_base(requested, base),
+        }
     }
+
+    fn enter(&self, base: &Base, dir: &str) -> Base {
+        let from = match base {
+            Base::Start => &self.cwd,
+            Base::Dir(from) => from,
+            Base::Unknown(_) if dir.starts_with('/') || dir.starts_with('~') => &self.cwd,
+            Base::Unknown(_) => return base.clone(),
+        };
+        match self.resolve_from(from, dir) {
+            Ok(resolved) => Base::Dir(resolved),
+            Err(err) => Base::Unknown(format!("after `cd {dir}` ({err})")),
+        }
+    }
+
+    fn list(&self, base: &Base, dir: &str) -> Option<Vec<(String, bool, bool)>> {
+        let from = match base {
+            Base::Start => &self.cwd,
+            Base::Dir(from) => from,
+            Base::Unknown(_) => return None,
+        };
+        if dir.len() > PATH_MAX {
+            return None;
+        }
+        let path = from.join(expand_home(dir).ok()?);
+        let entries = std::fs::read_dir(path).ok()?;
+        Some(
+            entries
+                .flatten()
+                .map(|entry| {
+                    let kind = entry.file_type().ok();
+                    (
+                        entry.file_name().to_string_lossy().into_owned(),
+                        kind.is_some_and(|k| k.is_symlink()),
+                        kind.is_some_and(|k| k.is_dir()),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+/// `raw` with a leading `~` or `~/` made the home folder. `~user`, `~+`,
+/// `~-` and a `~` without `HOME` are not resolved: they fail closed.
+fn expand_home(raw: &str) -> io::Result<PathBuf> {
+    let Some(rest) = raw.strip_prefix('~') else {
+        return Ok(PathBuf::from(raw));
+    };
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return Err(io::Error::other(format!(
+            "`{}` is a tilde expansion not resolved here",
+            raw.split('/').next().unwrap_or(raw)
+        )));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| io::Error::other("`~` with no HOME set"))?;
+    Ok(PathBuf::from(home).join(rest.trim_start_matches('/')))
+}
+
+/// Whether `word` holds an expansion whose value is not known here
+/// (`$name`, `${...}`, `$(...)`, `` `...` ``): the path it names is then
+/// not proven, whatever it resolves to as text.
+fn has_expansion(word: &str) -> bool {
+    word.contains('`')
+        || word.as_bytes().windows(2).any(|w| {
+            w[0] == b'$' && (w[1].is_ascii_alphanumeric() || b"_{(@*#?!$-".contains(&w[1]))
+        })
 }
 
 /// The longest leading part of a glob pattern without wildcards, e.g.
@@ -383,7 +890,13 @@ fn resolve_lenient(base: PathBuf, path: &Path) -> io::Result<PathBuf> {
                 push_components(&mut pending, &target, true);
             }
             Ok(_) => out = next,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            // A name under a file (`notes.txt/x`) does not exist either.
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
                 missing = 1;
                 out = next;
             }
@@ -498,9 +1011,132 @@ mod tests {
         let (_dir, ws) = workspace();
         let request =
             ToolRequest::new("g", "glob", serde_json::json!({"pattern": "*/../../etc/*"}));
-        assert!(!ws.facts(&request).paths[0].inside);
+        assert!(ws.facts(&request).paths.iter().any(|p| !p.inside));
         let request = ToolRequest::new("g", "glob", serde_json::json!({"pattern": "src/**/*.rs"}));
-        assert!(ws.facts(&request).paths[0].inside);
+        assert!(ws.facts(&request).paths.iter().all(|p| p.inside));
+    }
+
+    fn glob_outside(ws: &Workspace, pattern: &str) -> bool {
+        let request = ToolRequest::new("g", "glob", serde_json::json!({ "pattern": pattern }));
+        ws.facts(&request).paths.iter().any(|p| !p.inside)
+    }
+
+    #[test]
+    fn a_glob_is_judged_by_what_it_could_match() {
+        let (dir, ws) = workspace();
+        std::fs::create_dir_all(ws.root().join("src/deep")).unwrap();
+        std::fs::create_dir(dir.path().join("outside")).unwrap();
+        std::fs::write(dir.path().join("outside/secret.txt"), "x").unwrap();
+        for pattern in [
+            "{..,x}/{..,x}/etc/*",
+            "[.][.]/*",
+            ".\\./*",
+            "src/{..,x}/../*",
+        ] {
+            assert!(glob_outside(&ws, pattern), "{pattern}");
+        }
+        for pattern in ["src/**/*.rs", "*.md", "{src,docs}/*", ".*"] {
+            assert!(!glob_outside(&ws, pattern), "{pattern}");
+        }
+        // A wildcard that matches a symlink leading out.
+        symlink(dir.path().join("outside"), ws.root().join("src/link")).unwrap();
+        assert!(glob_outside(&ws, "*/*/secret.txt"));
+        assert!(glob_outside(&ws, "src/**/*.txt"));
+        assert!(glob_outside(&ws, "s?c/l*/*"));
+    }
+
+    fn bash_facts(ws: &Workspace, command: &str) -> Vec<PathFact> {
+        let request = ToolRequest::new("b", "bash", serde_json::json!({ "command": command }));
+        ws.facts(&request).paths
+    }
+
+    fn resolves_to(facts: &[PathFact], want: &str) -> bool {
+        facts.iter().any(|p| p.resolved.as_deref() == Some(want))
+    }
+
+    #[test]
+    fn shell_arguments_operands_and_cds_are_resolved() {
+        let (_dir, ws) = workspace();
+        std::fs::create_dir(ws.root().join(".gavel")).unwrap();
+        std::fs::write(ws.root().join(".gavel/audit.db"), "x").unwrap();
+        std::fs::write(ws.root().join("gavel.toml"), "x").unwrap();
+        let root = ws.root().to_string_lossy().into_owned();
+        let db = format!("{root}/.gavel/audit.db");
+        assert!(resolves_to(
+            &bash_facts(&ws, "dd if=x of=//dev/sda"),
+            "/dev/sda"
+        ));
+        assert!(resolves_to(
+            &bash_facts(&ws, "cd /dev; echo x > sda"),
+            "/dev/sda"
+        ));
+        assert!(resolves_to(
+            &bash_facts(&ws, "cd .gavel && rm audit.db"),
+            &db
+        ));
+        assert!(resolves_to(
+            &bash_facts(&ws, "rm ./.gavel/../.gavel/audit.db"),
+            &db
+        ));
+        assert!(resolves_to(&bash_facts(&ws, "rm {.gavel,x}/audit.db"), &db));
+        assert!(resolves_to(&bash_facts(&ws, "rm .g*/audit.db"), &db));
+        assert!(resolves_to(
+            &bash_facts(&ws, "git diff --output=.gavel/audit.db"),
+            &db
+        ));
+        assert!(resolves_to(
+            &bash_facts(&ws, "ls *"),
+            &format!("{root}/gavel.toml")
+        ));
+        assert!(!resolves_to(&bash_facts(&ws, "ls */audit.db"), &db));
+        // A `cd` to a folder not known: relative paths after it fail closed.
+        let after = bash_facts(&ws, "cd $X; rm audit.db");
+        assert!(
+            after
+                .iter()
+                .any(|p| p.requested == "audit.db" && p.resolved.is_none())
+        );
+    }
+
+    #[test]
+    fn a_pattern_over_a_symlink_loop_is_bounded() {
+        let (_dir, ws) = workspace();
+        symlink(".", ws.root().join("loop")).unwrap();
+        let started = std::time::Instant::now();
+        let request = ToolRequest::new(
+            "g",
+            "glob",
+            serde_json::json!({ "pattern": format!("{}x", "*/".repeat(50_000)) }),
+        );
+        let facts = ws.facts(&request);
+        assert!(facts.paths.len() <= MAX_PATHS + 1);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn long_paths_and_many_paths_are_bounded() {
+        let (_dir, ws) = workspace();
+        let long = "a/".repeat(400_000);
+        let started = std::time::Instant::now();
+        let facts = bash_facts(&ws, &format!("cat {long}"));
+        assert!(
+            facts
+                .iter()
+                .any(|p| p.resolved.is_none() && p.error.is_some())
+        );
+        let many: String = (0..MAX_PATHS + 10).map(|i| format!(" f{i}")).collect();
+        let facts = bash_facts(&ws, &format!("cat{many}"));
+        assert_eq!(facts.len(), MAX_PATHS + 1);
+        assert!(
+            facts
+                .last()
+                .unwrap()
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("more than")
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]
@@ -511,5 +1147,19 @@ mod tests {
         let fact = ws.path_fact("a/x", "a/x");
         assert!(!fact.inside);
         assert!(fact.error.is_some());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn gathering_facts_never_panics(text in "[a-c ./*?{},\\[\\]$~>;&|-]{0,40}") {
+            let (_dir, ws) = workspace();
+            std::fs::create_dir(ws.root().join("a")).unwrap();
+            symlink("..", ws.root().join("b")).unwrap();
+            for (tool, field) in [("bash", "command"), ("glob", "pattern"), ("read_file", "path")] {
+                let request = ToolRequest::new("p", tool, serde_json::json!({ field: text }));
+                let _ = ws.facts(&request);
+                let _ = lexical_facts(&request);
+            }
+        }
     }
 }

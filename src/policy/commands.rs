@@ -8,11 +8,14 @@
 //! only when **every** simple command matches, nothing was unprovable, and
 //! no redirection writes a file.
 
+use std::collections::HashMap;
+
 use globset::GlobSet;
 
 use super::Action;
 use super::rule::Patterns;
 use crate::facts::Facts;
+use crate::shell::operands::{is_harmless_target, operands};
 use crate::shell::{Redirect, SimpleCommand};
 
 /// One entry of a `commands` list: every field present must hold.
@@ -29,22 +32,73 @@ pub(super) struct CommandMatcher {
     pub args: Option<Patterns<GlobSet>>,
     /// Globs of which some written redirection target must match one.
     pub redirect: Option<Patterns<GlobSet>>,
+    /// Globs of which some file the command writes (a written redirection
+    /// target or a written operand such as `dd of=`, `tee FILE`, `cp`'s
+    /// destination), as written or as resolved, must match one. Writes to
+    /// the harmless devices (`/dev/null`, ...) are not file writes.
+    pub writes: Option<Patterns<GlobSet>>,
     /// How the entry reads, for explanations.
     pub shown: String,
 }
 
-/// Devices a redirection may write without writing a file.
-const HARMLESS_DEVICES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
-
-/// Whether a redirection writes something other than a harmless device.
+/// Whether a redirection writes something other than a harmless device
+/// (only the exact spellings `/dev/null`, `/dev/fd/N`, ... are harmless).
 fn writes_a_file(redirect: &Redirect) -> bool {
-    redirect.writes()
-        && !HARMLESS_DEVICES.contains(&redirect.target.as_str())
-        && !redirect.target.starts_with("/dev/fd/")
+    redirect.writes() && !is_harmless_target(&redirect.target)
+}
+
+/// The files `command` writes: written redirection targets and written
+/// operands, harmless devices left out.
+fn written_files(command: &SimpleCommand) -> Vec<String> {
+    let mut files: Vec<String> = command
+        .redirects
+        .iter()
+        .filter(|r| writes_a_file(r))
+        .map(|r| r.target.clone())
+        .collect();
+    files.extend(
+        operands(command)
+            .into_iter()
+            .filter(|o| o.writes && !is_harmless_target(&o.path))
+            .map(|o| o.path),
+    );
+    files
+}
+
+/// Where each path text of the facts resolved (one text may resolve in
+/// several folders), looked up once per path instead of scanning all facts.
+pub(super) struct Resolutions<'a>(HashMap<&'a str, Vec<&'a str>>);
+
+impl<'a> Resolutions<'a> {
+    pub(super) fn new(facts: &'a Facts) -> Self {
+        let mut map: HashMap<&str, Vec<&str>> = HashMap::new();
+        for fact in &facts.paths {
+            if let Some(resolved) = fact.resolved.as_deref() {
+                map.entry(fact.requested.as_str())
+                    .or_default()
+                    .push(resolved);
+            }
+        }
+        Self(map)
+    }
+
+    /// Whether `text`, or any resolution of it, matches `globs`.
+    fn matches(&self, globs: &GlobSet, text: &str) -> bool {
+        globs.is_match(text)
+            || self
+                .0
+                .get(text)
+                .is_some_and(|all| all.iter().any(|resolved| globs.is_match(resolved)))
+    }
 }
 
 impl CommandMatcher {
-    fn matches(&self, command: &SimpleCommand, facts: &Facts, loose_flags: bool) -> bool {
+    fn matches(
+        &self,
+        command: &SimpleCommand,
+        resolutions: &Resolutions<'_>,
+        loose_flags: bool,
+    ) -> bool {
         if let Some(prefix) = &self.prefix
             && !command.words.starts_with(prefix)
         {
@@ -68,18 +122,21 @@ impl CommandMatcher {
             return false;
         }
         if let Some(targets) = &self.redirect {
-            let hit = command.redirects.iter().filter(|r| r.writes()).any(|r| {
-                targets.compiled.is_match(&r.target)
-                    || facts
-                        .paths
-                        .iter()
-                        .filter(|p| p.requested == r.target)
-                        .filter_map(|p| p.resolved.as_deref())
-                        .any(|resolved| targets.compiled.is_match(resolved))
-            });
+            let hit = command
+                .redirects
+                .iter()
+                .filter(|r| r.writes())
+                .any(|r| resolutions.matches(&targets.compiled, &r.target));
             if !hit {
                 return false;
             }
+        }
+        if let Some(targets) = &self.writes
+            && !written_files(command)
+                .iter()
+                .any(|file| resolutions.matches(&targets.compiled, file))
+        {
+            return false;
         }
         true
     }
@@ -133,6 +190,9 @@ pub(super) enum ShellMiss {
     WritesFile(usize, usize),
     /// A redirection carried by no command writes a file (allow).
     BareRedirect(usize),
+    /// This command writes a file through an argument (allow): `tee f`,
+    /// `sort -o f`, `git diff --output=f`, `sed -i`, ...
+    WritesOperand(usize),
     /// This command sets variables or names its program by a path (allow).
     Unpinned(usize),
     /// No simple command at all (allow).
@@ -151,7 +211,8 @@ pub(super) fn check(
         return Err(ShellMiss::NotShell);
     };
     let loose = action != Action::Allow;
-    let matches = |c: &SimpleCommand| matchers.iter().any(|m| m.matches(c, facts, loose));
+    let resolutions = Resolutions::new(facts);
+    let matches = |c: &SimpleCommand| matchers.iter().any(|m| m.matches(c, &resolutions, loose));
     match action {
         Action::Deny | Action::Ask => {
             // Redirections carried by no command are judged as a command
@@ -167,7 +228,8 @@ pub(super) fn check(
                     .iter()
                     .filter(|m| m.prefix.is_none() && m.program.is_none())
                     .filter(|m| m.flags.is_empty() && m.args.is_none())
-                    .any(|m| m.matches(&bare, facts, loose));
+                    .filter(|m| m.redirect.is_some() || m.writes.is_some())
+                    .any(|m| m.matches(&bare, &resolutions, loose));
             if bare_hit || shell.commands.iter().any(matches) {
                 Ok(())
             } else {
@@ -187,6 +249,12 @@ pub(super) fn check(
             for (i, command) in shell.commands.iter().enumerate() {
                 if let Some(r) = command.redirects.iter().position(writes_a_file) {
                     return Err(ShellMiss::WritesFile(i, r));
+                }
+                if operands(command)
+                    .iter()
+                    .any(|o| o.writes && !is_harmless_target(&o.path))
+                {
+                    return Err(ShellMiss::WritesOperand(i));
                 }
                 // `PATH=x ls` or `./ls` may run something other than `ls`.
                 if !command.assignments.is_empty() || command.path.is_some() {
@@ -245,6 +313,17 @@ impl ShellMiss {
                     .and_then(|s| s.bare_redirects.get(r))
                     .map_or_else(String::new, |r| format!("{} {}", r.op, r.target));
                 format!("a redirection outside any command writes a file (`{target}`)")
+            }
+            ShellMiss::WritesOperand(i) => {
+                let files = shell
+                    .and_then(|s| s.commands.get(i))
+                    .map(written_files)
+                    .unwrap_or_default();
+                format!(
+                    "`{}` writes a file through its arguments (`{}`)",
+                    command(i),
+                    files.join("`, `")
+                )
             }
             ShellMiss::Unpinned(i) => format!(
                 "`{}` sets variables or names its program by a path, so what runs is not pinned down",

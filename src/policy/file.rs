@@ -55,6 +55,7 @@ struct CommandFile {
     flags: Option<Vec<Vec<String>>>,
     args: Option<Vec<String>>,
     redirect: Option<Vec<String>>,
+    writes: Option<Vec<String>>,
 }
 
 fn prefix_matcher(prefix: Vec<String>) -> Result<CommandMatcher, String> {
@@ -68,6 +69,7 @@ fn prefix_matcher(prefix: Vec<String>) -> Result<CommandMatcher, String> {
         flags: Vec::new(),
         args: None,
         redirect: None,
+        writes: None,
     })
 }
 
@@ -91,9 +93,12 @@ fn command_matcher(spec: CommandFile) -> Result<CommandMatcher, String> {
     if let Some(redirect) = &spec.redirect {
         shown.push(format!("redirect {}", redirect.join("|")));
     }
+    if let Some(writes) = &spec.writes {
+        shown.push(format!("writes {}", writes.join("|")));
+    }
     if shown.is_empty() {
         return Err(
-            "a `commands` entry needs at least one of prefix, program, flags, args, redirect"
+            "a `commands` entry needs at least one of prefix, program, flags, args, redirect, writes"
                 .into(),
         );
     }
@@ -111,6 +116,10 @@ fn command_matcher(spec: CommandFile) -> Result<CommandMatcher, String> {
         redirect: spec
             .redirect
             .map(|r| globs("commands.redirect", r, false))
+            .transpose()?,
+        writes: spec
+            .writes
+            .map(|w| globs("commands.writes", w, false))
             .transpose()?,
         shown: shown.join(", "),
     })

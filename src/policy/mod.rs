@@ -203,6 +203,13 @@ fn invalid_arguments(request: &ToolRequest) -> Option<String> {
         tool => path_argument(tool)?,
     };
     match arguments.get(field) {
+        // Bash's blanks are space, tab and newline: a command of only those
+        // runs nothing and cannot be judged.
+        Some(Value::String(s))
+            if request.name == "bash" && s.trim_matches([' ', '\t', '\n']).is_empty() =>
+        {
+            Some("`bash` requires a `command` with at least one word".to_owned())
+        }
         Some(Value::String(s)) if !s.is_empty() => None,
         _ => Some(format!(
             "`{}` requires a non-empty string `{field}`",

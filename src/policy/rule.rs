@@ -104,6 +104,19 @@ impl Rule {
         Ok(())
     }
 
+    /// Whether one path fact meets the rule's `path_scope` and `path_glob`.
+    fn path_condition_holds(&self, fact: &PathFact) -> bool {
+        let scope = self
+            .path_scope
+            .is_none_or(|scope| fact.inside == (scope == Scope::Inside));
+        let glob = self.path_glob.as_ref().is_none_or(|globs| {
+            fact.relative
+                .as_deref()
+                .is_some_and(|rel| globs.compiled.is_match(rel))
+        });
+        scope && glob
+    }
+
     /// Applies `test` to the facts with the quantifier the action calls for.
     fn holds<T>(&self, items: &[T], test: impl Fn(&T) -> bool) -> bool {
         match self.action {
@@ -118,9 +131,13 @@ impl Rule {
         if !template.contains('{') {
             return template.clone();
         }
+        // The path that made the rule hold, when one did: for a deny, the
+        // first fact meeting every path condition.
         let path = facts
             .paths
-            .first()
+            .iter()
+            .find(|p| self.path_condition_holds(p))
+            .or_else(|| facts.paths.first())
             .map(|p| p.requested.as_str())
             .unwrap_or("");
         template
@@ -178,14 +195,27 @@ impl Miss {
     }
 }
 
+/// The paths for an explanation: the first [`SHOWN_PATHS`], then how many more.
 fn describe_paths(paths: &[PathFact]) -> String {
-    let shown: Vec<String> = paths
+    const SHOWN_PATHS: usize = 20;
+    let mut shown: Vec<String> = paths
         .iter()
+        .take(SHOWN_PATHS)
         .map(|p| match &p.resolved {
-            Some(resolved) => format!("`{}` (resolved `{resolved}`)", p.requested),
-            None => format!("`{}` (unresolved)", p.requested),
+            Some(resolved) => format!(
+                "`{}` (resolved `{}`)",
+                clip(&p.requested, 200),
+                clip(resolved, 200)
+            ),
+            None => match &p.error {
+                Some(why) => format!("`{}` (unresolved: {why})", clip(&p.requested, 200)),
+                None => format!("`{}` (unresolved)", clip(&p.requested, 200)),
+            },
         })
         .collect();
+    if paths.len() > SHOWN_PATHS {
+        shown.push(format!("and {} more", paths.len() - SHOWN_PATHS));
+    }
     shown.join(", ")
 }
 

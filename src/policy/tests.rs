@@ -12,6 +12,7 @@ fn facts_inside(path: &str) -> Facts {
             inside: true,
             relative: Some(path.into()),
             error: None,
+            cwd: None,
         }],
         shell: None,
         shell_sha256: None,
@@ -27,6 +28,7 @@ fn facts_outside(path: &str) -> Facts {
             inside: false,
             relative: None,
             error: None,
+            cwd: None,
         }],
         shell: None,
         shell_sha256: None,
@@ -146,6 +148,7 @@ fn arguments_that_cannot_be_judged_are_denied() {
         ("bash", json!("ls")),
         ("bash", json!({})),
         ("bash", json!({"command": ""})),
+        ("bash", json!({"command": " \t\n "})),
         ("bash", json!({"command": 3})),
         ("read_file", json!({"path": null})),
         ("write_file", json!([])),
@@ -379,5 +382,120 @@ fn lexical_facts_for_examples_need_no_filesystem() {
             .relative
             .as_deref(),
         Some("src")
+    );
+}
+
+fn allow_list() -> Policy {
+    Policy::from_toml(
+        r#"
+name = "allow-list"
+[[rules]]
+id = "safe"
+action = "allow"
+tools = ["bash"]
+command_prefix = [["ls"], ["echo"], ["git", "diff"], ["sort"], ["tee"], ["dd"]]
+reason = "read-only"
+[[rules]]
+id = "other"
+action = "ask"
+reason = "other"
+"#,
+        "allow-list.toml",
+    )
+    .unwrap()
+}
+
+#[test]
+fn an_allow_refuses_written_operands_and_non_exact_devices() {
+    let policy = allow_list();
+    for command in [
+        "git diff --output=FILE",
+        "git diff --output FILE",
+        "sort -o out in",
+        "ls | tee out",
+        "dd if=x of=y",
+        "ls > /dev/fd/../x",
+        "echo x > /dev//null",
+        "echo x > /dev/./null",
+        "echo x >> /dev/fd/1x",
+    ] {
+        let request = bash(command);
+        let (decision, trace) = policy.explain(&request, &lexical(&request));
+        assert_eq!(decision.rule_id, "other", "{command}");
+        assert!(!trace[0].matched, "{command}");
+    }
+    for command in [
+        "git diff --stat",
+        "ls 2>/dev/null",
+        "echo x > /dev/fd/2",
+        "ls | tee /dev/null",
+        "dd if=/dev/zero of=/dev/null count=1",
+        "sort in",
+    ] {
+        let request = bash(command);
+        let decision = policy.decide(&request, &lexical(&request));
+        assert_eq!(decision.rule_id, "safe", "{command}");
+    }
+    let request = bash("sort -o out in");
+    let (_, trace) = policy.explain(&request, &lexical(&request));
+    assert!(
+        trace[0]
+            .detail
+            .contains("writes a file through its arguments (`out`)"),
+        "{}",
+        trace[0].detail
+    );
+}
+
+#[test]
+fn disk_writes_are_judged_on_resolved_paths_and_harmless_devices_pass() {
+    let policy = Policy::builtin();
+    for command in [
+        "dd of=//dev/sda",
+        "dd if=x of=/dev/../dev/sda",
+        "cd /dev; echo x > sda",
+        "cd /; cat img > dev/mmcblk0",
+        "tee /dev/xvda",
+        "cp img /dev/mapper/root",
+    ] {
+        let request = bash(command);
+        let decision = policy.decide(&request, &lexical(&request));
+        assert_eq!(decision.rule_id, "bash.hard_deny", "{command}");
+    }
+    for command in [
+        "dd if=/dev/zero of=/dev/null",
+        "dd of=/dev/stdout",
+        "dd if=/dev/sda of=/dev/null",
+    ] {
+        let request = bash(command);
+        let decision = policy.decide(&request, &lexical(&request));
+        assert_eq!(decision.rule_id, "bash.requires_approval", "{command}");
+    }
+}
+
+#[test]
+fn protected_files_are_denied_through_any_argument() {
+    let policy = Policy::builtin();
+    for command in [
+        "rm .gavel/audit.db",
+        "truncate -s0 .gavel/audit.db",
+        "sed -i s/a/b/ gavel.toml",
+        "cp x gavel.toml",
+        "sqlite3 .gavel/audit.db 'drop trigger x'",
+        "rm ./.gavel/../.gavel/audit.db",
+        "cd .gavel && rm audit.db",
+        "rm {x,.gavel}/audit.db",
+        "tool --db=.gavel/audit.db",
+    ] {
+        let request = bash(command);
+        let decision = policy.decide(&request, &lexical(&request));
+        assert_eq!(decision.rule_id, "path.protected", "{command}");
+    }
+    let request = bash("rm -v a .gavel/audit.db");
+    let decision = policy.decide(&request, &lexical(&request));
+    assert!(
+        decision.reason.contains("`.gavel/audit.db`"),
+        "{}",
+        decision.reason
     );
 }

@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod operands;
 mod walk;
 mod word;
 mod wrappers;

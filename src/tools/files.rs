@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use globset::GlobBuilder;
 use serde_json::Value;
 
 use super::{ToolContext, ToolError, ToolHandler, ToolOutput, arg, cap};
+use crate::facts::pattern::{self, Segment, SegmentMatcher};
 use crate::facts::static_prefix;
 
 fn io(action: &'static str, path: &str) -> impl FnOnce(std::io::Error) -> ToolError {
@@ -115,14 +115,10 @@ impl ToolHandler for Glob {
                 .unwrap_or_else(|_| pattern.to_owned()),
             false => pattern.trim_start_matches("./").to_owned(),
         };
-        let matcher = GlobBuilder::new(&relative_pattern)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| ToolError::Pattern {
-                pattern: pattern.to_owned(),
-                detail: e.kind().to_string(),
-            })?
-            .compile_matcher();
+        let matcher = PathPattern::new(&relative_pattern).map_err(|detail| ToolError::Pattern {
+            pattern: pattern.to_owned(),
+            detail,
+        })?;
         let mut matches = Vec::new();
         let mut stack = vec![base];
         let mut seen = 0;
@@ -139,7 +135,7 @@ impl ToolHandler for Glob {
                 let Ok(relative) = path.strip_prefix(root) else {
                     continue;
                 };
-                if matcher.is_match(relative) {
+                if matcher.matches(relative) {
                     matches.push(relative.to_string_lossy().into_owned());
                 }
                 // Do not follow symlinked folders: they may lead outside.
@@ -153,5 +149,100 @@ impl ToolHandler for Glob {
             matches.join("\n"),
             context.output_limit,
         )))
+    }
+}
+
+/// One part of a compiled pattern.
+enum Part {
+    Literal(String),
+    Wild(SegmentMatcher),
+    Globstar,
+}
+
+/// A glob over workspace-relative paths with bash's rules: braces expand,
+/// `*`, `?` and `[...]` match within one name and never a leading `.`
+/// (`*/audit.db` does not match `.gavel/audit.db`), `**` matches any number
+/// of folders whose names do not start with `.`.
+struct PathPattern {
+    alternatives: Vec<Vec<Part>>,
+}
+
+impl PathPattern {
+    fn new(pattern: &str) -> Result<Self, String> {
+        let mut alternatives = Vec::new();
+        for alternative in pattern::expand_braces(pattern)? {
+            let parts = pattern::split(&alternative)
+                .segments
+                .into_iter()
+                .map(|segment| match segment {
+                    Segment::Literal(text) => Ok(Part::Literal(text)),
+                    Segment::Globstar => Ok(Part::Globstar),
+                    Segment::Wild(text) => SegmentMatcher::new(&text)
+                        .map(Part::Wild)
+                        .ok_or_else(|| format!("the wildcard part `{text}` is too long")),
+                })
+                .filter(|part| !matches!(part, Ok(Part::Literal(t)) if t == "."))
+                .collect::<Result<Vec<_>, String>>()?;
+            alternatives.push(parts);
+        }
+        Ok(Self { alternatives })
+    }
+
+    fn matches(&self, path: &Path) -> bool {
+        let names: Vec<String> = path
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        self.alternatives
+            .iter()
+            .any(|parts| matches_parts(parts, &names))
+    }
+}
+
+/// Whether `parts` match all of `names`: a table over (part, name)
+/// positions, filled from the end, so `**` costs no backtracking.
+fn matches_parts(parts: &[Part], names: &[String]) -> bool {
+    let width = names.len() + 1;
+    // done[i * width + j]: parts[i..] match names[j..].
+    let mut done = vec![false; (parts.len() + 1) * width];
+    done[parts.len() * width + names.len()] = true;
+    for i in (0..parts.len()).rev() {
+        for j in (0..=names.len()).rev() {
+            let rest = |k: usize| done[(i + 1) * width + k];
+            done[i * width + j] = match &parts[i] {
+                Part::Literal(text) => j < names.len() && names[j] == *text && rest(j + 1),
+                Part::Wild(matcher) => j < names.len() && matcher.matches(&names[j]) && rest(j + 1),
+                Part::Globstar => {
+                    rest(j)
+                        || (j < names.len()
+                            && !names[j].starts_with('.')
+                            && done[i * width + j + 1])
+                }
+            };
+        }
+    }
+    done[0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(pattern: &str, path: &str) -> bool {
+        PathPattern::new(pattern).unwrap().matches(Path::new(path))
+    }
+
+    #[test]
+    fn patterns_follow_bash_dot_rules() {
+        assert!(!hit("*/audit.db", ".gavel/audit.db"));
+        assert!(hit(".g*/audit.db", ".gavel/audit.db"));
+        assert!(!hit("*", ".gavel"));
+        assert!(!hit("**/*.db", ".gavel/audit.db"));
+        assert!(hit("**/*.rs", "src/a/b.rs"));
+        assert!(hit("**/*.rs", "b.rs"));
+        assert!(hit("src/**/*.rs", "src/b.rs"));
+        assert!(hit("{src,docs}/*.md", "docs/a.md"));
+        assert!(!hit("*.rs", "src/a.rs"));
+        assert!(hit("notes.txt", "notes.txt"));
     }
 }

@@ -7,6 +7,7 @@ mod check;
 mod demo;
 mod differential;
 mod hook;
+mod paths;
 mod pipeline;
 mod policy;
 mod query;
