@@ -176,11 +176,7 @@ const CASES: &[(&str, &[&[&str]], Expect)] = &[
     ("FOO=1 BAR=2 rm x", &[&["rm", "x"]], Proven),
     ("/usr/bin/env /bin/rm x", &[&["rm", "x"]], Proven),
     ("env", &[&["env"]], Proven),
-    (
-        "env -S 'rm -rf /'",
-        &[&["rm", "-rf", "/"]],
-        Unprovable,
-    ),
+    ("env -S 'rm -rf /'", &[&["rm", "-rf", "/"]], Unprovable),
     ("command -p -- rm x", &[&["rm", "x"]], Proven),
     ("exec -a name rm x", &[&["rm", "x"]], Proven),
     (

@@ -48,7 +48,10 @@ struct Spec {
     long: &'static [Long],
 }
 
-const HELP_VERSION: [Long; 2] = [Long("help", Arg::No, HELP), Long("version", Arg::No, VERSION)];
+const HELP_VERSION: [Long; 2] = [
+    Long("help", Arg::No, HELP),
+    Long("version", Arg::No, VERSION),
+];
 
 /// `env` (coreutils 9.1): `+C:iS:u:v0` plus the blanks, which it rejects.
 const ENV: Spec = Spec {
@@ -168,12 +171,67 @@ const GNU_TIME: Spec = Spec {
 
 /// bash 5.2's builtins (`compgen -b`): the names `builtin` can run.
 const BASH_BUILTINS: &[&str] = &[
-    ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command",
-    "compgen", "complete", "compopt", "continue", "declare", "dirs", "disown", "echo", "enable",
-    "eval", "exec", "exit", "export", "false", "fc", "fg", "getopts", "hash", "help", "history",
-    "jobs", "kill", "let", "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read",
-    "readarray", "readonly", "return", "set", "shift", "shopt", "source", "suspend", "test",
-    "times", "trap", "true", "type", "typeset", "ulimit", "umask", "unalias", "unset", "wait",
+    ".",
+    ":",
+    "[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "declare",
+    "dirs",
+    "disown",
+    "echo",
+    "enable",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "wait",
 ];
 
 /// Names this module reads differently depending on where they stand: the
@@ -464,10 +522,7 @@ pub(super) fn strip(
     // once, at the end, so that a long chain of wrappers stays linear.
     let mut base = 0;
     let mut after_xargs = false;
-    loop {
-        let Some(first) = words.get_mut(base) else {
-            break;
-        };
+    while let Some(first) = words.get_mut(base) {
         if first.known != Known::Literal {
             break;
         }
@@ -502,13 +557,12 @@ pub(super) fn strip(
         }
     }
     words.drain(..base.min(words.len()));
-    if after_xargs {
-        if let Some(shell) = words.first().filter(|w| SHELLS.contains(&w.text.as_str())) {
-            notes.push(format!(
-                "`xargs` appends its input to `{}`, which may read it as a script",
-                shell.text
-            ));
-        }
+    if after_xargs && let Some(shell) = words.first().filter(|w| SHELLS.contains(&w.text.as_str()))
+    {
+        notes.push(format!(
+            "`xargs` appends its input to `{}`, which may read it as a script",
+            shell.text
+        ));
     }
     words
 }
@@ -531,9 +585,23 @@ fn step(
         "time" => gnu_time(base, words, notes, out),
         "env" => env(base, words, notes, out),
         "nice" => nice(base, words, notes),
-        "nohup" | "stdbuf" => {
-            let spec = if name == "nohup" { &NOHUP } else { &STDBUF };
-            let mut g = Getopt::new(spec, base + 1);
+        "nohup" => {
+            let mut g = Getopt::new(&NOHUP, base + 1);
+            let (opts, at) = g.all(words);
+            notes.append(&mut g.problems);
+            let step = runs(&opts, at, words, Lookup::Program);
+            if matches!(step, Step::Runs(..)) {
+                // When its output is a terminal, which the command's text
+                // cannot tell, nohup appends it to `nohup.out`.
+                out.writes.push(Redirect {
+                    op: ">>".to_owned(),
+                    target: "nohup.out".to_owned(),
+                });
+            }
+            step
+        }
+        "stdbuf" => {
+            let mut g = Getopt::new(&STDBUF, base + 1);
             let (opts, at) = g.all(words);
             notes.append(&mut g.problems);
             runs(&opts, at, words, Lookup::Program)
@@ -630,18 +698,13 @@ fn nice(base: usize, words: &[Word], notes: &mut Vec<String>) -> Step {
     let mut g = Getopt::new(&NICE, base + 1);
     let mut opts = Vec::new();
     let at = loop {
-        if g.cluster.is_none() {
-            if let Some(w) = words.get(g.i) {
-                let b = w.text.as_bytes();
-                let digit_at = 1 + usize::from(matches!(b.get(1), Some(b'-' | b'+')));
-                if b.first() == Some(&b'-') && b.get(digit_at).is_some_and(u8::is_ascii_digit) {
-                    if w.known != Known::Literal {
-                        g.problem(format!("option `{}` is not literal", snippet(&w.text)));
-                    }
-                    g.i += 1;
-                    continue;
-                }
+        let legacy = words.get(g.i).filter(|w| is_adjustment(&w.text));
+        if let (None, Some(w)) = (&g.cluster, legacy) {
+            if w.known != Known::Literal {
+                g.problem(format!("option `{}` is not literal", snippet(&w.text)));
             }
+            g.i += 1;
+            continue;
         }
         match g.next(words) {
             Read::Opt(o) => opts.push(o),
@@ -650,6 +713,14 @@ fn nice(base: usize, words: &[Word], notes: &mut Vec<String>) -> Step {
     };
     notes.append(&mut g.problems);
     runs(&opts, at, words, Lookup::Program)
+}
+
+/// nice's own test for an adjustment word: `-` then a digit, or `--` or
+/// `-+` then a digit.
+fn is_adjustment(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digit_at = 1 + usize::from(matches!(b.get(1), Some(b'-' | b'+')));
+    b.first() == Some(&b'-') && b.get(digit_at).is_some_and(u8::is_ascii_digit)
 }
 
 /// `xargs [OPTION]... [COMMAND [INITIAL-ARGS]...]`: the command gets words
@@ -671,7 +742,9 @@ fn xargs(base: usize, words: &mut [Word], notes: &mut Vec<String>) -> Step {
         }
     }
     match runs(&opts, at, words, Lookup::Program) {
-        Step::Nothing if at >= words.len() && opts.iter().all(|o| o.key != HELP && o.key != VERSION) => {
+        Step::Nothing
+            if at >= words.len() && opts.iter().all(|o| o.key != HELP && o.key != VERSION) =>
+        {
             Step::Echo
         }
         step => step,
@@ -703,12 +776,7 @@ fn time_write(opts: &[Opt]) -> Option<Redirect> {
 /// taken only where GNU time would read the same command the same way;
 /// elsewhere the command is unprovable, read as GNU time when the two
 /// disagree on where the command starts (so that its writes are seen).
-fn keyword_time(
-    base: usize,
-    words: &[Word],
-    notes: &mut Vec<String>,
-    out: &mut Stripped,
-) -> Step {
+fn keyword_time(base: usize, words: &[Word], notes: &mut Vec<String>, out: &mut Stripped) -> Step {
     let mut k = base + 1;
     if words.get(k).is_some_and(|w| w.text == "-p") {
         k += 1;
@@ -788,7 +856,10 @@ fn builtin(name: &str, base: usize, words: &[Word], notes: &mut Vec<String>) -> 
         }
         for (pos, c) in t.char_indices().skip(1) {
             match short_arg(optstring, c) {
-                None => problem(notes, format!("option `-{}` is not known", c.escape_debug())),
+                None => problem(
+                    notes,
+                    format!("option `-{}` is not known", c.escape_debug()),
+                ),
                 Some(Arg::No) => describe |= matches!(c, 'v' | 'V'),
                 Some(_) => {
                     if pos + c.len_utf8() == t.len() {
