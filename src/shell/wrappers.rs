@@ -500,6 +500,10 @@ pub(super) struct Stripped {
     /// Files a wrapper itself writes (GNU `time -o FILE`), as redirections
     /// of the command it runs, so that path rules see them.
     pub writes: Vec<Redirect>,
+    /// The program was run by an external wrapper or `exec`, which find it
+    /// on `PATH`: `nice eval x` runs a program named `eval`, never the
+    /// builtin, so builtins must not be read into it.
+    pub external: bool,
 }
 
 /// Strips wrappers (nested ones too) off the front of `words`, leaving the
@@ -522,6 +526,8 @@ pub(super) fn strip(
     // once, at the end, so that a long chain of wrappers stays linear.
     let mut base = 0;
     let mut after_xargs = false;
+    // xargs replace patterns already marked in the words that follow.
+    let mut replaced = Vec::new();
     while let Some(first) = words.get_mut(base) {
         if first.known != Known::Literal {
             break;
@@ -534,7 +540,12 @@ pub(super) fn strip(
             let written = std::mem::replace(&mut first.text, name.clone());
             out.path.get_or_insert(written);
         }
-        match step(&name, is_path, lookup, base, &mut words, notes, out) {
+        let step = if name == "xargs" {
+            xargs(base, &mut words, notes, &mut replaced)
+        } else {
+            step(&name, is_path, lookup, base, &mut words, notes, out)
+        };
+        match step {
             Step::Program => break,
             Step::Nothing => {
                 if after_xargs {
@@ -545,6 +556,7 @@ pub(super) fn strip(
                 break;
             }
             Step::Echo => {
+                lookup = Lookup::Program;
                 words.truncate(base);
                 words.push(Word::literal("echo"));
                 break;
@@ -556,6 +568,7 @@ pub(super) fn strip(
             }
         }
     }
+    out.external = lookup == Lookup::Program;
     words.drain(..base.min(words.len()));
     if after_xargs && let Some(shell) = words.first().filter(|w| SHELLS.contains(&w.text.as_str()))
     {
@@ -618,7 +631,6 @@ fn step(
             }
             runs(&opts, at + 1, words, Lookup::Program)
         }
-        "xargs" => xargs(base, words, notes),
         _ => Step::Program,
     }
 }
@@ -727,19 +739,35 @@ fn is_adjustment(text: &str) -> bool {
 /// read from the input appended; with `-I R`, `-i[R]` or `--replace[=R]`
 /// every word holding `R` is rewritten from the input, so it is no longer
 /// known. Without a command xargs runs `echo`.
-fn xargs(base: usize, words: &mut [Word], notes: &mut Vec<String>) -> Step {
+///
+/// `replaced` holds the patterns of the xargs before this one, already
+/// marked in the words after them; a chain of xargs marks each new pattern
+/// once, and past a few the command is unprovable instead, so that the work
+/// stays linear.
+fn xargs(
+    base: usize,
+    words: &mut [Word],
+    notes: &mut Vec<String>,
+    replaced: &mut Vec<String>,
+) -> Step {
     let mut g = Getopt::new(&XARGS, base + 1);
     let (opts, at) = g.all(words);
     notes.append(&mut g.problems);
-    let patterns: Vec<String> = opts
-        .iter()
-        .filter(|o| matches!(o.key, 'I' | 'i'))
-        .map(|o| o.value.clone().unwrap_or_else(|| "{}".to_owned()))
-        .collect();
-    for w in words.iter_mut().skip(at) {
-        if patterns.iter().any(|p| w.text.contains(p.as_str())) {
-            w.known = w.known.max(Known::Variable);
+    for o in opts.iter().filter(|o| matches!(o.key, 'I' | 'i')) {
+        let pattern = o.value.clone().unwrap_or_else(|| "{}".to_owned());
+        if replaced.contains(&pattern) {
+            continue;
         }
+        if replaced.len() == MAX_PROBLEMS {
+            notes.push("`xargs` replaces too many patterns to follow".to_owned());
+            break;
+        }
+        for w in words.iter_mut().skip(at) {
+            if w.text.contains(pattern.as_str()) {
+                w.known = w.known.max(Known::Variable);
+            }
+        }
+        replaced.push(pattern);
     }
     match runs(&opts, at, words, Lookup::Program) {
         Step::Nothing
@@ -863,8 +891,16 @@ fn builtin(name: &str, base: usize, words: &[Word], notes: &mut Vec<String>) -> 
                 Some(Arg::No) => describe |= matches!(c, 'v' | 'V'),
                 Some(_) => {
                     if pos + c.len_utf8() == t.len() {
-                        if words.get(i).is_none() {
-                            problem(notes, format!("option `-{c}` lacks its value"));
+                        match words.get(i) {
+                            None => problem(notes, format!("option `-{c}` lacks its value")),
+                            Some(v) if v.known != Known::Literal => problem(
+                                notes,
+                                format!(
+                                    "value `{}` of option `-{c}` is not literal",
+                                    snippet(&v.text)
+                                ),
+                            ),
+                            Some(_) => {}
                         }
                         i += 1;
                     }
@@ -940,5 +976,248 @@ pub(super) fn shell_run(words: &[Word]) -> ShellRun<'_> {
         (true, None) => ShellRun::Nothing,
         (false, Some(file)) => ShellRun::File(file),
         (false, None) => ShellRun::Input,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn literal(words: &str) -> Vec<Word> {
+        words.split(' ').map(Word::literal).collect()
+    }
+
+    /// `getopt_long` over `words` (after the tool's name): the options as
+    /// `key=value` and the index of the first operand.
+    fn read(spec: &Spec, words: &str) -> (Vec<String>, usize, Vec<String>) {
+        let words = literal(words);
+        let mut g = Getopt::new(spec, 1);
+        let (opts, at) = g.all(&words);
+        let shown = opts
+            .iter()
+            .map(|o| format!("{}={}", o.key, o.value.as_deref().unwrap_or("")))
+            .collect();
+        (shown, at, g.problems)
+    }
+
+    /// The words and unprovable phrases of the single command of `script`.
+    fn one(script: &str) -> (Vec<String>, Vec<String>) {
+        let got = super::super::analyze(script);
+        assert_eq!(got.commands.len(), 1, "{script}: {got:?}");
+        (got.commands[0].words.clone(), got.unprovable)
+    }
+
+    fn runs(script: &str, expected: &str) {
+        let (words, unprovable) = one(script);
+        assert_eq!(words.join(" "), expected, "{script}");
+        assert!(unprovable.is_empty(), "{script}: {unprovable:?}");
+    }
+
+    fn unprovable(script: &str, expected: &str, phrase: &str) {
+        let (words, unprovable) = one(script);
+        assert_eq!(words.join(" "), expected, "{script}");
+        assert!(
+            unprovable.iter().any(|p| p.contains(phrase)),
+            "{script}: {unprovable:?} lacks {phrase:?}"
+        );
+    }
+
+    #[test]
+    fn long_options_take_any_unique_prefix() {
+        assert_eq!(read(&ENV, "env --un ls x").0, ["u=ls"]);
+        assert_eq!(read(&ENV, "env --un ls x").1, 3);
+        assert_eq!(read(&TIMEOUT, "timeout --sig KILL 5").0, ["s=KILL"]);
+        assert_eq!(read(&XARGS, "xargs --p ls rm").0, [format!("{OTHER}=ls")]);
+        assert_eq!(read(&GNU_TIME, "time --out f ls").0, ["o=f"]);
+        assert_eq!(read(&GNU_TIME, "time --output=f ls").0, ["o=f"]);
+    }
+
+    #[test]
+    fn an_ambiguous_or_unknown_long_option_is_a_problem() {
+        let (_, at, problems) = read(&ENV, "env --d ls");
+        assert_eq!(at, 2);
+        assert!(problems[0].contains("`--d` is ambiguous"), "{problems:?}");
+        let (_, _, problems) = read(&XARGS, "xargs --e=x ls");
+        assert!(problems[0].contains("--eof, --exit"), "{problems:?}");
+        let (_, _, problems) = read(&TIMEOUT, "timeout --nope 5 ls");
+        assert!(
+            problems[0].contains("`--nope` is not known"),
+            "{problems:?}"
+        );
+        let (_, _, problems) = read(&ENV, "env --debug=1 ls");
+        assert!(problems[0].contains("takes no value"), "{problems:?}");
+        let (_, _, problems) = read(&ENV, "env -u");
+        assert!(problems[0].contains("lacks its value"), "{problems:?}");
+    }
+
+    #[test]
+    fn an_exact_name_beats_the_longer_names_it_prefixes() {
+        const SPEC: Spec = Spec {
+            tool: "t",
+            short: "",
+            informs: "",
+            long: &[
+                Long("out", Arg::Required, 'o'),
+                Long("output", Arg::No, 'p'),
+            ],
+        };
+        assert_eq!(read(&SPEC, "t --out f x").0, ["o=f"]);
+        assert_eq!(read(&SPEC, "t --outp x").0, ["p="]);
+        assert!(!read(&SPEC, "t --ou x").2.is_empty());
+    }
+
+    #[test]
+    fn optional_values_attach_only() {
+        assert_eq!(read(&XARGS, "xargs --eof sudo ls").0, ["e="]);
+        assert_eq!(read(&XARGS, "xargs --eof sudo ls").1, 2);
+        assert_eq!(read(&XARGS, "xargs --eof=x ls").0, ["e=x"]);
+        assert_eq!(read(&XARGS, "xargs -e sudo").0, ["e="]);
+        assert_eq!(read(&XARGS, "xargs -esudo ls").0, ["e=sudo"]);
+        assert_eq!(read(&XARGS, "xargs -i ls").0, ["i="]);
+        // A required value takes the rest of a cluster or the next word.
+        assert_eq!(read(&XARGS, "xargs -0n1 ls").0, ["0=", "n=1"]);
+        assert_eq!(read(&XARGS, "xargs -0n 1 ls").0, ["0=", "n=1"]);
+    }
+
+    #[test]
+    fn options_stop_at_the_first_operand_or_after_dashes() {
+        assert_eq!(read(&NICE, "nice ls -n 5").1, 1);
+        assert_eq!(read(&NICE, "nice -- -n 5").1, 2);
+        assert_eq!(read(&ENV, "env - -i ls").1, 1);
+        runs("nice -- -5 ls", "-5 ls");
+        runs("timeout 5 -s KILL ls", "-s KILL ls");
+    }
+
+    #[test]
+    fn wrappers_are_stepped_over_exactly() {
+        runs("env --un ls sudo reboot", "sudo reboot");
+        runs("env -vu ls sudo", "sudo");
+        runs("env a.b=1 =x 1=2 sudo ls", "sudo ls");
+        runs("env -i - FOO=1 sudo ls", "sudo ls");
+        runs("xargs --eof sudo ls", "sudo ls");
+        runs("xargs -E sudo ls", "ls");
+        runs("timeout --sig KILL --k 1 5 sudo ls", "sudo ls");
+        runs(
+            "nice -5 nice --5 nice -+5 nice -n 3 nice --adj 3 sudo",
+            "sudo",
+        );
+        runs("stdbuf --o L -e0 sudo", "sudo");
+        runs("nohup -- sudo", "sudo");
+        runs("xargs", "echo");
+        runs("xargs -0 -r", "echo");
+    }
+
+    #[test]
+    fn help_and_version_run_nothing() {
+        runs("env --help sudo", "env --help sudo");
+        runs("nice --h sudo", "nice --h sudo");
+        runs("nohup --v sudo", "nohup --v sudo");
+        runs("xargs --help sudo", "xargs --help sudo");
+        runs("command -v sudo", "command -v sudo");
+        runs("exec --help sudo", "exec --help sudo");
+        runs("env time -V sudo", "time -V sudo");
+    }
+
+    #[test]
+    fn split_strings_and_other_folders_are_unprovable() {
+        unprovable("env --s='rm -rf x' ls", "rm -rf x ls", "split");
+        unprovable("env -S '-u X sudo' ls", "sudo ls", "split");
+        unprovable(
+            "env -C sub ls",
+            "ls",
+            "`env --chdir` runs its command in the folder `sub`",
+        );
+        unprovable("env --ch=/ ls", "ls", "chdir");
+    }
+
+    #[test]
+    fn builtins_after_an_external_wrapper_are_programs() {
+        runs("nice exec true", "exec true");
+        runs("env exec -a name head", "exec -a name head");
+        runs("env -v command -- cat a.txt", "command -- cat a.txt");
+        runs("nice --adj 3 exec git status", "exec git status");
+        runs("exec command ls", "command ls");
+        runs("./exec ls", "exec ls");
+        // No builtin is read into them.
+        runs("nice eval 'sudo ls'", "eval sudo ls");
+        // GNU time is a program: it steps over its options.
+        runs("nice time -f %e sudo", "sudo");
+    }
+
+    #[test]
+    fn builtins_read_their_own_options() {
+        runs("exec -la name sudo", "sudo");
+        runs("exec -aname -c -- sudo", "sudo");
+        runs("command -p -- sudo", "sudo");
+        runs("command exec sudo", "sudo");
+        runs("builtin -- command sudo", "sudo");
+        // `builtin` of something that is not a builtin runs nothing.
+        runs("builtin sudo ls", "builtin sudo ls");
+        runs("builtin time ls", "builtin time ls");
+        unprovable("exec -x ls", "ls", "`exec` option `-x` is not known");
+        unprovable("exec -a $x ls", "ls", "not literal");
+    }
+
+    #[test]
+    fn gnu_time_reports_the_file_it_writes() {
+        let writes = |script: &str| {
+            let got = super::super::analyze(script);
+            got.commands[0]
+                .redirects
+                .iter()
+                .map(|r| format!("{}{}", r.op, r.target))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(writes("nice time --output=o.txt ls"), [">o.txt"]);
+        assert_eq!(writes("command time -o a -ao b ls"), [">>b"]);
+        assert_eq!(writes("FOO=1 time --output-file o ls"), [">o"]);
+        assert_eq!(writes("nice time -- ls"), Vec::<String>::new());
+        // The keyword, or GNU time when quoted: unprovable, the write kept.
+        assert_eq!(writes("time -o o.txt ls"), [">o.txt"]);
+        unprovable("time -o o.txt ls", "ls", "keyword");
+        // Where both read the same, the keyword's reading holds.
+        runs("time -p -- ls", "ls");
+        unprovable("time time -p ls", "ls", "keyword");
+        unprovable("time exec sudo", "sudo", "keyword");
+    }
+
+    #[test]
+    fn xargs_input_can_make_the_command() {
+        unprovable("xargs env", "env", "`xargs` appends its input to `env`");
+        unprovable(
+            "xargs bash -c",
+            "bash -c",
+            "`xargs` appends its input to `bash`",
+        );
+        unprovable("xargs -I{} {} x", "{} x", "command name");
+        let got = super::super::analyze("xargs -I{} sudo {}");
+        assert_eq!(got.commands[0].words, ["sudo", "{}"]);
+    }
+
+    #[test]
+    fn long_chains_and_clusters_stay_linear() {
+        for unit in [
+            "xargs -I{} ",
+            "xargs -i ",
+            "env ",
+            "nice -5 ",
+            "time ",
+            "env -vvvvvvvvvv ",
+            "xargs -0 ",
+        ] {
+            let script = format!("{}ls", unit.repeat(50_000));
+            let started = std::time::Instant::now();
+            let got = super::super::analyze(&script);
+            assert_eq!(got.commands.last().map(|c| c.program()), Some("ls"));
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "{unit}: {:?}",
+                started.elapsed()
+            );
+        }
+        let cluster = format!("env -{} ls", "v".repeat(1_000_000));
+        let started = std::time::Instant::now();
+        runs(&cluster, "ls");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 }
