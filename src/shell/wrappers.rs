@@ -497,8 +497,9 @@ pub(super) struct Stripped {
     pub assignments: Vec<String>,
     /// The program as written, when it was a path.
     pub path: Option<String>,
-    /// Files a wrapper itself writes (GNU `time -o FILE`), as redirections
-    /// of the command it runs, so that path rules see them.
+    /// Files a wrapper itself opens (GNU `time -o FILE` writes one, `xargs
+    /// -a FILE` reads one), as redirections of the command it runs, so that
+    /// path rules see them.
     pub writes: Vec<Redirect>,
     /// The program was run by an external wrapper or `exec`, which find it
     /// on `PATH`: `nice eval x` runs a program named `eval`, never the
@@ -528,12 +529,15 @@ pub(super) fn strip(
     let mut after_xargs = false;
     // xargs replace patterns already marked in the words that follow.
     let mut replaced = Vec::new();
+    // Whether the word at `base` names its program by a path, which is
+    // never a builtin.
+    let mut is_path = false;
     while let Some(first) = words.get_mut(base) {
         if first.known != Known::Literal {
             break;
         }
         let name = program_name(&first.text).to_string();
-        let is_path = name.len() != first.text.len();
+        is_path = name.len() != first.text.len();
         if is_path {
             // Sticky: `./env ls` runs whatever `./env` is, so the command is
             // not pinned down even though `ls` is named by its name.
@@ -541,7 +545,7 @@ pub(super) fn strip(
             out.path.get_or_insert(written);
         }
         let step = if name == "xargs" {
-            xargs(base, &mut words, notes, &mut replaced)
+            xargs(base, &mut words, notes, out, &mut replaced)
         } else {
             step(&name, is_path, lookup, base, &mut words, notes, out)
         };
@@ -557,18 +561,20 @@ pub(super) fn strip(
             }
             Step::Echo => {
                 lookup = Lookup::Program;
+                is_path = false;
                 words.truncate(base);
                 words.push(Word::literal("echo"));
                 break;
             }
             Step::Runs(start, next) => {
                 after_xargs |= name == "xargs";
+                is_path = false;
                 base = start;
                 lookup = next;
             }
         }
     }
-    out.external = lookup == Lookup::Program;
+    out.external = lookup == Lookup::Program || is_path;
     words.drain(..base.min(words.len()));
     if after_xargs && let Some(shell) = words.first().filter(|w| SHELLS.contains(&w.text.as_str()))
     {
@@ -748,11 +754,21 @@ fn xargs(
     base: usize,
     words: &mut [Word],
     notes: &mut Vec<String>,
+    out: &mut Stripped,
     replaced: &mut Vec<String>,
 ) -> Step {
     let mut g = Getopt::new(&XARGS, base + 1);
     let (opts, at) = g.all(words);
     notes.append(&mut g.problems);
+    // `-a FILE` reads its input from FILE, as `< FILE` would: path rules
+    // see it.
+    out.writes
+        .extend(opts.iter().filter(|o| o.key == 'a').filter_map(|o| {
+            Some(Redirect {
+                op: "<".to_owned(),
+                target: o.value.clone()?,
+            })
+        }));
     for o in opts.iter().filter(|o| matches!(o.key, 'I' | 'i')) {
         let pattern = o.value.clone().unwrap_or_else(|| "{}".to_owned());
         if replaced.contains(&pattern) {
@@ -1138,6 +1154,7 @@ mod tests {
         runs("nice --adj 3 exec git status", "exec git status");
         runs("exec command ls", "command ls");
         runs("./exec ls", "exec ls");
+        runs("./eval 'sudo ls'", "eval sudo ls");
         // No builtin is read into them.
         runs("nice eval 'sudo ls'", "eval sudo ls");
         // GNU time is a program: it steps over its options.
@@ -1192,6 +1209,14 @@ mod tests {
         unprovable("xargs -I{} {} x", "{} x", "command name");
         let got = super::super::analyze("xargs -I{} sudo {}");
         assert_eq!(got.commands[0].words, ["sudo", "{}"]);
+        // `-a FILE` reads FILE, like `< FILE`.
+        let got = super::super::analyze("xargs --arg=list.txt -a in.txt grep x");
+        let reads: Vec<_> = got.commands[0]
+            .redirects
+            .iter()
+            .map(|r| format!("{}{}", r.op, r.target))
+            .collect();
+        assert_eq!(reads, ["<list.txt", "<in.txt"]);
     }
 
     #[test]
