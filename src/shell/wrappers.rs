@@ -234,6 +234,21 @@ const BASH_BUILTINS: &[&str] = &[
     "wait",
 ];
 
+/// bash 5.2's reserved words (`compgen -k`). Where bash reads one (first in
+/// a command, or after the keyword `time`), a correct parse never shows it
+/// as a command's name: there, it means the parse and bash disagree
+/// (`time { sudo ls; }`, `time ! sudo ls`, `coproc sudo ls`).
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
+    "done", "in", "function", "time", "{", "}", "!", "[[", "]]", "coproc",
+];
+
+/// Reserved words followed by a command, which is then read in their place
+/// so that deny rules still see it.
+const BEFORE_A_COMMAND: &[&str] = &[
+    "!", "{", "if", "then", "else", "elif", "while", "until", "do", "coproc",
+];
+
 /// Names this module reads differently depending on where they stand: the
 /// builtins `exec`, `command`, `builtin` and the keyword `time`.
 const POSITIONAL: &[&str] = &["exec", "command", "builtin", "time"];
@@ -602,6 +617,16 @@ fn step(
         "exec" | "command" | "builtin" => Step::Program,
         "time" if !is_path && lookup == Lookup::Shell => keyword_time(base, words, notes, out),
         "time" => gnu_time(base, words, notes, out),
+        _ if !is_path && lookup == Lookup::Shell && RESERVED.contains(&name) => {
+            notes.push(format!(
+                "`{name}` is a reserved word of bash, read here as a command name"
+            ));
+            if BEFORE_A_COMMAND.contains(&name) && base + 1 < words.len() {
+                Step::Runs(base + 1, Lookup::Shell)
+            } else {
+                Step::Program
+            }
+        }
         "env" => env(base, words, notes, out),
         "nice" => nice(base, words, notes),
         "nohup" => {
@@ -1196,6 +1221,29 @@ mod tests {
         runs("time -p -- ls", "ls");
         unprovable("time time -p ls", "ls", "keyword");
         unprovable("time exec sudo", "sudo", "keyword");
+    }
+
+    #[test]
+    fn reserved_words_read_as_command_names_are_unprovable() {
+        // tree-sitter-bash does not know the keyword `time`: what follows
+        // it is read as words. The command behind is still seen.
+        unprovable("time ! sudo ls", "sudo ls", "`!` is a reserved word");
+        let got = super::super::analyze("time -p { sudo ls; }");
+        assert_eq!(got.commands[0].words, ["sudo", "ls"]);
+        assert!(
+            got.unprovable[0].contains("`{` is a reserved word"),
+            "{got:?}"
+        );
+        unprovable("coproc sudo ls", "sudo ls", "`coproc` is a reserved word");
+        unprovable("! ! sudo ls", "sudo ls", "`!` is a reserved word");
+        let got = super::super::analyze("time while sudo ls; do :; done");
+        assert_eq!(got.commands[0].words, ["sudo", "ls"]);
+        assert!(
+            got.unprovable[0].contains("`while` is a reserved word"),
+            "{got:?}"
+        );
+        // After an assignment or `command`, the word is a program's name.
+        runs("command if x", "if x");
     }
 
     #[test]
