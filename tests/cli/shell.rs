@@ -38,8 +38,8 @@ fn corpus() -> Vec<Case> {
         .iter()
         .flat_map(|path| {
             let text = std::fs::read_to_string(path).unwrap();
-            let corpus: Corpus =
-                toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let corpus: Corpus = toml::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             corpus.case
         })
         .collect()
