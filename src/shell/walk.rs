@@ -499,6 +499,8 @@ impl<'s> Walker<'s> {
             }
         }
         let mut nested = None;
+        // A program a wrapper finds on PATH is never a builtin.
+        let builtin = !stripped.external;
         if first.known == Known::Literal {
             let program = first.text.as_str();
             let rest = || {
@@ -508,16 +510,17 @@ impl<'s> Walker<'s> {
                     .collect::<Vec<_>>()
                     .join(" ")
             };
-            if ASSIGNING_BUILTINS.contains(&program)
-                || (program == "printf" && words.iter().any(|w| w.text.starts_with("-v")))
+            if builtin
+                && (ASSIGNING_BUILTINS.contains(&program)
+                    || (program == "printf" && words.iter().any(|w| w.text.starts_with("-v"))))
             {
                 self.note(format!("`{program}` assigns variables by name"));
             }
-            if program == "eval" {
+            if builtin && program == "eval" {
                 let body = rest();
                 self.note(format!("eval `{}`", snippet(&body)));
                 nested = Some(("eval".to_string(), body));
-            } else if program == "source" || program == "." {
+            } else if builtin && (program == "source" || program == ".") {
                 self.note(format!("source `{}`", snippet(&rest())));
             } else if SHELLS.contains(&program) {
                 match wrappers::shell_run(&words) {
