@@ -169,6 +169,53 @@ const GNU_TIME: Spec = Spec {
     ],
 };
 
+/// `setsid` (util-linux 2.38): `+cfwhV`.
+const SETSID: Spec = Spec {
+    tool: "setsid",
+    short: "cfwhV",
+    informs: "hV",
+    long: &[
+        Long("ctty", Arg::No, 'c'),
+        Long("fork", Arg::No, 'f'),
+        Long("wait", Arg::No, 'w'),
+        HELP_VERSION[0],
+        HELP_VERSION[1],
+    ],
+};
+
+/// `ionice` (util-linux 2.38): `+c:n:p:P:tu:hV`; with `-p`, `-P` or `-u`
+/// it changes running processes and runs nothing.
+const IONICE: Spec = Spec {
+    tool: "ionice",
+    short: "c:n:p:P:tu:hV",
+    informs: "hV",
+    long: &[
+        Long("class", Arg::Required, 'c'),
+        Long("classdata", Arg::Required, 'n'),
+        Long("pid", Arg::Required, 'p'),
+        Long("pgid", Arg::Required, 'P'),
+        Long("ignore", Arg::No, 't'),
+        Long("uid", Arg::Required, 'u'),
+        HELP_VERSION[0],
+        HELP_VERSION[1],
+    ],
+};
+
+/// `taskset` (util-linux 2.38): `+achpV`, then a MASK (or CPU list)
+/// operand; with `-p` it changes a running process and runs nothing.
+const TASKSET: Spec = Spec {
+    tool: "taskset",
+    short: "achpV",
+    informs: "hV",
+    long: &[
+        Long("all-tasks", Arg::No, 'a'),
+        Long("cpu-list", Arg::No, 'c'),
+        Long("pid", Arg::No, 'p'),
+        HELP_VERSION[0],
+        HELP_VERSION[1],
+    ],
+};
+
 /// bash 5.2's builtins (`compgen -b`): the names `builtin` can run.
 const BASH_BUILTINS: &[&str] = &[
     ".",
@@ -643,6 +690,31 @@ fn step(
                 });
             }
             step
+        }
+        "setsid" => {
+            let mut g = Getopt::new(&SETSID, base + 1);
+            let (opts, at) = g.all(words);
+            notes.append(&mut g.problems);
+            runs(&opts, at, words, Lookup::Program)
+        }
+        "ionice" | "taskset" => {
+            let spec = if name == "ionice" { &IONICE } else { &TASKSET };
+            let mut g = Getopt::new(spec, base + 1);
+            let (opts, at) = g.all(words);
+            notes.append(&mut g.problems);
+            let on_processes = |keys: &str| opts.iter().any(|o| keys.contains(o.key));
+            if name == "ionice" && on_processes("pPu") {
+                Step::Nothing
+            } else if name == "taskset" {
+                if on_processes("p") {
+                    Step::Nothing
+                } else {
+                    // The MASK or CPU list comes first.
+                    runs(&opts, at + 1, words, Lookup::Program)
+                }
+            } else {
+                runs(&opts, at, words, Lookup::Program)
+            }
         }
         "stdbuf" => {
             let mut g = Getopt::new(&STDBUF, base + 1);
@@ -1146,6 +1218,13 @@ mod tests {
         runs("nohup -- sudo", "sudo");
         runs("xargs", "echo");
         runs("xargs -0 -r", "echo");
+        runs("setsid -f --wai sudo ls", "sudo ls");
+        runs("ionice -c3 -n 7 --ign sudo", "sudo");
+        runs("taskset -c 0,1 sudo ls", "sudo ls");
+        runs("taskset 03 sudo", "sudo");
+        runs("setsid --version sudo", "setsid --version sudo");
+        runs("ionice -p 1 sudo", "ionice -p 1 sudo");
+        runs("taskset -p 03 1", "taskset -p 03 1");
     }
 
     #[test]
