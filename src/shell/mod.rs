@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+mod strict;
 mod walk;
 mod word;
 mod wrappers;

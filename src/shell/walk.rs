@@ -9,6 +9,7 @@ use std::ops::ControlFlow;
 
 use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 
+use super::strict;
 use super::word::{Known, Word, node_text, slice, word};
 use super::wrappers::{self, SHELLS, ShellRun};
 use super::{CommandAnalysis, MAX_NESTING, Redirect, SimpleCommand};
@@ -40,12 +41,20 @@ pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
         parse_error_noted: false,
         attach_budget: MAX_ATTACH_WORK,
         verbatim_budget: VERBATIM_BUDGET.saturating_add(script.len()),
+        raw: Vec::new(),
+        bare: Vec::new(),
+        scanned_until: 0,
+        arith_until: 0,
+        extra_args: None,
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
     }
     match parse(script).0 {
-        Ok(tree) => walker.walk(tree.root_node()),
+        Ok(tree) => {
+            walker.walk(tree.root_node());
+            walker.second_opinion();
+        }
         Err(ParseFailure::Unavailable) => {
             walker.note("the shell parser could not run".to_string());
         }
@@ -174,8 +183,9 @@ pub(super) fn snippet(text: &str) -> String {
 enum Task<'t> {
     /// Visit a node; the redirections apply to the commands it contains.
     Visit(Node<'t>, Vec<Redirect>),
-    /// Add redirections to every command found from this index on.
-    Attach(usize, Vec<Redirect>),
+    /// Add redirections to every command found from these indices on (of
+    /// the commands, and of the commands as read).
+    Attach(usize, usize, Vec<Redirect>),
 }
 
 struct Walker<'s> {
@@ -186,6 +196,20 @@ struct Walker<'s> {
     parse_error_noted: bool,
     attach_budget: usize,
     verbatim_budget: usize,
+    /// Every simple command of this script as read, before wrappers are
+    /// stripped: what the strict reading is compared with.
+    raw: Vec<strict::Command>,
+    /// Redirections on no simple command.
+    bare: Vec<Redirect>,
+    /// End of the last node whose text was searched for hidden
+    /// substitutions: nodes inside it are not searched again, which keeps
+    /// the walk linear however deeply expansions nest.
+    scanned_until: usize,
+    /// The same for the search for assignments in arithmetic.
+    arith_until: usize,
+    /// Words that tree-sitter hung on a heredoc or a redirection but that
+    /// bash passes as arguments to the command (node id of the command).
+    extra_args: Option<(usize, Vec<Word>)>,
 }
 
 impl<'s> Walker<'s> {
@@ -193,7 +217,7 @@ impl<'s> Walker<'s> {
         CommandAnalysis {
             commands: self.commands,
             unprovable: self.notes,
-            bare_redirects: Vec::new(),
+            bare_redirects: self.bare,
         }
     }
 
@@ -218,13 +242,19 @@ impl<'s> Walker<'s> {
         while let Some(task) = stack.pop() {
             match task {
                 Task::Visit(node, redirects) => self.visit(node, redirects, &mut stack),
-                Task::Attach(from, redirects) => self.attach(from, &redirects),
+                Task::Attach(from, raw_from, redirects) => {
+                    self.attach(from, raw_from, &redirects);
+                }
             }
         }
     }
 
-    fn attach(&mut self, from: usize, redirects: &[Redirect]) {
+    fn attach(&mut self, from: usize, raw_from: usize, redirects: &[Redirect]) {
         let targets = self.commands.len().saturating_sub(from);
+        if targets == 0 {
+            self.bare.extend_from_slice(redirects);
+            return;
+        }
         let work = targets.saturating_mul(redirects.len());
         if work > self.attach_budget {
             self.note("redirections nested too deeply to attribute".to_string());
@@ -233,6 +263,9 @@ impl<'s> Walker<'s> {
         }
         self.attach_budget -= work;
         for command in self.commands.iter_mut().skip(from) {
+            command.redirects.extend_from_slice(redirects);
+        }
+        for command in self.raw.iter_mut().skip(raw_from) {
             command.redirects.extend_from_slice(redirects);
         }
     }
@@ -261,7 +294,7 @@ impl<'s> Walker<'s> {
                     }
                     return;
                 }
-                _ => stack.push(Task::Attach(self.commands.len(), redirects)),
+                _ => stack.push(Task::Attach(self.commands.len(), self.raw.len(), redirects)),
             }
         }
         match node.kind() {
@@ -274,6 +307,51 @@ impl<'s> Walker<'s> {
             "command_substitution" => {
                 let phrase = format!("command substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
+                let text = self.text(node);
+                if let Some(inner) = text.strip_prefix('`') {
+                    // Bash removes the backslash before `` ` ``, `\` and `$`
+                    // and parses the rest: nested backticks are commands.
+                    let inner = unescape_backticks(inner.strip_suffix('`').unwrap_or(inner));
+                    self.nested("command substitution", &inner);
+                    return;
+                }
+            }
+            "expansion" | "arithmetic_expansion" | "heredoc_body" | "ERROR" => {
+                if node.kind() == "ERROR" {
+                    self.parse_error(node);
+                }
+                if node.kind() == "heredoc_body" && heredoc_is_quoted(self.src, node) {
+                    return;
+                }
+                if node.kind() == "arithmetic_expansion" && node.start_byte() >= self.arith_until {
+                    self.arith_until = node.end_byte();
+                    if assigns_in_arithmetic(&self.text(node)) {
+                        let phrase =
+                            format!("arithmetic `{}` assigns variables", snippet(&self.text(node)));
+                        self.note(phrase);
+                    }
+                }
+                if node.kind() == "expansion" && assigns_default(&self.text(node)) {
+                    let phrase =
+                        format!("expansion `{}` assigns a variable", snippet(&self.text(node)));
+                    self.note(phrase);
+                }
+                self.recover_hidden(node);
+                if node.kind() == "ERROR" {
+                    push_children(node, stack);
+                }
+                return;
+            }
+            "function_definition" => {
+                let mut cursor = node.walk();
+                let redirects: Vec<Node<'t>> = node
+                    .children(&mut cursor)
+                    .filter(|c| c.kind() == "file_redirect")
+                    .collect();
+                for r in redirects {
+                    let (redirect, _) = self.redirect(r);
+                    self.bare.extend(redirect);
+                }
             }
             "for_statement" => {
                 if let Some(variable) = node.child_by_field_name("variable") {
@@ -284,18 +362,13 @@ impl<'s> Walker<'s> {
                     self.note(phrase);
                 }
             }
-            "arithmetic_expansion" | "c_style_for_statement" | "compound_statement"
-                if assigns_in_arithmetic(&self.text(node)) =>
+            "c_style_for_statement" | "compound_statement"
+                if node.start_byte() >= self.arith_until
+                    && assigns_in_arithmetic(&self.text(node)) =>
             {
+                self.arith_until = node.end_byte();
                 let phrase = format!(
                     "arithmetic `{}` assigns variables",
-                    snippet(&self.text(node))
-                );
-                self.note(phrase);
-            }
-            "expansion" if assigns_default(&self.text(node)) => {
-                let phrase = format!(
-                    "expansion `{}` assigns a variable",
                     snippet(&self.text(node))
                 );
                 self.note(phrase);
@@ -311,7 +384,6 @@ impl<'s> Walker<'s> {
                 let phrase = format!("process substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
             }
-            "ERROR" => self.parse_error(node),
             _ if node.is_missing() => self.parse_error(node),
             _ => {}
         }
@@ -336,6 +408,7 @@ impl<'s> Walker<'s> {
     fn redirected<'t>(&mut self, node: Node<'t>, stack: &mut Vec<Task<'t>>) {
         let mut body = None;
         let mut redirects = Vec::new();
+        let mut extras = Vec::new();
         let mut rest = Vec::new();
         let mut cursor = node.walk();
         if cursor.goto_first_child() {
@@ -344,8 +417,38 @@ impl<'s> Walker<'s> {
                 if cursor.field_name() == Some("body") {
                     body = Some(child);
                 } else if child.is_named() || child.is_missing() {
-                    if child.kind() == "file_redirect" {
-                        redirects.extend(self.redirect(child));
+                    match child.kind() {
+                        "file_redirect" => {
+                            let (redirect, extra) = self.redirect(child);
+                            redirects.extend(redirect);
+                            extras.extend(extra);
+                        }
+                        // `cat <<EOF > f a`: tree-sitter hangs what follows
+                        // the delimiter on the heredoc; bash reads it as
+                        // redirections and arguments of the command.
+                        "heredoc_redirect" => {
+                            let mut inner = child.walk();
+                            for part in child.named_children(&mut inner) {
+                                match part.kind() {
+                                    "heredoc_start" | "heredoc_body" | "heredoc_end" => {}
+                                    "file_redirect" => {
+                                        let (redirect, extra) = self.redirect(part);
+                                        redirects.extend(redirect);
+                                        extras.extend(extra);
+                                    }
+                                    "herestring_redirect" | "comment" => {}
+                                    kind if is_word_kind(kind) => {
+                                        extras.push(word(
+                                            self.src,
+                                            part,
+                                            &mut self.verbatim_budget,
+                                        ));
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
+                        _ => {}
                     }
                     rest.push(child);
                 }
@@ -356,24 +459,39 @@ impl<'s> Walker<'s> {
         }
         // Body first, then the redirections' own words and heredoc pipelines.
         stack.extend(rest.into_iter().rev().map(|n| Task::Visit(n, Vec::new())));
-        if let Some(body) = body {
-            stack.push(Task::Visit(body, redirects));
+        match body {
+            Some(body) => {
+                if !extras.is_empty() {
+                    if body.kind() == "command" {
+                        self.extra_args = Some((body.id(), extras));
+                    } else {
+                        self.note(format!(
+                            "words after a redirection near `{}`",
+                            snippet(&self.text(node))
+                        ));
+                    }
+                }
+                stack.push(Task::Visit(body, redirects));
+            }
+            None => self.bare.extend(redirects),
         }
     }
 
     /// A file redirection, or `None` for descriptor duplications (`2>&1`,
     /// `>&-`) and redirections without a target.
-    fn redirect(&mut self, node: Node<'_>) -> Option<Redirect> {
+    ///
+    /// Also returns the words tree-sitter took as further destinations but
+    /// that bash reads as arguments (`> f a`); a destination continued by a
+    /// backslash-newline (`> /dev/s\<newline>da`) is one word.
+    fn redirect(&mut self, node: Node<'_>) -> (Option<Redirect>, Vec<Word>) {
         let mut descriptor = None;
-        let mut destination = None;
+        let mut destinations = Vec::new();
         let mut cursor = node.walk();
         if cursor.goto_first_child() {
             loop {
                 match cursor.field_name() {
                     Some("descriptor") => descriptor = Some(cursor.node()),
-                    Some("destination") if destination.is_none() => {
-                        destination = Some(cursor.node());
-                    }
+                    Some("destination") => destinations.push(cursor.node()),
                     _ => {}
                 }
                 if !cursor.goto_next_sibling() {
@@ -381,25 +499,39 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        let destination = destination?;
+        let mut extra: Vec<Word> = Vec::new();
+        let Some((&destination, others)) = destinations.split_first() else {
+            return (None, extra);
+        };
+        let mut target = word(self.src, destination, &mut self.verbatim_budget).text;
+        let mut last_end = destination.end_byte();
+        for &other in others {
+            let next = word(self.src, other, &mut self.verbatim_budget);
+            if extra.is_empty() && slice(self.src, last_end, other.start_byte()) == "\\\n" {
+                target.push_str(&next.text);
+            } else {
+                extra.push(next);
+            }
+            last_end = other.end_byte();
+        }
         let op_start = descriptor.map_or(node.start_byte(), |d| d.end_byte());
         let bare: String = slice(self.src, op_start, destination.start_byte())
+            .replace("\\\n", "")
             .chars()
             .filter(|c| !c.is_whitespace())
             .collect();
-        let target = word(self.src, destination, &mut self.verbatim_budget).text;
         let numeric = {
             let t = target.strip_suffix('-').unwrap_or(&target);
             !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
         };
         if bare == "<&" || (bare == ">&" && numeric) {
-            return None;
+            return (None, extra);
         }
         let op = match descriptor {
             Some(d) => format!("{}{bare}", self.text(d)),
             None => bare,
         };
-        Some(Redirect { op, target })
+        (Some(Redirect { op, target }), extra)
     }
 
     fn command(&mut self, node: Node<'_>, outer: Vec<Redirect>) {
@@ -412,15 +544,17 @@ impl<'s> Walker<'s> {
             loop {
                 let child = cursor.node();
                 match (cursor.field_name(), child.kind()) {
-                    (_, "file_redirect") => redirects.extend(self.redirect(child)),
+                    (_, "file_redirect") => {
+                        let (redirect, extra) = self.redirect(child);
+                        redirects.extend(redirect);
+                        words.extend(extra);
+                    }
                     (_, "variable_assignment") => {
                         let text = self.text(child);
                         let name = text.split_once('=').map_or(&*text, |(n, _)| n);
                         assignments.push(name.trim_end_matches('+').to_owned());
                     }
-                    (Some("name"), _) if child.is_missing() || child.byte_range().is_empty() => {
-                        return;
-                    }
+                    (Some("name"), _) if child.is_missing() || child.byte_range().is_empty() => {}
                     (Some("name" | "argument"), _) => {
                         let next = word(self.src, child, &mut self.verbatim_budget);
                         // The grammar reads a line continuation as a word
@@ -449,6 +583,13 @@ impl<'s> Walker<'s> {
             }
         }
         redirects.extend(outer);
+        if let Some((id, extra)) = self.extra_args.take() {
+            if id == node.id() {
+                words.extend(extra);
+            } else {
+                self.extra_args = Some((id, extra));
+            }
+        }
         self.simple(words, redirects, assignments);
     }
 
@@ -467,6 +608,10 @@ impl<'s> Walker<'s> {
             }
         }
         if !words.is_empty() {
+            self.raw.push(strict::Command {
+                words: words.iter().map(|w| Word::literal(w.clone())).collect(),
+                redirects: Vec::new(),
+            });
             self.commands.push(SimpleCommand {
                 words,
                 redirects: Vec::new(),
@@ -477,16 +622,38 @@ impl<'s> Walker<'s> {
     }
 
     fn simple(&mut self, words: Vec<Word>, redirects: Vec<Redirect>, assignments: Vec<String>) {
+        if !words.is_empty() {
+            self.raw.push(strict::Command {
+                words: words.clone(),
+                redirects: redirects.clone(),
+            });
+        }
         let mut notes = Vec::new();
         let mut stripped = wrappers::Stripped {
             assignments,
             ..Default::default()
         };
-        let words = wrappers::strip(words, &mut notes, &mut stripped);
+        let mut words = wrappers::strip(words, &mut notes, &mut stripped);
         for phrase in notes {
             self.note(phrase);
         }
+        // `time ! cmd`, `! ! cmd`: `!` only negates the status; `coproc cmd`
+        // runs `cmd` in the background.
+        loop {
+            match words.first() {
+                Some(w) if w.known == Known::Literal && w.text == "!" => {
+                    words.remove(0);
+                }
+                Some(w) if w.known == Known::Literal && w.text == "coproc" => {
+                    self.note("coproc".to_string());
+                    words.remove(0);
+                }
+                _ => break,
+            }
+        }
         let Some(first) = words.first() else {
+            self.bare.extend(redirects);
+            self.bare.append(&mut stripped.writes);
             return;
         };
         let name = snippet(&first.text);
@@ -554,6 +721,72 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// Finds the substitutions that bash would run inside `node` (an
+    /// expansion, arithmetic, heredoc body or unparsed region), where
+    /// tree-sitter may hide them, and analyses each as a script. A node
+    /// inside one already searched is skipped.
+    fn recover_hidden(&mut self, node: Node<'_>) {
+        if node.start_byte() < self.scanned_until {
+            return;
+        }
+        self.scanned_until = node.end_byte();
+        let text = self.text(node);
+        for script in hidden_scripts(&text) {
+            self.note(format!("command substitution `{}`", snippet(&script)));
+            self.nested("command substitution", &script);
+        }
+    }
+
+    /// Reads the script a second time, strictly (see [`strict`]), and
+    /// compares: an allow needs both readings to agree. Where they differ,
+    /// the strict reading (bash's own) is added, so that deny rules see
+    /// what bash would run.
+    fn second_opinion(&mut self) {
+        let reading = match strict::read(self.src) {
+            Ok(reading) => reading,
+            Err(phrase) => {
+                // The walk's own phrases, if any, already say why; this one
+                // names what the strict reader does not model.
+                if self.notes.is_empty() {
+                    self.note(phrase);
+                }
+                return;
+            }
+        };
+        let walked: Vec<_> = self.raw.iter().map(normal).collect();
+        let strict: Vec<_> = reading.commands.iter().map(normal).collect();
+        let mut walked_bare: Vec<_> = self.bare.iter().map(pair).collect();
+        let mut strict_bare: Vec<_> = reading.bare.iter().map(pair).collect();
+        walked_bare.sort();
+        strict_bare.sort();
+        if walked == strict && walked_bare == strict_bare {
+            return;
+        }
+        let near = walked
+            .iter()
+            .zip(&strict)
+            .find(|(a, b)| a != b)
+            .or_else(|| strict.first().zip(walked.first()))
+            .map_or_else(
+                || self.src.to_string(),
+                |(_, b)| b.0.join(" "),
+            );
+        self.note(format!(
+            "the two readings of the command disagree near `{}`",
+            snippet(&near)
+        ));
+        for (command, key) in reading.commands.into_iter().zip(&strict) {
+            if !walked.contains(key) {
+                self.simple(command.words, command.redirects, Vec::new());
+            }
+        }
+        for redirect in reading.bare {
+            if !self.bare.contains(&redirect) {
+                self.bare.push(redirect);
+            }
+        }
+    }
+
     /// Analyses the script run by `sh -c` or `eval`, one level deeper.
     fn nested(&mut self, what: &str, script: &str) {
         if self.depth + 1 > MAX_NESTING {
@@ -564,6 +797,7 @@ impl<'s> Walker<'s> {
         }
         let inner = analyze_nested(script, self.depth + 1);
         self.commands.extend(inner.commands);
+        self.bare.extend(inner.bare_redirects);
         for phrase in inner.unprovable {
             self.note(phrase);
         }
@@ -616,4 +850,129 @@ fn push_children<'t>(node: Node<'t>, stack: &mut Vec<Task<'t>>) {
             .map(|c| Task::Visit(c, Vec::new())),
     );
     stack[start..].reverse();
+}
+
+/// Node kinds that are words (arguments) to bash.
+fn is_word_kind(kind: &str) -> bool {
+    matches!(
+        kind,
+        "word"
+            | "number"
+            | "string"
+            | "raw_string"
+            | "ansi_c_string"
+            | "translated_string"
+            | "concatenation"
+            | "simple_expansion"
+            | "expansion"
+            | "command_substitution"
+            | "process_substitution"
+            | "arithmetic_expansion"
+            | "brace_expression"
+    )
+}
+
+/// Whether the heredoc whose body is `body` has a quoted delimiter, so that
+/// its body is literal text.
+fn heredoc_is_quoted(src: &str, body: Node<'_>) -> bool {
+    let Some(parent) = body.parent() else {
+        return false;
+    };
+    let mut cursor = parent.walk();
+    let start = parent
+        .named_children(&mut cursor)
+        .find(|c| c.kind() == "heredoc_start");
+    start.is_some_and(|s| node_text(src, s).contains(['\'', '"', '\\']))
+}
+
+/// The text of a backtick substitution as bash parses it: a backslash
+/// before `` ` ``, `\\` or `$` is removed.
+fn unescape_backticks(inner: &str) -> String {
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(&n @ ('`' | '\\' | '$')) = chars.peek() {
+                out.push(n);
+                chars.next();
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The scripts that bash would run from `text` (the text of an expansion,
+/// arithmetic, heredoc body or unparsed region): the inside of every
+/// outermost `$(...)`, `<(...)`, `>(...)` and `` `...` ``. `$((...))` is
+/// arithmetic when its parentheses close as `))`, otherwise (`$((cmd) )`)
+/// a substitution holding a subshell, as in bash. Quotes are not
+/// respected: this looks for hidden commands, it proves nothing. Linear:
+/// parentheses are matched once, up front.
+fn hidden_scripts(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let mut closes = vec![usize::MAX; b.len()];
+    let mut open = Vec::new();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'(' => open.push(i),
+            b')' => {
+                if let Some(o) = open.pop() {
+                    closes[o] = i;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'$' | b'<' | b'>' if b.get(i + 1) == Some(&b'(') => {
+                let close = closes[i + 1];
+                let end = if close == usize::MAX { b.len() } else { close };
+                let arithmetic = b[i] == b'$'
+                    && b.get(i + 2) == Some(&b'(')
+                    && closes[i + 2] != usize::MAX
+                    && closes[i + 2] + 1 == close;
+                if arithmetic {
+                    // Look inside the arithmetic for substitutions.
+                    i += 3;
+                    continue;
+                }
+                out.push(String::from_utf8_lossy(&b[i + 2..end]).into_owned());
+                i = end + 1;
+            }
+            b'`' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'`' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                let end = j.min(b.len());
+                out.push(unescape_backticks(&String::from_utf8_lossy(&b[i + 1..end])));
+                i = end + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// A command's words and its redirections in a canonical order, for
+/// comparing the two readings.
+type Normal = (Vec<String>, Vec<(String, String)>);
+
+fn normal(command: &strict::Command) -> Normal {
+    let mut redirects: Vec<_> = command.redirects.iter().map(pair).collect();
+    redirects.sort();
+    (
+        command.words.iter().map(|w| w.text.clone()).collect(),
+        redirects,
+    )
+}
+
+fn pair(r: &Redirect) -> (String, String) {
+    (r.op.clone(), r.target.clone())
 }

@@ -223,7 +223,7 @@ fn dq_text(text: &str, out: &mut Word) {
 
 /// Decodes the body of an ANSI-C `$'...'` string the way bash does; like
 /// bash, a NUL ends the string.
-fn ansi_c(body: &str, out: &mut Word) {
+pub(super) fn ansi_c(body: &str, out: &mut Word) {
     let mut bytes: Vec<u8> = Vec::with_capacity(body.len());
     let mut chars = body.chars().peekable();
     while let Some(c) = chars.next() {
