@@ -121,7 +121,10 @@ struct Reader<'s> {
 
 /// Bytes that end an unquoted word.
 fn is_meta(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | b'|' | b'&' | b';' | b'(' | b')' | b'<' | b'>')
+    matches!(
+        c,
+        b' ' | b'\t' | b'\n' | b'|' | b'&' | b';' | b'(' | b')' | b'<' | b'>'
+    )
 }
 
 fn is_name_start(c: u8) -> bool {
@@ -300,7 +303,10 @@ impl Reader<'_> {
                 return self.redirect(Some(raw.to_string()));
             }
             if raw.starts_with('{') || raw.bytes().all(|c| c.is_ascii_digit() || c == b'\\') {
-                return Err(format!("unusual redirection prefix `{}`", super::walk::snippet(raw)));
+                return Err(format!(
+                    "unusual redirection prefix `{}`",
+                    super::walk::snippet(raw)
+                ));
             }
         }
         if let State::Closed(_) = self.state {
@@ -331,14 +337,12 @@ impl Reader<'_> {
                 _ => {}
             }
         }
-        if at_start || (self.current.words.is_empty() && self.state == State::Simple) {
-            if let Some(assigned) = self.assignment(&word)? {
-                if assigned {
-                    self.current.assigned = true;
-                    self.state = State::Simple;
-                    return Ok(());
-                }
-            }
+        let before_name =
+            at_start || (self.current.words.is_empty() && self.state == State::Simple);
+        if before_name && self.assignment(&word)? {
+            self.current.assigned = true;
+            self.state = State::Simple;
+            return Ok(());
         }
         self.state = State::Simple;
         self.current.words.push(Word {
@@ -348,18 +352,18 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// `NAME=value` or `NAME+=value` before the command name: `Some(true)`;
-    /// an array element assignment is refused.
-    fn assignment(&self, word: &Read) -> Result<Option<bool>, String> {
-        let raw = self.src[word.raw_start..word.raw_end].as_bytes();
+    /// Whether `word`, before the command name, is `NAME=value` or
+    /// `NAME+=value`; an array element assignment is refused.
+    fn assignment(&self, word: &Read) -> Result<bool, String> {
+        let raw = &self.b[word.raw_start..word.raw_end];
         if !raw.first().copied().is_some_and(is_name_start) {
-            return Ok(Some(false));
+            return Ok(false);
         }
         let end = raw.iter().position(|&c| !is_name(c)).unwrap_or(raw.len());
         match &raw[end..] {
-            [b'=', ..] | [b'+', b'=', ..] => Ok(Some(true)),
+            [b'=', ..] | [b'+', b'=', ..] => Ok(true),
             [b'[', ..] if raw.contains(&b'=') => Err("array element assignment".to_string()),
-            _ => Ok(Some(false)),
+            _ => Ok(false),
         }
     }
 
@@ -490,7 +494,8 @@ impl Reader<'_> {
                         .iter()
                         .position(|&c| c == b'\'')
                         .ok_or("unterminated single quote")?;
-                    w.value.push_str(&self.src[self.pos + 1..self.pos + 1 + end]);
+                    w.value
+                        .push_str(&self.src[self.pos + 1..self.pos + 1 + end]);
                     self.pos += end + 2;
                 }
                 b'"' => {

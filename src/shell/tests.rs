@@ -588,14 +588,37 @@ fn wide_characters_never_reach_the_grammar_scanner_but_words_keep_them() {
     );
 }
 
+/// Nested expansions and substitutions of every kind, and a 1 MB command:
+/// the text scanned by the walk (whole-node searches, nested parses) stays
+/// within a small multiple of the input, so nothing is quadratic.
 #[test]
-#[ignore]
-fn dump_trees() {
-    let mut parser = tree_sitter::Parser::new();
-    parser.set_language(&tree_sitter_bash::LANGUAGE.into()).unwrap();
-    for s in std::env::var("DUMP").unwrap().split("@@") {
-        let t = parser.parse(s, None).unwrap();
-        println!("{s:?}\n  {}", t.root_node().to_sexp());
-        println!("  {:?}", analyze(s));
+fn nested_expansions_and_large_commands_take_linear_work() {
+    let n = 80_000;
+    let inputs = [
+        format!("echo {}1{}", "$((".repeat(n), "))".repeat(n)),
+        format!("echo {}", "$((".repeat(n)),
+        format!("echo {}x{}", "${x:-".repeat(n), "}".repeat(n)),
+        format!("echo {}x{}", "$[".repeat(n), "]".repeat(n)),
+        format!("cat <<EOF\n{}\nEOF\n", "`a ${x:-`".repeat(n)),
+        format!("(({}1{}))", "(".repeat(n), ")".repeat(n)),
+        "echo 'a b' && rm -f x > out; ".repeat(36_000),
+        format!("ls {}", "a/".repeat(500_000)),
+    ];
+    for script in &inputs {
+        let started = std::time::Instant::now();
+        let (got, work) = walk::analyze_counting(script);
+        let elapsed = started.elapsed();
+        eprintln!(
+            "{:?}…: {} bytes, {work} bytes scanned, {} commands, {elapsed:?}",
+            &script[..12],
+            script.len(),
+            got.commands.len()
+        );
+        assert!(
+            work <= 12 * script.len() + (1 << 20),
+            "{:?}…: {work} bytes scanned for {}",
+            &script[..12],
+            script.len()
+        );
     }
 }

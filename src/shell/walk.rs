@@ -33,6 +33,7 @@ const VERBATIM_BUDGET: usize = 64 * 1024;
 /// Parses and analyses `script`, which sits `depth` scripts deep
 /// (0 for the top level).
 pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
+    count_work(script.len());
     let mut walker = Walker {
         src: script,
         depth,
@@ -95,13 +96,36 @@ const PARSE_CHECKS_BASE: usize = 10_000;
 
 /// Parses `script`; also returns the number of progress checks used.
 fn parse(script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .is_err()
-    {
-        return (Err(ParseFailure::Unavailable), 0, 0);
+    // A parser is built once per thread: nested scripts (substitutions
+    // recovered from expansions and heredoc bodies) can be many and small.
+    thread_local! {
+        static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
     }
+    let cached = PARSER.with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.take()));
+    let mut parser = match cached {
+        Some(parser) => parser,
+        None => {
+            let mut parser = Parser::new();
+            if parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .is_err()
+            {
+                return (Err(ParseFailure::Unavailable), 0, 0);
+            }
+            parser
+        }
+    };
+    let result = parse_with(&mut parser, script);
+    parser.reset();
+    PARSER.with(|p| {
+        if let Ok(mut slot) = p.try_borrow_mut() {
+            *slot = Some(parser);
+        }
+    });
+    result
+}
+
+fn parse_with(parser: &mut Parser, script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
     // tree-sitter-bash's external scanner calls `isdigit`/`isalpha` on the
     // lookahead character, which is undefined (and can crash) for code
     // points past 255. The parser therefore sees every non-ASCII byte as
@@ -325,15 +349,20 @@ impl<'s> Walker<'s> {
                 }
                 if node.kind() == "arithmetic_expansion" && node.start_byte() >= self.arith_until {
                     self.arith_until = node.end_byte();
+                    count_work(node.byte_range().len());
                     if assigns_in_arithmetic(&self.text(node)) {
-                        let phrase =
-                            format!("arithmetic `{}` assigns variables", snippet(&self.text(node)));
+                        let phrase = format!(
+                            "arithmetic `{}` assigns variables",
+                            snippet(&self.text(node))
+                        );
                         self.note(phrase);
                     }
                 }
                 if node.kind() == "expansion" && assigns_default(&self.text(node)) {
-                    let phrase =
-                        format!("expansion `{}` assigns a variable", snippet(&self.text(node)));
+                    let phrase = format!(
+                        "expansion `{}` assigns a variable",
+                        snippet(&self.text(node))
+                    );
                     self.note(phrase);
                 }
                 self.recover_hidden(node);
@@ -367,6 +396,7 @@ impl<'s> Walker<'s> {
                     && assigns_in_arithmetic(&self.text(node)) =>
             {
                 self.arith_until = node.end_byte();
+                count_work(node.byte_range().len());
                 let phrase = format!(
                     "arithmetic `{}` assigns variables",
                     snippet(&self.text(node))
@@ -731,6 +761,7 @@ impl<'s> Walker<'s> {
         }
         self.scanned_until = node.end_byte();
         let text = self.text(node);
+        count_work(text.len());
         for script in hidden_scripts(&text) {
             self.note(format!("command substitution `{}`", snippet(&script)));
             self.nested("command substitution", &script);
@@ -767,10 +798,7 @@ impl<'s> Walker<'s> {
             .zip(&strict)
             .find(|(a, b)| a != b)
             .or_else(|| strict.first().zip(walked.first()))
-            .map_or_else(
-                || self.src.to_string(),
-                |(_, b)| b.0.join(" "),
-            );
+            .map_or_else(|| self.src.to_string(), |(_, b)| b.0.join(" "));
         self.note(format!(
             "the two readings of the command disagree near `{}`",
             snippet(&near)
@@ -891,12 +919,12 @@ fn unescape_backticks(inner: &str) -> String {
     let mut out = String::with_capacity(inner.len());
     let mut chars = inner.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(&n @ ('`' | '\\' | '$')) = chars.peek() {
-                out.push(n);
-                chars.next();
-                continue;
-            }
+        if c == '\\'
+            && let Some(&n @ ('`' | '\\' | '$')) = chars.peek()
+        {
+            out.push(n);
+            chars.next();
+            continue;
         }
         out.push(c);
     }
@@ -932,7 +960,13 @@ fn hidden_scripts(text: &str) -> Vec<String> {
             b'\\' => i += 2,
             b'$' | b'<' | b'>' if b.get(i + 1) == Some(&b'(') => {
                 let close = closes[i + 1];
-                let end = if close == usize::MAX { b.len() } else { close };
+                if close == usize::MAX {
+                    // Unterminated: bash stops with a syntax error and runs
+                    // none of it; look on for complete ones inside.
+                    i += 2;
+                    continue;
+                }
+                let end = close;
                 let arithmetic = b[i] == b'$'
                     && b.get(i + 2) == Some(&b'(')
                     && closes[i + 2] != usize::MAX
@@ -975,4 +1009,28 @@ fn normal(command: &strict::Command) -> Normal {
 
 fn pair(r: &Redirect) -> (String, String) {
     (r.op.clone(), r.target.clone())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes of text scanned by the walk's whole-node searches and by the
+    /// parses of nested scripts, for tests that check the work is linear.
+    static WORK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+fn count_work(bytes: usize) {
+    WORK.with(|w| w.set(w.get().saturating_add(bytes)));
+}
+
+#[cfg(not(test))]
+fn count_work(_: usize) {}
+
+/// Analyses `script` and returns the bytes scanned along the way (see
+/// [`WORK`]).
+#[cfg(test)]
+pub(super) fn analyze_counting(script: &str) -> (CommandAnalysis, usize) {
+    WORK.with(|w| w.set(0));
+    let got = analyze_nested(script, 0);
+    (got, WORK.with(std::cell::Cell::get))
 }
