@@ -55,6 +55,7 @@ pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
         Ok(tree) => {
             walker.walk(tree.root_node());
             walker.second_opinion();
+            walker.text_evaluated_as_code();
         }
         Err(ParseFailure::Unavailable) => {
             walker.note("the shell parser could not run".to_string());
@@ -812,6 +813,26 @@ impl<'s> Walker<'s> {
             if !self.bare.contains(&redirect) {
                 self.bare.push(redirect);
             }
+        }
+    }
+
+    /// Arithmetic (`$((_))`, `((x))`, `[[ x -eq 1 ]]`, subscripts) and
+    /// indirection (`${!x}`, `${x@P}`) evaluate the *value* of a variable
+    /// as code: `echo 'a[$(rm x)]'; echo $((_))` runs `rm x` from a quoted
+    /// argument. When the script holds such a construct, every `$(...)` and
+    /// `` `...` `` in its text, quoted or not, is analysed too, so that deny
+    /// rules see what might run. (The allow side refuses these constructs
+    /// anyway.)
+    fn text_evaluated_as_code(&mut self) {
+        const EVALUATING: &[&str] = &["$((", "$[", "((", "[[", "${!", "@P"];
+        let src = self.src;
+        let subscript = src.contains("${") && src.contains('[');
+        if !subscript && !EVALUATING.iter().any(|e| src.contains(e)) {
+            return;
+        }
+        count_work(src.len());
+        for script in hidden_scripts(src) {
+            self.nested("text evaluated as code", &script);
         }
     }
 
