@@ -151,9 +151,7 @@ impl Reader<'_> {
     }
 
     fn near(&self) -> String {
-        super::walk::snippet(&String::from_utf8_lossy(
-            &self.b[self.pos.min(self.b.len())..],
-        ))
+        quote_from(self.b, self.pos)
     }
 
     fn run(&mut self) -> Result<(), String> {
@@ -302,7 +300,8 @@ impl Reader<'_> {
             if !raw.is_empty() && raw.bytes().all(|c| c.is_ascii_digit()) {
                 return self.redirect(Some(raw.to_string()));
             }
-            if raw.starts_with('{') || raw.bytes().all(|c| c.is_ascii_digit() || c == b'\\') {
+            let digits = !word.value.is_empty() && word.value.bytes().all(|c| c.is_ascii_digit());
+            if raw.starts_with('{') || (digits && raw.contains('\\')) {
                 return Err(format!(
                     "unusual redirection prefix `{}`",
                     super::walk::snippet(raw)
@@ -630,7 +629,7 @@ impl Reader<'_> {
             Some(n) if body.get(n) == Some(&b'}') => Ok(2 + skip + n + 1),
             _ => Err(format!(
                 "parameter expansion with an operator `{}`",
-                super::walk::snippet(&String::from_utf8_lossy(&self.b[start..]))
+                quote_from(self.b, start)
             )),
         }
     }
@@ -736,4 +735,11 @@ fn literal_body_line(line: &str) -> Result<(), String> {
 fn is_duplication(target: &str) -> bool {
     let t = target.strip_suffix('-').unwrap_or(target);
     t.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// A short quote of the source from `at`, for a phrase.
+fn quote_from(b: &[u8], at: usize) -> String {
+    let start = at.min(b.len());
+    let end = (start + 4 * super::walk::SNIPPET_CHARS).min(b.len());
+    super::walk::snippet(&String::from_utf8_lossy(&b[start..end]))
 }

@@ -622,3 +622,205 @@ fn nested_expansions_and_large_commands_take_linear_work() {
         );
     }
 }
+
+fn bare(script: &str) -> Vec<(String, String)> {
+    analyze(script)
+        .bare_redirects
+        .iter()
+        .map(|r| (r.op.clone(), r.target.clone()))
+        .collect()
+}
+
+#[test]
+fn redirections_on_no_simple_command_are_bare() {
+    assert_eq!(bare("> f"), vec![r(">", "f")]);
+    assert_eq!(
+        bare("ls; > .gavel/audit.db"),
+        vec![r(">", ".gavel/audit.db")]
+    );
+    assert_eq!(bare("2> f;wc"), vec![r("2>", "f")]);
+    assert_eq!(bare("[[ x ]] > f"), vec![r(">", "f")]);
+    assert_eq!(bare("((1)) > f; ls"), vec![r(">", "f")]);
+    assert_eq!(bare("x=1 > f"), vec![r(">", "f")]);
+    assert_eq!(bare("f() { ls; } > f"), vec![r(">", "f")]);
+    assert!(bare("ls && [ 1 ] > x").contains(&r(">", "x")));
+    // On a command, a redirection is the command's.
+    assert_eq!(bare("{ true; } > f"), vec![]);
+    assert_eq!(redirects("{ true; } > f"), vec![vec![r(">", "f")]]);
+}
+
+#[test]
+fn heredoc_first_keeps_the_redirections_and_words_after_it() {
+    assert_eq!(
+        redirects("cat <<EOF > out.txt\nhi\nEOF\n"),
+        vec![vec![r(">", "out.txt")]]
+    );
+    assert_eq!(
+        redirects("cat <<EOF >> ~/.bashrc\nexport X=1\nEOF\n"),
+        vec![vec![r(">>", "~/.bashrc")]]
+    );
+    assert_eq!(
+        words("rm <<EOF -rf x\nhi\nEOF\n"),
+        vec![vec!["rm", "-rf", "x"]]
+    );
+    let got = analyze("cat <<EOF > f a.txt\nhi\nEOF\n");
+    assert_eq!(got.commands[0].words, vec!["cat", "a.txt"]);
+    assert!(got.unprovable.is_empty(), "{:?}", got.unprovable);
+}
+
+#[test]
+fn a_line_continuation_in_a_redirection_is_removed() {
+    assert_eq!(
+        redirects("ls > \\\n/dev/sda"),
+        vec![vec![r(">", "/dev/sda")]]
+    );
+    assert_eq!(
+        redirects("ls > /dev/s\\\nda"),
+        vec![vec![r(">", "/dev/sda")]]
+    );
+}
+
+/// Commands that bash runs but tree-sitter hides: the walk must list them
+/// (for deny rules), and the script is never provable.
+#[test]
+fn hidden_commands_are_seen() {
+    for script in [
+        "ls\r#; sudo ls",
+        "ls\u{c}#; sudo ls",
+        "ls\u{b}#; sudo ls",
+        "echo a\\\n#; sudo ls",
+        "ls\n\\sudo ls",
+        "echo ${PWD#$(sudo ls)}",
+        "echo ${PWD#`sudo ls`}",
+        "echo \"${x:-'$(sudo ls)'}\"",
+        "echo ${x:-${y:-$(sudo ls)}}",
+        "cat <<EOF\n`sudo ls`\nEOF\n",
+        "cat <<-EOF\n\t`sudo ls`\nEOF\n",
+        "cat <<E\"OF\"\nhi\nEOF\nsudo ls\nE\"OF\"\n",
+        "head -n 1 <<E'O'F\nEOF\nsudo ls\n",
+        "echo 'a[$(sudo ls)]'; echo $(( _ ))",
+        "echo '$(sudo ls)'; echo ${_@P}",
+        "echo 'a[$(sudo ls)]'; [[ _ -eq 1 ]] && ls",
+        "coproc sudo ls",
+        "! ! sudo ls",
+        "echo `echo \\`sudo ls\\``",
+        "echo $((sudo ls) )",
+    ] {
+        let got = analyze(script);
+        assert!(
+            got.commands.iter().any(|c| c.words == ["sudo", "ls"]),
+            "{script:?}: {:?}",
+            got.commands
+        );
+        assert!(!got.unprovable.is_empty(), "{script:?}");
+    }
+}
+
+#[test]
+fn time_and_negation_run_their_command() {
+    // Bash runs `sudo ls`, and both readings agree on it.
+    assert_eq!(words("time ! sudo ls"), vec![vec!["sudo", "ls"]]);
+    assert_eq!(words("time -p ! ls"), vec![vec!["ls"]]);
+}
+
+#[test]
+fn a_quoted_heredoc_body_is_text() {
+    let got = analyze("cat <<'EOF'\n`sudo ls` $(rm -rf /)\nEOF\n");
+    assert_eq!(
+        words("cat <<'EOF'\n`sudo ls` $(rm -rf /)\nEOF\n"),
+        vec![vec!["cat"]]
+    );
+    assert!(got.unprovable.is_empty(), "{:?}", got.unprovable);
+}
+
+/// The strict reader refuses what it does not model, naming it.
+#[test]
+fn the_strict_reader_names_what_it_does_not_model() {
+    for (script, phrase) in [
+        ("echo ${x:-a}", "parameter expansion with an operator"),
+        ("echo $((1))", "arithmetic expansion"),
+        ("echo {a,b}", "brace expansion"),
+        ("case x in a) ls;; esac", "`case`"),
+        ("echo $'\\u00e9'", "`\\u`"),
+        ("cat <<E\"OF\"\nhi\nE\"OF\"\n", "heredoc without its end"),
+        ("a[1]=x ls", "array element assignment"),
+        ("echo $\"x\"", "translated string"),
+        ("ls <(pwd)", "process substitution"),
+    ] {
+        let got = analyze(script);
+        assert!(
+            got.unprovable.iter().any(|p| p.contains(phrase)),
+            "{script:?}: {:?}",
+            got.unprovable
+        );
+    }
+}
+
+#[test]
+fn the_strict_reader_follows_bash() {
+    let read = |s: &str| {
+        strict::read(s).map(|r| {
+            r.commands
+                .into_iter()
+                .map(|c| c.words.into_iter().map(|w| w.text).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(
+        read("ls\r#; sudo ls"),
+        Ok(vec![
+            vec!["ls\r#".to_string()],
+            vec!["sudo".into(), "ls".into()]
+        ])
+    );
+    assert_eq!(
+        read("echo a\\\n#b c"),
+        Ok(vec![vec!["echo".to_string(), "a#b".into(), "c".into()]])
+    );
+    assert_eq!(read("ls \\\n# c"), Ok(vec![vec!["ls".to_string()]]));
+    assert_eq!(
+        read("x=1 y+=2 ls 2>/dev/null"),
+        Ok(vec![vec!["ls".to_string()]])
+    );
+    assert_eq!(
+        read("! time -p ls"),
+        Ok(vec![vec!["time".to_string(), "-p".into(), "ls".into()]])
+    );
+    assert_eq!(
+        read("cat <<E\"OF\" a\nEOF\nsudo ls\n"),
+        Ok(vec![
+            vec!["cat".to_string(), "a".into()],
+            vec!["sudo".into(), "ls".into()]
+        ])
+    );
+    assert_eq!(
+        read("echo $'a\\x41\\'b'"),
+        Ok(vec![vec!["echo".to_string(), "aA'b".into()]])
+    );
+    assert!(read("echo $'a\\0b'").is_err());
+    assert!(read("ls; ;").is_err());
+    assert!(read("ls |").is_err());
+    assert!(read("{ ls; } x").is_err());
+    let reading = strict::read("{ a; b > x; } 2> f; > g").unwrap_or_default();
+    let redirects: Vec<Vec<(String, String)>> = reading
+        .commands
+        .iter()
+        .map(|c| {
+            c.redirects
+                .iter()
+                .map(|r| (r.op.clone(), r.target.clone()))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        redirects,
+        vec![vec![r("2>", "f")], vec![r(">", "x"), r("2>", "f")]]
+    );
+    assert_eq!(
+        reading.bare,
+        vec![Redirect {
+            op: ">".into(),
+            target: "g".into()
+        }]
+    );
+}

@@ -19,7 +19,7 @@ use super::{CommandAnalysis, MAX_NESTING, Redirect, SimpleCommand};
 const MAX_NOTES: usize = 32;
 
 /// Characters of source text quoted in a phrase.
-const SNIPPET_CHARS: usize = 60;
+pub(super) const SNIPPET_CHARS: usize = 60;
 
 /// Redirections copied onto commands inside a redirected group
 /// (`{ a; b; } > f`) are bounded, so that deeply nested redirected groups
@@ -371,6 +371,19 @@ impl<'s> Walker<'s> {
                     push_children(node, stack);
                 }
                 return;
+            }
+            // tree-sitter takes CR, FF and VT for blanks, so `ls\r# x`
+            // looks like a comment; to bash `#` starts a comment only at the
+            // start of a word, and `x` runs. A line continuation before `#`
+            // joins it to the word before, too.
+            "comment" if !starts_a_word(self.src, node.start_byte()) => {
+                let text = self.text(node);
+                let rest = text.get(1..).unwrap_or_default().to_string();
+                self.note(format!(
+                    "`#` inside a word is no comment to bash near `{}`",
+                    snippet(&text)
+                ));
+                self.nested("text after a `#` inside a word", &rest);
             }
             "function_definition" => {
                 let mut cursor = node.walk();
@@ -1054,4 +1067,22 @@ pub(super) fn analyze_counting(script: &str) -> (CommandAnalysis, usize) {
     WORK.with(|w| w.set(0));
     let got = analyze_nested(script, 0);
     (got, WORK.with(std::cell::Cell::get))
+}
+
+/// Whether a `#` at `at` starts a word for bash: at the start of the
+/// script or after a blank (space, tab, newline) or an operator byte,
+/// and not after a line continuation.
+fn starts_a_word(src: &str, at: usize) -> bool {
+    let mut before = &src.as_bytes()[..at.min(src.len())];
+    // Line continuations are removed before bash reads words.
+    while let [rest @ .., b'\\', b'\n'] = before {
+        before = rest;
+    }
+    match before {
+        [] => true,
+        [.., c] => matches!(
+            c,
+            b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
+        ),
+    }
 }
