@@ -55,6 +55,7 @@ pub(super) fn read(src: &str) -> Result<Reading, String> {
         frames: Vec::new(),
         heredocs: Vec::new(),
         state: State::Start,
+        attach_budget: MAX_ATTACH_WORK,
     };
     reader.run()?;
     Ok(reader.out)
@@ -117,7 +118,14 @@ struct Reader<'s> {
     frames: Vec<(Frame, usize)>,
     heredocs: Vec<Heredoc>,
     state: State,
+    /// Commands that redirections of compound commands may still be
+    /// copied onto: nested redirected groups must not make the reading
+    /// quadratic.
+    attach_budget: usize,
 }
+
+/// See [`Reader::attach_budget`]; the same bound as the walk's.
+const MAX_ATTACH_WORK: usize = 1 << 20;
 
 /// Bytes that end an unquoted word.
 fn is_meta(c: u8) -> bool {
@@ -446,6 +454,11 @@ impl Reader<'_> {
         if let Some(redirect) = redirect {
             match from {
                 Some(from) if from < self.out.commands.len() => {
+                    let work = self.out.commands.len() - from;
+                    if work > self.attach_budget {
+                        return Err("redirections nested too deeply to attribute".to_string());
+                    }
+                    self.attach_budget -= work;
                     for command in &mut self.out.commands[from..] {
                         command.redirects.push(redirect.clone());
                     }

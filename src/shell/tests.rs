@@ -603,6 +603,9 @@ fn nested_expansions_and_large_commands_take_linear_work() {
         format!("(({}1{}))", "(".repeat(n), ")".repeat(n)),
         "echo 'a b' && rm -f x > out; ".repeat(36_000),
         format!("ls {}", "a/".repeat(500_000)),
+        // Every command read differently by the two readers.
+        "ls\r x; ".repeat(125_000),
+        format!("{}ls; ls{}", "{ ".repeat(20_000), "; } > f".repeat(20_000)),
     ];
     for script in &inputs {
         let started = std::time::Instant::now();

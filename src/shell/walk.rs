@@ -5,6 +5,7 @@
 //! The only recursion is into `sh -c` and `eval` scripts, capped at
 //! [`MAX_NESTING`].
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
@@ -817,13 +818,15 @@ impl<'s> Walker<'s> {
             "the two readings of the command disagree near `{}`",
             snippet(&near)
         ));
+        let walked: HashSet<&Normal> = walked.iter().collect();
         for (command, key) in reading.commands.into_iter().zip(&strict) {
             if !walked.contains(key) {
                 self.simple(command.words, command.redirects, Vec::new());
             }
         }
+        let walked_bare: HashSet<(String, String)> = walked_bare.into_iter().collect();
         for redirect in reading.bare {
-            if !self.bare.contains(&redirect) {
+            if !walked_bare.contains(&pair(&redirect)) {
                 self.bare.push(redirect);
             }
         }
