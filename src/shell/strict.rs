@@ -45,7 +45,18 @@ pub(super) struct Reading {
 }
 
 /// Reads `src`, or names the first construct outside the subset.
+#[cfg(test)]
 pub(super) fn read(src: &str) -> Result<Reading, String> {
+    let (reading, refused) = read_partly(src);
+    match refused {
+        Some(phrase) => Err(phrase),
+        None => Ok(reading),
+    }
+}
+
+/// Reads `src`; on a construct outside the subset, also names it and
+/// returns the commands completed before it (bash runs those as read).
+pub(super) fn read_partly(src: &str) -> (Reading, Option<String>) {
     let mut reader = Reader {
         src,
         b: src.as_bytes(),
@@ -57,8 +68,8 @@ pub(super) fn read(src: &str) -> Result<Reading, String> {
         state: State::Start,
         attach_budget: MAX_ATTACH_WORK,
     };
-    reader.run()?;
-    Ok(reader.out)
+    let refused = reader.run().err();
+    (reader.out, refused)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

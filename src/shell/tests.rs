@@ -708,6 +708,8 @@ fn hidden_commands_are_seen() {
         "! ! sudo ls",
         "echo `echo \\`sudo ls\\``",
         "echo $((sudo ls) )",
+        // Read by bash before a construct the strict reader refuses.
+        "ls\n\\sudo ls; echo ${x:-a}",
     ] {
         let got = analyze(script);
         assert!(

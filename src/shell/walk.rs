@@ -788,19 +788,25 @@ impl<'s> Walker<'s> {
     /// the strict reading (bash's own) is added, so that deny rules see
     /// what bash would run.
     fn second_opinion(&mut self) {
-        let reading = match strict::read(self.src) {
-            Ok(reading) => reading,
-            Err(phrase) => {
-                // The walk's own phrases, if any, already say why; this one
-                // names what the strict reader does not model.
-                if self.notes.is_empty() {
-                    self.note(phrase);
-                }
-                return;
-            }
-        };
+        let (reading, refused) = strict::read_partly(self.src);
         let walked: Vec<_> = self.raw.iter().map(normal).collect();
         let strict: Vec<_> = reading.commands.iter().map(normal).collect();
+        if let Some(phrase) = refused {
+            // The walk's own phrases, if any, already say why; this one
+            // names what the strict reader does not model.
+            if self.notes.is_empty() {
+                self.note(phrase);
+            }
+            // The commands read before the refusal are bash's: deny rules
+            // must see them even where tree-sitter read them otherwise.
+            let walked: HashSet<&Normal> = walked.iter().collect();
+            for (command, key) in reading.commands.into_iter().zip(&strict) {
+                if !walked.contains(key) {
+                    self.simple(command.words, command.redirects, Vec::new());
+                }
+            }
+            return;
+        }
         let mut walked_bare: Vec<_> = self.bare.iter().map(pair).collect();
         let mut strict_bare: Vec<_> = reading.bare.iter().map(pair).collect();
         walked_bare.sort();
