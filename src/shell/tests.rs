@@ -708,6 +708,10 @@ fn hidden_commands_are_seen() {
         "! ! sudo ls",
         "echo `echo \\`sudo ls\\``",
         "echo $((sudo ls) )",
+        "coproc { sudo ls; }",
+        "coproc NAME while true; do sudo ls; done",
+        "unset 'a[$(sudo ls)]'",
+        "test -v 'a[$(sudo ls)]'",
         // Read by bash before a construct the strict reader refuses.
         "ls\n\\sudo ls; echo ${x:-a}",
     ] {

@@ -48,6 +48,7 @@ pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
         scanned_until: 0,
         arith_until: 0,
         extra_args: None,
+        coproc_reread: false,
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
@@ -236,6 +237,8 @@ struct Walker<'s> {
     /// Words that tree-sitter hung on a heredoc or a redirection but that
     /// bash passes as arguments to the command (node id of the command).
     extra_args: Option<(usize, Vec<Word>)>,
+    /// Whether the text after a `coproc` was read again already.
+    coproc_reread: bool,
 }
 
 impl<'s> Walker<'s> {
@@ -600,6 +603,12 @@ impl<'s> Walker<'s> {
                         assignments.push(name.trim_end_matches('+').to_owned());
                     }
                     (Some("name"), _) if child.is_missing() || child.byte_range().is_empty() => {}
+                    (Some("name"), _) if !self.coproc_reread && self.text(child) == "coproc" => {
+                        self.coproc_reread = true;
+                        self.reread_after_coproc(child.end_byte());
+                        words.push(word(self.src, child, &mut self.verbatim_budget));
+                        last_end = Some(child.end_byte());
+                    }
                     (Some("name" | "argument"), _) => {
                         let next = word(self.src, child, &mut self.verbatim_budget);
                         // The grammar reads a line continuation as a word
@@ -642,24 +651,40 @@ impl<'s> Walker<'s> {
     /// as they are, with the keyword as the program.
     fn declaration(&mut self, node: Node<'_>) {
         let mut words = Vec::new();
+        let mut redirects = Vec::new();
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             match child.kind() {
-                "comment" | "file_redirect" | "herestring_redirect" => {}
+                "file_redirect" => {
+                    let (redirect, extra) = self.redirect(child);
+                    redirects.extend(redirect);
+                    words.extend(extra.into_iter().map(|w| w.text));
+                }
+                "comment" | "herestring_redirect" => {}
                 _ if child.is_named() => {
                     words.push(word(self.src, child, &mut self.verbatim_budget).text)
                 }
                 _ => words.push(self.text(child).into_owned()),
             }
         }
-        if !words.is_empty() {
+        if let Some((keyword, args)) = words.split_first()
+            && let Some(arg) = args.iter().find(|a| a.contains('['))
+        {
+            self.note(format!(
+                "`{keyword}` evaluates the subscript in `{}`",
+                snippet(arg)
+            ));
+        }
+        if words.is_empty() {
+            self.bare.extend(redirects);
+        } else {
             self.raw.push(strict::Command {
                 words: words.iter().map(|w| Word::literal(w.clone())).collect(),
-                redirects: Vec::new(),
+                redirects: redirects.clone(),
             });
             self.commands.push(SimpleCommand {
                 words,
-                redirects: Vec::new(),
+                redirects,
                 assignments: Vec::new(),
                 path: None,
             });
@@ -725,6 +750,17 @@ impl<'s> Walker<'s> {
             {
                 self.note(format!("`{program}` assigns variables by name"));
             }
+            // `test -v 'a[$(x)]'` evaluates the subscript, and so do the
+            // declaration builtins when read as plain commands
+            // (`command unset 'a[$(x)]'`).
+            let names_variables = DECLARING_BUILTINS.contains(&program)
+                || (matches!(program, "test" | "[") && words.iter().any(|w| w.text == "-v"));
+            if names_variables && let Some(arg) = words[1..].iter().find(|w| w.text.contains('[')) {
+                self.note(format!(
+                    "`{program}` evaluates the subscript in `{}`",
+                    snippet(&arg.text)
+                ));
+            }
             if program == "eval" {
                 let body = rest();
                 self.note(format!("eval `{}`", snippet(&body)));
@@ -764,6 +800,31 @@ impl<'s> Walker<'s> {
         if let Some((what, script)) = nested {
             self.nested(&what, &script);
         }
+    }
+
+    /// `coproc [NAME] compound-command`: tree-sitter reads `coproc` as a
+    /// command name, and the compound command after it as words and broken
+    /// statements (`coproc while true; do sudo ls; done` hides `sudo`). The
+    /// rest of the script after `coproc` (and after NAME, when a compound
+    /// command follows it) is read again as a script. Done once per
+    /// script, so the work stays linear.
+    fn reread_after_coproc(&mut self, from: usize) {
+        let rest = slice(self.src, from, self.src.len()).into_owned();
+        let trimmed = rest.trim_start_matches([' ', '\t']);
+        let name_len = trimmed
+            .find(|c: char| c.is_whitespace() || "|&;()<>".contains(c))
+            .unwrap_or(trimmed.len());
+        let after_name = trimmed[name_len..].trim_start_matches([' ', '\t']);
+        let compound = after_name.starts_with(['{', '('])
+            || ["while", "until", "if", "for", "case", "select", "[["]
+                .iter()
+                .any(|k| after_name.starts_with(k));
+        let script = if compound && name_len > 0 {
+            &trimmed[name_len..]
+        } else {
+            trimmed
+        };
+        self.nested("coproc", script);
     }
 
     /// Finds the substitutions that bash would run inside `node` (an
@@ -843,13 +904,18 @@ impl<'s> Walker<'s> {
     /// as code: `echo 'a[$(rm x)]'; echo $((_))` runs `rm x` from a quoted
     /// argument. When the script holds such a construct, every `$(...)` and
     /// `` `...` `` in its text, quoted or not, is analysed too, so that deny
-    /// rules see what might run. (The allow side refuses these constructs
-    /// anyway.)
+    /// rules see what might run. (The allow side refuses these constructs,
+    /// or notes the subscripts, anyway.)
     fn text_evaluated_as_code(&mut self) {
-        const EVALUATING: &[&str] = &["$((", "$[", "((", "[[", "${!", "@P"];
+        // Arithmetic, `${...}` (subscripts, offsets, indirection, `@P`),
+        // and the builtins that take a variable name, which may carry a
+        // subscript (`unset 'a[$(x)]'`, `printf -v`, `read`, `test -v`).
+        const EVALUATING: &[&str] = &[
+            "((", "$[", "[[", "${", "let", "read", "mapfile", "printf", "declare", "typeset",
+            "local", "export", "unset", "test", "[ ", "getopts", "wait", "-v",
+        ];
         let src = self.src;
-        let subscript = src.contains("${") && src.contains('[');
-        if !subscript && !EVALUATING.iter().any(|e| src.contains(e)) {
+        if !EVALUATING.iter().any(|e| src.contains(e)) {
             return;
         }
         count_work(src.len());
@@ -874,6 +940,10 @@ impl<'s> Walker<'s> {
         }
     }
 }
+
+/// Builtins that declare, export or unset variables named in their
+/// arguments (a name may carry a subscript, which bash evaluates).
+const DECLARING_BUILTINS: &[&str] = &["declare", "typeset", "local", "export", "readonly", "unset"];
 
 /// Builtins that set variables named in their arguments.
 const ASSIGNING_BUILTINS: &[&str] = &["read", "mapfile", "readarray", "getopts"];
