@@ -708,6 +708,10 @@ fn hidden_commands_are_seen() {
         "! ! sudo ls",
         "echo `echo \\`sudo ls\\``",
         "echo $((sudo ls) )",
+        // A partly quoted delimiter before a construct the strict reader
+        // refuses: the walk finds bash's end of the heredoc itself.
+        "cat <<E\"OF\" ${x:-a}\nhi\nEOF\nsudo ls\nE\"OF\"\n",
+        "cat <<-E'O'F\n\tEOF\nsudo ls\nE'O'F\n",
         "coproc { sudo ls; }",
         "coproc NAME while true; do sudo ls; done",
         "unset 'a[$(sudo ls)]'",

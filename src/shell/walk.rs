@@ -349,8 +349,11 @@ impl<'s> Walker<'s> {
                 if node.kind() == "ERROR" {
                     self.parse_error(node);
                 }
-                if node.kind() == "heredoc_body" && heredoc_is_quoted(self.src, node) {
-                    return;
+                if node.kind() == "heredoc_body" {
+                    self.heredoc_real_end(node);
+                    if heredoc_is_quoted(self.src, node) {
+                        return;
+                    }
                 }
                 if node.kind() == "arithmetic_expansion" && node.start_byte() >= self.arith_until {
                     self.arith_until = node.end_byte();
@@ -827,6 +830,48 @@ impl<'s> Walker<'s> {
         self.nested("coproc", script);
     }
 
+    /// Bash ends a heredoc at the first line equal to its delimiter after
+    /// quote removal (`<<E"OF"` ends at `EOF`); tree-sitter may read on.
+    /// What follows bash's end, up to where tree-sitter's heredoc ends, is
+    /// read as a script.
+    fn heredoc_real_end(&mut self, body: Node<'_>) {
+        let Some(redirect) = body.parent() else {
+            return;
+        };
+        let mut cursor = redirect.walk();
+        let Some(start) = redirect
+            .named_children(&mut cursor)
+            .find(|c| c.kind() == "heredoc_start")
+        else {
+            return;
+        };
+        let delimiter = unquote_delimiter(&self.text(start));
+        let strip_tabs = self.text(redirect).starts_with("<<-");
+        let text = self.text(body);
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            offset += line.len();
+            let bare = line.strip_suffix('\n').unwrap_or(line);
+            let bare = if strip_tabs {
+                bare.trim_start_matches('\t')
+            } else {
+                bare
+            };
+            if bare == delimiter {
+                let from = body.start_byte() + offset;
+                if from < redirect.end_byte() {
+                    let rest = slice(self.src, from, redirect.end_byte()).into_owned();
+                    self.note(format!(
+                        "the heredoc ends at `{}` for bash, earlier than parsed",
+                        snippet(&delimiter)
+                    ));
+                    self.nested("text after a heredoc", &rest);
+                }
+                return;
+            }
+        }
+    }
+
     /// Finds the substitutions that bash would run inside `node` (an
     /// expansion, arithmetic, heredoc body or unparsed region), where
     /// tree-sitter may hide them, and analyses each as a script. A node
@@ -1164,4 +1209,35 @@ fn starts_a_word(src: &str, at: usize) -> bool {
             b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
         ),
     }
+}
+
+/// A heredoc delimiter after quote removal, as bash compares it with the
+/// lines of the body.
+fn unquote_delimiter(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            '\'' => out.extend(chars.by_ref().take_while(|&c| c != '\'')),
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(n @ ('$' | '`' | '"' | '\\')) => out.push(n),
+                            Some(n) => {
+                                out.push('\\');
+                                out.push(n);
+                            }
+                            None => out.push('\\'),
+                        },
+                        _ => out.push(c),
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
