@@ -601,6 +601,8 @@ fn nested_expansions_and_large_commands_take_linear_work() {
         format!("echo {}x{}", "$[".repeat(n), "]".repeat(n)),
         format!("cat <<EOF\n{}\nEOF\n", "`a ${x:-`".repeat(n)),
         format!("(({}1{}))", "(".repeat(n), ")".repeat(n)),
+        format!("{}1{}", "((".repeat(n), "))".repeat(n)),
+        format!("{}ls{}", "{ ((x=1)); ".repeat(n / 4), " }".repeat(n / 4)),
         "echo 'a b' && rm -f x > out; ".repeat(36_000),
         format!("ls {}", "a/".repeat(500_000)),
         // Every command read differently by the two readers.

@@ -49,6 +49,7 @@ pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
         arith_until: 0,
         extra_args: None,
         coproc_reread: false,
+        read_ranges: Vec::new(),
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
@@ -237,6 +238,9 @@ struct Walker<'s> {
     /// Words that tree-sitter hung on a heredoc or a redirection but that
     /// bash passes as arguments to the command (node id of the command).
     extra_args: Option<(usize, Vec<Word>)>,
+    /// Source ranges whose substitutions were analysed already (parsed
+    /// substitutions, searched expansions and heredoc bodies), in order.
+    read_ranges: Vec<(usize, usize)>,
     /// Whether the text after a `coproc` was read again already.
     coproc_reread: bool,
 }
@@ -334,6 +338,7 @@ impl<'s> Walker<'s> {
                 return;
             }
             "command_substitution" => {
+                self.mark_read(node.start_byte(), node.end_byte());
                 let phrase = format!("command substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
                 let text = self.text(node);
@@ -355,16 +360,12 @@ impl<'s> Walker<'s> {
                         return;
                     }
                 }
-                if node.kind() == "arithmetic_expansion" && node.start_byte() >= self.arith_until {
-                    self.arith_until = node.end_byte();
-                    count_work(node.byte_range().len());
-                    if assigns_in_arithmetic(&self.text(node)) {
-                        let phrase = format!(
-                            "arithmetic `{}` assigns variables",
-                            snippet(&self.text(node))
-                        );
-                        self.note(phrase);
-                    }
+                if node.kind() == "arithmetic_expansion" && self.arithmetic_assigns(node) {
+                    let phrase = format!(
+                        "arithmetic `{}` assigns variables",
+                        snippet(&self.text(node))
+                    );
+                    self.note(phrase);
                 }
                 if node.kind() == "expansion" && assigns_default(&self.text(node)) {
                     let phrase = format!(
@@ -412,12 +413,7 @@ impl<'s> Walker<'s> {
                     self.note(phrase);
                 }
             }
-            "c_style_for_statement" | "compound_statement"
-                if node.start_byte() >= self.arith_until
-                    && assigns_in_arithmetic(&self.text(node)) =>
-            {
-                self.arith_until = node.end_byte();
-                count_work(node.byte_range().len());
+            "c_style_for_statement" | "compound_statement" if self.arithmetic_assigns(node) => {
                 let phrase = format!(
                     "arithmetic `{}` assigns variables",
                     snippet(&self.text(node))
@@ -805,6 +801,21 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// Whether `node`, an arithmetic expansion or command or a C-style
+    /// `for`, assigns variables. Arithmetic inside arithmetic already
+    /// searched is not searched again, so nesting stays linear.
+    fn arithmetic_assigns(&mut self, node: Node<'_>) -> bool {
+        let text = self.text(node);
+        let t = text.trim_start();
+        let arithmetic = t.starts_with("((") || t.starts_with("$((") || t.starts_with("for");
+        if !arithmetic || node.start_byte() < self.arith_until {
+            return false;
+        }
+        self.arith_until = node.end_byte();
+        count_work(text.len());
+        assigns_in_arithmetic(&text)
+    }
+
     /// `coproc [NAME] compound-command`: tree-sitter reads `coproc` as a
     /// command name, and the compound command after it as words and broken
     /// statements (`coproc while true; do sudo ls; done` hides `sudo`). The
@@ -881,12 +892,29 @@ impl<'s> Walker<'s> {
             return;
         }
         self.scanned_until = node.end_byte();
+        self.mark_read(node.start_byte(), node.end_byte());
         let text = self.text(node);
         count_work(text.len());
-        for script in hidden_scripts(&text) {
+        for (_, script) in hidden_scripts(&text) {
             self.note(format!("command substitution `{}`", snippet(&script)));
             self.nested("command substitution", &script);
         }
+    }
+
+    /// Records that the substitutions in `start..end` were analysed
+    /// already. Ranges come in source order; one inside the last is
+    /// covered by it.
+    fn mark_read(&mut self, start: usize, end: usize) {
+        match self.read_ranges.last() {
+            Some(&(_, last_end)) if start < last_end => {}
+            _ => self.read_ranges.push((start, end)),
+        }
+    }
+
+    /// Whether the byte at `at` lies in a range marked by [`mark_read`].
+    fn was_read(&self, at: usize) -> bool {
+        let i = self.read_ranges.partition_point(|&(start, _)| start <= at);
+        i > 0 && at < self.read_ranges[i - 1].1
     }
 
     /// Reads the script a second time, strictly (see [`strict`]), and
@@ -964,8 +992,10 @@ impl<'s> Walker<'s> {
             return;
         }
         count_work(src.len());
-        for script in hidden_scripts(src) {
-            self.nested("text evaluated as code", &script);
+        for (at, script) in hidden_scripts(src) {
+            if !self.was_read(at) {
+                self.nested("text evaluated as code", &script);
+            }
         }
     }
 
@@ -1096,7 +1126,7 @@ fn unescape_backticks(inner: &str) -> String {
 /// a substitution holding a subshell, as in bash. Quotes are not
 /// respected: this looks for hidden commands, it proves nothing. Linear:
 /// parentheses are matched once, up front.
-fn hidden_scripts(text: &str) -> Vec<String> {
+fn hidden_scripts(text: &str) -> Vec<(usize, String)> {
     let b = text.as_bytes();
     let mut closes = vec![usize::MAX; b.len()];
     let mut open = Vec::new();
@@ -1134,7 +1164,7 @@ fn hidden_scripts(text: &str) -> Vec<String> {
                     i += 3;
                     continue;
                 }
-                out.push(String::from_utf8_lossy(&b[i + 2..end]).into_owned());
+                out.push((i, String::from_utf8_lossy(&b[i + 2..end]).into_owned()));
                 i = end + 1;
             }
             b'`' => {
@@ -1143,7 +1173,10 @@ fn hidden_scripts(text: &str) -> Vec<String> {
                     j += if b[j] == b'\\' { 2 } else { 1 };
                 }
                 let end = j.min(b.len());
-                out.push(unescape_backticks(&String::from_utf8_lossy(&b[i + 1..end])));
+                out.push((
+                    i,
+                    unescape_backticks(&String::from_utf8_lossy(&b[i + 1..end])),
+                ));
                 i = end + 1;
             }
             _ => i += 1,
