@@ -494,6 +494,7 @@ impl Reader<'_> {
         // Unquoted `{` seen, then `,` or `..` after it: brace expansion.
         let mut brace = false;
         let mut brace_list = false;
+        let mut bracket = None;
         while let Some(c) = self.peek(0) {
             if is_meta(c) {
                 break;
@@ -528,9 +529,15 @@ impl Reader<'_> {
                 }
                 b'`' => return Err("backtick command substitution".to_string()),
                 b'$' => self.dollar(&mut w, false)?,
-                b'*' | b'?' | b'[' => {
+                b'*' | b'?' => {
                     w.known = w.known.max(Known::Pattern);
                     w.value.push(c as char);
+                    self.pos += 1;
+                }
+                // A bracket expression needs a `]` after the `[`.
+                b'[' => {
+                    bracket.get_or_insert(self.pos);
+                    w.value.push('[');
                     self.pos += 1;
                 }
                 b'{' => {
@@ -560,6 +567,9 @@ impl Reader<'_> {
             }
         }
         w.raw_end = self.pos;
+        if bracket.is_some_and(|at| self.b[at..self.pos].contains(&b']')) {
+            w.known = w.known.max(Known::Pattern);
+        }
         Ok(w)
     }
 

@@ -393,6 +393,7 @@ impl<'s> Walker<'s> {
                 ));
                 self.nested("text after a `#` inside a word", &rest);
             }
+            "test_command" => self.test_command(node),
             "function_definition" => {
                 let mut cursor = node.walk();
                 let redirects: Vec<Node<'t>> = node
@@ -814,6 +815,29 @@ impl<'s> Walker<'s> {
         self.arith_until = node.end_byte();
         count_work(text.len());
         assigns_in_arithmetic(&text)
+    }
+
+    /// `[ ... ]` is a simple command to bash (the builtin `[`), but a
+    /// `test_command` node to tree-sitter, with expressions rather than
+    /// words inside. Its text is read with the strict reader; `[[ ... ]]`,
+    /// which evaluates its operands (`-eq` as arithmetic), is unprovable.
+    fn test_command(&mut self, node: Node<'_>) {
+        let text = self.text(node).into_owned();
+        if text.starts_with("[[") {
+            self.note(format!("conditional `{}`", snippet(&text)));
+            return;
+        }
+        match strict::read_partly(&text) {
+            (reading, None) if reading.commands.len() == 1 && reading.bare.is_empty() => {
+                for command in reading.commands {
+                    self.simple(command.words, command.redirects, Vec::new());
+                }
+            }
+            (_, refused) => {
+                let why = refused.unwrap_or_else(|| "not one command".to_string());
+                self.note(format!("test `{}`: {why}", snippet(&text)));
+            }
+        }
     }
 
     /// `coproc [NAME] compound-command`: tree-sitter reads `coproc` as a

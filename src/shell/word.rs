@@ -100,6 +100,9 @@ fn push_node(src: &str, node: Node<'_>, depth: usize, budget: &mut usize, out: &
         return;
     }
     match node.kind() {
+        // A word that is only `[` (the test builtin) has no bracket
+        // expression to match with: bash leaves it as it is.
+        "word" if depth == 0 && node_text(src, node) == "[" => out.text.push('['),
         "word" | "number" | "variable_name" | "special_variable_name" => {
             unquoted(&node_text(src, node), out);
         }
