@@ -67,6 +67,7 @@ pub(super) fn read_partly(src: &str) -> (Reading, Option<String>) {
         heredocs: Vec::new(),
         state: State::Start,
         attach_budget: MAX_ATTACH_WORK,
+        after_pipe: false,
     };
     let refused = reader.run().err();
     (reader.out, refused)
@@ -133,6 +134,9 @@ struct Reader<'s> {
     /// copied onto: nested redirected groups must not make the reading
     /// quadratic.
     attach_budget: usize,
+    /// Whether the last operator was `|` or `|&`, after which `!` is a
+    /// syntax error.
+    after_pipe: bool,
 }
 
 /// See [`Reader::attach_budget`]; the same bound as the walk's.
@@ -202,10 +206,12 @@ impl Reader<'_> {
                 b'&' if self.peek(1) == Some(b'&') => self.operator(2, "`&&`", State::Need)?,
                 b'&' if self.peek(1) == Some(b'>') => self.redirect(None)?,
                 b'&' => self.operator(1, "`&`", State::Start)?,
-                b'|' if matches!(self.peek(1), Some(b'|' | b'&')) => {
-                    self.operator(2, "`||` or `|&`", State::Need)?;
+                b'|' if self.peek(1) == Some(b'|') => self.operator(2, "`||`", State::Need)?,
+                b'|' => {
+                    let len = if self.peek(1) == Some(b'&') { 2 } else { 1 };
+                    self.operator(len, "`|`", State::Need)?;
+                    self.after_pipe = true;
                 }
-                b'|' => self.operator(1, "`|`", State::Need)?,
                 b'(' => self.open_paren()?,
                 b')' => {
                     self.end_command("`)`")?;
@@ -313,6 +319,7 @@ impl Reader<'_> {
     fn word_or_keyword(&mut self) -> Result<(), String> {
         let start = self.pos;
         let word = self.word()?;
+        let after_pipe = std::mem::take(&mut self.after_pipe);
         // A descriptor prefix: digits right before `<` or `>`.
         if matches!(self.peek(0), Some(b'<' | b'>')) && !word.quoted {
             let raw = &self.src[word.raw_start..word.raw_end];
@@ -338,8 +345,21 @@ impl Reader<'_> {
             && self.current.words.is_empty()
             && self.current.redirects.is_empty()
             && !self.current.assigned;
+        // After the keyword `time` (and `-p`), `!` still negates.
+        let after_time = !word.quoted
+            && word.value == "!"
+            && self.current.redirects.is_empty()
+            && !self.current.assigned
+            && self.current.words.first().is_some_and(|w| w.text == "time")
+            && self.current.words[1..].iter().all(|w| w.text == "-p");
+        if after_time {
+            return Ok(());
+        }
         if at_start && !word.quoted {
             match word.value.as_str() {
+                "!" if after_pipe => {
+                    return Err("syntax: `!` after `|`".to_string());
+                }
                 "!" => return Ok(()),
                 "{" => return self.open(Frame::Group),
                 "if" => return self.open(Frame::If),

@@ -716,7 +716,6 @@ fn hidden_commands_are_seen() {
         "echo '$(sudo ls)'; echo ${_@P}",
         "echo 'a[$(sudo ls)]'; [[ _ -eq 1 ]] && ls",
         "coproc sudo ls",
-        "! ! sudo ls",
         "echo `echo \\`sudo ls\\``",
         "echo $((sudo ls) )",
         // A partly quoted delimiter before a construct the strict reader
@@ -745,6 +744,11 @@ fn time_and_negation_run_their_command() {
     // Bash runs `sudo ls`, and both readings agree on it.
     assert_eq!(words("time ! sudo ls"), vec![vec!["sudo", "ls"]]);
     assert_eq!(words("time -p ! ls"), vec![vec!["ls"]]);
+    assert_eq!(words("! ! sudo ls"), vec![vec!["sudo", "ls"]]);
+    // A quoted `!` is a program name.
+    assert_eq!(words("'!' ls"), vec![vec!["!", "ls"]]);
+    // `!` after `|` is a syntax error to bash.
+    assert!(!analyze("ls | ! grep x").unprovable.is_empty());
 }
 
 #[test]

@@ -609,6 +609,11 @@ impl<'s> Walker<'s> {
                         words.push(word(self.src, child, &mut self.verbatim_budget));
                         last_end = Some(child.end_byte());
                     }
+                    // `! ! cmd`, `time ! cmd`: an unquoted `!` where a
+                    // pipeline starts negates it; tree-sitter reads it
+                    // as a word.
+                    (Some("name" | "argument"), _)
+                        if self.text(child) == "!" && pipeline_start(&words) => {}
                     (Some("name" | "argument"), _) => {
                         let next = word(self.src, child, &mut self.verbatim_budget);
                         // The grammar reads a line continuation as a word
@@ -711,9 +716,6 @@ impl<'s> Walker<'s> {
         // runs `cmd` in the background.
         loop {
             match words.first() {
-                Some(w) if w.known == Known::Literal && w.text == "!" => {
-                    words.remove(0);
-                }
                 Some(w) if w.known == Known::Literal && w.text == "coproc" => {
                     self.note("coproc".to_string());
                     words.remove(0);
@@ -1297,4 +1299,14 @@ fn unquote_delimiter(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether the words read so far leave the next word at the start of a
+/// pipeline, where bash reads `!` as a reserved word: no words, or only
+/// the keyword `time` and its `-p`.
+fn pipeline_start(words: &[Word]) -> bool {
+    match words.split_first() {
+        None => true,
+        Some((first, rest)) => first.text == "time" && rest.iter().all(|w| w.text == "-p"),
+    }
 }
