@@ -600,6 +600,11 @@ fn nested_expansions_and_large_commands_take_linear_work() {
         format!("echo {}x{}", "${x:-".repeat(n), "}".repeat(n)),
         format!("echo {}x{}", "$[".repeat(n), "]".repeat(n)),
         format!("cat <<EOF\n{}\nEOF\n", "`a ${x:-`".repeat(n)),
+        // Hidden substitutions that all differ: each is read as a script.
+        format!(
+            "cat <<EOF\n{}\nEOF\n",
+            (0..n / 4).map(|i| format!("`a{i}`")).collect::<String>()
+        ),
         format!("(({}1{}))", "(".repeat(n), ")".repeat(n)),
         format!("{}1{}", "((".repeat(n), "))".repeat(n)),
         format!("{}ls{}", "{ ((x=1)); ".repeat(n / 4), " }".repeat(n / 4)),

@@ -50,6 +50,7 @@ pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
         extra_args: None,
         coproc_reread: false,
         read_ranges: Vec::new(),
+        seen_hidden: HashSet::new(),
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
@@ -241,6 +242,8 @@ struct Walker<'s> {
     /// Source ranges whose substitutions were analysed already (parsed
     /// substitutions, searched expansions and heredoc bodies), in order.
     read_ranges: Vec<(usize, usize)>,
+    /// Hidden scripts analysed already: the same text twice adds nothing.
+    seen_hidden: HashSet<String>,
     /// Whether the text after a `coproc` was read again already.
     coproc_reread: bool,
 }
@@ -922,8 +925,10 @@ impl<'s> Walker<'s> {
         let text = self.text(node);
         count_work(text.len());
         for (_, script) in hidden_scripts(&text) {
-            self.note(format!("command substitution `{}`", snippet(&script)));
-            self.nested("command substitution", &script);
+            if self.seen_hidden.insert(script.clone()) {
+                self.note(format!("command substitution `{}`", snippet(&script)));
+                self.nested("command substitution", &script);
+            }
         }
     }
 
@@ -1019,7 +1024,7 @@ impl<'s> Walker<'s> {
         }
         count_work(src.len());
         for (at, script) in hidden_scripts(src) {
-            if !self.was_read(at) {
+            if !self.was_read(at) && self.seen_hidden.insert(script.clone()) {
                 self.nested("text evaluated as code", &script);
             }
         }
