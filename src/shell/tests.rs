@@ -731,6 +731,9 @@ fn hidden_commands_are_seen() {
         "coproc NAME while true; do sudo ls; done",
         "unset 'a[$(sudo ls)]'",
         "test -v 'a[$(sudo ls)]'",
+        "echo 'a[$(sudo ls)]'; let _",
+        "trap 'sudo ls' EXIT; ls",
+        "echo 'a[$(sudo ls)]'; declare -i x; x=_",
         // Read by bash before a construct the strict reader refuses.
         "ls\n\\sudo ls; echo ${x:-a}",
     ] {

@@ -675,13 +675,9 @@ impl<'s> Walker<'s> {
                 _ => words.push(self.text(child).into_owned()),
             }
         }
-        if let Some((keyword, args)) = words.split_first()
-            && let Some(arg) = args.iter().find(|a| a.contains('['))
-        {
-            self.note(format!(
-                "`{keyword}` evaluates the subscript in `{}`",
-                snippet(arg)
-            ));
+        let texts: Vec<&str> = words.iter().map(String::as_str).collect();
+        if let Some(phrase) = evaluates_text(&texts) {
+            self.note(phrase);
         }
         if words.is_empty() {
             self.bare.extend(redirects);
@@ -758,13 +754,18 @@ impl<'s> Walker<'s> {
             // `test -v 'a[$(x)]'` evaluates the subscript, and so do the
             // declaration builtins when read as plain commands
             // (`command unset 'a[$(x)]'`).
-            let names_variables = DECLARING_BUILTINS.contains(&program)
-                || (matches!(program, "test" | "[") && words.iter().any(|w| w.text == "-v"));
-            if names_variables && let Some(arg) = words[1..].iter().find(|w| w.text.contains('[')) {
-                self.note(format!(
-                    "`{program}` evaluates the subscript in `{}`",
-                    snippet(&arg.text)
-                ));
+            let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+            if let Some(phrase) = evaluates_text(&texts) {
+                self.note(phrase);
+            }
+            if program == "trap" {
+                // `trap 'cmd' EXIT` runs `cmd` later, in this shell.
+                let mut args = words[1..].iter().map(|w| w.text.as_str());
+                let action = args.find(|a| !matches!(*a, "-p" | "-l" | "-P" | "--"));
+                if let Some(action) = action.filter(|a| words.len() > 2 && *a != "-") {
+                    self.note(format!("`trap` runs `{}` later", snippet(action)));
+                    nested = Some(("trap".to_string(), action.to_string()));
+                }
             }
             if program == "eval" {
                 let body = rest();
@@ -1016,7 +1017,7 @@ impl<'s> Walker<'s> {
         // subscript (`unset 'a[$(x)]'`, `printf -v`, `read`, `test -v`).
         const EVALUATING: &[&str] = &[
             "((", "$[", "[[", "${", "let", "read", "mapfile", "printf", "declare", "typeset",
-            "local", "export", "unset", "test", "[ ", "getopts", "wait", "-v",
+            "local", "export", "unset", "test", "[ ", "getopts", "wait", "-v", "trap",
         ];
         let src = self.src;
         if !EVALUATING.iter().any(|e| src.contains(e)) {
@@ -1050,6 +1051,32 @@ impl<'s> Walker<'s> {
 /// Builtins that declare, export or unset variables named in their
 /// arguments (a name may carry a subscript, which bash evaluates).
 const DECLARING_BUILTINS: &[&str] = &["declare", "typeset", "local", "export", "readonly", "unset"];
+
+/// Why a builtin command (its words after wrappers) may evaluate text as
+/// code: `let` and integer or reference declarations evaluate arithmetic
+/// (`let _`, `declare -i x; x=_`), and a variable name with a subscript
+/// (`unset 'a[$(x)]'`, `test -v`, `wait -p`, `declare`) has its subscript
+/// evaluated.
+fn evaluates_text(words: &[&str]) -> Option<String> {
+    let (&program, args) = words.split_first()?;
+    if program == "let" {
+        return Some("`let` evaluates its arguments as arithmetic".to_string());
+    }
+    let declaring = matches!(program, "declare" | "typeset" | "local");
+    let flag = |a: &&&str| {
+        a.len() > 1 && (a.starts_with('-') || a.starts_with('+')) && a.contains(['i', 'n'])
+    };
+    if declaring && let Some(flag) = args.iter().find(flag) {
+        return Some(format!(
+            "`{program} {flag}` makes assignments evaluate text as code"
+        ));
+    }
+    let names_variables = DECLARING_BUILTINS.contains(&program)
+        || (matches!(program, "test" | "[") && args.contains(&"-v"))
+        || (program == "wait" && args.iter().any(|a| a.starts_with("-p")));
+    let arg = args.iter().find(|a| a.contains('['))?;
+    names_variables.then(|| format!("`{program}` evaluates the subscript in `{}`", snippet(arg)))
+}
 
 /// Builtins that set variables named in their arguments.
 const ASSIGNING_BUILTINS: &[&str] = &["read", "mapfile", "readarray", "getopts"];
