@@ -8,6 +8,19 @@
 //! could not prove (substitutions, `eval`, variable command names, parse
 //! errors) in [`CommandAnalysis::unprovable`].
 //!
+//! An allow must rest on what bash itself would run, so every script is
+//! read twice: by the tree-sitter walk (`walk.rs`), whose error recovery
+//! keeps the deny and ask side seeing commands even in broken scripts, and
+//! by a strict reader written from bash's own definitions (`strict.rs`)
+//! that accepts only a small subset it models exactly. Anything outside
+//! that subset, and any difference between the two readings, is named in
+//! [`CommandAnalysis::unprovable`]; where they differ, bash's reading is
+//! added to the commands so that deny rules see it. Where tree-sitter hides
+//! commands (substitutions inside `${...}`, backticks in heredoc bodies,
+//! `$((cmd) )`, nested backticks, `coproc`, a heredoc that ends earlier for
+//! bash), the walk reads the hidden text again as a script, bounded by
+//! [`MAX_NESTING`] and linear in the input overall.
+//!
 //! It must not know about policies, rules, approvals or the filesystem: it
 //! does no I/O, reads no clock and no environment, and decides nothing. It
 //! describes; the policy engine judges. It is also not a sandbox: aliases,
@@ -17,6 +30,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod operands;
+mod strict;
 mod walk;
 mod word;
 mod wrappers;
@@ -24,8 +38,10 @@ mod wrappers;
 #[cfg(test)]
 mod tests;
 
-/// How deeply `bash -c`, `sh -c` and `eval` scripts are analysed inside one
-/// another; a script nested deeper is reported as unprovable.
+/// How deeply `bash -c`, `sh -c` and `eval` scripts (and text read again
+/// as a script: hidden substitutions, `coproc` bodies, the text after a
+/// heredoc's real end) are analysed inside one another; a script nested
+/// deeper is reported as unprovable.
 pub const MAX_NESTING: usize = 8;
 
 /// What a command string would run, as far as can be proven from its text.
@@ -39,8 +55,9 @@ pub struct CommandAnalysis {
     pub unprovable: Vec<String>,
     /// Redirections that belong to no simple command: a redirection
     /// standing alone (`> f`), or one on a construct that is not a command
-    /// (`[[ x ]] > f`, `((1)) > f`, `x=1 > f`). Bash still opens, creates or
-    /// truncates their targets.
+    /// (`[[ x ]] > f`, `((1)) > f`, `x=1 > f`, a function definition, a
+    /// compound command with no command inside). Bash still opens, creates
+    /// or truncates their targets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bare_redirects: Vec<Redirect>,
 }
@@ -59,7 +76,7 @@ impl CommandAnalysis {
 /// One simple command: a program and its arguments, plus file redirections.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimpleCommand {
-    /// Words after quote and escape removal, wrappers stripped; words[0] is the program
+    /// Words after quote and escape removal, wrappers stripped; `words[0]` is the program
     /// by its name (`/usr/bin/sudo` -> `sudo`, `\rm` -> `rm`). Never empty.
     pub words: Vec<String>,
     /// File redirections attached to this command (`>`, `>>`, `>|`, `<`, `&>`, `&>>`, `<>`, with optional fd);

@@ -5,10 +5,12 @@
 //! The only recursion is into `sh -c` and `eval` scripts, capped at
 //! [`MAX_NESTING`].
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 
+use super::strict;
 use super::word::{Known, Word, node_text, slice, word};
 use super::wrappers::{self, SHELLS, ShellRun};
 use super::{CommandAnalysis, MAX_NESTING, Redirect, SimpleCommand};
@@ -18,7 +20,7 @@ use super::{CommandAnalysis, MAX_NESTING, Redirect, SimpleCommand};
 const MAX_NOTES: usize = 32;
 
 /// Characters of source text quoted in a phrase.
-const SNIPPET_CHARS: usize = 60;
+pub(super) const SNIPPET_CHARS: usize = 60;
 
 /// Redirections copied onto commands inside a redirected group
 /// (`{ a; b; } > f`) are bounded, so that deeply nested redirected groups
@@ -32,6 +34,7 @@ const VERBATIM_BUDGET: usize = 64 * 1024;
 /// Parses and analyses `script`, which sits `depth` scripts deep
 /// (0 for the top level).
 pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
+    count_work(script.len());
     let mut walker = Walker {
         src: script,
         depth,
@@ -40,12 +43,24 @@ pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
         parse_error_noted: false,
         attach_budget: MAX_ATTACH_WORK,
         verbatim_budget: VERBATIM_BUDGET.saturating_add(script.len()),
+        raw: Vec::new(),
+        bare: Vec::new(),
+        scanned_until: 0,
+        arith_until: 0,
+        extra_args: None,
+        coproc_reread: false,
+        read_ranges: Vec::new(),
+        seen_hidden: HashSet::new(),
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
     }
     match parse(script).0 {
-        Ok(tree) => walker.walk(tree.root_node()),
+        Ok(tree) => {
+            walker.walk(tree.root_node());
+            walker.second_opinion();
+            walker.text_evaluated_as_code();
+        }
         Err(ParseFailure::Unavailable) => {
             walker.note("the shell parser could not run".to_string());
         }
@@ -86,13 +101,36 @@ const PARSE_CHECKS_BASE: usize = 10_000;
 
 /// Parses `script`; also returns the number of progress checks used.
 fn parse(script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .is_err()
-    {
-        return (Err(ParseFailure::Unavailable), 0, 0);
+    // A parser is built once per thread: nested scripts (substitutions
+    // recovered from expansions and heredoc bodies) can be many and small.
+    thread_local! {
+        static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
     }
+    let cached = PARSER.with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.take()));
+    let mut parser = match cached {
+        Some(parser) => parser,
+        None => {
+            let mut parser = Parser::new();
+            if parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .is_err()
+            {
+                return (Err(ParseFailure::Unavailable), 0, 0);
+            }
+            parser
+        }
+    };
+    let result = parse_with(&mut parser, script);
+    parser.reset();
+    PARSER.with(|p| {
+        if let Ok(mut slot) = p.try_borrow_mut() {
+            *slot = Some(parser);
+        }
+    });
+    result
+}
+
+fn parse_with(parser: &mut Parser, script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
     // tree-sitter-bash's external scanner calls `isdigit`/`isalpha` on the
     // lookahead character, which is undefined (and can crash) for code
     // points past 255. The parser therefore sees every non-ASCII byte as
@@ -174,8 +212,9 @@ pub(super) fn snippet(text: &str) -> String {
 enum Task<'t> {
     /// Visit a node; the redirections apply to the commands it contains.
     Visit(Node<'t>, Vec<Redirect>),
-    /// Add redirections to every command found from this index on.
-    Attach(usize, Vec<Redirect>),
+    /// Add redirections to every command found from these indices on (of
+    /// the commands, and of the commands as read).
+    Attach(usize, usize, Vec<Redirect>),
 }
 
 struct Walker<'s> {
@@ -186,6 +225,27 @@ struct Walker<'s> {
     parse_error_noted: bool,
     attach_budget: usize,
     verbatim_budget: usize,
+    /// Every simple command of this script as read, before wrappers are
+    /// stripped: what the strict reading is compared with.
+    raw: Vec<strict::Command>,
+    /// Redirections on no simple command.
+    bare: Vec<Redirect>,
+    /// End of the last node whose text was searched for hidden
+    /// substitutions: nodes inside it are not searched again, which keeps
+    /// the walk linear however deeply expansions nest.
+    scanned_until: usize,
+    /// The same for the search for assignments in arithmetic.
+    arith_until: usize,
+    /// Words that tree-sitter hung on a heredoc or a redirection but that
+    /// bash passes as arguments to the command (node id of the command).
+    extra_args: Option<(usize, Vec<Word>)>,
+    /// Source ranges whose substitutions were analysed already (parsed
+    /// substitutions, searched expansions and heredoc bodies), in order.
+    read_ranges: Vec<(usize, usize)>,
+    /// Hidden scripts analysed already: the same text twice adds nothing.
+    seen_hidden: HashSet<String>,
+    /// Whether the text after a `coproc` was read again already.
+    coproc_reread: bool,
 }
 
 impl<'s> Walker<'s> {
@@ -193,7 +253,7 @@ impl<'s> Walker<'s> {
         CommandAnalysis {
             commands: self.commands,
             unprovable: self.notes,
-            bare_redirects: Vec::new(),
+            bare_redirects: self.bare,
         }
     }
 
@@ -218,13 +278,19 @@ impl<'s> Walker<'s> {
         while let Some(task) = stack.pop() {
             match task {
                 Task::Visit(node, redirects) => self.visit(node, redirects, &mut stack),
-                Task::Attach(from, redirects) => self.attach(from, &redirects),
+                Task::Attach(from, raw_from, redirects) => {
+                    self.attach(from, raw_from, &redirects);
+                }
             }
         }
     }
 
-    fn attach(&mut self, from: usize, redirects: &[Redirect]) {
+    fn attach(&mut self, from: usize, raw_from: usize, redirects: &[Redirect]) {
         let targets = self.commands.len().saturating_sub(from);
+        if targets == 0 {
+            self.bare.extend_from_slice(redirects);
+            return;
+        }
         let work = targets.saturating_mul(redirects.len());
         if work > self.attach_budget {
             self.note("redirections nested too deeply to attribute".to_string());
@@ -233,6 +299,9 @@ impl<'s> Walker<'s> {
         }
         self.attach_budget -= work;
         for command in self.commands.iter_mut().skip(from) {
+            command.redirects.extend_from_slice(redirects);
+        }
+        for command in self.raw.iter_mut().skip(raw_from) {
             command.redirects.extend_from_slice(redirects);
         }
     }
@@ -261,7 +330,7 @@ impl<'s> Walker<'s> {
                     }
                     return;
                 }
-                _ => stack.push(Task::Attach(self.commands.len(), redirects)),
+                _ => stack.push(Task::Attach(self.commands.len(), self.raw.len(), redirects)),
             }
         }
         match node.kind() {
@@ -272,8 +341,72 @@ impl<'s> Walker<'s> {
                 return;
             }
             "command_substitution" => {
+                self.mark_read(node.start_byte(), node.end_byte());
                 let phrase = format!("command substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
+                let text = self.text(node);
+                if let Some(inner) = text.strip_prefix('`') {
+                    // Bash removes the backslash before `` ` ``, `\` and `$`
+                    // and parses the rest: nested backticks are commands.
+                    let inner = unescape_backticks(inner.strip_suffix('`').unwrap_or(inner));
+                    self.nested("command substitution", &inner);
+                    return;
+                }
+            }
+            "expansion" | "arithmetic_expansion" | "heredoc_body" | "ERROR" => {
+                if node.kind() == "ERROR" {
+                    self.parse_error(node);
+                }
+                if node.kind() == "heredoc_body" {
+                    self.heredoc_real_end(node);
+                    if heredoc_is_quoted(self.src, node) {
+                        return;
+                    }
+                }
+                if node.kind() == "arithmetic_expansion" && self.arithmetic_assigns(node) {
+                    let phrase = format!(
+                        "arithmetic `{}` assigns variables",
+                        snippet(&self.text(node))
+                    );
+                    self.note(phrase);
+                }
+                if node.kind() == "expansion" && assigns_default(&self.text(node)) {
+                    let phrase = format!(
+                        "expansion `{}` assigns a variable",
+                        snippet(&self.text(node))
+                    );
+                    self.note(phrase);
+                }
+                self.recover_hidden(node);
+                if node.kind() == "ERROR" {
+                    push_children(node, stack);
+                }
+                return;
+            }
+            // tree-sitter takes CR, FF and VT for blanks, so `ls\r# x`
+            // looks like a comment; to bash `#` starts a comment only at the
+            // start of a word, and `x` runs. A line continuation before `#`
+            // joins it to the word before, too.
+            "comment" if !starts_a_word(self.src, node.start_byte()) => {
+                let text = self.text(node);
+                let rest = text.get(1..).unwrap_or_default().to_string();
+                self.note(format!(
+                    "`#` inside a word is no comment to bash near `{}`",
+                    snippet(&text)
+                ));
+                self.nested("text after a `#` inside a word", &rest);
+            }
+            "test_command" => self.test_command(node),
+            "function_definition" => {
+                let mut cursor = node.walk();
+                let redirects: Vec<Node<'t>> = node
+                    .children(&mut cursor)
+                    .filter(|c| c.kind() == "file_redirect")
+                    .collect();
+                for r in redirects {
+                    let (redirect, _) = self.redirect(r);
+                    self.bare.extend(redirect);
+                }
             }
             "for_statement" => {
                 if let Some(variable) = node.child_by_field_name("variable") {
@@ -284,18 +417,9 @@ impl<'s> Walker<'s> {
                     self.note(phrase);
                 }
             }
-            "arithmetic_expansion" | "c_style_for_statement" | "compound_statement"
-                if assigns_in_arithmetic(&self.text(node)) =>
-            {
+            "c_style_for_statement" | "compound_statement" if self.arithmetic_assigns(node) => {
                 let phrase = format!(
                     "arithmetic `{}` assigns variables",
-                    snippet(&self.text(node))
-                );
-                self.note(phrase);
-            }
-            "expansion" if assigns_default(&self.text(node)) => {
-                let phrase = format!(
-                    "expansion `{}` assigns a variable",
                     snippet(&self.text(node))
                 );
                 self.note(phrase);
@@ -311,7 +435,6 @@ impl<'s> Walker<'s> {
                 let phrase = format!("process substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
             }
-            "ERROR" => self.parse_error(node),
             _ if node.is_missing() => self.parse_error(node),
             _ => {}
         }
@@ -336,6 +459,7 @@ impl<'s> Walker<'s> {
     fn redirected<'t>(&mut self, node: Node<'t>, stack: &mut Vec<Task<'t>>) {
         let mut body = None;
         let mut redirects = Vec::new();
+        let mut extras = Vec::new();
         let mut rest = Vec::new();
         let mut cursor = node.walk();
         if cursor.goto_first_child() {
@@ -344,8 +468,38 @@ impl<'s> Walker<'s> {
                 if cursor.field_name() == Some("body") {
                     body = Some(child);
                 } else if child.is_named() || child.is_missing() {
-                    if child.kind() == "file_redirect" {
-                        redirects.extend(self.redirect(child));
+                    match child.kind() {
+                        "file_redirect" => {
+                            let (redirect, extra) = self.redirect(child);
+                            redirects.extend(redirect);
+                            extras.extend(extra);
+                        }
+                        // `cat <<EOF > f a`: tree-sitter hangs what follows
+                        // the delimiter on the heredoc; bash reads it as
+                        // redirections and arguments of the command.
+                        "heredoc_redirect" => {
+                            let mut inner = child.walk();
+                            for part in child.named_children(&mut inner) {
+                                match part.kind() {
+                                    "heredoc_start" | "heredoc_body" | "heredoc_end" => {}
+                                    "file_redirect" => {
+                                        let (redirect, extra) = self.redirect(part);
+                                        redirects.extend(redirect);
+                                        extras.extend(extra);
+                                    }
+                                    "herestring_redirect" | "comment" => {}
+                                    kind if is_word_kind(kind) => {
+                                        extras.push(word(
+                                            self.src,
+                                            part,
+                                            &mut self.verbatim_budget,
+                                        ));
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
+                        _ => {}
                     }
                     rest.push(child);
                 }
@@ -356,24 +510,39 @@ impl<'s> Walker<'s> {
         }
         // Body first, then the redirections' own words and heredoc pipelines.
         stack.extend(rest.into_iter().rev().map(|n| Task::Visit(n, Vec::new())));
-        if let Some(body) = body {
-            stack.push(Task::Visit(body, redirects));
+        match body {
+            Some(body) => {
+                if !extras.is_empty() {
+                    if body.kind() == "command" {
+                        self.extra_args = Some((body.id(), extras));
+                    } else {
+                        self.note(format!(
+                            "words after a redirection near `{}`",
+                            snippet(&self.text(node))
+                        ));
+                    }
+                }
+                stack.push(Task::Visit(body, redirects));
+            }
+            None => self.bare.extend(redirects),
         }
     }
 
     /// A file redirection, or `None` for descriptor duplications (`2>&1`,
     /// `>&-`) and redirections without a target.
-    fn redirect(&mut self, node: Node<'_>) -> Option<Redirect> {
+    ///
+    /// Also returns the words tree-sitter took as further destinations but
+    /// that bash reads as arguments (`> f a`); a destination continued by a
+    /// backslash-newline (`> /dev/s\<newline>da`) is one word.
+    fn redirect(&mut self, node: Node<'_>) -> (Option<Redirect>, Vec<Word>) {
         let mut descriptor = None;
-        let mut destination = None;
+        let mut destinations = Vec::new();
         let mut cursor = node.walk();
         if cursor.goto_first_child() {
             loop {
                 match cursor.field_name() {
                     Some("descriptor") => descriptor = Some(cursor.node()),
-                    Some("destination") if destination.is_none() => {
-                        destination = Some(cursor.node());
-                    }
+                    Some("destination") => destinations.push(cursor.node()),
                     _ => {}
                 }
                 if !cursor.goto_next_sibling() {
@@ -381,25 +550,39 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        let destination = destination?;
+        let mut extra: Vec<Word> = Vec::new();
+        let Some((&destination, others)) = destinations.split_first() else {
+            return (None, extra);
+        };
+        let mut target = word(self.src, destination, &mut self.verbatim_budget).text;
+        let mut last_end = destination.end_byte();
+        for &other in others {
+            let next = word(self.src, other, &mut self.verbatim_budget);
+            if extra.is_empty() && slice(self.src, last_end, other.start_byte()) == "\\\n" {
+                target.push_str(&next.text);
+            } else {
+                extra.push(next);
+            }
+            last_end = other.end_byte();
+        }
         let op_start = descriptor.map_or(node.start_byte(), |d| d.end_byte());
         let bare: String = slice(self.src, op_start, destination.start_byte())
+            .replace("\\\n", "")
             .chars()
             .filter(|c| !c.is_whitespace())
             .collect();
-        let target = word(self.src, destination, &mut self.verbatim_budget).text;
         let numeric = {
             let t = target.strip_suffix('-').unwrap_or(&target);
             !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
         };
         if bare == "<&" || (bare == ">&" && numeric) {
-            return None;
+            return (None, extra);
         }
         let op = match descriptor {
             Some(d) => format!("{}{bare}", self.text(d)),
             None => bare,
         };
-        Some(Redirect { op, target })
+        (Some(Redirect { op, target }), extra)
     }
 
     fn command(&mut self, node: Node<'_>, outer: Vec<Redirect>) {
@@ -412,15 +595,28 @@ impl<'s> Walker<'s> {
             loop {
                 let child = cursor.node();
                 match (cursor.field_name(), child.kind()) {
-                    (_, "file_redirect") => redirects.extend(self.redirect(child)),
+                    (_, "file_redirect") => {
+                        let (redirect, extra) = self.redirect(child);
+                        redirects.extend(redirect);
+                        words.extend(extra);
+                    }
                     (_, "variable_assignment") => {
                         let text = self.text(child);
                         let name = text.split_once('=').map_or(&*text, |(n, _)| n);
                         assignments.push(name.trim_end_matches('+').to_owned());
                     }
-                    (Some("name"), _) if child.is_missing() || child.byte_range().is_empty() => {
-                        return;
+                    (Some("name"), _) if child.is_missing() || child.byte_range().is_empty() => {}
+                    (Some("name"), _) if !self.coproc_reread && self.text(child) == "coproc" => {
+                        self.coproc_reread = true;
+                        self.reread_after_coproc(child.end_byte());
+                        words.push(word(self.src, child, &mut self.verbatim_budget));
+                        last_end = Some(child.end_byte());
                     }
+                    // `! ! cmd`, `time ! cmd`: an unquoted `!` where a
+                    // pipeline starts negates it; tree-sitter reads it
+                    // as a word.
+                    (Some("name" | "argument"), _)
+                        if self.text(child) == "!" && pipeline_start(&words) => {}
                     (Some("name" | "argument"), _) => {
                         let next = word(self.src, child, &mut self.verbatim_budget);
                         // The grammar reads a line continuation as a word
@@ -449,6 +645,13 @@ impl<'s> Walker<'s> {
             }
         }
         redirects.extend(outer);
+        if let Some((id, extra)) = self.extra_args.take() {
+            if id == node.id() {
+                words.extend(extra);
+            } else {
+                self.extra_args = Some((id, extra));
+            }
+        }
         self.simple(words, redirects, assignments);
     }
 
@@ -456,20 +659,36 @@ impl<'s> Walker<'s> {
     /// as they are, with the keyword as the program.
     fn declaration(&mut self, node: Node<'_>) {
         let mut words = Vec::new();
+        let mut redirects = Vec::new();
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             match child.kind() {
-                "comment" | "file_redirect" | "herestring_redirect" => {}
+                "file_redirect" => {
+                    let (redirect, extra) = self.redirect(child);
+                    redirects.extend(redirect);
+                    words.extend(extra.into_iter().map(|w| w.text));
+                }
+                "comment" | "herestring_redirect" => {}
                 _ if child.is_named() => {
                     words.push(word(self.src, child, &mut self.verbatim_budget).text)
                 }
                 _ => words.push(self.text(child).into_owned()),
             }
         }
-        if !words.is_empty() {
+        let texts: Vec<&str> = words.iter().map(String::as_str).collect();
+        if let Some(phrase) = evaluates_text(&texts) {
+            self.note(phrase);
+        }
+        if words.is_empty() {
+            self.bare.extend(redirects);
+        } else {
+            self.raw.push(strict::Command {
+                words: words.iter().map(|w| Word::literal(w.clone())).collect(),
+                redirects: redirects.clone(),
+            });
             self.commands.push(SimpleCommand {
                 words,
-                redirects: Vec::new(),
+                redirects,
                 assignments: Vec::new(),
                 path: None,
             });
@@ -477,16 +696,35 @@ impl<'s> Walker<'s> {
     }
 
     fn simple(&mut self, words: Vec<Word>, redirects: Vec<Redirect>, assignments: Vec<String>) {
+        if !words.is_empty() {
+            self.raw.push(strict::Command {
+                words: words.clone(),
+                redirects: redirects.clone(),
+            });
+        }
         let mut notes = Vec::new();
         let mut stripped = wrappers::Stripped {
             assignments,
             ..Default::default()
         };
-        let words = wrappers::strip(words, &mut notes, &mut stripped);
+        let mut words = wrappers::strip(words, &mut notes, &mut stripped);
         for phrase in notes {
             self.note(phrase);
         }
+        // `time ! cmd`, `! ! cmd`: `!` only negates the status; `coproc cmd`
+        // runs `cmd` in the background.
+        loop {
+            match words.first() {
+                Some(w) if w.known == Known::Literal && w.text == "coproc" => {
+                    self.note("coproc".to_string());
+                    words.remove(0);
+                }
+                _ => break,
+            }
+        }
         let Some(first) = words.first() else {
+            self.bare.extend(redirects);
+            self.bare.append(&mut stripped.writes);
             return;
         };
         let name = snippet(&first.text);
@@ -515,6 +753,22 @@ impl<'s> Walker<'s> {
                     || (program == "printf" && words.iter().any(|w| w.text.starts_with("-v"))))
             {
                 self.note(format!("`{program}` assigns variables by name"));
+            }
+            // `test -v 'a[$(x)]'` evaluates the subscript, and so do the
+            // declaration builtins when read as plain commands
+            // (`command unset 'a[$(x)]'`).
+            let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+            if let Some(phrase) = evaluates_text(&texts) {
+                self.note(phrase);
+            }
+            if builtin && program == "trap" {
+                // `trap 'cmd' EXIT` runs `cmd` later, in this shell.
+                let mut args = words[1..].iter().map(|w| w.text.as_str());
+                let action = args.find(|a| !matches!(*a, "-p" | "-l" | "-P" | "--"));
+                if let Some(action) = action.filter(|a| words.len() > 2 && *a != "-") {
+                    self.note(format!("`trap` runs `{}` later", snippet(action)));
+                    nested = Some(("trap".to_string(), action.to_string()));
+                }
             }
             if builtin && program == "eval" {
                 let body = rest();
@@ -557,6 +811,229 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// Whether `node`, an arithmetic expansion or command or a C-style
+    /// `for`, assigns variables. Arithmetic inside arithmetic already
+    /// searched is not searched again, so nesting stays linear.
+    fn arithmetic_assigns(&mut self, node: Node<'_>) -> bool {
+        let text = self.text(node);
+        let t = text.trim_start();
+        let arithmetic = t.starts_with("((") || t.starts_with("$((") || t.starts_with("for");
+        if !arithmetic || node.start_byte() < self.arith_until {
+            return false;
+        }
+        self.arith_until = node.end_byte();
+        count_work(text.len());
+        assigns_in_arithmetic(&text)
+    }
+
+    /// `[ ... ]` is a simple command to bash (the builtin `[`), but a
+    /// `test_command` node to tree-sitter, with expressions rather than
+    /// words inside. Its text is read with the strict reader; `[[ ... ]]`,
+    /// which evaluates its operands (`-eq` as arithmetic), is unprovable.
+    fn test_command(&mut self, node: Node<'_>) {
+        let text = self.text(node).into_owned();
+        if text.starts_with("[[") {
+            self.note(format!("conditional `{}`", snippet(&text)));
+            return;
+        }
+        match strict::read_partly(&text) {
+            (reading, None) if reading.commands.len() == 1 && reading.bare.is_empty() => {
+                for command in reading.commands {
+                    self.simple(command.words, command.redirects, Vec::new());
+                }
+            }
+            (_, refused) => {
+                let why = refused.unwrap_or_else(|| "not one command".to_string());
+                self.note(format!("test `{}`: {why}", snippet(&text)));
+            }
+        }
+    }
+
+    /// `coproc [NAME] compound-command`: tree-sitter reads `coproc` as a
+    /// command name, and the compound command after it as words and broken
+    /// statements (`coproc while true; do sudo ls; done` hides `sudo`). The
+    /// rest of the script after `coproc` (and after NAME, when a compound
+    /// command follows it) is read again as a script. Done once per
+    /// script, so the work stays linear.
+    fn reread_after_coproc(&mut self, from: usize) {
+        let rest = slice(self.src, from, self.src.len()).into_owned();
+        let trimmed = rest.trim_start_matches([' ', '\t']);
+        let name_len = trimmed
+            .find(|c: char| c.is_whitespace() || "|&;()<>".contains(c))
+            .unwrap_or(trimmed.len());
+        let after_name = trimmed[name_len..].trim_start_matches([' ', '\t']);
+        let compound = after_name.starts_with(['{', '('])
+            || ["while", "until", "if", "for", "case", "select", "[["]
+                .iter()
+                .any(|k| after_name.starts_with(k));
+        let script = if compound && name_len > 0 {
+            &trimmed[name_len..]
+        } else {
+            trimmed
+        };
+        self.nested("coproc", script);
+    }
+
+    /// Bash ends a heredoc at the first line equal to its delimiter after
+    /// quote removal (`<<E"OF"` ends at `EOF`); tree-sitter may read on.
+    /// What follows bash's end, up to where tree-sitter's heredoc ends, is
+    /// read as a script.
+    fn heredoc_real_end(&mut self, body: Node<'_>) {
+        let Some(redirect) = body.parent() else {
+            return;
+        };
+        let mut cursor = redirect.walk();
+        let Some(start) = redirect
+            .named_children(&mut cursor)
+            .find(|c| c.kind() == "heredoc_start")
+        else {
+            return;
+        };
+        let delimiter = unquote_delimiter(&self.text(start));
+        let strip_tabs = self.text(redirect).starts_with("<<-");
+        let text = self.text(body);
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            offset += line.len();
+            let bare = line.strip_suffix('\n').unwrap_or(line);
+            let bare = if strip_tabs {
+                bare.trim_start_matches('\t')
+            } else {
+                bare
+            };
+            if bare == delimiter {
+                let from = body.start_byte() + offset;
+                if from < redirect.end_byte() {
+                    let rest = slice(self.src, from, redirect.end_byte()).into_owned();
+                    self.note(format!(
+                        "the heredoc ends at `{}` for bash, earlier than parsed",
+                        snippet(&delimiter)
+                    ));
+                    self.nested("text after a heredoc", &rest);
+                }
+                return;
+            }
+        }
+    }
+
+    /// Finds the substitutions that bash would run inside `node` (an
+    /// expansion, arithmetic, heredoc body or unparsed region), where
+    /// tree-sitter may hide them, and analyses each as a script. A node
+    /// inside one already searched is skipped.
+    fn recover_hidden(&mut self, node: Node<'_>) {
+        if node.start_byte() < self.scanned_until {
+            return;
+        }
+        self.scanned_until = node.end_byte();
+        self.mark_read(node.start_byte(), node.end_byte());
+        let text = self.text(node);
+        count_work(text.len());
+        for (_, script) in hidden_scripts(&text) {
+            if self.seen_hidden.insert(script.clone()) {
+                self.note(format!("command substitution `{}`", snippet(&script)));
+                self.nested("command substitution", &script);
+            }
+        }
+    }
+
+    /// Records that the substitutions in `start..end` were analysed
+    /// already. Ranges come in source order; one inside the last is
+    /// covered by it.
+    fn mark_read(&mut self, start: usize, end: usize) {
+        match self.read_ranges.last() {
+            Some(&(_, last_end)) if start < last_end => {}
+            _ => self.read_ranges.push((start, end)),
+        }
+    }
+
+    /// Whether the byte at `at` lies in a range marked by [`mark_read`].
+    fn was_read(&self, at: usize) -> bool {
+        let i = self.read_ranges.partition_point(|&(start, _)| start <= at);
+        i > 0 && at < self.read_ranges[i - 1].1
+    }
+
+    /// Reads the script a second time, strictly (see [`strict`]), and
+    /// compares: an allow needs both readings to agree. Where they differ,
+    /// the strict reading (bash's own) is added, so that deny rules see
+    /// what bash would run.
+    fn second_opinion(&mut self) {
+        let (reading, refused) = strict::read_partly(self.src);
+        let walked: Vec<_> = self.raw.iter().map(normal).collect();
+        let strict: Vec<_> = reading.commands.iter().map(normal).collect();
+        if let Some(phrase) = refused {
+            // The walk's own phrases, if any, already say why; this one
+            // names what the strict reader does not model.
+            if self.notes.is_empty() {
+                self.note(phrase);
+            }
+            // The commands read before the refusal are bash's: deny rules
+            // must see them even where tree-sitter read them otherwise.
+            let walked: HashSet<&Normal> = walked.iter().collect();
+            for (command, key) in reading.commands.into_iter().zip(&strict) {
+                if !walked.contains(key) {
+                    self.simple(command.words, command.redirects, Vec::new());
+                }
+            }
+            return;
+        }
+        let mut walked_bare: Vec<_> = self.bare.iter().map(pair).collect();
+        let mut strict_bare: Vec<_> = reading.bare.iter().map(pair).collect();
+        walked_bare.sort();
+        strict_bare.sort();
+        if walked == strict && walked_bare == strict_bare {
+            return;
+        }
+        let near = walked
+            .iter()
+            .zip(&strict)
+            .find(|(a, b)| a != b)
+            .or_else(|| strict.first().zip(walked.first()))
+            .map_or_else(|| self.src.to_string(), |(_, b)| b.0.join(" "));
+        self.note(format!(
+            "the two readings of the command disagree near `{}`",
+            snippet(&near)
+        ));
+        let walked: HashSet<&Normal> = walked.iter().collect();
+        for (command, key) in reading.commands.into_iter().zip(&strict) {
+            if !walked.contains(key) {
+                self.simple(command.words, command.redirects, Vec::new());
+            }
+        }
+        let walked_bare: HashSet<(String, String)> = walked_bare.into_iter().collect();
+        for redirect in reading.bare {
+            if !walked_bare.contains(&pair(&redirect)) {
+                self.bare.push(redirect);
+            }
+        }
+    }
+
+    /// Arithmetic (`$((_))`, `((x))`, `[[ x -eq 1 ]]`, subscripts) and
+    /// indirection (`${!x}`, `${x@P}`) evaluate the *value* of a variable
+    /// as code: `echo 'a[$(rm x)]'; echo $((_))` runs `rm x` from a quoted
+    /// argument. When the script holds such a construct, every `$(...)` and
+    /// `` `...` `` in its text, quoted or not, is analysed too, so that deny
+    /// rules see what might run. (The allow side refuses these constructs,
+    /// or notes the subscripts, anyway.)
+    fn text_evaluated_as_code(&mut self) {
+        // Arithmetic, `${...}` (subscripts, offsets, indirection, `@P`),
+        // and the builtins that take a variable name, which may carry a
+        // subscript (`unset 'a[$(x)]'`, `printf -v`, `read`, `test -v`).
+        const EVALUATING: &[&str] = &[
+            "((", "$[", "[[", "${", "let", "read", "mapfile", "printf", "declare", "typeset",
+            "local", "export", "unset", "test", "[ ", "getopts", "wait", "-v", "trap",
+        ];
+        let src = self.src;
+        if !EVALUATING.iter().any(|e| src.contains(e)) {
+            return;
+        }
+        count_work(src.len());
+        for (at, script) in hidden_scripts(src) {
+            if !self.was_read(at) && self.seen_hidden.insert(script.clone()) {
+                self.nested("text evaluated as code", &script);
+            }
+        }
+    }
+
     /// Analyses the script run by `sh -c` or `eval`, one level deeper.
     fn nested(&mut self, what: &str, script: &str) {
         if self.depth + 1 > MAX_NESTING {
@@ -567,10 +1044,41 @@ impl<'s> Walker<'s> {
         }
         let inner = analyze_nested(script, self.depth + 1);
         self.commands.extend(inner.commands);
+        self.bare.extend(inner.bare_redirects);
         for phrase in inner.unprovable {
             self.note(phrase);
         }
     }
+}
+
+/// Builtins that declare, export or unset variables named in their
+/// arguments (a name may carry a subscript, which bash evaluates).
+const DECLARING_BUILTINS: &[&str] = &["declare", "typeset", "local", "export", "readonly", "unset"];
+
+/// Why a builtin command (its words after wrappers) may evaluate text as
+/// code: `let` and integer or reference declarations evaluate arithmetic
+/// (`let _`, `declare -i x; x=_`), and a variable name with a subscript
+/// (`unset 'a[$(x)]'`, `test -v`, `wait -p`, `declare`) has its subscript
+/// evaluated.
+fn evaluates_text(words: &[&str]) -> Option<String> {
+    let (&program, args) = words.split_first()?;
+    if program == "let" {
+        return Some("`let` evaluates its arguments as arithmetic".to_string());
+    }
+    let declaring = matches!(program, "declare" | "typeset" | "local");
+    let flag = |a: &&&str| {
+        a.len() > 1 && (a.starts_with('-') || a.starts_with('+')) && a.contains(['i', 'n'])
+    };
+    if declaring && let Some(flag) = args.iter().find(flag) {
+        return Some(format!(
+            "`{program} {flag}` makes assignments evaluate text as code"
+        ));
+    }
+    let names_variables = DECLARING_BUILTINS.contains(&program)
+        || (matches!(program, "test" | "[") && args.contains(&"-v"))
+        || (program == "wait" && args.iter().any(|a| a.starts_with("-p")));
+    let arg = args.iter().find(|a| a.contains('['))?;
+    names_variables.then(|| format!("`{program}` evaluates the subscript in `{}`", snippet(arg)))
 }
 
 /// Builtins that set variables named in their arguments.
@@ -619,4 +1127,221 @@ fn push_children<'t>(node: Node<'t>, stack: &mut Vec<Task<'t>>) {
             .map(|c| Task::Visit(c, Vec::new())),
     );
     stack[start..].reverse();
+}
+
+/// Node kinds that are words (arguments) to bash.
+fn is_word_kind(kind: &str) -> bool {
+    matches!(
+        kind,
+        "word"
+            | "number"
+            | "string"
+            | "raw_string"
+            | "ansi_c_string"
+            | "translated_string"
+            | "concatenation"
+            | "simple_expansion"
+            | "expansion"
+            | "command_substitution"
+            | "process_substitution"
+            | "arithmetic_expansion"
+            | "brace_expression"
+    )
+}
+
+/// Whether the heredoc whose body is `body` has a quoted delimiter, so that
+/// its body is literal text.
+fn heredoc_is_quoted(src: &str, body: Node<'_>) -> bool {
+    let Some(parent) = body.parent() else {
+        return false;
+    };
+    let mut cursor = parent.walk();
+    let start = parent
+        .named_children(&mut cursor)
+        .find(|c| c.kind() == "heredoc_start");
+    start.is_some_and(|s| node_text(src, s).contains(['\'', '"', '\\']))
+}
+
+/// The text of a backtick substitution as bash parses it: a backslash
+/// before `` ` ``, `\\` or `$` is removed.
+fn unescape_backticks(inner: &str) -> String {
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&n @ ('`' | '\\' | '$')) = chars.peek()
+        {
+            out.push(n);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The scripts that bash would run from `text` (the text of an expansion,
+/// arithmetic, heredoc body or unparsed region): the inside of every
+/// outermost `$(...)`, `<(...)`, `>(...)` and `` `...` ``. `$((...))` is
+/// arithmetic when its parentheses close as `))`, otherwise (`$((cmd) )`)
+/// a substitution holding a subshell, as in bash. Quotes are not
+/// respected: this looks for hidden commands, it proves nothing. Linear:
+/// parentheses are matched once, up front.
+fn hidden_scripts(text: &str) -> Vec<(usize, String)> {
+    let b = text.as_bytes();
+    let mut closes = vec![usize::MAX; b.len()];
+    let mut open = Vec::new();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'(' => open.push(i),
+            b')' => {
+                if let Some(o) = open.pop() {
+                    closes[o] = i;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'$' | b'<' | b'>' if b.get(i + 1) == Some(&b'(') => {
+                let close = closes[i + 1];
+                if close == usize::MAX {
+                    // Unterminated: bash stops with a syntax error and runs
+                    // none of it; look on for complete ones inside.
+                    i += 2;
+                    continue;
+                }
+                let end = close;
+                let arithmetic = b[i] == b'$'
+                    && b.get(i + 2) == Some(&b'(')
+                    && closes[i + 2] != usize::MAX
+                    && closes[i + 2] + 1 == close;
+                if arithmetic {
+                    // Look inside the arithmetic for substitutions.
+                    i += 3;
+                    continue;
+                }
+                out.push((i, String::from_utf8_lossy(&b[i + 2..end]).into_owned()));
+                i = end + 1;
+            }
+            b'`' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'`' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                let end = j.min(b.len());
+                out.push((
+                    i,
+                    unescape_backticks(&String::from_utf8_lossy(&b[i + 1..end])),
+                ));
+                i = end + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// A command's words and its redirections in a canonical order, for
+/// comparing the two readings.
+type Normal = (Vec<String>, Vec<(String, String)>);
+
+fn normal(command: &strict::Command) -> Normal {
+    let mut redirects: Vec<_> = command.redirects.iter().map(pair).collect();
+    redirects.sort();
+    (
+        command.words.iter().map(|w| w.text.clone()).collect(),
+        redirects,
+    )
+}
+
+fn pair(r: &Redirect) -> (String, String) {
+    (r.op.clone(), r.target.clone())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes of text scanned by the walk's whole-node searches and by the
+    /// parses of nested scripts, for tests that check the work is linear.
+    static WORK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+fn count_work(bytes: usize) {
+    WORK.with(|w| w.set(w.get().saturating_add(bytes)));
+}
+
+#[cfg(not(test))]
+fn count_work(_: usize) {}
+
+/// Analyses `script` and returns the bytes scanned along the way (see
+/// [`WORK`]).
+#[cfg(test)]
+pub(super) fn analyze_counting(script: &str) -> (CommandAnalysis, usize) {
+    WORK.with(|w| w.set(0));
+    let got = analyze_nested(script, 0);
+    (got, WORK.with(std::cell::Cell::get))
+}
+
+/// Whether a `#` at `at` starts a word for bash: at the start of the
+/// script or after a blank (space, tab, newline) or an operator byte,
+/// and not after a line continuation.
+fn starts_a_word(src: &str, at: usize) -> bool {
+    let mut before = &src.as_bytes()[..at.min(src.len())];
+    // Line continuations are removed before bash reads words.
+    while let [rest @ .., b'\\', b'\n'] = before {
+        before = rest;
+    }
+    match before {
+        [] => true,
+        [.., c] => matches!(
+            c,
+            b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
+        ),
+    }
+}
+
+/// A heredoc delimiter after quote removal, as bash compares it with the
+/// lines of the body.
+fn unquote_delimiter(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            '\'' => out.extend(chars.by_ref().take_while(|&c| c != '\'')),
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(n @ ('$' | '`' | '"' | '\\')) => out.push(n),
+                            Some(n) => {
+                                out.push('\\');
+                                out.push(n);
+                            }
+                            None => out.push('\\'),
+                        },
+                        _ => out.push(c),
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether the words read so far leave the next word at the start of a
+/// pipeline, where bash reads `!` as a reserved word: no words, or only
+/// the keyword `time` and its `-p`.
+fn pipeline_start(words: &[Word]) -> bool {
+    match words.split_first() {
+        None => true,
+        Some((first, rest)) => first.text == "time" && rest.iter().all(|w| w.text == "-p"),
+    }
 }

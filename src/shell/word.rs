@@ -100,6 +100,9 @@ fn push_node(src: &str, node: Node<'_>, depth: usize, budget: &mut usize, out: &
         return;
     }
     match node.kind() {
+        // A word that is only `[` (the test builtin) has no bracket
+        // expression to match with: bash leaves it as it is.
+        "word" if depth == 0 && node_text(src, node) == "[" => out.text.push('['),
         "word" | "number" | "variable_name" | "special_variable_name" => {
             unquoted(&node_text(src, node), out);
         }
@@ -223,7 +226,7 @@ fn dq_text(text: &str, out: &mut Word) {
 
 /// Decodes the body of an ANSI-C `$'...'` string the way bash does; like
 /// bash, a NUL ends the string.
-fn ansi_c(body: &str, out: &mut Word) {
+pub(super) fn ansi_c(body: &str, out: &mut Word) {
     let mut bytes: Vec<u8> = Vec::with_capacity(body.len());
     let mut chars = body.chars().peekable();
     while let Some(c) = chars.next() {

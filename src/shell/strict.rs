@@ -1,0 +1,799 @@
+//! A second, strict reading of a script, straight from its bytes.
+//!
+//! tree-sitter-bash recovers from errors and reads some bytes differently
+//! from bash (CR, FF and VT are blanks to it, word bytes to bash; it loses
+//! the end of a partly quoted heredoc delimiter; ...). An allow decision
+//! must rest on what bash itself would run, so this reader follows bash's
+//! own definitions for a deliberately small subset of the language:
+//!
+//! - blanks are space and tab; newline ends a command; the metacharacters
+//!   are `| & ; ( ) < >`, space, tab and newline;
+//! - backslash-newline is removed (outside single quotes and comments);
+//! - a comment starts at a `#` that begins a word and runs to the newline;
+//! - words: plain bytes, `\x` escapes, `'...'`, `"..."` whose content is
+//!   literal or a simple `$NAME`/`${NAME}`, `$'...'` without `\c`, `\u`,
+//!   `\U` or NUL, simple `$NAME`, `${NAME}`, `${#NAME}`, globs (kept as
+//!   patterns), tilde;
+//! - operators `; & && || | |&`, newline, `!`, `( )`, `{ }`, `if then elif
+//!   else fi`, `while until do done`;
+//! - redirections with a descriptor prefix, file targets, duplications,
+//!   here-strings and heredocs (delimiter quote removal, `<<-` tab
+//!   stripping, bodies that are literal).
+//!
+//! Everything else (substitutions, `${` operators, arithmetic, `[[`, `((`,
+//! `for`, `case`, functions, `coproc`, arrays, brace expansion, control
+//! bytes outside quotes, ...) is refused with a phrase naming it. The
+//! caller compares this reading with the tree-sitter walk; an allow needs
+//! both to agree.
+
+use super::Redirect;
+use super::word::{Known, Word, ansi_c};
+
+/// One simple command as bash would run it, before wrappers are stripped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Command {
+    pub words: Vec<Word>,
+    pub redirects: Vec<Redirect>,
+}
+
+/// The strict reading of a whole script.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Reading {
+    pub commands: Vec<Command>,
+    /// Redirections on no simple command (`> f`, `{ } > f`).
+    pub bare: Vec<Redirect>,
+}
+
+/// Reads `src`, or names the first construct outside the subset.
+#[cfg(test)]
+pub(super) fn read(src: &str) -> Result<Reading, String> {
+    let (reading, refused) = read_partly(src);
+    match refused {
+        Some(phrase) => Err(phrase),
+        None => Ok(reading),
+    }
+}
+
+/// Reads `src`; on a construct outside the subset, also names it and
+/// returns the commands completed before it (bash runs those as read).
+pub(super) fn read_partly(src: &str) -> (Reading, Option<String>) {
+    let mut reader = Reader {
+        src,
+        b: src.as_bytes(),
+        pos: 0,
+        out: Reading::default(),
+        current: Current::default(),
+        frames: Vec::new(),
+        heredocs: Vec::new(),
+        state: State::Start,
+        attach_budget: MAX_ATTACH_WORK,
+        after_pipe: false,
+    };
+    let refused = reader.run().err();
+    (reader.out, refused)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    Subshell,
+    Group,
+    If,
+    Loop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// At the start of a command: reserved words are recognised; an empty
+    /// command here is fine (blank line).
+    Start,
+    /// After `|`, `&&`, `||`: a command must follow (newlines may come first).
+    Need,
+    /// Inside a simple command, after its first word or redirection.
+    Simple,
+    /// After a closing `)`, `}`, `fi` or `done`: only redirections and
+    /// operators may follow. Redirections apply to the commands from the
+    /// index given.
+    Closed(usize),
+}
+
+#[derive(Debug, Default)]
+struct Current {
+    words: Vec<Word>,
+    redirects: Vec<Redirect>,
+    /// Whether an assignment was seen: reserved words are no longer
+    /// recognised.
+    assigned: bool,
+}
+
+struct Heredoc {
+    delimiter: String,
+    strip_tabs: bool,
+    quoted: bool,
+}
+
+/// A word as read: its value after quote removal, its source bytes, and
+/// what is known of it.
+struct Read {
+    value: String,
+    raw_start: usize,
+    raw_end: usize,
+    known: Known,
+    quoted: bool,
+}
+
+struct Reader<'s> {
+    src: &'s str,
+    b: &'s [u8],
+    pos: usize,
+    out: Reading,
+    current: Current,
+    frames: Vec<(Frame, usize)>,
+    heredocs: Vec<Heredoc>,
+    state: State,
+    /// Commands that redirections of compound commands may still be
+    /// copied onto: nested redirected groups must not make the reading
+    /// quadratic.
+    attach_budget: usize,
+    /// Whether the last operator was `|` or `|&`, after which `!` is a
+    /// syntax error.
+    after_pipe: bool,
+}
+
+/// See [`Reader::attach_budget`]; the same bound as the walk's.
+const MAX_ATTACH_WORK: usize = 1 << 20;
+
+/// Bytes that end an unquoted word.
+fn is_meta(c: u8) -> bool {
+    matches!(
+        c,
+        b' ' | b'\t' | b'\n' | b'|' | b'&' | b';' | b'(' | b')' | b'<' | b'>'
+    )
+}
+
+fn is_name_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_'
+}
+
+fn is_name(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Words that bash reads as syntax at the start of a command and that this
+/// reader does not model.
+const UNMODELLED_KEYWORDS: &[&str] = &[
+    "for", "case", "esac", "select", "function", "coproc", "[[", "]]", "in",
+];
+
+impl Reader<'_> {
+    fn peek(&self, off: usize) -> Option<u8> {
+        self.b.get(self.pos + off).copied()
+    }
+
+    fn at_continuation(&self, at: usize) -> bool {
+        self.b.get(at) == Some(&b'\\') && self.b.get(at + 1) == Some(&b'\n')
+    }
+
+    fn near(&self) -> String {
+        quote_from(self.b, self.pos)
+    }
+
+    fn run(&mut self) -> Result<(), String> {
+        loop {
+            self.skip_blanks();
+            let Some(c) = self.peek(0) else {
+                return self.finish();
+            };
+            match c {
+                b'\n' => {
+                    self.pos += 1;
+                    if self.state != State::Need {
+                        self.end_command("newline")?;
+                        self.state = State::Start;
+                    }
+                    self.read_heredocs()?;
+                }
+                b'#' => {
+                    while self.peek(0).is_some_and(|c| c != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                b';' => {
+                    if matches!(self.peek(1), Some(b';' | b'&')) {
+                        return Err("`;;` or `;&` outside a modelled `case`".to_string());
+                    }
+                    self.operator(1, "`;`", State::Start)?;
+                }
+                b'&' if self.peek(1) == Some(b'&') => self.operator(2, "`&&`", State::Need)?,
+                b'&' if self.peek(1) == Some(b'>') => self.redirect(None)?,
+                b'&' => self.operator(1, "`&`", State::Start)?,
+                b'|' if self.peek(1) == Some(b'|') => self.operator(2, "`||`", State::Need)?,
+                b'|' => {
+                    let len = if self.peek(1) == Some(b'&') { 2 } else { 1 };
+                    self.operator(len, "`|`", State::Need)?;
+                    self.after_pipe = true;
+                }
+                b'(' => self.open_paren()?,
+                b')' => {
+                    self.end_command("`)`")?;
+                    self.close(Frame::Subshell, "`)`")?;
+                    self.pos += 1;
+                }
+                b'<' | b'>' => self.redirect(None)?,
+                _ => self.word_or_keyword()?,
+            }
+        }
+    }
+
+    /// Skips spaces, tabs and line continuations.
+    fn skip_blanks(&mut self) {
+        loop {
+            match self.peek(0) {
+                Some(b' ' | b'\t') => self.pos += 1,
+                Some(b'\\') if self.at_continuation(self.pos) => self.pos += 2,
+                _ => return,
+            }
+        }
+    }
+
+    /// A control operator of `len` bytes ending the current command.
+    fn operator(&mut self, len: usize, what: &str, next: State) -> Result<(), String> {
+        if self.at_continuation(self.pos + len) && len == 1 {
+            return Err(format!("line continuation after {what}"));
+        }
+        self.end_command(what)?;
+        self.pos += len;
+        self.state = next;
+        Ok(())
+    }
+
+    /// Ends the simple command being read, before `what`.
+    fn end_command(&mut self, what: &str) -> Result<(), String> {
+        let current = std::mem::take(&mut self.current);
+        match self.state {
+            State::Simple => {
+                if current.words.is_empty() {
+                    self.out.bare.extend(current.redirects);
+                } else {
+                    self.out.commands.push(Command {
+                        words: current.words,
+                        redirects: current.redirects,
+                    });
+                }
+                Ok(())
+            }
+            State::Closed(_) => Ok(()),
+            // A blank line, or `( ls; )`.
+            State::Start if what == "newline" || what == "`)`" => Ok(()),
+            State::Start | State::Need => Err(format!("syntax: no command before {what}")),
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        if self.state == State::Need {
+            return Err("syntax: the script ends after an operator".to_string());
+        }
+        self.end_command("newline")?;
+        if !self.heredocs.is_empty() {
+            return Err("heredoc without its end".to_string());
+        }
+        if !self.frames.is_empty() {
+            return Err("syntax: an unclosed compound command".to_string());
+        }
+        Ok(())
+    }
+
+    fn open_paren(&mut self) -> Result<(), String> {
+        if self.state == State::Simple && self.current.words.len() == 1 {
+            return Err(format!(
+                "function definition `{}()`",
+                super::walk::snippet(&self.current.words[0].text)
+            ));
+        }
+        if !matches!(self.state, State::Start | State::Need) {
+            return Err(format!(
+                "`(` after a word (function definition, array or pattern) near `{}`",
+                self.near()
+            ));
+        }
+        if self.peek(1) == Some(b'(') || self.at_continuation(self.pos + 1) {
+            return Err("arithmetic command `((`".to_string());
+        }
+        self.pos += 1;
+        self.frames.push((Frame::Subshell, self.out.commands.len()));
+        self.state = State::Start;
+        Ok(())
+    }
+
+    /// Closes a compound command; following redirections apply to every
+    /// command inside it.
+    fn close(&mut self, frame: Frame, what: &str) -> Result<(), String> {
+        match self.frames.pop() {
+            Some((open, from)) if open == frame => {
+                self.state = State::Closed(from);
+                Ok(())
+            }
+            _ => Err(format!("syntax: {what} closes nothing")),
+        }
+    }
+
+    fn word_or_keyword(&mut self) -> Result<(), String> {
+        let start = self.pos;
+        let word = self.word()?;
+        let after_pipe = std::mem::take(&mut self.after_pipe);
+        // A descriptor prefix: digits right before `<` or `>`.
+        if matches!(self.peek(0), Some(b'<' | b'>')) && !word.quoted {
+            let raw = &self.src[word.raw_start..word.raw_end];
+            if !raw.is_empty() && raw.bytes().all(|c| c.is_ascii_digit()) {
+                return self.redirect(Some(raw.to_string()));
+            }
+            let digits = !word.value.is_empty() && word.value.bytes().all(|c| c.is_ascii_digit());
+            if raw.starts_with('{') || (digits && raw.contains('\\')) {
+                return Err(format!(
+                    "unusual redirection prefix `{}`",
+                    super::walk::snippet(raw)
+                ));
+            }
+        }
+        if let State::Closed(_) = self.state {
+            self.pos = start;
+            return Err(format!(
+                "syntax: a word after a compound command near `{}`",
+                self.near()
+            ));
+        }
+        let at_start = matches!(self.state, State::Start | State::Need)
+            && self.current.words.is_empty()
+            && self.current.redirects.is_empty()
+            && !self.current.assigned;
+        // After the keyword `time` (and `-p`), `!` still negates.
+        let after_time = !word.quoted
+            && word.value == "!"
+            && self.current.redirects.is_empty()
+            && !self.current.assigned
+            && self.current.words.first().is_some_and(|w| w.text == "time")
+            && self.current.words[1..].iter().all(|w| w.text == "-p");
+        if after_time {
+            return Ok(());
+        }
+        if at_start && !word.quoted {
+            match word.value.as_str() {
+                "!" if after_pipe => {
+                    return Err("syntax: `!` after `|`".to_string());
+                }
+                "!" => return Ok(()),
+                "{" => return self.open(Frame::Group),
+                "if" => return self.open(Frame::If),
+                "while" | "until" => return self.open(Frame::Loop),
+                "then" | "elif" | "else" => return self.inside(Frame::If, &word.value),
+                "do" => return self.inside(Frame::Loop, "do"),
+                "}" => return self.close(Frame::Group, "`}`"),
+                "fi" => return self.close(Frame::If, "`fi`"),
+                "done" => return self.close(Frame::Loop, "`done`"),
+                k if UNMODELLED_KEYWORDS.contains(&k) => {
+                    return Err(format!("`{k}` compound command"));
+                }
+                _ => {}
+            }
+        }
+        let before_name =
+            at_start || (self.current.words.is_empty() && self.state == State::Simple);
+        if before_name && self.assignment(&word)? {
+            self.current.assigned = true;
+            self.state = State::Simple;
+            return Ok(());
+        }
+        self.state = State::Simple;
+        self.current.words.push(Word {
+            text: word.value,
+            known: word.known,
+        });
+        Ok(())
+    }
+
+    /// Whether `word`, before the command name, is `NAME=value` or
+    /// `NAME+=value`; an array element assignment is refused.
+    fn assignment(&self, word: &Read) -> Result<bool, String> {
+        let raw = &self.b[word.raw_start..word.raw_end];
+        if !raw.first().copied().is_some_and(is_name_start) {
+            return Ok(false);
+        }
+        let end = raw.iter().position(|&c| !is_name(c)).unwrap_or(raw.len());
+        match &raw[end..] {
+            [b'=', ..] | [b'+', b'=', ..] => Ok(true),
+            [b'[', ..] if raw.contains(&b'=') => Err("array element assignment".to_string()),
+            _ => Ok(false),
+        }
+    }
+
+    fn open(&mut self, frame: Frame) -> Result<(), String> {
+        self.frames.push((frame, self.out.commands.len()));
+        self.state = State::Start;
+        Ok(())
+    }
+
+    fn inside(&mut self, frame: Frame, what: &str) -> Result<(), String> {
+        if self.frames.last().map(|f| f.0) != Some(frame) {
+            return Err(format!("syntax: `{what}` outside its compound command"));
+        }
+        self.state = State::Start;
+        Ok(())
+    }
+
+    /// A redirection operator at `pos` (after its descriptor, if any).
+    fn redirect(&mut self, fd: Option<String>) -> Result<(), String> {
+        const OPS: &[&str] = &[
+            "&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", "<", ">>", ">|", ">&", ">",
+        ];
+        let rest = &self.b[self.pos..];
+        let Some(op) = OPS.iter().find(|op| rest.starts_with(op.as_bytes())) else {
+            return Err(format!("unknown redirection near `{}`", self.near()));
+        };
+        if fd.is_some() && op.starts_with('&') {
+            return Err(format!("unknown redirection near `{}`", self.near()));
+        }
+        let after = self.pos + op.len();
+        if self.at_continuation(after) || (op.len() > 1 && self.at_continuation(self.pos + 1)) {
+            return Err("line continuation inside a redirection operator".to_string());
+        }
+        if (op == &"<" || op == &">") && self.b.get(after) == Some(&b'(') {
+            return Err("process substitution".to_string());
+        }
+        self.pos = after;
+        self.skip_blanks();
+        match self.peek(0) {
+            None => return Err("syntax: a redirection without its target".to_string()),
+            Some(c) if is_meta(c) => {
+                return Err("syntax: a redirection without its target".to_string());
+            }
+            Some(b'#') => {
+                return Err("syntax: a comment where a redirection target should be".to_string());
+            }
+            _ => {}
+        }
+        let target = self.word()?;
+        let from = match self.state {
+            State::Closed(from) => Some(from),
+            _ => {
+                self.state = State::Simple;
+                None
+            }
+        };
+        let redirect = match *op {
+            "<<" | "<<-" => {
+                let raw = &self.src[target.raw_start..target.raw_end];
+                if raw.contains(['$', '`']) || target.value.contains('\n') {
+                    return Err(format!(
+                        "heredoc delimiter `{}` with an expansion",
+                        super::walk::snippet(raw)
+                    ));
+                }
+                self.heredocs.push(Heredoc {
+                    delimiter: target.value,
+                    strip_tabs: *op == "<<-",
+                    quoted: target.quoted,
+                });
+                None
+            }
+            "<<<" => None,
+            "<&" => None,
+            ">&" if is_duplication(&target.value) => None,
+            _ => Some(Redirect {
+                op: format!("{}{op}", fd.unwrap_or_default()),
+                target: target.value,
+            }),
+        };
+        if let Some(redirect) = redirect {
+            match from {
+                Some(from) if from < self.out.commands.len() => {
+                    let work = self.out.commands.len() - from;
+                    if work > self.attach_budget {
+                        return Err("redirections nested too deeply to attribute".to_string());
+                    }
+                    self.attach_budget -= work;
+                    for command in &mut self.out.commands[from..] {
+                        command.redirects.push(redirect.clone());
+                    }
+                }
+                Some(_) => self.out.bare.push(redirect),
+                None => self.current.redirects.push(redirect),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one word at `pos`, which is not a metacharacter.
+    fn word(&mut self) -> Result<Read, String> {
+        let raw_start = self.pos;
+        let mut w = Read {
+            value: String::new(),
+            raw_start,
+            raw_end: raw_start,
+            known: Known::Literal,
+            quoted: false,
+        };
+        // Unquoted `{` seen, then `,` or `..` after it: brace expansion.
+        let mut brace = false;
+        let mut brace_list = false;
+        let mut bracket = None;
+        while let Some(c) = self.peek(0) {
+            if is_meta(c) {
+                break;
+            }
+            match c {
+                b'\\' => match self.peek(1) {
+                    Some(b'\n') => self.pos += 2,
+                    None => {
+                        w.value.push('\\');
+                        self.pos += 1;
+                    }
+                    Some(_) => {
+                        w.quoted = true;
+                        self.pos += 1;
+                        self.push_char(&mut w.value);
+                    }
+                },
+                b'\'' => {
+                    w.quoted = true;
+                    let end = self.b[self.pos + 1..]
+                        .iter()
+                        .position(|&c| c == b'\'')
+                        .ok_or("unterminated single quote")?;
+                    w.value
+                        .push_str(&self.src[self.pos + 1..self.pos + 1 + end]);
+                    self.pos += end + 2;
+                }
+                b'"' => {
+                    w.quoted = true;
+                    self.pos += 1;
+                    self.double_quoted(&mut w)?;
+                }
+                b'`' => return Err("backtick command substitution".to_string()),
+                b'$' => self.dollar(&mut w, false)?,
+                b'*' | b'?' => {
+                    w.known = w.known.max(Known::Pattern);
+                    w.value.push(c as char);
+                    self.pos += 1;
+                }
+                // A bracket expression needs a `]` after the `[`.
+                b'[' => {
+                    bracket.get_or_insert(self.pos);
+                    w.value.push('[');
+                    self.pos += 1;
+                }
+                b'{' => {
+                    brace = true;
+                    w.value.push('{');
+                    self.pos += 1;
+                }
+                b',' if brace => {
+                    brace_list = true;
+                    w.value.push(',');
+                    self.pos += 1;
+                }
+                b'.' if brace && self.peek(1) == Some(b'.') => {
+                    brace_list = true;
+                    w.value.push('.');
+                    self.pos += 1;
+                }
+                b'}' if brace_list => return Err("brace expansion".to_string()),
+                // CR, FF, VT and the other control bytes are word bytes to
+                // bash (only space, tab and newline are blanks); 0x01 and
+                // 0x7f are bash's internal quoting markers, and NUL ends
+                // the string.
+                0 | 0x01 | 0x7f => {
+                    return Err(format!("control byte {c:#04x} outside quotes"));
+                }
+                _ => self.push_char(&mut w.value),
+            }
+        }
+        w.raw_end = self.pos;
+        if bracket.is_some_and(|at| self.b[at..self.pos].contains(&b']')) {
+            w.known = w.known.max(Known::Pattern);
+        }
+        Ok(w)
+    }
+
+    /// Pushes the (possibly multi-byte) character at `pos` and steps over it.
+    fn push_char(&mut self, out: &mut String) {
+        let rest = &self.src[self.pos..];
+        if let Some(ch) = rest.chars().next() {
+            out.push(ch);
+            self.pos += ch.len_utf8();
+        } else {
+            self.pos += 1;
+        }
+    }
+
+    /// The inside of `"..."`, after the opening quote.
+    fn double_quoted(&mut self, w: &mut Read) -> Result<(), String> {
+        loop {
+            let Some(c) = self.peek(0) else {
+                return Err("unterminated double quote".to_string());
+            };
+            match c {
+                b'"' => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                b'\\' => match self.peek(1) {
+                    Some(b'\n') => self.pos += 2,
+                    Some(n @ (b'$' | b'`' | b'"' | b'\\')) => {
+                        w.value.push(n as char);
+                        self.pos += 2;
+                    }
+                    _ => {
+                        w.value.push('\\');
+                        self.pos += 1;
+                    }
+                },
+                b'`' => return Err("backtick command substitution".to_string()),
+                b'$' => self.dollar(w, true)?,
+                _ => self.push_char(&mut w.value),
+            }
+        }
+    }
+
+    /// A `$` at `pos`: the simple expansions are kept as written, anything
+    /// else is refused.
+    fn dollar(&mut self, w: &mut Read, in_quotes: bool) -> Result<(), String> {
+        if self.at_continuation(self.pos + 1) {
+            return Err("line continuation after `$`".to_string());
+        }
+        let start = self.pos;
+        let next = self.peek(1);
+        let len = match next {
+            Some(b'(') if self.peek(2) == Some(b'(') => {
+                return Err("arithmetic expansion `$((`".to_string());
+            }
+            Some(b'(') => return Err("command substitution `$(`".to_string()),
+            Some(b'[') => return Err("arithmetic expansion `$[`".to_string()),
+            Some(b'"') if !in_quotes => return Err("translated string `$\"...\"`".to_string()),
+            Some(b'\'') if !in_quotes => return self.ansi_c_string(w),
+            Some(b'{') => self.braced(start)?,
+            Some(c) if is_name_start(c) => {
+                1 + self.b[start + 1..]
+                    .iter()
+                    .position(|&c| !is_name(c))
+                    .unwrap_or(self.b.len() - start - 1)
+            }
+            Some(b'0'..=b'9' | b'@' | b'*' | b'#' | b'?' | b'$' | b'!' | b'-') => 2,
+            _ => {
+                w.value.push('$');
+                self.pos += 1;
+                return Ok(());
+            }
+        };
+        w.value.push_str(&self.src[start..start + len]);
+        w.known = w.known.max(Known::Variable);
+        self.pos = start + len;
+        Ok(())
+    }
+
+    /// `${NAME}`, `${N}` or `${#NAME}` at `start`; its length.
+    fn braced(&self, start: usize) -> Result<usize, String> {
+        let inner = &self.b[start + 2..];
+        let skip = usize::from(inner.first() == Some(&b'#'));
+        let body = &inner[skip..];
+        let name_len = match body.first() {
+            Some(&c) if is_name_start(c) => body.iter().position(|&c| !is_name(c)),
+            Some(c) if c.is_ascii_digit() => body.iter().position(|c| !c.is_ascii_digit()),
+            _ => None,
+        };
+        match name_len {
+            Some(n) if body.get(n) == Some(&b'}') => Ok(2 + skip + n + 1),
+            _ => Err(format!(
+                "parameter expansion with an operator `{}`",
+                quote_from(self.b, start)
+            )),
+        }
+    }
+
+    /// `$'...'` at `pos`, decoded the way bash does; escapes whose meaning
+    /// depends on the locale or that cut the string short are refused.
+    fn ansi_c_string(&mut self, w: &mut Read) -> Result<(), String> {
+        let body_start = self.pos + 2;
+        let mut i = body_start;
+        loop {
+            match self.b.get(i) {
+                None => return Err("unterminated `$'...'` string".to_string()),
+                Some(b'\'') => break,
+                Some(b'\\') => {
+                    match self.b.get(i + 1) {
+                        Some(b'c' | b'u' | b'U') => {
+                            return Err("`$'...'` with `\\c`, `\\u` or `\\U`".to_string());
+                        }
+                        None => return Err("unterminated `$'...'` string".to_string()),
+                        _ => {}
+                    }
+                    i += 2;
+                }
+                Some(_) => i += 1,
+            }
+        }
+        let body = &self.src[body_start..i];
+        let mut decoded = Word::literal(String::new());
+        ansi_c(body, &mut decoded);
+        let nul_free = {
+            let mut check = Word::literal(String::new());
+            ansi_c(&format!("{body}x"), &mut check);
+            check.text.ends_with('x')
+        };
+        if !nul_free {
+            return Err("`$'...'` with a NUL byte".to_string());
+        }
+        w.quoted = true;
+        w.value.push_str(&decoded.text);
+        self.pos = i + 1;
+        Ok(())
+    }
+
+    /// Reads the bodies of the heredocs started on the line that just ended
+    /// (`pos` is at the start of the next line).
+    fn read_heredocs(&mut self) -> Result<(), String> {
+        for doc in std::mem::take(&mut self.heredocs) {
+            loop {
+                if self.pos >= self.b.len() {
+                    return Err("heredoc without its end".to_string());
+                }
+                let end = self.b[self.pos..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(self.b.len(), |n| self.pos + n);
+                let mut line = &self.src[self.pos..end];
+                self.pos = (end + 1).min(self.b.len());
+                if doc.strip_tabs {
+                    line = line.trim_start_matches('\t');
+                }
+                if line == doc.delimiter {
+                    break;
+                }
+                if !doc.quoted {
+                    literal_body_line(line)?;
+                }
+                if end == self.b.len() {
+                    return Err("heredoc without its end".to_string());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A line of an unquoted heredoc body must expand to itself: no
+/// substitutions, no `${`, no line continuation.
+fn literal_body_line(line: &str) -> Result<(), String> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if i + 1 == b.len() => {
+                return Err("line continuation in a heredoc body".to_string());
+            }
+            b'\\' => i += 1,
+            b'`' => return Err("backtick command substitution in a heredoc body".to_string()),
+            b'$' if matches!(b.get(i + 1), Some(b'(' | b'[' | b'{')) => {
+                return Err(format!(
+                    "expansion in a heredoc body `{}`",
+                    super::walk::snippet(&line[i..])
+                ));
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// `>&N`, `>&N-` and `>&-` duplicate or close a descriptor; any other
+/// target is a file.
+fn is_duplication(target: &str) -> bool {
+    let t = target.strip_suffix('-').unwrap_or(target);
+    t.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// A short quote of the source from `at`, for a phrase.
+fn quote_from(b: &[u8], at: usize) -> String {
+    let start = at.min(b.len());
+    let end = (start + 4 * super::walk::SNIPPET_CHARS).min(b.len());
+    super::walk::snippet(&String::from_utf8_lossy(&b[start..end]))
+}
