@@ -1306,15 +1306,19 @@ mod tests {
     fn reserved_words_read_as_command_names_are_unprovable() {
         // tree-sitter-bash does not know the keyword `time`: what follows
         // it is read as words. The command behind is still seen.
-        unprovable("time ! sudo ls", "sudo ls", "`!` is a reserved word");
+        // (The walk reads `time !` and `! !` exactly itself; see
+        // shell::tests::time_and_negation_run_their_command.)
         let got = super::super::analyze("time -p { sudo ls; }");
         assert_eq!(got.commands[0].words, ["sudo", "ls"]);
         assert!(
             got.unprovable[0].contains("`{` is a reserved word"),
             "{got:?}"
         );
-        unprovable("coproc sudo ls", "sudo ls", "`coproc` is a reserved word");
-        unprovable("! ! sudo ls", "sudo ls", "`!` is a reserved word");
+        // The walk also reads what follows `coproc` again as a script (for
+        // `coproc NAME { ... }`), so the command may be listed twice.
+        let got = super::super::analyze("coproc sudo ls");
+        assert!(got.commands.iter().all(|c| c.words == ["sudo", "ls"]));
+        assert!(got.unprovable[0].contains("`coproc` is a reserved word"));
         let got = super::super::analyze("time while sudo ls; do :; done");
         assert_eq!(got.commands[0].words, ["sudo", "ls"]);
         assert!(
