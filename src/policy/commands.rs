@@ -10,10 +10,8 @@
 
 use std::collections::HashMap;
 
-use globset::GlobSet;
-
 use super::Action;
-use super::rule::Patterns;
+use super::rule::{Globs, Patterns};
 use crate::facts::Facts;
 use crate::shell::operands::{is_harmless_target, operands};
 use crate::shell::{Redirect, SimpleCommand};
@@ -24,19 +22,19 @@ pub(super) struct CommandMatcher {
     /// The words must start with these.
     pub prefix: Option<Vec<String>>,
     /// Globs on the program name (`words[0]`).
-    pub program: Option<Patterns<GlobSet>>,
+    pub program: Option<Patterns<Globs>>,
     /// Each group needs one of its flags among the arguments
     /// (`-r` also matches inside `-rf`; `--force` also as `--force=...`).
     pub flags: Vec<Vec<String>>,
     /// Globs of which some argument must match one.
-    pub args: Option<Patterns<GlobSet>>,
+    pub args: Option<Patterns<Globs>>,
     /// Globs of which some written redirection target must match one.
-    pub redirect: Option<Patterns<GlobSet>>,
+    pub redirect: Option<Patterns<Globs>>,
     /// Globs of which some file the command writes (a written redirection
     /// target or a written operand such as `dd of=`, `tee FILE`, `cp`'s
     /// destination), as written or as resolved, must match one. Writes to
     /// the harmless devices (`/dev/null`, ...) are not file writes.
-    pub writes: Option<Patterns<GlobSet>>,
+    pub writes: Option<Patterns<Globs>>,
     /// How the entry reads, for explanations.
     pub shown: String,
 }
@@ -83,7 +81,7 @@ impl<'a> Resolutions<'a> {
     }
 
     /// Whether `text`, or any resolution of it, matches `globs`.
-    fn matches(&self, globs: &GlobSet, text: &str) -> bool {
+    fn matches(&self, globs: &Globs, text: &str) -> bool {
         globs.is_match(text)
             || self
                 .0

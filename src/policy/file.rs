@@ -1,14 +1,14 @@
 //! Policy files: TOML in, a validated `Policy` out, or a one-line error
 //! naming the file, the rule and the problem. Never a silent fallback.
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::GlobBuilder;
 use regex::RegexSet;
 use serde::Deserialize;
 
 use crate::digest::{hex, sha256};
 
 use super::commands::CommandMatcher;
-use super::rule::{Patterns, Rule, Scope};
+use super::rule::{Globs, Patterns, Rule, Scope};
 use super::{Action, Policy, PolicyRef};
 use crate::request::ToolRequest;
 
@@ -319,20 +319,21 @@ fn non_empty_list<T>(key: &str, list: &[T]) -> Result<(), String> {
     Ok(())
 }
 
-fn globs(key: &str, written: Vec<String>, paths: bool) -> Result<Patterns<GlobSet>, String> {
+fn globs(key: &str, written: Vec<String>, paths: bool) -> Result<Patterns<Globs>, String> {
     non_empty_list(key, &written)?;
-    let mut set = GlobSetBuilder::new();
-    for pattern in &written {
-        let glob = GlobBuilder::new(pattern)
-            .literal_separator(paths)
-            .build()
-            .map_err(|e| format!("invalid glob `{pattern}` in `{key}`: {}", e.kind()))?;
-        set.add(glob);
-    }
-    let compiled = set
-        .build()
-        .map_err(|e| format!("invalid `{key}`: {}", e.kind()))?;
-    Ok(Patterns { written, compiled })
+    let globs = written
+        .iter()
+        .map(|pattern| {
+            GlobBuilder::new(pattern)
+                .literal_separator(paths)
+                .build()
+                .map_err(|e| format!("invalid glob `{pattern}` in `{key}`: {}", e.kind()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Patterns {
+        written,
+        compiled: Globs::new(globs),
+    })
 }
 
 fn regexes(written: Vec<String>) -> Result<Patterns<RegexSet>, String> {

@@ -6,7 +6,9 @@
 //! `ask` or `deny` rule needs just one. A rule can then never allow more
 //! than it names, and never deny or ask less than it names.
 
-use globset::GlobSet;
+use std::sync::OnceLock;
+
+use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
 use super::Action;
@@ -28,15 +30,59 @@ pub(super) struct Patterns<T> {
     pub compiled: T,
 }
 
+/// Globs checked when the policy loads and compiled into one set at their
+/// first use. A policy is loaded for every call, and most calls consult
+/// few of its globs: building a set of many globs (the built-in disk list)
+/// costs more than the rest of a decision.
+#[derive(Debug, Clone)]
+pub(super) struct Globs {
+    globs: Vec<Glob>,
+    compiled: OnceLock<Compiled>,
+}
+
+#[derive(Debug, Clone)]
+enum Compiled {
+    Set(GlobSet),
+    /// Should the combined set exceed the regex engine's size limit, each
+    /// glob is matched on its own (which cannot fail).
+    Each(Vec<GlobMatcher>),
+}
+
+impl Globs {
+    pub(super) fn new(globs: Vec<Glob>) -> Self {
+        Self {
+            globs,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    pub(super) fn is_match(&self, text: &str) -> bool {
+        let compiled = self.compiled.get_or_init(|| {
+            let mut set = GlobSetBuilder::new();
+            for glob in &self.globs {
+                set.add(glob.clone());
+            }
+            match set.build() {
+                Ok(set) => Compiled::Set(set),
+                Err(_) => Compiled::Each(self.globs.iter().map(Glob::compile_matcher).collect()),
+            }
+        });
+        match compiled {
+            Compiled::Set(set) => set.is_match(text),
+            Compiled::Each(each) => each.iter().any(|m| m.is_match(text)),
+        }
+    }
+}
+
 /// A validated rule.
 #[derive(Debug, Clone)]
 pub struct Rule {
     pub id: String,
     pub action: Action,
     pub(super) reason: String,
-    pub(super) tools: Option<Patterns<GlobSet>>,
+    pub(super) tools: Option<Patterns<Globs>>,
     pub(super) path_scope: Option<Scope>,
-    pub(super) path_glob: Option<Patterns<GlobSet>>,
+    pub(super) path_glob: Option<Patterns<Globs>>,
     pub(super) command_regex: Option<Patterns<RegexSet>>,
     pub(super) command_prefix: Option<Vec<CommandMatcher>>,
     pub(super) commands: Option<Vec<CommandMatcher>>,
