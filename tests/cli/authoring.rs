@@ -1,0 +1,133 @@
+//! Tools for policy authors: every changed call of a replay, `policy test`
+//! failures and `--accept`, `policy lint`, and explanations that name the
+//! simple command and the rule entry that decided.
+
+use serde_json::{Value, json};
+
+use crate::support::{Sandbox, code, json, json_lines, run_expecting, stderr, stdout};
+
+/// Records one call with `gavel run`, answering asks with `--reject`.
+fn record(sandbox: &Sandbox, call_id: &str, tool: &str, arguments: Value) {
+    let output = sandbox
+        .gavel(&[
+            "run",
+            tool,
+            &arguments.to_string(),
+            "--reject",
+            "--call-id",
+            call_id,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(code(&output), 0 | 1 | 3),
+        "recording {call_id} failed: {}",
+        stderr(&output)
+    );
+}
+
+/// A policy denying every tool, written next to the workspace.
+fn deny_all(sandbox: &Sandbox) -> String {
+    let path = sandbox.root.join("deny-all.toml");
+    std::fs::write(
+        &path,
+        "name = \"deny-all\"\n[[rules]]\nid = \"all.deny\"\naction = \"deny\"\nreason = \"no {tool}\"\ntools = [\"*\"]\n",
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// Seven reads (allowed by the built-in policy) and one hard-denied command.
+fn record_eight(sandbox: &Sandbox) {
+    for i in 1..=7 {
+        record(
+            sandbox,
+            &format!("r{i}"),
+            "read_file",
+            json!({"path": "notes.txt"}),
+        );
+    }
+    record(
+        sandbox,
+        "b1",
+        "bash",
+        json!({"command": "cd build && make && rm -rf /tmp/cache/*"}),
+    );
+}
+
+#[test]
+fn replay_json_lists_every_changed_call_with_tool_and_arguments() {
+    let sandbox = Sandbox::new();
+    record_eight(&sandbox);
+    let policy = deny_all(&sandbox);
+    let output = run_expecting(
+        &mut sandbox.gavel(&["replay", "--format", "json", "--policy", &policy]),
+        1,
+    );
+    let report = json(&output);
+    assert_eq!(report["changed"], 8);
+    let tightened = &report["transitions"][0];
+    assert_eq!(tightened["count"], 7);
+    assert_eq!(
+        tightened["call_ids"],
+        json!(["r1", "r2", "r3", "r4", "r5", "r6", "r7"]),
+        "no cap on the call ids in JSON"
+    );
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 8, "every changed call is listed");
+    assert_eq!(calls[0]["call_id"], "r1");
+    assert_eq!(calls[0]["tool"], "read_file");
+    assert_eq!(calls[0]["arguments"], "notes.txt");
+    assert_eq!(calls[0]["from"]["rule_id"], "path.read_allow");
+    assert_eq!(calls[0]["to"]["rule_id"], "all.deny");
+    assert_eq!(calls[0]["direction"], "tightened");
+    assert_eq!(calls[7]["call_id"], "b1");
+    assert_eq!(
+        calls[7]["arguments"],
+        "cd build && make && rm -rf /tmp/cache/*"
+    );
+    assert_eq!(calls[7]["from"]["rule_id"], "bash.hard_deny");
+    assert_eq!(calls[7]["direction"], "rerouted");
+}
+
+#[test]
+fn replay_calls_streams_one_json_line_per_changed_call() {
+    let sandbox = Sandbox::new();
+    record_eight(&sandbox);
+    let policy = deny_all(&sandbox);
+    let output = run_expecting(
+        &mut sandbox.gavel(&["replay", "--calls", "--policy", &policy]),
+        1,
+    );
+    let lines = json_lines(&output);
+    let ids: Vec<&str> = lines
+        .iter()
+        .map(|l| l["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["r1", "r2", "r3", "r4", "r5", "r6", "r7", "b1"]);
+    assert!(lines.iter().all(|l| l["to"]["rule_id"] == "all.deny"));
+    assert!(
+        stderr(&output).contains("changed 8"),
+        "the counts go to stderr: {}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn replay_table_shows_examples_with_their_arguments() {
+    let sandbox = Sandbox::new();
+    record_eight(&sandbox);
+    let policy = deny_all(&sandbox);
+    let output = run_expecting(&mut sandbox.gavel(&["replay", "--policy", &policy]), 1);
+    let table = stdout(&output);
+    assert!(table.contains("r1 read_file notes.txt"), "{table}");
+    assert!(table.contains("(+4 more)"), "{table}");
+    assert!(
+        table.contains("b1 bash cd build && make && rm -rf /tmp/cache/*"),
+        "{table}"
+    );
+    assert!(
+        table.lines().all(|l| l.chars().count() <= 120),
+        "examples are cut to fit: {table}"
+    );
+}
