@@ -1,12 +1,14 @@
 //! `gavel policy show|validate|test`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use serde_json::json;
 
 use gavel::policy::Policy;
-use gavel::policy::cases::parse_cases;
+use gavel::policy::cases::{Accepted, accept, parse_cases};
+use gavel::replay::arguments_summary;
 
 use super::{Exit, FormatArgs, Global, read_input, render};
 
@@ -23,6 +25,13 @@ pub enum PolicyCommand {
     Test {
         /// The cases file (`.toml`, else JSON lines as written by `gavel export --requests`)
         cases: PathBuf,
+        /// Print only the failing cases (the summary line still counts all)
+        #[arg(long)]
+        failures_only: bool,
+        /// Rewrite the cases file so the failing cases expect what the policy decides now
+        /// (their action, and their rule id where they name one); the rest of the file is kept
+        #[arg(long)]
+        accept: bool,
         #[command(flatten)]
         format: FormatArgs,
     },
@@ -38,18 +47,47 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
         PolicyCommand::Validate { file } => {
             let policy = Policy::load(&file)?;
             render::line(&format!(
-                "ok: policy `{}` ({} rules, sha256 {})",
+                "ok: policy `{}` ({}, sha256 {})",
                 policy.reference().name,
-                policy.rules().len(),
+                plural(policy.rules().len(), "rule"),
                 policy.reference().digest
             ))?;
         }
-        PolicyCommand::Test { cases, format } => return test(global, &cases, format),
+        PolicyCommand::Test {
+            cases,
+            failures_only,
+            accept,
+            format,
+        } => {
+            return test(
+                global,
+                &cases,
+                TestOptions {
+                    failures_only,
+                    accept,
+                    format,
+                },
+            );
+        }
     }
     Ok(Exit::Ok)
 }
 
-fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit> {
+/// How `policy test` reports and whether it accepts.
+struct TestOptions {
+    failures_only: bool,
+    accept: bool,
+    format: FormatArgs,
+}
+
+/// How wide the arguments column is.
+const ARGUMENTS_CHARS: usize = 40;
+
+fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Exit> {
+    let format = options.format;
+    if options.accept && path == Path::new("-") {
+        anyhow::bail!("--accept rewrites the cases file; it cannot rewrite stdin");
+    }
     let text = read_input(path)?;
     let is_toml = path.extension().is_some_and(|e| e == "toml");
     let cases = parse_cases(&text, is_toml)
@@ -58,6 +96,7 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
     let policy = global.policy(&workspace)?;
     let mut failed = 0;
     let mut rows = Vec::new();
+    let mut accepted = Vec::new();
     for (index, case) in cases.iter().enumerate() {
         let facts = match &case.facts {
             Some(facts) => facts.clone(),
@@ -66,6 +105,18 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
         let got = policy.decide_case(case, index, &facts);
         let pass = case.passes(&got);
         failed += usize::from(!pass);
+        if !pass && options.accept {
+            accepted.push(Accepted {
+                index,
+                action: got.action,
+                rule_id: got.rule_id.clone(),
+                reason: got.reason.clone(),
+            });
+        }
+        if pass && options.failures_only {
+            continue;
+        }
+        let arguments = arguments_summary(&case.tool, &case.arguments);
         let expected = format!(
             "{} {}",
             case.action,
@@ -75,6 +126,7 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
             render::json(&json!({
                 "case": case.label(index),
                 "tool": case.tool,
+                "arguments": arguments,
                 "expected": {"action": case.action, "rule_id": case.rule_id},
                 "got": {"action": got.action, "rule_id": got.rule_id, "reason": got.reason},
                 "pass": pass,
@@ -83,6 +135,7 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
             rows.push([
                 case.label(index),
                 case.tool.clone(),
+                render::cell(&arguments, ARGUMENTS_CHARS),
                 expected,
                 format!("{} {}", got.action, got.rule_id),
                 if pass { "pass" } else { "FAIL" }.to_owned(),
@@ -90,12 +143,73 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
         }
     }
     if !format.is_json() {
-        render::table(&["case", "tool", "expected", "got", "result"], rows)?;
+        if rows.is_empty() {
+            render::line(if options.failures_only {
+                "No case failed."
+            } else {
+                "No cases."
+            })?;
+        } else {
+            render::table(
+                &["case", "tool", "arguments", "expected", "got", "result"],
+                rows,
+            )?;
+        }
         render::line(&format!(
             "policy `{}`: {} passed, {failed} failed",
             policy.reference().name,
             cases.len() - failed
         ))?;
     }
+    if options.accept && !accepted.is_empty() {
+        let rewritten = accept(&text, is_toml, &accepted)
+            .map_err(|e| anyhow::anyhow!("cases `{}`: {e}", path.display()))?;
+        write_atomically(path, &rewritten)?;
+        let _ = writeln!(
+            std::io::stderr(),
+            "gavel: accepted {} in `{}`: {} now expect what policy `{}` decides",
+            plural(accepted.len(), "case"),
+            path.display(),
+            if accepted.len() == 1 { "it" } else { "they" },
+            policy.reference().name
+        );
+        return Ok(Exit::Ok);
+    }
     Ok(if failed > 0 { Exit::Failed } else { Exit::Ok })
+}
+
+/// `1 case`, `2 cases`.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Replaces `path` with `text` in one rename: a temporary file beside it,
+/// synced, with the original's permissions, then renamed over it.
+fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.gavel-{}.tmp", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(text.as_bytes())?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            file.set_permissions(meta.permissions())?;
+        }
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        anyhow::anyhow!("cannot rewrite `{}`: {e}", path.display())
+    })
 }

@@ -131,3 +131,139 @@ fn replay_table_shows_examples_with_their_arguments() {
         "examples are cut to fit: {table}"
     );
 }
+
+/// Three hand-written cases against the built-in policy: the second fails.
+const CASES_TOML: &str = r#"# regression cases, kept by hand
+[[cases]]
+name = "read notes"
+tool = "read_file"
+arguments = { path = "notes.txt" }
+action = "allow"
+
+[[cases]]
+name = "hard deny" # the author changed their mind
+tool = "bash"
+arguments = { command = "sudo rm -rf /" }
+action = "allow"
+rule_id = "bash.safe_allow"
+
+[[cases]]
+name = "unknown tool"
+tool = "deploy"
+action = "deny"
+"#;
+
+#[test]
+fn policy_test_failures_only_shows_the_failing_case_with_its_arguments() {
+    let sandbox = Sandbox::new();
+    let cases = sandbox.root.join("cases.toml");
+    std::fs::write(&cases, CASES_TOML).unwrap();
+    let cases = cases.display().to_string();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["policy", "test", &cases, "--failures-only"]),
+        1,
+    );
+    let table = stdout(&output);
+    assert!(table.contains("hard deny"), "{table}");
+    assert!(
+        table.contains("sudo rm -rf /"),
+        "the arguments column: {table}"
+    );
+    assert!(
+        !table.contains("read notes"),
+        "passing cases are left out: {table}"
+    );
+    assert!(table.contains("2 passed, 1 failed"), "{table}");
+
+    let output = run_expecting(
+        &mut sandbox.gavel(&["policy", "test", &cases, "--failures-only", "--json"]),
+        1,
+    );
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["case"], "hard deny");
+    assert_eq!(lines[0]["arguments"], "sudo rm -rf /");
+    assert_eq!(lines[0]["got"]["rule_id"], "bash.hard_deny");
+
+    let output = run_expecting(&mut sandbox.gavel(&["policy", "test", &cases]), 1);
+    assert!(stdout(&output).contains("notes.txt"), "{}", stdout(&output));
+}
+
+#[test]
+fn policy_test_accept_rewrites_only_the_failing_expectations_in_toml() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.root.join("cases.toml");
+    std::fs::write(&path, CASES_TOML).unwrap();
+    let cases = path.display().to_string();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["policy", "test", &cases, "--accept"]),
+        0,
+    );
+    assert!(
+        stderr(&output).contains("accepted 1 case in"),
+        "{}",
+        stderr(&output)
+    );
+    let expected = CASES_TOML
+        .replace(
+            "arguments = { command = \"sudo rm -rf /\" }\naction = \"allow\"\nrule_id = \"bash.safe_allow\"",
+            "arguments = { command = \"sudo rm -rf /\" }\naction = \"deny\"\nrule_id = \"bash.hard_deny\"",
+        );
+    assert_ne!(expected, CASES_TOML);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        expected,
+        "comments, order and the passing cases are kept"
+    );
+    run_expecting(&mut sandbox.gavel(&["policy", "test", &cases]), 0);
+    let leftovers: Vec<_> = std::fs::read_dir(&sandbox.root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn policy_test_accept_rewrites_exported_json_lines_cases() {
+    let sandbox = Sandbox::new();
+    record(&sandbox, "r1", "read_file", json!({"path": "notes.txt"}));
+    record(&sandbox, "b1", "bash", json!({"command": "ls"}));
+    let output = run_expecting(&mut sandbox.gavel(&["export", "--requests"]), 0);
+    let path = sandbox.root.join("cases.jsonl");
+    std::fs::write(&path, output.stdout).unwrap();
+    let before = std::fs::read_to_string(&path).unwrap();
+    let cases = path.display().to_string();
+    let policy = deny_all(&sandbox);
+    run_expecting(
+        &mut sandbox.gavel(&["policy", "test", &cases, "--policy", &policy]),
+        1,
+    );
+    run_expecting(
+        &mut sandbox.gavel(&["policy", "test", &cases, "--policy", &policy, "--accept"]),
+        0,
+    );
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(after.lines().count(), before.lines().count());
+    for line in after.lines() {
+        let case: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(case["action"], "deny");
+        assert_eq!(case["rule_id"], "all.deny");
+    }
+    run_expecting(
+        &mut sandbox.gavel(&["policy", "test", &cases, "--policy", &policy]),
+        0,
+    );
+}
+
+#[test]
+fn policy_validate_says_1_rule_not_1_rules() {
+    let sandbox = Sandbox::new();
+    let policy = deny_all(&sandbox);
+    let output = run_expecting(&mut sandbox.gavel(&["policy", "validate", &policy]), 0);
+    assert!(
+        stdout(&output).contains("(1 rule, sha256"),
+        "{}",
+        stdout(&output)
+    );
+}
