@@ -437,6 +437,30 @@ pub fn replay_calls<E: From<StoreError>>(
     Ok(report)
 }
 
+/// How many of the calls `query` selects each rule of `policy` decides,
+/// on the recorded facts (rule id -> calls), for `policy lint`.
+pub fn rule_usage(
+    store: &Store,
+    query: &AuditQuery,
+    policy: &Policy,
+    progress: &mut dyn FnMut(u64),
+) -> Result<BTreeMap<String, u64>, StoreError> {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut total = 0u64;
+    store.for_each_decided_call(query, |call| {
+        let request = recorded_request(&call);
+        let now = policy.decide(&request, &call.decision.facts);
+        *counts.entry(now.rule_id).or_default() += 1;
+        total += 1;
+        if total.is_multiple_of(16_384) {
+            progress(total);
+        }
+        Ok::<_, StoreError>(())
+    })?;
+    progress(total);
+    Ok(counts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

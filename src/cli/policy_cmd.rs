@@ -1,4 +1,4 @@
-//! `gavel policy show|validate|test`.
+//! `gavel policy show|validate|lint|test`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -6,20 +6,42 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use serde_json::json;
 
-use gavel::policy::Policy;
 use gavel::policy::cases::{Accepted, accept, parse_cases};
+use gavel::policy::{Policy, lint};
 use gavel::replay::arguments_summary;
 
+use gavel::store::AuditQuery;
+
+use super::verify::progress_bar;
 use super::{Exit, FormatArgs, Global, read_input, render};
 
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
     /// Print the policy gavel would use now (the built-in one is a good starting point)
     Show,
-    /// Check that a policy file loads; prints its name, digest and rule count
+    /// Check that a policy file loads; prints its name, digest and rule count, and
+    /// `policy lint`'s warnings on stderr
     Validate {
         /// The policy file
         file: PathBuf,
+        /// Exit 1 when there are lint warnings
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Warn about author mistakes: unconditional allows, rules shadowed by an earlier one,
+    /// and, over the recorded log, rules that never matched and the rules that matched most
+    Lint {
+        /// The policy file [default: the policy gavel would use now]
+        file: Option<PathBuf>,
+        /// Exit 1 when there are static warnings (unconditional allows, shadowed rules);
+        /// never-matched rules are reported but never fail
+        #[arg(long)]
+        strict: bool,
+        /// Skip the usage report over the recorded log
+        #[arg(long)]
+        no_usage: bool,
+        #[command(flatten)]
+        format: FormatArgs,
     },
     /// Run regression cases (TOML `[[cases]]` or JSON lines) against the current policy
     Test {
@@ -44,7 +66,7 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
             let policy = global.policy(&workspace)?;
             render::line(policy.source().trim_end())?;
         }
-        PolicyCommand::Validate { file } => {
+        PolicyCommand::Validate { file, strict } => {
             let policy = Policy::load(&file)?;
             render::line(&format!(
                 "ok: policy `{}` ({}, sha256 {})",
@@ -52,7 +74,24 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
                 plural(policy.rules().len(), "rule"),
                 policy.reference().digest
             ))?;
+            let findings = lint::lint(&policy);
+            for finding in &findings {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "gavel: warning: {}",
+                    render::escape(&finding.message)
+                );
+            }
+            if strict && !findings.is_empty() {
+                return Ok(Exit::Failed);
+            }
         }
+        PolicyCommand::Lint {
+            file,
+            strict,
+            no_usage,
+            format,
+        } => return lint_cmd(global, file.as_deref(), strict, no_usage, format),
         PolicyCommand::Test {
             cases,
             failures_only,
@@ -71,6 +110,108 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+fn lint_cmd(
+    global: &Global,
+    file: Option<&Path>,
+    strict: bool,
+    no_usage: bool,
+    format: FormatArgs,
+) -> anyhow::Result<Exit> {
+    let policy = match file {
+        Some(file) => Policy::load(file)?,
+        None => global.policy(&global.workspace()?)?,
+    };
+    let findings = lint::lint(&policy);
+    // Usage over the log: `--db` (or $GAVEL_DB) must exist; the default log
+    // is used when there is one.
+    let db = global.db_path()?;
+    let usage = if no_usage || (global.db.is_none() && !db.exists()) {
+        None
+    } else {
+        let store = global.read_store()?;
+        let bar = progress_bar(&store, "counting rule use")?;
+        let counts =
+            gavel::replay::rule_usage(&store, &AuditQuery::default(), &policy, &mut |n| {
+                if let Some(bar) = &bar {
+                    bar.set_position(n);
+                }
+            })?;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        store.check_unchanged()?;
+        Some(lint::usage(&policy, &counts))
+    };
+    let failing = strict && !findings.is_empty();
+
+    if format.is_json() {
+        render::json(&json!({
+            "policy": policy.reference(),
+            "findings": findings,
+            "usage": usage.as_ref().map(|(usage, never)| json!({
+                "db": db.display().to_string(),
+                "calls": usage.calls,
+                "by_rule": usage.by_rule.iter().map(|(id, n)| json!({"rule_id": id, "calls": n})).collect::<Vec<_>>(),
+                "top": usage.top.iter().map(|(id, n)| json!({"rule_id": id, "calls": n})).collect::<Vec<_>>(),
+                "never_matched": never.iter().map(|f| f.rule_id.clone()).collect::<Vec<_>>(),
+            })),
+            "ok": !failing,
+        }))?;
+        return Ok(if failing { Exit::Failed } else { Exit::Ok });
+    }
+
+    let mut text = vec![format!(
+        "policy `{}` ({}, sha256 {}): {}",
+        policy.reference().name,
+        plural(policy.rules().len(), "rule"),
+        render::cell(&policy.reference().digest, 16),
+        if findings.is_empty() {
+            "no warnings".to_owned()
+        } else {
+            plural(findings.len(), "warning")
+        }
+    )];
+    for finding in &findings {
+        text.push(format!("  warning: {}", finding.message));
+    }
+    match &usage {
+        None if no_usage => {}
+        None => text.push(format!(
+            "No log at `{}`: no usage report (--db LOG names one)",
+            db.display()
+        )),
+        Some((usage, never)) => {
+            text.push(format!(
+                "Over {} recorded in `{}`, decided again under this policy:",
+                plural(usage.calls as usize, "call"),
+                db.display()
+            ));
+            if usage.top.is_empty() {
+                text.push("  no rule matched any call".into());
+            } else {
+                let top: Vec<String> = usage
+                    .top
+                    .iter()
+                    .map(|(id, n)| format!("`{id}` ({})", plural(*n as usize, "call")))
+                    .collect();
+                text.push(format!("  matched most: {}", top.join(", ")));
+            }
+            if never.is_empty() {
+                text.push("  every rule matched at least one call".into());
+            } else {
+                let ids: Vec<String> = never.iter().map(|f| format!("`{}`", f.rule_id)).collect();
+                text.push(format!(
+                    "  never matched ({}): {}",
+                    plural(never.len(), "rule"),
+                    ids.join(", ")
+                ));
+            }
+        }
+    }
+    render::text(&text)?;
+    Ok(if failing { Exit::Failed } else { Exit::Ok })
 }
 
 /// How `policy test` reports and whether it accepts.

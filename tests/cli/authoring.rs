@@ -267,3 +267,169 @@ fn policy_validate_says_1_rule_not_1_rules() {
         stdout(&output)
     );
 }
+
+/// A policy with a shadowed rule and an unconditional allow.
+const SLOPPY_POLICY: &str = r#"name = "sloppy"
+
+[[rules]]
+id = "read.inside"
+action = "allow"
+reason = "reading {path}"
+tools = ["read_file"]
+path_scope = "inside"
+
+[[rules]]
+id = "read.inside.again"
+action = "allow"
+reason = "again"
+tools = ["read_file"]
+path_scope = "inside"
+
+[[rules]]
+id = "never.used"
+action = "deny"
+reason = "no deploys"
+tools = ["deploy"]
+
+[[rules]]
+id = "everything"
+action = "allow"
+reason = "fine"
+"#;
+
+fn sloppy(sandbox: &Sandbox) -> String {
+    let path = sandbox.root.join("sloppy.toml");
+    std::fs::write(&path, SLOPPY_POLICY).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn policy_lint_flags_unconditional_allows_and_shadowed_rules() {
+    let sandbox = Sandbox::new();
+    let policy = sloppy(&sandbox);
+    let output = run_expecting(
+        &mut sandbox.gavel(&["policy", "lint", &policy, "--no-usage"]),
+        0,
+    );
+    let text = stdout(&output);
+    assert!(text.contains("2 warnings"), "{text}");
+    assert!(
+        text.contains("`read.inside.again` can never decide")
+            && text.contains("matched first by `read.inside`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("allow rule `everything` has no `tools` and no conditions"),
+        "{text}"
+    );
+
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "policy",
+            "lint",
+            &policy,
+            "--no-usage",
+            "--strict",
+            "--json",
+        ]),
+        1,
+    );
+    let report = json(&output);
+    let found: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_owned(),
+                f["rule_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("shadowed".to_owned(), "read.inside.again".to_owned()),
+            ("unconditional_allow".to_owned(), "everything".to_owned())
+        ]
+    );
+    assert_eq!(report["findings"][0]["by"], "read.inside");
+
+    // `policy validate` shows the same warnings on stderr, and fails only with --strict.
+    let output = run_expecting(&mut sandbox.gavel(&["policy", "validate", &policy]), 0);
+    assert!(stdout(&output).starts_with("ok: policy `sloppy` (4 rules"));
+    assert_eq!(stderr(&output).matches("gavel: warning:").count(), 2);
+    run_expecting(
+        &mut sandbox.gavel(&["policy", "validate", &policy, "--strict"]),
+        1,
+    );
+}
+
+#[test]
+fn the_built_in_policy_lints_clean() {
+    let sandbox = Sandbox::new();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["policy", "lint", "--strict", "--no-usage", "--json"]),
+        0,
+    );
+    assert_eq!(json(&output)["findings"], json!([]));
+}
+
+#[test]
+fn policy_lint_over_the_log_lists_never_matched_and_most_matched_rules() {
+    let sandbox = Sandbox::new();
+    record_eight(&sandbox);
+    let policy = sloppy(&sandbox);
+    let output = run_expecting(
+        &mut sandbox.gavel(&["policy", "lint", &policy, "--json"]),
+        0,
+    );
+    let usage = &json(&output)["usage"];
+    assert_eq!(usage["calls"], 8);
+    assert_eq!(
+        usage["never_matched"],
+        json!(["read.inside.again", "never.used"])
+    );
+    assert_eq!(
+        usage["top"][0],
+        json!({"rule_id": "read.inside", "calls": 7})
+    );
+    assert_eq!(
+        usage["top"][1],
+        json!({"rule_id": "everything", "calls": 1}),
+        "the unconditional allow would have let the hard-denied command through"
+    );
+
+    let output = run_expecting(&mut sandbox.gavel(&["policy", "lint", &policy]), 0);
+    let text = stdout(&output);
+    assert!(text.contains("Over 8 calls recorded"), "{text}");
+    assert!(
+        text.contains("matched most: `read.inside` (7 calls), `everything` (1 call)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("never matched (2 rules): `read.inside.again`, `never.used`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unknown_reason_placeholder_is_refused_with_the_known_ones() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.root.join("typo.toml");
+    std::fs::write(
+        &path,
+        "name = \"typo\"\n[[rules]]\nid = \"r\"\naction = \"deny\"\nreason = \"no {nope} in {a, b}\"\ntools = [\"x\"]\n",
+    )
+    .unwrap();
+    let err = crate::support::assert_one_line_error(&mut sandbox.gavel(&[
+        "policy",
+        "validate",
+        &path.display().to_string(),
+    ]));
+    assert!(
+        err.contains("rule `r`: unknown placeholder `{nope}` in `reason`")
+            && err.contains("`{tool}`, `{command}`, `{path}`, `{workspace}`, `{unprovable}`"),
+        "{err}"
+    );
+}
