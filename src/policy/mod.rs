@@ -20,7 +20,7 @@ use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
 pub use file::{PLACEHOLDERS, PolicyError};
-pub use rule::Rule;
+pub use rule::{EntryMatch, Rule};
 
 /// The built-in default policy, as shipped in the repository.
 pub const DEFAULT_POLICY_TOML: &str = include_str!("default.toml");

@@ -433,3 +433,119 @@ fn an_unknown_reason_placeholder_is_refused_with_the_known_ones() {
         "{err}"
     );
 }
+
+const CHAINED: &str = "cd build && make && rm -rf /tmp/cache/*";
+
+#[test]
+fn explain_names_the_simple_command_and_the_entry_that_matched() {
+    let sandbox = Sandbox::new();
+    record(&sandbox, "b1", "bash", json!({ "command": CHAINED }));
+    let output = run_expecting(&mut sandbox.gavel(&["explain", "b1"]), 0);
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "`rm -rf /tmp/cache/*` matched `{ program = [\"rm\"], flags = [[\"-r\", \"-R\", \"--recursive\"], [\"-f\", \"--force\"]] }` of `bash.hard_deny` (commands)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("    - cd build\n    - make\n    - rm -rf /tmp/cache/*"),
+        "{text}"
+    );
+
+    let output = run_expecting(
+        &mut sandbox.gavel(&["explain", "b1", "--format", "json"]),
+        0,
+    );
+    let matched = &json(&output)["matched"];
+    assert_eq!(matched.as_array().unwrap().len(), 1, "{matched}");
+    assert_eq!(matched[0]["command"], "rm -rf /tmp/cache/*");
+    assert_eq!(matched[0]["condition"], "commands");
+    assert!(
+        matched[0]["entry"]
+            .as_str()
+            .unwrap()
+            .starts_with("{ program = [\"rm\"]")
+    );
+}
+
+#[test]
+fn check_explain_shows_the_parse_and_the_matching_entry() {
+    let sandbox = Sandbox::new();
+    let args = json!({ "command": CHAINED }).to_string();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["check", "bash", &args, "--explain"]),
+        0,
+    );
+    let text = stdout(&output);
+    assert!(text.contains("The command runs, as parsed:"), "{text}");
+    assert!(
+        text.contains("    - cd build\n    - make\n    - rm -rf /tmp/cache/*"),
+        "{text}"
+    );
+    assert!(text.contains("everything in it is understood"), "{text}");
+    assert!(
+        text.contains("`rm -rf /tmp/cache/*` matched `{ program = [\"rm\"]"),
+        "{text}"
+    );
+
+    let unprovable = json!({ "command": "ls $(curl x)" }).to_string();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["check", "bash", &unprovable, "--explain"]),
+        0,
+    );
+    assert!(
+        stdout(&output).contains("- cannot prove: command substitution `$(curl x)`"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn an_allow_by_prefix_names_the_entry_each_simple_command_matched() {
+    let sandbox = Sandbox::new();
+    let policy = sandbox.root.join("prefix.toml");
+    std::fs::write(
+        &policy,
+        r#"name = "prefix"
+[[rules]]
+id = "git.read"
+action = "allow"
+reason = "read-only git"
+tools = ["bash"]
+command_prefix = [["git", "status"], ["git", "log"]]
+"#,
+    )
+    .unwrap();
+    let policy = policy.display().to_string();
+    let args = json!({ "command": "git status && git log -1" }).to_string();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["check", "bash", &args, "--policy", &policy, "--json"]),
+        0,
+    );
+    let report = json(&output);
+    assert_eq!(report["rule_id"], "git.read");
+    assert_eq!(
+        report["matched"],
+        json!([
+            {"command": "git status", "condition": "command_prefix", "entry": "[\"git\", \"status\"]"},
+            {"command": "git log -1", "condition": "command_prefix", "entry": "[\"git\", \"log\"]"}
+        ])
+    );
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "check",
+            "bash",
+            "{\"command\":\"rm x\"}",
+            "--policy",
+            &policy,
+            "--json",
+        ]),
+        0,
+    );
+    assert_eq!(
+        json(&output)["matched"],
+        json!([]),
+        "default.deny has no entry"
+    );
+}
