@@ -1,6 +1,8 @@
 //! `gavel replay`: recorded requests decided again under the current policy;
 //! the drift, and an exit code a CI job can gate a policy change on.
 
+use std::io::Write;
+
 use clap::{Args, ValueEnum};
 
 use gavel::replay::{self, DriftReport, FactSource, Kept};
@@ -85,7 +87,7 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
             if streaming {
                 render::json(&serde_json::to_value(change)?)?;
             } else if kept == Kept::All {
-                changes.push(serde_json::to_value(change)?);
+                changes.push(change.clone());
             }
             Ok(())
         },
@@ -98,13 +100,27 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
     if args.calls {
         eprintln_summary(&report)?;
     } else if args.format.is_json() {
-        let mut value = serde_json::to_value(&report)?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert("verified".into(), (!args.skip_verify).into());
-            // Every changed call, oldest first.
-            object.insert("calls".into(), changes.into());
+        // Written straight out: with every changed call listed, a JSON tree
+        // of the whole report would cost several times its size.
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            #[serde(flatten)]
+            report: &'a DriftReport,
+            verified: bool,
+            /// Every changed call, oldest first.
+            calls: &'a [replay::ChangedCall],
         }
-        render::json(&value)?;
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer(
+            &mut out,
+            &Out {
+                report: &report,
+                verified: !args.skip_verify,
+                calls: &changes,
+            },
+        )?;
+        writeln!(out)?;
+        out.flush()?;
     } else {
         print_table(&report, args.skip_verify)?;
     }
@@ -119,7 +135,6 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
 
 /// With `--calls`: the counts on stderr, stdout keeping only the calls.
 fn eprintln_summary(report: &DriftReport) -> std::io::Result<()> {
-    use std::io::Write;
     writeln!(
         std::io::stderr(),
         "gavel: replayed {} calls: unchanged {}, changed {} (loosened {}, tightened {}, rerouted {})",

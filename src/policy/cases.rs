@@ -149,6 +149,9 @@ fn accept_toml(text: &str, accepted: &[Accepted]) -> Result<String, String> {
 }
 
 fn accept_json_lines(text: &str, accepted: &[Accepted]) -> Result<String, String> {
+    // Looked up by case index: an exported file may hold 100k cases.
+    let by_index: std::collections::HashMap<usize, &Accepted> =
+        accepted.iter().map(|a| (a.index, a)).collect();
     let mut out = String::with_capacity(text.len());
     let mut index = 0;
     for line in text.split_inclusive('\n') {
@@ -157,7 +160,7 @@ fn accept_json_lines(text: &str, accepted: &[Accepted]) -> Result<String, String
             out.push_str(line);
             continue;
         }
-        match accepted.iter().find(|a| a.index == index) {
+        match by_index.get(&index) {
             None => out.push_str(line),
             Some(update) => {
                 let mut case: Value = serde_json::from_str(body)
