@@ -118,7 +118,9 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
                 verified: !args.skip_verify,
                 calls: &changes,
             },
-        )?;
+        )
+        // Back to the io::Error it wraps, so a closed pipe exits quietly.
+        .map_err(std::io::Error::from)?;
         writeln!(out)?;
         out.flush()?;
     } else {
