@@ -141,10 +141,15 @@ fn has_conditions(rule: &Rule) -> bool {
 
 /// Whether every call `later` matches is provably matched by `earlier`.
 fn shadows(earlier: &Rule, later: &Rule) -> bool {
-    // An allow rule needs every fact (path, command) to hold, the others
-    // just one: "all" implies "any" (both need at least one fact), not the
-    // other way round.
-    if earlier.action == Action::Allow && later.action != Action::Allow {
+    // Path and command conditions of an allow rule need every fact (path,
+    // simple command) to hold, the others just one: "all" implies "any"
+    // (both need at least one fact), not the other way round. Tools, regex
+    // and `unprovable` read the same under every action.
+    let quantified = earlier.path_scope.is_some()
+        || earlier.path_glob.is_some()
+        || earlier.command_prefix.is_some()
+        || earlier.commands.is_some();
+    if quantified && earlier.action == Action::Allow && later.action != Action::Allow {
         return false;
     }
     tools_cover(earlier, later)
@@ -220,6 +225,17 @@ mod tests {
         let found = kinds(&p);
         assert!(found.contains(&(LintKind::UnconditionalAllow, "all".into())));
         assert!(found.contains(&(LintKind::Shadowed, "star".into())));
+
+        let p = policy(
+            "[[rules]]\nid = \"bash.all\"\naction = \"allow\"\nreason = \"r\"\ntools = [\"bash\"]\nunprovable = false\n\
+             [[rules]]\nid = \"bash.sudo\"\naction = \"deny\"\nreason = \"r\"\ntools = [\"bash\"]\nunprovable = false\n\
+             commands = [{ program = [\"sudo\"] }]\n",
+        );
+        assert_eq!(
+            kinds(&p),
+            [(LintKind::Shadowed, "bash.sudo".into())],
+            "a deny after an allow without path or command conditions is unreachable"
+        );
     }
 
     #[test]
