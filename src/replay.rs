@@ -9,8 +9,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
+use serde_json::Value;
 
-use crate::facts::{Facts, Workspace};
+use crate::facts::{Facts, Workspace, path_argument};
 use crate::policy::{Action, Decision, Policy, PolicyRef};
 use crate::request::ToolRequest;
 use crate::store::{AuditQuery, DecidedCall, Store, StoreError};
@@ -51,8 +52,64 @@ pub struct Transition {
     pub to: Verdict,
     pub direction: Direction,
     pub count: u64,
-    /// The first few calls that moved this way, oldest first.
+    /// The calls that moved this way, oldest first: all of them, or the
+    /// first few when the builder keeps only examples (`Kept::Examples`).
     pub call_ids: Vec<String>,
+    /// The first few calls that moved this way, with their tool and
+    /// arguments, for a table (JSON lists every changed call instead).
+    #[serde(skip)]
+    pub examples: Vec<ChangedCall>,
+}
+
+/// One call whose decision moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangedCall {
+    pub call_id: String,
+    pub tool: String,
+    /// The arguments on one line: a bash command, a path, a glob pattern,
+    /// else the arguments' JSON (at most `SUMMARY_CHARS` characters).
+    pub arguments: String,
+    pub from: Verdict,
+    pub to: Verdict,
+    pub direction: Direction,
+}
+
+/// How many call ids a `DriftBuilder` keeps per transition and for anomalies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// Every changed call (JSON output: nothing left out).
+    All,
+    /// The first `CALL_IDS_KEPT` (a table shows only examples).
+    Examples,
+}
+
+impl Kept {
+    fn allows(self, len: usize) -> bool {
+        self == Kept::All || len < CALL_IDS_KEPT
+    }
+}
+
+/// The longest arguments summary, in characters.
+pub const SUMMARY_CHARS: usize = 300;
+
+/// A call's arguments on one line: the bash command, the path or the glob
+/// pattern when the tool has one, else the arguments' compact JSON; blanks
+/// (newlines, tabs) collapsed, at most `SUMMARY_CHARS` characters.
+pub fn arguments_summary(tool: &str, arguments: &Value) -> String {
+    let field = match tool {
+        "bash" => Some("command"),
+        "glob" => Some("pattern"),
+        other => path_argument(other),
+    };
+    let text = match field.and_then(|f| arguments.get(f)).and_then(Value::as_str) {
+        Some(text) => text.to_owned(),
+        None => arguments.to_string(),
+    };
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(SUMMARY_CHARS) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
 }
 
 /// The policies on either side of a replay.
@@ -83,7 +140,8 @@ pub struct DriftReport {
     /// Selected calls with anomalies (a tool that ran outside what gavel
     /// decided); ungoverned ones have no decision to replay.
     pub anomalies: u64,
-    /// The first few of them, in the order their first anomaly was recorded.
+    /// Them (all, or the first few when only examples are kept), in the
+    /// order their first anomaly was recorded.
     pub anomaly_calls: Vec<String>,
     /// With recorded facts: calls whose long command (its parse recorded by
     /// digest) parses differently now; they were re-decided on today's parse.
@@ -110,12 +168,27 @@ pub struct DriftBuilder {
     recorded: Vec<String>,
     total: u64,
     reason_changed: u64,
-    groups: HashMap<(Verdict, Verdict), (Direction, u64, Vec<String>)>,
+    kept: Kept,
+    groups: HashMap<(Verdict, Verdict), Group>,
+}
+
+struct Group {
+    direction: Direction,
+    count: u64,
+    call_ids: Vec<String>,
+    examples: Vec<ChangedCall>,
 }
 
 impl DriftBuilder {
+    /// A builder keeping the first few call ids of each transition.
     pub fn new(current: PolicyRef, facts: FactSource) -> Self {
+        Self::keeping(current, facts, Kept::Examples)
+    }
+
+    /// A builder keeping the call ids `kept` says.
+    pub fn keeping(current: PolicyRef, facts: FactSource, kept: Kept) -> Self {
         Self {
+            kept,
             current,
             facts,
             recorded: Vec::new(),
@@ -127,6 +200,19 @@ impl DriftBuilder {
 
     /// Adds one call: what was recorded and what the current policy says.
     pub fn add(&mut self, call_id: &str, recorded: &Decision, now: &Decision) {
+        self.add_call(call_id, "", &Value::Null, recorded, now);
+    }
+
+    /// Adds one call with its tool and arguments; returns the change when
+    /// its decision moved.
+    pub fn add_call(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &Value,
+        recorded: &Decision,
+        now: &Decision,
+    ) -> Option<ChangedCall> {
         self.total += 1;
         if !self.recorded.contains(&recorded.policy.digest) {
             self.recorded.push(recorded.policy.digest.clone());
@@ -139,23 +225,35 @@ impl DriftBuilder {
             action: now.action,
             rule_id: now.rule_id.clone(),
         };
-        match direction(&from, &to) {
-            None => {
-                if recorded.reason != now.reason {
-                    self.reason_changed += 1;
-                }
+        let Some(direction) = direction(&from, &to) else {
+            if recorded.reason != now.reason {
+                self.reason_changed += 1;
             }
-            Some(direction) => {
-                let entry = self
-                    .groups
-                    .entry((from, to))
-                    .or_insert_with(|| (direction, 0, Vec::new()));
-                entry.1 += 1;
-                if entry.2.len() < CALL_IDS_KEPT {
-                    entry.2.push(call_id.to_owned());
-                }
-            }
+            return None;
+        };
+        let change = ChangedCall {
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+            arguments: arguments_summary(tool, arguments),
+            from: from.clone(),
+            to: to.clone(),
+            direction,
+        };
+        let kept = self.kept;
+        let group = self.groups.entry((from, to)).or_insert_with(|| Group {
+            direction,
+            count: 0,
+            call_ids: Vec::new(),
+            examples: Vec::new(),
+        });
+        group.count += 1;
+        if kept.allows(group.call_ids.len()) {
+            group.call_ids.push(call_id.to_owned());
         }
+        if group.examples.len() < CALL_IDS_KEPT {
+            group.examples.push(change.clone());
+        }
+        Some(change)
     }
 
     pub fn finish(self) -> DriftReport {
@@ -163,14 +261,15 @@ impl DriftBuilder {
         let mut transitions: Vec<Transition> = self
             .groups
             .into_iter()
-            .map(|((from, to), (direction, count, call_ids))| {
-                *counts.entry(direction).or_default() += count;
+            .map(|((from, to), group)| {
+                *counts.entry(group.direction).or_default() += group.count;
                 Transition {
                     from,
                     to,
-                    direction,
-                    count,
-                    call_ids,
+                    direction: group.direction,
+                    count: group.count,
+                    call_ids: group.call_ids,
+                    examples: group.examples,
                 }
             })
             .collect();
@@ -243,7 +342,29 @@ pub fn replay(
     source: FactSource,
     progress: &mut dyn FnMut(u64),
 ) -> Result<DriftReport, StoreError> {
-    let mut drift = DriftBuilder::new(policy.reference().clone(), source);
+    replay_calls(
+        store,
+        query,
+        policy,
+        source,
+        Kept::Examples,
+        progress,
+        &mut |_| Ok::<_, StoreError>(()),
+    )
+}
+
+/// Replays like [`replay`], keeping the call ids `kept` says, and hands
+/// each changed call to `on_change` as it is found (oldest first).
+pub fn replay_calls<E: From<StoreError>>(
+    store: &Store,
+    query: &AuditQuery,
+    policy: &Policy,
+    source: FactSource,
+    kept: Kept,
+    progress: &mut dyn FnMut(u64),
+    on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
+) -> Result<DriftReport, E> {
+    let mut drift = DriftBuilder::keeping(policy.reference().clone(), source, kept);
     // Live facts: each recorded workspace is opened (canonicalized) once.
     let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
     let mut parse_differs = 0;
@@ -268,11 +389,19 @@ pub fn replay(
             reason: call.decision.reason,
             policy: call.decision.policy,
         };
-        drift.add(&call.call_id, &recorded, &now);
+        if let Some(change) = drift.add_call(
+            &call.call_id,
+            &call.tool,
+            &call.request.arguments,
+            &recorded,
+            &now,
+        ) {
+            on_change(&change)?;
+        }
         if drift.total.is_multiple_of(16_384) {
             progress(drift.total);
         }
-        Ok::<_, StoreError>(())
+        Ok::<_, E>(())
     })?;
     progress(drift.total);
     let mut report = drift.finish();
@@ -300,12 +429,36 @@ pub fn replay(
         })?;
         if selected {
             report.anomalies += 1;
-            if report.anomaly_calls.len() < CALL_IDS_KEPT {
+            if kept.allows(report.anomaly_calls.len()) {
                 report.anomaly_calls.push(anomaly.call_id);
             }
         }
     }
     Ok(report)
+}
+
+/// How many of the calls `query` selects each rule of `policy` decides,
+/// on the recorded facts (rule id -> calls), for `policy lint`.
+pub fn rule_usage(
+    store: &Store,
+    query: &AuditQuery,
+    policy: &Policy,
+    progress: &mut dyn FnMut(u64),
+) -> Result<BTreeMap<String, u64>, StoreError> {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut total = 0u64;
+    store.for_each_decided_call(query, |call| {
+        let request = recorded_request(&call);
+        let now = policy.decide(&request, &call.decision.facts);
+        *counts.entry(now.rule_id).or_default() += 1;
+        total += 1;
+        if total.is_multiple_of(16_384) {
+            progress(total);
+        }
+        Ok::<_, StoreError>(())
+    })?;
+    progress(total);
+    Ok(counts)
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@ use clap::Args;
 use serde_json::json;
 
 use gavel::ToolRequest;
+use gavel::policy::EntryMatch;
+use gavel::shell::CommandAnalysis;
 
 use super::{Exit, FormatArgs, Global, parse_json_arg, render};
 
@@ -13,7 +15,8 @@ pub struct CheckArgs {
     pub tool: String,
     /// The tool's arguments as JSON
     pub args_json: String,
-    /// Show, rule by rule, why each rule before the deciding one did not match
+    /// Show the command's parse, the simple command and rule entry that decided, and,
+    /// rule by rule, why each rule before the deciding one did not match
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
@@ -27,6 +30,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
     let request = ToolRequest::new("check", &args.tool, arguments);
     let facts = workspace.facts(&request);
     let (decision, trace) = policy.explain(&request, &facts);
+    let matched = policy.entry_matches(&decision.rule_id, &request, &facts);
 
     if args.format.is_json() {
         render::json(&json!({
@@ -37,6 +41,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
             "policy": decision.policy,
             "facts": facts,
             "trace": trace,
+            "matched": matched,
         }))?;
         return Ok(Exit::Ok);
     }
@@ -55,6 +60,15 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
         ),
     ])?;
     if args.explain {
+        let mut text = Vec::new();
+        if let Some(shell) = &facts.shell {
+            text.push("The command runs, as parsed:".to_owned());
+            text.extend(parse_lines(shell));
+        }
+        text.extend(match_lines(&matched, &decision.rule_id));
+        if !text.is_empty() {
+            render::text(&text)?;
+        }
         render::table(
             &["#", "rule", "matched", "why"],
             trace.iter().enumerate().map(|(i, t)| {
@@ -68,4 +82,50 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
         )?;
     }
     Ok(Exit::Ok)
+}
+
+/// A shell command's parse, for people: each simple command with its
+/// redirections, the redirections no command carries, and what could not
+/// be proven.
+pub(super) fn parse_lines(shell: &CommandAnalysis) -> Vec<String> {
+    let mut lines = Vec::new();
+    for command in &shell.commands {
+        let mut text = command.words.join(" ");
+        for r in &command.redirects {
+            text.push_str(&format!(" {} {}", r.op, r.target));
+        }
+        lines.push(format!("    - {}", render::cell(&text, 200)));
+    }
+    for r in &shell.bare_redirects {
+        lines.push(format!(
+            "    - (a redirection outside any command) {} {}",
+            r.op,
+            render::cell(&r.target, 200)
+        ));
+    }
+    if shell.unprovable.is_empty() {
+        lines.push("    everything in it is understood".to_owned());
+    }
+    for what in &shell.unprovable {
+        lines.push(format!("    - cannot prove: {}", render::cell(what, 200)));
+    }
+    lines
+}
+
+/// How long an entry may be shown (the built-in disk list is long).
+const ENTRY_CHARS: usize = 160;
+
+/// Which simple command matched which entry of the deciding rule.
+pub(super) fn match_lines(matched: &[EntryMatch], rule_id: &str) -> Vec<String> {
+    matched
+        .iter()
+        .map(|m| {
+            format!(
+                "`{}` matched `{}` of `{rule_id}` ({})",
+                render::cell(&m.command, 200),
+                render::cell(&m.entry, ENTRY_CHARS),
+                m.condition
+            )
+        })
+        .collect()
 }

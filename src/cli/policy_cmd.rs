@@ -1,28 +1,59 @@
-//! `gavel policy show|validate|test`.
+//! `gavel policy show|validate|lint|test`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use serde_json::json;
 
-use gavel::policy::Policy;
-use gavel::policy::cases::parse_cases;
+use gavel::policy::cases::{Accepted, accept, parse_cases};
+use gavel::policy::{Policy, lint};
+use gavel::replay::arguments_summary;
 
+use gavel::store::AuditQuery;
+
+use super::verify::progress_bar;
 use super::{Exit, FormatArgs, Global, read_input, render};
 
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
     /// Print the policy gavel would use now (the built-in one is a good starting point)
     Show,
-    /// Check that a policy file loads; prints its name, digest and rule count
+    /// Check that a policy file loads; prints its name, digest and rule count, and
+    /// `policy lint`'s warnings on stderr
     Validate {
         /// The policy file
         file: PathBuf,
+        /// Exit 1 when there are lint warnings
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Warn about author mistakes: unconditional allows, rules shadowed by an earlier one,
+    /// and, over the recorded log, rules that never matched and the rules that matched most
+    Lint {
+        /// The policy file [default: the policy gavel would use now]
+        file: Option<PathBuf>,
+        /// Exit 1 when there are static warnings (unconditional allows, shadowed rules);
+        /// never-matched rules are reported but never fail
+        #[arg(long)]
+        strict: bool,
+        /// Skip the usage report over the recorded log
+        #[arg(long)]
+        no_usage: bool,
+        #[command(flatten)]
+        format: FormatArgs,
     },
     /// Run regression cases (TOML `[[cases]]` or JSON lines) against the current policy
     Test {
         /// The cases file (`.toml`, else JSON lines as written by `gavel export --requests`)
         cases: PathBuf,
+        /// Print only the failing cases (the summary line still counts all)
+        #[arg(long)]
+        failures_only: bool,
+        /// Rewrite the cases file so the failing cases expect what the policy decides now
+        /// (their action, and their rule id where they name one); the rest of the file is kept
+        #[arg(long)]
+        accept: bool,
         #[command(flatten)]
         format: FormatArgs,
     },
@@ -35,21 +66,169 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
             let policy = global.policy(&workspace)?;
             render::line(policy.source().trim_end())?;
         }
-        PolicyCommand::Validate { file } => {
+        PolicyCommand::Validate { file, strict } => {
             let policy = Policy::load(&file)?;
             render::line(&format!(
-                "ok: policy `{}` ({} rules, sha256 {})",
+                "ok: policy `{}` ({}, sha256 {})",
                 policy.reference().name,
-                policy.rules().len(),
+                plural(policy.rules().len(), "rule"),
                 policy.reference().digest
             ))?;
+            let findings = lint::lint(&policy);
+            for finding in &findings {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "gavel: warning: {}",
+                    render::escape(&finding.message)
+                );
+            }
+            if strict && !findings.is_empty() {
+                return Ok(Exit::Failed);
+            }
         }
-        PolicyCommand::Test { cases, format } => return test(global, &cases, format),
+        PolicyCommand::Lint {
+            file,
+            strict,
+            no_usage,
+            format,
+        } => return lint_cmd(global, file.as_deref(), strict, no_usage, format),
+        PolicyCommand::Test {
+            cases,
+            failures_only,
+            accept,
+            format,
+        } => {
+            return test(
+                global,
+                &cases,
+                TestOptions {
+                    failures_only,
+                    accept,
+                    format,
+                },
+            );
+        }
     }
     Ok(Exit::Ok)
 }
 
-fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit> {
+fn lint_cmd(
+    global: &Global,
+    file: Option<&Path>,
+    strict: bool,
+    no_usage: bool,
+    format: FormatArgs,
+) -> anyhow::Result<Exit> {
+    let policy = match file {
+        Some(file) => Policy::load(file)?,
+        None => global.policy(&global.workspace()?)?,
+    };
+    let findings = lint::lint(&policy);
+    // Usage over the log: `--db` (or $GAVEL_DB) must exist; the default log
+    // is used when there is one.
+    let db = global.db_path()?;
+    let usage = if no_usage || (global.db.is_none() && !db.exists()) {
+        None
+    } else {
+        let store = global.read_store()?;
+        let bar = progress_bar(&store, "counting rule use")?;
+        let counts =
+            gavel::replay::rule_usage(&store, &AuditQuery::default(), &policy, &mut |n| {
+                if let Some(bar) = &bar {
+                    bar.set_position(n);
+                }
+            })?;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        store.check_unchanged()?;
+        Some(lint::usage(&policy, &counts))
+    };
+    let failing = strict && !findings.is_empty();
+
+    if format.is_json() {
+        render::json(&json!({
+            "policy": policy.reference(),
+            "findings": findings,
+            "usage": usage.as_ref().map(|(usage, never)| json!({
+                "db": db.display().to_string(),
+                "calls": usage.calls,
+                "by_rule": usage.by_rule.iter().map(|(id, n)| json!({"rule_id": id, "calls": n})).collect::<Vec<_>>(),
+                "top": usage.top.iter().map(|(id, n)| json!({"rule_id": id, "calls": n})).collect::<Vec<_>>(),
+                "never_matched": never.iter().map(|f| f.rule_id.clone()).collect::<Vec<_>>(),
+            })),
+            "ok": !failing,
+        }))?;
+        return Ok(if failing { Exit::Failed } else { Exit::Ok });
+    }
+
+    let mut text = vec![format!(
+        "policy `{}` ({}, sha256 {}): {}",
+        policy.reference().name,
+        plural(policy.rules().len(), "rule"),
+        render::cell(&policy.reference().digest, 16),
+        if findings.is_empty() {
+            "no warnings".to_owned()
+        } else {
+            plural(findings.len(), "warning")
+        }
+    )];
+    for finding in &findings {
+        text.push(format!("  warning: {}", finding.message));
+    }
+    match &usage {
+        None if no_usage => {}
+        None => text.push(format!(
+            "No log at `{}`: no usage report (--db LOG names one)",
+            db.display()
+        )),
+        Some((usage, never)) => {
+            text.push(format!(
+                "Over {} recorded in `{}`, decided again under this policy:",
+                plural(usage.calls as usize, "call"),
+                db.display()
+            ));
+            if usage.top.is_empty() {
+                text.push("  no rule matched any call".into());
+            } else {
+                let top: Vec<String> = usage
+                    .top
+                    .iter()
+                    .map(|(id, n)| format!("`{id}` ({})", plural(*n as usize, "call")))
+                    .collect();
+                text.push(format!("  matched most: {}", top.join(", ")));
+            }
+            if never.is_empty() {
+                text.push("  every rule matched at least one call".into());
+            } else {
+                let ids: Vec<String> = never.iter().map(|f| format!("`{}`", f.rule_id)).collect();
+                text.push(format!(
+                    "  never matched ({}): {}",
+                    plural(never.len(), "rule"),
+                    ids.join(", ")
+                ));
+            }
+        }
+    }
+    render::text(&text)?;
+    Ok(if failing { Exit::Failed } else { Exit::Ok })
+}
+
+/// How `policy test` reports and whether it accepts.
+struct TestOptions {
+    failures_only: bool,
+    accept: bool,
+    format: FormatArgs,
+}
+
+/// How wide the arguments column is.
+const ARGUMENTS_CHARS: usize = 40;
+
+fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Exit> {
+    let format = options.format;
+    if options.accept && path == Path::new("-") {
+        anyhow::bail!("--accept rewrites the cases file; it cannot rewrite stdin");
+    }
     let text = read_input(path)?;
     let is_toml = path.extension().is_some_and(|e| e == "toml");
     let cases = parse_cases(&text, is_toml)
@@ -58,6 +237,7 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
     let policy = global.policy(&workspace)?;
     let mut failed = 0;
     let mut rows = Vec::new();
+    let mut accepted = Vec::new();
     for (index, case) in cases.iter().enumerate() {
         let facts = match &case.facts {
             Some(facts) => facts.clone(),
@@ -66,6 +246,18 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
         let got = policy.decide_case(case, index, &facts);
         let pass = case.passes(&got);
         failed += usize::from(!pass);
+        if !pass && options.accept {
+            accepted.push(Accepted {
+                index,
+                action: got.action,
+                rule_id: got.rule_id.clone(),
+                reason: got.reason.clone(),
+            });
+        }
+        if pass && options.failures_only {
+            continue;
+        }
+        let arguments = arguments_summary(&case.tool, &case.arguments);
         let expected = format!(
             "{} {}",
             case.action,
@@ -75,6 +267,7 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
             render::json(&json!({
                 "case": case.label(index),
                 "tool": case.tool,
+                "arguments": arguments,
                 "expected": {"action": case.action, "rule_id": case.rule_id},
                 "got": {"action": got.action, "rule_id": got.rule_id, "reason": got.reason},
                 "pass": pass,
@@ -83,6 +276,7 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
             rows.push([
                 case.label(index),
                 case.tool.clone(),
+                render::cell(&arguments, ARGUMENTS_CHARS),
                 expected,
                 format!("{} {}", got.action, got.rule_id),
                 if pass { "pass" } else { "FAIL" }.to_owned(),
@@ -90,12 +284,73 @@ fn test(global: &Global, path: &Path, format: FormatArgs) -> anyhow::Result<Exit
         }
     }
     if !format.is_json() {
-        render::table(&["case", "tool", "expected", "got", "result"], rows)?;
+        if rows.is_empty() {
+            render::line(if options.failures_only {
+                "No case failed."
+            } else {
+                "No cases."
+            })?;
+        } else {
+            render::table(
+                &["case", "tool", "arguments", "expected", "got", "result"],
+                rows,
+            )?;
+        }
         render::line(&format!(
             "policy `{}`: {} passed, {failed} failed",
             policy.reference().name,
             cases.len() - failed
         ))?;
     }
+    if options.accept && !accepted.is_empty() {
+        let rewritten = accept(&text, is_toml, &accepted)
+            .map_err(|e| anyhow::anyhow!("cases `{}`: {e}", path.display()))?;
+        write_atomically(path, &rewritten)?;
+        let _ = writeln!(
+            std::io::stderr(),
+            "gavel: accepted {} in `{}`: {} now expect what policy `{}` decides",
+            plural(accepted.len(), "case"),
+            path.display(),
+            if accepted.len() == 1 { "it" } else { "they" },
+            policy.reference().name
+        );
+        return Ok(Exit::Ok);
+    }
     Ok(if failed > 0 { Exit::Failed } else { Exit::Ok })
+}
+
+/// `1 case`, `2 cases`.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Replaces `path` with `text` in one rename: a temporary file beside it,
+/// synced, with the original's permissions, then renamed over it.
+fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.gavel-{}.tmp", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(text.as_bytes())?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            file.set_permissions(meta.permissions())?;
+        }
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        anyhow::anyhow!("cannot rewrite `{}`: {e}", path.display())
+    })
 }

@@ -1,9 +1,11 @@
 //! `gavel replay`: recorded requests decided again under the current policy;
 //! the drift, and an exit code a CI job can gate a policy change on.
 
+use std::io::Write;
+
 use clap::{Args, ValueEnum};
 
-use gavel::replay::{self, DriftReport, FactSource};
+use gavel::replay::{self, DriftReport, FactSource, Kept};
 use gavel::store::Problem;
 
 use super::query::QueryArgs;
@@ -33,6 +35,10 @@ pub struct ReplayArgs {
     /// Exit 1 when drift of this kind exists
     #[arg(long, value_enum, default_value_t = FailOn::Any)]
     pub fail_on: FailOn,
+    /// Stream every changed call as one JSON line (call_id, tool, arguments, from, to,
+    /// direction) as it is found; the counts go to stderr
+    #[arg(long)]
+    pub calls: bool,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -58,22 +64,65 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
         FactSource::Recorded
     };
     let bar = progress_bar(&store, "replaying")?;
-    let report = replay::replay(&store, &args.query.to_query()?, &policy, source, &mut |n| {
-        if let Some(bar) = &bar {
-            bar.set_position(n);
-        }
-    })?;
+    // JSON lists every changed call; a table shows only examples.
+    let kept = if args.format.is_json() && !args.calls {
+        Kept::All
+    } else {
+        Kept::Examples
+    };
+    let streaming = args.calls;
+    let mut changes = Vec::new();
+    let report = replay::replay_calls(
+        &store,
+        &args.query.to_query()?,
+        &policy,
+        source,
+        kept,
+        &mut |n| {
+            if let Some(bar) = &bar {
+                bar.set_position(n);
+            }
+        },
+        &mut |change| -> anyhow::Result<()> {
+            if streaming {
+                render::json(&serde_json::to_value(change)?)?;
+            } else if kept == Kept::All {
+                changes.push(change.clone());
+            }
+            Ok(())
+        },
+    )?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
     store.check_unchanged()?;
 
-    if args.format.is_json() {
-        let mut value = serde_json::to_value(&report)?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert("verified".into(), (!args.skip_verify).into());
+    if args.calls {
+        eprintln_summary(&report)?;
+    } else if args.format.is_json() {
+        // Written straight out: with every changed call listed, a JSON tree
+        // of the whole report would cost several times its size.
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            #[serde(flatten)]
+            report: &'a DriftReport,
+            verified: bool,
+            /// Every changed call, oldest first.
+            calls: &'a [replay::ChangedCall],
         }
-        render::json(&value)?;
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer(
+            &mut out,
+            &Out {
+                report: &report,
+                verified: !args.skip_verify,
+                calls: &changes,
+            },
+        )
+        // Back to the io::Error it wraps, so a closed pipe exits quietly.
+        .map_err(std::io::Error::from)?;
+        writeln!(out)?;
+        out.flush()?;
     } else {
         print_table(&report, args.skip_verify)?;
     }
@@ -85,6 +134,24 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
     };
     Ok(if failing > 0 { Exit::Failed } else { Exit::Ok })
 }
+
+/// With `--calls`: the counts on stderr, stdout keeping only the calls.
+fn eprintln_summary(report: &DriftReport) -> std::io::Result<()> {
+    writeln!(
+        std::io::stderr(),
+        "gavel: replayed {} calls: unchanged {}, changed {} (loosened {}, tightened {}, rerouted {})",
+        report.total,
+        report.unchanged,
+        report.changed,
+        report.loosened,
+        report.tightened,
+        report.rerouted
+    )
+}
+
+/// How many examples the table shows per transition, and their width.
+const EXAMPLES_SHOWN: usize = 3;
+const EXAMPLE_CHARS: usize = 48;
 
 pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Result<()> {
     if skipped_verify {
@@ -126,16 +193,42 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
     if report.transitions.is_empty() {
         return render::line("No drift.");
     }
-    render::table(
-        &["direction", "from", "to", "calls", "e.g."],
-        report.transitions.iter().map(|t| {
-            [
-                format!("{:?}", t.direction).to_lowercase(),
-                format!("{} {}", t.from.action, t.from.rule_id),
-                format!("{} {}", t.to.action, t.to.rule_id),
-                t.count.to_string(),
-                t.call_ids.join(", "),
-            ]
-        }),
-    )
+    // One row per example: the transition on the first, the rest under it.
+    let mut rows = Vec::new();
+    for t in &report.transitions {
+        let mut examples: Vec<String> = t
+            .examples
+            .iter()
+            .take(EXAMPLES_SHOWN)
+            .map(|e| {
+                render::cell(
+                    &format!("{} {} {}", e.call_id, e.tool, e.arguments),
+                    EXAMPLE_CHARS,
+                )
+            })
+            .collect();
+        if t.count > examples.len() as u64 {
+            examples.push(format!("(+{} more)", t.count - examples.len() as u64));
+        }
+        for (i, example) in examples.into_iter().enumerate() {
+            rows.push(if i == 0 {
+                [
+                    format!("{:?}", t.direction).to_lowercase(),
+                    format!("{} {}", t.from.action, t.from.rule_id),
+                    format!("{} {}", t.to.action, t.to.rule_id),
+                    t.count.to_string(),
+                    example,
+                ]
+            } else {
+                [
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    example,
+                ]
+            });
+        }
+    }
+    render::table(&["direction", "from", "to", "calls", "e.g."], rows)
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use gavel::ToolRequest;
 use gavel::audit::{EventBody, ResultRecord};
 use gavel::digest::hex;
-use gavel::policy::{Policy, RuleTrace};
+use gavel::policy::{EntryMatch, Policy, RuleTrace};
 use gavel::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoredEvent};
 
 use super::query::format_time;
@@ -80,7 +80,11 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
 
 /// The rules tried before the deciding one, re-evaluated on the recorded
 /// policy text and facts; `None` when that text was not recorded.
-fn recorded_trace(store: &Store, call: &CallSummary) -> anyhow::Result<Option<Vec<RuleTrace>>> {
+/// The rules tried under the recorded policy, and which simple commands
+/// matched which entries of the deciding rule.
+type Explained = (Vec<RuleTrace>, Vec<EntryMatch>);
+
+fn recorded_trace(store: &Store, call: &CallSummary) -> anyhow::Result<Option<Explained>> {
     let Some(text) = store.policy_source(&call.decision.policy.digest)? else {
         return Ok(None);
     };
@@ -90,7 +94,9 @@ fn recorded_trace(store: &Store, call: &CallSummary) -> anyhow::Result<Option<Ve
         call.tool.clone(),
         call.request.arguments.clone(),
     );
-    Ok(Some(policy.explain(&request, &call.decision.facts).1))
+    let trace = policy.explain(&request, &call.decision.facts).1;
+    let matched = policy.entry_matches(&call.decision.rule_id, &request, &call.decision.facts);
+    Ok(Some((trace, matched)))
 }
 
 /// The call's first result: a later report is an anomaly, not its result.
@@ -184,7 +190,10 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         }
         Some(CallEntry::Decided(call)) => call,
     };
-    let trace = recorded_trace(&store, &call)?;
+    let (trace, matched) = match recorded_trace(&store, &call)? {
+        Some((trace, matched)) => (Some(trace), matched),
+        None => (None, Vec::new()),
+    };
     let result = result_of(&store, &call.call_id)?;
     let decision = &call.decision;
     let policy_text = match store.recorded_policy(&decision.policy.digest)? {
@@ -206,6 +215,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             "policy": decision.policy,
             "facts": decision.facts,
             "trace": trace,
+            "matched": matched,
             "policy_text": policy_text,
             "approval": call.approval,
             "status": call.status,
@@ -242,21 +252,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
     }
     if let Some(shell) = &decision.facts.shell {
         text.push("  the command runs, as parsed:".into());
-        for command in &shell.commands {
-            let redirects: Vec<String> = command
-                .redirects
-                .iter()
-                .map(|r| format!(" {} {}", r.op, r.target))
-                .collect();
-            text.push(format!(
-                "    - {}{}",
-                command.words.join(" "),
-                redirects.join("")
-            ));
-        }
-        for what in &shell.unprovable {
-            text.push(format!("    - cannot prove: {what}"));
-        }
+        text.extend(super::check::parse_lines(shell));
         if call.parse_differs {
             text.push(
                 "    (parsed again from the request: the parse that decided was recorded by digest, and differs)"
@@ -294,6 +290,9 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         render::cell(&decision.policy.digest, 16)
     ));
     text.push(format!("  {}", decision.reason));
+    for line in super::check::match_lines(&matched, &decision.rule_id) {
+        text.push(format!("  {line}"));
+    }
     text.push(format!(
         "Approval: {}",
         match call.approval.as_str() {

@@ -140,6 +140,111 @@ impl CommandMatcher {
     }
 }
 
+impl CommandMatcher {
+    /// The entry as a policy file writes it: `{ program = ["rm"], flags = [...] }`,
+    /// or a `command_prefix` entry's word list.
+    pub(super) fn written(&self, prefix_entry: bool) -> String {
+        let quote = |list: &[String]| {
+            let items: Vec<String> = list
+                .iter()
+                .map(|s| serde_json::Value::String(s.clone()).to_string())
+                .collect();
+            format!("[{}]", items.join(", "))
+        };
+        if prefix_entry {
+            return quote(self.prefix.as_deref().unwrap_or_default());
+        }
+        let mut fields = Vec::new();
+        if let Some(prefix) = &self.prefix {
+            fields.push(format!("prefix = {}", quote(prefix)));
+        }
+        if let Some(program) = &self.program {
+            fields.push(format!("program = {}", quote(&program.written)));
+        }
+        if !self.flags.is_empty() {
+            let groups: Vec<String> = self.flags.iter().map(|g| quote(g)).collect();
+            fields.push(format!("flags = [{}]", groups.join(", ")));
+        }
+        for (key, globs) in [
+            ("args", &self.args),
+            ("redirect", &self.redirect),
+            ("writes", &self.writes),
+        ] {
+            if let Some(globs) = globs {
+                fields.push(format!("{key} = {}", quote(&globs.written)));
+            }
+        }
+        format!("{{ {} }}", fields.join(", "))
+    }
+}
+
+/// One simple command (or the redirections carried by none) and the index
+/// of the entry it matched.
+pub(super) struct Hit {
+    pub command: String,
+    pub entry: usize,
+}
+
+/// How a simple command reads in an explanation: its words, then its redirections.
+pub(crate) fn shown_command(command: &SimpleCommand) -> String {
+    let mut text = command.words.join(" ");
+    for r in &command.redirects {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(&format!("{} {}", r.op, r.target));
+    }
+    text
+}
+
+/// The simple commands that matched an entry of `matchers`, with the first
+/// entry each matched, under the quantifier of `action` (for a deny or ask,
+/// the commands that made the rule hold; for an allow, every command). Call
+/// it for a rule that matched.
+pub(super) fn hits(matchers: &[CommandMatcher], action: Action, facts: &Facts) -> Vec<Hit> {
+    let Some(shell) = &facts.shell else {
+        return Vec::new();
+    };
+    let loose = action != Action::Allow;
+    let resolutions = Resolutions::new(facts);
+    let mut hits: Vec<Hit> = shell
+        .commands
+        .iter()
+        .filter_map(|command| {
+            let entry = matchers
+                .iter()
+                .position(|m| m.matches(command, &resolutions, loose))?;
+            Some(Hit {
+                command: shown_command(command),
+                entry,
+            })
+        })
+        .collect();
+    if action != Action::Allow && !shell.bare_redirects.is_empty() {
+        let bare = SimpleCommand {
+            words: Vec::new(),
+            redirects: shell.bare_redirects.clone(),
+            assignments: Vec::new(),
+            path: None,
+        };
+        let entry = matchers.iter().position(|m| {
+            m.prefix.is_none()
+                && m.program.is_none()
+                && m.flags.is_empty()
+                && m.args.is_none()
+                && (m.redirect.is_some() || m.writes.is_some())
+                && m.matches(&bare, &resolutions, loose)
+        });
+        if let Some(entry) = entry {
+            hits.push(Hit {
+                command: shown_command(&bare),
+                entry,
+            });
+        }
+    }
+    hits
+}
+
 /// Whether `flag` is among `args`, before any `--` that ends the options.
 /// With `loose`, a long flag also matches an abbreviation of it (`--recu`
 /// for `--recursive`), as GNU getopt accepts: deny and ask rules must not

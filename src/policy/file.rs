@@ -267,10 +267,38 @@ fn refuse_text_only_shell_allow(rule: &Rule) -> Result<(), String> {
     Ok(())
 }
 
+/// The placeholders a rule's `reason` may use.
+pub const PLACEHOLDERS: [&str; 5] = ["tool", "command", "path", "workspace", "unprovable"];
+
+/// Refuses a `{name}` in `reason` that is not a placeholder: it would be
+/// printed literally. Braces around anything else (`{a, b}`) are text.
+fn check_placeholders(reason: &str) -> Result<(), String> {
+    let mut rest = reason;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('}') else { break };
+        let name = &rest[..close];
+        let is_name = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if is_name && !PLACEHOLDERS.contains(&name) {
+            let known: Vec<String> = PLACEHOLDERS.iter().map(|p| format!("`{{{p}}}`")).collect();
+            return Err(format!(
+                "unknown placeholder `{{{name}}}` in `reason` (known: {})",
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn compile(spec: RuleFile) -> Result<Rule, String> {
     if spec.id.trim().is_empty() || spec.id.chars().any(char::is_whitespace) {
         return Err("`id` must be non-empty and without spaces".into());
     }
+    check_placeholders(&spec.reason)?;
     let action = Action::parse(&spec.action)
         .ok_or_else(|| format!("unknown action `{}` (allow | ask | deny)", spec.action))?;
     let path_scope = match spec.path_scope.as_deref() {

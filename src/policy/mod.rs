@@ -8,6 +8,7 @@
 pub mod cases;
 mod commands;
 mod file;
+pub mod lint;
 mod rule;
 
 use std::fmt;
@@ -18,8 +19,8 @@ use serde_json::Value;
 use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
-pub use file::PolicyError;
-pub use rule::Rule;
+pub use file::{PLACEHOLDERS, PolicyError};
+pub use rule::{EntryMatch, Rule};
 
 /// The built-in default policy, as shipped in the repository.
 pub const DEFAULT_POLICY_TOML: &str = include_str!("default.toml");

@@ -11,8 +11,10 @@ use std::sync::OnceLock;
 use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
-use super::Action;
+use serde::{Deserialize, Serialize};
+
 use super::commands::{self, CommandMatcher, ShellMiss};
+use super::{Action, Policy};
 use crate::facts::{Facts, PathFact};
 use crate::request::ToolRequest;
 
@@ -192,6 +194,62 @@ impl Rule {
             .replace("{path}", path)
             .replace("{workspace}", &facts.workspace)
             .replace("{unprovable}", &commands::unprovable_text(facts))
+    }
+}
+
+/// A simple command and the `commands` or `command_prefix` entry of the
+/// deciding rule it matched, for `explain` and `check --explain`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryMatch {
+    /// The simple command as parsed: its words, then its redirections.
+    pub command: String,
+    /// `commands` or `command_prefix`.
+    pub condition: String,
+    /// The entry as a policy file writes it.
+    pub entry: String,
+}
+
+impl Rule {
+    /// Which simple commands matched which of this rule's `command_prefix`
+    /// and `commands` entries; call it for a rule that matched.
+    pub(super) fn entry_matches(&self, request: &ToolRequest, facts: &Facts) -> Vec<EntryMatch> {
+        if request.name != "bash" {
+            return Vec::new();
+        }
+        let mut found = Vec::new();
+        for (condition, matchers, prefix_entry) in [
+            ("command_prefix", &self.command_prefix, true),
+            ("commands", &self.commands, false),
+        ] {
+            let Some(matchers) = matchers else { continue };
+            for hit in commands::hits(matchers, self.action, facts) {
+                found.push(EntryMatch {
+                    command: hit.command,
+                    condition: condition.to_owned(),
+                    entry: matchers[hit.entry].written(prefix_entry),
+                });
+            }
+        }
+        found
+    }
+}
+
+impl Policy {
+    /// For the rule `rule_id` (the one that decided `request`): which simple
+    /// commands matched which of its `commands` / `command_prefix` entries.
+    /// Empty for a rule without such conditions, or one not in this policy.
+    pub fn entry_matches(
+        &self,
+        rule_id: &str,
+        request: &ToolRequest,
+        facts: &Facts,
+    ) -> Vec<EntryMatch> {
+        self.rules()
+            .iter()
+            .find(|r| r.id == rule_id)
+            .filter(|r| r.matches(request, facts).is_ok())
+            .map(|r| r.entry_matches(request, facts))
+            .unwrap_or_default()
     }
 }
 

@@ -3,6 +3,7 @@
 //! files. One test binary, one module per area.
 
 mod anomalies;
+mod authoring;
 mod check;
 mod demo;
 mod differential;

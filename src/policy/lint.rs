@@ -1,0 +1,318 @@
+//! `policy lint`: author mistakes a policy loads with but should not keep.
+//! Pure: it reads a loaded `Policy` (and, for usage, counts gathered by the
+//! caller from recorded traffic); it opens nothing.
+//!
+//! Shadowing is flagged only where it is provable from the rules as
+//! written: an earlier rule whose tools include the later rule's and whose
+//! every condition is also a condition of the later rule, written the same
+//! way (or with more entries), under a quantifier at least as loose.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::commands::CommandMatcher;
+use super::rule::{Globs, Patterns, Rule};
+use super::{Action, Policy};
+
+/// What kind of mistake a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LintKind {
+    /// An allow rule that applies to every tool and has no condition.
+    UnconditionalAllow,
+    /// A rule every request of which an earlier rule decides first.
+    Shadowed,
+    /// A rule that decided none of the recorded calls (usage only).
+    NeverMatched,
+}
+
+/// One finding about one rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub kind: LintKind,
+    pub rule_id: String,
+    /// The earlier rule that shadows this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    pub message: String,
+}
+
+/// The static findings: unconditional allows and shadowed rules, in rule order.
+pub fn lint(policy: &Policy) -> Vec<Finding> {
+    let rules = policy.rules();
+    let mut findings = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        if rule.action == Action::Allow && every_tool(rule) && !has_conditions(rule) {
+            findings.push(Finding {
+                kind: LintKind::UnconditionalAllow,
+                rule_id: rule.id.clone(),
+                by: None,
+                message: format!(
+                    "allow rule `{}` has no `tools` and no conditions: it allows every call of every tool \
+                     (`bash` `sudo rm -rf /` included) that reaches it",
+                    rule.id
+                ),
+            });
+        }
+        if let Some(earlier) = rules[..i].iter().find(|earlier| shadows(earlier, rule)) {
+            findings.push(Finding {
+                kind: LintKind::Shadowed,
+                rule_id: rule.id.clone(),
+                by: Some(earlier.id.clone()),
+                message: format!(
+                    "rule `{}` can never decide: every call it matches is matched first by `{}` \
+                     (same or wider tools, no condition `{}` lacks)",
+                    rule.id, earlier.id, rule.id
+                ),
+            });
+        }
+    }
+    findings
+}
+
+/// How often each rule decided recorded calls under this policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// Calls decided in all.
+    pub calls: u64,
+    /// Rules in policy order with how many calls each decided (0 included),
+    /// then the built-in outcomes (`default.deny`, ...) that decided any.
+    pub by_rule: Vec<(String, u64)>,
+    /// The rules that decided the most calls, most first (at most `TOP`).
+    pub top: Vec<(String, u64)>,
+}
+
+/// How many rules `Usage::top` lists.
+pub const TOP: usize = 5;
+
+/// Usage from `counts` (rule id -> calls it decided): the policy's rules
+/// that never matched become findings.
+pub fn usage(policy: &Policy, counts: &BTreeMap<String, u64>) -> (Usage, Vec<Finding>) {
+    let mut by_rule: Vec<(String, u64)> = policy
+        .rules()
+        .iter()
+        .map(|r| (r.id.clone(), counts.get(&r.id).copied().unwrap_or(0)))
+        .collect();
+    for (id, count) in counts {
+        if !policy.rules().iter().any(|r| &r.id == id) {
+            by_rule.push((id.clone(), *count));
+        }
+    }
+    let mut top: Vec<(String, u64)> = by_rule.iter().filter(|(_, n)| *n > 0).cloned().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(TOP);
+    let findings = policy
+        .rules()
+        .iter()
+        .filter(|r| counts.get(&r.id).copied().unwrap_or(0) == 0)
+        .map(|r| Finding {
+            kind: LintKind::NeverMatched,
+            rule_id: r.id.clone(),
+            by: None,
+            message: format!("rule `{}` decided none of the recorded calls", r.id),
+        })
+        .collect();
+    (
+        Usage {
+            calls: counts.values().sum(),
+            by_rule,
+            top,
+        },
+        findings,
+    )
+}
+
+/// Whether the rule's `tools` match every tool name (absent, or a bare `*`).
+fn every_tool(rule: &Rule) -> bool {
+    rule.tools
+        .as_ref()
+        .is_none_or(|t| t.written.iter().any(|g| g == "*" || g == "**"))
+}
+
+fn has_conditions(rule: &Rule) -> bool {
+    rule.path_scope.is_some()
+        || rule.path_glob.is_some()
+        || rule.command_regex.is_some()
+        || rule.command_prefix.is_some()
+        || rule.commands.is_some()
+        || rule.unprovable.is_some()
+}
+
+/// Whether every call `later` matches is provably matched by `earlier`.
+fn shadows(earlier: &Rule, later: &Rule) -> bool {
+    // Path and command conditions of an allow rule need every fact (path,
+    // simple command) to hold, the others just one: "all" implies "any"
+    // (both need at least one fact), not the other way round. Tools, regex
+    // and `unprovable` read the same under every action.
+    let quantified = earlier.path_scope.is_some()
+        || earlier.path_glob.is_some()
+        || earlier.command_prefix.is_some()
+        || earlier.commands.is_some();
+    if quantified && earlier.action == Action::Allow && later.action != Action::Allow {
+        return false;
+    }
+    tools_cover(earlier, later)
+        && (earlier.path_scope.is_none() || earlier.path_scope == later.path_scope)
+        && globs_cover(&earlier.path_glob, &later.path_glob)
+        && regex_same(earlier, later)
+        && matchers_cover(&earlier.command_prefix, &later.command_prefix)
+        && matchers_cover(&earlier.commands, &later.commands)
+        && (earlier.unprovable.is_none() || earlier.unprovable == later.unprovable)
+}
+
+fn tools_cover(earlier: &Rule, later: &Rule) -> bool {
+    if every_tool(earlier) {
+        return true;
+    }
+    match (&earlier.tools, &later.tools) {
+        (Some(e), Some(l)) => l.written.iter().all(|t| e.written.contains(t)),
+        _ => false,
+    }
+}
+
+/// Absent in `earlier`, or every glob of `later` is among `earlier`'s.
+fn globs_cover(earlier: &Option<Patterns<Globs>>, later: &Option<Patterns<Globs>>) -> bool {
+    match (earlier, later) {
+        (None, _) => true,
+        (Some(e), Some(l)) => l.written.iter().all(|g| e.written.contains(g)),
+        (Some(_), None) => false,
+    }
+}
+
+/// A regex set is one condition: only the same set, or none, is provably wider.
+fn regex_same(earlier: &Rule, later: &Rule) -> bool {
+    match (&earlier.command_regex, &later.command_regex) {
+        (None, _) => true,
+        (Some(e), Some(l)) => l.written.iter().all(|r| e.written.contains(r)),
+        (Some(_), None) => false,
+    }
+}
+
+/// Absent in `earlier`, or every entry of `later` is among `earlier`'s.
+fn matchers_cover(
+    earlier: &Option<Vec<CommandMatcher>>,
+    later: &Option<Vec<CommandMatcher>>,
+) -> bool {
+    match (earlier, later) {
+        (None, _) => true,
+        (Some(e), Some(l)) => l.iter().all(|m| e.iter().any(|n| n.shown == m.shown)),
+        (Some(_), None) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(rules: &str) -> Policy {
+        Policy::from_toml(&format!("name = \"t\"\n{rules}"), "test").unwrap()
+    }
+
+    fn kinds(policy: &Policy) -> Vec<(LintKind, String)> {
+        lint(policy)
+            .into_iter()
+            .map(|f| (f.kind, f.rule_id))
+            .collect()
+    }
+
+    #[test]
+    fn an_allow_without_tools_or_conditions_is_flagged() {
+        let p = policy(
+            "[[rules]]\nid = \"all\"\naction = \"allow\"\nreason = \"r\"\n\
+             [[rules]]\nid = \"star\"\naction = \"allow\"\nreason = \"r\"\ntools = [\"*\"]\n",
+        );
+        let found = kinds(&p);
+        assert!(found.contains(&(LintKind::UnconditionalAllow, "all".into())));
+        assert!(found.contains(&(LintKind::Shadowed, "star".into())));
+
+        let p = policy(
+            "[[rules]]\nid = \"bash.all\"\naction = \"allow\"\nreason = \"r\"\ntools = [\"bash\"]\nunprovable = false\n\
+             [[rules]]\nid = \"bash.sudo\"\naction = \"deny\"\nreason = \"r\"\ntools = [\"bash\"]\nunprovable = false\n\
+             commands = [{ program = [\"sudo\"] }]\n",
+        );
+        assert_eq!(
+            kinds(&p),
+            [(LintKind::Shadowed, "bash.sudo".into())],
+            "a deny after an allow without path or command conditions is unreachable"
+        );
+    }
+
+    #[test]
+    fn shadowing_is_flagged_only_when_provable() {
+        let p = policy(
+            r#"
+[[rules]]
+id = "deny.rm"
+action = "deny"
+reason = "r"
+tools = ["bash"]
+commands = [{ program = ["rm"] }]
+
+[[rules]]
+id = "deny.rm.rf"
+action = "deny"
+reason = "r"
+tools = ["bash"]
+commands = [{ program = ["rm"] }]
+unprovable = false
+
+[[rules]]
+id = "ask.rm.or.mv"
+action = "ask"
+reason = "r"
+tools = ["bash"]
+commands = [{ program = ["rm"] }, { program = ["mv"] }]
+
+[[rules]]
+id = "read.inside"
+action = "allow"
+reason = "r"
+tools = ["read_file"]
+path_scope = "inside"
+
+[[rules]]
+id = "read.docs"
+action = "allow"
+reason = "r"
+tools = ["read_file", "glob"]
+path_scope = "inside"
+path_glob = ["docs/**"]
+
+[[rules]]
+id = "deny.read.inside"
+action = "deny"
+reason = "r"
+tools = ["read_file"]
+path_scope = "inside"
+"#,
+        );
+        let shadowed: Vec<String> = lint(&p)
+            .into_iter()
+            .filter(|f| f.kind == LintKind::Shadowed)
+            .map(|f| format!("{} by {}", f.rule_id, f.by.unwrap()))
+            .collect();
+        assert_eq!(
+            shadowed,
+            ["deny.rm.rf by deny.rm"],
+            "more entries, more tools, or an allow before a deny are not provably shadowed"
+        );
+    }
+
+    #[test]
+    fn usage_lists_never_matched_rules_and_the_top_ones() {
+        let p = policy(
+            "[[rules]]\nid = \"a\"\naction = \"deny\"\nreason = \"r\"\ntools = [\"x\"]\n\
+             [[rules]]\nid = \"b\"\naction = \"deny\"\nreason = \"r\"\ntools = [\"y\"]\n",
+        );
+        let counts = BTreeMap::from([("a".to_owned(), 3), ("default.deny".to_owned(), 5)]);
+        let (usage, findings) = usage(&p, &counts);
+        assert_eq!(usage.calls, 8);
+        assert_eq!(
+            usage.top,
+            [("default.deny".to_owned(), 5), ("a".to_owned(), 3)]
+        );
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].rule_id, "b");
+    }
+}
