@@ -5,9 +5,10 @@ use serde_json::json;
 
 use gavel::ToolRequest;
 
-use super::{Exit, FormatArgs, Global, parse_json_arg, render};
+use super::{Exit, FormatArgs, Global, hint_tool_typo, parse_json_arg, render};
 
 #[derive(Args, Debug)]
+#[command(after_help = super::builtin_tools_help())]
 pub struct CheckArgs {
     /// Tool name (bash, read_file, write_file, edit_file, glob, or any other)
     pub tool: String,
@@ -27,6 +28,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
     let request = ToolRequest::new("check", &args.tool, arguments);
     let facts = workspace.facts(&request);
     let (decision, trace) = policy.explain(&request, &facts);
+    let suggestion = hint_tool_typo(&request.name);
 
     if args.format.is_json() {
         render::json(&json!({
@@ -37,6 +39,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
             "policy": decision.policy,
             "facts": facts,
             "trace": trace,
+            "did_you_mean": suggestion,
         }))?;
         return Ok(Exit::Ok);
     }

@@ -281,6 +281,41 @@ impl Global {
     }
 }
 
+/// The built-in tools and their arguments, for `--help` (from the same
+/// schemas the policy checks requests against).
+pub fn builtin_tools_help() -> String {
+    let mut text = String::from(
+        "Built-in tools and their arguments (a missing required argument, a value of the wrong\n\
+         kind or any other key is denied as request.invalid_arguments):\n",
+    );
+    for tool in gavel::request::BUILTIN_TOOLS {
+        text.push_str(&format!("  {}: {}\n", tool.name, tool.about));
+        for argument in tool.arguments {
+            let need = if argument.required {
+                "required"
+            } else {
+                "optional"
+            };
+            text.push_str(&format!(
+                "      {:<9} {need}, {}\n",
+                argument.name, argument.about
+            ));
+        }
+    }
+    text.push_str("Any other tool name is judged by the policy alone (default: denied).");
+    text
+}
+
+/// Tells stderr when `tool` looks like a mistyped built-in tool; returns the suggestion.
+pub fn hint_tool_typo(tool: &str) -> Option<&'static str> {
+    let suggestion = gavel::request::suggest_tool(tool)?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "gavel: `{tool}` is not a built-in tool; did you mean `{suggestion}`?"
+    );
+    Some(suggestion)
+}
+
 /// Parses an `ARGS_JSON` argument; text that is not JSON at all is a usage error.
 pub fn parse_json_arg(text: &str) -> anyhow::Result<serde_json::Value> {
     serde_json::from_str(text).map_err(|e| anyhow::anyhow!("ARGS_JSON is not valid JSON: {e}"))

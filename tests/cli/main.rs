@@ -19,3 +19,4 @@ mod snapshots_human;
 mod store;
 mod support;
 mod tamper;
+mod usability;

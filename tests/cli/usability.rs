@@ -1,0 +1,307 @@
+//! Issue 14, items 8 to 10: built-in tools' argument schemas, tool-name
+//! typos, the duplicate call id message, `demo --dir` on a used folder,
+//! configurable tool limits and where `--help` shows the global options.
+
+use serde_json::Value;
+
+use crate::support::{
+    Sandbox, assert_one_line_error, json, json_lines, run_expecting, stderr, stdout,
+};
+
+/// The calls `gavel log --json` lists.
+fn logged(sandbox: &Sandbox) -> Vec<Value> {
+    json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0))
+}
+
+// ------------------------------------------------------------ schemas
+
+#[test]
+fn edit_file_with_new_string_is_refused_naming_the_key_and_the_text_survives() {
+    let sandbox = Sandbox::new();
+    sandbox.write("e.txt", "hello world\n");
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "edit_file",
+            r#"{"path":"e.txt","old_text":"world","new_string":"there"}"#,
+            "--approve",
+            "--json",
+        ]),
+        3,
+    );
+    let result = json(&output);
+    assert_eq!(result["rule_id"], "request.invalid_arguments");
+    assert_eq!(result["status"], "blocked");
+    let reason = result["reason"].as_str().unwrap();
+    assert!(reason.contains("`new_string`"), "{reason}");
+    assert!(reason.contains("did you mean `new_text`?"), "{reason}");
+    assert_eq!(
+        sandbox.read("e.txt"),
+        "hello world\n",
+        "the text was deleted"
+    );
+    // Recorded like any decision.
+    let calls = logged(&sandbox);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["rule_id"], "request.invalid_arguments");
+}
+
+#[test]
+fn a_missing_required_argument_is_refused_not_taken_as_empty() {
+    let sandbox = Sandbox::new();
+    sandbox.write("e.txt", "hello world\n");
+    for (tool, arguments, missing) in [
+        (
+            "edit_file",
+            r#"{"path":"e.txt","old_text":"world"}"#,
+            "new_text",
+        ),
+        ("write_file", r#"{"path":"e.txt"}"#, "content"),
+    ] {
+        let output = run_expecting(
+            &mut sandbox.gavel(&["run", tool, arguments, "--approve", "--json"]),
+            3,
+        );
+        let result = json(&output);
+        assert_eq!(result["rule_id"], "request.invalid_arguments", "{tool}");
+        let reason = result["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("requires the argument `{missing}`")),
+            "{reason}"
+        );
+    }
+    assert_eq!(sandbox.read("e.txt"), "hello world\n");
+    // An empty replacement given on purpose still deletes.
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "edit_file",
+            r#"{"path":"e.txt","old_text":" world","new_text":""}"#,
+            "--approve",
+            "--json",
+        ]),
+        0,
+    );
+    assert_eq!(json(&output)["status"], "succeeded");
+    assert_eq!(sandbox.read("e.txt"), "hello\n");
+}
+
+#[test]
+fn check_refuses_unknown_keys_and_wrong_kinds_for_every_builtin_tool() {
+    let sandbox = Sandbox::new();
+    for (tool, arguments, named) in [
+        ("bash", r#"{"command":"ls","timeout":5}"#, "`timeout`"),
+        (
+            "read_file",
+            r#"{"file_path":"notes.txt"}"#,
+            "did you mean `path`?",
+        ),
+        (
+            "read_file",
+            r#"{"path":"notes.txt","limit":"3"}"#,
+            "`limit`",
+        ),
+        ("write_file", r#"{"path":"a.txt","content":1}"#, "`content`"),
+        ("glob", r#"{"pattern":"*.rs","path":"src"}"#, "`path`"),
+    ] {
+        let output = run_expecting(&mut sandbox.gavel(&["check", tool, arguments, "--json"]), 0);
+        let result = json(&output);
+        assert_eq!(
+            result["rule_id"], "request.invalid_arguments",
+            "{tool} {arguments}"
+        );
+        assert_eq!(result["action"], "deny");
+        let reason = result["reason"].as_str().unwrap();
+        assert!(reason.contains(named), "{reason}");
+    }
+    // What fits the schema still reaches the rules.
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "check",
+            "read_file",
+            r#"{"path":"notes.txt","limit":2}"#,
+            "--json",
+        ]),
+        0,
+    );
+    assert_eq!(json(&output)["rule_id"], "path.read_allow");
+}
+
+#[test]
+fn check_help_lists_each_builtin_tools_arguments() {
+    let sandbox = Sandbox::new();
+    let text = stdout(&run_expecting(sandbox.bare().args(["check", "--help"]), 0));
+    for needle in [
+        "edit_file",
+        "old_text",
+        "new_text",
+        "write_file",
+        "content",
+        "read_file",
+        "limit",
+        "glob",
+        "pattern",
+        "command",
+        "request.invalid_arguments",
+    ] {
+        assert!(text.contains(needle), "missing {needle}:\n{text}");
+    }
+}
+
+// ------------------------------------------------------------ typos
+
+#[test]
+fn a_mistyped_tool_name_gets_a_suggestion_and_stays_default_deny() {
+    let sandbox = Sandbox::new();
+    for (typed, meant, arguments) in [
+        ("Bash", "bash", r#"{"command":"ls"}"#),
+        ("read", "read_file", r#"{"path":"notes.txt"}"#),
+        ("Read_File", "read_file", r#"{"path":"notes.txt"}"#),
+    ] {
+        let output = run_expecting(&mut sandbox.gavel(&["check", typed, arguments]), 0);
+        assert!(
+            stdout(&output).contains("default.deny"),
+            "{}",
+            stdout(&output)
+        );
+        let err = stderr(&output);
+        assert!(err.contains(&format!("did you mean `{meant}`?")), "{err}");
+
+        let output = run_expecting(
+            &mut sandbox.gavel(&["check", typed, arguments, "--json"]),
+            0,
+        );
+        let result = json(&output);
+        assert_eq!(result["rule_id"], "default.deny");
+        assert_eq!(result["did_you_mean"], meant);
+    }
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "Bash", r#"{"command":"ls"}"#, "--approve"]),
+        3,
+    );
+    assert!(stderr(&output).contains("did you mean `bash`?"));
+}
+
+#[test]
+fn unrelated_tool_names_get_no_suggestion() {
+    let sandbox = Sandbox::new();
+    for tool in ["deploy", "Task", "mcp__github__create_issue"] {
+        let output = run_expecting(&mut sandbox.gavel(&["check", tool, "{}", "--json"]), 0);
+        assert!(!stderr(&output).contains("did you mean"), "{tool}");
+        assert_eq!(json(&output)["did_you_mean"], Value::Null);
+    }
+}
+
+// ------------------------------------------------------------ duplicate id
+
+#[test]
+fn reusing_a_call_id_says_it_was_already_used() {
+    let sandbox = Sandbox::new();
+    let args = [
+        "run",
+        "read_file",
+        r#"{"path":"notes.txt"}"#,
+        "--call-id",
+        "t1",
+    ];
+    run_expecting(&mut sandbox.gavel(&args), 0);
+    let err = assert_one_line_error(&mut sandbox.gavel(&args));
+    assert!(err.contains("call id `t1` was already used"), "{err}");
+    assert!(!err.contains("audit record unavailable"), "{err}");
+}
+
+#[test]
+fn running_the_readme_serve_example_twice_names_the_reused_id() {
+    let sandbox = Sandbox::new();
+    let line = r#"{"type":"tool_use","id":"t1","name":"read_file","input":{"path":"notes.txt"}}"#;
+    let serve = || {
+        let output = run_expecting(
+            sandbox
+                .gavel(&["serve", "--stdio", "--durability", "normal"])
+                .write_stdin(format!("{line}\n")),
+            0,
+        );
+        json_lines(&output)
+    };
+    assert_eq!(serve()[0]["status"], "succeeded");
+    let second = serve();
+    let error = second[0]["error"].as_str().unwrap();
+    assert!(error.contains("call id `t1` was already used"), "{error}");
+}
+
+// ------------------------------------------------------------ demo --dir
+
+#[test]
+fn demo_refuses_a_folder_that_is_not_empty_and_touches_nothing() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.join("mine");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "my own notes\n").unwrap();
+    let err = assert_one_line_error(
+        sandbox
+            .bare()
+            .args(["demo", "--dir", dir.to_str().unwrap()]),
+    );
+    assert!(err.contains("is not empty"), "{err}");
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "my own notes\n"
+    );
+    assert!(!dir.join(".gavel").exists());
+    assert!(!dir.join("report.md").exists());
+}
+
+#[test]
+fn demo_refuses_a_folder_holding_a_gavel_log() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.join("project");
+    std::fs::create_dir_all(dir.join(".gavel")).unwrap();
+    let err = assert_one_line_error(
+        sandbox
+            .bare()
+            .args(["demo", "--dir", dir.to_str().unwrap()]),
+    );
+    assert!(err.contains(".gavel"), "{err}");
+    assert!(!dir.join("notes.txt").exists());
+}
+
+#[test]
+fn demo_runs_in_a_new_or_empty_folder_and_with_force() {
+    let sandbox = Sandbox::new();
+    let fresh = sandbox.root.join("fresh");
+    run_expecting(
+        sandbox
+            .bare()
+            .args(["demo", "--dir", fresh.to_str().unwrap()]),
+        0,
+    );
+    let empty = sandbox.root.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    run_expecting(
+        sandbox
+            .bare()
+            .args(["demo", "--dir", empty.to_str().unwrap()]),
+        0,
+    );
+    // Again into the same folder: only with --force, and then both runs are logged.
+    assert_one_line_error(
+        sandbox
+            .bare()
+            .args(["demo", "--dir", fresh.to_str().unwrap()]),
+    );
+    run_expecting(
+        sandbox
+            .bare()
+            .args(["demo", "--dir", fresh.to_str().unwrap(), "--force"]),
+        0,
+    );
+    let db = fresh.join(".gavel").join("audit.db");
+    let calls = json_lines(&run_expecting(
+        sandbox
+            .bare()
+            .args(["log", "--json", "--db", db.to_str().unwrap()]),
+        0,
+    ));
+    assert_eq!(calls.len(), 12);
+}
