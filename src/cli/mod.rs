@@ -83,6 +83,40 @@ pub struct Global {
     pub max_argument_bytes: u64,
 }
 
+/// Limits on the built-in tools, for the commands that run them.
+#[derive(Args, Debug, Clone, Copy)]
+#[command(next_help_heading = "Tool limits")]
+pub struct ToolLimits {
+    /// Kill a `bash` command (its whole process group) after SECONDS; the call fails
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        env = "GAVEL_BASH_TIMEOUT",
+        default_value_t = gavel::tools::DEFAULT_BASH_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub bash_timeout: u64,
+    /// Keep at most BYTES of a tool's output (stdout and stderr together for `bash`), marking the cut
+    #[arg(
+        long,
+        value_name = "BYTES",
+        env = "GAVEL_MAX_OUTPUT_BYTES",
+        default_value_t = gavel::tools::DEFAULT_OUTPUT_LIMIT as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_output_bytes: u64,
+}
+
+impl ToolLimits {
+    /// The handlers' context in `workspace` with these limits.
+    pub fn context(&self, workspace: &Workspace) -> gavel::tools::ToolContext {
+        gavel::tools::ToolContext::new(workspace.clone()).with_limits(
+            std::time::Duration::from_secs(self.bash_timeout),
+            usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX),
+        )
+    }
+}
+
 /// `--durability`: `full` syncs every commit; `normal` survives a crash of gavel but not a power loss.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DurabilityArg {

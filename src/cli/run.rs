@@ -13,7 +13,10 @@ use gavel::store::StoreError;
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, CallOutcome, ExecutionStatus, GovernedRunner, ToolRequest};
 
-use super::{Exit, Format, FormatArgs, Global, hint_tool_typo, parse_json_arg, read_input, render};
+use super::{
+    Exit, Format, FormatArgs, Global, ToolLimits, hint_tool_typo, parse_json_arg, read_input,
+    render,
+};
 
 #[derive(Args, Debug)]
 #[command(after_help = super::builtin_tools_help())]
@@ -38,6 +41,8 @@ pub struct RunArgs {
     pub call_id: Option<String>,
     #[command(flatten)]
     pub format: FormatArgs,
+    #[command(flatten)]
+    pub limits: ToolLimits,
 }
 
 pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
@@ -62,8 +67,10 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
     hint_tool_typo(&request.name);
     let workspace = global.workspace()?;
     let policy = global.policy(&workspace)?;
+    let context = args.limits.context(&workspace);
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
-        .with_max_argument_bytes(global.max_argument_bytes);
+        .with_max_argument_bytes(global.max_argument_bytes)
+        .with_context(context);
     let mut approver = approver(&args);
     let mut store = global.open_store()?;
     store.remember_policy(runner.policy())?;

@@ -305,3 +305,88 @@ fn demo_runs_in_a_new_or_empty_folder_and_with_force() {
     ));
     assert_eq!(calls.len(), 12);
 }
+
+// ------------------------------------------------------------ limits
+
+#[test]
+fn bash_timeout_is_configurable_by_flag() {
+    let sandbox = Sandbox::new();
+    let output = run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"sleep 30"}"#,
+            "--approve",
+            "--bash-timeout",
+            "1",
+            "--json",
+        ]),
+        1,
+    );
+    let result = json(&output);
+    assert_eq!(result["status"], "failed");
+    let content = result["content"].as_str().unwrap();
+    assert!(content.contains("timed out after 1 s"), "{content}");
+}
+
+#[test]
+fn output_cap_is_configurable_by_flag_and_env_and_counts_what_it_cut() {
+    let sandbox = Sandbox::new();
+    let command = r#"{"command":"printf %0200d 0"}"#;
+    let by_flag = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            command,
+            "--approve",
+            "--max-output-bytes",
+            "50",
+            "--json",
+        ]),
+        0,
+    ));
+    let by_env = json(&run_expecting(
+        sandbox
+            .gavel(&["run", "bash", command, "--approve", "--json"])
+            .env("GAVEL_MAX_OUTPUT_BYTES", "50"),
+        0,
+    ));
+    for result in [by_flag, by_env] {
+        assert_eq!(
+            result["content"],
+            format!("{}\n[output truncated: 150 more bytes]", "0".repeat(50))
+        );
+    }
+    // The default keeps 64 KiB: 200 bytes come back whole.
+    let whole = json(&run_expecting(
+        &mut sandbox.gavel(&["run", "bash", command, "--approve", "--json"]),
+        0,
+    ));
+    assert_eq!(whole["content"], "0".repeat(200));
+}
+
+#[test]
+fn limits_are_documented_in_run_and_serve_help_and_zero_is_refused() {
+    let sandbox = Sandbox::new();
+    for command in ["run", "serve"] {
+        let text = stdout(&run_expecting(sandbox.bare().args([command, "--help"]), 0));
+        for needle in [
+            "--bash-timeout",
+            "GAVEL_BASH_TIMEOUT",
+            "[default: 120]",
+            "--max-output-bytes",
+            "GAVEL_MAX_OUTPUT_BYTES",
+            "[default: 65536]",
+        ] {
+            assert!(
+                text.contains(needle),
+                "{command} --help lacks {needle}:\n{text}"
+            );
+        }
+    }
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "bash", r#"{"command":"ls"}"#, "--bash-timeout", "0"]),
+        2,
+    );
+    assert!(stderr(&output).contains("--bash-timeout"));
+}
