@@ -390,3 +390,183 @@ fn limits_are_documented_in_run_and_serve_help_and_zero_is_refused() {
     );
     assert!(stderr(&output).contains("--bash-timeout"));
 }
+
+// ------------------------------------------------------------ --help
+
+/// The "Global options:" section of a command's `--help`.
+fn global_section(help: &str) -> &str {
+    let start = help
+        .find("Global options:")
+        .unwrap_or_else(|| panic!("no Global options heading:\n{help}"));
+    let rest = &help[start..];
+    // The section ends at the next line that is neither blank nor indented.
+    let mut end = rest.len();
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n').skip(1) {
+        offset += line.len();
+        if !line.trim().is_empty() && !line.starts_with(' ') {
+            end = rest.find('\n').unwrap_or(0) + 1 + offset - line.len();
+            break;
+        }
+    }
+    &rest[..end]
+}
+
+fn help(sandbox: &Sandbox, command: &[&str]) -> String {
+    let mut args = command.to_vec();
+    args.push("--help");
+    stdout(&run_expecting(sandbox.bare().args(&args), 0))
+}
+
+#[test]
+fn help_shows_global_options_under_their_own_heading_only_where_they_apply() {
+    let sandbox = Sandbox::new();
+    for command in [&["check"][..], &["policy", "test"], &["policy", "validate"]] {
+        let text = help(&sandbox, command);
+        let globals = global_section(&text);
+        assert!(globals.contains("--workspace"), "{command:?}:\n{text}");
+        assert!(globals.contains("--policy"), "{command:?}:\n{text}");
+        for absent in ["--db", "--durability", "--max-argument-bytes"] {
+            assert!(
+                !text.contains(absent),
+                "{command:?} shows {absent}:\n{text}"
+            );
+        }
+        // The command's own options stay under "Options:", before the globals.
+        let own = &text[..text.find("Global options:").unwrap()];
+        assert!(!own.contains("--workspace"), "{command:?}:\n{text}");
+    }
+    for command in [&["run"][..], &["serve"], &["hook", "claude-code"]] {
+        let text = help(&sandbox, command);
+        let globals = global_section(&text);
+        for present in [
+            "--workspace",
+            "--policy",
+            "--db",
+            "--durability",
+            "--max-argument-bytes",
+        ] {
+            assert!(
+                globals.contains(present),
+                "{command:?} lacks {present}:\n{text}"
+            );
+        }
+    }
+    let text = help(&sandbox, &["log"]);
+    let globals = global_section(&text);
+    assert!(globals.contains("--db"), "{text}");
+    assert!(!text.contains("--durability"), "{text}");
+}
+
+#[test]
+fn hidden_global_options_are_still_accepted_before_or_after_the_command() {
+    let sandbox = Sandbox::new();
+    // `--db` on `check` is ignored, not an error: scripts that pass it everywhere keep working.
+    let output = run_expecting(
+        &mut sandbox.gavel(&["check", "read_file", r#"{"path":"notes.txt"}"#, "--json"]),
+        0,
+    );
+    assert_eq!(json(&output)["rule_id"], "path.read_allow");
+    assert!(!sandbox.db.exists(), "check created the database");
+    run_expecting(
+        sandbox.bare().args([
+            "--workspace",
+            sandbox.ws.to_str().unwrap(),
+            "--db",
+            sandbox.db.to_str().unwrap(),
+            "run",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+        ]),
+        0,
+    );
+    assert_eq!(logged(&sandbox).len(), 1);
+}
+
+#[test]
+fn policy_validate_without_a_file_checks_the_policy_in_force_and_says_which() {
+    let sandbox = Sandbox::new();
+    let text = stdout(&run_expecting(
+        &mut sandbox.gavel(&["policy", "validate"]),
+        0,
+    ));
+    assert!(
+        text.contains("policy in force: the built-in default"),
+        "{text}"
+    );
+    assert!(text.contains("ok: policy `gavel-default`"), "{text}");
+
+    let changed = crate::support::fixture("replay/changed.toml");
+    std::fs::copy(&changed, sandbox.ws.join("gavel.toml")).unwrap();
+    let text = stdout(&run_expecting(
+        &mut sandbox.gavel(&["policy", "validate"]),
+        0,
+    ));
+    assert!(text.contains("(gavel.toml in the workspace)"), "{text}");
+    assert!(text.contains("ok: policy `replay-changed`"), "{text}");
+
+    let text = stdout(&run_expecting(
+        sandbox
+            .gavel(&["policy", "validate"])
+            .env("GAVEL_POLICY", &changed),
+        0,
+    ));
+    assert!(text.contains("($GAVEL_POLICY)"), "{text}");
+
+    // A broken policy in force fails validation.
+    std::fs::write(
+        sandbox.ws.join("gavel.toml"),
+        "name = \"x\"\n[[rules]]\nid = \"a\"\naction = \"alow\"\nreason = \"r\"\n",
+    )
+    .unwrap();
+    let err = assert_one_line_error(&mut sandbox.gavel(&["policy", "validate"]));
+    assert!(err.contains("alow"), "{err}");
+}
+
+// ------------------------------------------------------------ snapshots
+
+fn snapshot_settings(sandbox: &Sandbox) -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.add_filter(&regex::escape(&sandbox.root.display().to_string()), "[TMP]");
+    settings
+}
+
+#[test]
+fn check_help_and_an_invalid_arguments_error_at_80_and_200_columns() {
+    let sandbox = Sandbox::new();
+    for columns in ["80", "200"] {
+        let text = stdout(&run_expecting(
+            sandbox
+                .bare()
+                .args(["check", "--help"])
+                .env("COLUMNS", columns),
+            0,
+        ));
+        snapshot_settings(&sandbox)
+            .bind(|| insta::assert_snapshot!(format!("usability_check_help_{columns}"), text));
+        let output = run_expecting(
+            sandbox
+                .gavel(&[
+                    "check",
+                    "edit_file",
+                    r#"{"path":"e.txt","old_text":"world","new_string":"there"}"#,
+                ])
+                .env("COLUMNS", columns),
+            0,
+        );
+        let text = stdout(&output);
+        snapshot_settings(&sandbox).bind(|| {
+            insta::assert_snapshot!(format!("usability_check_invalid_arguments_{columns}"), text)
+        });
+        let err = assert_one_line_error(
+            sandbox
+                .bare()
+                .args(["demo", "--dir", sandbox.ws.to_str().unwrap()])
+                .env("COLUMNS", columns),
+        );
+        snapshot_settings(&sandbox)
+            .bind(|| insta::assert_snapshot!(format!("usability_demo_refused_{columns}"), err));
+    }
+}
