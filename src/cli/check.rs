@@ -7,9 +7,10 @@ use gavel::ToolRequest;
 use gavel::policy::EntryMatch;
 use gavel::shell::CommandAnalysis;
 
-use super::{Exit, FormatArgs, Global, parse_json_arg, render};
+use super::{Exit, FormatArgs, Global, hint_tool_typo, parse_json_arg, render};
 
 #[derive(Args, Debug)]
+#[command(after_help = super::builtin_tools_help())]
 pub struct CheckArgs {
     /// Tool name (bash, read_file, write_file, edit_file, glob, or any other)
     pub tool: String,
@@ -31,6 +32,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
     let facts = workspace.facts(&request);
     let (decision, trace) = policy.explain(&request, &facts);
     let matched = policy.entry_matches(&decision.rule_id, &request, &facts);
+    let suggestion = hint_tool_typo(&request.name);
 
     if args.format.is_json() {
         render::json(&json!({
@@ -42,6 +44,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
             "facts": facts,
             "trace": trace,
             "matched": matched,
+            "did_you_mean": suggestion,
         }))?;
         return Ok(Exit::Ok);
     }

@@ -1,7 +1,7 @@
 //! `gavel demo`: a short scripted session in a fresh temporary workspace,
 //! showing each stage of the pipeline on the built-in policy.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
@@ -24,6 +24,10 @@ pub struct DemoArgs {
     /// Where to create the demo workspace [default: a new temporary folder]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Run in --dir even if it is not empty: the demo writes notes.txt and
+    /// report.md there and appends its calls to .gavel/audit.db
+    #[arg(long, requires = "dir")]
+    pub force: bool,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -114,9 +118,39 @@ reason = "notes.txt is private"
         )
 }
 
+/// Refuses a folder that already holds anything (an audit log above all):
+/// the demo would overwrite `notes.txt` and append its calls to the log.
+fn refuse_used_folder(dir: &Path) -> anyhow::Result<()> {
+    let mut entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot read demo folder `{}`", dir.display()));
+        }
+    };
+    if dir.join(".gavel").exists() {
+        anyhow::bail!(
+            "`{}` holds a gavel log (.gavel/); the demo would add its calls to it. Choose an empty or new folder, or pass --force",
+            dir.display()
+        );
+    }
+    if entries.next().is_some() {
+        anyhow::bail!(
+            "`{}` is not empty; the demo writes notes.txt and report.md there. Choose an empty or new folder, or pass --force",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     let dir = match args.dir {
-        Some(dir) => dir,
+        Some(dir) => {
+            if !args.force {
+                refuse_used_folder(&dir)?;
+            }
+            dir
+        }
         None => std::env::temp_dir().join(format!("gavel-demo-{}", std::process::id())),
     };
     std::fs::create_dir_all(&dir)

@@ -57,8 +57,11 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every subcommand accepts, before or after its name.
+/// Options every subcommand accepts, before or after its name. Each
+/// command's `--help` shows, under their own heading, only those that apply
+/// to it (see [`NOT_APPLICABLE`]); the others are still accepted, and ignored.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// The workspace the agent may touch [default: the current directory]
     #[arg(long, global = true, value_name = "DIR")]
@@ -81,6 +84,40 @@ pub struct Global {
         default_value_t = gavel::audit::DEFAULT_MAX_ARGUMENT_BYTES
     )]
     pub max_argument_bytes: u64,
+}
+
+/// Limits on the built-in tools, for the commands that run them.
+#[derive(Args, Debug, Clone, Copy)]
+#[command(next_help_heading = "Tool limits")]
+pub struct ToolLimits {
+    /// Kill a `bash` command (its whole process group) after SECONDS; the call fails
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        env = "GAVEL_BASH_TIMEOUT",
+        default_value_t = gavel::tools::DEFAULT_BASH_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub bash_timeout: u64,
+    /// Keep at most BYTES of a tool's output (stdout and stderr together for `bash`), marking the cut
+    #[arg(
+        long,
+        value_name = "BYTES",
+        env = "GAVEL_MAX_OUTPUT_BYTES",
+        default_value_t = gavel::tools::DEFAULT_OUTPUT_LIMIT as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_output_bytes: u64,
+}
+
+impl ToolLimits {
+    /// The handlers' context in `workspace` with these limits.
+    pub fn context(&self, workspace: &Workspace) -> gavel::tools::ToolContext {
+        gavel::tools::ToolContext::new(workspace.clone()).with_limits(
+            std::time::Duration::from_secs(self.bash_timeout),
+            usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX),
+        )
+    }
 }
 
 /// `--durability`: `full` syncs every commit; `normal` survives a crash of gavel but not a power loss.
@@ -169,7 +206,7 @@ pub fn main() -> std::process::ExitCode {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
-    let cli = Cli::parse();
+    let cli = parse();
     let code = match dispatch(cli) {
         Ok(exit) => exit,
         Err(err) if is_broken_pipe(&err) => Exit::Ok,
@@ -179,6 +216,77 @@ pub fn main() -> std::process::ExitCode {
         }
     };
     std::process::ExitCode::from(code as u8)
+}
+
+/// Global options that a command ignores, by command path: hidden from its
+/// `--help` (a script that passes `--db` to every command keeps working).
+const NOT_APPLICABLE: &[(&str, &[&str])] = &[
+    ("check", &["db", "durability", "max_argument_bytes"]),
+    ("policy", &["db", "durability", "max_argument_bytes"]),
+    ("policy show", &["db", "durability", "max_argument_bytes"]),
+    (
+        "policy validate",
+        &["db", "durability", "max_argument_bytes"],
+    ),
+    ("policy test", &["db", "durability", "max_argument_bytes"]),
+    ("policy lint", &["durability", "max_argument_bytes"]),
+    (
+        "demo",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    ("log", &["policy", "durability", "max_argument_bytes"]),
+    ("show", &["policy", "durability", "max_argument_bytes"]),
+    ("explain", &["policy", "durability", "max_argument_bytes"]),
+    ("stats", &["policy", "durability", "max_argument_bytes"]),
+    ("export", &["policy", "durability", "max_argument_bytes"]),
+    ("replay", &["durability", "max_argument_bytes"]),
+    ("verify", &["policy", "durability", "max_argument_bytes"]),
+    ("audit", &["policy", "durability", "max_argument_bytes"]),
+    (
+        "keygen",
+        &[
+            "workspace",
+            "policy",
+            "db",
+            "durability",
+            "max_argument_bytes",
+        ],
+    ),
+    ("checkpoint", &["policy", "max_argument_bytes"]),
+];
+
+/// Parses the command line with each command's help showing only the global
+/// options that apply to it.
+fn parse() -> Cli {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let globals: Vec<clap::Arg> = command
+        .get_arguments()
+        .filter(|arg| arg.is_global_set())
+        .cloned()
+        .collect();
+    hide_inapplicable(&mut command, "", &globals);
+    let matches = command.get_matches();
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+}
+
+/// Gives every subcommand its own copy of each global option, hidden where
+/// it does not apply; clap then propagates nothing over these copies, and
+/// still shares their values across levels since they stay global.
+fn hide_inapplicable(command: &mut clap::Command, parent: &str, globals: &[clap::Arg]) {
+    for sub in command.get_subcommands_mut() {
+        let path = format!("{parent}{}", sub.get_name());
+        let hidden = NOT_APPLICABLE
+            .iter()
+            .find(|(name, _)| *name == path)
+            .map_or(&[][..], |(_, ids)| ids);
+        let mut owned = std::mem::take(sub);
+        for global in globals {
+            let hide = hidden.iter().any(|id| global.get_id() == *id);
+            owned = owned.arg(global.clone().hide(hide));
+        }
+        hide_inapplicable(&mut owned, &format!("{path} "), globals);
+        *sub = owned;
+    }
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
@@ -249,6 +357,31 @@ impl Global {
         Ok(Policy::builtin())
     }
 
+    /// The policy in force and where it comes from, in words.
+    pub fn policy_in_force(&self, workspace: &Workspace) -> anyhow::Result<(Policy, String)> {
+        let policy = self.policy(workspace)?;
+        let origin = match &self.policy {
+            Some(path) => {
+                let from_env = std::env::var_os("GAVEL_POLICY").is_some_and(|v| *path == v);
+                let flag = if from_env {
+                    "$GAVEL_POLICY"
+                } else {
+                    "--policy"
+                };
+                format!("`{}` ({flag})", path.display())
+            }
+            None if workspace.root().join("gavel.toml").exists() => format!(
+                "`{}` (gavel.toml in the workspace)",
+                workspace.root().join("gavel.toml").display()
+            ),
+            None => {
+                "the built-in default (no --policy, $GAVEL_POLICY or gavel.toml in the workspace)"
+                    .to_owned()
+            }
+        };
+        Ok((policy, origin))
+    }
+
     /// The audit database path: `--db`, `$GAVEL_DB`, `.gavel/audit.db` in the workspace.
     pub fn db_path(&self) -> anyhow::Result<PathBuf> {
         match &self.db {
@@ -279,6 +412,41 @@ impl Global {
     pub fn read_store(&self) -> anyhow::Result<Store> {
         Ok(Store::open_read_only(&self.db_path()?)?)
     }
+}
+
+/// The built-in tools and their arguments, for `--help` (from the same
+/// schemas the policy checks requests against).
+pub fn builtin_tools_help() -> String {
+    let mut text = String::from(
+        "Built-in tools and their arguments (a missing required argument, a value of the wrong\n\
+         kind or any other key is denied as request.invalid_arguments):\n",
+    );
+    for tool in gavel::request::BUILTIN_TOOLS {
+        text.push_str(&format!("  {}: {}\n", tool.name, tool.about));
+        for argument in tool.arguments {
+            let need = if argument.required {
+                "required"
+            } else {
+                "optional"
+            };
+            text.push_str(&format!(
+                "      {:<9} {need}, {}\n",
+                argument.name, argument.about
+            ));
+        }
+    }
+    text.push_str("Any other tool name is judged by the policy alone (default: denied).");
+    text
+}
+
+/// Tells stderr when `tool` looks like a mistyped built-in tool; returns the suggestion.
+pub fn hint_tool_typo(tool: &str) -> Option<&'static str> {
+    let suggestion = gavel::request::suggest_tool(tool)?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "gavel: `{tool}` is not a built-in tool; did you mean `{suggestion}`?"
+    );
+    Some(suggestion)
 }
 
 /// Parses an `ARGS_JSON` argument; text that is not JSON at all is a usage error.

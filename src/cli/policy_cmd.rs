@@ -22,8 +22,9 @@ pub enum PolicyCommand {
     /// Check that a policy file loads; prints its name, digest and rule count, and
     /// `policy lint`'s warnings on stderr
     Validate {
-        /// The policy file
-        file: PathBuf,
+        /// The policy file [default: the policy in force: --policy, $GAVEL_POLICY,
+        /// gavel.toml in the workspace, else the built-in one; says which]
+        file: Option<PathBuf>,
         /// Exit 1 when there are lint warnings
         #[arg(long)]
         strict: bool,
@@ -67,7 +68,15 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
             render::line(policy.source().trim_end())?;
         }
         PolicyCommand::Validate { file, strict } => {
-            let policy = Policy::load(&file)?;
+            let policy = match file {
+                Some(file) => Policy::load(&file)?,
+                None => {
+                    let workspace = global.workspace()?;
+                    let (policy, origin) = global.policy_in_force(&workspace)?;
+                    render::line(&format!("policy in force: {origin}"))?;
+                    policy
+                }
+            };
             render::line(&format!(
                 "ok: policy `{}` ({}, sha256 {})",
                 policy.reference().name,

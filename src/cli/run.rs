@@ -9,12 +9,17 @@ use serde_json::{Value, json};
 
 use gavel::approval::{Approver, Fixed, TerminalApprover};
 use gavel::runner::new_call_id;
+use gavel::store::StoreError;
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, CallOutcome, ExecutionStatus, GovernedRunner, ToolRequest};
 
-use super::{Exit, Format, FormatArgs, Global, parse_json_arg, read_input, render};
+use super::{
+    Exit, Format, FormatArgs, Global, ToolLimits, hint_tool_typo, parse_json_arg, read_input,
+    render,
+};
 
 #[derive(Args, Debug)]
+#[command(after_help = super::builtin_tools_help())]
 pub struct RunArgs {
     /// Tool name
     #[arg(required_unless_present = "request", conflicts_with = "request")]
@@ -36,6 +41,8 @@ pub struct RunArgs {
     pub call_id: Option<String>,
     #[command(flatten)]
     pub format: FormatArgs,
+    #[command(flatten)]
+    pub limits: ToolLimits,
 }
 
 pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
@@ -57,14 +64,25 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
         .call_id
         .clone()
         .unwrap_or_else(|| request.tool_use_id.clone());
+    hint_tool_typo(&request.name);
     let workspace = global.workspace()?;
     let policy = global.policy(&workspace)?;
+    let context = args.limits.context(&workspace);
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
-        .with_max_argument_bytes(global.max_argument_bytes);
+        .with_max_argument_bytes(global.max_argument_bytes)
+        .with_context(context);
     let mut approver = approver(&args);
     let mut store = global.open_store()?;
     store.remember_policy(runner.policy())?;
-    let outcome = runner.run(&call_id, &request, None, approver.as_mut(), &mut store)?;
+    let outcome = runner
+        .run(&call_id, &request, None, approver.as_mut(), &mut store)
+        .map_err(|err| match err.0.downcast_ref::<StoreError>() {
+            // Not a broken record: the caller reused an id.
+            Some(duplicate @ StoreError::DuplicateCall { .. }) => {
+                anyhow::anyhow!("{duplicate}; the call did not run (give another --call-id)")
+            }
+            _ => anyhow::Error::new(err),
+        })?;
     // The outcome is printed even when its result could not be recorded:
     // a harness must see that the tool ran, not an empty "nothing happened".
     let printed = print_outcome(&outcome, args.format.get());

@@ -13,7 +13,7 @@ use gavel::audit::DeferredResults;
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, Approver, CallOutcome, Decision, GovernedRunner, ToolRequest};
 
-use super::{Exit, Global};
+use super::{Exit, Global, ToolLimits};
 
 /// The protocol and the durability trade-off, shown by `gavel serve --help`.
 const PROTOCOL: &str = "\
@@ -39,15 +39,19 @@ pub struct ServeArgs {
     /// Speak JSON lines on stdin and stdout (the only transport)
     #[arg(long, required = true)]
     pub stdio: bool,
+    #[command(flatten)]
+    pub limits: ToolLimits,
 }
 
-pub fn run(global: &Global, _args: ServeArgs) -> anyhow::Result<Exit> {
+pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     let workspace = global.workspace()?;
     let policy = global.policy(&workspace)?;
     let mut store = global.open_store()?;
     store.remember_policy(&policy)?;
+    let context = args.limits.context(&workspace);
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
-        .with_max_argument_bytes(global.max_argument_bytes);
+        .with_max_argument_bytes(global.max_argument_bytes)
+        .with_context(context);
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
     let mut audit = DeferredResults::new(&mut store);

@@ -156,7 +156,10 @@ impl Policy {
         facts: &Facts,
         mut trace: Option<&mut Vec<RuleTrace>>,
     ) -> Decision {
-        if let Some(problem) = invalid_arguments(request) {
+        if let Some(problem) = request
+            .schema_problem()
+            .or_else(|| invalid_arguments(request))
+        {
             return self.decision(Action::Deny, INVALID_ARGUMENTS, problem);
         }
         for rule in &self.rules {

@@ -165,7 +165,7 @@ fn arguments_that_cannot_be_judged_are_denied() {
 #[test]
 fn explain_says_why_earlier_rules_did_not_match() {
     let policy = Policy::builtin();
-    let request = ToolRequest::new("1", "write_file", json!({"path": "a.txt"}));
+    let request = ToolRequest::new("1", "write_file", json!({"path": "a.txt", "content": ""}));
     let (decision, trace) = policy.explain(&request, &facts_inside("a.txt"));
     assert_eq!(decision.rule_id, "path.write_requires_approval");
     assert_eq!(trace.len(), 5);
@@ -263,12 +263,20 @@ reason = "docs are fine"
     let policy = Policy::from_toml(text, "t.toml").unwrap();
     let mcp = ToolRequest::new("1", "mcp__github__search", json!({}));
     assert_eq!(policy.decide(&mcp, &no_paths()).rule_id, "mcp.allow");
-    let md = ToolRequest::new("2", "write_file", json!({"path": "docs/a.md"}));
+    let md = ToolRequest::new(
+        "2",
+        "write_file",
+        json!({"path": "docs/a.md", "content": ""}),
+    );
     assert_eq!(
         policy.decide(&md, &facts_inside("docs/a.md")).rule_id,
         "docs.write"
     );
-    let rs = ToolRequest::new("3", "write_file", json!({"path": "src/a.rs"}));
+    let rs = ToolRequest::new(
+        "3",
+        "write_file",
+        json!({"path": "src/a.rs", "content": ""}),
+    );
     assert_eq!(
         policy.decide(&rs, &facts_inside("src/a.rs")).rule_id,
         DEFAULT_DENY

@@ -105,7 +105,7 @@ pub enum StoreError {
         mode: u32,
         source: std::io::Error,
     },
-    #[error("call `{call_id}` is already recorded")]
+    #[error("call id `{call_id}` was already used; each call needs its own id")]
     DuplicateCall { call_id: String },
     #[error("no call `{call_id}` in the record")]
     UnknownCall { call_id: String },

@@ -192,7 +192,10 @@ fn duplicate_call_id_is_refused_and_nothing_of_the_batch_is_written() {
         matches!(&err, StoreError::DuplicateCall { call_id } if call_id == "c1"),
         "{err:?}"
     );
-    assert_eq!(err.to_string(), "call `c1` is already recorded");
+    assert_eq!(
+        err.to_string(),
+        "call id `c1` was already used; each call needs its own id"
+    );
     assert_eq!(store.event_count().unwrap(), 2, "the batch was rolled back");
     assert!(matches!(
         store.call_events("c2"),

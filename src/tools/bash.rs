@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wait_timeout::ChildExt;
 
-use super::{ToolContext, ToolError, ToolHandler, ToolOutput, arg, cap};
+use super::{ToolContext, ToolError, ToolHandler, ToolOutput, arg, cap_counting};
 
 /// The built-in shell tool.
 #[derive(Debug, Clone, Copy)]
@@ -64,14 +64,14 @@ impl ToolHandler for Bash {
             let _ = child.wait();
         }
 
-        let mut streams = [Vec::new(), Vec::new()];
+        let mut streams = [(Vec::new(), 0), (Vec::new(), 0)];
         for _ in 0..2 {
             match rx.recv_timeout(Duration::from_secs(2)) {
                 Ok((index, bytes)) => streams[index] = bytes,
                 Err(_) => break,
             }
         }
-        let [stdout, stderr] = streams;
+        let [(stdout, unkept_out), (stderr, unkept_err)] = streams;
         let mut output = String::from_utf8_lossy(&stdout).into_owned();
         if !stderr.is_empty() {
             if !output.is_empty() && !output.ends_with('\n') {
@@ -79,7 +79,7 @@ impl ToolHandler for Bash {
             }
             output.push_str(&String::from_utf8_lossy(&stderr));
         }
-        let output = cap(output, limit);
+        let output = cap_counting(output, limit, unkept_out.saturating_add(unkept_err));
 
         match status {
             None => Err(ToolError::Timeout {
@@ -98,16 +98,19 @@ impl ToolHandler for Bash {
     }
 }
 
-/// Reads `reader` to the end, keeping at most `limit + 1` bytes so the cap can tell it cut.
-fn drain(mut reader: impl Read, limit: usize) -> Vec<u8> {
+/// Reads `reader` to the end, keeping at most `limit + 1` bytes so the cap
+/// can tell it cut; also says how many bytes it read and did not keep.
+fn drain(mut reader: impl Read, limit: usize) -> (Vec<u8>, usize) {
     let mut kept = Vec::new();
+    let mut unkept = 0usize;
     let mut buf = [0u8; 8192];
     loop {
         match reader.read(&mut buf) {
-            Ok(0) | Err(_) => return kept,
+            Ok(0) | Err(_) => return (kept, unkept),
             Ok(n) => {
                 let room = (limit + 1).saturating_sub(kept.len());
                 kept.extend_from_slice(&buf[..n.min(room)]);
+                unkept = unkept.saturating_add(n - n.min(room));
             }
         }
     }

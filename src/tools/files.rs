@@ -46,10 +46,7 @@ pub struct WriteFile;
 impl ToolHandler for WriteFile {
     fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let raw = arg(arguments, "path")?;
-        let content = arguments
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let content = arg(arguments, "content")?;
         let path = context.scoped_path(raw)?;
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io("cannot create folders for", raw))?;
@@ -70,10 +67,8 @@ impl ToolHandler for EditFile {
     fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let raw = arg(arguments, "path")?;
         let old = arg(arguments, "old_text")?;
-        let new = arguments
-            .get("new_text")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        // Required: a missing replacement must never read as "delete".
+        let new = arg(arguments, "new_text")?;
         let path = context.scoped_path(raw)?;
         let text = std::fs::read_to_string(&path).map_err(io("cannot read", raw))?;
         match text.matches(old).count() {

@@ -78,6 +78,11 @@ impl ToolError {
     }
 }
 
+/// How long a `bash` command may run before its process group is killed.
+pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
+/// How many bytes of a tool's output are kept (stdout and stderr together, for `bash`).
+pub const DEFAULT_OUTPUT_LIMIT: usize = 64 * 1024;
+
 /// What a handler may know about where it runs.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -91,9 +96,16 @@ impl ToolContext {
     pub fn new(workspace: Workspace) -> Self {
         Self {
             workspace,
-            bash_timeout: Duration::from_secs(120),
-            output_limit: 64 * 1024,
+            bash_timeout: DEFAULT_BASH_TIMEOUT,
+            output_limit: DEFAULT_OUTPUT_LIMIT,
         }
+    }
+
+    /// The same context with other limits.
+    pub fn with_limits(mut self, bash_timeout: Duration, output_limit: usize) -> Self {
+        self.bash_timeout = bash_timeout;
+        self.output_limit = output_limit;
+        self
     }
 
     /// Resolves `raw` and insists it is inside the workspace, now.
@@ -153,13 +165,18 @@ fn arg<'a>(arguments: &'a Value, field: &'static str) -> Result<&'a str, ToolErr
 }
 
 /// Cuts `text` to at most `limit` bytes on a character boundary, marking the cut.
-fn cap(mut text: String, limit: usize) -> String {
+fn cap(text: String, limit: usize) -> String {
+    cap_counting(text, limit, 0)
+}
+
+/// [`cap`] for text that was already cut short of `unread` more bytes.
+fn cap_counting(mut text: String, limit: usize, unread: usize) -> String {
     if text.len() > limit {
         let mut cut = limit;
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        let dropped = text.len() - cut;
+        let dropped = (text.len() - cut).saturating_add(unread);
         text.truncate(cut);
         text.push_str(&format!("\n[output truncated: {dropped} more bytes]"));
     }

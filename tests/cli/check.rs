@@ -182,7 +182,12 @@ fn check_uses_the_workspace_given_not_the_current_directory() {
 fn check_table_output_names_the_rule() {
     let sandbox = Sandbox::new();
     let output = run_expecting(
-        &mut sandbox.gavel(&["check", "write_file", r#"{"path":"a.txt"}"#, "--explain"]),
+        &mut sandbox.gavel(&[
+            "check",
+            "write_file",
+            r#"{"path":"a.txt","content":""}"#,
+            "--explain",
+        ]),
         0,
     );
     let text = stdout(&output);

@@ -553,7 +553,7 @@ fn hook_duplicate_pre_tool_use_fails_closed() {
     env.decide("toolu_dup", "Bash", json!({"command": "ls"}));
     let out = env.hook(&env.pre("toolu_dup", "Bash", json!({"command": "ls"})));
     let text = assert_fails_closed(&out);
-    assert!(text.contains("already recorded"), "{text}");
+    assert!(text.contains("was already used"), "{text}");
 }
 
 #[test]

@@ -20,3 +20,4 @@ mod snapshots_human;
 mod store;
 mod support;
 mod tamper;
+mod usability;

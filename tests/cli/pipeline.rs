@@ -163,6 +163,16 @@ fn run(
     (outcome, audit)
 }
 
+/// Arguments that fit `tool`'s schema, aimed at `path`.
+fn path_arguments(tool: &str, path: &str, text: &str) -> Value {
+    match tool {
+        "glob" => json!({ "pattern": path }),
+        "write_file" => json!({ "path": path, "content": text }),
+        "edit_file" => json!({ "path": path, "old_text": "a", "new_text": text }),
+        _ => json!({ "path": path }),
+    }
+}
+
 fn kinds(events: &[Event]) -> Vec<&'static str> {
     events.iter().map(|e| e.body.kind()).collect()
 }
@@ -263,12 +273,7 @@ fn traversal_outside_the_workspace_is_denied_naming_the_canonical_workspace() {
         ("write_file", "../x"),
         ("edit_file", "sub/../../outside/secret.txt"),
     ] {
-        let (outcome, _) = run(
-            &runner,
-            tool,
-            json!({"path": path, "content": "x", "old_text": "a"}),
-            &mut approve,
-        );
+        let (outcome, _) = run(&runner, tool, path_arguments(tool, path, "x"), &mut approve);
         assert_decision(&outcome, Action::Deny, "path.outside_workspace");
         let reason = &outcome.decision().reason;
         assert!(
@@ -333,7 +338,7 @@ fn symlink_escapes_are_denied_for_existing_and_not_yet_existing_files() {
         let (outcome, _) = run(
             &runner,
             tool,
-            json!({"path": path, "pattern": path, "content": "pwned"}),
+            path_arguments(tool, path, "pwned"),
             &mut approve,
         );
         assert_decision(&outcome, Action::Deny, "path.outside_workspace");
@@ -402,7 +407,11 @@ fn the_policy_never_prompts_for_allow_or_deny() {
 fn deciding_touches_nothing_and_is_repeatable() {
     let sandbox = Sandbox::new();
     let runner = builtin_runner(&sandbox);
-    let request = ToolRequest::new("t", "write_file", json!({"path": "new/file.txt"}));
+    let request = ToolRequest::new(
+        "t",
+        "write_file",
+        json!({"path": "new/file.txt", "content": ""}),
+    );
     let first = runner.decide(&request);
     let second = runner.decide(&request);
     assert_eq!(first, second);
@@ -449,7 +458,7 @@ fn deny_cannot_be_approved_and_the_handler_never_runs() {
         ),
         (
             "write_file",
-            json!({"path": "/etc/hosts"}),
+            json!({"path": "/etc/hosts", "content": "x"}),
             "path.outside_workspace",
         ),
         ("deploy", json!({"env": "prod"}), "default.deny"),

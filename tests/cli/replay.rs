@@ -352,7 +352,12 @@ fn hand_written_toml_cases_run_with_their_own_facts() {
 fn check_explain_says_why_each_earlier_rule_did_not_match() {
     let sandbox = Sandbox::new();
     let output = run_expecting(
-        &mut sandbox.gavel(&["check", "write_file", r#"{"path":"a.txt"}"#, "--explain"]),
+        &mut sandbox.gavel(&[
+            "check",
+            "write_file",
+            r#"{"path":"a.txt","content":""}"#,
+            "--explain",
+        ]),
         0,
     );
     let text = stdout(&output);

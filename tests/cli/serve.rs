@@ -221,7 +221,7 @@ fn serve_stdio_malformed_approval_is_cancelled_and_the_server_goes_on() {
         out[5]["error"]
             .as_str()
             .unwrap()
-            .contains("already recorded")
+            .contains("call id `t2` was already used")
     );
     assert_eq!(out[5]["id"], "t2");
     assert!(out[6]["error"].as_str().unwrap().contains("`id`"));

@@ -23,7 +23,7 @@ fn check_explain_table() {
         &mut sandbox.gavel(&[
             "check",
             "write_file",
-            r#"{"path":"notes.txt"}"#,
+            r#"{"path":"notes.txt","content":""}"#,
             "--explain",
         ]),
         0,

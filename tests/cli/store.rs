@@ -1071,7 +1071,7 @@ fn reused_call_id_is_refused_and_the_call_does_not_run() {
         2,
     );
     let err = stderr(&output);
-    assert!(err.contains("call `r1` is already recorded"), "{err}");
+    assert!(err.contains("call id `r1` was already used"), "{err}");
     assert!(!sandbox.ws.join("second.txt").exists(), "the call ran");
     assert_eq!(ids(&log(&sandbox, &[])), ["r1"]);
     assert_eq!(event_count(&sandbox.db), 3);
