@@ -18,7 +18,12 @@ use super::{Exit, FormatArgs, Global, read_input, render};
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
     /// Print the policy gavel would use now (the built-in one is a good starting point)
-    Show,
+    Show {
+        /// Print the built-in policy, whatever is in force (`policy show --builtin >
+        /// gavel.toml` starts a policy: the shell creates the file before gavel runs)
+        #[arg(long)]
+        builtin: bool,
+    },
     /// Check that a policy file loads; prints its name, digest and rule count, and
     /// `policy lint`'s warnings on stderr
     Validate {
@@ -62,7 +67,10 @@ pub enum PolicyCommand {
 
 pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
     match command {
-        PolicyCommand::Show => {
+        PolicyCommand::Show { builtin: true } => {
+            render::line(gavel::policy::DEFAULT_POLICY_TOML.trim_end())?;
+        }
+        PolicyCommand::Show { builtin: false } => {
             let workspace = global.workspace()?;
             let policy = global.policy(&workspace)?;
             render::line(policy.source().trim_end())?;

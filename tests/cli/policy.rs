@@ -209,3 +209,18 @@ fn every_valid_policy_fixture_validates() {
         );
     }
 }
+
+#[test]
+fn policy_show_builtin_starts_a_policy_even_over_an_empty_gavel_toml() {
+    let sandbox = Sandbox::new();
+    // `gavel policy show --builtin > gavel.toml`: the shell creates the file
+    // (empty) before gavel runs, and gavel must not try to load it.
+    sandbox.write("gavel.toml", "");
+    let shown = run_expecting(&mut sandbox.gavel(&["policy", "show", "--builtin"]), 0);
+    assert_eq!(stdout(&shown).trim_end(), DEFAULT_POLICY_TOML.trim_end());
+    sandbox.write("gavel.toml", &stdout(&shown));
+    let validated = run_expecting(&mut sandbox.gavel(&["policy", "validate"]), 0);
+    let text = stdout(&validated);
+    assert!(text.contains("gavel.toml in the workspace"), "{text}");
+    assert!(text.contains("policy `gavel-default`"), "{text}");
+}
