@@ -275,8 +275,14 @@ impl Global {
         Ok(store)
     }
 
-    /// Opens an existing audit database read-only.
+    /// Opens an existing audit database read-only, for a reading command.
     pub fn read_store(&self) -> anyhow::Result<Store> {
+        self.read_store_with(query::ReadArgs::default())
+    }
+
+    /// Opens an existing audit database read-only, as `read` says.
+    pub fn read_store_with(&self, read: query::ReadArgs) -> anyhow::Result<Store> {
+        let _ = read;
         Ok(Store::open_read_only(&self.db_path()?)?)
     }
 }
