@@ -280,10 +280,35 @@ impl Global {
         self.read_store_with(query::ReadArgs::default())
     }
 
-    /// Opens an existing audit database read-only, as `read` says.
+    /// Opens an existing audit database read-only, as `read` says: unless
+    /// `--no-verify`, its recent rows are checked first (`check_recent`)
+    /// and one warning line goes to stderr when they do not verify; what
+    /// the command answers, and its exit code, stay the same.
     pub fn read_store_with(&self, read: query::ReadArgs) -> anyhow::Result<Store> {
-        let _ = read;
-        Ok(Store::open_read_only(&self.db_path()?)?)
+        let store = Store::open_read_only(&self.db_path()?)?;
+        if !read.no_verify {
+            let warning = match store.check_recent() {
+                Ok(report) if report.ok => None,
+                Ok(report) => Some(format!(
+                    "the log does not verify: {}{}: {}; `gavel verify` checks the whole chain, --no-verify skips this check",
+                    report.problem.map_or("unknown", |p| p.as_str()),
+                    report
+                        .first_bad_seq
+                        .map(|seq| format!(" at seq {seq}"))
+                        .unwrap_or_default(),
+                    report.detail.unwrap_or_default()
+                )),
+                Err(err) => Some(format!("could not check the chain: {err}")),
+            };
+            if let Some(warning) = warning {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "gavel: warning: {}",
+                    warning.replace('\n', " ")
+                );
+            }
+        }
+        Ok(store)
     }
 }
 

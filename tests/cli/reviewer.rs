@@ -6,9 +6,10 @@
 
 use std::path::Path;
 
+use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use crate::store::{ids, log, record_mix, record_reads};
+use crate::store::{ids, log, record_mix, record_reads, record_reads_from};
 use crate::support::{Sandbox, json_lines, run_expecting, stderr, stdout};
 
 fn mixed() -> Sandbox {
@@ -346,4 +347,117 @@ fn log_table_streams_past_its_first_rows() {
     let widths: Vec<usize> = text.lines().map(|l| l.chars().count()).collect();
     assert!(widths.iter().all(|w| *w == widths[0]), "{text}");
     assert_eq!(rows(&text).len(), 60);
+}
+
+/// Edits a row behind gavel's back, as someone with write access could.
+fn tamper(sandbox: &Sandbox, sql: &str) {
+    let conn = Connection::open(&sandbox.db).unwrap();
+    conn.execute_batch(&format!(
+        "DROP TRIGGER IF EXISTS events_no_update; DROP TRIGGER IF EXISTS events_no_delete; {sql}"
+    ))
+    .unwrap();
+}
+
+/// The reading commands, each with what it needs to answer.
+const READERS: [&[&str]; 7] = [
+    &["log"],
+    &["log", "--json", "--tail", "2"],
+    &["stats"],
+    &["show", "c3-write-rejected"],
+    &["explain", "c3-write-rejected"],
+    &["export"],
+    &["replay", "--skip-verify", "--fail-on", "never"],
+];
+
+#[test]
+fn reading_commands_warn_once_when_recent_rows_do_not_verify() {
+    let sandbox = mixed();
+    let mut clean = Vec::new();
+    for args in READERS {
+        let output = run_expecting(&mut sandbox.gavel(args), 0);
+        assert_eq!(stderr(&output), "", "{args:?} on an intact log");
+        clean.push(stdout(&output));
+    }
+    // The third call's decision row, its recorded time moved by 1 µs.
+    let seq: i64 = Connection::open(&sandbox.db)
+        .unwrap()
+        .query_row(
+            "SELECT seq FROM events WHERE call_id = 'c3-write-rejected' AND kind = 'decision'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    tamper(
+        &sandbox,
+        &format!("UPDATE events SET ts_us = ts_us + 1 WHERE seq = {seq}"),
+    );
+    for args in READERS {
+        let output = run_expecting(&mut sandbox.gavel(args), 0);
+        let err = stderr(&output);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("gavel: warning: the log does not verify: content_mismatch"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(&format!("at seq {seq}")), "{args:?}: {err}");
+        // --no-verify: no check, no warning.
+        let mut quiet: Vec<&str> = args.to_vec();
+        quiet.push("--no-verify");
+        let output = run_expecting(&mut sandbox.gavel(&quiet), 0);
+        assert_eq!(stderr(&output), "", "{quiet:?}");
+    }
+    // What the table says is unchanged (a moved time shows the same second or the next).
+    let text = table(&sandbox, None, &["--no-verify"]);
+    assert_eq!(rows(&text).len(), rows(&clean[0]).len());
+}
+
+#[test]
+fn a_log_cut_below_its_stored_checkpoint_is_named_by_reading_commands() {
+    let sandbox = Sandbox::new();
+    record_reads(&sandbox, 3);
+    let key = sandbox.root.join("k");
+    run_expecting(
+        &mut sandbox.gavel(&["keygen", "--out", key.to_str().unwrap()]),
+        0,
+    );
+    run_expecting(
+        &mut sandbox.gavel(&["checkpoint", "--key", key.to_str().unwrap()]),
+        0,
+    );
+    record_reads_from(&sandbox, 4, 1);
+    assert_eq!(stderr(&run_expecting(&mut sandbox.gavel(&["log"]), 0)), "");
+    // Rows after the checkpoint are checked: a chain value rewritten there is found.
+    tamper(
+        &sandbox,
+        "UPDATE events SET chain = zeroblob(32) WHERE seq = 11",
+    );
+    let err = stderr(&run_expecting(&mut sandbox.gavel(&["stats"]), 0));
+    assert!(
+        err.contains("chain_break at seq 11") || err.contains("at seq 11"),
+        "{err}"
+    );
+    // The tail cut below what the checkpoint vouches for.
+    tamper(&sandbox, "DELETE FROM events WHERE seq > 6");
+    let err = stderr(&run_expecting(&mut sandbox.gavel(&["log"]), 0));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("checkpoint_truncated at seq 7"), "{err}");
+}
+
+#[test]
+fn an_edit_anywhere_in_a_short_log_is_found_by_the_cheap_check() {
+    // With no checkpoint the newest 10,000 rows are read (the bound is
+    // tested in the library): a short log is read whole.
+    let sandbox = mixed();
+    tamper(
+        &sandbox,
+        "UPDATE events SET ts_us = ts_us + 1 WHERE seq = 1",
+    );
+    let err = stderr(&run_expecting(&mut sandbox.gavel(&["log"]), 0));
+    assert!(
+        err.contains("at seq 1:"),
+        "a short log is read whole: {err}"
+    );
+    let (code, report) = crate::store::verify(&sandbox, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(report["first_bad_seq"], 1);
 }
