@@ -154,7 +154,16 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
             }
         }
     }
+    // A bar on stderr when it is a terminal and the log is long, as `verify` shows.
+    let bar = super::verify::progress_bar(&store, "exporting")?;
+    let mut done = 0u64;
     store.for_each_event(|event| -> anyhow::Result<()> {
+        done += 1;
+        if let Some(bar) = &bar
+            && done.is_multiple_of(4096)
+        {
+            bar.set_position(done);
+        }
         if wanted
             .as_ref()
             .is_some_and(|ids| !ids.contains(&event.call_id))
@@ -167,6 +176,9 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         }
         Ok(())
     })?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     store.check_unchanged()?;
     Ok(Exit::Ok)
 }

@@ -461,3 +461,49 @@ fn an_edit_anywhere_in_a_short_log_is_found_by_the_cheap_check() {
     assert_eq!(code, 1);
     assert_eq!(report["first_bad_seq"], 1);
 }
+
+#[test]
+fn export_of_a_long_log_shows_progress_on_a_terminal_only() {
+    use gavel::audit::{Event, EventBody, LifecycleRecord};
+    let sandbox = Sandbox::new();
+    let n = 200_000;
+    {
+        let mut store =
+            gavel::store::Store::open(&sandbox.db, gavel::store::Durability::Normal).unwrap();
+        let event = Event::now(
+            "s",
+            None,
+            EventBody::Lifecycle(LifecycleRecord {
+                event: "Stop".into(),
+                data: Value::Null,
+            }),
+        );
+        let batch: Vec<Event> = (0..20_000).map(|_| event.clone()).collect();
+        for _ in 0..n / batch.len() {
+            store.append(&batch).unwrap();
+        }
+    }
+    // stderr not a terminal: no bar.
+    let output = run_expecting(&mut sandbox.gavel(&["export", "--no-verify"]), 0);
+    assert_eq!(stderr(&output), "");
+    assert_eq!(stdout(&output).lines().count(), n + 1);
+    // stderr a terminal (`script` gives gavel one; stdout goes to a file): a bar.
+    let out = sandbox.root.join("export.jsonl");
+    let command = format!(
+        "{} export --no-verify --db '{}' --workspace '{}' > '{}'",
+        env!("CARGO_BIN_EXE_gavel"),
+        sandbox.db.display(),
+        sandbox.ws.display(),
+        out.display()
+    );
+    let terminal = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("util-linux `script` runs");
+    let shown = String::from_utf8_lossy(&terminal.stdout);
+    assert!(shown.contains("exporting"), "{shown}");
+    assert!(shown.contains("events"), "{shown}");
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(written.lines().count(), n + 1);
+    assert!(!written.contains("exporting"));
+}
