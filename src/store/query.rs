@@ -424,6 +424,13 @@ impl Store {
             .replace("{call_filters}", &call_filters)
             .replace("{limit}", &limit);
 
+        // A listing reads the log through SQLite's small page cache, not
+        // the memory map a full scan uses: a whole log's pages would
+        // otherwise count in the process's resident memory (~1 GB for a
+        // million events), while the rows are handed on one at a time.
+        self.conn
+            .pragma_update(None, "mmap_size", 0)
+            .map_err(sql("setting mmap_size"))?;
         let mut statement = self
             .conn
             .prepare_cached(&text)
