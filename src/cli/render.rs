@@ -62,7 +62,8 @@ pub fn fit(text: &str, width: usize) -> Cow<'_, str> {
 }
 
 /// A table printed row by row, as its rows come: the column widths are
-/// set from the header and the first rows (`SAMPLE`), fitted to
+/// set from the header and the first rows (`SAMPLE`, or those read within
+/// `SAMPLE_WAIT`), fitted to
 /// [`width`], and a later cell longer than its column is cut with `…`.
 /// Memory stays constant however many rows follow. Cells are one line,
 /// control characters escaped. To fit a narrow width, the `droppable`
@@ -76,12 +77,17 @@ pub struct StreamTable {
     /// The columns shown and their widths, once set.
     layout: Option<Vec<(usize, usize)>>,
     pending: Vec<Vec<String>>,
+    /// When the first pending row came.
+    since: Option<std::time::Instant>,
     rows: u64,
     out: std::io::BufWriter<std::io::Stdout>,
 }
 
-/// Rows read before the column widths are set.
+/// Rows read before the column widths are set...
 const SAMPLE: usize = 50;
+/// ...or fewer, once the first of them has waited this long (a filter
+/// that matches rarely still shows its first rows at once).
+const SAMPLE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 /// A flexible column is narrowed to this before any other column is.
 const FLEX_FLOOR: usize = 10;
 
@@ -95,6 +101,7 @@ impl StreamTable {
             droppable: droppable.to_vec(),
             layout: None,
             pending: Vec::new(),
+            since: None,
             rows: 0,
             out: std::io::BufWriter::new(std::io::stdout()),
         }
@@ -109,7 +116,11 @@ impl StreamTable {
             return self.out.flush();
         }
         self.pending.push(row);
-        if self.pending.len() >= SAMPLE {
+        let waited = self
+            .since
+            .get_or_insert_with(std::time::Instant::now)
+            .elapsed();
+        if self.pending.len() >= SAMPLE || waited >= SAMPLE_WAIT {
             self.start()?;
         }
         Ok(())

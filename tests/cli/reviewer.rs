@@ -507,3 +507,30 @@ fn export_of_a_long_log_shows_progress_on_a_terminal_only() {
     assert_eq!(written.lines().count(), n + 1);
     assert!(!written.contains("exporting"));
 }
+
+/// `log` over the mix at `columns`, times filtered to placeholders of
+/// their own length so the layout is what is checked.
+fn log_snapshot(columns: &str, name: &str) {
+    let sandbox = mixed();
+    let text = table(&sandbox, Some(columns), &[]);
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.add_filter(
+        r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}",
+        "YYYY-MM-DD hh:mm:ss",
+    );
+    settings.add_filter(r"\d{2}-\d{2} \d{2}:\d{2}:\d{2}", "MM-DD hh:mm:ss");
+    settings.add_filter(&regex::escape(&sandbox.root.display().to_string()), "[TMP]");
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+#[test]
+fn log_table_at_80_columns() {
+    log_snapshot("80", "log_80_columns");
+}
+
+#[test]
+fn log_table_at_200_columns() {
+    log_snapshot("200", "log_200_columns");
+}
