@@ -22,6 +22,9 @@ pub struct LogArgs {
     /// Newest first (with --limit N: the newest N)
     #[arg(long)]
     pub newest_first: bool,
+    /// Show the table's times in the local time zone instead of UTC (JSON stays UTC)
+    #[arg(long)]
+    pub local: bool,
     /// Also list session events (prompts, session starts, stops) among the
     /// calls; in JSON they have `"kind": "lifecycle"`
     #[arg(long)]
@@ -151,7 +154,13 @@ pub fn anomalies_cell(anomalies: &[AnomalyKind]) -> String {
 }
 
 /// `2026-12-02 10:25:05`: the time to the second, for tables.
-fn short_time(ts_us: i64) -> String {
+fn short_time(ts_us: i64, local: bool) -> String {
+    if local && let Some(time) = chrono::DateTime::<chrono::Utc>::from_timestamp_micros(ts_us) {
+        return time
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d %H:%M:%S")
+            .to_string();
+    }
     let full = format_time(ts_us);
     full.get(..19).unwrap_or(&full).replace('T', " ")
 }
@@ -175,9 +184,9 @@ const FLEXIBLE: [usize; 5] = [9, 8, 5, 1, 3];
 /// Left out, in this order, when the terminal is too narrow for them all.
 const DROPPABLE: [usize; 4] = [6, 9, 8, 5];
 
-fn row(listed: &Listed, narrow: bool) -> Vec<String> {
+fn row(listed: &Listed, narrow: bool, local: bool) -> Vec<String> {
     let short_time = |ts_us: i64| {
-        let time = short_time(ts_us);
+        let time = short_time(ts_us, local);
         match narrow {
             true => time.get(5..).map(str::to_owned).unwrap_or(time),
             false => time,
@@ -257,7 +266,11 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
         Format::Table => {
             // Below 100 columns the year is left out of the time.
             let narrow = render::width().is_some_and(|w| w < 100);
-            let mut table = render::StreamTable::new(&HEADERS, &CAPS, &FLEXIBLE, &DROPPABLE);
+            let mut headers = HEADERS;
+            if args.local {
+                headers[0] = "time (local)";
+            }
+            let mut table = render::StreamTable::new(&headers, &CAPS, &FLEXIBLE, &DROPPABLE);
             let mut anomalous = 0u64;
             store.for_each_listed(&query, events, |listed| -> anyhow::Result<()> {
                 if let Listed::Call(entry) = &listed
@@ -265,7 +278,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
                 {
                     anomalous += 1;
                 }
-                Ok(table.push(row(&listed, narrow))?)
+                Ok(table.push(row(&listed, narrow, args.local))?)
             })?;
             store.check_unchanged()?;
             let rows = table.rows();

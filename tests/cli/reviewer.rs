@@ -534,3 +534,60 @@ fn log_table_at_80_columns() {
 fn log_table_at_200_columns() {
     log_snapshot("200", "log_200_columns");
 }
+
+#[test]
+fn log_local_shows_the_local_time_and_says_so() {
+    let sandbox = mixed();
+    let utc = table(&sandbox, Some("200"), &["--tail", "1"]);
+    let mut cmd = sandbox.gavel(&["log", "--tail", "1", "--local"]);
+    cmd.env("COLUMNS", "200").env("TZ", "UTC-9");
+    let local = stdout(&run_expecting(&mut cmd, 0));
+    assert!(
+        local.lines().nth(1).unwrap().contains("time (local)"),
+        "{local}"
+    );
+    let time = |text: &str| {
+        let row = rows(text)[0].to_owned();
+        let cell = row.split('│').nth(1).unwrap().trim().to_owned();
+        chrono::NaiveDateTime::parse_from_str(&cell, "%Y-%m-%d %H:%M:%S").unwrap()
+    };
+    assert_eq!(time(&local) - time(&utc), chrono::Duration::hours(9));
+}
+
+#[test]
+fn session_and_grep_select_for_stats_export_and_replay_too() {
+    let sandbox = two_sessions();
+    let stats: Value = serde_json::from_str(&stdout(&run_expecting(
+        &mut sandbox.gavel(&["stats", "--json", "--session", "s-one"]),
+        0,
+    )))
+    .unwrap();
+    assert_eq!(stats["calls"], 2);
+    let export = json_lines(&run_expecting(
+        &mut sandbox.gavel(&["export", "--grep", "src/secrets"]),
+        0,
+    ));
+    assert_eq!(export[0]["selection"]["grep"], "src/secrets");
+    assert!(
+        export[1..].iter().all(|e| e["call_id"] == "t1"),
+        "{export:?}"
+    );
+    assert!(export.len() > 2);
+    let replay = json_lines(&run_expecting(
+        &mut sandbox.gavel(&[
+            "replay",
+            "--json",
+            "--fail-on",
+            "never",
+            "--session",
+            "s-two",
+        ]),
+        0,
+    ));
+    assert_eq!(replay[0]["total"], 1, "{replay:?}");
+    let replay = json_lines(&run_expecting(
+        &mut sandbox.gavel(&["replay", "--json", "--fail-on", "never", "--grep", "ls src"]),
+        0,
+    ));
+    assert_eq!(replay[0]["total"], 1, "{replay:?}");
+}
