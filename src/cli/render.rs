@@ -5,7 +5,8 @@ use std::io::Write;
 
 use tabled::builder::Builder;
 use tabled::grid::util::string::{get_char_width, get_string_width};
-use tabled::settings::Style;
+use tabled::settings::peaker::PriorityMax;
+use tabled::settings::{Style, Width};
 
 /// The width human output must fit: `$COLUMNS` when set, else the
 /// terminal's width when stdout is one; `None` (no limit) otherwise.
@@ -263,6 +264,7 @@ where
     }
     let mut table = builder.build();
     table.with(Style::sharp());
+    fit_table(&mut table);
     line(&table.to_string())
 }
 
@@ -274,7 +276,21 @@ pub fn fields(pairs: &[(&str, String)]) -> std::io::Result<()> {
     }
     let mut table = builder.build();
     table.with(Style::sharp());
+    fit_table(&mut table);
     line(&table.to_string())
+}
+
+/// Narrows a table to [`width`], when there is one, by wrapping its widest
+/// columns first (at word boundaries where it can): a cell's text is kept
+/// whole, on more lines.
+fn fit_table(table: &mut tabled::Table) {
+    if let Some(limit) = width() {
+        table.with(
+            Width::wrap(limit)
+                .keep_words(true)
+                .priority(PriorityMax::right()),
+        );
+    }
 }
 
 /// Prints one line to stdout.

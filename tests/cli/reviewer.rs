@@ -591,3 +591,45 @@ fn session_and_grep_select_for_stats_export_and_replay_too() {
     ));
     assert_eq!(replay[0]["total"], 1, "{replay:?}");
 }
+
+#[test]
+fn other_tables_fit_columns_by_wrapping_their_widest_cells() {
+    let sandbox = mixed();
+    for args in [
+        &["show", "c2-write-approved"][..],
+        &["stats"],
+        &[
+            "check",
+            "write_file",
+            r#"{"path":"notes.txt"}"#,
+            "--explain",
+        ],
+    ] {
+        let mut cmd = sandbox.gavel(args);
+        cmd.env("COLUMNS", "70");
+        let text = stdout(&run_expecting(&mut cmd, 0));
+        let tables = text.lines().filter(|l| l.starts_with(['┌', '│', '└', '├']));
+        for line in tables {
+            assert!(line.chars().count() <= 70, "{args:?}:\n{text}");
+        }
+        // Without a width, the same rows, unwrapped.
+        let mut cmd = sandbox.gavel(args);
+        cmd.env_remove("COLUMNS");
+        let free = stdout(&run_expecting(&mut cmd, 0));
+        assert!(widest_line(&free) >= widest_line(&text), "{args:?}");
+    }
+    // The reason is kept whole, on more lines.
+    let mut cmd = sandbox.gavel(&["check", "write_file", r#"{"path":"notes.txt"}"#]);
+    cmd.env("COLUMNS", "50");
+    let text = stdout(&run_expecting(&mut cmd, 0));
+    let words: String = text
+        .lines()
+        .filter(|l| l.starts_with('│'))
+        .map(|l| l.split('│').nth(2).unwrap_or("").trim().to_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        words.contains("write_file mutates workspace content and requires user approval"),
+        "{text}"
+    );
+}
