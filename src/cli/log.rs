@@ -308,6 +308,10 @@ pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
         render::json(&serde_json::to_value(&stats)?)?;
         return Ok(Exit::Ok);
     }
+    if stats.calls == 0 {
+        render::line("no calls match")?;
+        return Ok(Exit::Ok);
+    }
     render::line(&format!("{} calls", stats.calls))?;
     if stats.anomalous_calls > 0 {
         render::line(&format!(

@@ -804,8 +804,8 @@ impl Store {
     ///
     /// One ordered scan over request and decision rows (the two are always
     /// appended together), instead of an index lookup per call; filters on
-    /// the outcome (`approval`, `status`) or one `call_id` fall back to
-    /// `for_each_call`.
+    /// the outcome (`approval`, `status`), one `call_id`, a session, a text
+    /// in the arguments or newest-first order fall back to `for_each_call`.
     pub fn for_each_decided_call<E: From<StoreError>>(
         &self,
         query: &AuditQuery,

@@ -633,3 +633,16 @@ fn other_tables_fit_columns_by_wrapping_their_widest_cells() {
         "{text}"
     );
 }
+
+#[test]
+fn stats_with_no_match_says_so() {
+    let sandbox = mixed();
+    let output = run_expecting(&mut sandbox.gavel(&["stats", "--tool", "nothing"]), 0);
+    assert_eq!(stdout(&output), "no calls match\n");
+    let json: Value = serde_json::from_str(&stdout(&run_expecting(
+        &mut sandbox.gavel(&["stats", "--json", "--tool", "nothing"]),
+        0,
+    )))
+    .unwrap();
+    assert_eq!(json["calls"], 0);
+}
