@@ -300,11 +300,12 @@ impl Global {
                 )),
                 Err(err) => Some(format!("could not check the chain: {err}")),
             };
+            // A tampered log's text (an origin, a note) reaches the terminal escaped.
             if let Some(warning) = warning {
                 let _ = writeln!(
                     std::io::stderr(),
                     "gavel: warning: {}",
-                    warning.replace('\n', " ")
+                    render::escape(&warning)
                 );
             }
         }
