@@ -83,7 +83,7 @@ fn csv_row(e: &StoredEvent) -> String {
 fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
     let resolved = query.to_query()?;
     let mut out = Map::new();
-    let flags: [(&str, &Option<String>); 8] = [
+    let flags: [(&str, &Option<String>); 10] = [
         ("tool", &query.tool),
         ("rule", &query.rule),
         ("action", &query.action),
@@ -92,6 +92,8 @@ fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
         ("since", &query.since),
         ("until", &query.until),
         ("call", &query.call),
+        ("session", &query.session),
+        ("grep", &query.grep),
     ];
     for (name, value) in flags {
         if let Some(value) = value {
@@ -111,7 +113,7 @@ fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
 }
 
 pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store()?;
+    let store = global.read_store_with(args.query.read)?;
     if args.requests {
         store.for_each_call(&args.query.to_query()?, |call| -> anyhow::Result<()> {
             let case = PolicyCase {
@@ -152,7 +154,16 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
             }
         }
     }
+    // A bar on stderr when it is a terminal and the log is long, as `verify` shows.
+    let bar = super::verify::progress_bar(&store, "exporting")?;
+    let mut done = 0u64;
     store.for_each_event(|event| -> anyhow::Result<()> {
+        done += 1;
+        if let Some(bar) = &bar
+            && done.is_multiple_of(4096)
+        {
+            bar.set_position(done);
+        }
         if wanted
             .as_ref()
             .is_some_and(|ids| !ids.contains(&event.call_id))
@@ -165,6 +176,9 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         }
         Ok(())
     })?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     store.check_unchanged()?;
     Ok(Exit::Ok)
 }

@@ -1,12 +1,13 @@
 //! `gavel log` and `gavel stats`: the record, one row per call, and counts.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::audit::AnomalyKind;
-use gavel::store::{CallEntry, CallSummary, UngovernedCall};
+use gavel::store::{CallEntry, CallSummary, LifecycleEntry, Listed, UngovernedCall};
 
 use super::query::{QueryArgs, format_time};
 use super::{Exit, Format, FormatArgs, Global, render};
@@ -15,6 +16,19 @@ use super::{Exit, Format, FormatArgs, Global, render};
 pub struct LogArgs {
     #[command(flatten)]
     pub query: QueryArgs,
+    /// The newest N calls, newest first
+    #[arg(long, value_name = "N", conflicts_with = "limit")]
+    pub tail: Option<u64>,
+    /// Newest first (with --limit N: the newest N)
+    #[arg(long)]
+    pub newest_first: bool,
+    /// Show the table's times in the local time zone instead of UTC (JSON stays UTC)
+    #[arg(long)]
+    pub local: bool,
+    /// Also list session events (prompts, session starts, stops) among the
+    /// calls; in JSON they have `"kind": "lifecycle"`
+    #[arg(long)]
+    pub events: bool,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -73,6 +87,63 @@ pub fn entry_json(entry: &CallEntry) -> Value {
     }
 }
 
+/// The JSON object for a session event (`log --events`).
+pub fn lifecycle_json(entry: &LifecycleEntry) -> Value {
+    json!({
+        "kind": "lifecycle",
+        "seq": entry.seq,
+        "ts": format_time(entry.ts_us),
+        "session_id": entry.session,
+        "event": entry.record.event,
+        "data": entry.record.data,
+    })
+}
+
+fn listed_json(listed: &Listed) -> Value {
+    match listed {
+        Listed::Call(entry) => entry_json(entry),
+        Listed::Lifecycle(entry) => lifecycle_json(entry),
+    }
+}
+
+/// What a call ran, in one line: a bash command, a path, a pattern (with
+/// the folder it searched), a URL or a query; other arguments as compact JSON.
+pub fn call_text(arguments: &Value) -> String {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match arguments {
+        Value::Object(map) => {
+            if let Some(command) = map.get("command") {
+                return text(command);
+            }
+            if let Some(pattern) = map.get("pattern") {
+                return match map.get("path").filter(|p| !p.is_null()) {
+                    Some(path) => format!("{} in {}", text(pattern), text(path)),
+                    None => text(pattern),
+                };
+            }
+            for key in ["path", "file_path", "notebook_path", "url", "query"] {
+                if let Some(value) = map.get(key) {
+                    return text(value);
+                }
+            }
+            arguments.to_string()
+        }
+        // An over-large request keeps its arguments' first bytes as a string.
+        other => text(other),
+    }
+}
+
+/// A session event in one line: its name, and a prompt's text.
+fn event_text(entry: &LifecycleEntry) -> String {
+    match entry.record.data.get("prompt").and_then(Value::as_str) {
+        Some(prompt) => format!("{}: {prompt}", entry.record.event),
+        None => entry.record.event.clone(),
+    }
+}
+
 /// A call's anomalies for a table cell: `-` when there are none.
 pub fn anomalies_cell(anomalies: &[AnomalyKind]) -> String {
     if anomalies.is_empty() {
@@ -83,68 +154,142 @@ pub fn anomalies_cell(anomalies: &[AnomalyKind]) -> String {
 }
 
 /// `2026-12-02 10:25:05`: the time to the second, for tables.
-fn short_time(ts_us: i64) -> String {
+fn short_time(ts_us: i64, local: bool) -> String {
+    if local && let Some(time) = chrono::DateTime::<chrono::Utc>::from_timestamp_micros(ts_us) {
+        return time
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d %H:%M:%S")
+            .to_string();
+    }
     let full = format_time(ts_us);
     full.get(..19).unwrap_or(&full).replace('T', " ")
 }
 
+/// The log table's columns, the longest each may be, and which narrow first.
+const HEADERS: [&str; 10] = [
+    "time (UTC)",
+    "id",
+    "tool",
+    "call",
+    "action",
+    "rule",
+    "approval",
+    "status",
+    "anomaly",
+    "reason",
+];
+const CAPS: [usize; 10] = [19, 40, 24, 80, 6, 40, 12, 10, 40, 60];
+/// Narrowed first, in this order, to fit the terminal.
+const FLEXIBLE: [usize; 5] = [9, 8, 5, 1, 3];
+/// Left out, in this order, when the terminal is too narrow for them all.
+const DROPPABLE: [usize; 4] = [6, 9, 8, 5];
+
+fn row(listed: &Listed, narrow: bool, local: bool) -> Vec<String> {
+    let short_time = |ts_us: i64| {
+        let time = short_time(ts_us, local);
+        match narrow {
+            true => time.get(5..).map(str::to_owned).unwrap_or(time),
+            false => time,
+        }
+    };
+    match listed {
+        Listed::Call(CallEntry::Decided(c)) => vec![
+            short_time(c.ts_us),
+            c.call_id.clone(),
+            c.tool.clone(),
+            call_text(&c.request.arguments),
+            c.decision.action.to_string(),
+            c.decision.rule_id.clone(),
+            c.approval.clone(),
+            c.status.clone(),
+            anomalies_cell(&c.anomalies),
+            c.decision.reason.clone(),
+        ],
+        Listed::Call(CallEntry::Ungoverned(u)) => vec![
+            short_time(u.ts_us),
+            u.call_id.clone(),
+            u.tool.clone(),
+            call_text(&u.anomaly.client.input),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            gavel::store::UNGOVERNED.into(),
+            anomalies_cell(&u.anomalies),
+            u.anomaly.detail.clone(),
+        ],
+        Listed::Lifecycle(e) => vec![
+            short_time(e.ts_us),
+            e.session.clone(),
+            "-".into(),
+            event_text(e),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "event".into(),
+            "-".into(),
+            "-".into(),
+        ],
+    }
+}
+
 pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store()?;
-    let query = args.query.to_query()?;
+    let store = global.read_store_with(args.query.read)?;
+    let mut query = args.query.to_query()?;
+    if let Some(n) = args.tail {
+        query.limit = Some(n);
+        query.newest_first = true;
+    }
+    query.newest_first |= args.newest_first;
+    let events = args.events;
     match args.format.get() {
         Format::Jsonl => {
-            store.for_each_entry(&query, |entry| -> anyhow::Result<()> {
-                Ok(render::json(&entry_json(&entry))?)
+            store.for_each_listed(&query, events, |listed| -> anyhow::Result<()> {
+                Ok(render::json(&listed_json(&listed))?)
             })?;
             store.check_unchanged()?;
         }
         Format::Json => {
-            let mut calls = Vec::new();
-            store.for_each_entry(&query, |entry| -> anyhow::Result<()> {
-                calls.push(entry_json(&entry));
+            // A JSON array, written element by element as rows are read.
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let mut first = true;
+            store.for_each_listed(&query, events, |listed| -> anyhow::Result<()> {
+                let text = serde_json::to_string_pretty(&listed_json(&listed))?;
+                write!(out, "{}\n  ", if first { "[" } else { "," })?;
+                write!(out, "{}", text.replace('\n', "\n  "))?;
+                first = false;
                 Ok(())
             })?;
+            writeln!(out, "{}", if first { "[]" } else { "\n]" })?;
+            out.flush()?;
             store.check_unchanged()?;
-            render::json_pretty(&Value::Array(calls))?;
         }
         Format::Table => {
-            let mut entries = Vec::new();
-            store.for_each_entry(&query, |entry| -> anyhow::Result<()> {
-                entries.push(entry);
-                Ok(())
+            // Below 100 columns the year is left out of the time.
+            let narrow = render::width().is_some_and(|w| w < 100);
+            let mut headers = HEADERS;
+            if args.local {
+                headers[0] = "time (local)";
+            }
+            let mut table = render::StreamTable::new(&headers, &CAPS, &FLEXIBLE, &DROPPABLE);
+            let mut anomalous = 0u64;
+            store.for_each_listed(&query, events, |listed| -> anyhow::Result<()> {
+                if let Listed::Call(entry) = &listed
+                    && !entry.anomalies().is_empty()
+                {
+                    anomalous += 1;
+                }
+                Ok(table.push(row(&listed, narrow, args.local))?)
             })?;
             store.check_unchanged()?;
-            render::table(
-                &[
-                    "time", "call", "tool", "action", "rule", "approval", "status", "anomaly",
-                    "reason",
-                ],
-                entries.iter().map(|entry| match entry {
-                    CallEntry::Decided(c) => [
-                        short_time(c.ts_us),
-                        c.call_id.clone(),
-                        c.tool.clone(),
-                        c.decision.action.to_string(),
-                        c.decision.rule_id.clone(),
-                        c.approval.clone(),
-                        c.status.clone(),
-                        anomalies_cell(&c.anomalies),
-                        render::cell(&c.decision.reason, 60),
-                    ],
-                    CallEntry::Ungoverned(u) => [
-                        short_time(u.ts_us),
-                        u.call_id.clone(),
-                        u.tool.clone(),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                        gavel::store::UNGOVERNED.into(),
-                        anomalies_cell(&u.anomalies),
-                        render::cell(&u.anomaly.detail, 60),
-                    ],
-                }),
-            )?;
-            let anomalous = entries.iter().filter(|e| !e.anomalies().is_empty()).count();
+            let rows = table.rows();
+            table.finish()?;
+            if rows == 0 {
+                render::line(if events {
+                    "no calls or events match"
+                } else {
+                    "no calls match"
+                })?;
+            }
             if anomalous > 0 {
                 render::line(&format!(
                     "!! {anomalous} call(s) with anomalies: a tool ran outside what gavel decided; `gavel audit` lists them"
@@ -156,11 +301,15 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
 }
 
 pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store()?;
+    let store = global.read_store_with(args.query.read)?;
     let stats = store.stats(&args.query.to_query()?)?;
     store.check_unchanged()?;
     if args.format.is_json() {
         render::json(&serde_json::to_value(&stats)?)?;
+        return Ok(Exit::Ok);
+    }
+    if stats.calls == 0 {
+        render::line("no calls match")?;
         return Ok(Exit::Ok);
     }
     render::line(&format!("{} calls", stats.calls))?;

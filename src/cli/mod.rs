@@ -408,9 +408,41 @@ impl Global {
         Ok(store)
     }
 
-    /// Opens an existing audit database read-only.
+    /// Opens an existing audit database read-only, for a reading command.
     pub fn read_store(&self) -> anyhow::Result<Store> {
-        Ok(Store::open_read_only(&self.db_path()?)?)
+        self.read_store_with(query::ReadArgs::default())
+    }
+
+    /// Opens an existing audit database read-only, as `read` says: unless
+    /// `--no-verify`, its recent rows are checked first (`check_recent`)
+    /// and one warning line goes to stderr when they do not verify; what
+    /// the command answers, and its exit code, stay the same.
+    pub fn read_store_with(&self, read: query::ReadArgs) -> anyhow::Result<Store> {
+        let store = Store::open_read_only(&self.db_path()?)?;
+        if !read.no_verify {
+            let warning = match store.check_recent() {
+                Ok(report) if report.ok => None,
+                Ok(report) => Some(format!(
+                    "the log does not verify: {}{}: {}; `gavel verify` checks the whole chain, --no-verify skips this check",
+                    report.problem.map_or("unknown", |p| p.as_str()),
+                    report
+                        .first_bad_seq
+                        .map(|seq| format!(" at seq {seq}"))
+                        .unwrap_or_default(),
+                    report.detail.unwrap_or_default()
+                )),
+                Err(err) => Some(format!("could not check the chain: {err}")),
+            };
+            // A tampered log's text (an origin, a note) reaches the terminal escaped.
+            if let Some(warning) = warning {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "gavel: warning: {}",
+                    render::escape(&warning)
+                );
+            }
+        }
+        Ok(store)
     }
 }
 

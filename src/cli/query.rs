@@ -28,18 +28,36 @@ pub struct QueryArgs {
     /// (ungoverned), a completion that did not match, a second completion
     #[arg(long)]
     pub anomalies: bool,
-    /// Calls at or after TIME: RFC 3339, a date (2026-12-01), or an age (30m, 2h, 7d)
+    /// Only calls (and, with `log --events`, session events) of this client session
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Only calls whose arguments hold TEXT in a value (a command, a path, a
+    /// pattern...); case-sensitive
+    #[arg(long, value_name = "TEXT")]
+    pub grep: Option<String>,
+    /// Calls at or after TIME: RFC 3339, a date (2026-12-01, meaning 00:00 UTC), or an age (30m, 2h, 7d)
     #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
-    /// Calls before TIME (same forms as --since)
+    /// Calls before TIME (same forms as --since; a date is 00:00 UTC)
     #[arg(long, value_name = "TIME")]
     pub until: Option<String>,
     /// Only this call
     #[arg(long = "call", value_name = "ID")]
     pub call: Option<String>,
-    /// At most N calls
+    /// At most N calls: the oldest N (`log --tail N` gives the newest)
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// How a reading command opens the log.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct ReadArgs {
+    /// Do not check the chain's recent rows before answering (by default a
+    /// warning goes to stderr when they do not verify; `gavel verify` checks it all)
+    #[arg(long)]
+    pub no_verify: bool,
 }
 
 const ACTIONS: &[&str] = &["allow", "ask", "deny"];
@@ -74,6 +92,9 @@ impl QueryArgs {
             status: one_of("--status", &self.status, STATUSES)?,
             call_id: self.call.clone(),
             anomalies: self.anomalies,
+            session: self.session.clone(),
+            grep: self.grep.clone(),
+            newest_first: false,
             limit: self.limit,
         })
     }

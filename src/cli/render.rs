@@ -4,7 +4,252 @@ use std::borrow::Cow;
 use std::io::Write;
 
 use tabled::builder::Builder;
-use tabled::settings::Style;
+use tabled::grid::util::string::{get_char_width, get_string_width};
+use tabled::settings::peaker::PriorityMax;
+use tabled::settings::{Style, Width};
+
+/// The width human output must fit: `$COLUMNS` when set, else the
+/// terminal's width when stdout is one; `None` (no limit) otherwise.
+pub fn width() -> Option<usize> {
+    if let Some(columns) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+    {
+        return Some(columns);
+    }
+    terminal_width()
+}
+
+#[cfg(unix)]
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    use std::os::fd::AsRawFd;
+    let stdout = std::io::stdout();
+    if !stdout.is_terminal() {
+        return None;
+    }
+    // SAFETY: an all-zero `winsize` is a valid value for TIOCGWINSZ to fill.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: stdout is an open descriptor and `size` a valid `winsize`.
+    let got = unsafe { libc::ioctl(stdout.as_raw_fd(), libc::TIOCGWINSZ, &mut size) };
+    (got == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+#[cfg(not(unix))]
+fn terminal_width() -> Option<usize> {
+    None
+}
+
+/// `text` cut to at most `width` display columns, ending in `…` when cut.
+pub fn fit(text: &str, width: usize) -> Cow<'_, str> {
+    if get_string_width(text) <= width {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = get_char_width(c);
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    Cow::Owned(out)
+}
+
+/// A table printed row by row, as its rows come: the column widths are
+/// set from the header and the first rows (`SAMPLE`, or those read within
+/// `SAMPLE_WAIT`), fitted to
+/// [`width`], and a later cell longer than its column is cut with `…`.
+/// Memory stays constant however many rows follow. Cells are one line,
+/// control characters escaped. To fit a narrow width, the `droppable`
+/// columns are left out in their order, then the `flexible` ones narrowed.
+pub struct StreamTable {
+    headers: Vec<String>,
+    /// Per column: the longest a cell may be before the table is fitted.
+    caps: Vec<usize>,
+    flexible: Vec<usize>,
+    droppable: Vec<usize>,
+    /// The columns shown and their widths, once set.
+    layout: Option<Vec<(usize, usize)>>,
+    pending: Vec<Vec<String>>,
+    /// When the first pending row came.
+    since: Option<std::time::Instant>,
+    rows: u64,
+    out: std::io::BufWriter<std::io::Stdout>,
+}
+
+/// Rows read before the column widths are set...
+const SAMPLE: usize = 50;
+/// ...or fewer, once the first of them has waited this long (a filter
+/// that matches rarely still shows its first rows at once).
+const SAMPLE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+/// A flexible column is narrowed to this before any other column is.
+const FLEX_FLOOR: usize = 10;
+
+impl StreamTable {
+    /// A table with these headers; `caps` bounds each column's width.
+    pub fn new(headers: &[&str], caps: &[usize], flexible: &[usize], droppable: &[usize]) -> Self {
+        Self {
+            headers: headers.iter().map(|h| (*h).to_owned()).collect(),
+            caps: caps.to_vec(),
+            flexible: flexible.to_vec(),
+            droppable: droppable.to_vec(),
+            layout: None,
+            pending: Vec::new(),
+            since: None,
+            rows: 0,
+            out: std::io::BufWriter::new(std::io::stdout()),
+        }
+    }
+
+    /// Adds a row; it is printed at once when the widths are set.
+    pub fn push(&mut self, row: Vec<String>) -> std::io::Result<()> {
+        let row: Vec<String> = row.iter().map(|c| one_line(c)).collect();
+        self.rows += 1;
+        if self.layout.is_some() {
+            self.print_row(&row)?;
+            return self.out.flush();
+        }
+        self.pending.push(row);
+        let waited = self
+            .since
+            .get_or_insert_with(std::time::Instant::now)
+            .elapsed();
+        if self.pending.len() >= SAMPLE || waited >= SAMPLE_WAIT {
+            self.start()?;
+        }
+        Ok(())
+    }
+
+    /// The rows pushed so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Closes the table (nothing is printed when it has no rows).
+    pub fn finish(mut self) -> std::io::Result<()> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        if self.layout.is_none() {
+            self.start()?;
+        }
+        self.border('└', '┴', '┘')?;
+        self.out.flush()
+    }
+
+    /// Sets the layout from the pending rows and prints the header and them.
+    fn start(&mut self) -> std::io::Result<()> {
+        let natural: Vec<usize> = self
+            .headers
+            .iter()
+            .enumerate()
+            .map(|(i, header)| {
+                let longest = self
+                    .pending
+                    .iter()
+                    .map(|row| row.get(i).map_or(0, |c| get_string_width(c)))
+                    .max()
+                    .unwrap_or(0);
+                let cap = self.caps.get(i).copied().unwrap_or(usize::MAX);
+                longest.min(cap).max(get_string_width(header))
+            })
+            .collect();
+        let layout = fit_layout(&natural, &self.flexible, &self.droppable, width());
+        self.layout = Some(layout);
+        self.border('┌', '┬', '┐')?;
+        let headers = self.headers.clone();
+        self.print_row(&headers)?;
+        self.border('├', '┼', '┤')?;
+        for row in std::mem::take(&mut self.pending) {
+            self.print_row(&row)?;
+        }
+        self.out.flush()
+    }
+
+    fn border(&mut self, left: char, mid: char, right: char) -> std::io::Result<()> {
+        let layout = self.layout.as_deref().unwrap_or_default();
+        let parts: Vec<String> = layout.iter().map(|(_, w)| "─".repeat(w + 2)).collect();
+        writeln!(self.out, "{left}{}{right}", parts.join(&mid.to_string()))
+    }
+
+    fn print_row(&mut self, row: &[String]) -> std::io::Result<()> {
+        let mut line = String::from("│");
+        for &(column, width) in self.layout.as_deref().unwrap_or_default() {
+            let cell = row.get(column).map(String::as_str).unwrap_or("");
+            let cell = fit(cell, width);
+            let pad = width.saturating_sub(get_string_width(&cell));
+            line.push(' ');
+            line.push_str(&cell);
+            line.push_str(&" ".repeat(pad + 1));
+            line.push('│');
+        }
+        writeln!(self.out, "{line}")
+    }
+}
+
+/// The columns to show and their widths, from their natural widths, to
+/// fit `limit`: droppable columns are left out (in order) while the rest
+/// cannot fit with the flexible ones at `FLEX_FLOOR` (but the last, whole); then the flexible
+/// columns are narrowed in their order to `FLEX_FLOOR`, then any column to
+/// 3. A table that cannot fit stays at its narrowest.
+fn fit_layout(
+    natural: &[usize],
+    flexible: &[usize],
+    droppable: &[usize],
+    limit: Option<usize>,
+) -> Vec<(usize, usize)> {
+    let mut layout: Vec<(usize, usize)> = natural.iter().copied().enumerate().collect();
+    let Some(limit) = limit else {
+        return layout;
+    };
+    let total = |l: &[(usize, usize)]| l.iter().map(|c| c.1).sum::<usize>() + 3 * l.len() + 1;
+    for dropped in droppable {
+        // The last flexible column (the one that matters most) whole, the others at their floor.
+        let narrowest: Vec<(usize, usize)> = layout
+            .iter()
+            .map(|&(c, w)| match flexible.iter().position(|f| *f == c) {
+                Some(at) if at + 1 < flexible.len() => (c, w.min(FLEX_FLOOR)),
+                _ => (c, w),
+            })
+            .collect();
+        if total(&narrowest) <= limit {
+            break;
+        }
+        layout.retain(|(c, _)| c != dropped);
+    }
+    let mut excess = total(&layout).saturating_sub(limit);
+    // The flexible columns in their order, each down to its floor; then
+    // every column, widest first, down to 3.
+    for column in flexible {
+        if let Some((_, w)) = layout.iter_mut().find(|(c, _)| c == column) {
+            let cut = excess.min(w.saturating_sub(FLEX_FLOOR));
+            *w -= cut;
+            excess -= cut;
+        }
+    }
+    while excess > 0 {
+        let widest = layout
+            .iter_mut()
+            .filter(|(_, w)| *w > 3)
+            .max_by_key(|(c, w)| (*w, std::cmp::Reverse(*c)));
+        let Some((_, w)) = widest else { break };
+        *w -= 1;
+        excess -= 1;
+    }
+    layout
+}
+
+/// One line, control characters escaped.
+fn one_line(text: &str) -> String {
+    escape(&text.replace(['\n', '\r'], " ")).into_owned()
+}
 
 /// Prints a table with a header row.
 pub fn table<I, R>(headers: &[&str], rows: I) -> std::io::Result<()>
@@ -19,6 +264,7 @@ where
     }
     let mut table = builder.build();
     table.with(Style::sharp());
+    fit_table(&mut table);
     line(&table.to_string())
 }
 
@@ -30,7 +276,21 @@ pub fn fields(pairs: &[(&str, String)]) -> std::io::Result<()> {
     }
     let mut table = builder.build();
     table.with(Style::sharp());
+    fit_table(&mut table);
     line(&table.to_string())
+}
+
+/// Narrows a table to [`width`], when there is one, by wrapping its widest
+/// columns first (at word boundaries where it can): a cell's text is kept
+/// whole, on more lines.
+fn fit_table(table: &mut tabled::Table) {
+    if let Some(limit) = width() {
+        table.with(
+            Width::wrap(limit)
+                .keep_words(true)
+                .priority(PriorityMax::right()),
+        );
+    }
 }
 
 /// Prints one line to stdout.
@@ -45,6 +305,7 @@ pub fn json(value: &serde_json::Value) -> std::io::Result<()> {
 }
 
 /// Prints one JSON value, pretty.
+#[allow(dead_code)] // `log` streams its array; kept for one-value pretty output
 pub fn json_pretty(value: &serde_json::Value) -> std::io::Result<()> {
     line(&serde_json::to_string_pretty(value).unwrap_or_default())
 }

@@ -44,7 +44,7 @@ pub struct ReplayArgs {
 }
 
 pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store()?;
+    let store = global.read_store_with(args.query.read)?;
     if !args.skip_verify {
         let report = verify_store(&store, None)?;
         if !report.ok {

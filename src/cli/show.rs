@@ -10,7 +10,7 @@ use gavel::digest::hex;
 use gavel::policy::{EntryMatch, Policy, RuleTrace};
 use gavel::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoredEvent};
 
-use super::query::format_time;
+use super::query::{ReadArgs, format_time};
 use super::{Exit, FormatArgs, Global, render};
 
 #[derive(Args, Debug)]
@@ -19,6 +19,8 @@ pub struct ShowArgs {
     pub call_id: String,
     #[command(flatten)]
     pub format: FormatArgs,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 #[derive(Args, Debug)]
@@ -27,6 +29,8 @@ pub struct ExplainArgs {
     pub call_id: String,
     #[command(flatten)]
     pub format: FormatArgs,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 fn event_json(event: &StoredEvent) -> Value {
@@ -52,7 +56,7 @@ fn short_hex(bytes: &[u8]) -> String {
 }
 
 pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store()?;
+    let store = global.read_store_with(args.read)?;
     let events = store.call_events(&args.call_id)?;
     store.check_unchanged()?;
     if args.format.is_json() {
@@ -144,7 +148,7 @@ fn anomaly_lines(anomalies: &[AnomalyEntry]) -> Vec<String> {
 }
 
 pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store()?;
+    let store = global.read_store_with(args.read)?;
     let query = AuditQuery {
         call_id: Some(args.call_id.clone()),
         ..AuditQuery::default()

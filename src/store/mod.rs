@@ -23,8 +23,8 @@ use rusqlite::{Connection, OpenFlags};
 use crate::chain::Hash;
 
 pub use query::{
-    AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, Stats, StoredEvent, UNGOVERNED,
-    UngovernedCall,
+    AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Stats,
+    StoredEvent, UNGOVERNED, UngovernedCall,
 };
 pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes};
 pub use verify::{

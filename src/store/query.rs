@@ -8,7 +8,9 @@ use rusqlite::{OptionalExtension, Row, params_from_iter};
 use serde::Serialize;
 
 use super::{Store, StoreError, sql};
-use crate::audit::{AnomalyKind, AnomalyRecord, DecisionRecord, EventBody, RequestRecord};
+use crate::audit::{
+    AnomalyKind, AnomalyRecord, DecisionRecord, EventBody, LifecycleRecord, RequestRecord,
+};
 
 /// Which calls to select. Every field present must hold.
 #[derive(Debug, Clone, Default)]
@@ -27,7 +29,27 @@ pub struct AuditQuery {
     pub call_id: Option<String>,
     /// Only calls with an anomaly (and ungoverned ones).
     pub anomalies: bool,
+    /// Only calls (and lifecycle events) of this client session.
+    pub session: Option<String>,
+    /// Only calls whose arguments hold this text in a value (case-sensitive).
+    pub grep: Option<String>,
+    /// Newest first (with `limit`: the newest `limit` rows).
+    pub newest_first: bool,
     pub limit: Option<u64>,
+}
+
+impl AuditQuery {
+    /// Whether a filter only a tool call can match is set (tool, rule,
+    /// action, approval, status, call id, anomalies).
+    fn selects_calls_only(&self) -> bool {
+        self.tool.is_some()
+            || self.rule_id.is_some()
+            || self.action.is_some()
+            || self.approval.is_some()
+            || self.status.is_some()
+            || self.call_id.is_some()
+            || self.anomalies
+    }
 }
 
 /// One call, assembled from its events.
@@ -109,6 +131,25 @@ impl CallEntry {
     }
 }
 
+/// A session event that is not a tool call (a prompt, a session start, a
+/// stop), as `log --events` lists it among the calls.
+#[derive(Debug, Clone)]
+pub struct LifecycleEntry {
+    pub seq: u64,
+    /// The session it belongs to (stored as its call id).
+    pub session: String,
+    pub ts_us: i64,
+    pub record: LifecycleRecord,
+}
+
+/// One row of the listing with lifecycle events: a call or a session event.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Listed {
+    Call(CallEntry),
+    Lifecycle(LifecycleEntry),
+}
+
 /// The status of a call that ran without a decision.
 pub const UNGOVERNED: &str = "ungoverned";
 
@@ -187,31 +228,37 @@ pub struct Stats {
     pub anomalous_calls: u64,
 }
 
-/// Decision rows, each with its call's request, last approval, first
-/// result status (a later report is an anomaly, never the call's result),
-/// anomaly kinds and result count; for `{ungoverned}`, merged in seq order
-/// with the first anomaly of each call that has no decision (found through
-/// the `events_anomaly` partial index).
+/// Decision rows (and with `{kinds}` `IN ('decision', 'lifecycle')`, the
+/// lifecycle rows among them), each with its call's request, last
+/// approval, first result status (a later report is an anomaly, never the
+/// call's result), anomaly kinds and result count; for `{ungoverned}`,
+/// merged in seq order with the first anomaly of each call that has no
+/// decision (found through the `events_anomaly` partial index).
+///
+/// The filters on what is computed (`{call_filters}`) sit in each arm and
+/// name its result columns (SQLite reads an alias in WHERE), so both arms
+/// come in seq order from an index and SQLite merges them: the first rows
+/// (either way, with `LIMIT`) are read at once, never after a sort of the
+/// whole log. The aliases differ from the table's own column names, which
+/// a bare name in WHERE would mean first.
 const CALLS_SQL: &str = "
-SELECT * FROM (
   SELECT d.seq, d.call_id, d.ts_us, d.tool, d.payload, d.kind,
     (SELECT q.payload FROM events q
-      WHERE q.call_id = d.call_id AND q.kind = 'request' ORDER BY q.seq LIMIT 1) AS request,
+      WHERE q.call_id = d.call_id AND q.kind = 'request' ORDER BY q.seq LIMIT 1) AS request_payload,
     COALESCE((SELECT a.approval FROM events a
       WHERE a.call_id = d.call_id AND a.kind = 'approval' ORDER BY a.seq DESC LIMIT 1),
-      CASE WHEN d.action = 'ask' THEN 'pending' ELSE 'not_required' END) AS approval,
-    COALESCE((SELECT r.status FROM events r
-      WHERE r.call_id = d.call_id AND r.kind = 'result' ORDER BY r.seq LIMIT 1),
-      'incomplete') AS status,
-    {anomalies} AS anomalies,
+      CASE WHEN d.action = 'ask' THEN 'pending' ELSE 'not_required' END) AS call_approval,
+    CASE WHEN d.kind = 'lifecycle' THEN 'lifecycle' ELSE
+      COALESCE((SELECT r.status FROM events r
+        WHERE r.call_id = d.call_id AND r.kind = 'result' ORDER BY r.seq LIMIT 1),
+        'incomplete') END AS call_status,
+    {anomalies} AS anomaly_kinds,
     (SELECT count(*) FROM events r
-      WHERE r.call_id = d.call_id AND r.kind = 'result') AS results
+      WHERE r.call_id = d.call_id AND r.kind = 'result') AS result_count
   FROM events d
-  WHERE d.kind = 'decision' {decision_filters}
+  WHERE d.kind {kinds} {decision_filters} {call_filters}
   {ungoverned}
-) AS c
-WHERE 1 = 1 {call_filters}
-ORDER BY c.seq
+ORDER BY 1 {order}
 {limit}";
 
 /// The anomaly kinds of the call `d`, as a JSON array.
@@ -221,14 +268,20 @@ const ANOMALIES_OF_D: &str =
 
 /// The rows `CALLS_SQL` adds for calls gavel never decided.
 const UNGOVERNED_ROWS: &str = "UNION ALL
-  SELECT d.seq, d.call_id, d.ts_us, d.tool, d.payload, d.kind, NULL, NULL, 'ungoverned',
-    {anomalies}, 0
+  SELECT d.seq, d.call_id, d.ts_us, d.tool, d.payload, d.kind, NULL AS request_payload,
+    NULL AS call_approval, 'ungoverned' AS call_status, {anomalies} AS anomaly_kinds,
+    0 AS result_count
   FROM events d
   WHERE d.kind = 'anomaly'
     AND NOT EXISTS (SELECT 1 FROM events e WHERE e.call_id = d.call_id AND e.kind = 'decision')
     AND NOT EXISTS (SELECT 1 FROM events e
       WHERE e.call_id = d.call_id AND e.kind = 'anomaly' AND e.seq < d.seq)
-    {decision_filters}";
+    {decision_filters} {call_filters}";
+
+/// `X` when it is valid JSON text, else NULL (so `json_tree` never fails on a damaged row).
+fn valid_json(expr: &str) -> String {
+    format!("(CASE WHEN json_valid(CAST({expr} AS TEXT)) THEN CAST({expr} AS TEXT) END)")
+}
 
 impl Store {
     /// Decided calls matching `query`, oldest first, one at a time.
@@ -237,9 +290,9 @@ impl Store {
         query: &AuditQuery,
         mut each: impl FnMut(CallSummary) -> Result<(), E>,
     ) -> Result<(), E> {
-        self.for_each_row(query, false, |entry| match entry {
-            CallEntry::Decided(call) => each(call),
-            CallEntry::Ungoverned(_) => Ok(()),
+        self.for_each_row(query, false, false, |entry| match entry {
+            Listed::Call(CallEntry::Decided(call)) => each(call),
+            _ => Ok(()),
         })
     }
 
@@ -247,16 +300,34 @@ impl Store {
     pub fn for_each_entry<E: From<StoreError>>(
         &self,
         query: &AuditQuery,
-        each: impl FnMut(CallEntry) -> Result<(), E>,
+        mut each: impl FnMut(CallEntry) -> Result<(), E>,
     ) -> Result<(), E> {
-        self.for_each_row(query, true, each)
+        self.for_each_row(query, true, false, |entry| match entry {
+            Listed::Call(call) => each(call),
+            Listed::Lifecycle(_) => Ok(()),
+        })
+    }
+
+    /// Every call matching `query`, and with `events` the lifecycle events
+    /// (prompts, session starts, stops) among them, in seq order, one at a
+    /// time: rows are read as they are handed on, in constant memory. A
+    /// filter only a call can match (tool, rule, action, approval, status,
+    /// call, anomalies) leaves the lifecycle events out.
+    pub fn for_each_listed<E: From<StoreError>>(
+        &self,
+        query: &AuditQuery,
+        events: bool,
+        each: impl FnMut(Listed) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.for_each_row(query, true, events, each)
     }
 
     fn for_each_row<E: From<StoreError>>(
         &self,
         query: &AuditQuery,
         ungoverned: bool,
-        mut each: impl FnMut(CallEntry) -> Result<(), E>,
+        lifecycle: bool,
+        mut each: impl FnMut(Listed) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut params: Vec<SqlValue> = Vec::new();
         let mut bind = |value: SqlValue| {
@@ -284,14 +355,40 @@ impl Store {
             decision_filters.push_str(&format!(" AND d.ts_us < {p}"));
         }
         let mut call_filters = String::new();
-        for (column, value) in [("c.approval", &query.approval), ("c.status", &query.status)] {
+        for (column, value) in [
+            ("call_approval", &query.approval),
+            ("call_status", &query.status),
+        ] {
             if let Some(value) = value {
                 let p = bind(SqlValue::Text(value.clone()));
                 call_filters.push_str(&format!(" AND {column} = {p}"));
             }
         }
         if query.anomalies {
-            call_filters.push_str(" AND (c.anomalies <> '[]' OR c.results > 1)");
+            call_filters.push_str(" AND (anomaly_kinds <> '[]' OR result_count > 1)");
+        }
+        if let Some(session) = &query.session {
+            let p = bind(SqlValue::Text(session.clone()));
+            call_filters.push_str(&format!(
+                " AND (CASE d.kind
+                     WHEN 'decision' THEN json_extract({}, '$.client.session_id')
+                     WHEN 'anomaly' THEN json_extract({}, '$.client.session_id')
+                     ELSE d.call_id END) = {p}",
+                valid_json("request_payload"),
+                valid_json("d.payload"),
+            ));
+        }
+        if let Some(grep) = &query.grep {
+            let p = bind(SqlValue::Text(grep.clone()));
+            call_filters.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM json_tree(
+                     CASE d.kind WHEN 'decision' THEN {} ELSE {} END,
+                     CASE d.kind WHEN 'decision' THEN '$.arguments'
+                       WHEN 'anomaly' THEN '$.client.input' ELSE '$.data' END) AS t
+                   WHERE t.atom IS NOT NULL AND instr(t.atom, {p}) > 0)",
+                valid_json("request_payload"),
+                valid_json("d.payload"),
+            ));
         }
         let limit = match query.limit {
             Some(n) => format!(
@@ -307,16 +404,33 @@ impl Store {
             && query.rule_id.is_none()
             && query.action.is_none()
             && query.approval.is_none();
+        let lifecycle = lifecycle && !query.selects_calls_only();
         let text = CALLS_SQL
             .replace(
                 "{ungoverned}",
                 if ungoverned { UNGOVERNED_ROWS } else { "" },
             )
+            .replace(
+                "{kinds}",
+                if lifecycle {
+                    "IN ('decision', 'lifecycle')"
+                } else {
+                    "= 'decision'"
+                },
+            )
+            .replace("{order}", if query.newest_first { "DESC" } else { "" })
             .replace("{anomalies}", ANOMALIES_OF_D)
             .replace("{decision_filters}", &decision_filters)
             .replace("{call_filters}", &call_filters)
             .replace("{limit}", &limit);
 
+        // A listing reads the log through SQLite's small page cache, not
+        // the memory map a full scan uses: a whole log's pages would
+        // otherwise count in the process's resident memory (~1 GB for a
+        // million events), while the rows are handed on one at a time.
+        self.conn
+            .pragma_update(None, "mmap_size", 0)
+            .map_err(sql("setting mmap_size"))?;
         let mut statement = self
             .conn
             .prepare_cached(&text)
@@ -331,7 +445,7 @@ impl Store {
         Ok(())
     }
 
-    fn summary(&self, row: &Row<'_>) -> Result<CallEntry, StoreError> {
+    fn summary(&self, row: &Row<'_>) -> Result<Listed, StoreError> {
         let read = |row: &Row<'_>| -> rusqlite::Result<_> {
             Ok((
                 row.get::<_, u64>(0)?,
@@ -375,19 +489,31 @@ impl Store {
                 })
             })
             .collect::<Result<_, _>>()?;
+        if kind == "lifecycle" {
+            let record = match EventBody::from_json("lifecycle", &payload).map_err(damaged)? {
+                EventBody::Lifecycle(record) => record,
+                _ => unreachable!("from_json(\"lifecycle\") returns a lifecycle record"),
+            };
+            return Ok(Listed::Lifecycle(LifecycleEntry {
+                seq,
+                session: call_id,
+                ts_us,
+                record,
+            }));
+        }
         if kind == "anomaly" {
             let anomaly = match EventBody::from_json("anomaly", &payload).map_err(damaged)? {
                 EventBody::Anomaly(a) => a,
                 _ => unreachable!("from_json(\"anomaly\") returns an anomaly"),
             };
-            return Ok(CallEntry::Ungoverned(UngovernedCall {
+            return Ok(Listed::Call(CallEntry::Ungoverned(UngovernedCall {
                 seq,
                 call_id: call_id.clone(),
                 ts_us,
                 tool: tool.unwrap_or_default(),
                 anomaly,
                 anomalies,
-            }));
+            })));
         }
         // Logs written before anomalies were recorded as such appended a
         // second result instead: it is shown as the anomaly it was.
@@ -412,7 +538,7 @@ impl Store {
         };
         let mut decision = decision;
         let parse_differs = decision.facts.restore(&request.arguments) == Some(false);
-        Ok(CallEntry::Decided(CallSummary {
+        Ok(Listed::Call(CallEntry::Decided(CallSummary {
             seq,
             call_id: call_id.clone(),
             ts_us,
@@ -423,7 +549,7 @@ impl Store {
             status,
             anomalies,
             parse_differs,
-        }))
+        })))
     }
 
     /// Calls matching `query`, oldest first.
@@ -678,8 +804,8 @@ impl Store {
     ///
     /// One ordered scan over request and decision rows (the two are always
     /// appended together), instead of an index lookup per call; filters on
-    /// the outcome (`approval`, `status`) or one `call_id` fall back to
-    /// `for_each_call`.
+    /// the outcome (`approval`, `status`), one `call_id`, a session, a text
+    /// in the arguments or newest-first order fall back to `for_each_call`.
     pub fn for_each_decided_call<E: From<StoreError>>(
         &self,
         query: &AuditQuery,
@@ -689,6 +815,9 @@ impl Store {
             || query.status.is_some()
             || query.call_id.is_some()
             || query.anomalies
+            || query.session.is_some()
+            || query.grep.is_some()
+            || query.newest_first
         {
             return self.for_each_call(query, |call| {
                 each(DecidedCall {

@@ -5,6 +5,7 @@
 //! decides which problem is reported when there are several. Never relies
 //! on the triggers.
 
+use rusqlite::OptionalExtension;
 use rusqlite::types::ValueRef;
 use serde::Serialize;
 
@@ -125,6 +126,9 @@ pub(crate) enum RowCheck {
     /// A column is not of its documented type (or its text is not UTF-8).
     Malformed { seq: i64, detail: String },
 }
+
+/// The newest rows `Store::check_recent` always reads.
+pub const RECENT_ROWS: u64 = 10_000;
 
 /// Rows per unit of work handed to a hashing thread.
 const CHUNK: i64 = 16_384;
@@ -425,6 +429,13 @@ impl Checker {
         self.rows
     }
 
+    /// A checker that starts after row `rows`, whose chain value is `previous`.
+    pub(crate) fn resume(previous: Hash, rows: u64) -> Self {
+        let mut checker = Self::new(previous, &[], false);
+        checker.rows = rows;
+        checker
+    }
+
     /// Checks the next row; a report when it is bad.
     pub(crate) fn row(&mut self, row: RowCheck) -> Option<VerifyReport> {
         let rows = self.rows;
@@ -577,7 +588,7 @@ impl Store {
             progress(checker.rows());
             None
         };
-        let stopped = self.scan(&mut check)?;
+        let stopped = self.scan(i64::MIN, &mut check)?;
         self.check_unchanged()?;
         let mut report = match stopped {
             Some(report) => report,
@@ -593,6 +604,92 @@ impl Store {
             });
         }
         Ok(finish(report))
+    }
+
+    /// A cheap check for a reading command: the log identity, the stored
+    /// checkpoint notes (parsed; no signature is checked), whether the log
+    /// still holds as many rows as the largest checkpoint vouches for, and
+    /// every row after that checkpoint and at least the newest
+    /// `RECENT_ROWS`, each against its leaf hash, its log id and the chain
+    /// value of the row before it. An `ok` report says nothing of older
+    /// rows (`verify` reads them all); its `rows` is the last seq checked.
+    pub fn check_recent(&self) -> Result<VerifyReport, StoreError> {
+        let identity = &self.identity;
+        let stored = self.stored_checkpoints()?;
+        if let Err(report) = check_notes(
+            &identity.origin,
+            &identity.log_id,
+            identity.format,
+            &identity.genesis,
+            None,
+            &stored,
+            &[],
+        ) {
+            return Ok(*report);
+        }
+        let vouched = stored.iter().filter_map(|c| c.size).max().map(|s| s as u64);
+        let last: Option<i64> = self
+            .conn
+            .query_row("SELECT max(seq) FROM events", [], |r| r.get(0))
+            .map_err(sql("sizing the log"))?;
+        let last = last.map_or(0, |seq| seq.max(0) as u64);
+        let tail = last.saturating_sub(RECENT_ROWS) + 1;
+        let start = match vouched {
+            Some(size) if last < size => {
+                return Ok(VerifyReport::bad(
+                    last,
+                    Some(last + 1),
+                    Problem::CheckpointTruncated,
+                    format!(
+                        "a stored checkpoint vouches for {size} rows but the log ends at seq {last}"
+                    ),
+                ));
+            }
+            Some(size) => (size + 1).min(tail),
+            None => tail,
+        };
+        let previous: Hash = if start == 1 {
+            identity.genesis
+        } else {
+            let before = start - 1;
+            let chain: Option<Vec<u8>> = self
+                .conn
+                .query_row(
+                    "SELECT chain FROM events WHERE seq = ?1",
+                    [before as i64],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql("reading a chain value"))?;
+            match chain.as_deref().map(<Hash>::try_from) {
+                Some(Ok(hash)) => hash,
+                Some(Err(_)) => {
+                    return Ok(VerifyReport::bad(
+                        before - 1,
+                        Some(before),
+                        Problem::ContentMismatch,
+                        format!("seq {before}: its chain value is not 32 bytes"),
+                    ));
+                }
+                None => {
+                    return Ok(VerifyReport::bad(
+                        before - 1,
+                        Some(before),
+                        Problem::SeqGap,
+                        format!("seq {before} is missing"),
+                    ));
+                }
+            }
+        };
+        let mut checker = Checker::resume(previous, start - 1);
+        let mut check = |chunk: Vec<RowCheck>| -> Option<VerifyReport> {
+            chunk.into_iter().find_map(|row| checker.row(row))
+        };
+        let stopped = self.scan(start as i64, &mut check)?;
+        Ok(match stopped {
+            Some(report) => report,
+            None => checker.finish(&[], None),
+        })
     }
 
     /// The checkpoints stored in the database, by id, with their columns as stored.
@@ -649,7 +746,6 @@ impl Store {
 
     /// The policy text recorded under `digest`, told apart from a missing or an edited one.
     pub fn recorded_policy(&self, digest: &str) -> Result<PolicyText, StoreError> {
-        use rusqlite::OptionalExtension;
         let source: Option<Option<String>> = self
             .conn
             .query_row(
@@ -676,13 +772,16 @@ impl Store {
     /// link check stays in order on the calling thread.
     fn scan(
         &self,
+        from: i64,
         check: &mut dyn FnMut(Vec<RowCheck>) -> Option<VerifyReport>,
     ) -> Result<Option<VerifyReport>, StoreError> {
         let (lo, hi, count): (Option<i64>, Option<i64>, i64) = self
             .conn
-            .query_row("SELECT min(seq), max(seq), count(*) FROM events", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
+            .query_row(
+                "SELECT min(seq), max(seq), count(*) FROM events WHERE seq >= ?1",
+                [from],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
             .map_err(sql("sizing the log"))?;
         let (Some(lo), Some(hi)) = (lo, hi) else {
             return Ok(None);
@@ -861,6 +960,63 @@ mod tests {
             .unwrap();
         assert_eq!(report.problem, Some(Problem::SeqGap));
         assert_eq!(report.first_bad_seq, Some(30_000));
+    }
+
+    #[test]
+    fn check_recent_reads_the_newest_rows_and_those_after_the_checkpoint() {
+        let n = RECENT_ROWS as usize + 2_000;
+        let (dir, store) = store_with(n);
+        assert!(store.check_recent().unwrap().ok);
+        let raw = rusqlite::Connection::open(dir.path().join("a.db")).unwrap();
+        raw.execute_batch(
+            "DROP TRIGGER events_no_update; UPDATE events SET ts_us = ts_us + 1 WHERE seq = 5;",
+        )
+        .unwrap();
+        // Older than the newest RECENT_ROWS, no checkpoint: left to `verify`.
+        let report = store.check_recent().unwrap();
+        assert!(report.ok, "{report:?}");
+        assert_eq!(report.rows, n as u64);
+        assert!(
+            !store
+                .verify(&VerifyOptions::default(), &mut |_| {})
+                .unwrap()
+                .ok
+        );
+        // Among the newest rows: found, by seq.
+        raw.execute_batch("UPDATE events SET ts_us = ts_us + 1 WHERE seq = 11000;")
+            .unwrap();
+        let report = store.check_recent().unwrap();
+        assert_eq!(report.problem, Some(Problem::ContentMismatch));
+        assert_eq!(report.first_bad_seq, Some(11_000));
+        // A checkpoint at 3: every row after it is read, however many.
+        raw.execute_batch("UPDATE events SET ts_us = ts_us - 1 WHERE seq IN (5, 11000);")
+            .unwrap();
+        let key = crate::checkpoint::SigningKey::generate("t").unwrap();
+        let mut small = Store::open(&dir.path().join("b.db"), Durability::Normal).unwrap();
+        let events: Vec<Event> = (0..3)
+            .map(|i| {
+                Event::now(
+                    "s",
+                    None,
+                    EventBody::Lifecycle(LifecycleRecord {
+                        event: "Stop".into(),
+                        data: serde_json::json!({ "i": i }),
+                    }),
+                )
+            })
+            .collect();
+        small.append(&events).unwrap();
+        small.checkpoint(&key).unwrap().unwrap();
+        let more: Vec<Event> = (0..n).map(|_| events[0].clone()).collect();
+        small.append(&more).unwrap();
+        let raw_small = rusqlite::Connection::open(dir.path().join("b.db")).unwrap();
+        raw_small
+            .execute_batch(
+                "DROP TRIGGER events_no_update; UPDATE events SET ts_us = ts_us + 1 WHERE seq = 5;",
+            )
+            .unwrap();
+        let report = small.check_recent().unwrap();
+        assert_eq!(report.first_bad_seq, Some(5), "{report:?}");
     }
 
     #[test]
