@@ -71,8 +71,13 @@ impl Sandbox {
     /// not the repository) as its current directory; no arguments yet.
     pub fn bare(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gavel"));
+        // `COLUMNS` makes tables fit a width: tests that want one set it.
         cmd.env_remove("GAVEL_POLICY")
             .env_remove("GAVEL_DB")
+            .env_remove("COLUMNS")
+            .env_remove("GAVEL_BASH_TIMEOUT")
+            .env_remove("GAVEL_MAX_OUTPUT_BYTES")
+            .env_remove("GAVEL_MAX_ARGUMENT_BYTES")
             .current_dir(&self.root);
         cmd
     }
