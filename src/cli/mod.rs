@@ -264,7 +264,10 @@ fn parse() -> Cli {
         .filter(|arg| arg.is_global_set())
         .cloned()
         .collect();
-    hide_inapplicable(&mut command, "", &globals);
+    // Only the commands named on the command line are parsed or described,
+    // so only they get their copies (building all of them costs every call).
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    hide_inapplicable(&mut command, "", &globals, &words);
     let matches = command.get_matches();
     <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
 }
@@ -272,8 +275,16 @@ fn parse() -> Cli {
 /// Gives every subcommand its own copy of each global option, hidden where
 /// it does not apply; clap then propagates nothing over these copies, and
 /// still shares their values across levels since they stay global.
-fn hide_inapplicable(command: &mut clap::Command, parent: &str, globals: &[clap::Arg]) {
+fn hide_inapplicable(
+    command: &mut clap::Command,
+    parent: &str,
+    globals: &[clap::Arg],
+    words: &[String],
+) {
     for sub in command.get_subcommands_mut() {
+        if !words.iter().any(|w| w == sub.get_name()) {
+            continue;
+        }
         let path = format!("{parent}{}", sub.get_name());
         let hidden = NOT_APPLICABLE
             .iter()
@@ -284,7 +295,7 @@ fn hide_inapplicable(command: &mut clap::Command, parent: &str, globals: &[clap:
             let hide = hidden.iter().any(|id| global.get_id() == *id);
             owned = owned.arg(global.clone().hide(hide));
         }
-        hide_inapplicable(&mut owned, &format!("{path} "), globals);
+        hide_inapplicable(&mut owned, &format!("{path} "), globals, words);
         *sub = owned;
     }
 }
