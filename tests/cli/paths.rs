@@ -4,7 +4,6 @@
 //! could match, blank commands, and decision time on huge paths.
 
 use std::os::unix::fs::symlink;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -283,9 +282,10 @@ fn many_files(count: usize) -> String {
 }
 
 /// Through the library: a single argument this large cannot be passed to a
-/// process (`MAX_ARG_STRLEN`).
+/// process (`MAX_ARG_STRLEN`). How long these take is measured by the
+/// criterion bench (`bench/benches/scaling.rs`), not here.
 #[test]
-fn huge_paths_decide_quickly() {
+fn huge_paths_and_patterns_are_decided_and_never_allowed() {
     let sandbox = Sandbox::new();
     let workspace = Workspace::open(&sandbox.ws).unwrap();
     let policy = Policy::builtin();
@@ -311,16 +311,11 @@ fn huge_paths_decide_quickly() {
         ),
     ] {
         let request = ToolRequest::new("t", tool, arguments);
-        let started = Instant::now();
         let decision = policy.decide(&request, &workspace.facts(&request));
-        let took = started.elapsed();
-        assert!(took < Duration::from_secs(3), "{tool}: {took:?}");
         assert_ne!(decision.action, Action::Allow, "{tool}");
     }
-    // Many wildcard parts that match nothing: allowed, and quick.
+    // Many wildcard parts that match nothing: allowed.
     let request = ToolRequest::new("t", "glob", json!({ "pattern": "*/".repeat(400_000) }));
-    let started = Instant::now();
     let decision = policy.decide(&request, &workspace.facts(&request));
-    assert!(started.elapsed() < Duration::from_secs(3));
     assert_eq!(decision.rule_id, "path.read_allow");
 }
