@@ -270,6 +270,13 @@ fn no_raw_secret_is_stored_and_decisions_are_unchanged() {
         "{request}"
     );
 
+    // Every Claude Code completion matched its redacted request: no anomaly.
+    let anomalies = json_lines(&run_expecting(
+        &mut redacted.gavel(&["log", "--anomalies", "--json"]),
+        0,
+    ));
+    assert!(anomalies.is_empty(), "{anomalies:#?}");
+
     // Replay under the recording policy: nothing changes.
     let out = redacted
         .gavel(&["replay", "--policy", &redacted_policy, "--json"])
