@@ -146,6 +146,32 @@ pub struct DriftReport {
     /// With recorded facts: calls whose long command (its parse recorded by
     /// digest) parses differently now; they were re-decided on today's parse.
     pub parse_differs: u64,
+    /// Calls whose stored request had secrets redacted and whose decision
+    /// came out different: it cannot be told whether the policy or the
+    /// redaction moved it, so they are counted here, never as drift.
+    pub redacted: u64,
+    /// Them (all, or the first few when only examples are kept), with why.
+    pub redacted_calls: Vec<RedactedCall>,
+}
+
+/// A call counted under `redacted` instead of drift.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RedactedCall {
+    pub call_id: String,
+    pub tool: String,
+    pub from: Verdict,
+    pub to: Verdict,
+    pub why: String,
+}
+
+/// Whether `value` holds a redaction marker (`«redacted:`) in a string.
+pub fn holds_redaction(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains("«redacted:"),
+        Value::Array(items) => items.iter().any(holds_redaction),
+        Value::Object(map) => map.values().any(holds_redaction),
+        _ => false,
+    }
 }
 
 /// How many call ids a transition keeps.
@@ -168,6 +194,8 @@ pub struct DriftBuilder {
     recorded: Vec<String>,
     total: u64,
     reason_changed: u64,
+    redacted: Vec<RedactedCall>,
+    redacted_count: u64,
     kept: Kept,
     groups: HashMap<(Verdict, Verdict), Group>,
 }
@@ -194,6 +222,8 @@ impl DriftBuilder {
             recorded: Vec::new(),
             total: 0,
             reason_changed: 0,
+            redacted: Vec::new(),
+            redacted_count: 0,
             groups: HashMap::new(),
         }
     }
@@ -201,6 +231,33 @@ impl DriftBuilder {
     /// Adds one call: what was recorded and what the current policy says.
     pub fn add(&mut self, call_id: &str, recorded: &Decision, now: &Decision) {
         self.add_call(call_id, "", &Value::Null, recorded, now);
+    }
+
+    /// Adds one call whose decision moved but whose stored request was
+    /// redacted: counted apart, not as drift.
+    pub fn add_redacted(&mut self, call_id: &str, tool: &str, recorded: &Decision, now: &Decision) {
+        self.total += 1;
+        if !self.recorded.contains(&recorded.policy.digest) {
+            self.recorded.push(recorded.policy.digest.clone());
+        }
+        self.redacted_count += 1;
+        if self.kept.allows(self.redacted.len()) {
+            self.redacted.push(RedactedCall {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                from: Verdict {
+                    action: recorded.action,
+                    rule_id: recorded.rule_id.clone(),
+                },
+                to: Verdict {
+                    action: now.action,
+                    rule_id: now.rule_id.clone(),
+                },
+                why: "its request was stored with secrets redacted, and the redacted request \
+                      decides differently: it cannot be re-decided exactly"
+                    .to_owned(),
+            });
+        }
     }
 
     /// Adds one call with its tool and arguments; returns the change when
@@ -290,7 +347,7 @@ impl DriftBuilder {
         let changed = loosened + tightened + rerouted;
         DriftReport {
             total: self.total,
-            unchanged: self.total - changed,
+            unchanged: self.total - changed - self.redacted_count,
             changed,
             loosened,
             tightened,
@@ -305,6 +362,8 @@ impl DriftBuilder {
             anomalies: 0,
             anomaly_calls: Vec::new(),
             parse_differs: 0,
+            redacted: self.redacted_count,
+            redacted_calls: self.redacted,
         }
     }
 }
@@ -389,7 +448,25 @@ pub fn replay_calls<E: From<StoreError>>(
             reason: call.decision.reason,
             policy: call.decision.policy,
         };
-        if let Some(change) = drift.add_call(
+        // Only a moved decision is looked at for markers: the common case
+        // costs nothing.
+        let moved = direction(
+            &Verdict {
+                action: recorded.action,
+                rule_id: recorded.rule_id.clone(),
+            },
+            &Verdict {
+                action: now.action,
+                rule_id: now.rule_id.clone(),
+            },
+        )
+        .is_some();
+        if moved
+            && (holds_redaction(&call.request.arguments)
+                || serde_json::to_value(&call.decision.facts).is_ok_and(|f| holds_redaction(&f)))
+        {
+            drift.add_redacted(&call.call_id, &call.tool, &recorded, &now);
+        } else if let Some(change) = drift.add_call(
             &call.call_id,
             &call.tool,
             &call.request.arguments,

@@ -146,6 +146,7 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
             let policy = global.policy(&workspace)?;
             let mut store = global.open_store()?;
             store.remember_policy(&policy)?;
+            store.set_redaction(policy.redaction());
             let request = claude_code::to_request(tool, &session.cwd);
             // The mapped arguments carry the input's content: a large input
             // is not kept twice, only bound by its digest.
@@ -172,6 +173,7 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
         }
         HookInput::PostToolUse { tool, .. } | HookInput::PostToolUseFailure { tool, .. } => {
             let mut store = global.open_store()?;
+            redaction_from_policy(&global, &workspace, &mut store);
             complete(
                 &mut store,
                 &input,
@@ -181,6 +183,7 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
         }
         HookInput::Other { session, .. } => {
             let mut store = global.open_store()?;
+            redaction_from_policy(&global, &workspace, &mut store);
             let record = claude_code::lifecycle(&input);
             store.append(&[Event::now(
                 &session.session_id,
@@ -190,6 +193,15 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Applies the policy's `[redact]` settings to `store`; a policy that does
+/// not load leaves the built-in redaction on (the safe side) and is
+/// reported by the next `PreToolUse`.
+fn redaction_from_policy(global: &Global, workspace: &gavel::Workspace, store: &mut Store) {
+    if let Ok(policy) = global.policy(workspace) {
+        store.set_redaction(policy.redaction());
+    }
 }
 
 /// Appends the result of a call Claude Code ran to the call recorded at
@@ -202,8 +214,9 @@ fn complete(
 ) -> anyhow::Result<()> {
     // Read and append in one transaction, so two reports of one call cannot
     // both complete it.
+    let redactor = store.redactor().cloned();
     store.append_for_call(call_id, |events| {
-        completion(input, call_id, events, max_input_bytes)
+        completion(input, call_id, events, max_input_bytes, redactor.as_ref())
     })?;
     Ok(())
 }
@@ -223,6 +236,7 @@ fn completion(
     call_id: &str,
     events: &[StoredEvent],
     max_input_bytes: u64,
+    redactor: Option<&gavel::redact::Redactor>,
 ) -> Vec<Event> {
     let (session, tool) = match input {
         HookInput::PostToolUse { session, tool, .. }
@@ -275,8 +289,18 @@ fn completion(
             _ => None,
         }
     });
-    let mismatched =
-        claude_code::binding_mismatch(recorded.as_ref().and_then(|r| r.client.as_ref()), &client);
+    let recorded_client = recorded.as_ref().and_then(|r| r.client.as_ref());
+    let mut mismatched = claude_code::binding_mismatch(recorded_client, &client);
+    // The recorded input had its secrets redacted before it was stored: the
+    // completion's input, redacted with the same key, is compared with it.
+    if mismatched.iter().any(|m| m == "input")
+        && let Some(redactor) = redactor
+    {
+        let mut redacted = client.clone();
+        if redacted.input_sha256.is_none() && redactor.redact_value(&mut redacted.input) > 0 {
+            mismatched = claude_code::binding_mismatch(recorded_client, &redacted);
+        }
+    }
     if !mismatched.is_empty() {
         return anomaly(
             AnomalyKind::CompletionMismatch,

@@ -183,6 +183,18 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
             report.parse_differs
         ))?;
     }
+    if report.redacted > 0 {
+        let ids: Vec<&str> = report
+            .redacted_calls
+            .iter()
+            .map(|c| c.call_id.as_str())
+            .collect();
+        render::line(&format!(
+            "  {} call(s) counted apart as redacted, not drift: their requests were stored with secrets redacted and decide differently redacted, so they cannot be re-decided exactly (e.g. {})",
+            report.redacted,
+            render::escape(&ids.join(", "))
+        ))?;
+    }
     if report.anomalies > 0 {
         render::line(&format!(
             "!! {} call(s) with anomalies in this range (not replayed as such: a tool ran outside what gavel decided), e.g. {}; `gavel audit` lists them",

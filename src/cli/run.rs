@@ -74,6 +74,7 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
     let mut approver = approver(&args);
     let mut store = global.open_store()?;
     store.remember_policy(runner.policy())?;
+    store.set_redaction(runner.policy().redaction());
     let outcome = runner
         .run(&call_id, &request, None, approver.as_mut(), &mut store)
         .map_err(|err| match err.0.downcast_ref::<StoreError>() {

@@ -48,6 +48,7 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     let policy = global.policy(&workspace)?;
     let mut store = global.open_store()?;
     store.remember_policy(&policy)?;
+    store.set_redaction(policy.redaction());
     let context = args.limits.context(&workspace);
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
         .with_max_argument_bytes(global.max_argument_bytes)

@@ -177,6 +177,30 @@ pub(super) enum Examples {
     Skip,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RedactFile {
+    enabled: Option<bool>,
+    patterns: Option<Vec<String>>,
+    keep_tools: Option<Vec<String>>,
+}
+
+/// The `[redact]` table: `enabled`, extra `patterns` (regexes, checked
+/// here), and `keep_tools` whose calls are stored whole.
+fn parse_redact(value: toml::Value) -> Result<super::RedactSettings, String> {
+    let spec = RedactFile::deserialize(value).map_err(|e| format!("[redact]: {}", e.message()))?;
+    let patterns = spec.patterns.unwrap_or_default();
+    for pattern in &patterns {
+        regex::Regex::new(pattern)
+            .map_err(|e| format!("[redact]: pattern `{pattern}` is not a valid regex: {e}"))?;
+    }
+    Ok(super::RedactSettings {
+        enabled: spec.enabled.unwrap_or(true),
+        patterns,
+        keep_tools: spec.keep_tools.unwrap_or_default(),
+    })
+}
+
 pub(super) fn parse(
     text: &str,
     origin: &str,
@@ -199,6 +223,7 @@ pub(super) fn parse(
 
     let mut name = None;
     let mut raw_rules = Vec::new();
+    let mut redact = super::RedactSettings::default();
     for (key, value) in table {
         match (key.as_str(), value) {
             ("name", toml::Value::String(s)) if !s.trim().is_empty() => name = Some(s),
@@ -206,6 +231,7 @@ pub(super) fn parse(
             ("description", toml::Value::String(_)) => {}
             ("rules", toml::Value::Array(rules)) => raw_rules = rules,
             ("rules", _) => return Err(file_error("`rules` must be an array of tables".into())),
+            ("redact", value) => redact = parse_redact(value).map_err(file_error)?,
             (other, _) => return Err(file_error(format!("unknown key `{other}`"))),
         }
     }
@@ -243,6 +269,7 @@ pub(super) fn parse(
         },
         source: text.to_owned(),
         rules,
+        redact,
     })
 }
 

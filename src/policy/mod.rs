@@ -96,6 +96,30 @@ pub struct Policy {
     reference: PolicyRef,
     source: String,
     rules: Vec<Rule>,
+    redact: RedactSettings,
+}
+
+/// What a policy's `[redact]` table asks of the record: plain settings,
+/// applied by the store (`docs/record-format.md`, "Redaction").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedactSettings {
+    /// `false` keeps every byte (for logs that must keep everything).
+    pub enabled: bool,
+    /// Extra regexes, checked when the policy is loaded; a match (or its
+    /// group `s`) is redacted with kind `policy`.
+    pub patterns: Vec<String>,
+    /// Tools whose calls are stored without redaction.
+    pub keep_tools: Vec<String>,
+}
+
+impl Default for RedactSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            patterns: Vec::new(),
+            keep_tools: Vec::new(),
+        }
+    }
 }
 
 impl Policy {
@@ -136,6 +160,11 @@ impl Policy {
 
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// The policy's `[redact]` settings.
+    pub fn redaction(&self) -> &RedactSettings {
+        &self.redact
     }
 
     /// Decides `request` given `facts`. Pure: no prompt, no I/O.

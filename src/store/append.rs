@@ -75,7 +75,14 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("starting an append"))?;
-        let seq = insert_all(&tx, &self.identity, &self.path, events)?;
+        let seq = insert_all(
+            &tx,
+            &self.identity,
+            &self.path,
+            self.redactor.as_ref(),
+            &mut self.secrets,
+            events,
+        )?;
         tx.commit().map_err(sql("committing an append"))?;
         Ok(seq)
     }
@@ -105,7 +112,14 @@ impl Store {
                 .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
                 .map_err(sql("reading a call's events"))?
         };
-        let seq = insert_all(&tx, &self.identity, &self.path, &build(&existing))?;
+        let seq = insert_all(
+            &tx,
+            &self.identity,
+            &self.path,
+            self.redactor.as_ref(),
+            &mut self.secrets,
+            &build(&existing),
+        )?;
         tx.commit().map_err(sql("committing an append"))?;
         Ok(seq)
     }
@@ -116,6 +130,8 @@ fn insert_all(
     tx: &rusqlite::Transaction<'_>,
     identity: &super::LogIdentity,
     path: &std::path::Path,
+    redactor: Option<&crate::redact::Redactor>,
+    secrets: &mut super::RecentSecrets,
     events: &[Event],
 ) -> Result<u64, StoreError> {
     let log_id = &identity.log_id;
@@ -144,6 +160,9 @@ fn insert_all(
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )
             .map_err(sql("preparing an insert"))?;
+        // Secrets are taken out before hashing: what is stored and chained
+        // is the redacted payload (docs/record-format.md, "Redaction").
+        let mut redacted = redact_batch(redactor, secrets, events).into_iter();
         for event in events {
             if matches!(event.body, EventBody::Request(_))
                 && exists
@@ -155,7 +174,10 @@ fn insert_all(
                 });
             }
             seq += 1;
-            let payload = event.body.to_json();
+            let payload = match redacted.next().flatten() {
+                Some(payload) => payload,
+                None => event.body.to_json(),
+            };
             let typed = columns(&event.body);
             let fields = EventFields {
                 seq,
@@ -194,7 +216,37 @@ fn insert_all(
     Ok(seq)
 }
 
-impl Store {}
+/// The stored payload of each event of a batch, redacted; `None` where it
+/// is stored as serialized (no redactor, or a tool the policy keeps whole).
+fn redact_batch(
+    redactor: Option<&crate::redact::Redactor>,
+    secrets: &mut super::RecentSecrets,
+    events: &[Event],
+) -> Vec<Option<Vec<u8>>> {
+    let Some(redactor) = redactor.filter(|r| !r.settings().disabled) else {
+        return vec![None; events.len()];
+    };
+    let kept: Vec<bool> = events
+        .iter()
+        .map(|e| redactor.settings().keeps(e.tool.as_deref()))
+        .collect();
+    let payloads = events
+        .iter()
+        .zip(&kept)
+        .map(|(e, kept)| (!kept).then(|| e.body.to_json()))
+        .collect();
+    // Secrets found earlier in this process for these calls (a result
+    // quoting a command in another form than its request) are taken out too.
+    let calls: Vec<&str> = events.iter().map(|e| e.call_id.as_str()).collect();
+    let mut found = secrets.take(&calls);
+    let redacted = redactor.redact_batch(payloads, &mut found);
+    secrets.keep(&calls, found);
+    redacted
+        .into_iter()
+        .zip(kept)
+        .map(|((payload, _), kept)| (!kept).then_some(payload))
+        .collect()
+}
 
 impl AuditSink for Store {
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {

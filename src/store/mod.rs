@@ -77,6 +77,13 @@ pub enum StoreError {
     Damaged { path: String, detail: String },
     #[error("the system gave no randomness for a new log id: {detail}")]
     Randomness { detail: String },
+    #[error("cannot read or create the redaction key `{path}`: {source}")]
+    RedactKey {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("the redaction key `{path}` is malformed: it must hold 64 hex digits")]
+    RedactKeyMalformed { path: String },
     #[error("cannot sign a checkpoint: {detail}")]
     Sign { detail: String },
     #[error("audit database `{path}` has no log identity: its `log_meta` row was deleted")]
@@ -164,6 +171,62 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
+}
+
+/// The path of the redaction key of the database at `path` (`audit.db.redact-key`).
+pub fn redact_key_path(path: &Path) -> PathBuf {
+    sibling(path, ".redact-key")
+}
+
+fn random_key() -> Result<[u8; 32], StoreError> {
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|err| StoreError::Randomness {
+        detail: err.to_string(),
+    })?;
+    Ok(key)
+}
+
+/// Reads the redaction key kept beside the database at `path`, creating it
+/// (mode 0600, 32 random bytes as hex) on first use. It is never part of the
+/// chain: without it a redaction tag cannot be linked to a guessed secret.
+fn redact_key(path: &Path) -> Result<[u8; 32], StoreError> {
+    use std::io::Write;
+    let key_path = redact_key_path(path);
+    let display = key_path.display().to_string();
+    let io = |source| StoreError::RedactKey {
+        path: display.clone(),
+        source,
+    };
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&key_path)
+    {
+        Ok(mut file) => {
+            let key = random_key()?;
+            file.write_all(crate::digest::hex(&key).as_bytes())
+                .and_then(|()| file.sync_all())
+                .map_err(io)?;
+            return Ok(key);
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(io(err)),
+    }
+    // Another gavel may be writing it right now: a short file is retried.
+    for _ in 0..50 {
+        let text = std::fs::read_to_string(&key_path).map_err(io)?;
+        if let Some(key) =
+            crate::digest::unhex(text.trim()).and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+        {
+            return Ok(key);
+        }
+        if text.trim().len() >= 64 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(StoreError::RedactKeyMalformed { path: display })
 }
 
 /// Creates a new gavel database at `path`, whole: it is initialized under a
@@ -383,6 +446,46 @@ pub struct Store {
     immutable: Option<Option<(u64, std::time::SystemTime)>>,
     /// The read lock that keeps an immutable read consistent, held until drop.
     _read_lock: Option<std::fs::File>,
+    /// Redacts payloads before they are hashed; `None` for a read-only store.
+    redactor: Option<crate::redact::Redactor>,
+    /// Secrets found in the calls this process appended lately.
+    secrets: RecentSecrets,
+}
+
+/// The secrets found in the events of recent calls, by call id, so that a
+/// later event of the same call (its result) has them taken out even where
+/// it quotes them in another form. Bounded; held in memory only.
+#[derive(Debug, Default)]
+pub(crate) struct RecentSecrets {
+    by_call: std::collections::HashMap<String, Vec<(String, String)>>,
+}
+
+impl RecentSecrets {
+    const MAX_CALLS: usize = 1024;
+
+    /// The secrets known for any of `calls`.
+    fn take(&self, calls: &[&str]) -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        for call in calls {
+            if let Some(secrets) = self.by_call.get(*call) {
+                found.extend(secrets.iter().cloned());
+            }
+        }
+        found
+    }
+
+    /// Remembers `found` for each of `calls` (only when anything was found).
+    fn keep(&mut self, calls: &[&str], found: Vec<(String, String)>) {
+        if found.is_empty() {
+            return;
+        }
+        if self.by_call.len() >= Self::MAX_CALLS {
+            self.by_call.clear();
+        }
+        for call in calls {
+            self.by_call.insert((*call).to_owned(), found.clone());
+        }
+    }
 }
 
 impl Store {
@@ -426,6 +529,7 @@ impl Store {
         })?;
         let mut store = Self::prepare(conn, path, Some(durability), false)?;
         store.tightened = tightened;
+        store.redactor = Some(crate::redact::Redactor::new(redact_key(path)?));
         Ok(store)
     }
 
@@ -509,7 +613,22 @@ impl Store {
             path: ":memory:".into(),
             source,
         })?;
-        Self::prepare(conn, Path::new(":memory:"), Some(Durability::Normal), true)
+        let mut store = Self::prepare(conn, Path::new(":memory:"), Some(Durability::Normal), true)?;
+        store.redactor = Some(crate::redact::Redactor::new(random_key()?));
+        Ok(store)
+    }
+
+    /// The redactor this store applies before hashing (`None` when read-only).
+    pub fn redactor(&self) -> Option<&crate::redact::Redactor> {
+        self.redactor.as_ref()
+    }
+
+    /// Applies a policy's `[redact]` settings to what is appended from now on.
+    pub fn set_redaction(&mut self, settings: &crate::policy::RedactSettings) {
+        if let Some(redactor) = self.redactor.take() {
+            self.redactor =
+                Some(redactor.with_settings(crate::redact::Settings::from_policy(settings)));
+        }
     }
 
     /// Checks the file is ours, migrates it (when writable) and reads the
@@ -551,6 +670,8 @@ impl Store {
             tightened: Vec::new(),
             immutable: None,
             _read_lock: None,
+            redactor: None,
+            secrets: RecentSecrets::default(),
         })
     }
 

@@ -12,6 +12,7 @@ mod paths;
 mod pipeline;
 mod policy;
 mod query;
+mod redact;
 mod replay;
 mod reviewer;
 mod run;

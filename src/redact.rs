@@ -1,0 +1,620 @@
+//! Redaction of secrets before a record is hashed: what the audit log
+//! keeps instead of an API key, a token, a password or a private key.
+//!
+//! Pure: no I/O. The caller owns the per-log key (kept outside the chain,
+//! see `docs/record-format.md`) and hands it in. Each secret is replaced by
+//! `«redacted:KIND:TAG»`, where TAG is the first 6 bytes (12 hex digits) of
+//! HMAC-SHA256(key, secret): equal secrets in one log get equal tags, and a
+//! tag does not reveal its secret without the key. Every detector is a
+//! `regex` (finite automata, linear in the input), built once.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Shannon entropy (bits per character) at or above which a long token
+/// with mixed letters and digits is taken for a secret. Hex digests (at
+/// most 4 bits per character) stay below it.
+pub const ENTROPY_THRESHOLD: f64 = 4.5;
+
+/// The shortest token the entropy detector looks at.
+pub const ENTROPY_MIN_LEN: usize = 32;
+
+/// One detector: a kind and a pattern whose named group `s` (or, when it
+/// did not take part, `q`, then `d`) is the secret; without such groups the
+/// whole match is.
+struct Detector {
+    kind: &'static str,
+    regex: Regex,
+}
+
+const BUILT_IN: &[(&str, &str)] = &[
+    (
+        "private_key",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)",
+    ),
+    (
+        "aws_access_key",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b",
+    ),
+    ("gcp_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("gcp_oauth_token", r"\bya29\.[0-9A-Za-z_\-]{20,}"),
+    (
+        "github_token",
+        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}",
+    ),
+    ("github_token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
+    (
+        "gitlab_token",
+        r"\b(?:glpat|gldt|glptt|glrt|glsoat)-[A-Za-z0-9_\-]{20,}",
+    ),
+    ("slack_token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"),
+    (
+        "slack_webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+",
+    ),
+    (
+        "stripe_key",
+        r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",
+    ),
+    ("stripe_key", r"\bwhsec_[A-Za-z0-9]{24,}"),
+    ("openai_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{32,}"),
+    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("pypi_token", r"\bpypi-[A-Za-z0-9_\-]{50,}"),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
+    ),
+    (
+        "azure_key",
+        r"(?i)\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*(?P<s>[A-Za-z0-9+/=%]{20,})",
+    ),
+    ("azure_sas", r"[?&]sig=(?P<s>[A-Za-z0-9%+/=]{20,})"),
+    (
+        "auth_header",
+        r#"(?i)\b(?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token|digest|negotiate|apikey)\s+)?(?P<s>[^\s"'\\]+)"#,
+    ),
+    (
+        "auth_header",
+        r#"(?i)\b(?:x-api-key|api-key|x-auth-token|x-access-token|private-token|x-goog-api-key)\s*:\s*(?P<s>[^\s"'\\]+)"#,
+    ),
+    (
+        "cookie",
+        r#"(?i)\b(?:set-)?cookie\s*:\s*(?P<s>[^\r\n"'\\]+)"#,
+    ),
+    (
+        "url_credentials",
+        r#"\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@"'«]*:(?P<s>[^@\s/"'«]+)@"#,
+    ),
+    (
+        "credential_flag",
+        r#"(?i)(?:^|\s)--?(?:password|passwd|pass|pwd|token|secret|api-?key|access-?key|secret-?key|auth-?token|client-?secret|private-?key)(?:=|\s+)(?:\\?"(?P<q>[^"\\\n]+)\\?"|'(?P<d>[^'\n]*)'|(?P<s>[^\s"'`«\\]+))"#,
+    ),
+    (
+        "credential_flag",
+        r#"(?:^|\s)(?:-u|--user)\s+[^\s:"']+:(?P<s>[^\s"'«]+)"#,
+    ),
+    (
+        "netrc",
+        r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?P<s>\S+)",
+    ),
+    (
+        "env_line",
+        r#"(?m)(?:^|\\n)[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*(?:SECRET|TOKEN|PASS|AUTH|CREDENTIAL|PRIVATE|_KEY|APIKEY)[A-Za-z0-9_]*[ \t]*=[ \t]*(?:\\?"(?P<q>[^"\\\n]+)\\?"|'(?P<d>[^'\n]*)'|(?P<s>[^\s`«\\"]+))"#,
+    ),
+    (
+        "assignment",
+        r#"(?i)\b(?:[A-Za-z0-9_.\-]*[_.\-])?(?:key|token|secret|password|passwd|pwd|credentials?|api_?key|access_?key|secret_?key|private_?key|client_?secret|auth)\\?["']?\s*[=:]\s*(?:\\?"(?P<q>[^"\\\n]+)\\?"|'(?P<d>[^'\n]*)'|(?P<s>[^\s"'&;|,)}`«\\]+))"#,
+    ),
+];
+
+static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
+    BUILT_IN
+        .iter()
+        .filter_map(|(kind, pattern)| {
+            // The patterns are constants checked by a unit test; a bad one
+            // is left out rather than taking the process down.
+            Regex::new(pattern)
+                .ok()
+                .map(|regex| Detector { kind, regex })
+        })
+        .collect()
+});
+
+static TOKEN: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_=\-]{32,}").ok());
+
+static MARKER: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"«redacted:[a-z_]+:[0-9a-f]{12}»").ok());
+
+/// The shortest secret replaced wherever it occurs again in a payload.
+const KNOWN_MIN_LEN: usize = 6;
+
+/// The secrets found, each with the parts that may be stored apart (the
+/// lines of a private key), longest first, so a longer secret is replaced
+/// before a shorter one inside it.
+fn known(found: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut known: Vec<(String, String)> = Vec::new();
+    for (kind, secret) in found {
+        if kind == "private_key" {
+            for part in secret.split(|c: char| c.is_whitespace() || c == '\\') {
+                let part = part.trim_start_matches('n');
+                if part.len() >= 16 && !part.starts_with("-----") {
+                    known.push((kind.clone(), part.to_owned()));
+                }
+            }
+        }
+        if secret.len() >= KNOWN_MIN_LEN {
+            known.push((kind, secret));
+        }
+    }
+    known.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.cmp(b)));
+    known.dedup();
+    known
+}
+
+/// A policy's `[redact]` section, compiled: extra patterns (each match, or
+/// its group `s`, is redacted with kind `policy`), tools kept whole, and
+/// the switch that turns redaction off.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Patterns added by the policy.
+    pub patterns: Vec<Regex>,
+    /// Tools whose events are stored without redaction.
+    pub keep_tools: Vec<String>,
+    /// Turns redaction off for the whole log.
+    pub disabled: bool,
+}
+
+impl Settings {
+    /// Compiles a policy's settings; a pattern that does not compile (the
+    /// policy loader refuses those) is left out.
+    pub fn from_policy(policy: &crate::policy::RedactSettings) -> Self {
+        Self {
+            patterns: policy
+                .patterns
+                .iter()
+                .filter_map(|p| Regex::new(p).ok())
+                .collect(),
+            keep_tools: policy.keep_tools.clone(),
+            disabled: !policy.enabled,
+        }
+    }
+
+    /// Whether events of `tool` are stored whole.
+    pub fn keeps(&self, tool: Option<&str>) -> bool {
+        self.disabled || tool.is_some_and(|t| self.keep_tools.iter().any(|k| k == t))
+    }
+}
+
+/// Redacts with one log's key.
+#[derive(Clone)]
+pub struct Redactor {
+    key: [u8; 32],
+    settings: Settings,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor").finish_non_exhaustive()
+    }
+}
+
+impl Redactor {
+    pub fn new(key: [u8; 32]) -> Self {
+        Self {
+            key,
+            settings: Settings::default(),
+        }
+    }
+
+    /// Adds a policy's settings.
+    pub fn with_settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The marker that replaces `secret`.
+    pub fn marker(&self, kind: &str, secret: &str) -> String {
+        let tag = hmac_sha256(&self.key, secret.as_bytes());
+        format!("«redacted:{kind}:{}»", crate::digest::hex(&tag[..6]))
+    }
+
+    /// `text` with its secrets replaced, and how many there were.
+    pub fn redact_str(&self, text: &str) -> (String, usize) {
+        let mut found = Vec::new();
+        let (mut out, mut count) = self.detect(text, &mut found);
+        count += self.replace_known(&mut out, &known(found));
+        (out, count)
+    }
+
+    /// One pass of every detector over `text`; the secrets found are added
+    /// to `found` as `(kind, secret)`.
+    fn detect(&self, text: &str, found: &mut Vec<(String, String)>) -> (String, usize) {
+        if self.settings.disabled {
+            return (text.to_owned(), 0);
+        }
+        let mut out = text.to_owned();
+        let mut count = 0;
+        for pattern in &self.settings.patterns {
+            count += self.apply(&mut out, "policy", pattern, found);
+        }
+        for detector in DETECTORS.iter() {
+            count += self.apply(&mut out, detector.kind, &detector.regex, found);
+        }
+        count += self.redact_entropy(&mut out, found);
+        (out, count)
+    }
+
+    /// Replaces every literal occurrence of a secret already found (in
+    /// this string or another of the same payload), so that a form the
+    /// detectors do not see (a path the facts normalized, one line of a
+    /// private key) does not keep it.
+    fn replace_known(&self, text: &mut String, known: &[(String, String)]) -> usize {
+        let mut count = 0;
+        for (kind, secret) in known {
+            if text.contains(secret.as_str()) {
+                let marker = self.marker(kind, secret);
+                count += text.matches(secret.as_str()).count();
+                *text = text.replace(secret.as_str(), &marker);
+            }
+        }
+        count
+    }
+
+    fn apply(
+        &self,
+        text: &mut String,
+        kind: &str,
+        regex: &Regex,
+        found: &mut Vec<(String, String)>,
+    ) -> usize {
+        if !regex.is_match(text) {
+            return 0;
+        }
+        let markers: Vec<(usize, usize)> = MARKER
+            .as_ref()
+            .map(|m| m.find_iter(text).map(|m| (m.start(), m.end())).collect())
+            .unwrap_or_default();
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        let mut count = 0;
+        for caps in regex.captures_iter(text) {
+            let Some(whole) = caps.get(0) else { continue };
+            let secret = ["s", "q", "d"]
+                .iter()
+                .find_map(|name| caps.name(name))
+                .unwrap_or(whole);
+            let value = secret.as_str();
+            if value.is_empty()
+                || value.starts_with('$')
+                || markers
+                    .iter()
+                    .any(|(start, end)| secret.start() < *end && *start < secret.end())
+            {
+                continue;
+            }
+            out.push_str(&text[last..secret.start()]);
+            out.push_str(&self.marker(kind, value));
+            found.push((kind.to_owned(), value.to_owned()));
+            last = secret.end();
+            count += 1;
+        }
+        out.push_str(&text[last..]);
+        *text = out;
+        count
+    }
+
+    fn redact_entropy(&self, text: &mut String, found: &mut Vec<(String, String)>) -> usize {
+        let Some(token) = TOKEN.as_ref() else {
+            return 0;
+        };
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        let mut count = 0;
+        for m in token.find_iter(text) {
+            if !looks_random(m.as_str()) {
+                continue;
+            }
+            out.push_str(&text[last..m.start()]);
+            out.push_str(&self.marker("high_entropy", m.as_str()));
+            found.push(("high_entropy".to_owned(), m.as_str().to_owned()));
+            last = m.end();
+            count += 1;
+        }
+        if count > 0 {
+            out.push_str(&text[last..]);
+            *text = out;
+        }
+        count
+    }
+
+    /// Redacts every string (not the keys) of `value` in place; returns the
+    /// count. A secret found in one string is also taken out of the others.
+    pub fn redact_value(&self, value: &mut Value) -> usize {
+        if self.settings.disabled {
+            return 0;
+        }
+        let mut found = Vec::new();
+        let mut count = self.detect_value(value, &mut found);
+        let known = known(found);
+        if !known.is_empty() {
+            count += self.replace_value(value, &known);
+        }
+        count
+    }
+
+    fn detect_value(&self, value: &mut Value, found: &mut Vec<(String, String)>) -> usize {
+        match value {
+            Value::String(s) => {
+                let (redacted, count) = self.detect(s, found);
+                if count > 0 {
+                    *s = redacted;
+                }
+                count
+            }
+            Value::Array(items) => items.iter_mut().map(|v| self.detect_value(v, found)).sum(),
+            Value::Object(map) => map.values_mut().map(|v| self.detect_value(v, found)).sum(),
+            _ => 0,
+        }
+    }
+
+    fn replace_value(&self, value: &mut Value, known: &[(String, String)]) -> usize {
+        match value {
+            Value::String(s) => self.replace_known(s, known),
+            Value::Array(items) => items.iter_mut().map(|v| self.replace_value(v, known)).sum(),
+            Value::Object(map) => map.values_mut().map(|v| self.replace_value(v, known)).sum(),
+            _ => 0,
+        }
+    }
+
+    /// The stored form of an event payload (a JSON object): its strings
+    /// redacted and, when anything was, the count in a top-level
+    /// `redactions` field. A payload with nothing to redact is returned as
+    /// it is, byte for byte.
+    pub fn redact_payload(&self, payload: Vec<u8>) -> (Vec<u8>, usize) {
+        let mut found = Vec::new();
+        self.redact_batch(vec![Some(payload)], &mut found)
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// Redacts the payloads of one batch (a call's request and decision are
+    /// appended together): a secret found in one is also taken out of the
+    /// others, where the facts may hold it split into shell words. `None`
+    /// stands for a payload kept whole; it is returned empty with count 0.
+    /// `found` brings secrets already found (in earlier events of the same
+    /// call) and gets those found here added.
+    pub fn redact_batch(
+        &self,
+        payloads: Vec<Option<Vec<u8>>>,
+        found: &mut Vec<(String, String)>,
+    ) -> Vec<(Vec<u8>, usize)> {
+        if self.settings.disabled {
+            return payloads
+                .into_iter()
+                .map(|p| (p.unwrap_or_default(), 0))
+                .collect();
+        }
+        let mut parsed: Vec<(Option<Vec<u8>>, Option<Value>, usize)> = payloads
+            .into_iter()
+            .map(|payload| {
+                let value = payload
+                    .as_deref()
+                    .and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
+                (payload, value, 0)
+            })
+            .collect();
+        for (_, value, count) in &mut parsed {
+            if let Some(value) = value {
+                *count += self.detect_value(value, found);
+            }
+        }
+        let known = known(found.clone());
+        parsed
+            .into_iter()
+            .map(|(payload, value, mut count)| {
+                let payload = payload.unwrap_or_default();
+                let Some(mut value) = value else {
+                    return (payload, 0);
+                };
+                if !known.is_empty() {
+                    count += self.replace_value(&mut value, &known);
+                }
+                if count == 0 {
+                    return (payload, 0);
+                }
+                if let Value::Object(map) = &mut value {
+                    map.insert("redactions".to_owned(), Value::from(count as u64));
+                }
+                match serde_json::to_vec(&value) {
+                    Ok(bytes) => (bytes, count),
+                    Err(_) => (payload, 0),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Whether `token` looks like a random secret: long, letters of both cases
+/// and digits, and Shannon entropy at or above [`ENTROPY_THRESHOLD`].
+pub fn looks_random(token: &str) -> bool {
+    let bytes = token.as_bytes();
+    if bytes.len() < ENTROPY_MIN_LEN
+        || !bytes.iter().any(u8::is_ascii_digit)
+        || !bytes.iter().any(u8::is_ascii_uppercase)
+        || !bytes.iter().any(u8::is_ascii_lowercase)
+    {
+        return false;
+    }
+    entropy(bytes) >= ENTROPY_THRESHOLD
+}
+
+/// Shannon entropy of `bytes`, in bits per byte.
+pub fn entropy(bytes: &[u8]) -> f64 {
+    let mut counts = [0u32; 256];
+    for b in bytes {
+        counts[usize::from(*b)] += 1;
+    }
+    let n = bytes.len() as f64;
+    counts
+        .iter()
+        .filter(|c| **c > 0)
+        .map(|c| {
+            let p = f64::from(*c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// HMAC-SHA256 (RFC 2104).
+pub fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    block[..32].copy_from_slice(key);
+    let mut inner = Sha256::new();
+    inner.update(block.map(|b| b ^ 0x36));
+    inner.update(message);
+    let inner: [u8; 32] = inner.finalize().into();
+    let mut outer = Sha256::new();
+    outer.update(block.map(|b| b ^ 0x5c));
+    outer.update(inner);
+    outer.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redactor() -> Redactor {
+        Redactor::new([7; 32])
+    }
+
+    #[test]
+    fn every_built_in_pattern_compiles() {
+        for (kind, pattern) in BUILT_IN {
+            assert!(Regex::new(pattern).is_ok(), "{kind}: {pattern}");
+        }
+        assert_eq!(DETECTORS.len(), BUILT_IN.len());
+        assert!(TOKEN.is_some());
+        assert!(MARKER.is_some());
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_shape() {
+        // RFC 4231 test case 2 uses a 4-byte key; ours are 32 bytes, so check
+        // the construction against a fixed vector computed once.
+        let tag = hmac_sha256(&[0x0b; 32], b"Hi There");
+        assert_eq!(tag.len(), 32);
+        assert_ne!(tag, hmac_sha256(&[0x0c; 32], b"Hi There"));
+    }
+
+    #[test]
+    fn an_aws_secret_in_a_command_is_redacted_and_tags_correlate() {
+        let r = redactor();
+        let (out, n) = r.redact_str(
+            "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY && aws s3 ls",
+        );
+        assert_eq!(n, 1, "{out}");
+        assert!(!out.contains("wJalrXUtnFEMI"), "{out}");
+        assert!(out.contains("«redacted:"), "{out}");
+        let (again, _) =
+            r.redact_str("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY");
+        let tag = |s: &str| {
+            s.split('«')
+                .nth(1)
+                .unwrap()
+                .split('»')
+                .next()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(tag(&out), tag(&again));
+    }
+
+    #[test]
+    fn hex_digests_and_ordinary_text_are_kept() {
+        let r = redactor();
+        for text in [
+            "3f7a0c2b9d1e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c",
+            "cargo test --all-targets -- --nocapture",
+            "ls -la /home/user/project/src/some_module_name_here",
+            "the primary reason was the monkey",
+            "echo $GITHUB_TOKEN",
+        ] {
+            let (out, n) = r.redact_str(text);
+            assert_eq!((out.as_str(), n), (text, 0));
+        }
+    }
+
+    #[test]
+    fn every_secret_of_the_fixture_corpus_is_redacted() {
+        let r = redactor();
+        let corpus = include_str!("../fixtures/secrets/corpus.txt");
+        let mut cases = 0;
+        for line in corpus
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let text = line.replace("[[", "").replace("]]", "").replace('⏎', "\n");
+            let (out, n) = r.redact_str(&text);
+            assert!(n > 0, "{line}");
+            for secret in line
+                .split("[[")
+                .skip(1)
+                .filter_map(|s| s.split("]]").next())
+            {
+                assert!(!out.contains(secret), "{secret} in {out}");
+            }
+            cases += 1;
+        }
+        assert!(cases >= 50, "{cases}");
+    }
+
+    #[test]
+    fn markers_are_never_nested_and_derived_forms_are_redacted() {
+        let r = redactor();
+        let mut value = serde_json::json!({
+            "command": "psql postgres://admin:S3cr3tPassw0rdXq@db.example.com/app",
+            "relative": "postgres:/admin:S3cr3tPassw0rdXq@db.example.com/app",
+        });
+        let n = r.redact_value(&mut value);
+        let text = value.to_string();
+        assert_eq!(n, 2, "{text}");
+        assert!(!text.contains("S3cr3t"), "{text}");
+        assert_eq!(text.matches('«').count(), 2, "{text}");
+        let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi\n-----END RSA PRIVATE KEY-----";
+        let mut value = serde_json::json!({"command": key, "words": ["MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi"]});
+        r.redact_value(&mut value);
+        assert!(!value.to_string().contains("MIIEpA"), "{value}");
+    }
+
+    #[test]
+    fn a_quoted_value_inside_json_text_is_redacted_whole() {
+        let r = redactor();
+        let (out, n) = r.redact_str(r#"{"stdout":"export SENDGRID_API_KEY=\"SG.abc.def-ghi\""}"#);
+        assert_eq!(n, 1, "{out}");
+        assert!(!out.contains("SG.abc"), "{out}");
+    }
+
+    #[test]
+    fn a_payload_without_secrets_keeps_its_bytes() {
+        let payload = br#"{"b":1,"a":"plain"}"#.to_vec();
+        assert_eq!(redactor().redact_payload(payload.clone()), (payload, 0));
+    }
+
+    #[test]
+    fn a_redacted_payload_counts_its_redactions() {
+        let payload = br#"{"a":"curl -H 'Authorization: Bearer abcdef123456' https://x"}"#.to_vec();
+        let (out, n) = redactor().redact_payload(payload);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(v["redactions"], 1);
+        assert!(!String::from_utf8(out).unwrap().contains("abcdef123456"));
+    }
+}

@@ -1,0 +1,371 @@
+//! Redaction before hashing: the secret shapes of `fixtures/secrets/corpus.txt`
+//! sent through `run`, `serve` and `hook claude-code` leave no raw byte in
+//! the database, its WAL or any reading command's output, while the log
+//! verifies and every decision is the one made without redaction.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::support::{Sandbox, code, json_lines, run_expecting, stderr, stdout};
+
+struct Case {
+    /// What is sent, with newlines.
+    text: String,
+    /// What must appear nowhere in the record.
+    secrets: Vec<String>,
+}
+
+fn corpus() -> Vec<Case> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/secrets/corpus.txt");
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|line| Case {
+            text: line.replace("[[", "").replace("]]", "").replace('⏎', "\n"),
+            secrets: line
+                .split("[[")
+                .skip(1)
+                .filter_map(|s| s.split("]]").next())
+                .map(str::to_owned)
+                .collect(),
+        })
+        .collect()
+}
+
+/// A policy file: the built-in default with a `[redact]` table.
+fn policy(sandbox: &Sandbox, redact: &str) -> String {
+    let default = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/policy/default.toml"),
+    )
+    .unwrap();
+    let path = sandbox.root.join("policy.toml");
+    std::fs::write(&path, format!("{default}\n[redact]\n{redact}\n")).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn hook_payload(sandbox: &Sandbox, fixture: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/claude_code")
+        .join(fixture);
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text.replace("${WORKSPACE}", &sandbox.ws.to_string_lossy())).unwrap()
+}
+
+/// Sends every case through `run`, `serve` and `hook claude-code`; returns
+/// the `(call_id, action, rule_id)` of every decision as the clients saw it.
+fn send_everything(sandbox: &Sandbox, cases: &[Case], policy: &str) -> Vec<(String, Value)> {
+    let mut decisions = Vec::new();
+    let with_policy = |args: &[&str]| {
+        let mut cmd = sandbox.gavel(args);
+        cmd.arg("--policy").arg(policy);
+        cmd
+    };
+    let mut serve_lines = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        // `run`: the text as a command (never approved), then as file content
+        // written (approved) and read back, so it lands in results too.
+        for (id, tool, args, flag) in [
+            (
+                format!("bash-{i}"),
+                "bash",
+                json!({"command": case.text}),
+                "--reject",
+            ),
+            (
+                format!("write-{i}"),
+                "write_file",
+                json!({"path": format!("f{i}.env"), "content": case.text}),
+                "--approve",
+            ),
+            (
+                format!("read-{i}"),
+                "read_file",
+                json!({"path": format!("f{i}.env")}),
+                "--approve",
+            ),
+        ] {
+            let out = with_policy(&[
+                "run",
+                tool,
+                &args.to_string(),
+                flag,
+                "--call-id",
+                &id,
+                "--json",
+            ])
+            .output()
+            .unwrap();
+            let line = json_lines(&out).pop().unwrap_or(Value::Null);
+            decisions.push((id, json!([line["action"], line["rule_id"]])));
+        }
+        serve_lines.push(
+            json!({"type":"tool_use","id":format!("serve-read-{i}"),"name":"read_file",
+                   "input":{"path":format!("f{i}.env")}})
+            .to_string(),
+        );
+        serve_lines.push(
+            json!({"type":"tool_use","id":format!("serve-write-{i}"),"name":"write_file",
+                   "input":{"path":format!("s{i}.txt"),"content":case.text}})
+            .to_string(),
+        );
+        serve_lines.push(
+            json!({"type":"approval","id":format!("serve-write-{i}"),"approved":true}).to_string(),
+        );
+
+        // `hook claude-code`: the text as a Bash command, its output, and a prompt.
+        let id = format!("toolu_{i}");
+        let mut pre = hook_payload(sandbox, "pre_tool_use.json");
+        pre["tool_use_id"] = json!(id);
+        pre["tool_name"] = json!("Bash");
+        pre["tool_input"] = json!({"command": case.text, "description": "x"});
+        let out = with_policy(&["hook", "claude-code"])
+            .write_stdin(pre.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        decisions.push((
+            id.clone(),
+            answer["hookSpecificOutput"]["permissionDecision"].clone(),
+        ));
+        let mut post = hook_payload(sandbox, "post_tool_use.json");
+        post["tool_use_id"] = json!(id);
+        post["tool_name"] = json!("Bash");
+        post["tool_input"] = json!({"command": case.text, "description": "x"});
+        post["tool_response"]["stdout"] = json!(case.text);
+        let out = with_policy(&["hook", "claude-code"])
+            .write_stdin(post.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let mut prompt = hook_payload(sandbox, "user_prompt_submit.json");
+        prompt["prompt"] = json!(case.text);
+        let out = with_policy(&["hook", "claude-code"])
+            .write_stdin(prompt.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let out = with_policy(&["serve", "--stdio"])
+        .write_stdin(serve_lines.join("\n") + "\n")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for line in json_lines(&out) {
+        if line["type"] == "tool_result" {
+            decisions.push((
+                line["call_id"].as_str().unwrap_or("?").to_owned(),
+                json!([line["action"], line["rule_id"]]),
+            ));
+        }
+    }
+    decisions
+}
+
+/// Every place a raw secret could be: the database file, its WAL, and the
+/// output of every reading command.
+fn everything_stored(sandbox: &Sandbox, call_ids: &[String]) -> Vec<(String, Vec<u8>)> {
+    let mut places = vec![("database".to_owned(), std::fs::read(&sandbox.db).unwrap())];
+    for suffix in ["-wal", "-journal"] {
+        let mut name = sandbox.db.as_os_str().to_owned();
+        name.push(suffix);
+        if let Ok(bytes) = std::fs::read(&name) {
+            places.push((format!("database{suffix}"), bytes));
+        }
+    }
+    let mut read = |label: String, args: &[&str]| {
+        let out = run_expecting(&mut sandbox.gavel(args), 0);
+        places.push((label, out.stdout));
+    };
+    read("export jsonl".into(), &["export"]);
+    read("export csv".into(), &["export", "--format", "csv"]);
+    read("export --requests".into(), &["export", "--requests"]);
+    read("log".into(), &["log", "--events"]);
+    read("log --json".into(), &["log", "--json", "--events"]);
+    for id in call_ids {
+        read(format!("show {id}"), &["show", id, "--json"]);
+        read(format!("show {id} (table)"), &["show", id]);
+        read(format!("explain {id}"), &["explain", id]);
+    }
+    places
+}
+
+#[test]
+fn no_raw_secret_is_stored_and_decisions_are_unchanged() {
+    let cases = corpus();
+    assert!(cases.len() >= 50, "{} cases", cases.len());
+
+    let redacted = Sandbox::new();
+    let redacted_policy = policy(&redacted, "enabled = true");
+    let with = send_everything(&redacted, &cases, &redacted_policy);
+    let kept = Sandbox::new();
+    let kept_policy = policy(&kept, "enabled = false");
+    let without = send_everything(&kept, &cases, &kept_policy);
+    assert_eq!(with.len(), without.len());
+    assert_eq!(with, without, "decisions differ with redaction");
+
+    let report = serde_json::from_slice::<Value>(
+        &run_expecting(&mut redacted.gavel(&["verify", "--json"]), 0).stdout,
+    )
+    .unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+
+    // Checked against the log kept whole: every secret is really there,
+    // so its absence from the redacted log is meaningful.
+    let kept_db = std::fs::read(&kept.db).unwrap();
+    let contains = |hay: &[u8], needle: &str| {
+        hay.windows(needle.len())
+            .any(|window| window == needle.as_bytes())
+    };
+    let first_secret = &cases[0].secrets[0];
+    assert!(
+        contains(&kept_db, first_secret),
+        "the opt-out log keeps secrets"
+    );
+
+    let ids: Vec<String> = (0..cases.len())
+        .flat_map(|i| {
+            [
+                format!("bash-{i}"),
+                format!("toolu_{i}"),
+                format!("serve-write-{i}"),
+            ]
+        })
+        .collect();
+    let places = everything_stored(&redacted, &ids);
+    let mut leaks = Vec::new();
+    for case in &cases {
+        for secret in &case.secrets {
+            for (place, bytes) in &places {
+                if contains(bytes, secret) {
+                    leaks.push(format!("{secret} in {place}"));
+                }
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{} leaks: {leaks:#?}", leaks.len());
+
+    // The markers are there, with their counts.
+    let export = String::from_utf8(
+        places[1..]
+            .iter()
+            .find(|(p, _)| p == "export jsonl")
+            .unwrap()
+            .1
+            .clone(),
+    )
+    .unwrap();
+    assert!(export.contains("«redacted:"), "no marker in the export");
+    let shown = json_lines(&run_expecting(
+        &mut redacted.gavel(&["show", "bash-0", "--json"]),
+        0,
+    ));
+    let request = shown[0]["events"]
+        .as_array()
+        .and_then(|events| events.iter().find(|e| e["kind"] == "request"))
+        .unwrap_or_else(|| panic!("{shown:#?}"));
+    assert!(
+        request["payload"]["redactions"].as_u64() > Some(0),
+        "{request}"
+    );
+
+    // Every Claude Code completion matched its redacted request: no anomaly.
+    let anomalies = json_lines(&run_expecting(
+        &mut redacted.gavel(&["log", "--anomalies", "--json"]),
+        0,
+    ));
+    assert!(anomalies.is_empty(), "{anomalies:#?}");
+
+    // Replay under the recording policy: nothing changes.
+    let out = redacted
+        .gavel(&["replay", "--policy", &redacted_policy, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["changed"], 0, "{report}");
+}
+
+#[test]
+fn the_redaction_key_is_beside_the_log_and_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"echo DB_PASSWORD=hunter2hunter2"}"#,
+            "--approve",
+        ]),
+        0,
+    );
+    let mut key = sandbox.db.as_os_str().to_owned();
+    key.push(".redact-key");
+    let meta = std::fs::metadata(&key).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::read_to_string(&key).unwrap().trim().len(), 64);
+    let db = std::fs::read(&sandbox.db).unwrap();
+    assert!(!db.windows(14).any(|w| w == b"hunter2hunter2"));
+    // Equal secrets correlate: a second call gets the same tag.
+    run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"echo DB_PASSWORD=hunter2hunter2 again"}"#,
+            "--approve",
+        ]),
+        0,
+    );
+    let export = stdout(&run_expecting(&mut sandbox.gavel(&["export"]), 0));
+    let tags: std::collections::BTreeSet<&str> = export
+        .split('«')
+        .skip(1)
+        .filter_map(|s| s.split('»').next())
+        .filter_map(|marker| marker.rsplit(':').next())
+        .collect();
+    assert_eq!(tags.len(), 1, "{tags:?}");
+}
+
+#[test]
+fn a_policy_with_a_bad_redact_pattern_is_refused() {
+    let sandbox = Sandbox::new();
+    let path = policy(&sandbox, "patterns = [\"(unclosed\"]");
+    let out = sandbox
+        .gavel(&[
+            "run",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+            "--policy",
+            &path,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("[redact]"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_policy_pattern_redacts_and_kept_tools_are_stored_whole() {
+    let sandbox = Sandbox::new();
+    let path = policy(
+        &sandbox,
+        "patterns = ['INTERNAL-[0-9]{6}']\nkeep_tools = [\"write_file\"]",
+    );
+    for args in [
+        ["run", "bash", r#"{"command":"echo INTERNAL-123456"}"#],
+        [
+            "run",
+            "write_file",
+            r#"{"path":"k.txt","content":"DB_PASSWORD=keptkeptkept"}"#,
+        ],
+    ] {
+        let mut cmd = sandbox.gavel(&args);
+        cmd.args(["--approve", "--policy", &path]);
+        run_expecting(&mut cmd, 0);
+    }
+    let export = stdout(&run_expecting(&mut sandbox.gavel(&["export"]), 0));
+    assert!(!export.contains("INTERNAL-123456"), "{export}");
+    assert!(export.contains("«redacted:policy:"), "{export}");
+    assert!(export.contains("keptkeptkept"), "{export}");
+}
