@@ -8,7 +8,7 @@
 //! tag does not reveal its secret without the key. Every detector is a
 //! `regex` (finite automata, linear in the input), built once.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::Regex;
 use serde_json::Value;
@@ -24,107 +24,235 @@ pub const ENTROPY_MIN_LEN: usize = 32;
 
 /// One detector: a kind and a pattern whose named group `s` (or, when it
 /// did not take part, `q`, then `d`) is the secret; without such groups the
-/// whole match is.
+/// whole match is. Compiled at its first use.
 struct Detector {
     kind: &'static str,
-    regex: Regex,
+    pattern: &'static str,
+    ignore_case: bool,
+    triggers: &'static [&'static str],
+    regex: OnceLock<Option<Regex>>,
 }
 
-const BUILT_IN: &[(&str, &str)] = &[
+impl Detector {
+    /// Whether `text` (with `lower`, its ASCII lowercase) holds a trigger.
+    fn triggered(&self, text: &str, lower: &str) -> bool {
+        let haystack = if self.ignore_case { lower } else { text };
+        self.triggers.iter().any(|t| haystack.contains(t))
+    }
+
+    fn regex(&self) -> Option<&Regex> {
+        // The patterns are constants checked by a unit test; a bad one is
+        // left out rather than taking the process down.
+        self.regex
+            .get_or_init(|| Regex::new(self.pattern).ok())
+            .as_ref()
+    }
+}
+
+const BUILT_IN: &[(&str, &str, bool, &[&str])] = &[
     (
         "private_key",
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)",
+        false,
+        &["-----BEGIN"],
     ),
     (
         "aws_access_key",
         r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b",
+        false,
+        &["AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA"],
     ),
-    ("gcp_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
-    ("gcp_oauth_token", r"\bya29\.[0-9A-Za-z_\-]{20,}"),
+    ("gcp_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", false, &["AIza"]),
+    (
+        "gcp_oauth_token",
+        r"\bya29\.[0-9A-Za-z_\-]{20,}",
+        false,
+        &["ya29."],
+    ),
     (
         "github_token",
         r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}",
+        false,
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
     ),
-    ("github_token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
+    (
+        "github_token",
+        r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+        false,
+        &["github_pat_"],
+    ),
     (
         "gitlab_token",
         r"\b(?:glpat|gldt|glptt|glrt|glsoat)-[A-Za-z0-9_\-]{20,}",
+        false,
+        &["glpat-", "gldt-", "glptt-", "glrt-", "glsoat-"],
     ),
-    ("slack_token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"),
+    (
+        "slack_token",
+        r"\bxox[abposre]-[A-Za-z0-9\-]{10,}",
+        false,
+        &["xox"],
+    ),
     (
         "slack_webhook",
         r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+",
+        false,
+        &["hooks.slack.com/"],
     ),
     (
         "stripe_key",
         r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",
+        false,
+        &["_live_", "_test_"],
     ),
-    ("stripe_key", r"\bwhsec_[A-Za-z0-9]{24,}"),
-    ("openai_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{32,}"),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("pypi_token", r"\bpypi-[A-Za-z0-9_\-]{50,}"),
+    (
+        "stripe_key",
+        r"\bwhsec_[A-Za-z0-9]{24,}",
+        false,
+        &["whsec_"],
+    ),
+    (
+        "openai_key",
+        r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{32,}",
+        false,
+        &["sk-"],
+    ),
+    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", false, &["npm_"]),
+    (
+        "pypi_token",
+        r"\bpypi-[A-Za-z0-9_\-]{50,}",
+        false,
+        &["pypi-"],
+    ),
     (
         "jwt",
         r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
+        false,
+        &["eyJ"],
     ),
     (
         "azure_key",
         r"(?i)\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*(?P<s>[A-Za-z0-9+/=%]{20,})",
+        true,
+        &["accountkey", "sharedaccesskey", "sharedaccesssignature"],
     ),
-    ("azure_sas", r"[?&]sig=(?P<s>[A-Za-z0-9%+/=]{20,})"),
+    (
+        "azure_sas",
+        r"[?&]sig=(?P<s>[A-Za-z0-9%+/=]{20,})",
+        false,
+        &["sig="],
+    ),
     (
         "auth_header",
         r#"(?i)\b(?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token|digest|negotiate|apikey)\s+)?(?P<s>[^\s"'\\]+)"#,
+        true,
+        &["authorization"],
     ),
     (
         "auth_header",
         r#"(?i)\b(?:x-api-key|api-key|x-auth-token|x-access-token|private-token|x-goog-api-key)\s*:\s*(?P<s>[^\s"'\\]+)"#,
+        true,
+        &["api-key", "token"],
     ),
     (
         "cookie",
         r#"(?i)\b(?:set-)?cookie\s*:\s*(?P<s>[^\r\n"'\\]+)"#,
+        true,
+        &["cookie"],
     ),
     (
         "url_credentials",
         r#"\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@"'«]*:(?P<s>[^@\s/"'«]+)@"#,
+        false,
+        &["://"],
     ),
     (
         "credential_flag",
         r#"(?i)(?:^|\s)--?(?:password|passwd|pass|pwd|token|secret|api-?key|access-?key|secret-?key|auth-?token|client-?secret|private-?key)(?:=|\s+)(?:\\?"(?P<q>[^"\\\n]+)\\?"|'(?P<d>[^'\n]*)'|(?P<s>[^\s"'`«\\]+))"#,
+        true,
+        &["pass", "pwd", "token", "secret", "key"],
     ),
     (
         "credential_flag",
         r#"(?:^|\s)(?:-u|--user)\s+[^\s:"']+:(?P<s>[^\s"'«]+)"#,
+        false,
+        &["-u"],
     ),
     (
         "netrc",
         r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?P<s>\S+)",
+        false,
+        &["machine"],
     ),
     (
         "env_line",
         r#"(?m)(?:^|\\n)[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*(?:SECRET|TOKEN|PASS|AUTH|CREDENTIAL|PRIVATE|_KEY|APIKEY)[A-Za-z0-9_]*[ \t]*=[ \t]*(?:\\?"(?P<q>[^"\\\n]+)\\?"|'(?P<d>[^'\n]*)'|(?P<s>[^\s`«\\"]+))"#,
+        false,
+        &[
+            "SECRET",
+            "TOKEN",
+            "PASS",
+            "AUTH",
+            "CREDENTIAL",
+            "PRIVATE",
+            "_KEY",
+            "APIKEY",
+        ],
     ),
     (
         "assignment",
         r#"(?i)\b(?:[A-Za-z0-9_.\-]*[_.\-])?(?:key|token|secret|password|passwd|pwd|credentials?|api_?key|access_?key|secret_?key|private_?key|client_?secret|auth)\\?["']?\s*[=:]\s*(?:\\?"(?P<q>[^"\\\n]+)\\?"|'(?P<d>[^'\n]*)'|(?P<s>[^\s"'&;|,)}`«\\]+))"#,
+        true,
+        &[
+            "key",
+            "token",
+            "secret",
+            "pass",
+            "pwd",
+            "credential",
+            "auth",
+        ],
     ),
 ];
 
 static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
     BUILT_IN
         .iter()
-        .filter_map(|(kind, pattern)| {
-            // The patterns are constants checked by a unit test; a bad one
-            // is left out rather than taking the process down.
-            Regex::new(pattern)
-                .ok()
-                .map(|regex| Detector { kind, regex })
+        .map(|&(kind, pattern, ignore_case, triggers)| Detector {
+            kind,
+            pattern,
+            ignore_case,
+            triggers,
+            regex: OnceLock::new(),
         })
         .collect()
 });
 
-static TOKEN: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_=\-]{32,}").ok());
+/// The byte ranges of `text`'s maximal runs of token characters
+/// (`[A-Za-z0-9+/_=-]`) at least [`ENTROPY_MIN_LEN`] long: what the entropy
+/// detector looks at. A plain scan, so that a payload with no secret never
+/// starts a regex engine.
+fn tokens(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let bytes = text.as_bytes();
+    let is_token =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'=' | b'-');
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            while at < bytes.len() && !is_token(bytes[at]) {
+                at += 1;
+            }
+            let start = at;
+            while at < bytes.len() && is_token(bytes[at]) {
+                at += 1;
+            }
+            if at - start >= ENTROPY_MIN_LEN {
+                return Some((start, at));
+            }
+        }
+        None
+    })
+}
 
 static MARKER: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"«redacted:[a-z_]+:[0-9a-f]{12}»").ok());
@@ -245,8 +373,14 @@ impl Redactor {
         for pattern in &self.settings.patterns {
             count += self.apply(&mut out, "policy", pattern, found);
         }
+        let lower = out.to_ascii_lowercase();
         for detector in DETECTORS.iter() {
-            count += self.apply(&mut out, detector.kind, &detector.regex, found);
+            if !detector.triggered(&out, &lower) {
+                continue;
+            }
+            if let Some(regex) = detector.regex() {
+                count += self.apply(&mut out, detector.kind, regex, found);
+            }
         }
         count += self.redact_entropy(&mut out, found);
         (out, count)
@@ -312,20 +446,18 @@ impl Redactor {
     }
 
     fn redact_entropy(&self, text: &mut String, found: &mut Vec<(String, String)>) -> usize {
-        let Some(token) = TOKEN.as_ref() else {
-            return 0;
-        };
         let mut out = String::with_capacity(text.len());
         let mut last = 0;
         let mut count = 0;
-        for m in token.find_iter(text) {
-            if !looks_random(m.as_str()) {
+        for (start, end) in tokens(text) {
+            let token = &text[start..end];
+            if !looks_random(token) {
                 continue;
             }
-            out.push_str(&text[last..m.start()]);
-            out.push_str(&self.marker("high_entropy", m.as_str()));
-            found.push(("high_entropy".to_owned(), m.as_str().to_owned()));
-            last = m.end();
+            out.push_str(&text[last..start]);
+            out.push_str(&self.marker("high_entropy", token));
+            found.push(("high_entropy".to_owned(), token.to_owned()));
+            last = end;
             count += 1;
         }
         if count > 0 {
@@ -497,11 +629,14 @@ mod tests {
 
     #[test]
     fn every_built_in_pattern_compiles() {
-        for (kind, pattern) in BUILT_IN {
+        for (kind, pattern, _, triggers) in BUILT_IN {
             assert!(Regex::new(pattern).is_ok(), "{kind}: {pattern}");
+            assert!(!triggers.is_empty(), "{kind}");
         }
         assert_eq!(DETECTORS.len(), BUILT_IN.len());
-        assert!(TOKEN.is_some());
+        assert!(DETECTORS.iter().all(|d| d.regex().is_some()));
+        let text = format!("a {} b {}", "x".repeat(31), "y".repeat(32));
+        assert_eq!(tokens(&text).collect::<Vec<_>>(), [(36, 68)]);
         assert!(MARKER.is_some());
     }
 
@@ -550,6 +685,33 @@ mod tests {
             let (out, n) = r.redact_str(text);
             assert_eq!((out.as_str(), n), (text, 0));
         }
+    }
+
+    #[test]
+    fn a_pattern_never_matches_text_without_one_of_its_triggers() {
+        let corpus = include_str!("../fixtures/secrets/corpus.txt");
+        let texts = corpus
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| l.replace("[[", "").replace("]]", "").replace('⏎', "\n"));
+        let mut matched = 0;
+        for text in texts {
+            let lower = text.to_ascii_lowercase();
+            for detector in DETECTORS.iter() {
+                let Some(regex) = detector.regex() else {
+                    continue;
+                };
+                if regex.is_match(&text) {
+                    matched += 1;
+                    assert!(
+                        detector.triggered(&text, &lower),
+                        "{}: {text}",
+                        detector.kind
+                    );
+                }
+            }
+        }
+        assert!(matched >= 50, "{matched}");
     }
 
     #[test]
