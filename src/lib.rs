@@ -16,6 +16,7 @@ pub mod facts;
 pub mod hooks;
 pub mod policy;
 pub mod replay;
+pub mod report;
 pub mod request;
 pub mod runner;
 pub mod shell;

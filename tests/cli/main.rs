@@ -13,6 +13,7 @@ mod pipeline;
 mod policy;
 mod query;
 mod replay;
+mod report;
 mod reviewer;
 mod run;
 mod serve;
