@@ -275,7 +275,6 @@ fn signers(note: &str) -> Vec<String> {
 /// Gathers the report's data for the calls `options.query` selects.
 pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, ReportError> {
     let verify = store.verify(&VerifyOptions::default(), &mut |_| {})?;
-    let stats = store.stats(options.query)?;
     let identity = store.identity();
     let checkpoints = store
         .checkpoint_rows()?
@@ -298,15 +297,17 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
     let mut policies: Vec<PolicyVersion> = Vec::new();
     let mut policy_index: HashMap<String, usize> = HashMap::new();
     let (mut first, mut last) = (None, None);
-    store.for_each_entry(options.query, |entry| {
-        let ts = match &entry {
+    // One read of the log: the counts are `Store::stats`'s, the rest is
+    // gathered from the same calls as they are counted.
+    let stats = store.stats_with(options.query, |entry| {
+        let ts = match entry {
             CallEntry::Decided(c) => c.ts_us,
             CallEntry::Ungoverned(c) => c.ts_us,
         };
         chart_times.push(ts);
         first = Some(first.map_or(ts, |f: i64| f.min(ts)));
         last = Some(last.map_or(ts, |l: i64| l.max(ts)));
-        if let CallEntry::Decided(call) = &entry {
+        if let CallEntry::Decided(call) = entry {
             let summary = || replay::arguments_summary(&call.tool, &call.request.arguments);
             match call.decision.action {
                 Action::Deny => *denied.entry(summary()).or_default() += 1,
@@ -330,13 +331,13 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
             }
         }
         let is_pending = entry.status() == "incomplete"
-            || matches!(&entry, CallEntry::Decided(c) if c.approval == "pending");
+            || matches!(entry, CallEntry::Decided(c) if c.approval == "pending");
         let shown = calls.len() < options.row_cap;
         let listed = !entry.anomalies().is_empty()
             || (is_pending && pending.len() < options.row_cap)
             || shown;
         if listed {
-            let row = row_of(&entry);
+            let row = row_of(entry);
             if !entry.anomalies().is_empty() && anomalies.len() < options.row_cap {
                 anomalies.push(row.clone());
             }
