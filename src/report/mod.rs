@@ -28,6 +28,10 @@ const TEMPLATE: &str = include_str!("report.html.j2");
 /// counts always cover every selected call.
 pub const DEFAULT_ROW_CAP: usize = 1000;
 
+/// A call's detail shows at most this many characters of its request,
+/// decision and each result; `gavel show CALL_ID` has them whole.
+pub const DETAIL_CHARS: usize = 4096;
+
 /// How many entries the top-denied and top-asked lists show.
 const TOP: usize = 10;
 
@@ -180,7 +184,19 @@ pub fn format_time(ts_us: i64) -> String {
 }
 
 fn pretty(value: &impl Serialize) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default()
+    clip(serde_json::to_string_pretty(value).unwrap_or_default())
+}
+
+/// `text` cut at `DETAIL_CHARS` characters, saying so.
+fn clip(text: String) -> String {
+    match text.char_indices().nth(DETAIL_CHARS) {
+        Some((cut, _)) => format!(
+            "{}\n… (cut at {DETAIL_CHARS} of {} characters; `gavel show` has it whole)",
+            &text[..cut],
+            text.chars().count()
+        ),
+        None => text,
+    }
 }
 
 fn sorted(counts: &BTreeMap<String, u64>) -> Vec<Counted> {
@@ -363,7 +379,7 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
                 ts: format_time(event.ts_us),
                 leaf: hex(&event.leaf),
                 chain: hex(&event.chain),
-                payload: String::from_utf8_lossy(&event.payload).into_owned(),
+                payload: clip(String::from_utf8_lossy(&event.payload).into_owned()),
             })
             .collect();
     }
@@ -501,6 +517,18 @@ mod tests {
     fn signers_are_read_from_the_signature_lines() {
         let note = "origin\n3\nroot=\n\n\u{2014} alice AAAA\n\u{2014} bob BBBB\n";
         assert_eq!(signers(note), ["alice", "bob"]);
+    }
+
+    #[test]
+    fn long_details_are_cut_and_say_so() {
+        let long = "é".repeat(DETAIL_CHARS + 10);
+        let cut = clip(long);
+        assert!(cut.starts_with(&"é".repeat(DETAIL_CHARS)));
+        assert!(cut.ends_with(&format!(
+            "cut at {DETAIL_CHARS} of {} characters; `gavel show` has it whole)",
+            DETAIL_CHARS + 10
+        )));
+        assert_eq!(clip("short".to_owned()), "short");
     }
 
     #[test]
