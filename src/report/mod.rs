@@ -10,7 +10,6 @@ mod chart;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::digest::hex;
 use crate::policy::{Action, Policy};
@@ -31,6 +30,9 @@ pub const DEFAULT_ROW_CAP: usize = 1000;
 /// A call's detail shows at most this many characters of its request,
 /// decision and each result; `gavel show CALL_ID` has them whole.
 pub const DETAIL_CHARS: usize = 4096;
+
+/// How many sessions the per-session counts show.
+const TOP_SESSIONS: usize = 20;
 
 /// How many entries the top-denied and top-asked lists show.
 const TOP: usize = 10;
@@ -75,6 +77,12 @@ pub struct Report {
     pub first_call: Option<String>,
     pub last_call: Option<String>,
     pub chart: Chart,
+    /// Calls per client (`claude-code`, ...; `none` for `gavel run` and
+    /// library callers), from the record's requests: `stats` has no such count.
+    pub by_client: Vec<Counted>,
+    /// The sessions with the most calls, and how many sessions there are.
+    pub by_session: Vec<Counted>,
+    pub sessions: usize,
     pub top_denied: Vec<Counted>,
     pub top_asked: Vec<Counted>,
     pub pending: Vec<CallRow>,
@@ -212,12 +220,17 @@ fn sorted(counts: &BTreeMap<String, u64>) -> Vec<Counted> {
 }
 
 fn top(counts: HashMap<String, u64>) -> Vec<Counted> {
+    top_n(counts, TOP)
+}
+
+/// The `n` largest counts, larger first, ties by label.
+fn top_n(counts: HashMap<String, u64>, n: usize) -> Vec<Counted> {
     let mut rows: Vec<Counted> = counts
         .into_iter()
         .map(|(label, count)| Counted { label, count })
         .collect();
     rows.sort_by(|a, b| b.count.cmp(&a.count).then(a.label.cmp(&b.label)));
-    rows.truncate(TOP);
+    rows.truncate(n);
     rows
 }
 
@@ -269,14 +282,23 @@ fn row_of(entry: &CallEntry) -> CallRow {
 }
 
 fn session_of(request: &crate::audit::RequestRecord) -> String {
-    serde_json::to_value(request)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/client/session_id")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
+    request
+        .client
+        .as_ref()
+        .and_then(|c| c.session_id.clone())
         .unwrap_or_default()
+}
+
+/// The client that sent a call and its session, when the record has them.
+fn client_of(entry: &CallEntry) -> (String, Option<String>) {
+    let client = match entry {
+        CallEntry::Decided(call) => call.request.client.as_ref(),
+        CallEntry::Ungoverned(call) => Some(&call.anomaly.client),
+    };
+    match client {
+        Some(c) => (c.client.clone(), c.session_id.clone()),
+        None => ("none".to_owned(), None),
+    }
 }
 
 /// Signer names of a checkpoint note: its signature lines, `— name sig`.
@@ -304,6 +326,8 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
         .collect();
 
     let mut chart_times: Vec<i64> = Vec::new();
+    let mut clients: HashMap<String, u64> = HashMap::new();
+    let mut sessions: HashMap<String, u64> = HashMap::new();
     let mut denied: HashMap<String, u64> = HashMap::new();
     let mut asked: HashMap<String, u64> = HashMap::new();
     let mut calls: Vec<CallRow> = Vec::new();
@@ -321,6 +345,11 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
             CallEntry::Ungoverned(c) => c.ts_us,
         };
         chart_times.push(ts);
+        let (client, session) = client_of(entry);
+        *clients.entry(client).or_default() += 1;
+        if let Some(session) = session {
+            *sessions.entry(session).or_default() += 1;
+        }
         first = Some(first.map_or(ts, |f: i64| f.min(ts)));
         last = Some(last.map_or(ts, |l: i64| l.max(ts)));
         if let CallEntry::Decided(call) = entry {
@@ -459,6 +488,9 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
         first_call: first.map(format_time),
         last_call: last.map(format_time),
         chart: Chart::of(&chart_times),
+        by_client: top_n(clients, usize::MAX),
+        sessions: sessions.len(),
+        by_session: top_n(sessions, TOP_SESSIONS),
         top_denied: top(denied),
         top_asked: top(asked),
         pending,
