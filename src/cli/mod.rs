@@ -243,7 +243,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("stats", &["policy", "durability", "max_argument_bytes"]),
     ("export", &["policy", "durability", "max_argument_bytes"]),
     ("replay", &["durability", "max_argument_bytes"]),
-    ("report", &["durability", "max_argument_bytes"]),
+    ("report", &["policy", "durability", "max_argument_bytes"]),
     ("verify", &["policy", "durability", "max_argument_bytes"]),
     ("audit", &["policy", "durability", "max_argument_bytes"]),
     (

@@ -16,7 +16,7 @@ use super::{Exit, Global, render};
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Write the report to FILE, one self-contained HTML page (no scripts, fonts or images fetched)
+    /// Write the report to FILE: one self-contained HTML page that fetches nothing (its CSS, SVG and small script are inline)
     #[arg(long, value_name = "FILE")]
     pub html: PathBuf,
     /// Also replay the selected calls under this policy and show the drift
