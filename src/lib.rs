@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod policy;
 pub mod redact;
 pub mod replay;
+pub mod report;
 pub mod request;
 pub mod runner;
 pub mod shell;

@@ -12,6 +12,7 @@ mod policy_cmd;
 mod query;
 mod render;
 mod replay;
+mod report;
 mod run;
 mod serve;
 mod show;
@@ -184,6 +185,8 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Decide recorded calls again under the current policy and report the drift
     Replay(replay::ReplayArgs),
+    /// Write an evidence report: one self-contained HTML page for auditors
+    Report(report::ReportArgs),
     /// Check the hash chain (and optionally a signed checkpoint)
     Verify(verify::VerifyArgs),
     /// List anomalies (tools that ran outside what gavel decided); exit 4 if there are any
@@ -240,6 +243,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("stats", &["policy", "durability", "max_argument_bytes"]),
     ("export", &["policy", "durability", "max_argument_bytes"]),
     ("replay", &["durability", "max_argument_bytes"]),
+    ("report", &["policy", "durability", "max_argument_bytes"]),
     ("verify", &["policy", "durability", "max_argument_bytes"]),
     ("audit", &["policy", "durability", "max_argument_bytes"]),
     (
@@ -313,6 +317,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Stats(args) => log::stats(&global, args),
         Command::Export(args) => export::run(&global, args),
         Command::Replay(args) => replay::run(&global, args),
+        Command::Report(args) => report::run(&global, args),
         Command::Verify(args) => verify::run(&global, args),
         Command::Audit(args) => audit::run(&global, args),
         Command::Keygen(args) => keys::keygen(args),

@@ -607,8 +607,20 @@ impl Store {
     /// (`ungoverned`), `by_tool` and `by_anomaly`; it has no rule, action
     /// or approval.
     pub fn stats(&self, query: &AuditQuery) -> Result<Stats, StoreError> {
+        self.stats_with(query, |_| Ok::<_, StoreError>(()))
+    }
+
+    /// [`Store::stats`], handing each selected call to `each` as it is
+    /// counted: a caller that needs the calls too (the HTML report) reads
+    /// the log once and gets exactly the counts `stats` gives.
+    pub fn stats_with<E: From<StoreError>>(
+        &self,
+        query: &AuditQuery,
+        mut each: impl FnMut(&CallEntry) -> Result<(), E>,
+    ) -> Result<Stats, E> {
         let mut stats = Stats::default();
         self.for_each_entry(query, |entry| {
+            each(&entry)?;
             stats.calls += 1;
             if !entry.anomalies().is_empty() {
                 stats.anomalous_calls += 1;
@@ -635,7 +647,7 @@ impl Store {
                     *stats.by_tool.entry(call.tool).or_default() += 1;
                 }
             }
-            Ok::<_, StoreError>(())
+            Ok::<_, E>(())
         })?;
         Ok(stats)
     }

@@ -14,6 +14,7 @@ mod policy;
 mod query;
 mod redact;
 mod replay;
+mod report;
 mod reviewer;
 mod run;
 mod serve;

@@ -1,0 +1,104 @@
+//! `gavel report --html FILE`: the evidence report, one self-contained HTML
+//! page (see `gavel::report`). Exit 0 when the log verifies, 1 when it does
+//! not (the page is written either way, with a red banner).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use gavel::policy::Policy;
+use gavel::report::{self, ReportOptions};
+
+use super::query::QueryArgs;
+use super::{Exit, Global, render};
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Write the report to FILE: one self-contained HTML page that fetches nothing (its CSS, SVG and small script are inline)
+    #[arg(long, value_name = "FILE")]
+    pub html: PathBuf,
+    /// Also replay the selected calls under this policy and show the drift
+    #[arg(long, value_name = "OLD.toml")]
+    pub compare_policy: Option<PathBuf>,
+    /// The calls table lists at most N calls (the counts always cover every selected call)
+    #[arg(long, value_name = "N", default_value_t = report::DEFAULT_ROW_CAP)]
+    pub max_rows: usize,
+    #[command(flatten)]
+    pub query: QueryArgs,
+}
+
+/// The filters given, as command-line words.
+fn filters(query: &QueryArgs) -> String {
+    let mut words = Vec::new();
+    let flags: [(&str, &Option<String>); 10] = [
+        ("--tool", &query.tool),
+        ("--rule", &query.rule),
+        ("--action", &query.action),
+        ("--approval", &query.approval),
+        ("--status", &query.status),
+        ("--session", &query.session),
+        ("--grep", &query.grep),
+        ("--since", &query.since),
+        ("--until", &query.until),
+        ("--call", &query.call),
+    ];
+    for (flag, value) in flags {
+        if let Some(value) = value {
+            words.push(format!("{flag} {value}"));
+        }
+    }
+    if query.anomalies {
+        words.push("--anomalies".to_owned());
+    }
+    if let Some(limit) = query.limit {
+        words.push(format!("--limit {limit}"));
+    }
+    words.join(" ")
+}
+
+pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
+    let store = global.read_store_with(args.query.read)?;
+    let compare = args
+        .compare_policy
+        .as_deref()
+        .map(Policy::load)
+        .transpose()?;
+    let query = args.query.to_query()?;
+    let options = ReportOptions {
+        query: &query,
+        filters: filters(&args.query),
+        compare: compare.as_ref(),
+        generated: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        db_label: store.path().display().to_string(),
+        row_cap: args.max_rows,
+    };
+    let data = report::gather(&store, &options)?;
+    store.check_unchanged()?;
+    let page = report::render(&data)?;
+    std::fs::write(&args.html, page.as_bytes())
+        .with_context(|| format!("cannot write `{}`", args.html.display()))?;
+    let mut note = format!(
+        "wrote {} ({} calls, {} bytes)",
+        args.html.display(),
+        data.stats.calls,
+        page.len()
+    );
+    if !data.verify.ok {
+        note.push_str(&format!(
+            "; the log does not verify: {}{}",
+            data.problem.unwrap_or("unknown"),
+            data.verify
+                .first_bad_seq
+                .map(|seq| format!(" at seq {seq}"))
+                .unwrap_or_default()
+        ));
+    }
+    writeln!(std::io::stderr(), "gavel: {}", render::escape(&note))?;
+    Ok(if data.verify.ok {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    })
+}

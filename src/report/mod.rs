@@ -1,0 +1,571 @@
+//! The HTML evidence report: the data a page is filled from, gathered from
+//! the store through the same library calls as `gavel stats`, `gavel verify`
+//! and `gavel replay`, and one template (`report.html.j2`) rendered with
+//! HTML auto-escaping. Nothing here fetches, prompts or reads the clock: the
+//! caller hands in the generation time, so the same database gives the same
+//! bytes apart from that one line.
+
+mod chart;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::digest::hex;
+use crate::policy::{Action, Policy};
+use crate::replay::{self, DriftReport, FactSource, Kept};
+use crate::store::{
+    AuditQuery, CallEntry, PolicyText, Stats, Store, StoreError, VerifyOptions, VerifyReport,
+};
+
+pub use chart::Chart;
+
+/// The template, compiled into the binary.
+const TEMPLATE: &str = include_str!("report.html.j2");
+
+/// How many calls the table (and each detail list) shows at most; the
+/// counts always cover every selected call.
+pub const DEFAULT_ROW_CAP: usize = 1000;
+
+/// A call's detail shows at most this many characters of its request,
+/// decision and each result; `gavel show CALL_ID` has them whole.
+pub const DETAIL_CHARS: usize = 4096;
+
+/// How many sessions the per-session counts show.
+const TOP_SESSIONS: usize = 20;
+
+/// How many entries the top-denied and top-asked lists show.
+const TOP: usize = 10;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("rendering the report template")]
+    Template(#[source] minijinja::Error),
+}
+
+/// What the caller decides: filters, a policy to compare with, the time line.
+pub struct ReportOptions<'a> {
+    pub query: &'a AuditQuery,
+    /// The filters in words, as given on the command line.
+    pub filters: String,
+    /// `--compare-policy`: replay the selected calls under it.
+    pub compare: Option<&'a Policy>,
+    /// The one line that differs between two runs on the same database.
+    pub generated: String,
+    /// The database path as the re-verify commands should name it.
+    pub db_label: String,
+    pub row_cap: usize,
+}
+
+/// Everything the page shows.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub generated: String,
+    pub db: String,
+    pub filters: String,
+    pub identity: Identity,
+    pub verify: VerifyReport,
+    pub problem: Option<&'static str>,
+    pub checkpoints: Vec<CheckpointView>,
+    pub reverify: Vec<String>,
+    /// The counts, exactly as `gavel stats --json` gives them.
+    pub stats: Stats,
+    /// The same counts as rows, larger first, for the tables.
+    pub groups: Vec<Group>,
+    pub first_call: Option<String>,
+    pub last_call: Option<String>,
+    pub chart: Chart,
+    /// Calls per client (`claude-code`, ...; `none` for `gavel run` and
+    /// library callers), from the record's requests: `stats` has no such count.
+    pub by_client: Vec<Counted>,
+    /// The sessions with the most calls, and how many sessions there are.
+    pub by_session: Vec<Counted>,
+    pub sessions: usize,
+    pub top_denied: Vec<Counted>,
+    pub top_asked: Vec<Counted>,
+    pub pending: Vec<CallRow>,
+    pub pending_total: u64,
+    pub anomalies: Vec<CallRow>,
+    pub calls: Vec<CallRow>,
+    pub row_cap: usize,
+    pub policies: Vec<PolicyVersion>,
+    pub drift: Option<Drift>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Identity {
+    pub origin: String,
+    pub log_id: String,
+    pub format: u32,
+    pub created: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CheckpointView {
+    pub id: i64,
+    pub size: i64,
+    pub root: String,
+    pub signers: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Group {
+    pub name: &'static str,
+    pub key: &'static str,
+    pub rows: Vec<Counted>,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct Counted {
+    pub label: String,
+    pub count: u64,
+}
+
+/// One call as the table and its detail show it.
+#[derive(Debug, Serialize, Clone)]
+pub struct CallRow {
+    pub seq: u64,
+    pub call_id: String,
+    pub ts: String,
+    pub tool: String,
+    pub summary: String,
+    pub action: String,
+    pub rule_id: String,
+    pub reason: String,
+    pub approval: String,
+    pub status: String,
+    pub anomalies: Vec<String>,
+    pub session: String,
+    /// The request's arguments, pretty JSON.
+    pub request: String,
+    /// The decision record (rule, reason, policy, facts), pretty JSON.
+    pub decision: String,
+    /// The call's events with their hashes (only for calls the table shows).
+    pub events: Vec<EventView>,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct EventView {
+    pub seq: u64,
+    pub kind: String,
+    pub ts: String,
+    pub leaf: String,
+    pub chain: String,
+    pub payload: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PolicyVersion {
+    pub name: String,
+    pub digest: String,
+    pub first_seen: String,
+    pub calls: u64,
+    pub rules: Vec<String>,
+    pub text: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Drift {
+    pub policy: String,
+    pub digest: String,
+    pub report: DriftReport,
+    pub examples: Vec<DriftExample>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DriftExample {
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: String,
+    pub from: String,
+    pub to: String,
+    pub direction: String,
+}
+
+/// `2026-12-03T08:04:35.123456Z`, the form `gavel log --json` uses.
+pub fn format_time(ts_us: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(ts_us)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+        .unwrap_or_else(|| ts_us.to_string())
+}
+
+fn pretty(value: &impl Serialize) -> String {
+    clip(serde_json::to_string_pretty(value).unwrap_or_default())
+}
+
+/// `text` cut at `DETAIL_CHARS` characters, saying so.
+fn clip(text: String) -> String {
+    match text.char_indices().nth(DETAIL_CHARS) {
+        Some((cut, _)) => format!(
+            "{}\n… (cut at {DETAIL_CHARS} of {} characters; `gavel show` has it whole)",
+            &text[..cut],
+            text.chars().count()
+        ),
+        None => text,
+    }
+}
+
+fn sorted(counts: &BTreeMap<String, u64>) -> Vec<Counted> {
+    let mut rows: Vec<Counted> = counts
+        .iter()
+        .map(|(label, count)| Counted {
+            label: label.clone(),
+            count: *count,
+        })
+        .collect();
+    rows.sort_by(|a, b| b.count.cmp(&a.count).then(a.label.cmp(&b.label)));
+    rows
+}
+
+fn top(counts: HashMap<String, u64>) -> Vec<Counted> {
+    top_n(counts, TOP)
+}
+
+/// The `n` largest counts, larger first, ties by label.
+fn top_n(counts: HashMap<String, u64>, n: usize) -> Vec<Counted> {
+    let mut rows: Vec<Counted> = counts
+        .into_iter()
+        .map(|(label, count)| Counted { label, count })
+        .collect();
+    rows.sort_by(|a, b| b.count.cmp(&a.count).then(a.label.cmp(&b.label)));
+    rows.truncate(n);
+    rows
+}
+
+fn row_of(entry: &CallEntry) -> CallRow {
+    match entry {
+        CallEntry::Decided(call) => CallRow {
+            seq: call.seq,
+            call_id: call.call_id.clone(),
+            ts: format_time(call.ts_us),
+            tool: call.tool.clone(),
+            summary: replay::arguments_summary(&call.tool, &call.request.arguments),
+            action: call.decision.action.as_str().to_owned(),
+            rule_id: call.decision.rule_id.clone(),
+            reason: call.decision.reason.clone(),
+            approval: call.approval.clone(),
+            status: call.status.clone(),
+            anomalies: call
+                .anomalies
+                .iter()
+                .map(|k| k.as_str().to_owned())
+                .collect(),
+            session: session_of(&call.request),
+            request: pretty(&call.request),
+            decision: pretty(&call.decision),
+            events: Vec::new(),
+        },
+        CallEntry::Ungoverned(call) => CallRow {
+            seq: call.seq,
+            call_id: call.call_id.clone(),
+            ts: format_time(call.ts_us),
+            tool: call.tool.clone(),
+            summary: replay::arguments_summary(&call.tool, &call.anomaly.client.input),
+            action: String::new(),
+            rule_id: String::new(),
+            reason: call.anomaly.detail.clone(),
+            approval: String::new(),
+            status: crate::store::UNGOVERNED.to_owned(),
+            anomalies: call
+                .anomalies
+                .iter()
+                .map(|k| k.as_str().to_owned())
+                .collect(),
+            session: String::new(),
+            request: pretty(&call.anomaly),
+            decision: String::new(),
+            events: Vec::new(),
+        },
+    }
+}
+
+fn session_of(request: &crate::audit::RequestRecord) -> String {
+    request
+        .client
+        .as_ref()
+        .and_then(|c| c.session_id.clone())
+        .unwrap_or_default()
+}
+
+/// The client that sent a call and its session, when the record has them.
+fn client_of(entry: &CallEntry) -> (String, Option<String>) {
+    let client = match entry {
+        CallEntry::Decided(call) => call.request.client.as_ref(),
+        CallEntry::Ungoverned(call) => Some(&call.anomaly.client),
+    };
+    match client {
+        Some(c) => (c.client.clone(), c.session_id.clone()),
+        None => ("none".to_owned(), None),
+    }
+}
+
+/// Signer names of a checkpoint note: its signature lines, `— name sig`.
+fn signers(note: &str) -> Vec<String> {
+    note.lines()
+        .filter_map(|line| line.strip_prefix("\u{2014} "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Gathers the report's data for the calls `options.query` selects.
+pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, ReportError> {
+    let verify = store.verify(&VerifyOptions::default(), &mut |_| {})?;
+    let identity = store.identity();
+    let checkpoints = store
+        .checkpoint_rows()?
+        .into_iter()
+        .map(|row| CheckpointView {
+            id: row.id,
+            size: row.size,
+            root: hex(&row.root),
+            signers: signers(&row.note),
+        })
+        .collect();
+
+    let mut chart_times: Vec<i64> = Vec::new();
+    let mut clients: HashMap<String, u64> = HashMap::new();
+    let mut sessions: HashMap<String, u64> = HashMap::new();
+    let mut denied: HashMap<String, u64> = HashMap::new();
+    let mut asked: HashMap<String, u64> = HashMap::new();
+    let mut calls: Vec<CallRow> = Vec::new();
+    let mut pending: Vec<CallRow> = Vec::new();
+    let mut pending_total = 0u64;
+    let mut anomalies: Vec<CallRow> = Vec::new();
+    let mut policies: Vec<PolicyVersion> = Vec::new();
+    let mut policy_index: HashMap<String, usize> = HashMap::new();
+    let (mut first, mut last) = (None, None);
+    // One read of the log: the counts are `Store::stats`'s, the rest is
+    // gathered from the same calls as they are counted.
+    let stats = store.stats_with(options.query, |entry| {
+        let ts = match entry {
+            CallEntry::Decided(c) => c.ts_us,
+            CallEntry::Ungoverned(c) => c.ts_us,
+        };
+        chart_times.push(ts);
+        let (client, session) = client_of(entry);
+        *clients.entry(client).or_default() += 1;
+        if let Some(session) = session {
+            *sessions.entry(session).or_default() += 1;
+        }
+        first = Some(first.map_or(ts, |f: i64| f.min(ts)));
+        last = Some(last.map_or(ts, |l: i64| l.max(ts)));
+        if let CallEntry::Decided(call) = entry {
+            let summary = || replay::arguments_summary(&call.tool, &call.request.arguments);
+            match call.decision.action {
+                Action::Deny => *denied.entry(summary()).or_default() += 1,
+                Action::Ask => *asked.entry(summary()).or_default() += 1,
+                Action::Allow => {}
+            }
+            let policy = &call.decision.policy;
+            match policy_index.get(&policy.digest) {
+                Some(&i) => policies[i].calls += 1,
+                None => {
+                    policy_index.insert(policy.digest.clone(), policies.len());
+                    policies.push(PolicyVersion {
+                        name: policy.name.clone(),
+                        digest: policy.digest.clone(),
+                        first_seen: format_time(call.ts_us),
+                        calls: 1,
+                        rules: Vec::new(),
+                        text: "",
+                    });
+                }
+            }
+        }
+        let is_pending = entry.status() == "incomplete"
+            || matches!(entry, CallEntry::Decided(c) if c.approval == "pending");
+        let shown = calls.len() < options.row_cap;
+        let listed = !entry.anomalies().is_empty()
+            || (is_pending && pending.len() < options.row_cap)
+            || shown;
+        if listed {
+            let row = row_of(entry);
+            if !entry.anomalies().is_empty() && anomalies.len() < options.row_cap {
+                anomalies.push(row.clone());
+            }
+            if is_pending && pending.len() < options.row_cap {
+                pending.push(row.clone());
+            }
+            if shown {
+                calls.push(row);
+            }
+        }
+        if is_pending {
+            pending_total += 1;
+        }
+        Ok::<_, StoreError>(())
+    })?;
+    for row in &mut calls {
+        row.events = store
+            .call_events(&row.call_id)?
+            .into_iter()
+            .map(|event| EventView {
+                seq: event.seq,
+                kind: event.kind.clone(),
+                ts: format_time(event.ts_us),
+                leaf: hex(&event.leaf),
+                chain: hex(&event.chain),
+                payload: clip(String::from_utf8_lossy(&event.payload).into_owned()),
+            })
+            .collect();
+    }
+    for version in &mut policies {
+        match store.recorded_policy(&version.digest)? {
+            PolicyText::Text(text) => {
+                version.text = "recorded";
+                if let Ok(policy) = Policy::from_toml(&text, &version.name) {
+                    version.rules = policy.rules().iter().map(|r| r.id.clone()).collect();
+                }
+            }
+            PolicyText::Mismatch => version.text = "stored text does not match its digest",
+            PolicyText::Missing => version.text = "text not stored",
+        }
+    }
+    let drift = match options.compare {
+        Some(policy) => {
+            let report = replay::replay_calls(
+                store,
+                options.query,
+                policy,
+                FactSource::Recorded,
+                Kept::Examples,
+                &mut |_| {},
+                &mut |_| Ok::<_, StoreError>(()),
+            )?;
+            let examples = report
+                .transitions
+                .iter()
+                .flat_map(|t| t.examples.iter())
+                .map(|c| DriftExample {
+                    call_id: c.call_id.clone(),
+                    tool: c.tool.clone(),
+                    arguments: c.arguments.clone(),
+                    from: format!("{} ({})", c.from.action.as_str(), c.from.rule_id),
+                    to: format!("{} ({})", c.to.action.as_str(), c.to.rule_id),
+                    direction: format!("{:?}", c.direction).to_lowercase(),
+                })
+                .collect();
+            Some(Drift {
+                policy: policy.reference().name.clone(),
+                digest: policy.reference().digest.clone(),
+                report,
+                examples,
+            })
+        }
+        None => None,
+    };
+    let groups = vec![
+        group("action", "by_action", &stats.by_action),
+        group("rule", "by_rule", &stats.by_rule),
+        group("tool", "by_tool", &stats.by_tool),
+        group("approval", "by_approval", &stats.by_approval),
+        group("status", "by_status", &stats.by_status),
+        group("anomaly", "by_anomaly", &stats.by_anomaly),
+    ];
+    let db = options.db_label.clone();
+    let quoted = shell_quote(&db);
+    Ok(Report {
+        generated: options.generated.clone(),
+        filters: options.filters.clone(),
+        identity: Identity {
+            origin: identity.origin.clone(),
+            log_id: hex(&identity.log_id),
+            format: identity.format,
+            created: format_time(identity.created_us),
+        },
+        problem: verify.problem.map(|p| p.as_str()),
+        verify,
+        checkpoints,
+        reverify: vec![
+            format!("gavel verify --db {quoted}"),
+            format!("python3 scripts/verify_chain.py {quoted}"),
+        ],
+        groups,
+        stats,
+        first_call: first.map(format_time),
+        last_call: last.map(format_time),
+        chart: Chart::of(&chart_times),
+        by_client: top_n(clients, usize::MAX),
+        sessions: sessions.len(),
+        by_session: top_n(sessions, TOP_SESSIONS),
+        top_denied: top(denied),
+        top_asked: top(asked),
+        pending,
+        pending_total,
+        anomalies,
+        calls,
+        row_cap: options.row_cap,
+        policies,
+        drift,
+        db,
+    })
+}
+
+fn group(name: &'static str, key: &'static str, counts: &BTreeMap<String, u64>) -> Group {
+    Group {
+        name,
+        key,
+        rows: sorted(counts),
+    }
+}
+
+/// `text` as one shell word.
+fn shell_quote(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// The page for `report`: one self-contained HTML document.
+pub fn render(report: &Report) -> Result<String, ReportError> {
+    let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+    env.add_template("report.html", TEMPLATE)
+        .map_err(ReportError::Template)?;
+    let template = env
+        .get_template("report.html")
+        .map_err(ReportError::Template)?;
+    template
+        .render(
+            minijinja::context! { r => minijinja::Value::from(minijinja::value::Serde(report)) },
+        )
+        .map_err(ReportError::Template)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signers_are_read_from_the_signature_lines() {
+        let note = "origin\n3\nroot=\n\n\u{2014} alice AAAA\n\u{2014} bob BBBB\n";
+        assert_eq!(signers(note), ["alice", "bob"]);
+    }
+
+    #[test]
+    fn long_details_are_cut_and_say_so() {
+        let long = "é".repeat(DETAIL_CHARS + 10);
+        let cut = clip(long);
+        assert!(cut.starts_with(&"é".repeat(DETAIL_CHARS)));
+        assert!(cut.ends_with(&format!(
+            "cut at {DETAIL_CHARS} of {} characters; `gavel show` has it whole)",
+            DETAIL_CHARS + 10
+        )));
+        assert_eq!(clip("short".to_owned()), "short");
+    }
+
+    #[test]
+    fn shell_quote_leaves_plain_paths_and_quotes_the_rest() {
+        assert_eq!(shell_quote("/tmp/a.db"), "/tmp/a.db");
+        assert_eq!(shell_quote("/tmp/a b's.db"), "'/tmp/a b'\\''s.db'");
+    }
+}
