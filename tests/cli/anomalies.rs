@@ -3,21 +3,13 @@
 //! Claude Code payloads) is a distinct, loud, filterable fact in `log`,
 //! `stats`, `explain`, `replay` and `audit`, against a real SQLite file.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
-use crate::support::{Sandbox, code, json_lines, run_expecting, stderr, stdout};
+use crate::support::{Sandbox, code, hook_payload, json_lines, run_expecting, stderr, stdout};
 
-/// A Claude Code hook payload from `fixtures/claude_code/`, filled in.
+/// A Claude Code hook payload from `fixtures/claude_code/` for one call.
 fn payload(sandbox: &Sandbox, fixture: &str, id: &str, tool: &str, input: Value) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/claude_code")
-        .join(fixture);
-    let text = std::fs::read_to_string(path)
-        .unwrap()
-        .replace("${WORKSPACE}", &sandbox.ws.to_string_lossy());
-    let mut value: Value = serde_json::from_str(&text).unwrap();
+    let mut value = hook_payload(sandbox, fixture);
     value["tool_use_id"] = json!(id);
     value["tool_name"] = json!(tool);
     value["tool_input"] = input;

@@ -4,27 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Sandbox, code, json, json_lines, run_expecting, stderr, stdout};
-
-/// Records one call with `gavel run`, answering asks with `--reject`.
-fn record(sandbox: &Sandbox, call_id: &str, tool: &str, arguments: Value) {
-    let output = sandbox
-        .gavel(&[
-            "run",
-            tool,
-            &arguments.to_string(),
-            "--reject",
-            "--call-id",
-            call_id,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        matches!(code(&output), 0 | 1 | 3),
-        "recording {call_id} failed: {}",
-        stderr(&output)
-    );
-}
+use crate::support::{Sandbox, json, json_lines, record, run_expecting, stderr, stdout};
 
 /// A policy denying every tool, written next to the workspace.
 fn deny_all(sandbox: &Sandbox) -> String {

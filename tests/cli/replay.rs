@@ -3,29 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support::{Sandbox, code, fixture, json, json_lines, run_expecting, stderr, stdout};
-
-/// Records one call with `gavel run`, answering asks with `--reject` so nothing is written.
-fn record(sandbox: &Sandbox, call_id: &str, tool: &str, arguments: Value) {
-    let output = sandbox
-        .gavel(&[
-            "run",
-            tool,
-            &arguments.to_string(),
-            "--reject",
-            "--call-id",
-            call_id,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        matches!(code(&output), 0 | 1 | 3),
-        "recording {call_id} failed: {}",
-        stderr(&output)
-    );
-}
+use crate::support::{
+    Sandbox, code, fixture, json, json_lines, record, run_expecting, stderr, stdout,
+};
 
 /// Seven calls under the built-in policy whose drift under
 /// `fixtures/replay/changed.toml` is counted by hand below.

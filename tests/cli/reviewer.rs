@@ -4,13 +4,11 @@
 //! streams; reading commands warn when the chain's recent rows do not
 //! verify. Through the real binary, against real SQLite files.
 
-use std::path::Path;
-
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use crate::store::{ids, log, record_mix, record_reads, record_reads_from};
-use crate::support::{Sandbox, json_lines, run_expecting, stderr, stdout};
+use crate::support::{Sandbox, hook_payload, json_lines, run_expecting, stderr, stdout};
 
 fn mixed() -> Sandbox {
     let sandbox = Sandbox::new();
@@ -18,15 +16,9 @@ fn mixed() -> Sandbox {
     sandbox
 }
 
-/// A Claude Code hook payload from `fixtures/claude_code/`, filled in.
+/// A Claude Code hook payload from `fixtures/claude_code/` in `session`.
 fn payload(sandbox: &Sandbox, fixture: &str, session: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/claude_code")
-        .join(fixture);
-    let text = std::fs::read_to_string(path)
-        .unwrap()
-        .replace("${WORKSPACE}", &sandbox.ws.to_string_lossy());
-    let mut value: Value = serde_json::from_str(&text).unwrap();
+    let mut value = hook_payload(sandbox, fixture);
     value["session_id"] = json!(session);
     value
 }

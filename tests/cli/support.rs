@@ -161,3 +161,36 @@ pub fn assert_one_line_error(cmd: &mut Command) -> String {
     assert!(output.stdout.is_empty(), "stdout: {}", stdout(&output));
     err.trim_end().to_owned()
 }
+
+/// Records one call with `gavel run`, answering asks with `--reject` so
+/// nothing is written.
+pub fn record(sandbox: &Sandbox, call_id: &str, tool: &str, arguments: Value) {
+    let output = sandbox
+        .gavel(&[
+            "run",
+            tool,
+            &arguments.to_string(),
+            "--reject",
+            "--call-id",
+            call_id,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(code(&output), 0 | 1 | 3),
+        "recording {call_id} failed: {}",
+        stderr(&output)
+    );
+}
+
+/// A Claude Code hook payload from `fixtures/claude_code/`, with the
+/// sandbox's workspace filled in.
+pub fn hook_payload(sandbox: &Sandbox, fixture: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/claude_code")
+        .join(fixture);
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("${WORKSPACE}", &sandbox.ws.to_string_lossy());
+    serde_json::from_str(&text).unwrap()
+}
