@@ -707,20 +707,9 @@ impl<'s> Walker<'s> {
             assignments,
             ..Default::default()
         };
-        let mut words = wrappers::strip(words, &mut notes, &mut stripped);
+        let words = wrappers::strip(words, &mut notes, &mut stripped);
         for phrase in notes {
             self.note(phrase);
-        }
-        // `time ! cmd`, `! ! cmd`: `!` only negates the status; `coproc cmd`
-        // runs `cmd` in the background.
-        loop {
-            match words.first() {
-                Some(w) if w.known == Known::Literal && w.text == "coproc" => {
-                    self.note("coproc".to_string());
-                    words.remove(0);
-                }
-                _ => break,
-            }
         }
         let Some(first) = words.first() else {
             self.bare.extend(redirects);
