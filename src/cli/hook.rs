@@ -25,7 +25,7 @@ use gavel::audit::{
     LifecycleRecord, ResultRecord, ToolResult,
 };
 use gavel::clients::{
-    self, Answer, AskMode, Client, Context, HookError, HookEvent, Kind, Reply, ToolCall,
+    self, LOG_STARTED_MID_SESSION, Answer, AskMode, Client, Context, HookError, HookEvent, Kind, Reply, ToolCall,
 };
 use gavel::runner::{AskRoute, new_call_id};
 use gavel::store::{ClientKey, Store, StoreError, StoredEvent};
@@ -33,10 +33,6 @@ use gavel::tools::Registry;
 use gavel::{Action, ApprovalStatus, ExecutionStatus, GovernedRunner};
 
 use super::{Exit, Global, one_line};
-
-/// The lifecycle event a hook records first when it creates the log in
-/// the middle of a session (the record of what came before is not here).
-pub const LOG_STARTED_MID_SESSION: &str = "LogStartedMidSession";
 
 #[derive(Args, Debug)]
 pub struct HookArgs {

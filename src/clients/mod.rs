@@ -29,6 +29,10 @@ use serde_json::{Map, Value};
 use crate::audit::{ClientCall, ExecutionStatus, ToolResult};
 use crate::request::ToolRequest;
 
+/// The lifecycle event a hook records first when it creates the log in
+/// the middle of a session: what the session did before is not in the log.
+pub const LOG_STARTED_MID_SESSION: &str = "LogStartedMidSession";
+
 /// Every client `gavel hook` knows, by name.
 pub const CLIENTS: &[&dyn Client] = &[
     &claude_code::ClaudeCode,

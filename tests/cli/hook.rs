@@ -1,5 +1,5 @@
 //! `gavel hook claude-code`: real-shaped Claude Code payloads (templates in
-//! `fixtures/claude_code/`) through the binary, then the record.
+//! `fixtures/clients/claude-code/`) through the binary, then the record.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -31,7 +31,7 @@ impl Env {
     /// A fixture with `${WORKSPACE}` filled in.
     fn fixture(&self, name: &str) -> Value {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/claude_code")
+            .join("fixtures/clients/claude-code")
             .join(name);
         let text = std::fs::read_to_string(path).unwrap();
         serde_json::from_str(&text.replace("${WORKSPACE}", &self.ws.to_string_lossy())).unwrap()
