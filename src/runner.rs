@@ -397,9 +397,10 @@ impl GovernedRunner {
                 events.push(blocked(why));
             }
             // A deny is final: the client will not run the call.
-            (Action::Deny, _) => {
-                events.push(blocked(blocked_content(&decision, ApprovalStatus::NotRequired)))
-            }
+            (Action::Deny, _) => events.push(blocked(blocked_content(
+                &decision,
+                ApprovalStatus::NotRequired,
+            ))),
         }
         audit.append(&events)?;
         Ok((facts, decision))

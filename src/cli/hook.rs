@@ -25,7 +25,8 @@ use gavel::audit::{
     LifecycleRecord, ResultRecord, ToolResult,
 };
 use gavel::clients::{
-    self, LOG_STARTED_MID_SESSION, Answer, AskMode, Client, Context, HookError, HookEvent, Kind, Reply, ToolCall,
+    self, Answer, AskMode, Client, Context, HookError, HookEvent, Kind, LOG_STARTED_MID_SESSION,
+    Reply, ToolCall,
 };
 use gavel::runner::{AskRoute, new_call_id};
 use gavel::store::{ClientKey, Store, StoreError, StoredEvent};
@@ -154,11 +155,7 @@ fn hook(client: &dyn Client, global: &Global, args: &HookArgs) -> Exit {
     }
     if printed.is_err() && answer.exit == 0 {
         let failed = fail(client, args, &text, "cannot write the hook answer");
-        let _ = writeln!(
-            std::io::stderr(),
-            "{}",
-            failed.stderr.unwrap_or_default()
-        );
+        let _ = writeln!(std::io::stderr(), "{}", failed.stderr.unwrap_or_default());
         return exit(failed.exit);
     }
     exit(answer.exit)
@@ -267,8 +264,13 @@ fn handle(
             };
             let runner = GovernedRunner::new(policy, workspace, Registry::empty())
                 .with_max_argument_bytes(global.max_argument_bytes);
-            let decided =
-                runner.decide_and_record(&call_id, &request, Some(recorded.clone()), route, &mut store);
+            let decided = runner.decide_and_record(
+                &call_id,
+                &request,
+                Some(recorded.clone()),
+                route,
+                &mut store,
+            );
             let decision = match decided {
                 Ok((_, decision)) => decision,
                 Err(err) => {
@@ -693,7 +695,9 @@ impl Completion<'_> {
             return self.anomaly(
                 call_id,
                 AnomalyKind::SecondCompletion,
-                format!("the call already has its result ({status}); another report ({reported}) came"),
+                format!(
+                    "the call already has its result ({status}); another report ({reported}) came"
+                ),
                 Vec::new(),
             );
         }

@@ -40,7 +40,9 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
     let config = client.hook_config(&gavel.to_string_lossy(), args.user);
     let base = if args.user {
         if client.name() == "copilot" {
-            bail!("Copilot CLI reads hooks from the repository (.github/hooks/) only; run without --user");
+            bail!(
+                "Copilot CLI reads hooks from the repository (.github/hooks/) only; run without --user"
+            );
         }
         PathBuf::from(std::env::var_os("HOME").context("$HOME is not set")?)
     } else {
@@ -120,7 +122,10 @@ fn read_json(path: &Path) -> anyhow::Result<Option<Value>> {
     let value: Value = serde_json::from_str(&text)
         .with_context(|| format!("`{}` is not JSON; fix or move it first", path.display()))?;
     if !value.is_object() {
-        bail!("`{}` is not a JSON object; fix or move it first", path.display());
+        bail!(
+            "`{}` is not a JSON object; fix or move it first",
+            path.display()
+        );
     }
     Ok(Some(value))
 }
@@ -149,7 +154,12 @@ fn merge(client: &dyn Client, existing: Option<Value>, ours: &Value) -> Value {
     let Some(hooks) = hooks.as_object_mut() else {
         return merged;
     };
-    for (event, entries) in ours.get("hooks").and_then(Value::as_object).into_iter().flatten() {
+    for (event, entries) in ours
+        .get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
         let list = hooks
             .entry(event.clone())
             .or_insert_with(|| Value::Array(Vec::new()));

@@ -60,7 +60,8 @@ impl Client for ClaudeCode {
             session_id: required(&object, "session_id")?,
             cwd: required(&object, "cwd")?,
             project_dir: None,
-            client_version: text(&object, "claude_code_version").or_else(|| text(&object, "version")),
+            client_version: text(&object, "claude_code_version")
+                .or_else(|| text(&object, "version")),
             permission_mode: text(&object, "permission_mode"),
             prompt_id: text(&object, "prompt_id"),
             agent_id: text(&object, "agent_id"),
@@ -317,7 +318,12 @@ mod tests {
                 "read_file",
                 json!({"path":"/ws/src/lib.rs"}),
             ),
-            ("Read", json!({"file_path": 7}), "read_file", json!({"path": 7})),
+            (
+                "Read",
+                json!({"file_path": 7}),
+                "read_file",
+                json!({"path": 7}),
+            ),
             ("Bash", json!({}), "bash", json!({})),
         ];
         for (tool, input, name, arguments) in cases {
@@ -365,8 +371,10 @@ mod tests {
             })
         ));
         let err = ClaudeCode
-            .parse(json!({"session_id":"s","cwd":"/","hook_event_name":"PreToolUse",
-                "tool_name":"Bash","tool_input":{}}))
+            .parse(
+                json!({"session_id":"s","cwd":"/","hook_event_name":"PreToolUse",
+                "tool_name":"Bash","tool_input":{}}),
+            )
             .unwrap_err();
         assert_eq!(
             err.to_string(),

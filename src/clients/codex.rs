@@ -234,7 +234,12 @@ mod tests {
             Answer::ok(None)
         );
         let denied = Codex.render(&pre, &Reply::Deny { reason: "r".into() });
-        assert!(denied.stdout.unwrap().contains(r#""permissionDecision":"deny""#));
+        assert!(
+            denied
+                .stdout
+                .unwrap()
+                .contains(r#""permissionDecision":"deny""#)
+        );
         let permission = Context {
             event: "PermissionRequest".into(),
             ..Context::default()

@@ -70,10 +70,11 @@ impl Client for Copilot {
 
     fn parse(&self, input: Value) -> Result<HookEvent, HookError> {
         let mut object = object(input)?;
-        let event = either_text(&object, &["hook_event_name", "hookEventName"])
-            .ok_or(HookError::MissingField {
+        let event = either_text(&object, &["hook_event_name", "hookEventName"]).ok_or(
+            HookError::MissingField {
                 field: "hook_event_name",
-            })?;
+            },
+        )?;
         let context = Context {
             // Older releases send no session id: calls then match within "".
             session_id: either_text(&object, &["sessionId", "session_id"]).unwrap_or_default(),
@@ -264,7 +265,12 @@ mod tests {
     fn failing_closed_prints_a_deny_too() {
         let answer = Copilot.fail_closed(Some("preToolUse"), "bad policy");
         assert_eq!(answer.exit, 2);
-        assert!(answer.stdout.unwrap().contains(r#""permissionDecision":"deny""#));
+        assert!(
+            answer
+                .stdout
+                .unwrap()
+                .contains(r#""permissionDecision":"deny""#)
+        );
         assert_eq!(Copilot.fail_closed(Some("sessionEnd"), "x").exit, 1);
     }
 }

@@ -84,7 +84,8 @@ impl Client for Cursor {
             model: text(&object, "model"),
             event: event.clone(),
         };
-        let field = |object: &Map<String, Value>, name: &'static str| event_field(object, &event, name);
+        let field =
+            |object: &Map<String, Value>, name: &'static str| event_field(object, &event, name);
         let shell = |object: &Map<String, Value>| {
             Ok::<_, HookError>(ToolCall {
                 tool: "Shell".to_owned(),
@@ -222,7 +223,9 @@ impl Client for Cursor {
     fn fail_closed(&self, event: Option<&str>, message: &str) -> Answer {
         let message = format!("gavel: {message}");
         let stdout = match event {
-            None => Some(json!({"permission": "deny", "user_message": message, "agent_message": message})),
+            None => Some(
+                json!({"permission": "deny", "user_message": message, "agent_message": message}),
+            ),
             Some(e) if PERMISSION_EVENTS.contains(&e) => Some(
                 json!({"permission": "deny", "user_message": message, "agent_message": message}),
             ),

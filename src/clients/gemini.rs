@@ -129,8 +129,12 @@ impl Client for Gemini {
 
     fn render(&self, _: &Context, reply: &Reply) -> Answer {
         match reply {
-            Reply::Allow { reason } => Answer::ok(Some(json!({"decision": "allow", "reason": reason}))),
-            Reply::Deny { reason } => Answer::ok(Some(json!({"decision": "deny", "reason": reason}))),
+            Reply::Allow { reason } => {
+                Answer::ok(Some(json!({"decision": "allow", "reason": reason})))
+            }
+            Reply::Deny { reason } => {
+                Answer::ok(Some(json!({"decision": "deny", "reason": reason})))
+            }
             Reply::Ask { reason } => Answer::ok(Some(
                 json!({"decision": "ask", "reason": reason, "systemMessage": reason}),
             )),
@@ -192,11 +196,17 @@ mod tests {
             )
         };
         assert_eq!(
-            map("run_shell_command", json!({"command": "ls", "description": "x"})),
+            map(
+                "run_shell_command",
+                json!({"command": "ls", "description": "x"})
+            ),
             ("bash".to_owned(), json!({"command": "ls"}))
         );
         assert_eq!(
-            map("replace", json!({"file_path": "a", "old_string": "x", "new_string": "y"})),
+            map(
+                "replace",
+                json!({"file_path": "a", "old_string": "x", "new_string": "y"})
+            ),
             (
                 "edit_file".to_owned(),
                 json!({"path": "/ws/a", "old_text": "x", "new_text": "y"})

@@ -376,7 +376,11 @@ pub(crate) fn parsed(value: Value) -> Value {
 }
 
 /// A result the client reported.
-pub(crate) fn result(status: ExecutionStatus, content: String, duration_ms: Option<u64>) -> ToolResult {
+pub(crate) fn result(
+    status: ExecutionStatus,
+    content: String,
+    duration_ms: Option<u64>,
+) -> ToolResult {
     ToolResult {
         status,
         content,
@@ -456,7 +460,10 @@ impl Fields<'_> {
     pub fn write(&self, path: &str, content: &str) -> (String, Value) {
         (
             "write_file".to_owned(),
-            arguments(vec![("path", self.path(path)), ("content", self.get(content))]),
+            arguments(vec![
+                ("path", self.path(path)),
+                ("content", self.get(content)),
+            ]),
         )
     }
 
@@ -563,7 +570,10 @@ mod tests {
     #[test]
     fn every_client_is_found_by_its_name() {
         for client in CLIENTS {
-            assert_eq!(by_name(client.name()).map(|c| c.name()), Some(client.name()));
+            assert_eq!(
+                by_name(client.name()).map(|c| c.name()),
+                Some(client.name())
+            );
         }
         assert!(by_name("vim").is_none());
     }

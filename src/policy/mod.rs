@@ -254,7 +254,8 @@ fn invalid_arguments(request: &ToolRequest) -> Option<String> {
                 None
             }
             _ => Some(
-                "`apply_patch` requires `paths`, a non-empty list of the files it touches".to_owned(),
+                "`apply_patch` requires `paths`, a non-empty list of the files it touches"
+                    .to_owned(),
             ),
         };
     }

@@ -80,11 +80,8 @@ fn the_builtin_policys_examples_hold() {
 
 #[test]
 fn the_coding_agent_presets_examples_hold() {
-    let policy = Policy::from_toml(
-        crate::policy::CODING_AGENT_POLICY_TOML,
-        "coding-agent.toml",
-    )
-    .unwrap();
+    let policy =
+        Policy::from_toml(crate::policy::CODING_AGENT_POLICY_TOML, "coding-agent.toml").unwrap();
     assert_eq!(policy.reference().name, "gavel-coding-agent");
 }
 

@@ -105,7 +105,10 @@ fn decision(client: &str, out: &Output) -> (String, String) {
             field(&answer["permissionDecision"]),
             field(&answer["permissionDecisionReason"]),
         ),
-        "cursor" => (field(&answer["permission"]), field(&answer["agent_message"])),
+        "cursor" => (
+            field(&answer["permission"]),
+            field(&answer["agent_message"]),
+        ),
         other => panic!("unknown client {other}"),
     }
 }
@@ -178,7 +181,11 @@ fn every_client_denies_asks_as_it_can_allows_and_completes() {
 
         let (answer, reason) = pre(&sandbox, c, "sudo ls", "d1", &[]);
         assert_eq!(answer, "deny", "{}", c.name);
-        assert!(reason.starts_with("[bash.hard_deny]"), "{}: {reason}", c.name);
+        assert!(
+            reason.starts_with("[bash.hard_deny]"),
+            "{}: {reason}",
+            c.name
+        );
 
         let (answer, reason) = pre(&sandbox, c, "touch notes.md", "a1", &[]);
         assert_eq!(answer, c.ask_renders, "{}: {reason}", c.name);
@@ -324,7 +331,10 @@ fn identical_calls_one_after_another_each_complete() {
     }
     let calls = log(&sandbox);
     assert_eq!(calls.len(), 3);
-    assert!(calls.iter().all(|c| c["status"] == "succeeded"), "{calls:#?}");
+    assert!(
+        calls.iter().all(|c| c["status"] == "succeeded"),
+        "{calls:#?}"
+    );
     verify(&sandbox);
 }
 
@@ -358,8 +368,9 @@ fn codex_apply_patch_is_judged_by_the_files_it_touches() {
     );
     let mut outside: Value =
         serde_json::from_str(&payload(&sandbox, "codex", "apply_patch_pre", "", "p2")).unwrap();
-    outside["tool_input"]["command"] =
-        json!("*** Begin Patch\n*** Update File: ../outside/secret.txt\n@@\n-a\n+b\n*** End Patch\n");
+    outside["tool_input"]["command"] = json!(
+        "*** Begin Patch\n*** Update File: ../outside/secret.txt\n@@\n-a\n+b\n*** End Patch\n"
+    );
     let (answer, reason) = decision("codex", &hook(&sandbox, "codex", &[], &outside.to_string()));
     assert_eq!(answer, "deny");
     assert!(reason.starts_with("[path.outside_workspace]"), "{reason}");
@@ -389,20 +400,26 @@ fn codex_permission_requests_deny_what_the_policy_denies_and_leave_the_rest_to_c
     let out = ask("sudo ls");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        answer["hookSpecificOutput"]["decision"]["behavior"],
-        "deny"
-    );
+    assert_eq!(answer["hookSpecificOutput"]["decision"]["behavior"], "deny");
     let out = ask("touch notes.md");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(out.stdout.is_empty(), "the person at Codex's prompt decides");
+    assert!(
+        out.stdout.is_empty(),
+        "the person at Codex's prompt decides"
+    );
     let recorded: Vec<Value> = events(&sandbox)
         .into_iter()
         .filter(|e| e["payload"]["event"] == "PermissionRequest")
         .collect();
     assert_eq!(recorded.len(), 2);
-    assert_eq!(recorded[0]["payload"]["data"]["gavel"]["answer"], "denied by gavel");
-    assert!(log(&sandbox).is_empty(), "no call is made approved by a request");
+    assert_eq!(
+        recorded[0]["payload"]["data"]["gavel"]["answer"],
+        "denied by gavel"
+    );
+    assert!(
+        log(&sandbox).is_empty(),
+        "no call is made approved by a request"
+    );
 }
 
 #[test]
@@ -422,7 +439,11 @@ fn cursor_reads_are_allowed_or_denied_never_asked_and_edits_it_made_are_ungovern
     let out = read("gavel.toml");
     assert_eq!(stdout(&out).trim(), r#"{"permission":"deny"}"#);
     // The read's content came with the event; it is not recorded.
-    assert!(!events(&sandbox).iter().any(|e| e.to_string().contains("hello")));
+    assert!(
+        !events(&sandbox)
+            .iter()
+            .any(|e| e.to_string().contains("hello"))
+    );
     let out = hook(
         &sandbox,
         "cursor",
@@ -447,7 +468,10 @@ fn every_client_fails_closed_on_input_it_cannot_read() {
         assert!(err.starts_with("gavel: "), "{}: {err}", c.name);
         let printed = stdout(&out);
         match c.name {
-            "copilot" => assert!(printed.contains(r#""permissionDecision":"deny""#), "{printed}"),
+            "copilot" => assert!(
+                printed.contains(r#""permissionDecision":"deny""#),
+                "{printed}"
+            ),
             "cursor" => assert!(printed.contains(r#""permission":"deny""#), "{printed}"),
             _ => assert!(printed.is_empty(), "{}: {printed}", c.name),
         }
@@ -481,14 +505,30 @@ fn claude_code_batch_closes_a_declined_ask_with_what_the_model_was_told() {
     write["tool_use_id"] = json!("toolu_01DECLINEDDECLINEDDECLINED");
     write["tool_name"] = json!("Write");
     write["tool_input"] = json!({"file_path": sandbox.ws.join("a.txt"), "content": "x"});
-    let (answer, _) = decision("claude-code", &hook(&sandbox, "claude-code", &[], &write.to_string()));
+    let (answer, _) = decision(
+        "claude-code",
+        &hook(&sandbox, "claude-code", &[], &write.to_string()),
+    );
     assert_eq!(answer, "ask");
     let ls = fixture("pre_tool_use.json");
-    let (answer, _) = decision("claude-code", &hook(&sandbox, "claude-code", &[], &ls.to_string()));
+    let (answer, _) = decision(
+        "claude-code",
+        &hook(&sandbox, "claude-code", &[], &ls.to_string()),
+    );
     assert_eq!(answer, "allow");
-    let out = hook(&sandbox, "claude-code", &[], &fixture("post_tool_use.json").to_string());
+    let out = hook(
+        &sandbox,
+        "claude-code",
+        &[],
+        &fixture("post_tool_use.json").to_string(),
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let out = hook(&sandbox, "claude-code", &[], &fixture("post_tool_batch.json").to_string());
+    let out = hook(
+        &sandbox,
+        "claude-code",
+        &[],
+        &fixture("post_tool_batch.json").to_string(),
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(out.stdout.is_empty());
     let calls = log(&sandbox);
@@ -516,7 +556,12 @@ fn claude_code_batch_closes_a_declined_ask_with_what_the_model_was_told() {
         .unwrap();
     assert_eq!(ran["status"], "succeeded");
     // A second batch changes nothing.
-    hook(&sandbox, "claude-code", &[], &fixture("post_tool_batch.json").to_string());
+    hook(
+        &sandbox,
+        "claude-code",
+        &[],
+        &fixture("post_tool_batch.json").to_string(),
+    );
     assert_eq!(log(&sandbox), calls);
     verify(&sandbox);
 }
@@ -531,7 +576,11 @@ fn claude_code_reused_tool_use_id_is_refused_and_recorded() {
         let again = payload(&sandbox, "claude-code", "shell_pre", "rm notes.md", "same");
         let out = hook(&sandbox, "claude-code", &[], &again);
         assert_eq!(code(&out), 2);
-        assert!(stderr(&out).contains("was already used"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("was already used"),
+            "{}",
+            stderr(&out)
+        );
     }
     let anomalies: Vec<Value> = events(&sandbox)
         .into_iter()
@@ -672,7 +721,10 @@ fn init_refuses_to_overwrite_without_force_and_keeps_other_hooks_with_it() {
     sandbox.write(".claude/settings.json", &other.to_string());
     let err = crate::support::assert_one_line_error(&mut sandbox.gavel(&["init", "claude-code"]));
     assert!(err.contains("--force"), "{err}");
-    assert!(!sandbox.ws.join("gavel.toml").exists(), "nothing is written");
+    assert!(
+        !sandbox.ws.join("gavel.toml").exists(),
+        "nothing is written"
+    );
     for _ in 0..2 {
         let out = sandbox
             .gavel(&["init", "claude-code", "--force"])
