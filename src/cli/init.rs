@@ -37,18 +37,18 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
     let gavel = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .context("cannot find the path of this gavel binary")?;
-    let config = client.hook_config(&gavel.to_string_lossy(), args.user);
-    let base = if args.user {
-        if client.name() == "copilot" {
+    let config = client.hook_config(&gavel.to_string_lossy());
+    let hooks_path = if args.user {
+        let Some(user_path) = config.user_path else {
             bail!(
-                "Copilot CLI reads hooks from the repository (.github/hooks/) only; run without --user"
+                "{} reads hooks from the project only; run without --user",
+                client.name()
             );
-        }
-        PathBuf::from(std::env::var_os("HOME").context("$HOME is not set")?)
+        };
+        PathBuf::from(std::env::var_os("HOME").context("$HOME is not set")?).join(user_path)
     } else {
-        project.clone()
+        project.join(config.path)
     };
-    let hooks_path = base.join(config.path);
     let policy_path = project.join("gavel.toml");
     let write_policy = !args.user;
 

@@ -67,6 +67,7 @@ impl Client for ClaudeCode {
             agent_id: text(&object, "agent_id"),
             agent_type: text(&object, "agent_type"),
             model: text(&object, "model"),
+            user: None,
             event: event.clone(),
         };
         let call = |object: &serde_json::Map<String, Value>, needs_input: bool| {
@@ -200,7 +201,7 @@ impl Client for ClaudeCode {
         Some("CLAUDE_PROJECT_DIR")
     }
 
-    fn hook_config(&self, gavel: &str, _user: bool) -> HookConfig {
+    fn hook_config(&self, gavel: &str) -> HookConfig {
         let command = format!("{} hook claude-code", shell_word(gavel));
         let mut hooks = serde_json::Map::new();
         for (event, tools) in EVENTS {
@@ -212,6 +213,7 @@ impl Client for ClaudeCode {
         }
         HookConfig {
             path: ".claude/settings.json",
+            user_path: Some(".claude/settings.json"),
             json: json!({ "hooks": hooks }),
             notes: Vec::new(),
         }

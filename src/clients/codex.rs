@@ -55,6 +55,7 @@ impl Client for Codex {
             agent_id: text(&object, "agent_id"),
             agent_type: text(&object, "agent_type"),
             model: text(&object, "model"),
+            user: None,
             event: event.clone(),
         };
         let call = |object: &serde_json::Map<String, Value>, with_id: bool| {
@@ -168,7 +169,7 @@ impl Client for Codex {
         }
     }
 
-    fn hook_config(&self, gavel: &str, _user: bool) -> HookConfig {
+    fn hook_config(&self, gavel: &str) -> HookConfig {
         let command = format!("{} hook codex", shell_word(gavel));
         let mut hooks = serde_json::Map::new();
         for event in EVENTS {
@@ -179,9 +180,12 @@ impl Client for Codex {
         }
         HookConfig {
             path: ".codex/hooks.json",
+            user_path: Some(".codex/hooks.json"),
             json: json!({ "hooks": hooks }),
             notes: vec![
-                "Codex runs project hooks only once you have reviewed and trusted them (`/hooks` in Codex)".to_owned(),
+                "Codex runs new hooks only once you have trusted them (`/hooks` in Codex; headless \
+                 `codex exec` skips untrusted hooks unless given --dangerously-bypass-hook-trust)"
+                    .to_owned(),
             ],
         }
     }

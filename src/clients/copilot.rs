@@ -86,6 +86,7 @@ impl Client for Copilot {
             agent_id: None,
             agent_type: None,
             model: None,
+            user: None,
             event: event.clone(),
         };
         let call = |object: &Map<String, Value>| {
@@ -199,7 +200,7 @@ impl Client for Copilot {
         }
     }
 
-    fn hook_config(&self, gavel: &str, _user: bool) -> HookConfig {
+    fn hook_config(&self, gavel: &str) -> HookConfig {
         let mut hooks = Map::new();
         for event in EVENTS {
             let command = format!("{} hook copilot --event {event}", shell_word(gavel));
@@ -210,6 +211,7 @@ impl Client for Copilot {
         }
         HookConfig {
             path: ".github/hooks/gavel.json",
+            user_path: Some(".copilot/hooks/gavel.json"),
             json: json!({"version": 1, "hooks": hooks}),
             notes: vec![
                 "asks are denied as \"needs approval\" (nobody is asked in `copilot -p`); for \

@@ -82,6 +82,7 @@ impl Client for Cursor {
             agent_id: None,
             agent_type: None,
             model: text(&object, "model"),
+            user: text(&object, "user_email"),
             event: event.clone(),
         };
         let field =
@@ -244,7 +245,7 @@ impl Client for Cursor {
         Some("CURSOR_PROJECT_DIR")
     }
 
-    fn hook_config(&self, gavel: &str, _user: bool) -> HookConfig {
+    fn hook_config(&self, gavel: &str) -> HookConfig {
         let command = format!("{} hook cursor", shell_word(gavel));
         let mut hooks = Map::new();
         for event in EVENTS {
@@ -252,6 +253,7 @@ impl Client for Cursor {
         }
         HookConfig {
             path: ".cursor/hooks.json",
+            user_path: Some(".cursor/hooks.json"),
             json: json!({"version": 1, "hooks": hooks}),
             notes: vec![
                 "Cursor cannot gate its own file edits with these events: each edit is recorded \

@@ -60,6 +60,7 @@ impl Client for Gemini {
             agent_id: None,
             agent_type: None,
             model: None,
+            user: None,
             event: event.clone(),
         };
         let call = |object: &serde_json::Map<String, Value>| {
@@ -157,7 +158,7 @@ impl Client for Gemini {
         Some("GEMINI_PROJECT_DIR")
     }
 
-    fn hook_config(&self, gavel: &str, _user: bool) -> HookConfig {
+    fn hook_config(&self, gavel: &str) -> HookConfig {
         let command = format!("{} hook gemini", shell_word(gavel));
         let mut hooks = serde_json::Map::new();
         for (event, tools) in EVENTS {
@@ -170,6 +171,7 @@ impl Client for Gemini {
         }
         HookConfig {
             path: ".gemini/settings.json",
+            user_path: Some(".gemini/settings.json"),
             json: json!({ "hooks": hooks }),
             notes: vec![format!(
                 "asks are denied as \"needs approval\" (a headless `gemini -p` would hang on them); \

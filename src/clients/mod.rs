@@ -84,6 +84,8 @@ pub struct Context {
     pub agent_type: Option<String>,
     /// The model the client runs, when it tells.
     pub model: Option<String>,
+    /// The person the client says is using it, when it tells (Cursor's `user_email`).
+    pub user: Option<String>,
 }
 
 /// A tool call as the client describes it: its tool name, its input and,
@@ -243,14 +245,17 @@ pub trait Client: Sync {
     /// The hook configuration `gavel init` writes: the file, relative to
     /// the project (or, with `user`, to the home folder), and its JSON
     /// with `gavel` as the command.
-    fn hook_config(&self, gavel: &str, user: bool) -> HookConfig;
+    fn hook_config(&self, gavel: &str) -> HookConfig;
 }
 
 /// A client's hook configuration file, as `gavel init` writes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookConfig {
-    /// Relative to the project root, or to the home folder for user-level settings.
+    /// Relative to the project root.
     pub path: &'static str,
+    /// Relative to the home folder, for user-level settings; `None` when
+    /// the client reads hooks from the project only.
+    pub user_path: Option<&'static str>,
     /// The JSON gavel needs; merged into an existing file's `hooks` table.
     pub json: Value,
     /// Anything else to set up by hand, in one line each.
