@@ -270,6 +270,10 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
         ],
     ),
     ("checkpoint", &["policy", "max_argument_bytes"]),
+    (
+        "init",
+        &["policy", "db", "durability", "max_argument_bytes"],
+    ),
 ];
 
 /// Parses the command line with each command's help showing only the global
