@@ -268,10 +268,11 @@ fn check_session(sandbox: &Sandbox, server: &ModelServer, run: &Run, read_needle
         !sandbox.ws.join("ran.txt").exists(),
         "the unapproved command ran\n{context}"
     );
+    // Whatever the client makes of it, the model learns that approval is missing.
     let told = server.result_of_step(1).unwrap_or_default();
     assert!(
-        !told.is_empty(),
-        "the model heard nothing of the ask\n{context}"
+        told.contains("approval"),
+        "the model was not told the call needs approval: {told:?}\n{context}"
     );
 
     // The read ran, its call completed, and the model saw the file.
