@@ -6,7 +6,11 @@
 //! must not run, and the deny reason must reach the model), an ask-level
 //! write (must not run unapproved, and is never recorded as approved), and a
 //! read inside the workspace (runs, its call completes as succeeded); then
-//! `gavel verify` and `gavel audit` must find the record whole.
+//! `gavel verify` and `gavel audit` must find the record whole. Claude Code
+//! also runs the session in `bypassPermissions` mode (its own checks off),
+//! and under a broken policy, where every call must be blocked (fail
+//! closed); and after `gavel init claude-code`, `ls` and `git status` must
+//! run without a prompt.
 //!
 //! The CLIs come from `scripts/install-clients` (into `$GAVEL_CLIENTS_CACHE`,
 //! default `target/clients`). Without them a test says so and passes, unless
@@ -127,14 +131,19 @@ fn shell_word(s: &Path) -> String {
     format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"))
 }
 
+/// The tests' policy: the built-in one, plus `cat` allowed inside the workspace.
+fn policy() -> PathBuf {
+    fixture("clients/real/policy.toml")
+}
+
 /// `<gavel> hook <client> [extra] --db DB --policy POLICY --workspace WS`:
-/// the sandbox's record, the tests' policy, the sandbox's workspace.
-fn hook_command(sandbox: &Sandbox, client: &str, extra: &str) -> String {
+/// the sandbox's record, `policy`, the sandbox's workspace.
+fn hook_command(sandbox: &Sandbox, client: &str, extra: &str, policy: &Path) -> String {
     format!(
         "{} hook {client}{extra} --db {} --policy {} --workspace {}",
         shell_word(Path::new(env!("CARGO_BIN_EXE_gavel"))),
         shell_word(&sandbox.db),
-        shell_word(&fixture("clients/real/policy.toml")),
+        shell_word(policy),
         shell_word(&sandbox.ws),
     )
 }
@@ -311,8 +320,57 @@ fn claude_command(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Comman
         .env("ANTHROPIC_API_KEY", "sk-ant-scripted")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
+        // Lets `--permission-mode bypassPermissions` run as root (CI does).
+        .env("IS_SANDBOX", "1")
         .args(["-p", PROMPT, "--output-format", "json"]);
     cmd
+}
+
+/// Runs `claude -p` on the scripted `server` with gavel as the project's
+/// hooks under `policy`; `args` are further flags. Returns the run and
+/// Claude Code's JSON result.
+fn claude_session(
+    sandbox: &Sandbox,
+    bin: &Path,
+    server: &ModelServer,
+    policy: &Path,
+    args: &[&str],
+) -> (Run, Value) {
+    let settings = claude_settings(&hook_command(sandbox, "claude-code", "", policy));
+    sandbox.write(".claude/settings.json", &settings.to_string());
+    let mut cmd = claude_command(sandbox, bin, server);
+    cmd.args(args);
+    let run = run_client(sandbox, cmd, "claude", server);
+    let result = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("claude -p printed no JSON result ({e}): {}", run.stdout));
+    (run, result)
+}
+
+/// The calls Claude Code reports it refused: each one's command or file path.
+fn refused(result: &Value) -> Vec<String> {
+    result["permission_denials"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            let input = &d["tool_input"];
+            input["command"]
+                .as_str()
+                .or(input["file_path"].as_str())
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The session of every test: deny, ask, then read `notes.txt` with `Read`.
+fn claude_script(sandbox: &Sandbox) -> Vec<Step> {
+    let notes = sandbox.ws.join("notes.txt");
+    script(
+        "Bash",
+        "command",
+        Step::tool("Read", json!({ "file_path": notes })),
+    )
 }
 
 #[test]
@@ -321,32 +379,69 @@ fn claude_code_denies_asks_and_allows_for_real() {
         return;
     };
     let sandbox = Sandbox::new();
-    let notes = sandbox.ws.join("notes.txt");
-    let server = ModelServer::start(script(
-        "Bash",
-        "command",
-        Step::tool("Read", json!({ "file_path": notes })),
-    ));
-    let settings = claude_settings(&hook_command(&sandbox, "claude-code", ""));
-    sandbox.write(".claude/settings.json", &settings.to_string());
-
-    let run = run_client(
-        &sandbox,
-        claude_command(&sandbox, &bin, &server),
-        "claude",
-        &server,
-    );
+    let server = ModelServer::start(claude_script(&sandbox));
+    let (run, result) = claude_session(&sandbox, &bin, &server, &policy(), &[]);
     // Claude Code's own account: the two refused calls, and nothing else.
-    let result: Value = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("claude -p printed no JSON result ({e}): {}", run.stdout));
-    let refused: Vec<&str> = result["permission_denials"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|d| d["tool_input"]["command"].as_str())
-        .collect();
-    assert_eq!(refused, [DENIED, ASKED], "{result:#}");
+    assert_eq!(refused(&result), [DENIED, ASKED], "{result:#}");
     check_session(&sandbox, &server, &run, "notes.txt");
+}
+
+#[test]
+fn claude_code_bypass_permissions_mode_still_denies_and_never_runs_an_ask() {
+    let Some(bin) = installed("claude-code") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let server = ModelServer::start(claude_script(&sandbox));
+    let (run, result) = claude_session(
+        &sandbox,
+        &bin,
+        &server,
+        &policy(),
+        &["--permission-mode", "bypassPermissions"],
+    );
+    assert_eq!(refused(&result), [DENIED, ASKED], "{result:#}");
+    check_session(&sandbox, &server, &run, "notes.txt");
+}
+
+#[test]
+fn claude_code_fails_closed_on_a_broken_policy() {
+    let Some(bin) = installed("claude-code") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let broken = sandbox.root.join("broken.toml");
+    std::fs::write(&broken, "[[rules]\nid = \"half a table\"\n").unwrap();
+    let notes = sandbox.ws.join("notes.txt");
+    let server = ModelServer::start(vec![
+        Step::tool("Bash", json!({ "command": ASKED })),
+        Step::tool("Read", json!({ "file_path": notes })),
+        Step::Text("All done.".to_owned()),
+    ]);
+    // Even with Claude Code's own checks off, nothing runs.
+    let (run, result) = claude_session(
+        &sandbox,
+        &bin,
+        &server,
+        &broken,
+        &["--permission-mode", "bypassPermissions"],
+    );
+    let notes = notes.to_string_lossy();
+    assert_eq!(refused(&result), [ASKED, &*notes], "{result:#}");
+    assert!(
+        !sandbox.ws.join("ran.txt").exists(),
+        "a call ran under a broken policy\n{}",
+        run.stderr
+    );
+    // The model is told gavel's one-line error, which names the policy.
+    for step in 0..2 {
+        let told = server.result_of_step(step).unwrap_or_default();
+        assert!(
+            told.contains("gavel:") && told.contains("broken.toml"),
+            "step {step}: the model was told {told:?}\n{}",
+            server.summary()
+        );
+    }
 }
 
 #[test]
@@ -386,7 +481,7 @@ hooks = true
         ),
     )
     .unwrap();
-    let command = hook_command(&sandbox, "codex", "");
+    let command = hook_command(&sandbox, "codex", "", &policy());
     let hook = json!([{ "hooks": [{ "type": "command", "command": command }] }]);
     let hooks = json!({ "hooks": {
         "SessionStart": hook, "UserPromptSubmit": hook, "PreToolUse": hook,
@@ -426,7 +521,7 @@ fn gemini_denies_asks_and_allows_for_real() {
         "command",
         Step::tool("read_file", json!({ "file_path": "notes.txt" })),
     ));
-    let command = hook_command(&sandbox, "gemini", "");
+    let command = hook_command(&sandbox, "gemini", "", &policy());
     let hook = json!([{ "type": "command", "command": command }]);
     let mut hooks = serde_json::Map::new();
     for event in ["BeforeTool", "AfterTool"] {
@@ -482,7 +577,7 @@ fn copilot_denies_asks_and_allows_for_real() {
         "postToolUseFailure",
         "sessionEnd",
     ] {
-        let command = hook_command(&sandbox, "copilot", &format!(" --event {event}"));
+        let command = hook_command(&sandbox, "copilot", &format!(" --event {event}"), &policy());
         hooks.insert(
             event.into(),
             json!([{ "type": "command", "bash": command, "timeoutSec": 60 }]),
