@@ -255,7 +255,7 @@ fn check_session(sandbox: &Sandbox, server: &ModelServer, run: &Run, read_needle
     assert_eq!(denied["action"], "deny", "{denied:#}\n{context}");
     assert_eq!(denied["rule_id"], "bash.hard_deny", "{denied:#}\n{context}");
     assert_eq!(denied["status"], "blocked", "{denied:#}\n{context}");
-    let told = server.result_of_step(0).unwrap_or_default();
+    let told = server.tool_result(0).unwrap_or_default();
     assert!(
         told.contains("command matches a non-overridable deny rule"),
         "the deny reason did not reach the model: {told:?}\n{context}"
@@ -278,7 +278,7 @@ fn check_session(sandbox: &Sandbox, server: &ModelServer, run: &Run, read_needle
         "the unapproved command ran\n{context}"
     );
     // Whatever the client makes of it, the model learns that approval is missing.
-    let told = server.result_of_step(1).unwrap_or_default();
+    let told = server.tool_result(1).unwrap_or_default();
     assert!(
         told.contains("approval"),
         "the model was not told the call needs approval: {told:?}\n{context}"
@@ -288,13 +288,52 @@ fn check_session(sandbox: &Sandbox, server: &ModelServer, run: &Run, read_needle
     let read = call(sandbox, read_needle, &context);
     assert_eq!(read["action"], "allow", "{read:#}\n{context}");
     assert_eq!(read["status"], "succeeded", "{read:#}\n{context}");
-    let told = server.result_of_step(2).unwrap_or_default();
+    let told = server.tool_result(2).unwrap_or_default();
     assert!(
         told.contains("hello from the workspace"),
         "the model did not get the file: {told:?}\n{context}"
     );
 
     // The record is whole, and nothing ran outside what gavel decided.
+    let verify = parse_json(&run_expecting(&mut sandbox.gavel(&["verify", "--json"]), 0));
+    assert_eq!(verify["ok"], true, "{verify:#}");
+    run_expecting(&mut sandbox.gavel(&["audit"]), 0);
+}
+
+/// Two identical reads in one model response (for clients without call
+/// ids, the completions can only be told apart by their order).
+fn parallel_reads(read: Step) -> Vec<Step> {
+    vec![
+        Step::Parallel(vec![read.clone(), read]),
+        Step::Text("All done.".to_owned()),
+    ]
+}
+
+/// Both parallel reads ran, each recorded as its own call that completed,
+/// with nothing left over as an anomaly.
+fn check_parallel_reads(sandbox: &Sandbox, server: &ModelServer, run: &Run, needle: &str) {
+    let context = format!(
+        "--- client stderr:\n{}\n--- model requests:\n{}",
+        tail(&run.stderr),
+        server.summary()
+    );
+    let rows = json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0));
+    let reads: Vec<&Value> = rows
+        .iter()
+        .filter(|row| row["arguments"].to_string().contains(needle))
+        .collect();
+    assert_eq!(reads.len(), 2, "{rows:#?}\n{context}");
+    for read in reads {
+        assert_eq!(read["action"], "allow", "{read:#}\n{context}");
+        assert_eq!(read["status"], "succeeded", "{read:#}\n{context}");
+    }
+    for n in 0..2 {
+        let told = server.tool_result(n).unwrap_or_default();
+        assert!(
+            told.contains("hello from the workspace"),
+            "read {n}: {told:?}\n{context}"
+        );
+    }
     let verify = parse_json(&run_expecting(&mut sandbox.gavel(&["verify", "--json"]), 0));
     assert_eq!(verify["ok"], true, "{verify:#}");
     run_expecting(&mut sandbox.gavel(&["audit"]), 0);
@@ -435,7 +474,7 @@ fn claude_code_fails_closed_on_a_broken_policy() {
     );
     // The model is told gavel's one-line error, which names the policy.
     for step in 0..2 {
-        let told = server.result_of_step(step).unwrap_or_default();
+        let told = server.tool_result(step).unwrap_or_default();
         assert!(
             told.contains("gavel:") && told.contains("broken.toml"),
             "step {step}: the model was told {told:?}\n{}",
@@ -445,21 +484,21 @@ fn claude_code_fails_closed_on_a_broken_policy() {
 }
 
 #[test]
-fn codex_denies_asks_and_allows_for_real() {
-    let Some(bin) = installed("codex") else {
+fn claude_code_parallel_identical_reads_each_complete() {
+    let Some(bin) = installed("claude-code") else {
         return;
     };
-    if !has_adapter("codex") {
-        return;
-    }
     let sandbox = Sandbox::new();
-    // Codex's model has no file-reading tool: it reads with `cat`, which the
-    // tests' policy allows inside the workspace.
-    let server = ModelServer::start(script(
-        "exec_command",
-        "cmd",
-        Step::tool("exec_command", json!({ "cmd": "cat notes.txt" })),
-    ));
+    let notes = sandbox.ws.join("notes.txt");
+    let read = Step::tool("Read", json!({ "file_path": notes }));
+    let server = ModelServer::start(parallel_reads(read));
+    let (run, result) = claude_session(&sandbox, &bin, &server, &policy(), &[]);
+    assert_eq!(refused(&result), Vec::<String>::new(), "{result:#}");
+    check_parallel_reads(&sandbox, &server, &run, "notes.txt");
+}
+
+/// Runs `codex exec` on the scripted `server` with gavel as its hooks.
+fn codex_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
     let codex_home = sandbox.root.join("codex-home");
     std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::write(
@@ -481,7 +520,7 @@ hooks = true
         ),
     )
     .unwrap();
-    let command = hook_command(&sandbox, "codex", "", &policy());
+    let command = hook_command(sandbox, "codex", "", &policy());
     let hook = json!([{ "hooks": [{ "type": "command", "command": command }] }]);
     let hooks = json!({ "hooks": {
         "SessionStart": hook, "UserPromptSubmit": hook, "PreToolUse": hook,
@@ -489,7 +528,7 @@ hooks = true
     }});
     std::fs::write(codex_home.join("hooks.json"), hooks.to_string()).unwrap();
 
-    let mut cmd = client_command(&sandbox, &bin);
+    let mut cmd = client_command(sandbox, bin);
     // No sandbox of Codex's own: had the hook let the ask through, it would
     // write ran.txt. Hooks run without the interactive trust review only
     // with --dangerously-bypass-hook-trust.
@@ -503,25 +542,46 @@ hooks = true
             "danger-full-access",
             PROMPT,
         ]);
-    let run = run_client(&sandbox, cmd, "codex", &server);
-    check_session(&sandbox, &server, &run, "cat notes.txt");
+    run_client(sandbox, cmd, "codex", server)
 }
 
+/// Codex's model has no file-reading tool: it reads with `cat`, which the
+/// tests' policy allows inside the workspace.
+const CODEX_READ: &str = "cat notes.txt";
+
 #[test]
-fn gemini_denies_asks_and_allows_for_real() {
-    let Some(bin) = installed("gemini") else {
+fn codex_denies_asks_and_allows_for_real() {
+    let Some(bin) = installed("codex") else {
         return;
     };
-    if !has_adapter("gemini") {
+    if !has_adapter("codex") {
         return;
     }
     let sandbox = Sandbox::new();
-    let server = ModelServer::start(script(
-        "run_shell_command",
-        "command",
-        Step::tool("read_file", json!({ "file_path": "notes.txt" })),
-    ));
-    let command = hook_command(&sandbox, "gemini", "", &policy());
+    let read = Step::tool("exec_command", json!({ "cmd": CODEX_READ }));
+    let server = ModelServer::start(script("exec_command", "cmd", read));
+    let run = codex_session(&sandbox, &bin, &server);
+    check_session(&sandbox, &server, &run, CODEX_READ);
+}
+
+#[test]
+fn codex_parallel_identical_reads_each_complete() {
+    let Some(bin) = installed("codex") else {
+        return;
+    };
+    if !has_adapter("codex") {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let read = Step::tool("exec_command", json!({ "cmd": CODEX_READ }));
+    let server = ModelServer::start(parallel_reads(read));
+    let run = codex_session(&sandbox, &bin, &server);
+    check_parallel_reads(&sandbox, &server, &run, CODEX_READ);
+}
+
+/// Runs `gemini -p` on the scripted `server` with gavel as its hooks.
+fn gemini_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
+    let command = hook_command(sandbox, "gemini", "", &policy());
     let hook = json!([{ "type": "command", "command": command }]);
     let mut hooks = serde_json::Map::new();
     for event in ["BeforeTool", "AfterTool"] {
@@ -538,7 +598,7 @@ fn gemini_denies_asks_and_allows_for_real() {
     std::fs::create_dir_all(home.join(".gemini")).unwrap();
     std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).unwrap();
 
-    let mut cmd = client_command(&sandbox, &bin);
+    let mut cmd = client_command(sandbox, bin);
     // A fixed model: with `auto`, a router first asks a small model for a
     // JSON routing answer. Headless Gemini offers its shell tool only in
     // yolo mode, so gavel is the only guard.
@@ -546,26 +606,44 @@ fn gemini_denies_asks_and_allows_for_real() {
         .env("GOOGLE_GEMINI_BASE_URL", &server.url)
         .args(["-p", PROMPT, "--output-format", "json", "--skip-trust"])
         .args(["-m", "gemini-2.5-pro", "--approval-mode", "yolo"]);
-    let run = run_client(&sandbox, cmd, "gemini", &server);
+    run_client(sandbox, cmd, "gemini", server)
+}
+
+#[test]
+fn gemini_denies_asks_and_allows_for_real() {
+    let Some(bin) = installed("gemini") else {
+        return;
+    };
+    if !has_adapter("gemini") {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let read = Step::tool("read_file", json!({ "file_path": "notes.txt" }));
+    let server = ModelServer::start(script("run_shell_command", "command", read));
+    let run = gemini_session(&sandbox, &bin, &server);
     check_session(&sandbox, &server, &run, "notes.txt");
 }
 
 #[test]
-fn copilot_denies_asks_and_allows_for_real() {
-    let Some(bin) = installed("copilot") else {
+fn gemini_parallel_identical_reads_each_complete() {
+    let Some(bin) = installed("gemini") else {
         return;
     };
-    if !has_adapter("copilot") {
+    if !has_adapter("gemini") {
         return;
     }
     let sandbox = Sandbox::new();
-    let notes = sandbox.ws.join("notes.txt");
-    let server = ModelServer::start(script(
-        "bash",
-        "command",
-        Step::tool("view", json!({ "path": notes })),
-    ));
-    // Copilot's payloads carry no event name: the command says which.
+    let read = Step::tool("read_file", json!({ "file_path": "notes.txt" }));
+    let server = ModelServer::start(parallel_reads(read));
+    let run = gemini_session(&sandbox, &bin, &server);
+    check_parallel_reads(&sandbox, &server, &run, "notes.txt");
+}
+
+/// Runs `copilot -p` on the scripted `server` with gavel as its hooks.
+fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
+    // Personal hooks: repository hooks (.github/hooks/) load in `-p` only
+    // with --trust-folder. Copilot's payloads carry no event name: the
+    // command says which.
     let copilot_home = sandbox.root.join("copilot-home");
     std::fs::create_dir_all(copilot_home.join("hooks")).unwrap();
     let mut hooks = serde_json::Map::new();
@@ -577,7 +655,7 @@ fn copilot_denies_asks_and_allows_for_real() {
         "postToolUseFailure",
         "sessionEnd",
     ] {
-        let command = hook_command(&sandbox, "copilot", &format!(" --event {event}"), &policy());
+        let command = hook_command(sandbox, "copilot", &format!(" --event {event}"), &policy());
         hooks.insert(
             event.into(),
             json!([{ "type": "command", "bash": command, "timeoutSec": 60 }]),
@@ -589,10 +667,11 @@ fn copilot_denies_asks_and_allows_for_real() {
     )
     .unwrap();
 
-    let mut cmd = client_command(&sandbox, &bin);
+    let mut cmd = client_command(sandbox, bin);
     // BYOK against the scripted Anthropic endpoint, offline (no GitHub
     // sign-in, telemetry or update). `--allow-all-tools` lets the tools run
-    // without Copilot's own approval, so gavel is the only guard.
+    // without Copilot's own approval, so gavel is the only guard. The
+    // binary unpacks itself once into the shared cache.
     cmd.env("COPILOT_HOME", &copilot_home)
         .env("COPILOT_CACHE_HOME", cache().join("copilot/cache"))
         .env("COPILOT_OFFLINE", "true")
@@ -601,8 +680,37 @@ fn copilot_denies_asks_and_allows_for_real() {
         .env("COPILOT_PROVIDER_API_KEY", "sk-scripted")
         .env("COPILOT_MODEL", "claude-sonnet-4.5")
         .args(["-p", PROMPT, "--allow-all-tools"]);
-    let run = run_client(&sandbox, cmd, "copilot", &server);
+    run_client(sandbox, cmd, "copilot", server)
+}
+
+#[test]
+fn copilot_denies_asks_and_allows_for_real() {
+    let Some(bin) = installed("copilot") else {
+        return;
+    };
+    if !has_adapter("copilot") {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let read = Step::tool("view", json!({ "path": sandbox.ws.join("notes.txt") }));
+    let server = ModelServer::start(script("bash", "command", read));
+    let run = copilot_session(&sandbox, &bin, &server);
     check_session(&sandbox, &server, &run, "notes.txt");
+}
+
+#[test]
+fn copilot_parallel_identical_reads_each_complete() {
+    let Some(bin) = installed("copilot") else {
+        return;
+    };
+    if !has_adapter("copilot") {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let read = Step::tool("view", json!({ "path": sandbox.ws.join("notes.txt") }));
+    let server = ModelServer::start(parallel_reads(read));
+    let run = copilot_session(&sandbox, &bin, &server);
+    check_parallel_reads(&sandbox, &server, &run, "notes.txt");
 }
 
 #[test]
@@ -656,17 +764,14 @@ fn gavel_init_claude_code_allows_ls_and_git_status_without_a_prompt() {
     );
     assert!(
         server
-            .result_of_step(0)
+            .tool_result(0)
             .unwrap_or_default()
             .contains("notes.txt"),
         "ls did not run: {}",
         server.summary()
     );
     assert!(
-        server
-            .result_of_step(1)
-            .unwrap_or_default()
-            .contains("branch"),
+        server.tool_result(1).unwrap_or_default().contains("branch"),
         "git status did not run: {}",
         server.summary()
     );

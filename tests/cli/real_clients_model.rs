@@ -8,8 +8,9 @@
 //! - Gemini (`POST /v1beta/models/M:streamGenerateContent?alt=sse` and
 //!   `:generateContent`): Gemini CLI.
 //!
-//! The script is a list of steps, each a tool call or a final text. Which
-//! step a request gets is the number of tool results it already carries, so
+//! The script is a list of steps, each a tool call, parallel tool calls or
+//! a final text. Which step a request gets follows from the number of tool
+//! results it already carries, so
 //! the clients' retries and side requests (titles, summaries: those that
 //! offer no tools, which get a short text) cannot shift the script. Every
 //! request is kept, so a test can read what the model was told after each
@@ -28,6 +29,8 @@ use serde_json::{Value, json};
 pub enum Step {
     /// Call the tool `name` with `input`.
     Tool { name: String, input: Value },
+    /// Call several tools at once, in one response (only `Tool` steps).
+    Parallel(Vec<Step>),
     /// Answer with text, ending the turn.
     Text(String),
 }
@@ -39,6 +42,28 @@ impl Step {
             input,
         }
     }
+
+    /// The tool calls of the step, as `(name, input)`.
+    fn calls(&self) -> Vec<(&str, &Value)> {
+        match self {
+            Step::Tool { name, input } => vec![(name.as_str(), input)],
+            Step::Parallel(steps) => steps.iter().flat_map(Step::calls).collect(),
+            Step::Text(_) => Vec::new(),
+        }
+    }
+}
+
+/// The step answering a request that carries `results` tool results: the
+/// one whose calls start there (a text "done" past the end of the script).
+fn step_for(script: &[Step], results: usize) -> Step {
+    let mut start = 0;
+    for step in script {
+        if start == results {
+            return step.clone();
+        }
+        start += step.calls().len();
+    }
+    Step::Text("done".to_owned())
 }
 
 /// A request the server received.
@@ -164,9 +189,10 @@ impl ModelServer {
         self.requests.lock().unwrap().clone()
     }
 
-    /// What the model was told after its step `n` (0-based): the `n`th
-    /// tool result in the last agent request that carries it.
-    pub fn result_of_step(&self, n: usize) -> Option<String> {
+    /// What the model was told of its `n`th tool call (0-based, in the
+    /// script's order): the `n`th tool result in the last agent request
+    /// that carries it.
+    pub fn tool_result(&self, n: usize) -> Option<String> {
         self.requests()
             .iter()
             .rev()
@@ -281,11 +307,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, Vec<u8>)> 
 /// is a 404.
 fn respond(request: &Recorded, script: &[Step]) -> (&'static str, String) {
     let step = if request.offers_tools() {
-        let n = request.tool_results().len();
-        script
-            .get(n)
-            .cloned()
-            .unwrap_or_else(|| Step::Text("done".to_owned()))
+        step_for(script, request.tool_results().len())
     } else {
         Step::Text("ok".to_owned())
     };
@@ -323,81 +345,107 @@ fn sse(events: &[Value], named: bool) -> String {
 }
 
 fn anthropic(step: &Step, n: usize, stream: bool, body: &Value) -> (&'static str, String) {
-    let (block, full, delta, stop) = match step {
-        Step::Tool { name, input } => {
-            let id = format!("toolu_{n:02}");
-            (
-                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
-                json!({"type": "tool_use", "id": id, "name": name, "input": input}),
-                json!({"type": "input_json_delta", "partial_json": input.to_string()}),
-                "tool_use",
-            )
-        }
-        Step::Text(text) => (
+    let calls = step.calls();
+    // Each block as it starts streaming, its delta, and whole.
+    let blocks: Vec<(Value, Value, Value)> = match step {
+        Step::Text(text) => vec![(
             json!({"type": "text", "text": ""}),
-            json!({"type": "text", "text": text}),
             json!({"type": "text_delta", "text": text}),
-            "end_turn",
-        ),
+            json!({"type": "text", "text": text}),
+        )],
+        _ => calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, input))| {
+                let id = format!("toolu_{n:02}_{i}");
+                (
+                    json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                    json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+                    json!({"type": "tool_use", "id": id, "name": name, "input": input}),
+                )
+            })
+            .collect(),
+    };
+    let stop = if calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
     };
     let model = body.get("model").cloned().unwrap_or(json!("scripted"));
     let usage = json!({"input_tokens": 1, "output_tokens": 1});
     if !stream {
+        let content: Vec<&Value> = blocks.iter().map(|(_, _, whole)| whole).collect();
         let message = json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
-            "model": model, "content": [full], "stop_reason": stop, "stop_sequence": null,
+            "model": model, "content": content, "stop_reason": stop, "stop_sequence": null,
             "usage": usage});
         return ("application/json", message.to_string());
     }
     let message = json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
         "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage});
-    let events = [
-        json!({"type": "message_start", "message": message}),
-        json!({"type": "content_block_start", "index": 0, "content_block": block}),
-        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-        json!({"type": "content_block_stop", "index": 0}),
-        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
-            "usage": {"output_tokens": 1}}),
-        json!({"type": "message_stop"}),
-    ];
+    let mut events = vec![json!({"type": "message_start", "message": message})];
+    for (index, (start, delta, _)) in blocks.iter().enumerate() {
+        events.push(json!({"type": "content_block_start", "index": index, "content_block": start}));
+        events.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+        events.push(json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(json!({"type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 1}}));
+    events.push(json!({"type": "message_stop"}));
     ("text/event-stream", sse(&events, true))
 }
 
 fn openai_responses(step: &Step, n: usize) -> String {
-    let item = match step {
-        Step::Tool { name, input } => json!({"type": "function_call", "id": format!("fc_{n}"),
-            "call_id": format!("call_{n:02}"), "name": name, "arguments": input.to_string(),
-            "status": "completed"}),
-        Step::Text(text) => json!({"type": "message", "id": format!("msg_{n}"),
+    let items: Vec<Value> = match step {
+        Step::Text(text) => vec![json!({"type": "message", "id": format!("msg_{n}"),
             "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}),
+            "content": [{"type": "output_text", "text": text, "annotations": []}]})],
+        _ => step
+            .calls()
+            .iter()
+            .enumerate()
+            .map(|(i, (name, input))| {
+                json!({"type": "function_call", "id": format!("fc_{n}_{i}"),
+                    "call_id": format!("call_{n:02}_{i}"), "name": name,
+                    "arguments": input.to_string(), "status": "completed"})
+            })
+            .collect(),
     };
     let response = json!({"id": format!("resp_{n}"), "object": "response",
         "status": "in_progress", "output": [], "model": "scripted"});
     let mut done = response.clone();
     done["status"] = json!("completed");
-    done["output"] = json!([item]);
+    done["output"] = json!(items);
     done["usage"] = json!({"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
         "input_tokens_details": {"cached_tokens": 0},
         "output_tokens_details": {"reasoning_tokens": 0}});
-    sse(
-        &[
-            json!({"type": "response.created", "response": response, "sequence_number": 0}),
-            json!({"type": "response.output_item.added", "output_index": 0, "item": item,
-                "sequence_number": 1}),
-            json!({"type": "response.output_item.done", "output_index": 0, "item": item,
-                "sequence_number": 2}),
-            json!({"type": "response.completed", "response": done, "sequence_number": 3}),
-        ],
-        true,
-    )
+    let mut events = vec![json!({"type": "response.created", "response": response})];
+    for (index, item) in items.iter().enumerate() {
+        events.push(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": item}),
+        );
+        events.push(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": item}),
+        );
+    }
+    events.push(json!({"type": "response.completed", "response": done}));
+    for (sequence, event) in events.iter_mut().enumerate() {
+        event["sequence_number"] = json!(sequence);
+    }
+    sse(&events, true)
 }
 
 fn gemini(step: &Step) -> Value {
-    let part = match step {
-        Step::Tool { name, input } => json!({"functionCall": {"name": name, "args": input}}),
-        Step::Text(text) => json!({"text": text}),
+    let parts: Vec<Value> = match step {
+        Step::Text(text) => vec![json!({"text": text})],
+        _ => step
+            .calls()
+            .iter()
+            .map(|(name, input)| json!({"functionCall": {"name": name, "args": input}}))
+            .collect(),
     };
-    json!({"candidates": [{"content": {"role": "model", "parts": [part]},
+    json!({"candidates": [{"content": {"role": "model", "parts": parts},
         "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}})
 }
