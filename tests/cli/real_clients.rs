@@ -6,7 +6,10 @@
 //! must not run, and the deny reason must reach the model), an ask-level
 //! write (must not run unapproved, and is never recorded as approved), and a
 //! read inside the workspace (runs, its call completes as succeeded); then
-//! `gavel verify` and `gavel audit` must find the record whole. Claude Code
+//! `gavel verify` and `gavel audit` must find the record whole. Each client
+//! also makes two identical reads in one model response (parallel calls,
+//! told apart only by their order where the client sends no call id), and
+//! both must complete. Claude Code
 //! also runs the session in `bypassPermissions` mode (its own checks off),
 //! and under a broken policy, where every call must be blocked (fail
 //! closed); and after `gavel init claude-code`, `ls` and `git status` must
