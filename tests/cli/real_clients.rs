@@ -29,7 +29,9 @@ use serde_json::{Value, json};
 use wait_timeout::ChildExt;
 
 use super::real_clients_model::{ModelServer, Step};
-use super::support::{Sandbox, fixture, json as parse_json, json_lines, run_expecting};
+use super::support::{
+    Sandbox, fixture, fixtures_in, json as parse_json, json_lines, run_expecting,
+};
 
 /// How long one client session may take before it is killed and the test fails.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(300);
@@ -800,4 +802,95 @@ fn gavel_init_claude_code_allows_ls_and_git_status_without_a_prompt() {
         .output()
         .unwrap();
     assert!(verify.status.success(), "{verify:?}");
+}
+
+/// The event a captured payload file was sent for: `<tag>-<NN>-<event>.json`.
+fn captured_event(file: &Path) -> String {
+    let stem = file.file_stem().unwrap().to_string_lossy();
+    stem.splitn(3, '-').nth(2).unwrap().to_owned()
+}
+
+/// Whether `event` is the one before a tool runs, in any client's spelling.
+fn is_pre_event(event: &str) -> bool {
+    matches!(event, "PreToolUse" | "preToolUse" | "BeforeTool")
+}
+
+#[test]
+fn captured_real_sessions_replay_through_the_hook_and_verify() {
+    // Needs no client: the payloads the real CLIs sent, in their order
+    // (fixtures/clients/real/<client>/), go through `gavel hook <client>`.
+    for client in ["claude-code", "codex", "gemini", "copilot"] {
+        if !has_adapter(client) {
+            continue;
+        }
+        let dir = format!("clients/real/{client}");
+        let files = fixtures_in(&dir, "json");
+        let tags: std::collections::BTreeSet<String> = files
+            .iter()
+            .map(|f| {
+                f.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .split('-')
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        for tag in tags {
+            let sandbox = Sandbox::new();
+            let home = sandbox.root.join("home");
+            for file in files.iter().filter(|f| {
+                f.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("{tag}-"))
+            }) {
+                let event = captured_event(file);
+                let payload = std::fs::read_to_string(file)
+                    .unwrap()
+                    .replace("${WORKSPACE}", &sandbox.ws.to_string_lossy())
+                    .replace("${HOME}", &home.to_string_lossy());
+                let mut cmd = sandbox.gavel(&["hook", client]);
+                cmd.arg("--policy").arg(policy());
+                if client == "copilot" {
+                    cmd.args(["--event", &event]);
+                }
+                let output = cmd.write_stdin(payload).output().unwrap();
+                let code = output.status.code();
+                let accepted = if is_pre_event(&event) {
+                    matches!(code, Some(0 | 2))
+                } else {
+                    code == Some(0)
+                };
+                assert!(
+                    accepted,
+                    "{}: exit {code:?}\nstdout: {}\nstderr: {}",
+                    file.display(),
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
+            let verify = parse_json(&run_expecting(&mut sandbox.gavel(&["verify", "--json"]), 0));
+            assert_eq!(verify["ok"], true, "{client} {tag}: {verify:#}");
+            let rows = json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0));
+            let sudo: Vec<&Value> = rows
+                .iter()
+                .filter(|row| row["arguments"].to_string().contains(DENIED))
+                .collect();
+            assert!(
+                sudo.iter().any(|row| row["action"] == "deny"),
+                "{client} {tag}: `{DENIED}` was not denied: {rows:#?}"
+            );
+            // In the `ran` sessions the client ran everything (the capture
+            // hook allowed it), so the record must say that a denied call ran.
+            if tag == "ran" {
+                assert!(
+                    sudo.iter()
+                        .any(|row| row["anomalies"].to_string().contains("ran_despite_deny")),
+                    "{client}: the denied call that ran is no anomaly: {rows:#?}"
+                );
+            }
+        }
+    }
 }
