@@ -209,7 +209,7 @@ fn run_client(sandbox: &Sandbox, mut cmd: Command, what: &str, server: &ModelSer
     run
 }
 
-/// The last 4000 characters of `text`.
+/// About the last 4000 bytes of `text` (cut at a character boundary).
 fn tail(text: &str) -> &str {
     let start = text.len().saturating_sub(4000);
     let start = (start..=text.len())
