@@ -34,7 +34,7 @@ use super::support::{
 };
 
 /// How long one client session may take before it is killed and the test fails.
-const SESSION_TIMEOUT: Duration = Duration::from_secs(300);
+const SESSION_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// The prompt; the scripted model ignores it.
 const PROMPT: &str = "Check the workspace.";
