@@ -466,6 +466,23 @@ fn close_declined(call_id: &str, events: &[StoredEvent], told: &str) -> Vec<Even
     ]
 }
 
+/// Whether `first` and every call of `rest` were allowed by the same rule,
+/// so that which of them a completion belongs to makes no difference.
+fn interchangeable(first: &[StoredEvent], rest: &[&(String, Vec<StoredEvent>)]) -> bool {
+    let allowed_by = |events: &[StoredEvent]| {
+        events
+            .iter()
+            .find(|e| e.kind == "decision")
+            .filter(|d| d.action.as_deref() == Some(Action::Allow.as_str()))
+            .and_then(|d| d.rule_id.clone())
+    };
+    let Some(rule) = allowed_by(first) else {
+        return false;
+    };
+    rest.iter()
+        .all(|(_, events)| allowed_by(events).as_deref() == Some(rule.as_str()))
+}
+
 /// A completion (a post-event) and what it needs to find its call.
 struct Completion<'a> {
     client: &'a dyn Client,
@@ -496,9 +513,11 @@ impl Completion<'_> {
     }
 
     /// Completes the one open call (decided, no result yet) of this
-    /// session with this tool and input digest. None open: the report is
-    /// of a call gavel blocked, or of one it never decided; more than one:
-    /// which one ran cannot be told. Both are anomalies, never a guess.
+    /// session with this tool and input digest, or the oldest of several
+    /// that were all allowed by the same rule (they are interchangeable).
+    /// None open: the report is of a call gavel blocked, or of one it never
+    /// decided; several with an ask among them: which one a person approved
+    /// cannot be told. Both are anomalies, never a guess.
     fn complete_by_match(&self, store: &mut Store) -> anyhow::Result<()> {
         let recorded = self.recorded();
         let digest = recorded.bound_digest();
@@ -519,6 +538,11 @@ impl Completion<'_> {
                 .collect();
             match open.as_slice() {
                 [(call_id, events)] => self.completion(call_id, events, redactor.as_ref()),
+                // Identical calls allowed by one rule are interchangeable: the
+                // oldest is completed first (parallel identical reads).
+                [(call_id, events), rest @ ..] if interchangeable(events, rest) => {
+                    self.completion(call_id, events, redactor.as_ref())
+                }
                 [] => {
                     let blocked = calls.iter().rev().find(|(_, events)| {
                         events.iter().any(|e| {
