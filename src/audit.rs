@@ -295,8 +295,8 @@ pub enum AnomalyKind {
     CompletionMismatch,
     /// The call already had its result (or its anomaly) and another completion came.
     SecondCompletion,
-    /// A client without call ids reported a completion that more than one
-    /// open call could own; none was completed.
+    /// A client without call ids reported a completion that several open
+    /// calls could own, not all allowed by one rule; none was completed.
     AmbiguousCompletion,
     /// A new call came with the id of a call already recorded; it was refused.
     ReusedCallId,
