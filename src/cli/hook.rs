@@ -215,6 +215,11 @@ fn handle(
         global.workspace = Some(project.unwrap_or_else(|| PathBuf::from(&context.cwd)));
     }
     let workspace = global.workspace()?;
+    // A call is decided by a policy that loads, or nothing is recorded.
+    let policy = match event.kind {
+        Kind::Pre(_) | Kind::Permission(_) => Some(global.policy(&workspace)?),
+        _ => None,
+    };
     let fresh = !global.db_path()?.exists();
     let mut store = global.open_store()?;
     let starts_session = matches!(
@@ -230,7 +235,7 @@ fn handle(
     let HookEvent { context, kind } = &event;
     match kind {
         Kind::Pre(call) => {
-            let policy = global.policy(&workspace)?;
+            let policy = policy.context("the policy was loaded for this event")?;
             store.remember_policy(&policy)?;
             store.set_redaction(policy.redaction());
             let call_id = call.id.clone().unwrap_or_else(new_call_id);
@@ -296,7 +301,7 @@ fn handle(
             Ok(client.render(context, &reply))
         }
         Kind::Permission(call) => {
-            let policy = global.policy(&workspace)?;
+            let policy = policy.context("the policy was loaded for this event")?;
             store.set_redaction(policy.redaction());
             let request = clients::to_request(client, call, &context.cwd, "permission");
             let runner = GovernedRunner::new(policy, workspace, Registry::empty())

@@ -518,6 +518,7 @@ fn every_client_fails_closed_on_a_broken_policy() {
         );
         assert_eq!(code(&out), 2, "{}: {}", c.name, stdout(&out));
         assert!(stderr(&out).contains("gavel.toml"), "{}", c.name);
+        assert!(!sandbox.db.exists(), "{}: nothing is recorded", c.name);
     }
 }
 
