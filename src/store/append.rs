@@ -5,8 +5,8 @@
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::{Durability, Store, StoreError, StoredEvent, set_synchronous, sql};
-use crate::audit::{AuditError, AuditSink, Event, EventBody};
-use crate::chain::{EventFields, Hash, link};
+use crate::audit::{AuditError, AuditSink, Event, EventBody, FormatRecord};
+use crate::chain::{EventFields, FORMAT_CALL_ID, FORMAT_KIND, FORMAT_VERSION, Hash, Who, link};
 
 /// The typed columns of an event, taken from its body.
 struct Columns<'a> {
@@ -30,7 +30,10 @@ fn columns(body: &EventBody) -> Columns<'_> {
         }
         EventBody::Approval(a) => columns.approval = Some(a.status.as_str()),
         EventBody::Result(r) => columns.status = Some(r.status.as_str()),
-        EventBody::Request(_) | EventBody::Lifecycle(_) | EventBody::Anomaly(_) => {}
+        EventBody::Request(_)
+        | EventBody::Lifecycle(_)
+        | EventBody::Anomaly(_)
+        | EventBody::Format(_) => {}
     }
     columns
 }
@@ -149,6 +152,30 @@ fn insert_all(
             (seq, chain)
         }
     };
+    // A log of an older format is continued in this one: the first append
+    // records the switch as a chained row, in the old format, before the
+    // batch (docs/record-format.md, "Format 2").
+    let mut format = identity.format;
+    let switch;
+    let mut events = events;
+    if format < FORMAT_VERSION {
+        if switched_at(tx)?.is_some() {
+            format = FORMAT_VERSION;
+        } else {
+            let mut with_switch = vec![Event::now(
+                FORMAT_CALL_ID,
+                None,
+                EventBody::Format(FormatRecord {
+                    format: FORMAT_VERSION,
+                    previous: format,
+                    gavel: env!("CARGO_PKG_VERSION").to_owned(),
+                }),
+            )];
+            with_switch.extend_from_slice(events);
+            switch = with_switch;
+            events = &switch;
+        }
+    }
     {
         let mut exists = tx
             .prepare_cached("SELECT 1 FROM events WHERE call_id = ?1 AND kind = 'request'")
@@ -156,8 +183,10 @@ fn insert_all(
         let mut insert = tx
             .prepare_cached(
                 "INSERT INTO events (seq, log_id, ts_us, kind, call_id, tool, action, rule_id,
-                                     approval, status, payload, leaf, chain)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                     approval, status, payload, leaf, chain,
+                                     user, host, client, session, agent)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+                         ?14, ?15, ?16, ?17, ?18)",
             )
             .map_err(sql("preparing an insert"))?;
         // Secrets are taken out before hashing: what is stored and chained
@@ -174,6 +203,15 @@ fn insert_all(
                 });
             }
             seq += 1;
+            // Format 1 has no provenance columns: they stay NULL there.
+            let principal = event.principal.as_deref().filter(|_| format >= 2);
+            let who = Who {
+                user: principal.map(|p| p.user.as_str()),
+                host: principal.map(|p| p.host.as_str()),
+                client: principal.map(|p| p.client.as_str()),
+                session: principal.and_then(|p| p.session.as_deref()),
+                agent: principal.and_then(|p| p.agent_id.as_deref()),
+            };
             let payload = match redacted.next().flatten() {
                 Some(payload) => payload,
                 None => event.body.to_json(),
@@ -191,9 +229,14 @@ fn insert_all(
                 approval: typed.approval,
                 status: typed.status,
                 payload: &payload,
+                format,
+                who,
             };
             let leaf = fields.leaf_hash();
             previous = link(&previous, &leaf);
+            if let EventBody::Format(switch) = &event.body {
+                format = switch.format;
+            }
             insert
                 .execute(params![
                     seq,
@@ -208,12 +251,25 @@ fn insert_all(
                     fields.status,
                     &payload,
                     &leaf[..],
-                    &previous[..]
+                    &previous[..],
+                    who.user,
+                    who.host,
+                    who.client,
+                    who.session,
+                    who.agent
                 ])
                 .map_err(sql("appending an event"))?;
         }
     }
     Ok(seq)
+}
+
+/// The seq of the row that switched the log's format, if one did (the
+/// first `format` row: a later one would be a tampering `verify` reports).
+pub(super) fn switched_at(conn: &rusqlite::Connection) -> Result<Option<u64>, StoreError> {
+    conn.prepare_cached("SELECT min(seq) FROM events WHERE call_id = ?1 AND kind = ?2")
+        .and_then(|mut s| s.query_row([FORMAT_CALL_ID, FORMAT_KIND], |r| r.get(0)))
+        .map_err(sql("looking up a format switch"))
 }
 
 /// The stored payload of each event of a batch, redacted; `None` where it

@@ -5,13 +5,14 @@
 use rusqlite::{Connection, ErrorCode};
 
 use super::{APPLICATION_ID, LogIdentity, StoreError, sql};
-use crate::chain::{FORMAT_VERSION, genesis};
+use crate::chain::{FORMAT_VERSION, genesis, known_format};
 
 /// Every migration, in order; the schema version is the count applied.
 pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_no_replace.sql"),
     include_str!("../../migrations/0003_anomaly_index.sql"),
+    include_str!("../../migrations/0004_provenance.sql"),
 ];
 
 /// What an opened file turned out to be.
@@ -214,7 +215,7 @@ pub(super) fn identity(conn: &Connection, path: &str) -> Result<LogIdentity, Sto
     if rows.next().map_err(read)?.is_some() {
         return Err(malformed("`log_meta` holds more than one row".into()));
     }
-    if format != i64::from(FORMAT_VERSION) {
+    if !known_format(format) {
         return Err(StoreError::UnknownFormat {
             path: path.to_owned(),
             found: format,
@@ -224,7 +225,7 @@ pub(super) fn identity(conn: &Connection, path: &str) -> Result<LogIdentity, Sto
     Ok(LogIdentity {
         log_id,
         origin,
-        format: FORMAT_VERSION,
+        format: format as u32,
         created_us,
         genesis,
     })

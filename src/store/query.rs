@@ -184,10 +184,16 @@ pub struct StoredEvent {
     pub payload: Vec<u8>,
     pub leaf: Vec<u8>,
     pub chain: Vec<u8>,
+    /// Format 2's provenance columns (NULL in format-1 rows).
+    pub user: Option<String>,
+    pub host: Option<String>,
+    pub client: Option<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
 }
 
 impl StoredEvent {
-    pub(super) const COLUMNS: &'static str = "seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain";
+    pub(super) const COLUMNS: &'static str = "seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain, user, host, client, session, agent";
 
     pub(super) fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
@@ -204,6 +210,11 @@ impl StoredEvent {
             payload: row.get(10)?,
             leaf: row.get(11)?,
             chain: row.get(12)?,
+            user: row.get(13)?,
+            host: row.get(14)?,
+            client: row.get(15)?,
+            session: row.get(16)?,
+            agent: row.get(17)?,
         })
     }
 
