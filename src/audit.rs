@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::{ApprovalChannel, ApprovalStatus, CancelCause};
-use crate::principal::Principal;
 use crate::facts::Facts;
 use crate::policy::{Action, PolicyRef};
+use crate::principal::Principal;
 
 /// How execution ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

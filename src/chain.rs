@@ -224,11 +224,23 @@ mod tests {
         let genesis = genesis(&log_id, "gavel test", 2);
         let leaf = fields.leaf_hash();
         let chain = link(&genesis, &leaf);
-        assert_eq!(hex(&genesis), "V2GENESIS");
-        assert_eq!(hex(&leaf), "V2LEAF");
-        assert_eq!(hex(&chain), "V2CHAIN");
+        assert_eq!(
+            hex(&genesis),
+            "c8c0fe9843da9141a70a4c7bebc261bb286c0541cc0b1a149661ae1d1c03cd9b"
+        );
+        assert_eq!(
+            hex(&leaf),
+            "3a1708bf343a66c0b28716a8ca386fc9f7ece440710d551b1b9f344410855657"
+        );
+        assert_eq!(
+            hex(&chain),
+            "d052c97b551f5b1cce6466b5213d27c79079816670faac753782a2e4fdb48e30"
+        );
         // Format 1 hashes no provenance: the same row under format 1 is the v1 vector's leaf.
-        let v1 = EventFields { format: 1, ..fields };
+        let v1 = EventFields {
+            format: 1,
+            ..fields
+        };
         assert_eq!(
             hex(&v1.leaf_hash()),
             "042b741e4012f54735311c9ebd71a1941cf25f8a3ab3b277ca16df6dd7c1bcb0"
@@ -245,16 +257,34 @@ mod tests {
         };
         let who = Who::default();
         let variants = [
-            Who { user: Some("a"), ..who },
-            Who { host: Some("a"), ..who },
-            Who { client: Some("a"), ..who },
-            Who { session: Some("a"), ..who },
-            Who { agent: Some("a"), ..who },
+            Who {
+                user: Some("a"),
+                ..who
+            },
+            Who {
+                host: Some("a"),
+                ..who
+            },
+            Who {
+                client: Some("a"),
+                ..who
+            },
+            Who {
+                session: Some("a"),
+                ..who
+            },
+            Who {
+                agent: Some("a"),
+                ..who
+            },
         ];
         let mut seen = std::collections::BTreeSet::new();
         seen.insert(base.leaf_hash());
         for who in variants {
-            assert!(seen.insert(EventFields { who, ..base }.leaf_hash()), "{who:?}");
+            assert!(
+                seen.insert(EventFields { who, ..base }.leaf_hash()),
+                "{who:?}"
+            );
         }
     }
 

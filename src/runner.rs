@@ -402,17 +402,19 @@ impl GovernedRunner {
                 .by(who),
             ),
             // A deny is final: the client will not run the call.
-            Action::Deny => events.push(Event::now(
-                call_id,
-                tool,
-                EventBody::Result(ResultRecord::from_result(&ToolResult {
-                    status: ExecutionStatus::Blocked,
-                    content: blocked_content(&decision, ApprovalStatus::NotRequired),
-                    exit_code: None,
-                    duration_ms: 0,
-                })),
-            )
-            .by(who)),
+            Action::Deny => events.push(
+                Event::now(
+                    call_id,
+                    tool,
+                    EventBody::Result(ResultRecord::from_result(&ToolResult {
+                        status: ExecutionStatus::Blocked,
+                        content: blocked_content(&decision, ApprovalStatus::NotRequired),
+                        exit_code: None,
+                        duration_ms: 0,
+                    })),
+                )
+                .by(who),
+            ),
         }
         audit.append(&events)?;
         Ok((facts, decision))

@@ -87,7 +87,7 @@ fn csv_row(e: &StoredEvent) -> String {
 fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
     let resolved = query.to_query()?;
     let mut out = Map::new();
-    let flags: [(&str, &Option<String>); 10] = [
+    let flags: [(&str, &Option<String>); 14] = [
         ("tool", &query.tool),
         ("rule", &query.rule),
         ("action", &query.action),
@@ -97,6 +97,10 @@ fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
         ("until", &query.until),
         ("call", &query.call),
         ("session", &query.session),
+        ("user", &query.user),
+        ("host", &query.host),
+        ("client", &query.client),
+        ("agent", &query.agent),
         ("grep", &query.grep),
     ];
     for (name, value) in flags {

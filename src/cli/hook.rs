@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Subcommand;
 
+use gavel::approval::ApprovalChannel;
 use gavel::audit::{
     AnomalyKind, AnomalyRecord, ApprovalRecord, Event, EventBody, INLINE_CLIENT_INPUT, ResultRecord,
 };
-use gavel::approval::ApprovalChannel;
 use gavel::claude_code::{self, HookInput};
 use gavel::principal::Principal;
 use gavel::store::{Store, StoredEvent};
@@ -193,12 +193,9 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
             redaction_from_policy(&global, &workspace, &mut store);
             let record = claude_code::lifecycle(&input);
             let who = payload_principal(&store, text);
-            store.append(&[Event::now(
-                &session.session_id,
-                None,
-                EventBody::Lifecycle(record),
-            )
-            .by(Some(&who))])?;
+            store.append(&[
+                Event::now(&session.session_id, None, EventBody::Lifecycle(record)).by(Some(&who)),
+            ])?;
         }
     }
     Ok(())
@@ -218,7 +215,10 @@ fn with_payload(principal: Principal, text: &str) -> Principal {
 /// it, or its mode (`bypassPermissions`) let it through without one.
 fn approval_channel(text: &str) -> ApprovalChannel {
     let payload: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
-    match payload.get("permission_mode").and_then(serde_json::Value::as_str) {
+    match payload
+        .get("permission_mode")
+        .and_then(serde_json::Value::as_str)
+    {
         Some("bypassPermissions") => ApprovalChannel::ClientAuto,
         _ => ApprovalChannel::ClientPrompt,
     }
@@ -255,10 +255,17 @@ fn complete(
     // both complete it.
     let redactor = store.redactor().cloned();
     store.append_for_call(call_id, |events| {
-        completion(input, call_id, events, max_input_bytes, redactor.as_ref(), channel)
-            .into_iter()
-            .map(|event| event.by(Some(who)))
-            .collect()
+        completion(
+            input,
+            call_id,
+            events,
+            max_input_bytes,
+            redactor.as_ref(),
+            channel,
+        )
+        .into_iter()
+        .map(|event| event.by(Some(who)))
+        .collect()
     })?;
     Ok(())
 }

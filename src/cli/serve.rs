@@ -9,9 +9,9 @@ use std::io::{BufRead, Write};
 use clap::Args;
 use serde_json::{Value, json};
 
+use gavel::approval::{ApprovalChannel, CancelCause};
 use gavel::audit::DeferredResults;
 use gavel::tools::Registry;
-use gavel::approval::{ApprovalChannel, CancelCause};
 use gavel::{ApprovalStatus, Approver, CallOutcome, Decision, GovernedRunner, ToolRequest};
 
 use super::{Exit, Global, ToolLimits};

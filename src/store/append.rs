@@ -191,7 +191,7 @@ fn insert_all(
             .map_err(sql("preparing an insert"))?;
         // Secrets are taken out before hashing: what is stored and chained
         // is the redacted payload (docs/record-format.md, "Redaction").
-        let mut redacted = redact_batch(redactor, secrets, events).into_iter();
+        let mut redacted = redact_batch(tx, redactor, secrets, events)?.into_iter();
         for event in events {
             if matches!(event.body, EventBody::Request(_))
                 && exists
@@ -275,16 +275,23 @@ pub(super) fn switched_at(conn: &rusqlite::Connection) -> Result<Option<u64>, St
 /// The stored payload of each event of a batch, redacted; `None` where it
 /// is stored as serialized (no redactor, or a tool the policy keeps whole).
 fn redact_batch(
+    tx: &rusqlite::Transaction<'_>,
     redactor: Option<&crate::redact::Redactor>,
     secrets: &mut super::RecentSecrets,
     events: &[Event],
-) -> Vec<Option<Vec<u8>>> {
+) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
     let Some(redactor) = redactor.filter(|r| !r.settings().disabled) else {
-        return vec![None; events.len()];
+        return Ok(vec![None; events.len()]);
+    };
+    let settings = redactor.settings();
+    let by_path = if settings.keeps_any_path() {
+        calls_kept_by_path(tx, settings, events)?
+    } else {
+        Default::default()
     };
     let kept: Vec<bool> = events
         .iter()
-        .map(|e| redactor.settings().keeps(e.tool.as_deref()))
+        .map(|e| settings.keeps(e.tool.as_deref()) || by_path.contains(e.call_id.as_str()))
         .collect();
     let payloads = events
         .iter()
@@ -297,11 +304,101 @@ fn redact_batch(
     let mut found = secrets.take(&calls);
     let redacted = redactor.redact_batch(payloads, &mut found);
     secrets.keep(&calls, found);
-    redacted
+    Ok(redacted
         .into_iter()
         .zip(kept)
         .map(|((payload, _), kept)| (!kept).then_some(payload))
+        .collect())
+}
+
+/// The calls of `events` on a file whose path the policy keeps whole
+/// (`[redact] keep_paths`): the path a request names (`path`, `file_path`,
+/// `notebook_path`), as given or relative to the workspace (its decision's
+/// facts). A call whose request is not in the batch (its result, an
+/// approval, a hook's completion) is judged by its stored request.
+fn calls_kept_by_path<'e>(
+    tx: &rusqlite::Transaction<'_>,
+    settings: &crate::redact::Settings,
+    events: &'e [Event],
+) -> Result<std::collections::HashSet<&'e str>, StoreError> {
+    use std::collections::{HashMap, HashSet};
+    let mut candidates: HashMap<&str, Vec<String>> = HashMap::new();
+    for event in events {
+        if let EventBody::Request(r) = &event.body {
+            candidates
+                .entry(&event.call_id)
+                .or_default()
+                .extend(path_arguments(&r.arguments));
+        }
+    }
+    for event in events {
+        if let EventBody::Decision(d) = &event.body
+            && let Some(paths) = candidates.get_mut(event.call_id.as_str())
+        {
+            let relative: Vec<String> = d
+                .facts
+                .paths
+                .iter()
+                .filter(|p| paths.contains(&p.requested))
+                .filter_map(|p| p.relative.clone())
+                .collect();
+            paths.extend(relative);
+        }
+    }
+    let mut kept = HashSet::new();
+    for event in events {
+        let call = event.call_id.as_str();
+        if kept.contains(call) {
+            continue;
+        }
+        if !candidates.contains_key(call) {
+            let stored = stored_paths(tx, call)?;
+            candidates.insert(call, stored);
+        }
+        if candidates[call].iter().any(|p| settings.keeps_path(p)) {
+            kept.insert(call);
+        }
+    }
+    Ok(kept)
+}
+
+/// The file paths a request's arguments name.
+fn path_arguments(arguments: &serde_json::Value) -> Vec<String> {
+    ["path", "file_path", "notebook_path"]
+        .iter()
+        .filter_map(|key| arguments.get(key)?.as_str().map(str::to_owned))
         .collect()
+}
+
+/// The paths of a stored call: its request's path arguments, and their
+/// workspace-relative forms from its decision.
+fn stored_paths(tx: &rusqlite::Transaction<'_>, call_id: &str) -> Result<Vec<String>, StoreError> {
+    let mut statement = tx
+        .prepare_cached(
+            "SELECT kind, payload FROM events WHERE call_id = ?1
+             AND kind IN ('request', 'decision') ORDER BY seq LIMIT 2",
+        )
+        .map_err(sql("preparing a lookup"))?;
+    let rows: Vec<(String, Vec<u8>)> = statement
+        .query_map([call_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(sql("reading a call's request"))?;
+    let mut paths = Vec::new();
+    for (kind, payload) in &rows {
+        match EventBody::from_json(kind, payload) {
+            Ok(EventBody::Request(r)) => paths.extend(path_arguments(&r.arguments)),
+            Ok(EventBody::Decision(d)) => paths.extend(
+                d.facts
+                    .paths
+                    .iter()
+                    .filter(|p| paths.contains(&p.requested))
+                    .filter_map(|p| p.relative.clone())
+                    .collect::<Vec<_>>(),
+            ),
+            _ => {}
+        }
+    }
+    Ok(paths)
 }
 
 impl AuditSink for Store {

@@ -15,6 +15,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0004_provenance.sql"),
 ];
 
+/// The schema version that added the provenance columns (format 2).
+pub(super) const PROVENANCE_SCHEMA: i64 = 4;
+
 /// What an opened file turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum State {

@@ -450,6 +450,9 @@ pub struct Store {
     redactor: Option<crate::redact::Redactor>,
     /// Secrets found in the calls this process appended lately.
     secrets: RecentSecrets,
+    /// Whether `events` has the provenance columns (schema 4 on): a
+    /// database opened read-only is never migrated, so an older one has not.
+    provenance: bool,
 }
 
 /// The secrets found in the events of recent calls, by call id, so that a
@@ -649,6 +652,10 @@ impl Store {
         if state == migrate::State::Fresh && !may_be_new {
             return Err(StoreError::NotGavel { path: display });
         }
+        let provenance = match state {
+            migrate::State::Gavel(version) => version >= migrate::PROVENANCE_SCHEMA,
+            migrate::State::Fresh => true,
+        } || writable.is_some();
         if let Some(durability) = writable {
             migrate::apply(&conn, &display, state)?;
             // Each checkpoint waits for the disk twice; a long-lived writer
@@ -672,6 +679,7 @@ impl Store {
             _read_lock: None,
             redactor: None,
             secrets: RecentSecrets::default(),
+            provenance,
         })
     }
 

@@ -143,6 +143,12 @@ const ROWS_SQL: &str = "SELECT seq, log_id, ts_us, kind, call_id, tool, action, 
                                status, payload, leaf, chain, user, host, client, session, agent
                         FROM events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3";
 
+/// `ROWS_SQL` for a database read at a schema before the provenance columns.
+const ROWS_SQL_BEFORE_PROVENANCE: &str = "SELECT seq, log_id, ts_us, kind, call_id, tool, action,
+                               rule_id, approval, status, payload, leaf, chain,
+                               NULL, NULL, NULL, NULL, NULL
+                        FROM events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3";
+
 /// The documented column names of `events`, in `ROWS_SQL` order.
 const COLUMN_NAMES: [&str; 18] = [
     "seq", "log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval", "status",
@@ -275,13 +281,18 @@ fn check_row(
 /// Reads at most `CHUNK` rows with `lo <= seq < hi` in order and hashes each one.
 fn hash_rows(
     conn: &rusqlite::Connection,
+    provenance: bool,
     lo: i64,
     hi: i64,
     log_id: &[u8],
     formats: Formats,
 ) -> Result<Vec<RowCheck>, StoreError> {
     let mut statement = conn
-        .prepare_cached(ROWS_SQL)
+        .prepare_cached(if provenance {
+            ROWS_SQL
+        } else {
+            ROWS_SQL_BEFORE_PROVENANCE
+        })
         .map_err(sql("preparing verify"))?;
     let mut cursor = statement
         .query([lo, hi, CHUNK])
@@ -899,7 +910,14 @@ impl Store {
         if workers < 2 || in_memory || !contiguous || count < PARALLEL_FROM {
             let mut start = lo;
             loop {
-                let chunk = hash_rows(&self.conn, start, i64::MAX, log_id, formats)?;
+                let chunk = hash_rows(
+                    &self.conn,
+                    self.provenance,
+                    start,
+                    i64::MAX,
+                    log_id,
+                    formats,
+                )?;
                 let next = match chunk.last() {
                     Some(RowCheck::Row { seq, .. } | RowCheck::Malformed { seq, .. })
                         if chunk.len() as i64 == CHUNK =>
@@ -931,15 +949,15 @@ impl Store {
                 let chunks = &chunks;
                 let path = &self.path;
                 scope.spawn(move || {
-                    let conn = match super::Store::open_read_only(path) {
-                        Ok(store) => store.conn,
+                    let (conn, provenance) = match super::Store::open_read_only(path) {
+                        Ok(store) => (store.conn, store.provenance),
                         Err(err) => {
                             let _ = tx.send(Err(err));
                             return;
                         }
                     };
                     for &(start, stop) in chunks.iter().skip(worker).step_by(workers) {
-                        let result = hash_rows(&conn, start, stop, log_id, formats);
+                        let result = hash_rows(&conn, provenance, start, stop, log_id, formats);
                         let failed = result.is_err();
                         if tx.send(result).is_err() || failed {
                             return;
