@@ -306,7 +306,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
             let mut caps = CAPS.to_vec();
             if args.wide {
                 headers.push("who");
-                caps.push(50);
+                caps.push(64);
             }
             let mut table = render::StreamTable::new(&headers, &caps, &FLEXIBLE, &DROPPABLE);
             let mut anomalous = 0u64;

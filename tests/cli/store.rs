@@ -698,7 +698,7 @@ fn comparable(report: &Value) -> Value {
 
 /// `gavel verify --json ARGS` and `verify_chain.py --json ARGS` give the same
 /// report; returns gavel's.
-fn both_agree(sandbox: &Sandbox, what: &str, args: &[&std::ffi::OsStr]) -> Value {
+pub fn both_agree(sandbox: &Sandbox, what: &str, args: &[&std::ffi::OsStr]) -> Value {
     let output = sandbox
         .bare()
         .args(["verify", "--json"])
@@ -870,7 +870,12 @@ fn python_verifier_agrees_with_gavel_on_every_tampered_copy() {
 }
 
 /// [`both_agree`] for a database: gavel gets `--db DB`, Python `DB`.
-fn both_agree_db(sandbox: &Sandbox, what: &str, flags: &[&std::ffi::OsStr], db: &Path) -> Value {
+pub fn both_agree_db(
+    sandbox: &Sandbox,
+    what: &str,
+    flags: &[&std::ffi::OsStr],
+    db: &Path,
+) -> Value {
     let output = sandbox
         .bare()
         .args(["verify", "--json"])
