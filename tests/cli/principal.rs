@@ -228,7 +228,7 @@ fn a_claude_code_subagent_call_carries_its_agent_id_and_type() {
     ));
     assert_eq!(explained["principal"]["agent_id"], "agent_7f3e2a91");
     let wide = crate::support::stdout(&run_expecting(
-        &mut sandbox.gavel(&["log", "--wide"]).env("COLUMNS", "400"),
+        sandbox.gavel(&["log", "--wide"]).env("COLUMNS", "400"),
         0,
     ));
     assert!(
