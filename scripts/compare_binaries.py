@@ -7,7 +7,8 @@ Each round runs every case once with OLD and once with NEW (the order
 alternates between rounds), each binary against its own workspace and
 database (a newer gavel migrates a database an older one then refuses).
 Prints, per case, the median wall time and mean CPU time (user + system of
-the child) of each binary and NEW / OLD. Standard library only.
+the child) of each binary, and NEW / OLD of each (on a shared, loaded
+machine the CPU time is the steadier of the two). Standard library only.
 """
 import json
 import os
@@ -81,13 +82,13 @@ def main(argv):
                     times[(case, name)][0].append(wall)
                     times[(case, name)][1].append(cpu)
         print(f"{runs} rounds, interleaved; median wall time, mean CPU time in brackets\n")
-        print("| call | before | now | now / before |")
-        print("|---|---|---|---|")
+        print("| call | before | now | now / before (wall) | now / before (CPU) |")
+        print("|---|---|---|---|---|")
         for case, _, _ in CASES:
             (ow, oc), (nw, nc) = times[(case, "old")], times[(case, "new")]
             o, m = statistics.median(ow) * 1000, statistics.median(nw) * 1000
-            print(f"| {case} | {o:.2f} ms ({statistics.mean(oc) * 1000:.2f}) "
-                  f"| {m:.2f} ms ({statistics.mean(nc) * 1000:.2f}) | {m / o:.2f}× |")
+            oc, nc = statistics.mean(oc) * 1000, statistics.mean(nc) * 1000
+            print(f"| {case} | {o:.2f} ms ({oc:.2f}) | {m:.2f} ms ({nc:.2f}) | {m / o:.2f}× | {nc / oc:.2f}× |")
     finally:
         shutil.rmtree(root)
 

@@ -71,8 +71,6 @@ pub enum ApprovalChannel {
     ClientPrompt,
     /// The agent client let the call run without a prompt (its own allow rules or mode).
     ClientAuto,
-    /// The policy alone: nobody was asked.
-    Policy,
     /// A library caller's own approver.
     Api,
 }
@@ -85,7 +83,6 @@ impl ApprovalChannel {
             ApprovalChannel::Serve => "serve",
             ApprovalChannel::ClientPrompt => "client_prompt",
             ApprovalChannel::ClientAuto => "client_auto",
-            ApprovalChannel::Policy => "policy",
             ApprovalChannel::Api => "api",
         }
     }
