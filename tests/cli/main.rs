@@ -14,6 +14,8 @@ mod pipeline;
 mod policy;
 mod principal;
 mod query;
+mod real_clients;
+mod real_clients_model;
 mod redact;
 mod replay;
 mod report;
