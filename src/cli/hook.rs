@@ -16,10 +16,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Subcommand;
 
+use gavel::approval::ApprovalChannel;
 use gavel::audit::{
     AnomalyKind, AnomalyRecord, ApprovalRecord, Event, EventBody, INLINE_CLIENT_INPUT, ResultRecord,
 };
 use gavel::claude_code::{self, HookInput};
+use gavel::principal::Principal;
 use gavel::store::{Store, StoredEvent};
 use gavel::tools::Registry;
 use gavel::{Action, ApprovalStatus, ExecutionStatus, GovernedRunner};
@@ -161,8 +163,10 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
                 Ok(inside_cwd) => inside_cwd,
                 Err(_) => workspace,
             };
+            let principal = global.principal("claude-code", &workspace, &policy, &store);
             let runner = GovernedRunner::new(policy, workspace, Registry::empty())
-                .with_max_argument_bytes(global.max_argument_bytes);
+                .with_max_argument_bytes(global.max_argument_bytes)
+                .with_principal(with_payload(principal, text));
             let (_, decision) =
                 runner.decide_and_record(&tool.tool_use_id, &request, Some(client), &mut store)?;
             let answer = claude_code::pre_tool_use_output(&decision).to_string();
@@ -174,25 +178,58 @@ fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
         HookInput::PostToolUse { tool, .. } | HookInput::PostToolUseFailure { tool, .. } => {
             let mut store = global.open_store()?;
             redaction_from_policy(&global, &workspace, &mut store);
+            let who = payload_principal(&store, text);
             complete(
                 &mut store,
                 &input,
                 &tool.tool_use_id,
                 global.max_argument_bytes,
+                &who,
+                approval_channel(text),
             )?;
         }
         HookInput::Other { session, .. } => {
             let mut store = global.open_store()?;
             redaction_from_policy(&global, &workspace, &mut store);
             let record = claude_code::lifecycle(&input);
-            store.append(&[Event::now(
-                &session.session_id,
-                None,
-                EventBody::Lifecycle(record),
-            )])?;
+            let who = payload_principal(&store, text);
+            store.append(&[
+                Event::now(&session.session_id, None, EventBody::Lifecycle(record)).by(Some(&who)),
+            ])?;
         }
     }
     Ok(())
+}
+
+/// What Claude Code's payload says of who made the call: its session, and
+/// for a subagent its `agent_id` and `agent_type`.
+fn with_payload(principal: Principal, text: &str) -> Principal {
+    let payload: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    let field = |name: &str| payload.get(name).and_then(serde_json::Value::as_str);
+    principal
+        .with_session(field("session_id"))
+        .with_agent(field("agent_id"), field("agent_type"))
+}
+
+/// How a call gavel asked about came to run: Claude Code's prompt allowed
+/// it, or its mode (`bypassPermissions`) let it through without one.
+fn approval_channel(text: &str) -> ApprovalChannel {
+    let payload: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    match payload
+        .get("permission_mode")
+        .and_then(serde_json::Value::as_str)
+    {
+        Some("bypassPermissions") => ApprovalChannel::ClientAuto,
+        _ => ApprovalChannel::ClientPrompt,
+    }
+}
+
+/// The principal of a hook event that no policy decides (a completion, a lifecycle event).
+fn payload_principal(store: &Store, text: &str) -> std::sync::Arc<Principal> {
+    std::sync::Arc::new(with_payload(
+        Principal::current("claude-code").with_host_id_beside(store.path()),
+        text,
+    ))
 }
 
 /// Applies the policy's `[redact]` settings to `store`; a policy that does
@@ -211,12 +248,24 @@ fn complete(
     input: &HookInput,
     call_id: &str,
     max_input_bytes: u64,
+    who: &std::sync::Arc<Principal>,
+    channel: ApprovalChannel,
 ) -> anyhow::Result<()> {
     // Read and append in one transaction, so two reports of one call cannot
     // both complete it.
     let redactor = store.redactor().cloned();
     store.append_for_call(call_id, |events| {
-        completion(input, call_id, events, max_input_bytes, redactor.as_ref())
+        completion(
+            input,
+            call_id,
+            events,
+            max_input_bytes,
+            redactor.as_ref(),
+            channel,
+        )
+        .into_iter()
+        .map(|event| event.by(Some(who)))
+        .collect()
     })?;
     Ok(())
 }
@@ -237,6 +286,7 @@ fn completion(
     events: &[StoredEvent],
     max_input_bytes: u64,
     redactor: Option<&gavel::redact::Redactor>,
+    channel: ApprovalChannel,
 ) -> Vec<Event> {
     let (session, tool) = match input {
         HookInput::PostToolUse { session, tool, .. }
@@ -344,9 +394,7 @@ fn completion(
         append.push(Event::now(
             call_id,
             tool,
-            EventBody::Approval(ApprovalRecord {
-                status: ApprovalStatus::Approved,
-            }),
+            EventBody::Approval(ApprovalRecord::new(ApprovalStatus::Approved, channel)),
         ));
     }
     append.push(Event::now(call_id, tool, EventBody::Result(result)));
