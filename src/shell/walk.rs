@@ -67,6 +67,7 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
         read_ranges: Vec::new(),
         seen_hidden: HashSet::new(),
         command_assignments: HashSet::new(),
+        spare_stack: Vec::new(),
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
@@ -379,6 +380,8 @@ struct Walker<'s> {
     /// what later commands run. Kept here because asking tree-sitter for a
     /// node's parent costs a walk from the root.
     command_assignments: HashSet<usize>,
+    /// An empty task stack, kept for its memory (see [`Walker::walk`]).
+    spare_stack: Vec<Task<'static>>,
 }
 
 impl<'s> Walker<'s> {
@@ -407,7 +410,14 @@ impl<'s> Walker<'s> {
     }
 
     fn walk(&mut self, root: Node<'_>) {
-        let mut stack = vec![Task::Visit(root, Vec::new())];
+        // The stack's memory is reused from the last tree (an empty vector
+        // collected in place): growing a new one for each part of a long
+        // script made the allocator merge its free lists over and over.
+        let mut stack: Vec<Task<'_>> = std::mem::take(&mut self.spare_stack)
+            .into_iter()
+            .filter_map(|_| None)
+            .collect();
+        stack.push(Task::Visit(root, Vec::new()));
         while let Some(task) = stack.pop() {
             match task {
                 Task::Visit(node, redirects) => self.visit(node, redirects, &mut stack),
@@ -416,6 +426,7 @@ impl<'s> Walker<'s> {
                 }
             }
         }
+        self.spare_stack = stack.into_iter().filter_map(|_| None).collect();
     }
 
     fn attach(&mut self, from: usize, raw_from: usize, redirects: &[Redirect]) {
