@@ -413,10 +413,7 @@ impl<'s> Walker<'s> {
         // The stack's memory is reused from the last tree (an empty vector
         // collected in place): growing a new one for each part of a long
         // script made the allocator merge its free lists over and over.
-        let mut stack: Vec<Task<'_>> = std::mem::take(&mut self.spare_stack)
-            .into_iter()
-            .filter_map(|_| None)
-            .collect();
+        let mut stack = recycle(std::mem::take(&mut self.spare_stack));
         stack.push(Task::Visit(root, Vec::new()));
         while let Some(task) = stack.pop() {
             match task {
@@ -426,7 +423,7 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        self.spare_stack = stack.into_iter().filter_map(|_| None).collect();
+        self.spare_stack = recycle(stack);
     }
 
     fn attach(&mut self, from: usize, raw_from: usize, redirects: &[Redirect]) {
@@ -1251,6 +1248,15 @@ fn assigns_default(text: &str) -> bool {
 
 /// Pushes the children worth visiting (named ones, and missing tokens that
 /// reveal a parse error) so that they are popped in source order.
+/// An empty task stack with the memory of `stack`, for nodes of another
+/// tree: collecting an emptied vector into one of the same layout reuses
+/// its allocation.
+#[allow(clippy::unnecessary_filter_map)] // `filter` would keep the type
+fn recycle<'b>(mut stack: Vec<Task<'_>>) -> Vec<Task<'b>> {
+    stack.clear();
+    stack.into_iter().filter_map(|_| None).collect()
+}
+
 fn push_children<'t>(node: Node<'t>, stack: &mut Vec<Task<'t>>) {
     let start = stack.len();
     let mut cursor = node.walk();
