@@ -12,6 +12,8 @@ mod paths;
 mod pipeline;
 mod policy;
 mod query;
+mod real_clients;
+mod real_clients_model;
 mod redact;
 mod replay;
 mod report;
