@@ -175,6 +175,8 @@ cargo bench --quiet -p gavel-bench --bench decide -- "${CRITERION[@]}" >"$WORK/c
 cargo bench --quiet -p gavel-bench --bench chain -- "${CRITERION[@]}" >"$WORK/criterion-chain.txt" 2>&1
 log "criterion: decision time by input size (1 KiB .. 1 MiB)"
 cargo bench --quiet -p gavel-bench --bench scaling -- "${CRITERION[@]}" >"$WORK/criterion-scaling.txt" 2>&1
+log "criterion: the redaction pass by payload size (1 KiB .. 1 MiB)"
+cargo bench --quiet -p gavel-bench --bench redact -- "${CRITERION[@]}" >"$WORK/criterion-redact.txt" 2>&1
 
 
 # --- the machine ------------------------------------------------------------------------

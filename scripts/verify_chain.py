@@ -17,7 +17,9 @@ import struct
 import sys
 
 APPLICATION_ID = 0x6761766C
-SCHEMA = 3
+SCHEMA = 4
+FORMATS = (1, 2)
+WHO = ("user", "host", "client", "session", "agent")
 
 
 class Refused(Exception):
@@ -40,14 +42,30 @@ def opt(v):
     return b"\x00" if v is None else b"\x01" + lp(v.encode())
 
 
-def enc(seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload):
-    return (lp(b"gavel/event/v1") + struct.pack(">Q", seq) + lp(log_id) + struct.pack(">q", ts_us)
-            + lp(kind.encode()) + lp(call_id.encode()) + opt(tool) + opt(action) + opt(rule_id)
-            + opt(approval) + opt(status) + lp(payload))
+def enc(fmt, who, seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload):
+    tag = b"gavel/event/v1" if fmt == 1 else b"gavel/event/v2"
+    out = (lp(tag) + struct.pack(">Q", seq) + lp(log_id) + struct.pack(">q", ts_us)
+           + lp(kind.encode()) + lp(call_id.encode()) + opt(tool) + opt(action) + opt(rule_id)
+           + opt(approval) + opt(status))
+    if fmt != 1:
+        out += b"".join(opt(w) for w in who)
+    return out + lp(payload)
 
 
-def leaf(*fields):
-    return hashlib.sha256(b"\x00" + enc(*fields)).digest()
+def leaf(fmt, who, *fields):
+    return hashlib.sha256(b"\x00" + enc(fmt, who, *fields)).digest()
+
+
+def switch_of(kind, payload):
+    """For a `format` row: the format its payload says (-1 when it says none)."""
+    if kind != "format":
+        return None
+    try:
+        v = json.loads(payload.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return -1
+    f = v.get("format") if isinstance(v, dict) else None
+    return f if isinstance(f, int) and not isinstance(f, bool) else -1
 
 
 def genesis(log_id, origin, fmt):
@@ -71,11 +89,15 @@ def merkle_root(leaves):
 
 def vector():
     log_id = bytes(range(16))
-    g = genesis(log_id, "gavel test", 1)
-    lf = leaf(1, log_id, 1764676800000000, "decision", "call-1", "bash", "deny", "bash.hard_deny", None, None, b'{"action":"deny"}')
-    print("genesis =", g.hex())
-    print("leaf    =", lf.hex())
-    print("chain   =", link(g, lf).hex())
+    row = (1, log_id, 1764676800000000, "decision", "call-1", "bash", "deny", "bash.hard_deny", None, None,
+           b'{"action":"deny"}')
+    for fmt, who in ((1, (None,) * 5), (2, ("alice", "build-01", "claude-code", "s-1", None))):
+        g = genesis(log_id, "gavel test", fmt)
+        lf = leaf(fmt, who, *row)
+        print(f"format {fmt}")
+        print("genesis =", g.hex())
+        print("leaf    =", lf.hex())
+        print("chain   =", link(g, lf).hex())
 
 
 # ---- checkpoints.md: notes and keys ----------------------------------------
@@ -198,14 +220,16 @@ def check_notes(origin, log_id, fmt, stored_genesis, given, stored, keys):
 class Chain:
     """Step 4, row by row, then step 5."""
 
-    def __init__(self, g):
-        self.prev, self.rows, self.leaves = g, 0, []
+    def __init__(self, g, fmt):
+        self.prev, self.rows, self.leaves, self.format = g, 0, [], fmt
 
-    def row(self, seq, typed, row_log_id_ok, lf, stored_leaf, stored_chain):
+    def row(self, seq, typed, row_log_id_ok, lf, stored_leaf, stored_chain, fmt=None, switch=None):
         i = self.rows + 1
         if seq != i:
             raise Bad("seq_gap", i)
         if not typed:
+            raise Bad("content_mismatch", i)
+        if fmt is not None and fmt != self.format:
             raise Bad("content_mismatch", i)
         if not row_log_id_ok:
             raise Bad("log_id_mismatch", i)
@@ -214,6 +238,11 @@ class Chain:
         nxt = link(self.prev, lf)
         if nxt != stored_chain:
             raise Bad("chain_break", i)
+        if switch is not None:
+            # The one switch there is: a format-1 log continued as format 2.
+            if self.format != 1 or switch != 2:
+                raise Bad("unknown_format", i)
+            self.format = 2
         self.prev, self.rows = nxt, i
         self.leaves.append(lf)
 
@@ -254,7 +283,7 @@ def verify_db(path, given, keys, report):
         origin = origin.decode("utf-8")
     except UnicodeDecodeError:
         raise Bad("identity_mismatch")
-    if fmt != 1:
+    if fmt not in FORMATS:
         raise Bad("unknown_format")
     stored = []
     for size, tsize, root, troot, note, tnote in db.execute(
@@ -269,24 +298,33 @@ def verify_db(path, given, keys, report):
     vouched, given_cp = check_notes(origin, log_id, fmt, stored_genesis, given, stored, keys)
     if given_cp is not None:
         report["checkpoint"] = {"origin": given_cp[0], "size": given_cp[1], "holds": False}
-    chain = Chain(stored_genesis)
+    chain = Chain(stored_genesis, fmt)
     report["_chain"] = chain
-    cols = ["log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval", "status", "payload", "leaf", "chain"]
-    want = ["blob", "integer", "text", "text", "text?", "text?", "text?", "text?", "text?", "blob", "blob", "blob"]
-    sel = ", ".join(f"{c}, typeof({c})" for c in cols)
+    cols = ["log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval", "status", "payload", "leaf",
+            "chain", *WHO]
+    want = ["blob", "integer", "text", "text", "text?", "text?", "text?", "text?", "text?", "blob", "blob", "blob",
+            *["text?"] * 5]
+    # A schema-3 database (before format 2) has no provenance columns: they read as NULL.
+    have = {r[1].decode() for r in db.execute("PRAGMA table_info(events)")}
+    sel = ", ".join(f"{c}, typeof({c})" if c in have else "NULL, 'null'" for c in cols)
     for r in db.execute(f"SELECT seq, {sel} FROM events ORDER BY seq"):
-        seq, vals, types = r[0], r[1::2], [t.decode() for t in r[2::2]]
+        seq, vals, types = r[0], r[1::2], [t.decode() if isinstance(t, bytes) else t for t in r[2::2]]
         typed = all(t == w or (w == "text?" and t in ("text", "null")) for t, w in zip(types, want))
-        lf = stored_leaf = stored_chain = None
+        # Format 1 does not hash the provenance columns: they must be NULL there.
+        if chain.format == 1 and any(v is not None for v in vals[12:17]):
+            typed = False
+        lf = stored_leaf = stored_chain = switch = None
         if typed:
             try:
                 text = [None if v is None else v.decode("utf-8") for v in vals[2:9]]
+                who = [None if v is None else v.decode("utf-8") for v in vals[12:17]]
             except UnicodeDecodeError:
                 typed = False
         if typed:
-            lf = leaf(seq, vals[0], vals[1], *text, vals[9])
+            lf = leaf(chain.format, who, seq, vals[0], vals[1], *text, vals[9])
             stored_leaf, stored_chain = vals[10], vals[11]
-        chain.row(seq, typed, typed and vals[0] == log_id, lf, stored_leaf, stored_chain)
+            switch = switch_of(text[0], vals[9])
+        chain.row(seq, typed, typed and vals[0] == log_id, lf, stored_leaf, stored_chain, None, switch)
     chain.finish(vouched)
     return chain
 
@@ -330,10 +368,18 @@ def ts_text(ts_us):
 
 
 def event_row(v, log_id):
-    """seq, typed, log id ok, leaf, stored leaf, stored chain of an event line."""
+    """seq, typed, log id ok, leaf, stored leaf, stored chain, format, switch of an event line."""
     seq = v.get("seq") if isinstance(v, dict) else None
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0 or v.get("record") != "event":
         return None
+    bad = (seq, False, False, None, None, None, None, None)
+    # Lines from before format 2 carry no `format`: they are format 1.
+    fmt = v.get("format", 1)
+    if isinstance(fmt, bool) or fmt not in FORMATS:
+        return bad
+    who = [v.get(k) for k in WHO]
+    if not all(w is None or isinstance(w, str) for w in who) or (fmt == 1 and any(w is not None for w in who)):
+        return bad
     ts_us = v.get("ts_us")
     strs = [v.get(k) for k in ("kind", "call_id")]
     opts = [v.get(k) for k in ("tool", "action", "rule_id", "approval", "status")]
@@ -342,29 +388,29 @@ def event_row(v, log_id):
     if not isinstance(ts_us, int) or isinstance(ts_us, bool) or not -2**63 <= ts_us < 2**63 \
             or not all(isinstance(s, str) for s in strs) or not all(o is None or isinstance(o, str) for o in opts) \
             or None in hashes:
-        return (seq, False, False, None, None, None)
+        return bad
     if isinstance(raw, str) and hx is None:
         try:
             payload = raw.encode("utf-8")
         except UnicodeEncodeError:
-            return (seq, False, False, None, None, None)
+            return bad
     elif raw is None and unhex(hx) is not None:
         payload = unhex(hx)
     else:
-        return (seq, False, False, None, None, None)
+        return bad
     try:
         parsed = loads(payload.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError):
         parsed = None
     if not same(v.get("payload"), parsed):
-        return (seq, False, False, None, None, None)
+        return bad
     if -62135596800000000 <= ts_us < 253402300800000000 and v.get("ts") != ts_text(ts_us):
-        return (seq, False, False, None, None, None)
+        return bad
     try:
-        lf = leaf(seq, hashes[0], ts_us, *strs, *opts, payload)
+        lf = leaf(fmt, who, seq, hashes[0], ts_us, *strs, *opts, payload)
     except UnicodeEncodeError:
-        return (seq, False, False, None, None, None)
-    return (seq, True, hashes[0] == log_id, lf, hashes[1], hashes[2])
+        return bad
+    return (seq, True, hashes[0] == log_id, lf, hashes[1], hashes[2], fmt, switch_of(strs[0], payload))
 
 
 def verify_export(path, given, keys, report):
@@ -382,7 +428,7 @@ def verify_export(path, given, keys, report):
     report["whole_chain"] = whole
     if not whole and given is not None:
         raise Refused("a filtered export cannot prove a checkpoint")
-    if h["format"] != 1:
+    if h["format"] not in FORMATS or isinstance(h["format"], bool):
         raise Bad("unknown_format")
 
     def parsed(line):
@@ -400,18 +446,18 @@ def verify_export(path, given, keys, report):
     if not whole and stored:
         raise Refused("a filtered export carries checkpoints")
     report["stored_checkpoints"] = len(stored)
-    vouched, given_cp = check_notes(h["origin"], log_id, 1, g, given, stored, keys)
+    vouched, given_cp = check_notes(h["origin"], log_id, h["format"], g, given, stored, keys)
     if given_cp is not None:
         report["checkpoint"] = {"origin": given_cp[0], "size": given_cp[1], "holds": False}
     if whole:
-        chain = Chain(g)
+        chain = Chain(g, h["format"])
         report["_chain"] = chain
         for v in values:
             r = event_row(v, log_id)
             if r is None:
                 seq = v.get("seq") if isinstance(v, dict) else None
                 ok_seq = isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0
-                r = (seq if ok_seq else chain.rows + 1, False, False, None, None, None)
+                r = (seq if ok_seq else chain.rows + 1, False, False, None, None, None, None, None)
             chain.row(*r)
         chain.finish(vouched)
         return chain
@@ -422,7 +468,7 @@ def verify_export(path, given, keys, report):
         ok_seq = isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0
         at = seq if ok_seq else (prev[0] + 1 if prev else 1)
         report["rows"] = rows
-        if r is None or not r[1]:
+        if r is None or not r[1] or r[6] < h["format"]:
             raise Bad("content_mismatch", at)
         if (prev is not None and at <= prev[0]) or at == 0:
             raise Bad("seq_gap", at)

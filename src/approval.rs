@@ -57,12 +57,102 @@ impl fmt::Display for ApprovalStatus {
     }
 }
 
+/// How an approval was answered (recorded on every approval row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalChannel {
+    /// A person at gavel's terminal prompt (or no terminal to ask on).
+    Tty,
+    /// A flag answered for everyone (`run --approve`, `--reject`).
+    Flag,
+    /// The `serve` client, over its stream.
+    Serve,
+    /// The agent client's own permission prompt (Claude Code's `ask`).
+    ClientPrompt,
+    /// The agent client let the call run without a prompt (its own allow rules or mode).
+    ClientAuto,
+    /// A library caller's own approver.
+    Api,
+}
+
+impl ApprovalChannel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalChannel::Tty => "tty",
+            ApprovalChannel::Flag => "flag",
+            ApprovalChannel::Serve => "serve",
+            ApprovalChannel::ClientPrompt => "client_prompt",
+            ApprovalChannel::ClientAuto => "client_auto",
+            ApprovalChannel::Api => "api",
+        }
+    }
+}
+
+/// Why an approval was `cancelled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelCause {
+    /// There was no terminal to ask on (stdin or stderr is not a terminal).
+    NoTty,
+    /// The input ended before an answer.
+    Eof,
+    /// Ctrl-C at the prompt.
+    Interrupt,
+    /// No answer in time.
+    Timeout,
+    /// Another request came in place of the answer.
+    Superseded,
+    /// The answer could not be read as one (not JSON, not for this call, ...).
+    Malformed,
+    /// The prompt could not be shown or read.
+    Error,
+}
+
+impl CancelCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelCause::NoTty => "no_tty",
+            CancelCause::Eof => "eof",
+            CancelCause::Interrupt => "interrupt",
+            CancelCause::Timeout => "timeout",
+            CancelCause::Superseded => "superseded",
+            CancelCause::Malformed => "malformed",
+            CancelCause::Error => "error",
+        }
+    }
+}
+
+/// Who answered an `ask`, how, and why it was cancelled when it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    pub channel: ApprovalChannel,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<CancelCause>,
+}
+
 /// Answers `ask` decisions. Implemented by closures, so a test can pass
 /// `|_: &ToolRequest, _: &Decision| ApprovalStatus::Approved`.
 pub trait Approver {
     /// Returns `Approved`, `Rejected` or `Cancelled`; any other value is
     /// treated as `Cancelled`.
     fn approve(&mut self, request: &ToolRequest, decision: &Decision) -> ApprovalStatus;
+
+    /// How this approver answers; recorded with each answer.
+    fn channel(&self) -> ApprovalChannel {
+        ApprovalChannel::Api
+    }
+
+    /// Who gave the last answer, where known.
+    fn approver(&self) -> Option<String> {
+        None
+    }
+
+    /// Why the last answer was `cancelled`, where known.
+    fn cause(&self) -> Option<CancelCause> {
+        None
+    }
 }
 
 impl<F> Approver for F
@@ -81,6 +171,9 @@ pub struct Resolution {
     pub approval: ApprovalStatus,
     /// Whether the handler may run.
     pub allowed: bool,
+    /// For an `ask`: who answered it, how, and why it was cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
 }
 
 /// Resolves a decision: asks `approver` only for `ask`.
@@ -98,10 +191,20 @@ pub fn resolve(
             _ => (ApprovalStatus::Cancelled, false),
         },
     };
+    let answer = (decision.action == Action::Ask).then(|| Answer {
+        channel: approver.channel(),
+        approver: approver.approver(),
+        cause: if approval == ApprovalStatus::Cancelled {
+            Some(approver.cause().unwrap_or(CancelCause::Error))
+        } else {
+            None
+        },
+    });
     Resolution {
         decision,
         approval,
         allowed,
+        answer,
     }
 }
 
@@ -113,16 +216,60 @@ impl Approver for Fixed {
     fn approve(&mut self, _: &ToolRequest, _: &Decision) -> ApprovalStatus {
         self.0
     }
+
+    fn channel(&self) -> ApprovalChannel {
+        ApprovalChannel::Flag
+    }
+
+    fn approver(&self) -> Option<String> {
+        Some(crate::principal::Principal::current("cli").user)
+    }
+
+    fn cause(&self) -> Option<CancelCause> {
+        Some(CancelCause::Error)
+    }
 }
 
 /// Prompts on stderr and reads `y`/`N` from stdin. Without a terminal on
-/// both, it does not prompt at all and the outcome is `cancelled`.
+/// both, it does not prompt at all and the outcome is `cancelled`
+/// (cause `no_tty`), said in one line on stderr.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct TerminalApprover;
+pub struct TerminalApprover {
+    cause: Option<CancelCause>,
+    answered: bool,
+}
+
+impl TerminalApprover {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
 
 impl Approver for TerminalApprover {
+    fn channel(&self) -> ApprovalChannel {
+        ApprovalChannel::Tty
+    }
+
+    fn approver(&self) -> Option<String> {
+        self.answered
+            .then(|| crate::principal::Principal::current("cli").user)
+    }
+
+    fn cause(&self) -> Option<CancelCause> {
+        self.cause
+    }
+
     fn approve(&mut self, request: &ToolRequest, decision: &Decision) -> ApprovalStatus {
+        self.cause = None;
+        self.answered = false;
         if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+            self.cause = Some(CancelCause::NoTty);
+            let _ = writeln!(
+                std::io::stderr(),
+                "gavel: `{}` needs approval [{}] and there is no terminal to ask on; cancelled (pass --approve or --reject to answer without a prompt)",
+                request.name,
+                decision.rule_id
+            );
             return ApprovalStatus::Cancelled;
         }
         let input = request.arguments.to_string();
@@ -139,28 +286,33 @@ impl Approver for TerminalApprover {
         .and_then(|()| write!(err, "Allow this call? [y/N] "))
         .and_then(|()| err.flush());
         if prompt.is_err() {
+            self.cause = Some(CancelCause::Error);
             return ApprovalStatus::Cancelled;
         }
         drop(err);
         match read_answer() {
-            None => {
+            Err(cause) => {
                 let _ = writeln!(std::io::stderr());
+                self.cause = Some(cause);
                 ApprovalStatus::Cancelled
             }
-            Some(answer) => match answer.trim().to_ascii_lowercase().as_str() {
-                "y" | "yes" => ApprovalStatus::Approved,
-                _ => ApprovalStatus::Rejected,
-            },
+            Ok(answer) => {
+                self.answered = true;
+                match answer.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => ApprovalStatus::Approved,
+                    _ => ApprovalStatus::Rejected,
+                }
+            }
         }
     }
 }
 
-/// Reads one line from the terminal; `None` on EOF, an error, or Ctrl-C.
+/// Reads one line from the terminal; why not on EOF, an error, or Ctrl-C.
 ///
 /// While it waits, SIGINT gets a handler without `SA_RESTART`, so Ctrl-C
 /// interrupts the read (answer: cancelled) instead of killing gavel with
 /// the decision recorded and no approval.
-fn read_answer() -> Option<String> {
+fn read_answer() -> Result<String, CancelCause> {
     extern "C" fn interrupted(_: libc::c_int) {}
     // SAFETY: plain sigaction(2) calls with zeroed, then filled, structs; the
     // previous disposition is restored before returning.
@@ -177,17 +329,21 @@ fn read_answer() -> Option<String> {
 }
 
 /// Reads stdin byte by byte up to a newline, without retrying on EINTR.
-fn read_line_unbuffered() -> Option<String> {
+fn read_line_unbuffered() -> Result<String, CancelCause> {
     let mut line = Vec::new();
     loop {
         let mut byte = 0u8;
         // SAFETY: reads at most one byte into a live local.
         let n = unsafe { libc::read(0, (&mut byte as *mut u8).cast(), 1) };
         match n {
-            1 if byte == b'\n' => return Some(String::from_utf8_lossy(&line).into_owned()),
+            1 if byte == b'\n' => return Ok(String::from_utf8_lossy(&line).into_owned()),
             1 if line.len() < 4096 => line.push(byte),
             1 => {}
-            _ => return None,
+            0 => return Err(CancelCause::Eof),
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+                return Err(CancelCause::Interrupt);
+            }
+            _ => return Err(CancelCause::Error),
         }
     }
 }

@@ -12,7 +12,7 @@ use std::io::BufRead;
 
 use serde_json::{Value, json};
 
-use crate::chain::{EventFields, FORMAT_VERSION, Hash, link};
+use crate::chain::{EventFields, Hash, Who, known_format, link};
 use crate::checkpoint::VerifierKey;
 use crate::digest::hex;
 use crate::store::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes};
@@ -69,10 +69,12 @@ pub fn checkpoint_line(row: &CheckpointRow) -> Value {
     })
 }
 
-/// An event's line: every stored column, the payload as stored.
-pub fn event_line(event: &StoredEvent) -> Value {
+/// An event's line: every stored column, the payload as stored, and the
+/// format the row is encoded in (`crate::store::row_format`).
+pub fn event_line(event: &StoredEvent, format: u32) -> Value {
     let mut line = json!({
         "record": "event",
+        "format": format,
         "seq": event.seq,
         "ts": format_time(event.ts_us),
         "ts_us": event.ts_us,
@@ -87,6 +89,11 @@ pub fn event_line(event: &StoredEvent) -> Value {
         "log_id": hex(&event.log_id),
         "leaf": hex(&event.leaf),
         "chain": hex(&event.chain),
+        "user": event.user,
+        "host": event.host,
+        "client": event.client,
+        "session": event.session,
+        "agent": event.agent,
     });
     match std::str::from_utf8(&event.payload) {
         Ok(text) => line["payload_raw"] = Value::String(text.to_owned()),
@@ -189,6 +196,14 @@ fn check_event(value: &Value, log_id: &[u8]) -> (Option<u64>, Result<RowCheck, S
         if value["record"] != "event" {
             return Err(format!("seq {seq}: not an event line"));
         }
+        // Lines of exports made before format 2 carry no `format`: they are format 1.
+        let format = match &value["format"] {
+            Value::Null => 1,
+            v => match v.as_i64() {
+                Some(f) if known_format(f) => f as u32,
+                _ => return Err(format!("seq {seq}: `format` is not a known record format")),
+            },
+        };
         let text = |name: &str| {
             value[name]
                 .as_str()
@@ -238,7 +253,20 @@ fn check_event(value: &Value, log_id: &[u8]) -> (Option<u64>, Result<RowCheck, S
             approval: optional("approval")?,
             status: optional("status")?,
             payload: &payload,
+            format,
+            who: Who {
+                user: optional("user")?,
+                host: optional("host")?,
+                client: optional("client")?,
+                session: optional("session")?,
+                agent: optional("agent")?,
+            },
         };
+        if format == 1 && !fields.who.is_empty() {
+            return Err(format!(
+                "seq {seq}: a format-1 line has provenance columns (they are not hashed there)"
+            ));
+        }
         let leaf = fields.leaf_hash();
         let stored_leaf = hash_field("leaf")?;
         let chain = hash_field("chain")?;
@@ -248,6 +276,8 @@ fn check_event(value: &Value, log_id: &[u8]) -> (Option<u64>, Result<RowCheck, S
             leaf_matches: stored_leaf == leaf,
             log_id_matches: row_log_id == log_id,
             chain,
+            format,
+            switch: crate::store::switch_of(fields.kind, fields.payload),
         })
     })();
     (seq, checked)
@@ -296,7 +326,7 @@ pub fn verify_export(
     if !whole_chain && given.is_some() {
         return Err(ArchiveError::FilteredCheckpoint);
     }
-    if header.format != i64::from(FORMAT_VERSION) {
+    if !known_format(header.format) {
         let mut report = VerifyReport::bad(
             0,
             None,
@@ -347,7 +377,7 @@ pub fn verify_export(
     } = match check_notes(
         &header.origin,
         &header.log_id,
-        FORMAT_VERSION,
+        header.format as u32,
         &header.genesis,
         given,
         &stored,
@@ -369,7 +399,7 @@ pub fn verify_export(
             })
         }));
     if whole_chain {
-        let mut checker = Checker::new(header.genesis, &vouched, false);
+        let mut checker = Checker::new(header.genesis, &vouched, false, header.format as u32);
         for item in events {
             let (number, value) = item?;
             let row = match check_event(&value, &header.log_id) {
@@ -420,11 +450,21 @@ pub fn verify_export(
             leaf_matches,
             log_id_matches,
             chain,
+            format,
             ..
         } = row
         else {
             unreachable!("check_event returns rows or an error")
         };
+        if i64::from(format) < header.format {
+            return finish(bad(
+                Problem::ContentMismatch,
+                format!(
+                    "seq {at} is given in format {format}, older than the log's format {}",
+                    header.format
+                ),
+            ));
+        }
         if previous.as_ref().is_some_and(|p| at <= p.0) || at == 0 {
             return finish(bad(
                 Problem::SeqGap,

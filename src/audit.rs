@@ -8,9 +8,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::approval::ApprovalStatus;
+use crate::approval::{ApprovalChannel, ApprovalStatus, CancelCause};
 use crate::facts::Facts;
 use crate::policy::{Action, PolicyRef};
+use crate::principal::Principal;
 
 /// How execution ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -136,6 +137,9 @@ pub struct RequestRecord {
     pub arguments_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_sha256: Option<String>,
+    /// Who made the call, from where, through what (format 2; absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<Principal>,
 }
 
 /// A client's input recorded beside the arguments gavel mapped it to is
@@ -236,6 +240,38 @@ pub struct DecisionRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRecord {
     pub status: ApprovalStatus,
+    /// How the answer came (format 2; absent only in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<ApprovalChannel>,
+    /// Who answered, where known (the OS user at a terminal, a client's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    /// For `cancelled`: why no answer could be had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<CancelCause>,
+}
+
+impl ApprovalRecord {
+    /// An answer that came through `channel`.
+    pub fn new(status: ApprovalStatus, channel: ApprovalChannel) -> Self {
+        Self {
+            status,
+            channel: Some(channel),
+            approver: None,
+            cause: None,
+        }
+    }
+}
+
+/// The chained row that switches a log's record format from the next row on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FormatRecord {
+    /// The format of every row after this one.
+    pub format: u32,
+    /// The format this row (and the rows before it) is in.
+    pub previous: u32,
+    /// The gavel version that switched it.
+    pub gavel: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -384,6 +420,7 @@ pub enum EventBody {
     Result(ResultRecord),
     Lifecycle(LifecycleRecord),
     Anomaly(AnomalyRecord),
+    Format(FormatRecord),
 }
 
 impl EventBody {
@@ -396,6 +433,7 @@ impl EventBody {
             EventBody::Result(_) => "result",
             EventBody::Lifecycle(_) => "lifecycle",
             EventBody::Anomaly(_) => "anomaly",
+            EventBody::Format(_) => crate::chain::FORMAT_KIND,
         }
     }
 
@@ -408,6 +446,7 @@ impl EventBody {
             EventBody::Result(r) => serde_json::to_vec(r),
             EventBody::Lifecycle(r) => serde_json::to_vec(r),
             EventBody::Anomaly(r) => serde_json::to_vec(r),
+            EventBody::Format(r) => serde_json::to_vec(r),
         };
         // These records hold only strings, numbers and JSON values with string keys,
         // which serde_json always serializes.
@@ -424,6 +463,7 @@ impl EventBody {
             "result" => EventBody::Result(serde_json::from_slice(payload).map_err(err)?),
             "lifecycle" => EventBody::Lifecycle(serde_json::from_slice(payload).map_err(err)?),
             "anomaly" => EventBody::Anomaly(serde_json::from_slice(payload).map_err(err)?),
+            "format" => EventBody::Format(serde_json::from_slice(payload).map_err(err)?),
             other => return Err(format!("unknown event kind `{other}`")),
         })
     }
@@ -438,6 +478,9 @@ pub struct Event {
     /// Microseconds since the Unix epoch, UTC.
     pub ts_us: i64,
     pub body: EventBody,
+    /// Who the event is on behalf of: its user, host, client, session and
+    /// agent are the row's provenance columns (format 2).
+    pub principal: Option<std::sync::Arc<Principal>>,
 }
 
 impl Event {
@@ -447,7 +490,14 @@ impl Event {
             tool: tool.map(str::to_owned),
             ts_us: chrono::Utc::now().timestamp_micros(),
             body,
+            principal: None,
         }
+    }
+
+    /// The same event, on behalf of `principal`.
+    pub fn by(mut self, principal: Option<&std::sync::Arc<Principal>>) -> Self {
+        self.principal = principal.cloned();
+        self
     }
 }
 
@@ -564,6 +614,7 @@ mod tests {
             client: None,
             arguments_bytes: None,
             arguments_sha256: None,
+            principal: None,
         }))
     }
 

@@ -3,21 +3,42 @@
 //! specified in `docs/record-format.md`; a test below checks its vector.
 //!
 //! ```text
-//! enc   = lp("gavel/event/v1") ‖ u64(seq) ‖ lp(log_id) ‖ i64(ts_us) ‖ lp(kind) ‖ lp(call_id)
+//! enc1  = lp("gavel/event/v1") ‖ u64(seq) ‖ lp(log_id) ‖ i64(ts_us) ‖ lp(kind) ‖ lp(call_id)
 //!         ‖ opt(tool) ‖ opt(action) ‖ opt(rule_id) ‖ opt(approval) ‖ opt(status) ‖ lp(payload)
+//! enc2  = lp("gavel/event/v2") ‖ the same up to status
+//!         ‖ opt(user) ‖ opt(host) ‖ opt(client) ‖ opt(session) ‖ opt(agent) ‖ lp(payload)
 //! leaf  = SHA-256(0x00 ‖ enc)
 //! chain = SHA-256("gavel/chain/v1" ‖ previous chain ‖ leaf)
 //! ```
+//!
+//! A row is encoded in the format in force at its position: the log's own
+//! (`log_meta.format`), until a `format` row switches it (a v1 log that a
+//! newer gavel continues; docs/record-format.md, "Format 2").
 
 use sha2::{Digest, Sha256};
 
 /// A SHA-256 value.
 pub type Hash = [u8; 32];
 
-/// The record format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The record format this build writes (new logs, and rows after a switch).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The record formats this build reads and verifies.
+pub const KNOWN_FORMATS: [u32; 2] = [1, 2];
+
+/// Whether this build reads and verifies logs of `format`.
+pub fn known_format(format: i64) -> bool {
+    KNOWN_FORMATS.iter().any(|&f| i64::from(f) == format)
+}
+
+/// The `kind` of the chained row that switches a log's format from there on.
+pub const FORMAT_KIND: &str = "format";
+
+/// The `call_id` of a `format` row.
+pub const FORMAT_CALL_ID: &str = "gavel/format";
 
 const EVENT_TAG: &[u8] = b"gavel/event/v1";
+const EVENT_TAG_V2: &[u8] = b"gavel/event/v2";
 const CHAIN_TAG: &[u8] = b"gavel/chain/v1";
 const GENESIS_TAG: &[u8] = b"gavel/genesis/v1";
 
@@ -35,6 +56,31 @@ pub struct EventFields<'a> {
     pub approval: Option<&'a str>,
     pub status: Option<&'a str>,
     pub payload: &'a [u8],
+    /// The format the row is encoded in: 1 or 2 (any other is taken as 2).
+    pub format: u32,
+    /// Format 2's provenance columns; format 1 does not hash them (they must be NULL there).
+    pub who: Who<'a>,
+}
+
+/// The provenance columns of a format-2 row: who made the call, from where, through what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Who<'a> {
+    pub user: Option<&'a str>,
+    pub host: Option<&'a str>,
+    pub client: Option<&'a str>,
+    pub session: Option<&'a str>,
+    pub agent: Option<&'a str>,
+}
+
+impl Who<'_> {
+    /// Whether every column is NULL (what a format-1 row must hold).
+    pub fn is_empty(&self) -> bool {
+        self.user.is_none()
+            && self.host.is_none()
+            && self.client.is_none()
+            && self.session.is_none()
+            && self.agent.is_none()
+    }
 }
 
 /// Feeds length-prefixed fields into a hasher.
@@ -62,7 +108,11 @@ impl EventFields<'_> {
     pub fn leaf_hash(&self) -> Hash {
         let mut enc = Encoder(Sha256::new());
         enc.0.update([0u8]);
-        enc.bytes(EVENT_TAG);
+        enc.bytes(if self.format == 1 {
+            EVENT_TAG
+        } else {
+            EVENT_TAG_V2
+        });
         enc.0.update(self.seq.to_be_bytes());
         enc.bytes(self.log_id);
         enc.0.update(self.ts_us.to_be_bytes());
@@ -73,6 +123,13 @@ impl EventFields<'_> {
         enc.optional(self.rule_id);
         enc.optional(self.approval);
         enc.optional(self.status);
+        if self.format != 1 {
+            enc.optional(self.who.user);
+            enc.optional(self.who.host);
+            enc.optional(self.who.client);
+            enc.optional(self.who.session);
+            enc.optional(self.who.agent);
+        }
         enc.bytes(self.payload);
         enc.0.finalize().into()
     }
@@ -117,6 +174,8 @@ mod tests {
             approval: None,
             status: None,
             payload: br#"{"action":"deny"}"#,
+            format: 1,
+            who: Who::default(),
         };
         (log_id, fields)
     }
@@ -128,7 +187,7 @@ mod tests {
             log_id: &log_id,
             ..fields
         };
-        let genesis = genesis(&log_id, "gavel test", FORMAT_VERSION);
+        let genesis = genesis(&log_id, "gavel test", 1);
         let leaf = fields.leaf_hash();
         let chain = link(&genesis, &leaf);
         assert_eq!(
@@ -143,6 +202,90 @@ mod tests {
             hex(&chain),
             "6853a4bacd97ec490b5b6d3976b0d095fe344fbd7c18487d13f0bfe1b8ed3064"
         );
+    }
+
+    /// The format-2 worked example in docs/record-format.md: the same row
+    /// with provenance columns, in a log created at format 2.
+    #[test]
+    fn documented_v2_test_vector_holds() {
+        let (log_id, fields) = vector();
+        let fields = EventFields {
+            log_id: &log_id,
+            format: 2,
+            who: Who {
+                user: Some("alice"),
+                host: Some("build-01"),
+                client: Some("claude-code"),
+                session: Some("s-1"),
+                agent: None,
+            },
+            ..fields
+        };
+        let genesis = genesis(&log_id, "gavel test", 2);
+        let leaf = fields.leaf_hash();
+        let chain = link(&genesis, &leaf);
+        assert_eq!(
+            hex(&genesis),
+            "c8c0fe9843da9141a70a4c7bebc261bb286c0541cc0b1a149661ae1d1c03cd9b"
+        );
+        assert_eq!(
+            hex(&leaf),
+            "3a1708bf343a66c0b28716a8ca386fc9f7ece440710d551b1b9f344410855657"
+        );
+        assert_eq!(
+            hex(&chain),
+            "d052c97b551f5b1cce6466b5213d27c79079816670faac753782a2e4fdb48e30"
+        );
+        // Format 1 hashes no provenance: the same row under format 1 is the v1 vector's leaf.
+        let v1 = EventFields {
+            format: 1,
+            ..fields
+        };
+        assert_eq!(
+            hex(&v1.leaf_hash()),
+            "042b741e4012f54735311c9ebd71a1941cf25f8a3ab3b277ca16df6dd7c1bcb0"
+        );
+    }
+
+    #[test]
+    fn every_provenance_column_changes_a_v2_leaf() {
+        let (log_id, base) = vector();
+        let base = EventFields {
+            log_id: &log_id,
+            format: 2,
+            ..base
+        };
+        let who = Who::default();
+        let variants = [
+            Who {
+                user: Some("a"),
+                ..who
+            },
+            Who {
+                host: Some("a"),
+                ..who
+            },
+            Who {
+                client: Some("a"),
+                ..who
+            },
+            Who {
+                session: Some("a"),
+                ..who
+            },
+            Who {
+                agent: Some("a"),
+                ..who
+            },
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        seen.insert(base.leaf_hash());
+        for who in variants {
+            assert!(
+                seen.insert(EventFields { who, ..base }.leaf_hash()),
+                "{who:?}"
+            );
+        }
     }
 
     #[test]

@@ -270,6 +270,9 @@ struct Collector<'r, R> {
     /// the folder, `seen[1 + i]` for those taken from `bases[i]`.
     seen: Vec<HashSet<String>>,
     bases: Vec<Base>,
+    /// Patterns already expanded, with the folder they were taken from: the
+    /// same pattern again reaches nothing more (`ls *.rs *.rs ...`).
+    patterns: HashSet<(Base, String)>,
     listed: usize,
     full: bool,
 }
@@ -281,6 +284,7 @@ impl<'r, R: Resolver> Collector<'r, R> {
             paths: Vec::new(),
             seen: vec![HashSet::new()],
             bases: Vec::new(),
+            patterns: HashSet::new(),
             listed: 0,
             full: false,
         }
@@ -305,7 +309,10 @@ impl<'r, R: Resolver> Collector<'r, R> {
     /// could match.
     fn word(&mut self, word: &str, base: &Base) {
         self.plain(word, base);
-        if pattern::is_pattern(word) {
+        if pattern::is_pattern(word)
+            && !self.full
+            && self.patterns.insert((base.clone(), word.to_owned()))
+        {
             self.pattern(word, base);
         }
         if let Some(spelled) = current_folder_spelling(word, base) {

@@ -15,6 +15,7 @@ pub mod digest;
 pub mod facts;
 pub mod hooks;
 pub mod policy;
+pub mod principal;
 pub mod redact;
 pub mod replay;
 pub mod report;

@@ -292,6 +292,8 @@ pub struct Settings {
     pub patterns: Vec<Regex>,
     /// Tools whose events are stored without redaction.
     pub keep_tools: Vec<String>,
+    /// Paths (globs) whose calls are stored without redaction.
+    pub keep_paths: Option<globset::GlobSet>,
     /// Turns redaction off for the whole log.
     pub disabled: bool,
 }
@@ -307,6 +309,7 @@ impl Settings {
                 .filter_map(|p| Regex::new(p).ok())
                 .collect(),
             keep_tools: policy.keep_tools.clone(),
+            keep_paths: keep_paths(&policy.keep_paths),
             disabled: !policy.enabled,
         }
     }
@@ -315,6 +318,38 @@ impl Settings {
     pub fn keeps(&self, tool: Option<&str>) -> bool {
         self.disabled || tool.is_some_and(|t| self.keep_tools.iter().any(|k| k == t))
     }
+
+    /// Whether a call on a file at `path` (as the request names it, or
+    /// relative to the workspace) is stored whole. A leading `./` is ignored.
+    pub fn keeps_path(&self, path: &str) -> bool {
+        let path = path.strip_prefix("./").unwrap_or(path);
+        self.keep_paths
+            .as_ref()
+            .is_some_and(|set| set.is_match(path))
+    }
+
+    /// Whether any path is kept whole (a lookup is needed per call).
+    pub fn keeps_any_path(&self) -> bool {
+        self.keep_paths.as_ref().is_some_and(|set| !set.is_empty())
+    }
+}
+
+/// The `keep_paths` globs, compiled (`*` stays within a folder, `**` crosses
+/// folders); a glob that does not compile (the policy loader refuses those) is left out.
+fn keep_paths(globs: &[String]) -> Option<globset::GlobSet> {
+    if globs.is_empty() {
+        return None;
+    }
+    let mut builder = globset::GlobSetBuilder::new();
+    for glob in globs {
+        if let Ok(glob) = globset::GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()
+        {
+            builder.add(glob);
+        }
+    }
+    builder.build().ok()
 }
 
 /// Redacts with one log's key.

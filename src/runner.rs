@@ -21,6 +21,7 @@ use crate::audit::{
 use crate::facts::{Facts, Workspace};
 use crate::hooks::{HookEvent, Hooks};
 use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy};
+use crate::principal::Principal;
 use crate::request::ToolRequest;
 use crate::tools::{Registry, ToolContext};
 
@@ -70,6 +71,8 @@ pub struct GovernedRunner {
     context: ToolContext,
     hooks: Hooks,
     max_argument_bytes: u64,
+    /// Who the calls are made for: recorded in each request and on every row.
+    principal: Option<std::sync::Arc<Principal>>,
 }
 
 /// A decision with the facts it was made on, and, for arguments over the
@@ -89,7 +92,19 @@ impl GovernedRunner {
             tools,
             hooks: Hooks::new(),
             max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
+            principal: None,
         }
+    }
+
+    /// Records `principal` with every call: in the request payload, and as
+    /// the provenance columns of each of the call's rows.
+    pub fn with_principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(std::sync::Arc::new(principal));
+        self
+    }
+
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_deref()
     }
 
     /// Arguments larger than this (compact JSON bytes) are denied as
@@ -191,20 +206,30 @@ impl GovernedRunner {
         self.hooks.emit(HookEvent::PreToolUse(request));
         let decided = self.decide_sized(request, client.as_ref());
         let tool = Some(request.name.as_str());
-        audit.append(&write_ahead(call_id, request, client, &decided))?;
+        let who = self.principal.as_ref();
+        audit.append(&write_ahead(call_id, request, client, &decided, who))?;
         let Decided {
             facts, decision, ..
         } = decided;
 
         let resolution = approval::resolve(request, decision, approver);
         if resolution.approval != ApprovalStatus::NotRequired {
+            let answer = resolution.answer.clone();
             audit.append(&[Event::now(
                 call_id,
                 tool,
                 EventBody::Approval(ApprovalRecord {
                     status: resolution.approval,
+                    channel: Some(
+                        answer
+                            .as_ref()
+                            .map_or(approval::ApprovalChannel::Api, |a| a.channel),
+                    ),
+                    approver: answer.as_ref().and_then(|a| a.approver.clone()),
+                    cause: answer.and_then(|a| a.cause),
                 }),
-            )])?;
+            )
+            .by(who)])?;
         }
         self.hooks
             .emit(HookEvent::PermissionDecision(request, &resolution));
@@ -218,7 +243,8 @@ impl GovernedRunner {
                 call_id,
                 tool,
                 EventBody::Result(ResultRecord::from_result(&result)),
-            )])
+            )
+            .by(who)])
             .err()
             .map(|err| err.to_string());
         self.hooks.emit(HookEvent::PostToolUse(request, &result));
@@ -286,6 +312,7 @@ fn write_ahead(
     request: &ToolRequest,
     client: Option<ClientCall>,
     decided: &Decided,
+    who: Option<&std::sync::Arc<Principal>>,
 ) -> [Event; 2] {
     let tool = Some(request.name.as_str());
     let (arguments, arguments_bytes, arguments_sha256) = match &decided.oversized {
@@ -306,13 +333,16 @@ fn write_ahead(
                 client,
                 arguments_bytes,
                 arguments_sha256,
+                principal: who.map(|p| Principal::clone(p)),
             }),
-        ),
+        )
+        .by(who),
         Event::now(
             call_id,
             tool,
             decision_body(&decided.decision, &decided.facts.for_record(request)),
-        ),
+        )
+        .by(who),
     ]
 }
 
@@ -339,10 +369,12 @@ pub fn new_call_id() -> String {
 /// Where an `ask` goes when the client asks and executes itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AskRoute {
-    /// The client's own prompt will answer: recorded `pending`.
-    ClientPrompt,
+    /// The client's own prompt will answer: recorded `pending` (channel
+    /// `client_prompt`), with the person the client names, when it does.
+    ClientPrompt { approver: Option<String> },
     /// The client cannot ask anybody here: nobody is asked, the call is
-    /// refused (`cancelled`, `blocked`), and `why` is the result's content.
+    /// refused (`cancelled` with cause `no_tty`, `blocked`), and `why` is
+    /// the result's content.
     Refuse { why: String },
 }
 
@@ -366,17 +398,13 @@ impl GovernedRunner {
         self.hooks.emit(HookEvent::PreToolUse(request));
         let decided = self.decide_sized(request, client.as_ref());
         let tool = Some(request.name.as_str());
-        let mut events = write_ahead(call_id, request, client, &decided).to_vec();
+        let who = self.principal.as_ref();
+        let mut events = write_ahead(call_id, request, client, &decided, who).to_vec();
         let Decided {
             facts, decision, ..
         } = decided;
-        let approval = |status| {
-            Event::now(
-                call_id,
-                tool,
-                EventBody::Approval(ApprovalRecord { status }),
-            )
-        };
+        let approval =
+            |record: ApprovalRecord| Event::now(call_id, tool, EventBody::Approval(record)).by(who);
         let blocked = |content: String| {
             Event::now(
                 call_id,
@@ -388,12 +416,25 @@ impl GovernedRunner {
                     duration_ms: 0,
                 })),
             )
+            .by(who)
         };
         match (decision.action, ask) {
             (Action::Allow, _) => {}
-            (Action::Ask, AskRoute::ClientPrompt) => events.push(approval(ApprovalStatus::Pending)),
+            (Action::Ask, AskRoute::ClientPrompt { approver }) => {
+                let mut record = ApprovalRecord::new(
+                    ApprovalStatus::Pending,
+                    approval::ApprovalChannel::ClientPrompt,
+                );
+                record.approver = approver;
+                events.push(approval(record));
+            }
             (Action::Ask, AskRoute::Refuse { why }) => {
-                events.push(approval(ApprovalStatus::Cancelled));
+                let mut record = ApprovalRecord::new(
+                    ApprovalStatus::Cancelled,
+                    approval::ApprovalChannel::ClientPrompt,
+                );
+                record.cause = Some(approval::CancelCause::NoTty);
+                events.push(approval(record));
                 events.push(blocked(why));
             }
             // A deny is final: the client will not run the call.

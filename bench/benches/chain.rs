@@ -5,7 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gavel::chain::{EventFields, link};
+use gavel::chain::{EventFields, Who, link};
 use serde_json::json;
 
 /// A stored event of `kind` carrying `payload`.
@@ -22,6 +22,14 @@ fn event<'a>(log_id: &'a [u8], kind: &'a str, payload: &'a str) -> EventFields<'
         approval: None,
         status: None,
         payload: payload.as_bytes(),
+        format: 2,
+        who: Who {
+            user: Some("alice"),
+            host: Some("build-01"),
+            client: Some("claude-code"),
+            session: Some("0b1f9c52-6a0e-4d7e-9a43-2f3c1b7d8e90"),
+            agent: None,
+        },
     }
 }
 

@@ -1,7 +1,10 @@
 //! How a decision's cost grows with the size of the request: facts
 //! (the shell parse, path resolution) plus `decide` under the built-in
 //! policy, for inputs of 1 KiB to 1 MiB in shapes that once made the
-//! analysis quadratic. Criterion reports throughput (bytes per second);
+//! analysis quadratic or that an attacker would send (long lists,
+//! pipelines and and-or chains, many redirections, assignments or
+//! heredocs). `scripts/shell_sizes.py` times the same and more shapes end
+//! to end through `gavel hook claude-code`. Criterion reports throughput (bytes per second);
 //! linear time means the same throughput at every size, so
 //! `scripts/bench.sh` reports each size's time per byte as a ratio to the
 //! 1 KiB time per byte of the same shape, measured in the same run.
@@ -29,6 +32,11 @@ fn request(shape: &str, size: usize) -> ToolRequest {
     let (tool, field, text) = match shape {
         "words" => ("bash", "command", repeat(" word", "echo", "")),
         "pipeline" => ("bash", "command", repeat(" | grep x", "ls", "")),
+        "list" => ("bash", "command", repeat("; ls", "ls", "")),
+        "and_or" => ("bash", "command", repeat(" && ls || ls", "ls", "")),
+        "redirects" => ("bash", "command", repeat(" <a", "ls", "")),
+        "assignments" => ("bash", "command", repeat("a=1 ", "", "ls")),
+        "heredocs" => ("bash", "command", repeat("cat <<E\nx\nE\n", "", "")),
         "nested_arith" => ("bash", "command", repeat("$((", "echo ", "")),
         "substitutions" => ("bash", "command", repeat("$(", "echo ", "")),
         "bash_path" => ("bash", "command", repeat("a/", "cat ", "f")),
@@ -45,6 +53,11 @@ fn scaling(c: &mut Criterion) {
     let shapes = [
         "words",
         "pipeline",
+        "list",
+        "and_or",
+        "redirects",
+        "assignments",
+        "heredocs",
         "nested_arith",
         "substitutions",
         "bash_path",

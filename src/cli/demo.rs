@@ -166,7 +166,17 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
         .clone()
         .unwrap_or_else(|| workspace.root().join(".gavel").join("audit.db"));
     let mut store = Store::open(&db, Durability::Normal)?;
-    let runner = GovernedRunner::new(Policy::builtin(), workspace, Registry::builtin());
+    let policy = Policy::builtin();
+    // The demo always decides by the built-in policy, whatever --policy says.
+    let principal = gavel::principal::Principal::current("cli")
+        .with_host_id_beside(store.path())
+        .with_policy(gavel::principal::PolicySource {
+            layer: "builtin".into(),
+            path: None,
+            digest: policy.reference().digest.clone(),
+        });
+    let runner =
+        GovernedRunner::new(policy, workspace, Registry::builtin()).with_principal(principal);
     store.remember_policy(runner.policy())?;
 
     let json = args.format.is_json();

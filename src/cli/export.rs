@@ -36,8 +36,7 @@ pub struct ExportArgs {
     pub query: QueryArgs,
 }
 
-const CSV_HEADER: &str =
-    "seq,ts,ts_us,kind,call_id,tool,action,rule_id,approval,status,payload,log_id,leaf,chain";
+const CSV_HEADER: &str = "seq,ts,ts_us,kind,call_id,tool,action,rule_id,approval,status,payload,log_id,leaf,chain,user,host,client,session,agent";
 
 /// One CSV field. A field a spreadsheet would run as a formula (`=`, `+`,
 /// `-`, `@`, TAB or CR first) is quoted with a leading `'`; the other
@@ -75,6 +74,11 @@ fn csv_row(e: &StoredEvent) -> String {
         hex(&e.log_id),
         hex(&e.leaf),
         hex(&e.chain),
+        opt(&e.user),
+        opt(&e.host),
+        opt(&e.client),
+        opt(&e.session),
+        opt(&e.agent),
     ]
     .join(",")
 }
@@ -83,7 +87,7 @@ fn csv_row(e: &StoredEvent) -> String {
 fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
     let resolved = query.to_query()?;
     let mut out = Map::new();
-    let flags: [(&str, &Option<String>); 10] = [
+    let flags: [(&str, &Option<String>); 14] = [
         ("tool", &query.tool),
         ("rule", &query.rule),
         ("action", &query.action),
@@ -93,6 +97,10 @@ fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
         ("until", &query.until),
         ("call", &query.call),
         ("session", &query.session),
+        ("user", &query.user),
+        ("host", &query.host),
+        ("client", &query.client),
+        ("agent", &query.agent),
         ("grep", &query.grep),
     ];
     for (name, value) in flags {
@@ -156,6 +164,8 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
     }
     // A bar on stderr when it is a terminal and the log is long, as `verify` shows.
     let bar = super::verify::progress_bar(&store, "exporting")?;
+    let log_format = store.identity().format;
+    let switch = store.format_switch()?;
     let mut done = 0u64;
     store.for_each_event(|event| -> anyhow::Result<()> {
         done += 1;
@@ -172,7 +182,10 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         }
         match args.format {
             ExportFormat::Csv => render::line(&csv_row(&event))?,
-            ExportFormat::Jsonl => render::json(&archive::event_line(&event))?,
+            ExportFormat::Jsonl => render::json(&archive::event_line(
+                &event,
+                gavel::store::row_format(log_format, switch, event.seq),
+            ))?,
         }
         Ok(())
     })?;

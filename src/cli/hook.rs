@@ -13,8 +13,8 @@
 use std::io::{Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
@@ -28,6 +28,7 @@ use gavel::clients::{
     self, Answer, AskMode, Client, Context, HookError, HookEvent, Kind, LOG_STARTED_MID_SESSION,
     Reply, ToolCall,
 };
+use gavel::principal::Principal;
 use gavel::runner::{AskRoute, new_call_id};
 use gavel::store::{ClientKey, Store, StoreError, StoredEvent};
 use gavel::tools::Registry;
@@ -229,8 +230,16 @@ fn handle(
             ..
         }
     );
+    // Who made the call: this process's user and host, what the client
+    // tells of its session, subagent and version, and, for a decided
+    // call, where its policy came from.
+    let base = match &policy {
+        Some(policy) => global.principal(client.name(), &workspace, policy, &store),
+        None => Principal::current(client.name()).with_host_id_beside(store.path()),
+    };
+    let who = Arc::new(from_context(base, context));
     if fresh && !starts_session {
-        store.append(&[mid_session(client, context)])?;
+        store.append(&[mid_session(client, context).by(Some(&who))])?;
     }
     let HookEvent { context, kind } = &event;
     match kind {
@@ -259,7 +268,9 @@ fn handle(
                 AskArg::Auto => client.can_prompt(context, AskMode::Deny),
             };
             let route = match prompt {
-                true => AskRoute::ClientPrompt,
+                true => AskRoute::ClientPrompt {
+                    approver: context.user.clone(),
+                },
                 false => AskRoute::Refuse {
                     why: format!(
                         "needs approval: {} cannot ask a person from this hook, so gavel refused the call",
@@ -268,7 +279,8 @@ fn handle(
                 },
             };
             let runner = GovernedRunner::new(policy, workspace, Registry::empty())
-                .with_max_argument_bytes(global.max_argument_bytes);
+                .with_max_argument_bytes(global.max_argument_bytes)
+                .with_principal(Principal::clone(&who));
             let decided = runner.decide_and_record(
                 &call_id,
                 &request,
@@ -284,7 +296,9 @@ fn handle(
                         .downcast_ref::<StoreError>()
                         .is_some_and(|e| matches!(e, StoreError::DuplicateCall { .. }));
                     if reused {
-                        store.append(&[reused_id(context, &call_id, &request.name, recorded)])?;
+                        store
+                            .append(&[reused_id(context, &call_id, &request.name, recorded)
+                                .by(Some(&who))])?;
                     }
                     return Err(err.into());
                 }
@@ -338,7 +352,8 @@ fn handle(
                         },
                     }),
                 }),
-            )])?;
+            )
+            .by(Some(&who))])?;
             Ok(client.render(context, &reply))
         }
         Kind::Post { call, result } => {
@@ -349,6 +364,7 @@ fn handle(
                 call,
                 result,
                 max_input_bytes: global.max_argument_bytes,
+                who: &who,
             };
             match &call.id {
                 Some(id) => completion.complete_by_id(&mut store, id)?,
@@ -360,7 +376,10 @@ fn handle(
             redaction_from_policy(&global, &workspace, &mut store);
             for batch in calls {
                 if let Some(id) = &batch.call.id {
-                    store.append_for_call(id, |events| close_declined(id, events, &batch.told))?;
+                    let rejected = client_approval(client, context, ApprovalStatus::Rejected);
+                    store.append_for_call(id, |events| {
+                        by(close_declined(id, events, &batch.told, rejected), &who)
+                    })?;
                 }
             }
             Ok(Answer::ok(None))
@@ -374,7 +393,8 @@ fn handle(
                     event: context.event.clone(),
                     data: data.clone(),
                 }),
-            )])?;
+            )
+            .by(Some(&who))])?;
             Ok(Answer::ok(None))
         }
     }
@@ -422,6 +442,32 @@ fn reused_id(context: &Context, call_id: &str, tool: &str, client: ClientCall) -
     )
 }
 
+/// Who made the call, as far as the client tells: its session, a
+/// subagent's id and type, the client's version.
+fn from_context(principal: Principal, context: &Context) -> Principal {
+    principal
+        .with_session(Some(&context.session_id))
+        .with_agent(context.agent_id.as_deref(), context.agent_type.as_deref())
+        .with_client_version(context.client_version.as_deref())
+}
+
+/// `events`, each by `who`.
+fn by(events: Vec<Event>, who: &Arc<Principal>) -> Vec<Event> {
+    events.into_iter().map(|e| e.by(Some(who))).collect()
+}
+
+/// The approval row of an ask `client` answered: through its prompt, or
+/// its mode (`client_auto`), by the person it names, when it names one.
+fn client_approval(
+    client: &dyn Client,
+    context: &Context,
+    status: ApprovalStatus,
+) -> ApprovalRecord {
+    let mut record = ApprovalRecord::new(status, client.approval_channel(context));
+    record.approver = context.user.clone();
+    record
+}
+
 /// Applies the policy's `[redact]` settings to `store`; a policy that does
 /// not load leaves the built-in redaction on (the safe side) and is
 /// reported by the next pre-event.
@@ -433,7 +479,12 @@ fn redaction_from_policy(global: &Global, workspace: &gavel::Workspace, store: &
 
 /// Closes an ask the client's prompt declined: a batch reported the call
 /// and no completion ran it, so it was rejected, with what the model was told.
-fn close_declined(call_id: &str, events: &[StoredEvent], told: &str) -> Vec<Event> {
+fn close_declined(
+    call_id: &str,
+    events: &[StoredEvent],
+    told: &str,
+    approval: ApprovalRecord,
+) -> Vec<Event> {
     let Some(decision) = events.iter().find(|e| e.kind == "decision") else {
         return Vec::new();
     };
@@ -451,13 +502,7 @@ fn close_declined(call_id: &str, events: &[StoredEvent], told: &str) -> Vec<Even
     }
     let tool = decision.tool.as_deref();
     vec![
-        Event::now(
-            call_id,
-            tool,
-            EventBody::Approval(ApprovalRecord {
-                status: ApprovalStatus::Rejected,
-            }),
-        ),
+        Event::now(call_id, tool, EventBody::Approval(approval)),
         Event::now(
             call_id,
             tool,
@@ -495,9 +540,16 @@ struct Completion<'a> {
     call: &'a ToolCall,
     result: &'a ToolResult,
     max_input_bytes: u64,
+    who: &'a Arc<Principal>,
 }
 
 impl Completion<'_> {
+    /// The approval row of an ask the client answered: how (its prompt, or
+    /// its mode), and who, where the client names the person.
+    fn approval(&self, status: ApprovalStatus) -> ApprovalRecord {
+        client_approval(self.client, self.context, status)
+    }
+
     fn recorded(&self) -> ClientCall {
         self.context
             .client_call(self.client.name(), self.call, self.max_input_bytes)
@@ -512,7 +564,10 @@ impl Completion<'_> {
     fn complete_by_id(&self, store: &mut Store, call_id: &str) -> anyhow::Result<()> {
         let redactor = store.redactor().cloned();
         store.append_for_call(call_id, |events| {
-            self.completion(call_id, events, redactor.as_ref())
+            by(
+                self.completion(call_id, events, redactor.as_ref()),
+                self.who,
+            )
         })?;
         Ok(())
     }
@@ -534,6 +589,7 @@ impl Completion<'_> {
         };
         let redactor = store.redactor().cloned();
         store.append_for_client_calls(key, |calls| {
+
             let open: Vec<&(String, Vec<StoredEvent>)> = calls
                 .iter()
                 .filter(|(_, events)| {
@@ -541,7 +597,7 @@ impl Completion<'_> {
                         && !events.iter().any(|e| e.kind == "result")
                 })
                 .collect();
-            match open.as_slice() {
+            let events = match open.as_slice() {
                 [(call_id, events)] => self.completion(call_id, events, redactor.as_ref()),
                 // Identical calls allowed by one rule are interchangeable: the
                 // oldest is completed first (parallel identical reads).
@@ -578,7 +634,8 @@ impl Completion<'_> {
                         Vec::new(),
                     )
                 }
-            }
+            };
+            by(events, self.who)
         })?;
         Ok(())
     }
@@ -738,12 +795,10 @@ impl Completion<'_> {
             append.push(Event::now(
                 call_id,
                 tool,
-                EventBody::Approval(ApprovalRecord {
-                    status: match ran {
-                        true => ApprovalStatus::Approved,
-                        false => ApprovalStatus::Rejected,
-                    },
-                }),
+                EventBody::Approval(self.approval(match ran {
+                    true => ApprovalStatus::Approved,
+                    false => ApprovalStatus::Rejected,
+                })),
             ));
         }
         append.push(Event::now(

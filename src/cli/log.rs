@@ -29,6 +29,9 @@ pub struct LogArgs {
     /// calls; in JSON they have `"kind": "lifecycle"`
     #[arg(long)]
     pub events: bool,
+    /// Add a `who` column: the user, host and client of each call
+    #[arg(long)]
+    pub wide: bool,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -55,7 +58,26 @@ pub fn call_json(call: &CallSummary) -> Value {
         "status": call.status,
         "anomalies": call.anomalies,
         "policy": call.decision.policy,
+        "principal": call.request.principal,
     })
+}
+
+/// Who made a call, in one cell: `user@host via client`, with the subagent.
+pub fn who_text(principal: Option<&gavel::principal::Principal>) -> String {
+    let Some(p) = principal else {
+        return "-".to_owned();
+    };
+    let mut text = format!("{}@{} via {}", p.user, p.host, p.client);
+    if let Some(agent) = &p.agent_id {
+        text.push_str(&format!(
+            " (agent {agent}{})",
+            p.agent_type
+                .as_deref()
+                .map(|t| format!(", {t}"))
+                .unwrap_or_default()
+        ));
+    }
+    text
 }
 
 /// The JSON object for a call gavel never decided: the same fields, with
@@ -184,7 +206,18 @@ const FLEXIBLE: [usize; 5] = [9, 8, 5, 1, 3];
 /// Left out, in this order, when the terminal is too narrow for them all.
 const DROPPABLE: [usize; 4] = [6, 9, 8, 5];
 
-fn row(listed: &Listed, narrow: bool, local: bool) -> Vec<String> {
+fn row(listed: &Listed, narrow: bool, local: bool, wide: bool) -> Vec<String> {
+    let mut cells = row_cells(listed, narrow, local);
+    if wide {
+        cells.push(match listed {
+            Listed::Call(CallEntry::Decided(c)) => who_text(c.request.principal.as_ref()),
+            _ => "-".to_owned(),
+        });
+    }
+    cells
+}
+
+fn row_cells(listed: &Listed, narrow: bool, local: bool) -> Vec<String> {
     let short_time = |ts_us: i64| {
         let time = short_time(ts_us, local);
         match narrow {
@@ -266,11 +299,16 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
         Format::Table => {
             // Below 100 columns the year is left out of the time.
             let narrow = render::width().is_some_and(|w| w < 100);
-            let mut headers = HEADERS;
+            let mut headers = HEADERS.to_vec();
             if args.local {
                 headers[0] = "time (local)";
             }
-            let mut table = render::StreamTable::new(&headers, &CAPS, &FLEXIBLE, &DROPPABLE);
+            let mut caps = CAPS.to_vec();
+            if args.wide {
+                headers.push("who");
+                caps.push(64);
+            }
+            let mut table = render::StreamTable::new(&headers, &caps, &FLEXIBLE, &DROPPABLE);
             let mut anomalous = 0u64;
             store.for_each_listed(&query, events, |listed| -> anyhow::Result<()> {
                 if let Listed::Call(entry) = &listed
@@ -278,7 +316,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
                 {
                     anomalous += 1;
                 }
-                Ok(table.push(row(&listed, narrow, args.local))?)
+                Ok(table.push(row(&listed, narrow, args.local, args.wide))?)
             })?;
             store.check_unchanged()?;
             let rows = table.rows();

@@ -391,6 +391,34 @@ impl Global {
         Ok(Policy::builtin())
     }
 
+    /// The principal of calls made through `client` in this process, with
+    /// the policy's source; the host id falls back to one kept beside `store`.
+    pub fn principal(
+        &self,
+        client: &str,
+        workspace: &Workspace,
+        policy: &Policy,
+        store: &gavel::store::Store,
+    ) -> gavel::principal::Principal {
+        let local = workspace.root().join("gavel.toml");
+        let (layer, path) = match &self.policy {
+            Some(path) => {
+                let from_env = std::env::var_os("GAVEL_POLICY").is_some_and(|v| *path == v);
+                (if from_env { "env" } else { "flag" }, Some(path.clone()))
+            }
+            None if local.exists() => ("workspace", Some(local)),
+            None => ("builtin", None),
+        };
+        let path = path.map(|p| p.canonicalize().unwrap_or(p).display().to_string());
+        gavel::principal::Principal::current(client)
+            .with_host_id_beside(store.path())
+            .with_policy(gavel::principal::PolicySource {
+                layer: layer.to_owned(),
+                path,
+                digest: policy.reference().digest.clone(),
+            })
+    }
+
     /// The policy in force and where it comes from, in words.
     pub fn policy_in_force(&self, workspace: &Workspace) -> anyhow::Result<(Policy, String)> {
         let policy = self.policy(workspace)?;

@@ -31,6 +31,18 @@ pub struct QueryArgs {
     /// Only calls (and, with `log --events`, session events) of this client session
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Only calls (and session events) made by this OS user
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Only calls (and session events) made on this host (its name or host id)
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Only calls (and session events) that came through this client (cli, serve, claude-code, ...)
+    #[arg(long, value_name = "CLIENT")]
+    pub client: Option<String>,
+    /// Only calls (and session events) of this subagent (its agent_id)
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
     /// Only calls whose arguments hold TEXT in a value (a command, a path, a
     /// pattern...); case-sensitive
     #[arg(long, value_name = "TEXT")]
@@ -93,6 +105,10 @@ impl QueryArgs {
             call_id: self.call.clone(),
             anomalies: self.anomalies,
             session: self.session.clone(),
+            user: self.user.clone(),
+            host: self.host.clone(),
+            client: self.client.clone(),
+            agent: self.agent.clone(),
             grep: self.grep.clone(),
             newest_first: false,
             limit: self.limit,

@@ -32,13 +32,17 @@ pub struct ReportArgs {
 /// The filters given, as command-line words.
 fn filters(query: &QueryArgs) -> String {
     let mut words = Vec::new();
-    let flags: [(&str, &Option<String>); 10] = [
+    let flags: [(&str, &Option<String>); 14] = [
         ("--tool", &query.tool),
         ("--rule", &query.rule),
         ("--action", &query.action),
         ("--approval", &query.approval),
         ("--status", &query.status),
         ("--session", &query.session),
+        ("--user", &query.user),
+        ("--host", &query.host),
+        ("--client", &query.client),
+        ("--agent", &query.agent),
         ("--grep", &query.grep),
         ("--since", &query.since),
         ("--until", &query.until),

@@ -73,6 +73,8 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
         .with_context(context);
     let mut approver = approver(&args);
     let mut store = global.open_store()?;
+    let principal = global.principal("cli", runner.workspace(), runner.policy(), &store);
+    let runner = runner.with_principal(principal);
     store.remember_policy(runner.policy())?;
     store.set_redaction(runner.policy().redaction());
     let outcome = runner
@@ -109,7 +111,7 @@ fn approver(args: &RunArgs) -> Box<dyn Approver> {
     match (args.approve, args.reject) {
         (true, _) => Box::new(Fixed(ApprovalStatus::Approved)),
         (_, true) => Box::new(Fixed(ApprovalStatus::Rejected)),
-        _ => Box::new(TerminalApprover),
+        _ => Box::new(TerminalApprover::new()),
     }
 }
 

@@ -9,6 +9,7 @@ use std::io::{BufRead, Write};
 use clap::Args;
 use serde_json::{Value, json};
 
+use gavel::approval::{ApprovalChannel, CancelCause};
 use gavel::audit::DeferredResults;
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, Approver, CallOutcome, Decision, GovernedRunner, ToolRequest};
@@ -50,9 +51,11 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     store.remember_policy(&policy)?;
     store.set_redaction(policy.redaction());
     let context = args.limits.context(&workspace);
+    let principal = global.principal("serve", &workspace, &policy, &store);
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
         .with_max_argument_bytes(global.max_argument_bytes)
-        .with_context(context);
+        .with_context(context)
+        .with_principal(principal);
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
     let mut audit = DeferredResults::new(&mut store);
@@ -124,6 +127,7 @@ pub fn serve(
             input: &mut *input,
             output: &mut *output,
             early: &mut early,
+            cause: None,
         };
         let reply = match runner.run(&call_id, &request, None, &mut approver, audit) {
             Ok(outcome) if outcome.record_error.is_some() => {
@@ -208,10 +212,17 @@ struct LineApprover<'a> {
     input: &'a mut dyn BufRead,
     output: &'a mut dyn Write,
     early: &'a mut Option<String>,
+    /// Why the last approval was cancelled.
+    cause: Option<CancelCause>,
 }
 
 impl LineApprover<'_> {
-    fn ask(&mut self, request: &ToolRequest, decision: &Decision) -> Result<bool, String> {
+    fn ask(
+        &mut self,
+        request: &ToolRequest,
+        decision: &Decision,
+    ) -> Result<bool, (CancelCause, String)> {
+        let malformed = |message: String| (CancelCause::Malformed, message);
         let id = &request.tool_use_id;
         send(
             self.output,
@@ -224,17 +235,29 @@ impl LineApprover<'_> {
                 "input": request.arguments,
             }),
         )
-        .map_err(|e| format!("cannot send the approval request: {e}"))?;
+        .map_err(|e| {
+            (
+                CancelCause::Error,
+                format!("cannot send the approval request: {e}"),
+            )
+        })?;
         let reply: Value = loop {
             let line = match read_line(self.input) {
-                Ok(None) => return Err("end of input before an approval".to_owned()),
-                Err(e) => return Err(format!("cannot read an approval: {e}")),
-                Ok(Some(Err(()))) => return Err("approval line is not UTF-8".to_owned()),
+                Ok(None) => {
+                    return Err((
+                        CancelCause::Eof,
+                        "end of input before an approval".to_owned(),
+                    ));
+                }
+                Err(e) => {
+                    return Err((CancelCause::Error, format!("cannot read an approval: {e}")));
+                }
+                Ok(Some(Err(()))) => return Err(malformed("approval line is not UTF-8".into())),
                 Ok(Some(Ok(line))) if line.trim().is_empty() => continue,
                 Ok(Some(Ok(line))) => line,
             };
             let reply: Value = serde_json::from_str(&line)
-                .map_err(|e| format!("approval line is not JSON: {e}"))?;
+                .map_err(|e| malformed(format!("approval line is not JSON: {e}")))?;
             // A request instead of the approval cancels this call, and is
             // handled next like any other: recorded, never dropped.
             if let Ok(next) = ToolRequest::from_block(&reply) {
@@ -243,29 +266,39 @@ impl LineApprover<'_> {
                     next.tool_use_id
                 );
                 *self.early = Some(line);
-                return Err(message);
+                return Err((CancelCause::Superseded, message));
             }
             break reply;
         };
         if reply.get("type").and_then(Value::as_str) != Some("approval") {
-            return Err(format!("expected an approval for `{id}`"));
+            return Err(malformed(format!("expected an approval for `{id}`")));
         }
         if reply.get("id").and_then(Value::as_str) != Some(id.as_str()) {
-            return Err(format!("the approval is not for `{id}`"));
+            return Err(malformed(format!("the approval is not for `{id}`")));
         }
         reply
             .get("approved")
             .and_then(Value::as_bool)
-            .ok_or_else(|| "the approval has no boolean `approved`".to_owned())
+            .ok_or_else(|| malformed("the approval has no boolean `approved`".to_owned()))
     }
 }
 
 impl Approver for LineApprover<'_> {
+    fn channel(&self) -> ApprovalChannel {
+        ApprovalChannel::Serve
+    }
+
+    fn cause(&self) -> Option<CancelCause> {
+        self.cause
+    }
+
     fn approve(&mut self, request: &ToolRequest, decision: &Decision) -> ApprovalStatus {
+        self.cause = None;
         match self.ask(request, decision) {
             Ok(true) => ApprovalStatus::Approved,
             Ok(false) => ApprovalStatus::Rejected,
-            Err(message) => {
+            Err((cause, message)) => {
+                self.cause = Some(cause);
                 // Say why, then fail closed; the result line follows.
                 let _ = send(
                     self.output,

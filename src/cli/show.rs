@@ -5,7 +5,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::ToolRequest;
-use gavel::audit::{EventBody, ResultRecord};
+use gavel::audit::{ApprovalRecord, EventBody, ResultRecord};
 use gavel::digest::hex;
 use gavel::policy::{EntryMatch, Policy, RuleTrace};
 use gavel::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoredEvent};
@@ -44,6 +44,11 @@ fn event_json(event: &StoredEvent) -> Value {
         "rule_id": event.rule_id,
         "approval": event.approval,
         "status": event.status,
+        "user": event.user,
+        "host": event.host,
+        "client": event.client,
+        "session": event.session,
+        "agent": event.agent,
         "payload": event.payload_json(),
         "leaf": hex(&event.leaf),
         "chain": hex(&event.chain),
@@ -104,6 +109,34 @@ fn recorded_trace(store: &Store, call: &CallSummary) -> anyhow::Result<Option<Ex
 }
 
 /// The call's first result: a later report is an anomaly, not its result.
+/// The call's last approval record, when it has one.
+fn approver_of(store: &Store, call_id: &str) -> anyhow::Result<Option<ApprovalRecord>> {
+    Ok(store
+        .call_events(call_id)?
+        .iter()
+        .rev()
+        .find(|e| e.kind == "approval")
+        .and_then(|e| match EventBody::from_json("approval", &e.payload) {
+            Ok(EventBody::Approval(record)) => Some(record),
+            _ => None,
+        }))
+}
+
+/// `approved via tty by alice`, `cancelled via tty (no_tty)`.
+fn approval_words(status: &str, record: &ApprovalRecord) -> String {
+    let mut text = status.to_owned();
+    if let Some(channel) = record.channel {
+        text.push_str(&format!(" via {}", channel.as_str()));
+    }
+    if let Some(who) = &record.approver {
+        text.push_str(&format!(" by `{who}`"));
+    }
+    if let Some(cause) = record.cause {
+        text.push_str(&format!(" ({})", cause.as_str()));
+    }
+    text
+}
+
 fn result_of(store: &Store, call_id: &str) -> anyhow::Result<Option<ResultRecord>> {
     for event in store.call_events(call_id)? {
         if event.kind == "result"
@@ -199,6 +232,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         None => (None, Vec::new()),
     };
     let result = result_of(&store, &call.call_id)?;
+    let approver = approver_of(&store, &call.call_id)?;
     let decision = &call.decision;
     let policy_text = match store.recorded_policy(&decision.policy.digest)? {
         gavel::store::PolicyText::Text(_) => "recorded",
@@ -213,6 +247,8 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             "tool": call.tool,
             "arguments": call.request.arguments,
             "client": call.request.client,
+            "principal": call.request.principal,
+            "approver": approver,
             "action": decision.action,
             "rule_id": decision.rule_id,
             "reason": decision.reason,
@@ -242,6 +278,40 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             "  (sent by {} as tool `{}`)",
             client.client, client.tool
         ));
+    }
+    if let Some(p) = &call.request.principal {
+        let version = p
+            .client_version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        text.push(format!(
+            "  by user `{}` (uid {}) on host `{}` (id {}) via {}{version}, gavel {}",
+            p.user, p.uid, p.host, p.host_id, p.client, p.gavel
+        ));
+        if let Some(session) = &p.session {
+            text.push(format!("  in session `{session}`"));
+        }
+        if let Some(agent) = &p.agent_id {
+            text.push(format!(
+                "  by subagent `{agent}`{}",
+                p.agent_type
+                    .as_deref()
+                    .map(|t| format!(" ({t})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some(source) = &p.policy {
+            text.push(format!(
+                "  policy from {}{}",
+                source.layer,
+                source
+                    .path
+                    .as_deref()
+                    .map(|path| format!(" `{path}`"))
+                    .unwrap_or_default()
+            ));
+        }
     }
     for path in &decision.facts.paths {
         let place = if path.inside { "inside" } else { "outside" };
@@ -305,7 +375,10 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                 decision.action
             ),
             "pending" => "pending: the client was asked and no answer was recorded".into(),
-            other => other.to_owned(),
+            other => match &approver {
+                Some(a) => approval_words(other, a),
+                None => other.to_owned(),
+            },
         }
     ));
     match (&result, call.status.as_str()) {

@@ -129,32 +129,9 @@ pub struct HookEvent {
     pub kind: Kind,
 }
 
-/// Who approved an ask, as far as the client tells. Not yet recorded:
-/// the approver of an approval row is wired in with the record format
-/// that carries it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApprovalChannel {
-    /// The client's own permission prompt, answered by a person.
-    ClientPrompt,
-    /// The client let the call run without asking, under its own mode
-    /// (`bypassPermissions`, `dontAsk`, auto-approve).
-    ClientAuto,
-    /// An SDK host answered the client's permission request.
-    SdkHost,
-    /// Another hook answered it.
-    Hook,
-}
-
-impl ApprovalChannel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalChannel::ClientPrompt => "client_prompt",
-            ApprovalChannel::ClientAuto => "client_auto",
-            ApprovalChannel::SdkHost => "sdk_host",
-            ApprovalChannel::Hook => "hook",
-        }
-    }
-}
+/// How an ask was answered, as far as the client tells (`client_prompt`,
+/// or `client_auto` under a mode that runs calls without asking).
+pub use crate::approval::ApprovalChannel;
 
 /// How `gavel hook` treats an `ask` where a client may or may not be able
 /// to prompt (`--ask`).

@@ -183,10 +183,11 @@ struct RedactFile {
     enabled: Option<bool>,
     patterns: Option<Vec<String>>,
     keep_tools: Option<Vec<String>>,
+    keep_paths: Option<Vec<String>>,
 }
 
 /// The `[redact]` table: `enabled`, extra `patterns` (regexes, checked
-/// here), and `keep_tools` whose calls are stored whole.
+/// here), and `keep_tools` and `keep_paths` whose calls are stored whole.
 fn parse_redact(value: toml::Value) -> Result<super::RedactSettings, String> {
     let spec = RedactFile::deserialize(value).map_err(|e| format!("[redact]: {}", e.message()))?;
     let patterns = spec.patterns.unwrap_or_default();
@@ -194,10 +195,16 @@ fn parse_redact(value: toml::Value) -> Result<super::RedactSettings, String> {
         regex::Regex::new(pattern)
             .map_err(|e| format!("[redact]: pattern `{pattern}` is not a valid regex: {e}"))?;
     }
+    let keep_paths = spec.keep_paths.unwrap_or_default();
+    for glob in &keep_paths {
+        globset::Glob::new(glob)
+            .map_err(|e| format!("[redact]: keep_paths glob `{glob}` is not valid: {e}"))?;
+    }
     Ok(super::RedactSettings {
         enabled: spec.enabled.unwrap_or(true),
         patterns,
         keep_tools: spec.keep_tools.unwrap_or_default(),
+        keep_paths,
     })
 }
 

@@ -120,6 +120,8 @@ pub struct RedactSettings {
     pub patterns: Vec<String>,
     /// Tools whose calls are stored without redaction.
     pub keep_tools: Vec<String>,
+    /// Paths (globs, `**` across folders) whose file calls are stored without redaction.
+    pub keep_paths: Vec<String>,
 }
 
 impl Default for RedactSettings {
@@ -128,6 +130,7 @@ impl Default for RedactSettings {
             enabled: true,
             patterns: Vec::new(),
             keep_tools: Vec::new(),
+            keep_paths: Vec::new(),
         }
     }
 }

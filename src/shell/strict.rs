@@ -57,6 +57,32 @@ pub(super) fn read(src: &str) -> Result<Reading, String> {
 /// Reads `src`; on a construct outside the subset, also names it and
 /// returns the commands completed before it (bash runs those as read).
 pub(super) fn read_partly(src: &str) -> (Reading, Option<String>) {
+    let (reading, refused, _) = read_with_splits(src, None);
+    (reading, refused)
+}
+
+/// A place where the script can be cut in two without changing how either
+/// part reads: `end` is where the text before it ends, `next` where the
+/// text after it starts. The bytes between them (a control operator) are
+/// in neither part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Split {
+    pub end: usize,
+    pub next: usize,
+}
+
+/// [`read_partly`], also listing where the script can be cut (with
+/// `Some(min)`): after each top-level command list or pipeline element
+/// (`;`, `&`, `&&`, `||`, `|`, `|&`, or a newline and the heredoc bodies
+/// it starts), outside every compound command and with no heredoc
+/// pending, read before any construct outside the subset. Bash reads the
+/// commands on either side of such a cut the same way whatever is on the
+/// other side. A cut is listed only when at least `min` bytes follow the
+/// previous one, so that the parts are not needlessly small.
+pub(super) fn read_with_splits(
+    src: &str,
+    min: Option<usize>,
+) -> (Reading, Option<String>, Vec<Split>) {
     let mut reader = Reader {
         src,
         b: src.as_bytes(),
@@ -68,9 +94,17 @@ pub(super) fn read_partly(src: &str) -> (Reading, Option<String>) {
         state: State::Start,
         attach_budget: MAX_ATTACH_WORK,
         after_pipe: false,
+        min_part: min,
+        part_start: 0,
+        splits: Vec::new(),
     };
     let refused = reader.run().err();
-    (reader.out, refused)
+    if refused.is_some() {
+        // The part the reader refused to read may reach back to the last
+        // cut (`ls &&` at the end, `ls | $(x)`): it is read whole.
+        reader.splits.pop();
+    }
+    (reader.out, refused, reader.splits)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +171,11 @@ struct Reader<'s> {
     /// Whether the last operator was `|` or `|&`, after which `!` is a
     /// syntax error.
     after_pipe: bool,
+    /// Whether, and how far apart, cuts are listed (see [`read_with_splits`]).
+    min_part: Option<usize>,
+    /// Where the part after the last cut starts.
+    part_start: usize,
+    splits: Vec<Split>,
 }
 
 /// See [`Reader::attach_budget`]; the same bound as the walk's.
@@ -191,6 +230,7 @@ impl Reader<'_> {
                         self.state = State::Start;
                     }
                     self.read_heredocs()?;
+                    self.cut(self.pos, self.pos);
                 }
                 b'#' => {
                     while self.peek(0).is_some_and(|c| c != b'\n') {
@@ -241,9 +281,31 @@ impl Reader<'_> {
             return Err(format!("line continuation after {what}"));
         }
         self.end_command(what)?;
+        let start = self.pos;
         self.pos += len;
         self.state = next;
+        self.cut(start, self.pos);
         Ok(())
+    }
+
+    /// Lists a cut between `end` and `next` when the reader is at the top
+    /// level with no heredoc pending (see [`read_with_splits`]).
+    fn cut(&mut self, end: usize, next: usize) {
+        let Some(min) = self.min_part else {
+            return;
+        };
+        let mut after = next;
+        while matches!(self.b.get(after), Some(b' ' | b'\t')) {
+            after += 1;
+        }
+        if self.frames.is_empty()
+            && self.heredocs.is_empty()
+            && !self.at_continuation(after)
+            && end >= self.part_start.saturating_add(min)
+        {
+            self.splits.push(Split { end, next });
+            self.part_start = next;
+        }
     }
 
     /// Ends the simple command being read, before `what`.

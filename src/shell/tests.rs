@@ -417,7 +417,14 @@ fn large_input_is_analysed() {
     assert!(script.len() > 900_000);
     let got = analyze(&script);
     assert_eq!(got.commands.len(), 80_000);
-    assert!(got.unprovable.is_empty());
+    // Read in parts, it is every command but no proof.
+    assert_eq!(
+        got.unprovable,
+        ["a script of more than 16 KiB is parsed in parts"]
+    );
+    let small = "echo 'a b' && rm -f x; ".repeat(500);
+    assert!(small.len() < 16 * 1024);
+    assert!(analyze(&small).unprovable.is_empty());
 }
 
 #[test]
@@ -857,4 +864,81 @@ fn the_strict_reader_follows_bash() {
             target: "g".into()
         }]
     );
+}
+
+/// Every command of the shell fixtures: the corpus, the differential
+/// harness's counterexamples, and the table above.
+fn fixture_commands() -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Case {
+        command: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Cases {
+        case: Vec<Case>,
+    }
+    let shell = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/shell");
+    let mut files: Vec<_> = std::fs::read_dir(shell.join("corpus"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.push(shell.join("differential-counterexamples.toml"));
+    files.sort();
+    let mut commands: Vec<String> = CASES.iter().map(|c| c.0.to_string()).collect();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let cases: Cases = toml::from_str(&text).unwrap();
+        commands.extend(cases.case.into_iter().map(|c| c.command));
+    }
+    commands
+}
+
+#[test]
+fn a_script_parsed_in_parts_sees_what_the_whole_parse_sees() {
+    // Cut wherever the strict reader allows (parts of one byte or more),
+    // against one parse of the whole script: every fixture alone, and
+    // each with the next one after each control operator. Uncut, the two
+    // are the same; cut, the script is unprovable and every program the
+    // whole parse found is still found (where tree-sitter misreads a
+    // cut, as `$'\\' ; sudo x`, the parts may find more, and where the
+    // whole parse broke down, less of what it recovered).
+    let commands = fixture_commands();
+    assert!(commands.len() > 300, "{} fixture commands", commands.len());
+    let mut scripts = commands.clone();
+    for (i, pair) in commands.windows(2).enumerate() {
+        let op = ["; ", "\n", " && ", " || ", " | ", " & ", " |& "][i % 7];
+        scripts.push(format!("{}{op}{}", pair[0], pair[1]));
+        scripts.push(format!("ls -l{op}{}{op}echo x", pair[0]));
+    }
+    let programs = |a: &CommandAnalysis| -> std::collections::BTreeSet<String> {
+        a.commands.iter().map(|c| c.program().to_string()).collect()
+    };
+    let mut cut = 0;
+    let mut failures = Vec::new();
+    for script in &scripts {
+        let whole = walk::analyze_in_parts(script, 0, usize::MAX);
+        let parts = walk::analyze_in_parts(script, 0, 1);
+        let ok = if strict::read_with_splits(script, Some(1)).2.is_empty() {
+            whole == parts
+        } else {
+            cut += 1;
+            // Where the whole parse itself went wrong (a parse error, or a
+            // reading bash does not share), what it recovered may be no
+            // command at all (a heredoc's delimiter line read as one).
+            let broken = whole
+                .unprovable
+                .iter()
+                .any(|p| p.starts_with("parse error") || p.contains("two readings"));
+            !parts.unprovable.is_empty()
+                && (broken || programs(&whole).is_subset(&programs(&parts)))
+        };
+        if !ok {
+            failures.push(format!(
+                "{script:?}\n  whole {:?} {:?}\n  parts {:?} {:?}",
+                whole.commands, whole.unprovable, parts.commands, parts.unprovable
+            ));
+        }
+    }
+    assert!(cut > scripts.len() / 2, "only {cut} scripts were cut");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -34,6 +34,21 @@ const VERBATIM_BUDGET: usize = 64 * 1024;
 /// Parses and analyses `script`, which sits `depth` scripts deep
 /// (0 for the top level).
 pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
+    analyze_in_parts(script, depth, MIN_PART)
+}
+
+/// A script longer than this is parsed in parts of at least this many
+/// bytes, cut where the strict reader proves the top level is cut (see
+/// [`strict::read_with_splits`]). tree-sitter's parse of one long list or
+/// pipeline keeps a parser stack entry per element (a 1 MiB pipeline took
+/// 1.6 s and 400 MB); a part at a time, its trees never hold more than a
+/// part, and each is dropped once walked. A script parsed in parts is
+/// unprovable: the cuts are the strict reader's, so tree-sitter can no
+/// longer disagree with it about them. Deny rules still see every command.
+const MIN_PART: usize = 16 * 1024;
+
+/// [`analyze_nested`], parsing in parts of at least `min_part` bytes.
+pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> CommandAnalysis {
     count_work(script.len());
     let mut walker = Walker {
         src: script,
@@ -51,27 +66,85 @@ pub(super) fn analyze_nested(script: &str, depth: usize) -> CommandAnalysis {
         coproc_reread: false,
         read_ranges: Vec::new(),
         seen_hidden: HashSet::new(),
+        command_assignments: HashSet::new(),
+        spare_stack: Vec::new(),
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
     }
-    match parse(script).0 {
-        Ok(tree) => {
-            walker.walk(tree.root_node());
-            walker.second_opinion();
-            walker.text_evaluated_as_code();
-        }
-        Err(ParseFailure::Unavailable) => {
-            walker.note("the shell parser could not run".to_string());
-        }
-        Err(ParseFailure::TooCostly(prefix)) => {
-            walker.note("parse error: the script is too costly to parse in full".to_string());
-            if let Some(tree) = prefix {
+    let min = (script.len() > min_part).then_some(min_part);
+    let (reading, refused, splits) = strict::read_with_splits(script, min);
+    let bytes = parser_bytes(script);
+    let mut budget = Budget::new(script.len());
+    let mut cursor = Position::default();
+    let mut start = 0;
+    let parts = splits
+        .iter()
+        .map(|s| (s.end, s.next))
+        .chain(std::iter::once((script.len(), script.len())));
+    for (end, next) in parts {
+        let range = if min.is_some() {
+            Some((cursor.at(script, start), cursor.at(script, end)))
+        } else {
+            None
+        };
+        start = next;
+        match parse(&bytes, range, &mut budget) {
+            Ok(tree) => {
                 walker.walk(tree.root_node());
+                walker.extra_args = None;
+                walker.command_assignments.clear();
+            }
+            Err(ParseFailure::Unavailable) => {
+                walker.note("the shell parser could not run".to_string());
+                return walker.finish();
+            }
+            Err(ParseFailure::TooCostly(prefix)) => {
+                walker.note("parse error: the script is too costly to parse in full".to_string());
+                if let Some(tree) = prefix {
+                    walker.walk(tree.root_node());
+                }
+                return walker.finish();
             }
         }
     }
+    walker.second_opinion(reading, refused);
+    walker.text_evaluated_as_code();
+    if !splits.is_empty() {
+        // Each part was parsed on its own, cut where the strict reader
+        // says the top level is cut: tree-sitter could no longer disagree
+        // about the cuts, so the two readings are not independent there.
+        walker.note(format!(
+            "a script of more than {} KiB is parsed in parts",
+            min_part / 1024
+        ));
+    }
     walker.finish()
+}
+
+/// A byte offset with its row and column, as tree-sitter's ranges want them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Position {
+    byte: usize,
+    row: usize,
+    column: usize,
+}
+
+impl Position {
+    /// Moves forward to `byte` (never back) and returns the position there.
+    fn at(&mut self, src: &str, byte: usize) -> Position {
+        let byte = byte.max(self.byte);
+        let passed = src.as_bytes().get(self.byte..byte).unwrap_or_default();
+        match passed.iter().rposition(|&b| b == b'\n') {
+            Some(last) => {
+                self.row += passed.iter().filter(|&&b| b == b'\n').count();
+                self.column = passed.len() - last - 1;
+            }
+            None => self.column += passed.len(),
+        }
+        self.byte = byte;
+        *self
+    }
 }
 
 /// Why a script could not be parsed at all.
@@ -99,8 +172,34 @@ fn parse_budget(len: usize) -> usize {
 const PARSE_CHECKS_PER_BYTE: usize = 2;
 const PARSE_CHECKS_BASE: usize = 10_000;
 
-/// Parses `script`; also returns the number of progress checks used.
-fn parse(script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
+/// What parsing one script may still cost, over all its parts: progress
+/// checks ([`parse_budget`]) and bytes read ([`read_budget`]).
+struct Budget {
+    checks: usize,
+    read: usize,
+    checks_used: usize,
+    read_used: usize,
+}
+
+impl Budget {
+    fn new(len: usize) -> Self {
+        Self {
+            checks: parse_budget(len),
+            read: read_budget(len),
+            checks_used: 0,
+            read_used: 0,
+        }
+    }
+}
+
+/// Parses `bytes` (see [`parser_bytes`]), or only the part between two
+/// positions (node offsets stay those of the whole script), within
+/// `budget`.
+fn parse(
+    bytes: &[u8],
+    range: Option<(Position, Position)>,
+    budget: &mut Budget,
+) -> Result<Tree, ParseFailure> {
     // A parser is built once per thread: nested scripts (substitutions
     // recovered from expansions and heredoc bodies) can be many and small.
     thread_local! {
@@ -115,13 +214,34 @@ fn parse(script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
                 .set_language(&tree_sitter_bash::LANGUAGE.into())
                 .is_err()
             {
-                return (Err(ParseFailure::Unavailable), 0, 0);
+                return Err(ParseFailure::Unavailable);
             }
             parser
         }
     };
-    let result = parse_with(&mut parser, script);
+    let result = match range {
+        Some((start, end)) => {
+            let point = |p: Position| tree_sitter::Point::new(p.row, p.column);
+            let part = tree_sitter::Range {
+                start_byte: start.byte,
+                end_byte: end.byte,
+                start_point: point(start),
+                end_point: point(end),
+            };
+            // One range, ordered: tree-sitter accepts it.
+            match parser.set_included_ranges(&[part]) {
+                Ok(()) => parse_with(&mut parser, bytes, budget),
+                Err(_) => Err(ParseFailure::Unavailable),
+            }
+        }
+        None => parse_with(&mut parser, bytes, budget),
+    };
     parser.reset();
+    if range.is_some() {
+        // Back to the whole input for the next script (an empty list means
+        // the whole document, and is always accepted).
+        let _ = parser.set_included_ranges(&[]);
+    }
     PARSER.with(|p| {
         if let Ok(mut slot) = p.try_borrow_mut() {
             *slot = Some(parser);
@@ -130,48 +250,56 @@ fn parse(script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
     result
 }
 
-fn parse_with(parser: &mut Parser, script: &str) -> (Result<Tree, ParseFailure>, usize, usize) {
-    // tree-sitter-bash's external scanner calls `isdigit`/`isalpha` on the
-    // lookahead character, which is undefined (and can crash) for code
-    // points past 255. The parser therefore sees every non-ASCII byte as
-    // `a`, a plain word character as bash treats it; the byte offsets stay
-    // the same and every word's text is still cut from the original string.
-    let ascii: Vec<u8> = script
-        .bytes()
-        .map(|b| if b.is_ascii() { b } else { b'a' })
-        .collect();
-    let bytes = ascii.as_slice();
-    let budget = parse_budget(bytes.len());
-    let mut checks = 0usize;
+fn parse_with(
+    parser: &mut Parser,
+    bytes: &[u8],
+    budget: &mut Budget,
+) -> Result<Tree, ParseFailure> {
+    let checks_limit = budget.checks;
+    let checks = &mut budget.checks_used;
     let mut progress = |_: &ParseState| {
-        checks += 1;
-        if checks > budget {
+        *checks += 1;
+        if *checks > checks_limit {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
         }
     };
-    let read_budget = read_budget(bytes.len());
-    let mut served = 0usize;
+    let read_limit = budget.read;
+    let served = &mut budget.read_used;
     let tree = parser.parse_with_options(
         &mut |at, _| {
-            if served > read_budget {
+            if *served > read_limit {
                 // Ends the input early: the parse completes on a prefix.
                 return &[][..];
             }
             let chunk = bytes.get(at..).unwrap_or_default();
             let chunk = &chunk[..chunk.len().min(READ_CHUNK)];
-            served += chunk.len();
+            *served += chunk.len();
             chunk
         },
         None,
         Some(ParseOptions::new().progress_callback(&mut progress)),
     );
+    let over = budget.read_used > budget.read;
     match tree {
-        Some(_) if served > read_budget => (Err(ParseFailure::TooCostly(tree)), checks, served),
-        Some(tree) => (Ok(tree), checks, served),
-        None => (Err(ParseFailure::TooCostly(None)), checks, served),
+        Some(_) if over => Err(ParseFailure::TooCostly(tree)),
+        Some(tree) => Ok(tree),
+        None => Err(ParseFailure::TooCostly(None)),
     }
+}
+
+/// The bytes the parser reads: `script` with every non-ASCII byte as `a`.
+/// tree-sitter-bash's external scanner calls `isdigit`/`isalpha` on the
+/// lookahead character, which is undefined (and can crash) for code points
+/// past 255; `a` is a plain word character, as bash treats those bytes. The
+/// byte offsets stay the same and every word's text is still cut from the
+/// original string.
+fn parser_bytes(script: &str) -> Vec<u8> {
+    script
+        .bytes()
+        .map(|b| if b.is_ascii() { b } else { b'a' })
+        .collect()
 }
 
 /// The input is handed to the parser in chunks of this many bytes, so
@@ -196,8 +324,9 @@ const READ_BYTES_BASE: usize = 64 * 1024;
 
 #[cfg(test)]
 pub(super) fn parse_checks(script: &str) -> (usize, usize) {
-    let (_, c, s) = parse(script);
-    (c, s)
+    let mut budget = Budget::new(script.len());
+    let _ = parse(&parser_bytes(script), None, &mut budget);
+    (budget.checks_used, budget.read_used)
 }
 
 /// Quotes `text` for a phrase, shortened to [`SNIPPET_CHARS`] characters.
@@ -246,6 +375,13 @@ struct Walker<'s> {
     seen_hidden: HashSet<String>,
     /// Whether the text after a `coproc` was read again already.
     coproc_reread: bool,
+    /// The assignments of the simple commands read so far in this tree
+    /// (node ids), still to be visited: an assignment elsewhere may change
+    /// what later commands run. Kept here because asking tree-sitter for a
+    /// node's parent costs a walk from the root.
+    command_assignments: HashSet<usize>,
+    /// An empty task stack, kept for its memory (see [`Walker::walk`]).
+    spare_stack: Vec<Task<'static>>,
 }
 
 impl<'s> Walker<'s> {
@@ -274,7 +410,11 @@ impl<'s> Walker<'s> {
     }
 
     fn walk(&mut self, root: Node<'_>) {
-        let mut stack = vec![Task::Visit(root, Vec::new())];
+        // The stack's memory is reused from the last tree (an empty vector
+        // collected in place): growing a new one for each part of a long
+        // script made the allocator merge its free lists over and over.
+        let mut stack = recycle(std::mem::take(&mut self.spare_stack));
+        stack.push(Task::Visit(root, Vec::new()));
         while let Some(task) = stack.pop() {
             match task {
                 Task::Visit(node, redirects) => self.visit(node, redirects, &mut stack),
@@ -283,6 +423,7 @@ impl<'s> Walker<'s> {
                 }
             }
         }
+        self.spare_stack = recycle(stack);
     }
 
     fn attach(&mut self, from: usize, raw_from: usize, redirects: &[Redirect]) {
@@ -424,7 +565,7 @@ impl<'s> Walker<'s> {
                 );
                 self.note(phrase);
             }
-            "variable_assignment" if node.parent().is_some_and(|p| p.kind() != "command") => {
+            "variable_assignment" if !self.command_assignments.remove(&node.id()) => {
                 let phrase = format!(
                     "assignment `{}` may change what later commands run",
                     snippet(&self.text(node))
@@ -601,6 +742,7 @@ impl<'s> Walker<'s> {
                         words.extend(extra);
                     }
                     (_, "variable_assignment") => {
+                        self.command_assignments.insert(child.id());
                         let text = self.text(child);
                         let name = text.split_once('=').map_or(&*text, |(n, _)| n);
                         assignments.push(name.trim_end_matches('+').to_owned());
@@ -945,8 +1087,7 @@ impl<'s> Walker<'s> {
     /// compares: an allow needs both readings to agree. Where they differ,
     /// the strict reading (bash's own) is added, so that deny rules see
     /// what bash would run.
-    fn second_opinion(&mut self) {
-        let (reading, refused) = strict::read_partly(self.src);
+    fn second_opinion(&mut self, reading: strict::Reading, refused: Option<String>) {
         let walked: Vec<_> = self.raw.iter().map(normal).collect();
         let strict: Vec<_> = reading.commands.iter().map(normal).collect();
         if let Some(phrase) = refused {
@@ -1107,6 +1248,15 @@ fn assigns_default(text: &str) -> bool {
 
 /// Pushes the children worth visiting (named ones, and missing tokens that
 /// reveal a parse error) so that they are popped in source order.
+/// An empty task stack with the memory of `stack`, for nodes of another
+/// tree: collecting an emptied vector into one of the same layout reuses
+/// its allocation.
+#[allow(clippy::unnecessary_filter_map)] // `filter` would keep the type
+fn recycle<'b>(mut stack: Vec<Task<'_>>) -> Vec<Task<'b>> {
+    stack.clear();
+    stack.into_iter().filter_map(|_| None).collect()
+}
+
 fn push_children<'t>(node: Node<'t>, stack: &mut Vec<Task<'t>>) {
     let start = stack.len();
     let mut cursor = node.walk();

@@ -5,8 +5,8 @@
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::{Durability, Store, StoreError, StoredEvent, set_synchronous, sql};
-use crate::audit::{AuditError, AuditSink, Event, EventBody};
-use crate::chain::{EventFields, Hash, link};
+use crate::audit::{AuditError, AuditSink, Event, EventBody, FormatRecord};
+use crate::chain::{EventFields, FORMAT_CALL_ID, FORMAT_KIND, FORMAT_VERSION, Hash, Who, link};
 
 /// The typed columns of an event, taken from its body.
 struct Columns<'a> {
@@ -30,7 +30,10 @@ fn columns(body: &EventBody) -> Columns<'_> {
         }
         EventBody::Approval(a) => columns.approval = Some(a.status.as_str()),
         EventBody::Result(r) => columns.status = Some(r.status.as_str()),
-        EventBody::Request(_) | EventBody::Lifecycle(_) | EventBody::Anomaly(_) => {}
+        EventBody::Request(_)
+        | EventBody::Lifecycle(_)
+        | EventBody::Anomaly(_)
+        | EventBody::Format(_) => {}
     }
     columns
 }
@@ -222,6 +225,30 @@ fn insert_all(
             (seq, chain)
         }
     };
+    // A log of an older format is continued in this one: the first append
+    // records the switch as a chained row, in the old format, before the
+    // batch (docs/record-format.md, "Format 2").
+    let mut format = identity.format;
+    let switch;
+    let mut events = events;
+    if format < FORMAT_VERSION {
+        if switched_at(tx)?.is_some() {
+            format = FORMAT_VERSION;
+        } else {
+            let mut with_switch = vec![Event::now(
+                FORMAT_CALL_ID,
+                None,
+                EventBody::Format(FormatRecord {
+                    format: FORMAT_VERSION,
+                    previous: format,
+                    gavel: env!("CARGO_PKG_VERSION").to_owned(),
+                }),
+            )];
+            with_switch.extend_from_slice(events);
+            switch = with_switch;
+            events = &switch;
+        }
+    }
     {
         let mut exists = tx
             .prepare_cached("SELECT 1 FROM events WHERE call_id = ?1 AND kind = 'request'")
@@ -229,13 +256,15 @@ fn insert_all(
         let mut insert = tx
             .prepare_cached(
                 "INSERT INTO events (seq, log_id, ts_us, kind, call_id, tool, action, rule_id,
-                                     approval, status, payload, leaf, chain)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                     approval, status, payload, leaf, chain,
+                                     user, host, client, session, agent)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+                         ?14, ?15, ?16, ?17, ?18)",
             )
             .map_err(sql("preparing an insert"))?;
         // Secrets are taken out before hashing: what is stored and chained
         // is the redacted payload (docs/record-format.md, "Redaction").
-        let mut redacted = redact_batch(redactor, secrets, events).into_iter();
+        let mut redacted = redact_batch(tx, redactor, secrets, events)?.into_iter();
         for event in events {
             if matches!(event.body, EventBody::Request(_))
                 && exists
@@ -247,6 +276,15 @@ fn insert_all(
                 });
             }
             seq += 1;
+            // Format 1 has no provenance columns: they stay NULL there.
+            let principal = event.principal.as_deref().filter(|_| format >= 2);
+            let who = Who {
+                user: principal.map(|p| p.user.as_str()),
+                host: principal.map(|p| p.host.as_str()),
+                client: principal.map(|p| p.client.as_str()),
+                session: principal.and_then(|p| p.session.as_deref()),
+                agent: principal.and_then(|p| p.agent_id.as_deref()),
+            };
             let payload = match redacted.next().flatten() {
                 Some(payload) => payload,
                 None => event.body.to_json(),
@@ -264,9 +302,14 @@ fn insert_all(
                 approval: typed.approval,
                 status: typed.status,
                 payload: &payload,
+                format,
+                who,
             };
             let leaf = fields.leaf_hash();
             previous = link(&previous, &leaf);
+            if let EventBody::Format(switch) = &event.body {
+                format = switch.format;
+            }
             insert
                 .execute(params![
                     seq,
@@ -281,7 +324,12 @@ fn insert_all(
                     fields.status,
                     &payload,
                     &leaf[..],
-                    &previous[..]
+                    &previous[..],
+                    who.user,
+                    who.host,
+                    who.client,
+                    who.session,
+                    who.agent
                 ])
                 .map_err(sql("appending an event"))?;
         }
@@ -289,19 +337,34 @@ fn insert_all(
     Ok(seq)
 }
 
+/// The seq of the row that switched the log's format, if one did (the
+/// first `format` row: a later one would be a tampering `verify` reports).
+pub(super) fn switched_at(conn: &rusqlite::Connection) -> Result<Option<u64>, StoreError> {
+    conn.prepare_cached("SELECT min(seq) FROM events WHERE call_id = ?1 AND kind = ?2")
+        .and_then(|mut s| s.query_row([FORMAT_CALL_ID, FORMAT_KIND], |r| r.get(0)))
+        .map_err(sql("looking up a format switch"))
+}
+
 /// The stored payload of each event of a batch, redacted; `None` where it
 /// is stored as serialized (no redactor, or a tool the policy keeps whole).
 fn redact_batch(
+    tx: &rusqlite::Transaction<'_>,
     redactor: Option<&crate::redact::Redactor>,
     secrets: &mut super::RecentSecrets,
     events: &[Event],
-) -> Vec<Option<Vec<u8>>> {
+) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
     let Some(redactor) = redactor.filter(|r| !r.settings().disabled) else {
-        return vec![None; events.len()];
+        return Ok(vec![None; events.len()]);
+    };
+    let settings = redactor.settings();
+    let by_path = if settings.keeps_any_path() {
+        calls_kept_by_path(tx, settings, events)?
+    } else {
+        Default::default()
     };
     let kept: Vec<bool> = events
         .iter()
-        .map(|e| redactor.settings().keeps(e.tool.as_deref()))
+        .map(|e| settings.keeps(e.tool.as_deref()) || by_path.contains(e.call_id.as_str()))
         .collect();
     let payloads = events
         .iter()
@@ -314,11 +377,101 @@ fn redact_batch(
     let mut found = secrets.take(&calls);
     let redacted = redactor.redact_batch(payloads, &mut found);
     secrets.keep(&calls, found);
-    redacted
+    Ok(redacted
         .into_iter()
         .zip(kept)
         .map(|((payload, _), kept)| (!kept).then_some(payload))
+        .collect())
+}
+
+/// The calls of `events` on a file whose path the policy keeps whole
+/// (`[redact] keep_paths`): the path a request names (`path`, `file_path`,
+/// `notebook_path`), as given or relative to the workspace (its decision's
+/// facts). A call whose request is not in the batch (its result, an
+/// approval, a hook's completion) is judged by its stored request.
+fn calls_kept_by_path<'e>(
+    tx: &rusqlite::Transaction<'_>,
+    settings: &crate::redact::Settings,
+    events: &'e [Event],
+) -> Result<std::collections::HashSet<&'e str>, StoreError> {
+    use std::collections::{HashMap, HashSet};
+    let mut candidates: HashMap<&str, Vec<String>> = HashMap::new();
+    for event in events {
+        if let EventBody::Request(r) = &event.body {
+            candidates
+                .entry(&event.call_id)
+                .or_default()
+                .extend(path_arguments(&r.arguments));
+        }
+    }
+    for event in events {
+        if let EventBody::Decision(d) = &event.body
+            && let Some(paths) = candidates.get_mut(event.call_id.as_str())
+        {
+            let relative: Vec<String> = d
+                .facts
+                .paths
+                .iter()
+                .filter(|p| paths.contains(&p.requested))
+                .filter_map(|p| p.relative.clone())
+                .collect();
+            paths.extend(relative);
+        }
+    }
+    let mut kept = HashSet::new();
+    for event in events {
+        let call = event.call_id.as_str();
+        if kept.contains(call) {
+            continue;
+        }
+        if !candidates.contains_key(call) {
+            let stored = stored_paths(tx, call)?;
+            candidates.insert(call, stored);
+        }
+        if candidates[call].iter().any(|p| settings.keeps_path(p)) {
+            kept.insert(call);
+        }
+    }
+    Ok(kept)
+}
+
+/// The file paths a request's arguments name.
+fn path_arguments(arguments: &serde_json::Value) -> Vec<String> {
+    ["path", "file_path", "notebook_path"]
+        .iter()
+        .filter_map(|key| arguments.get(key)?.as_str().map(str::to_owned))
         .collect()
+}
+
+/// The paths of a stored call: its request's path arguments, and their
+/// workspace-relative forms from its decision.
+fn stored_paths(tx: &rusqlite::Transaction<'_>, call_id: &str) -> Result<Vec<String>, StoreError> {
+    let mut statement = tx
+        .prepare_cached(
+            "SELECT kind, payload FROM events WHERE call_id = ?1
+             AND kind IN ('request', 'decision') ORDER BY seq LIMIT 2",
+        )
+        .map_err(sql("preparing a lookup"))?;
+    let rows: Vec<(String, Vec<u8>)> = statement
+        .query_map([call_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(sql("reading a call's request"))?;
+    let mut paths = Vec::new();
+    for (kind, payload) in &rows {
+        match EventBody::from_json(kind, payload) {
+            Ok(EventBody::Request(r)) => paths.extend(path_arguments(&r.arguments)),
+            Ok(EventBody::Decision(d)) => paths.extend(
+                d.facts
+                    .paths
+                    .iter()
+                    .filter(|p| paths.contains(&p.requested))
+                    .filter_map(|p| p.relative.clone())
+                    .collect::<Vec<_>>(),
+            ),
+            _ => {}
+        }
+    }
+    Ok(paths)
 }
 
 impl AuditSink for Store {

@@ -5,14 +5,18 @@
 use rusqlite::{Connection, ErrorCode};
 
 use super::{APPLICATION_ID, LogIdentity, StoreError, sql};
-use crate::chain::{FORMAT_VERSION, genesis};
+use crate::chain::{FORMAT_VERSION, genesis, known_format};
 
 /// Every migration, in order; the schema version is the count applied.
 pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_no_replace.sql"),
     include_str!("../../migrations/0003_anomaly_index.sql"),
+    include_str!("../../migrations/0004_provenance.sql"),
 ];
+
+/// The schema version that added the provenance columns (format 2).
+pub(super) const PROVENANCE_SCHEMA: i64 = 4;
 
 /// What an opened file turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,7 +218,7 @@ pub(super) fn identity(conn: &Connection, path: &str) -> Result<LogIdentity, Sto
     if rows.next().map_err(read)?.is_some() {
         return Err(malformed("`log_meta` holds more than one row".into()));
     }
-    if format != i64::from(FORMAT_VERSION) {
+    if !known_format(format) {
         return Err(StoreError::UnknownFormat {
             path: path.to_owned(),
             found: format,
@@ -224,7 +228,7 @@ pub(super) fn identity(conn: &Connection, path: &str) -> Result<LogIdentity, Sto
     Ok(LogIdentity {
         log_id,
         origin,
-        format: FORMAT_VERSION,
+        format: format as u32,
         created_us,
         genesis,
     })

@@ -27,7 +27,7 @@ pub use query::{
     AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Stats,
     StoredEvent, UNGOVERNED, UngovernedCall,
 };
-pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes};
+pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes, switch_of};
 pub use verify::{
     CheckpointOutcome, CheckpointRow, GivenCheckpoint, PolicyText, Problem, VerifyOptions,
     VerifyReport,
@@ -92,7 +92,7 @@ pub enum StoreError {
     #[error("audit database `{path}` has a malformed log identity: {detail}")]
     IdentityMalformed { path: String, detail: String },
     #[error(
-        "audit database `{path}` says record format {found}, which this gavel does not know (it knows {known}); refusing to read or append to it"
+        "audit database `{path}` says record format {found}, which this gavel does not know (it knows 1 to {known}); refusing to read or append to it"
     )]
     UnknownFormat {
         path: String,
@@ -451,6 +451,9 @@ pub struct Store {
     redactor: Option<crate::redact::Redactor>,
     /// Secrets found in the calls this process appended lately.
     secrets: RecentSecrets,
+    /// Whether `events` has the provenance columns (schema 4 on): a
+    /// database opened read-only is never migrated, so an older one has not.
+    provenance: bool,
 }
 
 /// The secrets found in the events of recent calls, by call id, so that a
@@ -650,6 +653,10 @@ impl Store {
         if state == migrate::State::Fresh && !may_be_new {
             return Err(StoreError::NotGavel { path: display });
         }
+        let provenance = match state {
+            migrate::State::Gavel(version) => version >= migrate::PROVENANCE_SCHEMA,
+            migrate::State::Fresh => true,
+        } || writable.is_some();
         if let Some(durability) = writable {
             migrate::apply(&conn, &display, state)?;
             // Each checkpoint waits for the disk twice; a long-lived writer
@@ -673,6 +680,7 @@ impl Store {
             _read_lock: None,
             redactor: None,
             secrets: RecentSecrets::default(),
+            provenance,
         })
     }
 
@@ -701,6 +709,23 @@ impl Store {
 
     pub fn identity(&self) -> &LogIdentity {
         &self.identity
+    }
+
+    /// Where the log's format changes: `(seq of the switch row, format
+    /// after it)`, or `None` when every row is in the log's own format.
+    pub fn format_switch(&self) -> Result<Option<(u64, u32)>, StoreError> {
+        if self.identity.format >= crate::chain::FORMAT_VERSION {
+            return Ok(None);
+        }
+        Ok(append::switched_at(&self.conn)?.map(|seq| (seq, crate::chain::FORMAT_VERSION)))
+    }
+}
+
+/// The format a row at `seq` is encoded in, given the log's own format and its switch.
+pub fn row_format(log_format: u32, switch: Option<(u64, u32)>, seq: u64) -> u32 {
+    match switch {
+        Some((at, to)) if seq > at => to,
+        _ => log_format,
     }
 }
 

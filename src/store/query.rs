@@ -31,6 +31,14 @@ pub struct AuditQuery {
     pub anomalies: bool,
     /// Only calls (and lifecycle events) of this client session.
     pub session: Option<String>,
+    /// Only calls (and lifecycle events) made by this OS user (format 2 rows).
+    pub user: Option<String>,
+    /// Only those made on this host (its name, or its host id).
+    pub host: Option<String>,
+    /// Only those that came through this client (`cli`, `serve`, `claude-code`, ...).
+    pub client: Option<String>,
+    /// Only those a subagent with this id made.
+    pub agent: Option<String>,
     /// Only calls whose arguments hold this text in a value (case-sensitive).
     pub grep: Option<String>,
     /// Newest first (with `limit`: the newest `limit` rows).
@@ -184,10 +192,18 @@ pub struct StoredEvent {
     pub payload: Vec<u8>,
     pub leaf: Vec<u8>,
     pub chain: Vec<u8>,
+    /// Format 2's provenance columns (NULL in format-1 rows).
+    pub user: Option<String>,
+    pub host: Option<String>,
+    pub client: Option<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
 }
 
 impl StoredEvent {
-    pub(super) const COLUMNS: &'static str = "seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain";
+    pub(super) const COLUMNS: &'static str = "seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain, user, host, client, session, agent";
+    /// The same, for a database read (never migrated) at a schema before the provenance columns.
+    pub(super) const COLUMNS_BEFORE_PROVENANCE: &'static str = "seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain, NULL, NULL, NULL, NULL, NULL";
 
     pub(super) fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
@@ -204,6 +220,11 @@ impl StoredEvent {
             payload: row.get(10)?,
             leaf: row.get(11)?,
             chain: row.get(12)?,
+            user: row.get(13)?,
+            host: row.get(14)?,
+            client: row.get(15)?,
+            session: row.get(16)?,
+            agent: row.get(17)?,
         })
     }
 
@@ -284,6 +305,24 @@ fn valid_json(expr: &str) -> String {
 }
 
 impl Store {
+    /// The columns of `StoredEvent`, as this database has them.
+    fn event_columns(&self) -> &'static str {
+        if self.provenance {
+            StoredEvent::COLUMNS
+        } else {
+            StoredEvent::COLUMNS_BEFORE_PROVENANCE
+        }
+    }
+
+    /// A provenance column of the row `d`, or NULL in a database without them.
+    fn who_column(&self, name: &'static str) -> String {
+        if self.provenance {
+            format!("d.{name}")
+        } else {
+            "NULL".to_owned()
+        }
+    }
+
     /// Decided calls matching `query`, oldest first, one at a time.
     pub fn for_each_call<E: From<StoreError>>(
         &self,
@@ -354,6 +393,27 @@ impl Store {
             let p = bind(SqlValue::Integer(until));
             decision_filters.push_str(&format!(" AND d.ts_us < {p}"));
         }
+        for (column, value) in [
+            ("user", &query.user),
+            ("client", &query.client),
+            ("agent", &query.agent),
+        ] {
+            if let Some(value) = value {
+                let p = bind(SqlValue::Text(value.clone()));
+                decision_filters.push_str(&format!(" AND {} = {p}", self.who_column(column)));
+            }
+        }
+        if let Some(host) = &query.host {
+            // The host name is a column; the host id is in the call's request.
+            let p = bind(SqlValue::Text(host.clone()));
+            decision_filters.push_str(&format!(
+                " AND ({} = {p} OR (d.kind <> 'lifecycle' AND json_extract({}, '$.principal.host_id') = {p}))",
+                self.who_column("host"),
+                valid_json(
+                    "(SELECT q.payload FROM events q WHERE q.call_id = d.call_id AND q.kind = 'request' ORDER BY q.seq LIMIT 1)"
+                ),
+            ));
+        }
         let mut call_filters = String::new();
         for (column, value) in [
             ("call_approval", &query.approval),
@@ -370,10 +430,11 @@ impl Store {
         if let Some(session) = &query.session {
             let p = bind(SqlValue::Text(session.clone()));
             call_filters.push_str(&format!(
-                " AND (CASE d.kind
+                " AND COALESCE({}, CASE d.kind
                      WHEN 'decision' THEN json_extract({}, '$.client.session_id')
                      WHEN 'anomaly' THEN json_extract({}, '$.client.session_id')
                      ELSE d.call_id END) = {p}",
+                self.who_column("session"),
                 valid_json("request_payload"),
                 valid_json("d.payload"),
             ));
@@ -566,7 +627,7 @@ impl Store {
     pub fn call_events(&self, call_id: &str) -> Result<Vec<StoredEvent>, StoreError> {
         let text = format!(
             "SELECT {} FROM events WHERE call_id = ?1 ORDER BY seq",
-            StoredEvent::COLUMNS
+            self.event_columns()
         );
         let mut statement = self.conn.prepare(&text).map_err(sql("preparing a query"))?;
         let events = statement
@@ -586,7 +647,7 @@ impl Store {
         &self,
         mut each: impl FnMut(StoredEvent) -> Result<(), E>,
     ) -> Result<(), E> {
-        let text = format!("SELECT {} FROM events ORDER BY seq", StoredEvent::COLUMNS);
+        let text = format!("SELECT {} FROM events ORDER BY seq", self.event_columns());
         let mut statement = self.conn.prepare(&text).map_err(sql("preparing a scan"))?;
         let mut rows = statement.query([]).map_err(sql("scanning events"))?;
         while let Some(row) = rows.next().map_err(sql("scanning events"))? {
@@ -599,7 +660,7 @@ impl Store {
     pub fn first_event(&self) -> Result<Option<StoredEvent>, StoreError> {
         let text = format!(
             "SELECT {} FROM events ORDER BY seq LIMIT 1",
-            StoredEvent::COLUMNS
+            self.event_columns()
         );
         self.conn
             .query_row(&text, [], StoredEvent::from_row)
@@ -840,6 +901,10 @@ impl Store {
             || query.call_id.is_some()
             || query.anomalies
             || query.session.is_some()
+            || query.user.is_some()
+            || query.host.is_some()
+            || query.client.is_some()
+            || query.agent.is_some()
             || query.grep.is_some()
             || query.newest_first
         {

@@ -27,6 +27,7 @@ fn event(call_id: &str, offset: i64, body: EventBody) -> Event {
         tool,
         ts_us: TS + offset,
         body,
+        principal: None,
     }
 }
 
@@ -40,6 +41,7 @@ fn request(call_id: &str) -> Event {
             client: None,
             arguments_bytes: None,
             arguments_sha256: None,
+            principal: None,
         }),
     )
 }
@@ -64,7 +66,14 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
 }
 
 fn approval(call_id: &str, status: ApprovalStatus) -> Event {
-    event(call_id, 2, EventBody::Approval(ApprovalRecord { status }))
+    event(
+        call_id,
+        2,
+        EventBody::Approval(ApprovalRecord::new(
+            status,
+            crate::approval::ApprovalChannel::Api,
+        )),
+    )
 }
 
 fn result(call_id: &str, status: ExecutionStatus) -> Event {

@@ -10,7 +10,7 @@ use rusqlite::types::ValueRef;
 use serde::Serialize;
 
 use super::{Store, StoreError, sql};
-use crate::chain::{EventFields, Hash, genesis, link};
+use crate::chain::{EventFields, FORMAT_KIND, FORMAT_VERSION, Hash, Who, genesis, link};
 use crate::checkpoint::{Checkpoint, MerkleBuilder, VerifierKey};
 
 /// What is wrong with a log, as a stable code.
@@ -122,6 +122,10 @@ pub(crate) enum RowCheck {
         log_id_matches: bool,
         /// The stored chain value.
         chain: Vec<u8>,
+        /// The format the leaf was computed in.
+        format: u32,
+        /// For a `format` row: the format its payload switches to (`-1` when unreadable).
+        switch: Option<i64>,
     },
     /// A column is not of its documented type (or its text is not UTF-8).
     Malformed { seq: i64, detail: String },
@@ -136,14 +140,44 @@ const CHUNK: i64 = 16_384;
 const PARALLEL_FROM: i64 = 50_000;
 
 const ROWS_SQL: &str = "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval,
-                               status, payload, leaf, chain
+                               status, payload, leaf, chain, user, host, client, session, agent
+                        FROM events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3";
+
+/// `ROWS_SQL` for a database read at a schema before the provenance columns.
+const ROWS_SQL_BEFORE_PROVENANCE: &str = "SELECT seq, log_id, ts_us, kind, call_id, tool, action,
+                               rule_id, approval, status, payload, leaf, chain,
+                               NULL, NULL, NULL, NULL, NULL
                         FROM events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3";
 
 /// The documented column names of `events`, in `ROWS_SQL` order.
-const COLUMN_NAMES: [&str; 13] = [
+const COLUMN_NAMES: [&str; 18] = [
     "seq", "log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval", "status",
-    "payload", "leaf", "chain",
+    "payload", "leaf", "chain", "user", "host", "client", "session", "agent",
 ];
+
+/// The format a `format` row's payload switches to; `-1` when it does not say.
+pub(crate) fn switch_of(kind: &str, payload: &[u8]) -> Option<i64> {
+    (kind == FORMAT_KIND).then(|| {
+        serde_json::from_slice::<serde_json::Value>(payload)
+            .ok()
+            .and_then(|v| v.get("format")?.as_i64())
+            .unwrap_or(-1)
+    })
+}
+
+/// Which format the rows of a log are in: the log's own, then, after the
+/// switch row's seq (as the `format` rows say; the in-order check confirms it), another.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Formats {
+    pub log: u32,
+    pub switch: Option<(u64, u32)>,
+}
+
+impl Formats {
+    fn of(&self, seq: i64) -> u32 {
+        super::row_format(self.log, self.switch, seq.max(0) as u64)
+    }
+}
 
 fn type_name(value: ValueRef<'_>) -> &'static str {
     match value {
@@ -156,9 +190,14 @@ fn type_name(value: ValueRef<'_>) -> &'static str {
 }
 
 /// Hashes one row, insisting on the documented storage class of every column.
-fn check_row(row: &rusqlite::Row<'_>, log_id: &[u8]) -> rusqlite::Result<RowCheck> {
+fn check_row(
+    row: &rusqlite::Row<'_>,
+    log_id: &[u8],
+    formats: Formats,
+) -> rusqlite::Result<RowCheck> {
     let seq: i64 = row.get(0)?;
-    let mut values = [ValueRef::Null; 13];
+    let format = formats.of(seq);
+    let mut values = [ValueRef::Null; 18];
     for (i, value) in values.iter_mut().enumerate() {
         *value = row.get_ref(i)?;
     }
@@ -187,6 +226,17 @@ fn check_row(row: &rusqlite::Row<'_>, log_id: &[u8]) -> rusqlite::Result<RowChec
         _ => Err(wrong(i, "TEXT or NULL")),
     };
     let checked = (|| -> Result<RowCheck, RowCheck> {
+        if format == 1
+            && let Some(i) = (13..18).find(|&i| !matches!(values[i], ValueRef::Null))
+        {
+            return Err(RowCheck::Malformed {
+                seq,
+                detail: format!(
+                    "seq {seq}: column `{}` must be NULL in a format-1 row (it is not hashed there)",
+                    COLUMN_NAMES[i]
+                ),
+            });
+        }
         let row_log_id = blob(1)?;
         let ValueRef::Integer(ts_us) = values[2] else {
             return Err(wrong(2, "INTEGER"));
@@ -203,6 +253,14 @@ fn check_row(row: &rusqlite::Row<'_>, log_id: &[u8]) -> rusqlite::Result<RowChec
             approval: optional(8)?,
             status: optional(9)?,
             payload: blob(10)?,
+            format,
+            who: Who {
+                user: optional(13)?,
+                host: optional(14)?,
+                client: optional(15)?,
+                session: optional(16)?,
+                agent: optional(17)?,
+            },
         };
         let stored_leaf = blob(11)?;
         let chain = blob(12)?.to_vec();
@@ -213,6 +271,8 @@ fn check_row(row: &rusqlite::Row<'_>, log_id: &[u8]) -> rusqlite::Result<RowChec
             leaf_matches: stored_leaf == leaf,
             log_id_matches: row_log_id == log_id,
             chain,
+            format,
+            switch: switch_of(fields.kind, fields.payload),
         })
     })();
     Ok(checked.unwrap_or_else(|malformed| malformed))
@@ -221,19 +281,25 @@ fn check_row(row: &rusqlite::Row<'_>, log_id: &[u8]) -> rusqlite::Result<RowChec
 /// Reads at most `CHUNK` rows with `lo <= seq < hi` in order and hashes each one.
 fn hash_rows(
     conn: &rusqlite::Connection,
+    provenance: bool,
     lo: i64,
     hi: i64,
     log_id: &[u8],
+    formats: Formats,
 ) -> Result<Vec<RowCheck>, StoreError> {
     let mut statement = conn
-        .prepare_cached(ROWS_SQL)
+        .prepare_cached(if provenance {
+            ROWS_SQL
+        } else {
+            ROWS_SQL_BEFORE_PROVENANCE
+        })
         .map_err(sql("preparing verify"))?;
     let mut cursor = statement
         .query([lo, hi, CHUNK])
         .map_err(sql("scanning events"))?;
     let mut out = Vec::with_capacity(hi.saturating_sub(lo).clamp(0, CHUNK) as usize);
     while let Some(row) = cursor.next().map_err(sql("scanning events"))? {
-        out.push(check_row(row, log_id).map_err(sql("scanning events"))?);
+        out.push(check_row(row, log_id, formats).map_err(sql("scanning events"))?);
     }
     Ok(out)
 }
@@ -404,13 +470,15 @@ pub(crate) fn check_notes(
 pub(crate) struct Checker {
     previous: Hash,
     rows: u64,
+    /// The format the next row must be in.
+    format: u32,
     sizes: std::collections::BTreeSet<u64>,
     roots: std::collections::BTreeMap<u64, Hash>,
     merkle: Option<MerkleBuilder>,
 }
 
 impl Checker {
-    pub(crate) fn new(genesis: Hash, vouched: &[Vouched], root: bool) -> Self {
+    pub(crate) fn new(genesis: Hash, vouched: &[Vouched], root: bool, format: u32) -> Self {
         let sizes: std::collections::BTreeSet<u64> = vouched.iter().map(|v| v.1).collect();
         let mut roots = std::collections::BTreeMap::new();
         if sizes.contains(&0) {
@@ -419,6 +487,7 @@ impl Checker {
         Self {
             previous: genesis,
             rows: 0,
+            format,
             merkle: (!vouched.is_empty() || root).then(MerkleBuilder::new),
             sizes,
             roots,
@@ -430,8 +499,8 @@ impl Checker {
     }
 
     /// A checker that starts after row `rows`, whose chain value is `previous`.
-    pub(crate) fn resume(previous: Hash, rows: u64) -> Self {
-        let mut checker = Self::new(previous, &[], false);
+    pub(crate) fn resume(previous: Hash, rows: u64, format: u32) -> Self {
+        let mut checker = Self::new(previous, &[], false, format);
         checker.rows = rows;
         checker
     }
@@ -451,7 +520,7 @@ impl Checker {
                 format!("expected seq {expected_seq}, found {found}"),
             );
         }
-        let (seq, leaf, leaf_matches, log_id_matches, chain) = match row {
+        let (seq, leaf, leaf_matches, log_id_matches, chain, format, switch) = match row {
             RowCheck::Malformed { detail, .. } => return bad(Problem::ContentMismatch, detail),
             RowCheck::Row {
                 seq,
@@ -459,8 +528,27 @@ impl Checker {
                 leaf_matches,
                 log_id_matches,
                 chain,
-            } => (seq, leaf, leaf_matches, log_id_matches, chain),
+                format,
+                switch,
+            } => (
+                seq,
+                leaf,
+                leaf_matches,
+                log_id_matches,
+                chain,
+                format,
+                switch,
+            ),
         };
+        if format != self.format {
+            return bad(
+                Problem::ContentMismatch,
+                format!(
+                    "seq {seq} is given in format {format}, but the log is in format {} there",
+                    self.format
+                ),
+            );
+        }
         if !log_id_matches {
             return bad(
                 Problem::LogIdMismatch,
@@ -479,6 +567,19 @@ impl Checker {
                 Problem::ChainBreak,
                 format!("seq {seq} does not link to the row before it"),
             );
+        }
+        if let Some(to) = switch {
+            // Only the one switch this gavel knows: format 1, continued as 2.
+            if self.format != 1 || to != i64::from(FORMAT_VERSION) {
+                return bad(
+                    Problem::UnknownFormat,
+                    format!(
+                        "seq {seq} switches the log from format {} to format {to}, which this gavel does not know",
+                        self.format
+                    ),
+                );
+            }
+            self.format = FORMAT_VERSION;
         }
         self.previous = next;
         self.rows = expected_seq;
@@ -578,7 +679,7 @@ impl Store {
             Ok(notes) => notes,
             Err(report) => return Ok(finish(*report)),
         };
-        let mut checker = Checker::new(identity.genesis, &vouched, options.root);
+        let mut checker = Checker::new(identity.genesis, &vouched, options.root, identity.format);
         let mut check = |chunk: Vec<RowCheck>| -> Option<VerifyReport> {
             for row in chunk {
                 if let Some(report) = checker.row(row) {
@@ -681,7 +782,8 @@ impl Store {
                 }
             }
         };
-        let mut checker = Checker::resume(previous, start - 1);
+        let formats = self.formats()?;
+        let mut checker = Checker::resume(previous, start - 1, formats.of(start as i64));
         let mut check = |chunk: Vec<RowCheck>| -> Option<VerifyReport> {
             chunk.into_iter().find_map(|row| checker.row(row))
         };
@@ -720,6 +822,15 @@ impl Store {
             })
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(sql("reading checkpoints"))
+    }
+
+    /// Which format each row is in, as the `format` rows say (`verify`
+    /// confirms it in order).
+    fn formats(&self) -> Result<Formats, StoreError> {
+        Ok(Formats {
+            log: self.identity.format,
+            switch: self.format_switch()?,
+        })
     }
 
     /// The stored checkpoints as an export carries them: `(id, size, root, note)`.
@@ -788,6 +899,7 @@ impl Store {
         };
         let end = hi.saturating_add(1);
         let log_id = self.identity.log_id.as_slice();
+        let formats = self.formats()?;
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(4);
@@ -798,7 +910,14 @@ impl Store {
         if workers < 2 || in_memory || !contiguous || count < PARALLEL_FROM {
             let mut start = lo;
             loop {
-                let chunk = hash_rows(&self.conn, start, i64::MAX, log_id)?;
+                let chunk = hash_rows(
+                    &self.conn,
+                    self.provenance,
+                    start,
+                    i64::MAX,
+                    log_id,
+                    formats,
+                )?;
                 let next = match chunk.last() {
                     Some(RowCheck::Row { seq, .. } | RowCheck::Malformed { seq, .. })
                         if chunk.len() as i64 == CHUNK =>
@@ -830,15 +949,15 @@ impl Store {
                 let chunks = &chunks;
                 let path = &self.path;
                 scope.spawn(move || {
-                    let conn = match super::Store::open_read_only(path) {
-                        Ok(store) => store.conn,
+                    let (conn, provenance) = match super::Store::open_read_only(path) {
+                        Ok(store) => (store.conn, store.provenance),
                         Err(err) => {
                             let _ = tx.send(Err(err));
                             return;
                         }
                     };
                     for &(start, stop) in chunks.iter().skip(worker).step_by(workers) {
-                        let result = hash_rows(&conn, start, stop, log_id);
+                        let result = hash_rows(&conn, provenance, start, stop, log_id, formats);
                         let failed = result.is_err();
                         if tx.send(result).is_err() || failed {
                             return;

@@ -392,6 +392,7 @@ fn audit_finds_what_older_logs_recorded_without_anomaly_rows() {
                     client: None,
                     arguments_bytes: None,
                     arguments_sha256: None,
+                    principal: None,
                 }),
             ),
             Event::now(

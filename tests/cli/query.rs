@@ -333,13 +333,14 @@ fn export_jsonl_and_csv_include_every_event_with_its_hashes() {
         records[0],
         [
             "seq", "ts", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval",
-            "status", "payload", "log_id", "leaf", "chain"
+            "status", "payload", "log_id", "leaf", "chain", "user", "host", "client", "session",
+            "agent"
         ]
     );
     assert_eq!(records.len(), stored.len() + 1);
     for (record, (seq, _, kind, call_id, payload, leaf, chain)) in records[1..].iter().zip(&stored)
     {
-        assert_eq!(record.len(), 14, "{record:?}");
+        assert_eq!(record.len(), 19, "{record:?}");
         assert_eq!(record[0], seq.to_string());
         assert_eq!(&record[3], kind);
         assert_eq!(&record[4], call_id);

@@ -369,3 +369,43 @@ fn a_policy_pattern_redacts_and_kept_tools_are_stored_whole() {
     assert!(export.contains("«redacted:policy:"), "{export}");
     assert!(export.contains("keptkeptkept"), "{export}");
 }
+
+#[test]
+fn keep_paths_stores_the_calls_on_those_paths_whole_and_redacts_the_rest() {
+    let sandbox = Sandbox::new();
+    let path = policy(&sandbox, "keep_paths = [\"fixtures/**\"]");
+    let secret = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789";
+    let body = format!("token = \"{secret}\"\n");
+    sandbox.write("fixtures/token.txt", &body);
+    sandbox.write("src/token.txt", &body);
+    for (id, file) in [
+        ("kept", "fixtures/token.txt"),
+        ("redacted", "./src/token.txt"),
+    ] {
+        let arguments = serde_json::json!({ "path": file }).to_string();
+        let mut cmd = sandbox.gavel(&["run", "read_file", &arguments, "--call-id", id]);
+        cmd.args(["--policy", &path]);
+        run_expecting(&mut cmd, 0);
+    }
+    let shown = |id: &str| {
+        stdout(&run_expecting(
+            &mut sandbox.gavel(&["show", id, "--json"]),
+            0,
+        ))
+    };
+    let kept = shown("kept");
+    assert!(
+        kept.contains(secret),
+        "the kept call's result is whole: {kept}"
+    );
+    let redacted = shown("redacted");
+    assert!(!redacted.contains(secret), "{redacted}");
+    assert!(redacted.contains("«redacted:github_token:"), "{redacted}");
+    crate::store::assert_intact(&sandbox, &[]);
+    // A glob that does not compile is refused when the policy loads.
+    let bad = policy(&sandbox, "keep_paths = [\"a[\"]");
+    let mut cmd = sandbox.gavel(&["check", "read_file", r#"{"path":"a"}"#]);
+    cmd.args(["--policy", &bad]);
+    let err = crate::support::assert_one_line_error(&mut cmd);
+    assert!(err.contains("keep_paths"), "{err}");
+}

@@ -10,6 +10,13 @@ fn settings(sandbox: &Sandbox) -> insta::Settings {
     settings.add_filter(&regex::escape(&sandbox.root.display().to_string()), "[TMP]");
     settings.add_filter(r"[0-9a-f]{12,}…?", "[HEX]");
     settings.add_filter(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+Z)?", "[TIME]");
+    // Who ran the tests, on which machine, with which gavel.
+    settings.add_filter(
+        r"user `[^`]+` \(uid \d+\) on host `[^`]+`",
+        "user `[USER]` (uid [UID]) on host `[HOST]`",
+    );
+    settings.add_filter(r"by `[^`]+`", "by `[USER]`");
+    settings.add_filter(r"gavel \d+\.\d+\.\d+", "gavel [VERSION]");
     // Column widths follow the temporary path's length: keep the cells, not the padding.
     settings.add_filter(r" {2,}", " ");
     settings.add_filter(r"─{2,}", "─");

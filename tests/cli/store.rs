@@ -698,7 +698,7 @@ fn comparable(report: &Value) -> Value {
 
 /// `gavel verify --json ARGS` and `verify_chain.py --json ARGS` give the same
 /// report; returns gavel's.
-fn both_agree(sandbox: &Sandbox, what: &str, args: &[&std::ffi::OsStr]) -> Value {
+pub fn both_agree(sandbox: &Sandbox, what: &str, args: &[&std::ffi::OsStr]) -> Value {
     let output = sandbox
         .bare()
         .args(["verify", "--json"])
@@ -813,7 +813,7 @@ fn python_verifier_agrees_with_gavel_on_every_tampered_copy() {
         "UPDATE events SET ts_us = ts_us + 0.5 WHERE seq = 8",
         "UPDATE events SET call_id = CAST(X'ff' AS TEXT) WHERE seq = 8",
         "UPDATE events SET seq = seq + 100 WHERE seq = (SELECT max(seq) FROM events)",
-        "INSERT INTO events SELECT seq + 1000, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain FROM events WHERE seq = 3",
+        "INSERT INTO events SELECT seq + 1000, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain, user, host, client, session, agent FROM events WHERE seq = 3",
         &cut,
         "DELETE FROM events",
         "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET root = zeroblob(32)",
@@ -821,7 +821,10 @@ fn python_verifier_agrees_with_gavel_on_every_tampered_copy() {
         "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET root = hex(root)",
         "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET size = size - 1",
         "INSERT INTO checkpoints (size, root, note, created_us) SELECT size, root, note, created_us FROM checkpoints",
-        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET format = 2",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET format = 3",
+        "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET format = 1",
+        "UPDATE events SET user = 'mallory' WHERE seq = 4",
+        "UPDATE events SET agent = 'a1' WHERE seq = 5",
         "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET origin = 'gavel/x'",
         "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET genesis = zeroblob(32)",
         "DROP TRIGGER log_meta_no_update; UPDATE log_meta SET genesis = hex(genesis)",
@@ -867,7 +870,12 @@ fn python_verifier_agrees_with_gavel_on_every_tampered_copy() {
 }
 
 /// [`both_agree`] for a database: gavel gets `--db DB`, Python `DB`.
-fn both_agree_db(sandbox: &Sandbox, what: &str, flags: &[&std::ffi::OsStr], db: &Path) -> Value {
+pub fn both_agree_db(
+    sandbox: &Sandbox,
+    what: &str,
+    flags: &[&std::ffi::OsStr],
+    db: &Path,
+) -> Value {
     let output = sandbox
         .bare()
         .args(["verify", "--json"])
@@ -946,7 +954,20 @@ fn python_verifier_agrees_with_gavel_on_every_tampered_export() {
             true,
             Box::new(move |l| l.truncate(size as usize - 1)),
         ),
-        ("format", true, Box::new(|l| l[0]["format"] = json!(2))),
+        ("format", true, Box::new(|l| l[0]["format"] = json!(3))),
+        ("old format", true, Box::new(|l| l[0]["format"] = json!(1))),
+        ("line format", true, Box::new(|l| l[3]["format"] = json!(1))),
+        ("user", true, Box::new(|l| l[3]["user"] = "mallory".into())),
+        (
+            "filtered line format",
+            false,
+            Box::new(|l| l[1]["format"] = json!(1)),
+        ),
+        (
+            "filtered user",
+            false,
+            Box::new(|l| l[1]["user"] = "mallory".into()),
+        ),
         (
             "origin",
             true,

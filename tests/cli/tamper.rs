@@ -91,12 +91,15 @@ struct Row {
     approval: Option<String>,
     status: Option<String>,
     payload: Vec<u8>,
+    /// The format-2 provenance columns: user, host, client, session, agent.
+    who: [Option<String>; 5],
 }
 
 impl Row {
+    /// The leaf of a row of a format-2 log (every log these tests make).
     fn leaf(&self) -> [u8; 32] {
         let mut enc = vec![0u8];
-        lp(&mut enc, b"gavel/event/v1");
+        lp(&mut enc, b"gavel/event/v2");
         enc.extend_from_slice(&self.seq.to_be_bytes());
         lp(&mut enc, &self.log_id);
         enc.extend_from_slice(&self.ts_us.to_be_bytes());
@@ -109,6 +112,9 @@ impl Row {
             &self.approval,
             &self.status,
         ] {
+            opt(&mut enc, field);
+        }
+        for field in &self.who {
             opt(&mut enc, field);
         }
         lp(&mut enc, &self.payload);
@@ -127,7 +133,7 @@ fn link(previous: &[u8], leaf: &[u8; 32]) -> [u8; 32] {
 fn rows(conn: &Connection) -> Vec<Row> {
     conn.prepare(
         "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status,
-                payload FROM events ORDER BY seq",
+                payload, user, host, client, session, agent FROM events ORDER BY seq",
     )
     .unwrap()
     .query_map([], |r| {
@@ -143,6 +149,7 @@ fn rows(conn: &Connection) -> Vec<Row> {
             approval: r.get(8)?,
             status: r.get(9)?,
             payload: r.get(10)?,
+            who: [r.get(11)?, r.get(12)?, r.get(13)?, r.get(14)?, r.get(15)?],
         })
     })
     .unwrap()
@@ -272,7 +279,7 @@ fn appended_forged_row_is_a_content_mismatch_at_its_seq() {
     attacker(&sandbox.db)
         .execute(
             "INSERT INTO events SELECT 13, log_id, ts_us, kind, 'forged', tool, action, rule_id,
-                 approval, status, payload, leaf, chain FROM events WHERE seq = 11",
+                 approval, status, payload, leaf, chain, user, host, client, session, agent FROM events WHERE seq = 11",
             [],
         )
         .unwrap();
@@ -289,7 +296,7 @@ fn row_inserted_in_the_middle_with_its_own_hashes_is_caught_at_the_next_seq() {
         "UPDATE events SET seq = seq + 1000 WHERE seq >= 7;
          UPDATE events SET seq = seq - 999 WHERE seq >= 1000;
          INSERT INTO events SELECT 7, log_id, ts_us, kind, 'forged', tool, action, rule_id,
-             approval, status, payload, leaf, chain FROM events WHERE seq = 5;",
+             approval, status, payload, leaf, chain, user, host, client, session, agent FROM events WHERE seq = 5;",
     )
     .unwrap();
     let forged = rows(&conn).into_iter().find(|r| r.seq == 7).unwrap();
@@ -313,7 +320,7 @@ fn row_inserted_with_a_gap_in_seq_is_a_seq_gap() {
     attacker(&sandbox.db)
         .execute(
             "INSERT INTO events SELECT 20, log_id, ts_us, kind, call_id, tool, action, rule_id,
-                 approval, status, payload, leaf, chain FROM events WHERE seq = 12",
+                 approval, status, payload, leaf, chain, user, host, client, session, agent FROM events WHERE seq = 12",
             [],
         )
         .unwrap();
@@ -562,7 +569,7 @@ fn reidentified_log_is_a_log_id_mismatch_at_seq_1() {
     lp(&mut enc, b"gavel/genesis/v1");
     lp(&mut enc, &log_id);
     lp(&mut enc, origin.as_bytes());
-    enc.extend_from_slice(&1u32.to_be_bytes());
+    enc.extend_from_slice(&2u32.to_be_bytes());
     let genesis: [u8; 32] = Sha256::digest(&enc).into();
     conn.execute_batch("DROP TRIGGER log_meta_no_update;")
         .unwrap();
@@ -769,7 +776,7 @@ fn renamed_origin_with_recomputed_genesis_and_chain_is_caught() {
         lp(&mut enc, b"gavel/genesis/v1");
         lp(&mut enc, &log_id);
         lp(&mut enc, origin.as_bytes());
-        enc.extend_from_slice(&1u32.to_be_bytes());
+        enc.extend_from_slice(&2u32.to_be_bytes());
         let genesis: [u8; 32] = Sha256::digest(&enc).into();
         conn.execute(
             "UPDATE log_meta SET origin = ?1, genesis = ?2",
@@ -812,7 +819,7 @@ fn given_checkpoint_of_a_log_renamed_consistently_is_a_checkpoint_origin() {
     lp(&mut enc, b"gavel/genesis/v1");
     lp(&mut enc, &log_id);
     lp(&mut enc, origin.as_bytes());
-    enc.extend_from_slice(&1u32.to_be_bytes());
+    enc.extend_from_slice(&2u32.to_be_bytes());
     let genesis: [u8; 32] = Sha256::digest(&enc).into();
     conn.execute(
         "UPDATE log_meta SET log_id = ?1, origin = ?2, genesis = ?3",
@@ -830,7 +837,7 @@ fn given_checkpoint_of_a_log_renamed_consistently_is_a_checkpoint_origin() {
 }
 
 #[test]
-fn recomputed_log_with_format_2_is_refused_by_verify_and_by_writers() {
+fn recomputed_log_with_format_3_is_refused_by_verify_and_by_writers() {
     let sandbox = four_reads();
     let conn = Connection::open(&sandbox.db).unwrap();
     let (log_id, origin): (Vec<u8>, String) = conn
@@ -842,12 +849,12 @@ fn recomputed_log_with_format_2_is_refused_by_verify_and_by_writers() {
     lp(&mut enc, b"gavel/genesis/v1");
     lp(&mut enc, &log_id);
     lp(&mut enc, origin.as_bytes());
-    enc.extend_from_slice(&2u32.to_be_bytes());
+    enc.extend_from_slice(&3u32.to_be_bytes());
     let genesis: [u8; 32] = Sha256::digest(&enc).into();
     conn.execute_batch("DROP TRIGGER log_meta_no_update;")
         .unwrap();
     conn.execute(
-        "UPDATE log_meta SET format = 2, genesis = ?1",
+        "UPDATE log_meta SET format = 3, genesis = ?1",
         [&genesis[..]],
     )
     .unwrap();
@@ -860,7 +867,7 @@ fn recomputed_log_with_format_2_is_refused_by_verify_and_by_writers() {
         "read_file",
         r#"{"path":"notes.txt"}"#,
     ]));
-    assert!(err.contains("record format 2"), "{err}");
+    assert!(err.contains("record format 3"), "{err}");
     assert_eq!(crate::store::sha256_file(&sandbox.db), before);
     assert_eq!(event_count(&sandbox.db), 12);
 }
@@ -939,14 +946,21 @@ fn insert_or_replace_cannot_rewrite_an_event_or_a_checkpoint_with_the_triggers_i
 
 #[test]
 fn database_from_before_the_replace_triggers_gets_them_at_the_next_write() {
-    let sandbox = four_reads();
+    // A schema-1 database: no rows yet (a writer that appends nothing made
+    // it), none of the later triggers, index or columns.
+    let sandbox = Sandbox::new();
+    let (key, _) = keygen(&sandbox, "k");
+    checkpoint(&sandbox, &key, "empty.cp");
     Connection::open(&sandbox.db)
         .unwrap()
         .execute_batch(
             "DROP TRIGGER events_no_replace; DROP TRIGGER checkpoints_no_replace;
              DROP TRIGGER log_meta_no_replace; DROP TRIGGER policies_no_replace;
              DROP TRIGGER policies_no_update; DROP TRIGGER policies_no_delete;
-             DROP INDEX events_anomaly; PRAGMA user_version = 1;",
+             DROP INDEX events_anomaly; ALTER TABLE events DROP COLUMN user;
+             ALTER TABLE events DROP COLUMN host; ALTER TABLE events DROP COLUMN client;
+             ALTER TABLE events DROP COLUMN session; ALTER TABLE events DROP COLUMN agent;
+             PRAGMA user_version = 1;",
         )
         .unwrap();
     crate::store::record_reads_from(&sandbox, 5, 1);
@@ -954,7 +968,7 @@ fn database_from_before_the_replace_triggers_gets_them_at_the_next_write() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3, "every later migration was applied");
+    assert_eq!(version, 4, "every later migration was applied");
     let triggers: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%_no_replace'",
