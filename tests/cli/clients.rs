@@ -781,3 +781,64 @@ fn init_writes_each_clients_own_configuration() {
         assert!(stdout(&out).contains(path), "{name}");
     }
 }
+
+#[test]
+fn every_clients_calls_carry_its_principal_and_approvals_its_channel() {
+    for c in CLIENTS {
+        let sandbox = sandbox();
+        pre(&sandbox, c, "ls", "p1", &[]);
+        pre(&sandbox, c, "touch notes.md", "p2", &[]);
+        let events = events(&sandbox);
+        let request = events.iter().find(|e| e["kind"] == "request").unwrap();
+        let principal = &request["payload"]["principal"];
+        assert_eq!(principal["client"], c.name, "{principal}");
+        assert!(principal["session"].is_string(), "{}: {principal}", c.name);
+        let mine = sandbox
+            .gavel(&["log", "--json", "--client", c.name])
+            .output()
+            .unwrap();
+        assert_eq!(json_lines(&mine).len(), 2, "{}", c.name);
+        let approval = events.iter().find(|e| e["kind"] == "approval").unwrap();
+        let approval = &approval["payload"];
+        assert_eq!(approval["channel"], "client_prompt", "{}", c.name);
+        match c.ask_renders {
+            "ask" => assert_eq!(approval["status"], "pending", "{}", c.name),
+            _ => assert_eq!(
+                (&approval["status"], &approval["cause"]),
+                (&json!("cancelled"), &json!("no_tty")),
+                "{}",
+                c.name
+            ),
+        }
+        if c.name == "cursor" {
+            assert_eq!(principal["client_version"], "2.0.77");
+            assert_eq!(approval["approver"], "dev@example.com");
+        }
+    }
+}
+
+#[test]
+fn a_claude_code_ask_run_under_bypass_permissions_is_approved_client_auto() {
+    let sandbox = sandbox();
+    let c = client("claude-code");
+    let mut pre: Value =
+        serde_json::from_str(&payload(&sandbox, c.name, "shell_pre", "touch b.md", "b1")).unwrap();
+    pre["agent_id"] = json!("agent-9");
+    pre["agent_type"] = json!("Plan");
+    let out = hook(&sandbox, c.name, &[], &pre.to_string());
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut post: Value =
+        serde_json::from_str(&payload(&sandbox, c.name, "shell_post", "touch b.md", "b1")).unwrap();
+    post["permission_mode"] = json!("bypassPermissions");
+    let out = hook(&sandbox, c.name, &[], &post.to_string());
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let events = events(&sandbox);
+    let approvals: Vec<&Value> = events.iter().filter(|e| e["kind"] == "approval").collect();
+    assert_eq!(approvals.len(), 2, "{events:#?}");
+    assert_eq!(approvals[1]["payload"]["status"], "approved");
+    assert_eq!(approvals[1]["payload"]["channel"], "client_auto");
+    let request = events.iter().find(|e| e["kind"] == "request").unwrap();
+    assert_eq!(request["payload"]["principal"]["agent_id"], "agent-9");
+    assert_eq!(request["payload"]["principal"]["agent_type"], "Plan");
+    verify(&sandbox);
+}
