@@ -72,6 +72,17 @@ pub struct ClientCall {
     /// Set when the input was too large to keep: its size in bytes (compact JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_bytes: Option<u64>,
+    /// The client's permission mode when it sent the call (Claude Code's
+    /// `permission_mode`: was the call made under `bypassPermissions`?).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    /// The prompt or turn the call belongs to (Claude Code `prompt_id`,
+    /// Codex `turn_id`, Cursor `generation_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_id: Option<String>,
+    /// The working directory the client reported with the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl ClientCall {
@@ -98,6 +109,9 @@ impl ClientCall {
             session_id: session_id.map(str::to_owned),
             input_sha256: Some(measured.sha256),
             input_bytes,
+            permission_mode: None,
+            prompt_id: None,
+            cwd: None,
         }
     }
 
@@ -317,14 +331,21 @@ pub enum AnomalyKind {
     CompletionMismatch,
     /// The call already had its result (or its anomaly) and another completion came.
     SecondCompletion,
+    /// A client without call ids reported a completion that several open
+    /// calls could own, not all allowed by one rule; none was completed.
+    AmbiguousCompletion,
+    /// A new call came with the id of a call already recorded; it was refused.
+    ReusedCallId,
 }
 
 impl AnomalyKind {
-    pub const ALL: [AnomalyKind; 4] = [
+    pub const ALL: [AnomalyKind; 6] = [
         AnomalyKind::RanDespiteDeny,
         AnomalyKind::RanWithoutDecision,
         AnomalyKind::CompletionMismatch,
         AnomalyKind::SecondCompletion,
+        AnomalyKind::AmbiguousCompletion,
+        AnomalyKind::ReusedCallId,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -333,6 +354,8 @@ impl AnomalyKind {
             AnomalyKind::RanWithoutDecision => "ran_without_decision",
             AnomalyKind::CompletionMismatch => "completion_mismatch",
             AnomalyKind::SecondCompletion => "second_completion",
+            AnomalyKind::AmbiguousCompletion => "ambiguous_completion",
+            AnomalyKind::ReusedCallId => "reused_call_id",
         }
     }
 
@@ -347,6 +370,8 @@ impl AnomalyKind {
             AnomalyKind::RanWithoutDecision => "ran without a decision",
             AnomalyKind::CompletionMismatch => "completion did not match its request",
             AnomalyKind::SecondCompletion => "second completion",
+            AnomalyKind::AmbiguousCompletion => "completion more than one call could own",
+            AnomalyKind::ReusedCallId => "refused: reused call id",
         }
     }
 }

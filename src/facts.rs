@@ -14,6 +14,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::request::ToolRequest;
 use crate::shell::{self, CommandAnalysis, operands};
@@ -184,6 +185,11 @@ fn gather(workspace: String, request: &ToolRequest, resolver: &impl Resolver) ->
             let analysis = shell::analyze(command);
             collect_shell(&mut collector, &analysis);
             shell_analysis = Some(analysis);
+        }
+    } else if request.name == "apply_patch" {
+        // Every file a patch (or a multi-edit) touches is a path of the call.
+        for raw in patch_paths(request) {
+            collector.push(resolver.fact(raw, raw, &Base::Start));
         }
     } else if let Some(field) = path_argument(&request.name)
         && let Some(raw) = request.str_arg(field)
@@ -655,6 +661,18 @@ fn base_shown(base: &Base) -> Option<String> {
         Base::Dir(dir) => Some(dir.to_string_lossy().into_owned()),
         _ => None,
     }
+}
+
+/// The `paths` of an `apply_patch` request: its non-empty strings.
+pub fn patch_paths(request: &ToolRequest) -> impl Iterator<Item = &str> {
+    request
+        .arguments
+        .get("paths")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|p| !p.is_empty())
 }
 
 /// Tools whose `path` (or `pattern` for `glob`) argument is scoped to the workspace.

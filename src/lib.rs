@@ -10,7 +10,7 @@ pub mod archive;
 pub mod audit;
 pub mod chain;
 pub mod checkpoint;
-pub mod claude_code;
+pub mod clients;
 pub mod digest;
 pub mod facts;
 pub mod hooks;

@@ -366,18 +366,33 @@ pub fn new_call_id() -> String {
     format!("call_{micros:x}_{:x}_{n}", std::process::id())
 }
 
+/// Where an `ask` goes when the client asks and executes itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskRoute {
+    /// The client's own prompt will answer: recorded `pending` (channel
+    /// `client_prompt`), with the person the client names, when it does.
+    ClientPrompt { approver: Option<String> },
+    /// The client cannot ask anybody here: nobody is asked, the call is
+    /// refused (`cancelled` with cause `no_tty`, `blocked`), and `why` is
+    /// the result's content.
+    Refuse { why: String },
+}
+
 impl GovernedRunner {
     /// Decides `request` and records it write-ahead, without asking anybody
     /// or running anything: for clients that ask and execute themselves
-    /// (Claude Code's hooks). One append holds the request, the decision
-    /// and, for `ask`, a `pending` approval (the client's own prompt will
-    /// answer it) or, for `deny`, the `blocked` result (the client will not
-    /// run it). Otherwise the result is appended when the client reports it.
+    /// (agent hooks). One append holds the request, the decision and, for
+    /// `ask`, a `pending` approval (the client's own prompt will answer it,
+    /// `AskRoute::ClientPrompt`) or a `cancelled` approval and a `blocked`
+    /// result (`AskRoute::Refuse`), or, for `deny`, the `blocked` result
+    /// (the client will not run it). Otherwise the result is appended when
+    /// the client reports it.
     pub fn decide_and_record(
         &self,
         call_id: &str,
         request: &ToolRequest,
         client: Option<ClientCall>,
+        ask: AskRoute,
         audit: &mut dyn AuditSink,
     ) -> Result<(Facts, Decision), AuditError> {
         self.hooks.emit(HookEvent::PreToolUse(request));
@@ -388,33 +403,45 @@ impl GovernedRunner {
         let Decided {
             facts, decision, ..
         } = decided;
-        match decision.action {
-            Action::Allow => {}
-            Action::Ask => events.push(
-                Event::now(
-                    call_id,
-                    tool,
-                    EventBody::Approval(ApprovalRecord::new(
-                        ApprovalStatus::Pending,
-                        approval::ApprovalChannel::ClientPrompt,
-                    )),
-                )
-                .by(who),
-            ),
+        let approval =
+            |record: ApprovalRecord| Event::now(call_id, tool, EventBody::Approval(record)).by(who);
+        let blocked = |content: String| {
+            Event::now(
+                call_id,
+                tool,
+                EventBody::Result(ResultRecord::from_result(&ToolResult {
+                    status: ExecutionStatus::Blocked,
+                    content,
+                    exit_code: None,
+                    duration_ms: 0,
+                })),
+            )
+            .by(who)
+        };
+        match (decision.action, ask) {
+            (Action::Allow, _) => {}
+            (Action::Ask, AskRoute::ClientPrompt { approver }) => {
+                let mut record = ApprovalRecord::new(
+                    ApprovalStatus::Pending,
+                    approval::ApprovalChannel::ClientPrompt,
+                );
+                record.approver = approver;
+                events.push(approval(record));
+            }
+            (Action::Ask, AskRoute::Refuse { why }) => {
+                let mut record = ApprovalRecord::new(
+                    ApprovalStatus::Cancelled,
+                    approval::ApprovalChannel::ClientPrompt,
+                );
+                record.cause = Some(approval::CancelCause::NoTty);
+                events.push(approval(record));
+                events.push(blocked(why));
+            }
             // A deny is final: the client will not run the call.
-            Action::Deny => events.push(
-                Event::now(
-                    call_id,
-                    tool,
-                    EventBody::Result(ResultRecord::from_result(&ToolResult {
-                        status: ExecutionStatus::Blocked,
-                        content: blocked_content(&decision, ApprovalStatus::NotRequired),
-                        exit_code: None,
-                        duration_ms: 0,
-                    })),
-                )
-                .by(who),
-            ),
+            (Action::Deny, _) => events.push(blocked(blocked_content(
+                &decision,
+                ApprovalStatus::NotRequired,
+            ))),
         }
         audit.append(&events)?;
         Ok((facts, decision))

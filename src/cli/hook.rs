@@ -1,71 +1,98 @@
-//! `gavel hook claude-code`: Claude Code's hook command. One JSON object on
-//! stdin; for `PreToolUse`, the decision as JSON on stdout.
+//! `gavel hook <client>`: an agent client's hook command. One JSON object
+//! on stdin; for a pre-event, the decision in the client's own format on
+//! stdout (`gavel::clients` knows each client's events, tools and answers).
 //!
-//! Exit codes follow Claude Code, not gavel's table: 0 when the event was
-//! recorded (a `deny` is an answer, not an error), 2 for anything that went
-//! wrong, with one line on stderr. For `PreToolUse`, exit 2 blocks the call,
-//! and any other non-zero exit would let it run, so nothing here may exit
-//! otherwise: errors and panics alike become exit 2 (fail closed). The one
-//! exception is `Stop`/`SubagentStop`, where exit 2 would keep the agent
-//! working: there an error exits 1, shown to the user.
+//! Exit codes follow the client, not gavel's table: 0 when the event was
+//! recorded (a `deny` is an answer, not an error). Anything that goes wrong
+//! (bad input, a bad policy, an unwritable record, a panic, a fatal signal)
+//! ends in the client's fail-closed answer (`Client::fail_closed`): exit 2
+//! (and, for clients that read it, a deny on stdout) wherever the client
+//! would otherwise let the call run; exit 1 on events where 2 would mean
+//! something else (Claude Code's `Stop`: keep working).
 
 use std::io::{Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use anyhow::Context;
-use clap::Subcommand;
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
 
-use gavel::approval::ApprovalChannel;
 use gavel::audit::{
-    AnomalyKind, AnomalyRecord, ApprovalRecord, Event, EventBody, INLINE_CLIENT_INPUT, ResultRecord,
+    AnomalyKind, AnomalyRecord, ApprovalRecord, ClientCall, Event, EventBody, INLINE_CLIENT_INPUT,
+    LifecycleRecord, ResultRecord, ToolResult,
 };
-use gavel::claude_code::{self, HookInput};
+use gavel::clients::{
+    self, Answer, AskMode, Client, Context, HookError, HookEvent, Kind, LOG_STARTED_MID_SESSION,
+    Reply, ToolCall,
+};
 use gavel::principal::Principal;
-use gavel::store::{Store, StoredEvent};
+use gavel::runner::{AskRoute, new_call_id};
+use gavel::store::{ClientKey, Store, StoreError, StoredEvent};
 use gavel::tools::Registry;
 use gavel::{Action, ApprovalStatus, ExecutionStatus, GovernedRunner};
 
 use super::{Exit, Global, one_line};
 
-#[derive(Subcommand, Debug)]
-pub enum HookCommand {
-    /// Claude Code's hook command: decide and record tool calls and session events
-    ///
-    /// PreToolUse is decided by the current policy against the workspace
-    /// (--workspace, else the hook's cwd), recorded write-ahead under the
-    /// tool_use_id, and answered with allow, deny or ask (handed to Claude
-    /// Code's own prompt, recorded as pending). PostToolUse and
-    /// PostToolUseFailure complete that call with its result when their
-    /// session, tool and input match it; otherwise (no decision, a mismatch,
-    /// a blocked call, a second report) they are recorded as anomalies,
-    /// which `gavel audit` lists. Other events
-    /// are recorded as lifecycle events. The database is --db, $GAVEL_DB, else
-    /// .gavel/audit.db in the workspace. Exit 0 when recorded; exit 2 with
-    /// one line on stderr for malformed input, a bad policy or an unwritable
-    /// database, which makes Claude Code block the call.
-    ClaudeCode,
+#[derive(Args, Debug)]
+pub struct HookArgs {
+    /// The agent client whose hook this is
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+        clients::CLIENTS.iter().map(|c| c.name())
+    ))]
+    pub client: String,
+    /// What an `ask` becomes: `auto` hands it to the client's prompt where the
+    /// client always can (Claude Code, Cursor) and denies it as "needs approval"
+    /// elsewhere; `prompt` also hands it over where the client prompts only in
+    /// interactive sessions (Gemini CLI, Copilot CLI); `deny` never hands it over
+    #[arg(long, value_enum, default_value_t = AskArg::Auto)]
+    pub ask: AskArg,
+    /// The event name, for payloads that do not carry it (Copilot's camelCase hooks)
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
 }
 
-pub fn run(global: &Global, command: HookCommand) -> anyhow::Result<Exit> {
-    match command {
-        HookCommand::ClaudeCode => Ok(claude_code_hook(global)),
-    }
+/// `--ask`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskArg {
+    Auto,
+    Prompt,
+    Deny,
 }
 
-/// The exit code of a fatal signal: 2 (block), or 1 for `Stop`, where 2
-/// would mean "keep working".
-static FATAL_EXIT: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(2);
+pub fn run(global: &Global, args: HookArgs) -> anyhow::Result<Exit> {
+    // The value parser admits only known names.
+    let client = clients::by_name(&args.client)
+        .with_context(|| format!("unknown client `{}`", args.client))?;
+    Ok(hook(client, global, &args))
+}
+
+/// The exit code of a fatal signal, and what to print on stdout then.
+static FATAL_EXIT: AtomicI32 = AtomicI32::new(2);
+static FATAL_STDOUT: OnceLock<Vec<u8>> = OnceLock::new();
 
 /// Makes a fatal signal (a crash in C code, an abort, a kill on timeout)
-/// exit 2 rather than die by the signal, which Claude Code would take as
-/// "let the call run".
-fn exit_2_on_fatal_signals() {
+/// end in the client's fail-closed answer rather than a death by signal,
+/// which a client could take as "let the call run".
+fn fail_closed_on_fatal_signals(client: &dyn Client) {
+    let answer = client.fail_closed(None, "internal error: fatal signal");
+    let mut stdout = answer.stdout.unwrap_or_default().into_bytes();
+    if !stdout.is_empty() {
+        stdout.push(b'\n');
+    }
+    let _ = FATAL_STDOUT.set(stdout);
+    FATAL_EXIT.store(i32::from(answer.exit), Ordering::Relaxed);
     extern "C" fn fatal(_: libc::c_int) {
         const MESSAGE: &[u8] = b"gavel: internal error: fatal signal\n";
-        let code = FATAL_EXIT.load(std::sync::atomic::Ordering::Relaxed);
-        // SAFETY: an atomic load, write(2) and _exit(2) are async-signal-safe.
+        let code = FATAL_EXIT.load(Ordering::Relaxed);
+        // SAFETY: an atomic load, reading a buffer set before the handler was
+        // installed, write(2) and _exit(2) are async-signal-safe.
         unsafe {
+            if let Some(out) = FATAL_STDOUT.get() {
+                libc::write(1, out.as_ptr().cast(), out.len());
+            }
             libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
             libc::_exit(code);
         }
@@ -89,314 +116,696 @@ fn exit_2_on_fatal_signals() {
     }
 }
 
-/// Runs the hook; whatever happens, the exit is 0 or 2.
-fn claude_code_hook(global: &Global) -> Exit {
-    exit_2_on_fatal_signals();
+/// Runs the hook; whatever happens, the client gets an answer it reads
+/// as recorded, or its fail-closed answer.
+fn hook(client: &dyn Client, global: &Global, args: &HookArgs) -> Exit {
+    fail_closed_on_fatal_signals(client);
     // A panic must not print its multi-line report nor exit with 101, which
-    // Claude Code would treat as "let the call run".
+    // a client would treat as "let the call run".
     std::panic::set_hook(Box::new(|_| {}));
     let mut text = String::new();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         std::io::stdin()
             .read_to_string(&mut text)
             .context("cannot read the hook input from stdin")?;
-        handle(global, &text)
+        handle(client, global, args, &text)
     }));
     let _ = std::panic::take_hook();
-    let message = match outcome {
-        Ok(Ok(())) => return Exit::Ok,
-        Ok(Err(err)) => one_line(&err),
+    let answer = match outcome {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(err)) => fail(client, args, &text, &one_line(&err)),
         Err(panic) => {
             let detail = panic
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            format!("internal error: {}", detail.replace('\n', " "))
+            let message = format!("internal error: {}", detail.replace('\n', " "));
+            fail(client, args, &text, &message)
         }
     };
-    let _ = writeln!(std::io::stderr(), "gavel: {message}");
-    // For Stop, exit 2 means "do not stop": the agent would keep working
-    // unrecorded. Exit 1 shows the error and lets the session end.
-    let event = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v.get("hook_event_name")?.as_str().map(str::to_owned));
-    match event.as_deref() {
-        Some("Stop" | "SubagentStop") => Exit::Failed,
+    let printed = match &answer.stdout {
+        Some(line) => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{line}").and_then(|()| out.flush())
+        }
+        None => Ok(()),
+    };
+    if let Some(line) = &answer.stderr {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+    if printed.is_err() && answer.exit == 0 {
+        let failed = fail(client, args, &text, "cannot write the hook answer");
+        let _ = writeln!(std::io::stderr(), "{}", failed.stderr.unwrap_or_default());
+        return exit(failed.exit);
+    }
+    exit(answer.exit)
+}
+
+fn exit(code: u8) -> Exit {
+    match code {
+        0 => Exit::Ok,
+        1 => Exit::Failed,
         _ => Exit::Error,
     }
 }
 
-fn handle(global: &Global, text: &str) -> anyhow::Result<()> {
-    let input = HookInput::parse(text)?;
-    if matches!(input.session().event.as_str(), "Stop" | "SubagentStop") {
-        FATAL_EXIT.store(1, std::sync::atomic::Ordering::Relaxed);
+/// The client's fail-closed answer for the event `text` names, if it names one.
+fn fail(client: &dyn Client, args: &HookArgs, text: &str, message: &str) -> Answer {
+    let named = serde_json::from_str::<Value>(text).ok().and_then(|v| {
+        ["hook_event_name", "hookEventName"]
+            .iter()
+            .find_map(|field| v.get(*field)?.as_str().map(str::to_owned))
+    });
+    client.fail_closed(named.or_else(|| args.event.clone()).as_deref(), message)
+}
+
+fn handle(
+    client: &dyn Client,
+    global: &Global,
+    args: &HookArgs,
+    text: &str,
+) -> anyhow::Result<Answer> {
+    let mut value: Value =
+        serde_json::from_str(text).map_err(|source| HookError::NotJson { source })?;
+    if let (Some(event), Some(object)) = (&args.event, value.as_object_mut())
+        && !object.contains_key("hook_event_name")
+        && !object.contains_key("hookEventName")
+    {
+        object.insert("hook_event_name".into(), Value::String(event.clone()));
     }
+    let event = client.parse(value)?;
+    let context = &event.context;
+    FATAL_EXIT.store(
+        i32::from(client.fail_closed(Some(&context.event), "").exit),
+        Ordering::Relaxed,
+    );
 
     // The workspace is pinned for the whole session: --workspace, else the
-    // project Claude Code was started in ($CLAUDE_PROJECT_DIR), and only
-    // then the hook's cwd, which follows the agent's `cd`.
+    // project the client was started in (its environment variable, or the
+    // project it reports), and only then the hook's cwd, which follows the
+    // agent's `cd`.
     let mut global = global.clone();
     if global.workspace.is_none() {
-        let project = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty());
-        global.workspace =
-            Some(project.map_or_else(|| PathBuf::from(&input.session().cwd), PathBuf::from));
+        let project = client
+            .project_dir_var()
+            .and_then(std::env::var_os)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| context.project_dir.as_ref().map(PathBuf::from));
+        global.workspace = Some(project.unwrap_or_else(|| PathBuf::from(&context.cwd)));
     }
     let workspace = global.workspace()?;
-    match &input {
-        HookInput::PreToolUse { session, tool } => {
-            let policy = global.policy(&workspace)?;
-            let mut store = global.open_store()?;
+    // A call is decided by a policy that loads, or nothing is recorded.
+    let policy = match event.kind {
+        Kind::Pre(_) | Kind::Permission(_) => Some(global.policy(&workspace)?),
+        _ => None,
+    };
+    let fresh = !global.db_path()?.exists();
+    let mut store = global.open_store()?;
+    let starts_session = matches!(
+        event.kind,
+        Kind::Lifecycle {
+            starts_session: true,
+            ..
+        }
+    );
+    // Who made the call: this process's user and host, what the client
+    // tells of its session, subagent and version, and, for a decided
+    // call, where its policy came from.
+    let base = match &policy {
+        Some(policy) => global.principal(client.name(), &workspace, policy, &store),
+        None => Principal::current(client.name()).with_host_id_beside(store.path()),
+    };
+    let who = Arc::new(from_context(base, context));
+    if fresh && !starts_session {
+        store.append(&[mid_session(client, context).by(Some(&who))])?;
+    }
+    let HookEvent { context, kind } = &event;
+    match kind {
+        Kind::Pre(call) => {
+            let policy = policy.context("the policy was loaded for this event")?;
             store.remember_policy(&policy)?;
             store.set_redaction(policy.redaction());
-            let request = claude_code::to_request(tool, &session.cwd);
+            let call_id = call.id.clone().unwrap_or_else(new_call_id);
+            let request = clients::to_request(client, call, &context.cwd, &call_id);
             // The mapped arguments carry the input's content: a large input
             // is not kept twice, only bound by its digest.
-            let client = claude_code::client_call(
-                tool,
-                &session.session_id,
+            let recorded = context.client_call(
+                client.name(),
+                call,
                 global.max_argument_bytes.min(INLINE_CLIENT_INPUT),
             );
-            // Claude Code's shell runs in the session's cwd: a relative
+            // The client's shell runs in the session's cwd: a relative
             // redirect lands there, whatever the pinned workspace root.
-            let workspace = match workspace.clone().with_cwd(Path::new(&session.cwd)) {
+            let workspace = match workspace.clone().with_cwd(Path::new(&context.cwd)) {
                 Ok(inside_cwd) => inside_cwd,
                 Err(_) => workspace,
             };
-            let principal = global.principal("claude-code", &workspace, &policy, &store);
+            let prompt = match args.ask {
+                AskArg::Deny => false,
+                AskArg::Prompt => client.can_prompt(context, AskMode::Prompt),
+                AskArg::Auto => client.can_prompt(context, AskMode::Deny),
+            };
+            let route = match prompt {
+                true => AskRoute::ClientPrompt {
+                    approver: context.user.clone(),
+                },
+                false => AskRoute::Refuse {
+                    why: format!(
+                        "needs approval: {} cannot ask a person from this hook, so gavel refused the call",
+                        client.name()
+                    ),
+                },
+            };
             let runner = GovernedRunner::new(policy, workspace, Registry::empty())
                 .with_max_argument_bytes(global.max_argument_bytes)
-                .with_principal(with_payload(principal, text));
-            let (_, decision) =
-                runner.decide_and_record(&tool.tool_use_id, &request, Some(client), &mut store)?;
-            let answer = claude_code::pre_tool_use_output(&decision).to_string();
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{answer}")
-                .and_then(|()| out.flush())
-                .context("cannot write the hook answer")?;
-        }
-        HookInput::PostToolUse { tool, .. } | HookInput::PostToolUseFailure { tool, .. } => {
-            let mut store = global.open_store()?;
-            redaction_from_policy(&global, &workspace, &mut store);
-            let who = payload_principal(&store, text);
-            complete(
+                .with_principal(Principal::clone(&who));
+            let decided = runner.decide_and_record(
+                &call_id,
+                &request,
+                Some(recorded.clone()),
+                route,
                 &mut store,
-                &input,
-                &tool.tool_use_id,
-                global.max_argument_bytes,
-                &who,
-                approval_channel(text),
-            )?;
+            );
+            let decision = match decided {
+                Ok((_, decision)) => decision,
+                Err(err) => {
+                    let reused = err
+                        .0
+                        .downcast_ref::<StoreError>()
+                        .is_some_and(|e| matches!(e, StoreError::DuplicateCall { .. }));
+                    if reused {
+                        store
+                            .append(&[reused_id(context, &call_id, &request.name, recorded)
+                                .by(Some(&who))])?;
+                    }
+                    return Err(err.into());
+                }
+            };
+            let reason = clients::decision_reason(&decision);
+            let reply = match decision.action {
+                Action::Allow => Reply::Allow { reason },
+                Action::Deny => Reply::Deny { reason },
+                Action::Ask if prompt => Reply::Ask { reason },
+                Action::Ask => Reply::Deny {
+                    reason: clients::needs_approval_reason(&decision, client.name()),
+                },
+            };
+            Ok(client.render(context, &reply))
         }
-        HookInput::Other { session, .. } => {
-            let mut store = global.open_store()?;
+        Kind::Permission(call) => {
+            let policy = policy.context("the policy was loaded for this event")?;
+            store.set_redaction(policy.redaction());
+            let request = clients::to_request(client, call, &context.cwd, "permission");
+            let runner = GovernedRunner::new(policy, workspace, Registry::empty())
+                .with_max_argument_bytes(global.max_argument_bytes);
+            let (_, decision) = runner.decide(&request);
+            // The client is about to ask a person: gavel answers in the
+            // person's place only to deny what its policy denies.
+            let reply = match decision.action {
+                Action::Deny => Reply::Deny {
+                    reason: clients::decision_reason(&decision),
+                },
+                Action::Allow | Action::Ask => Reply::Pass,
+            };
+            let answered = match reply {
+                Reply::Deny { .. } => "denied by gavel",
+                _ => "left to the client's own prompt",
+            };
+            store.append(&[Event::now(
+                &context.session_id,
+                None,
+                EventBody::Lifecycle(LifecycleRecord {
+                    event: context.event.clone(),
+                    data: json!({
+                        "session_id": context.session_id,
+                        "cwd": context.cwd,
+                        "turn_id": context.prompt_id,
+                        "tool_name": call.tool,
+                        "tool_input": call.input,
+                        "gavel": {
+                            "action": decision.action.as_str(),
+                            "rule_id": decision.rule_id,
+                            "reason": decision.reason,
+                            "answer": answered,
+                        },
+                    }),
+                }),
+            )
+            .by(Some(&who))])?;
+            Ok(client.render(context, &reply))
+        }
+        Kind::Post { call, result } => {
             redaction_from_policy(&global, &workspace, &mut store);
-            let record = claude_code::lifecycle(&input);
-            let who = payload_principal(&store, text);
-            store.append(&[
-                Event::now(&session.session_id, None, EventBody::Lifecycle(record)).by(Some(&who)),
-            ])?;
+            let completion = Completion {
+                client,
+                context,
+                call,
+                result,
+                max_input_bytes: global.max_argument_bytes,
+                who: &who,
+            };
+            match &call.id {
+                Some(id) => completion.complete_by_id(&mut store, id)?,
+                None => completion.complete_by_match(&mut store)?,
+            }
+            Ok(Answer::ok(None))
+        }
+        Kind::Batch(calls) => {
+            redaction_from_policy(&global, &workspace, &mut store);
+            for batch in calls {
+                if let Some(id) = &batch.call.id {
+                    let rejected = client_approval(client, context, ApprovalStatus::Rejected);
+                    store.append_for_call(id, |events| {
+                        by(close_declined(id, events, &batch.told, rejected), &who)
+                    })?;
+                }
+            }
+            Ok(Answer::ok(None))
+        }
+        Kind::Lifecycle { data, .. } => {
+            redaction_from_policy(&global, &workspace, &mut store);
+            store.append(&[Event::now(
+                &context.session_id,
+                None,
+                EventBody::Lifecycle(LifecycleRecord {
+                    event: context.event.clone(),
+                    data: data.clone(),
+                }),
+            )
+            .by(Some(&who))])?;
+            Ok(Answer::ok(None))
         }
     }
-    Ok(())
 }
 
-/// What Claude Code's payload says of who made the call: its session, and
-/// for a subagent its `agent_id` and `agent_type`.
-fn with_payload(principal: Principal, text: &str) -> Principal {
-    let payload: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
-    let field = |name: &str| payload.get(name).and_then(serde_json::Value::as_str);
+/// The note a hook records when it starts a new log mid-session.
+fn mid_session(client: &dyn Client, context: &Context) -> Event {
+    Event::now(
+        &context.session_id,
+        None,
+        EventBody::Lifecycle(LifecycleRecord {
+            event: LOG_STARTED_MID_SESSION.to_owned(),
+            data: json!({
+                "session_id": context.session_id,
+                "client": client.name(),
+                "first_event": context.event,
+                "detail": "no audit database existed when this hook ran, and the session had already started: what the session did before is not in this log",
+            }),
+        }),
+    )
+}
+
+/// The anomaly of a call refused because its id was already used.
+fn reused_id(context: &Context, call_id: &str, tool: &str, client: ClientCall) -> Event {
+    Event::now(
+        call_id,
+        Some(tool),
+        EventBody::Anomaly(AnomalyRecord {
+            anomaly: AnomalyKind::ReusedCallId,
+            detail: format!(
+                "a new `{}` call came with the id of a call already recorded; gavel refused it",
+                client.tool
+            ),
+            event: context.event.clone(),
+            tool_use_id: call_id.to_owned(),
+            client,
+            mismatched: Vec::new(),
+            result: ResultRecord::from_result(&ToolResult {
+                status: ExecutionStatus::Blocked,
+                content: "refused: reused call id".to_owned(),
+                exit_code: None,
+                duration_ms: 0,
+            }),
+        }),
+    )
+}
+
+/// Who made the call, as far as the client tells: its session, a
+/// subagent's id and type, the client's version.
+fn from_context(principal: Principal, context: &Context) -> Principal {
     principal
-        .with_session(field("session_id"))
-        .with_agent(field("agent_id"), field("agent_type"))
+        .with_session(Some(&context.session_id))
+        .with_agent(context.agent_id.as_deref(), context.agent_type.as_deref())
+        .with_client_version(context.client_version.as_deref())
 }
 
-/// How a call gavel asked about came to run: Claude Code's prompt allowed
-/// it, or its mode (`bypassPermissions`) let it through without one.
-fn approval_channel(text: &str) -> ApprovalChannel {
-    let payload: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
-    match payload
-        .get("permission_mode")
-        .and_then(serde_json::Value::as_str)
-    {
-        Some("bypassPermissions") => ApprovalChannel::ClientAuto,
-        _ => ApprovalChannel::ClientPrompt,
-    }
+/// `events`, each by `who`.
+fn by(events: Vec<Event>, who: &Arc<Principal>) -> Vec<Event> {
+    events.into_iter().map(|e| e.by(Some(who))).collect()
 }
 
-/// The principal of a hook event that no policy decides (a completion, a lifecycle event).
-fn payload_principal(store: &Store, text: &str) -> std::sync::Arc<Principal> {
-    std::sync::Arc::new(with_payload(
-        Principal::current("claude-code").with_host_id_beside(store.path()),
-        text,
-    ))
+/// The approval row of an ask `client` answered: through its prompt, or
+/// its mode (`client_auto`), by the person it names, when it names one.
+fn client_approval(
+    client: &dyn Client,
+    context: &Context,
+    status: ApprovalStatus,
+) -> ApprovalRecord {
+    let mut record = ApprovalRecord::new(status, client.approval_channel(context));
+    record.approver = context.user.clone();
+    record
 }
 
 /// Applies the policy's `[redact]` settings to `store`; a policy that does
 /// not load leaves the built-in redaction on (the safe side) and is
-/// reported by the next `PreToolUse`.
+/// reported by the next pre-event.
 fn redaction_from_policy(global: &Global, workspace: &gavel::Workspace, store: &mut Store) {
     if let Ok(policy) = global.policy(workspace) {
         store.set_redaction(policy.redaction());
     }
 }
 
-/// Appends the result of a call Claude Code ran to the call recorded at
-/// its `PreToolUse`, or, when it cannot complete that call, an anomaly.
-fn complete(
-    store: &mut Store,
-    input: &HookInput,
-    call_id: &str,
-    max_input_bytes: u64,
-    who: &std::sync::Arc<Principal>,
-    channel: ApprovalChannel,
-) -> anyhow::Result<()> {
-    // Read and append in one transaction, so two reports of one call cannot
-    // both complete it.
-    let redactor = store.redactor().cloned();
-    store.append_for_call(call_id, |events| {
-        completion(
-            input,
-            call_id,
-            events,
-            max_input_bytes,
-            redactor.as_ref(),
-            channel,
-        )
-        .into_iter()
-        .map(|event| event.by(Some(who)))
-        .collect()
-    })?;
-    Ok(())
-}
-
-/// The events a completion appends, given what is recorded of `call_id`.
-///
-/// It completes the call (an `ask` that ran was approved in Claude Code's
-/// prompt, then the result) only when the call was decided, the
-/// completion's session, tool and input digest match the recorded request,
-/// and the call has no result yet. Anything else is an anomaly event beside
-/// the call, never its result: a call gavel never decided (ran without a
-/// decision), a completion that does not match (completion mismatch), a
-/// call gavel blocked (ran despite deny), one already complete (second
-/// completion).
-fn completion(
-    input: &HookInput,
+/// Closes an ask the client's prompt declined: a batch reported the call
+/// and no completion ran it, so it was rejected, with what the model was told.
+fn close_declined(
     call_id: &str,
     events: &[StoredEvent],
-    max_input_bytes: u64,
-    redactor: Option<&gavel::redact::Redactor>,
-    channel: ApprovalChannel,
+    told: &str,
+    approval: ApprovalRecord,
 ) -> Vec<Event> {
-    let (session, tool) = match input {
-        HookInput::PostToolUse { session, tool, .. }
-        | HookInput::PostToolUseFailure { session, tool, .. } => (session, tool),
-        _ => return Vec::new(),
-    };
-    // `tool_result` returns a result for both post events.
-    let Some(result) = claude_code::tool_result(input) else {
+    let Some(decision) = events.iter().find(|e| e.kind == "decision") else {
         return Vec::new();
     };
-    let result = ResultRecord::from_result(&result);
-    let gavel_tool = claude_code::to_request(tool, &session.cwd).name;
-    let client = claude_code::client_call(tool, &session.session_id, max_input_bytes);
-    let anomaly = |anomaly: AnomalyKind, detail: String, mismatched: Vec<String>| {
-        vec![Event::now(
-            call_id,
-            Some(&gavel_tool),
-            EventBody::Anomaly(AnomalyRecord {
-                anomaly,
-                detail,
-                event: session.event.clone(),
-                tool_use_id: tool.tool_use_id.clone(),
-                client: client.clone(),
-                mismatched,
-                result: result.clone(),
-            }),
-        )]
-    };
-    let reported = result.status.as_str();
-    let Some(decision) = events.iter().find(|e| e.kind == "decision") else {
-        if events.iter().any(|e| e.kind == "anomaly") {
-            return anomaly(
-                AnomalyKind::SecondCompletion,
-                format!("another report ({reported}) of a call gavel never decided"),
-                Vec::new(),
-            );
-        }
-        return anomaly(
-            AnomalyKind::RanWithoutDecision,
-            format!(
-                "Claude Code reports `{}` ran ({reported}), but gavel recorded no decision for it",
-                tool.tool_name
-            ),
-            Vec::new(),
-        );
-    };
-    let recorded = events.iter().find(|e| e.kind == "request").and_then(|e| {
-        match EventBody::from_json("request", &e.payload) {
-            Ok(EventBody::Request(request)) => Some(request),
-            _ => None,
-        }
-    });
-    let recorded_client = recorded.as_ref().and_then(|r| r.client.as_ref());
-    let mut mismatched = claude_code::binding_mismatch(recorded_client, &client);
-    // The recorded input had its secrets redacted before it was stored: the
-    // completion's input, redacted with the same key, is compared with it.
-    if mismatched.iter().any(|m| m == "input")
-        && let Some(redactor) = redactor
-    {
-        let mut redacted = client.clone();
-        if redacted.input_sha256.is_none() && redactor.redact_value(&mut redacted.input) > 0 {
-            mismatched = claude_code::binding_mismatch(recorded_client, &redacted);
-        }
-    }
-    if !mismatched.is_empty() {
-        return anomaly(
-            AnomalyKind::CompletionMismatch,
-            format!(
-                "a completion ({reported}) whose {} differ from the recorded request; the call was not completed",
-                mismatched.join(", ")
-            ),
-            mismatched,
-        );
-    }
-    let approval = events
+    let pending = events
         .iter()
         .rev()
         .find(|e| e.kind == "approval")
-        .and_then(|e| e.approval.as_deref());
-    let action = decision.action.as_deref().unwrap_or("?");
-    let rule = decision.rule_id.as_deref().unwrap_or("?");
-    if let Some(first) = events.iter().find(|e| e.kind == "result") {
-        let status = first.status.as_deref().unwrap_or("?");
-        if status == ExecutionStatus::Blocked.as_str() {
-            return anomaly(
-                AnomalyKind::RanDespiteDeny,
+        .and_then(|e| e.approval.as_deref())
+        == Some(ApprovalStatus::Pending.as_str());
+    if decision.action.as_deref() != Some(Action::Ask.as_str())
+        || !pending
+        || events.iter().any(|e| e.kind == "result")
+    {
+        return Vec::new();
+    }
+    let tool = decision.tool.as_deref();
+    vec![
+        Event::now(call_id, tool, EventBody::Approval(approval)),
+        Event::now(
+            call_id,
+            tool,
+            EventBody::Result(ResultRecord::from_result(&ToolResult {
+                status: ExecutionStatus::Blocked,
+                content: told.to_owned(),
+                exit_code: None,
+                duration_ms: 0,
+            })),
+        ),
+    ]
+}
+
+/// Whether `first` and every call of `rest` were allowed by the same rule,
+/// so that which of them a completion belongs to makes no difference.
+fn interchangeable(first: &[StoredEvent], rest: &[&(String, Vec<StoredEvent>)]) -> bool {
+    let allowed_by = |events: &[StoredEvent]| {
+        events
+            .iter()
+            .find(|e| e.kind == "decision")
+            .filter(|d| d.action.as_deref() == Some(Action::Allow.as_str()))
+            .and_then(|d| d.rule_id.clone())
+    };
+    let Some(rule) = allowed_by(first) else {
+        return false;
+    };
+    rest.iter()
+        .all(|(_, events)| allowed_by(events).as_deref() == Some(rule.as_str()))
+}
+
+/// A completion (a post-event) and what it needs to find its call.
+struct Completion<'a> {
+    client: &'a dyn Client,
+    context: &'a Context,
+    call: &'a ToolCall,
+    result: &'a ToolResult,
+    max_input_bytes: u64,
+    who: &'a Arc<Principal>,
+}
+
+impl Completion<'_> {
+    /// The approval row of an ask the client answered: how (its prompt, or
+    /// its mode), and who, where the client names the person.
+    fn approval(&self, status: ApprovalStatus) -> ApprovalRecord {
+        client_approval(self.client, self.context, status)
+    }
+
+    fn recorded(&self) -> ClientCall {
+        self.context
+            .client_call(self.client.name(), self.call, self.max_input_bytes)
+    }
+
+    fn gavel_tool(&self) -> String {
+        self.client.map_tool(self.call, &self.context.cwd).0
+    }
+
+    /// Completes the call recorded under the client's own id (reading and
+    /// appending in one transaction, so two reports cannot both complete it).
+    fn complete_by_id(&self, store: &mut Store, call_id: &str) -> anyhow::Result<()> {
+        let redactor = store.redactor().cloned();
+        store.append_for_call(call_id, |events| {
+            by(
+                self.completion(call_id, events, redactor.as_ref()),
+                self.who,
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Completes the one open call (decided, no result yet) of this
+    /// session with this tool and input digest, or the oldest of several
+    /// that were all allowed by the same rule (they are interchangeable).
+    /// None open: the report is of a call gavel blocked, or of one it never
+    /// decided; several with an ask among them: which one a person approved
+    /// cannot be told. Both are anomalies, never a guess.
+    fn complete_by_match(&self, store: &mut Store) -> anyhow::Result<()> {
+        let recorded = self.recorded();
+        let digest = recorded.bound_digest();
+        let key = ClientKey {
+            client: self.client.name(),
+            session_id: &self.context.session_id,
+            tool: &self.call.tool,
+            input_sha256: &digest,
+        };
+        let redactor = store.redactor().cloned();
+        store.append_for_client_calls(key, |calls| {
+
+            let open: Vec<&(String, Vec<StoredEvent>)> = calls
+                .iter()
+                .filter(|(_, events)| {
+                    events.iter().any(|e| e.kind == "decision")
+                        && !events.iter().any(|e| e.kind == "result")
+                })
+                .collect();
+            let events = match open.as_slice() {
+                [(call_id, events)] => self.completion(call_id, events, redactor.as_ref()),
+                // Identical calls allowed by one rule are interchangeable: the
+                // oldest is completed first (parallel identical reads).
+                [(call_id, events), rest @ ..] if interchangeable(events, rest) => {
+                    self.completion(call_id, events, redactor.as_ref())
+                }
+                [] => {
+                    let blocked = calls.iter().rev().find(|(_, events)| {
+                        events.iter().any(|e| {
+                            e.kind == "result"
+                                && e.status.as_deref() == Some(ExecutionStatus::Blocked.as_str())
+                        })
+                    });
+                    match blocked {
+                        Some((call_id, events)) => {
+                            self.completion(call_id, events, redactor.as_ref())
+                        }
+                        None => self.undecided(&new_call_id()),
+                    }
+                }
+                several => {
+                    let ids: Vec<&str> = several.iter().map(|(id, _)| id.as_str()).collect();
+                    self.anomaly(
+                        &new_call_id(),
+                        AnomalyKind::AmbiguousCompletion,
+                        format!(
+                            "{} reports `{}` ran ({}), and {} open calls of this session have this tool and input ({}); none was completed",
+                            self.client.name(),
+                            self.call.tool,
+                            self.result.status.as_str(),
+                            ids.len(),
+                            ids.join(", ")
+                        ),
+                        Vec::new(),
+                    )
+                }
+            };
+            by(events, self.who)
+        })?;
+        Ok(())
+    }
+
+    fn anomaly(
+        &self,
+        call_id: &str,
+        anomaly: AnomalyKind,
+        detail: String,
+        mismatched: Vec<String>,
+    ) -> Vec<Event> {
+        vec![Event::now(
+            call_id,
+            Some(&self.gavel_tool()),
+            EventBody::Anomaly(AnomalyRecord {
+                anomaly,
+                detail,
+                event: self.context.event.clone(),
+                tool_use_id: self.call.id.clone().unwrap_or_default(),
+                client: self.recorded(),
+                mismatched,
+                result: ResultRecord::from_result(self.result),
+            }),
+        )]
+    }
+
+    /// A report of a call gavel never decided: an anomaly when it ran, a
+    /// lifecycle event when the client says it did not.
+    fn undecided(&self, call_id: &str) -> Vec<Event> {
+        if self.result.status == ExecutionStatus::Blocked {
+            return vec![Event::now(
+                &self.context.session_id,
+                None,
+                EventBody::Lifecycle(LifecycleRecord {
+                    event: self.context.event.clone(),
+                    data: json!({
+                        "session_id": self.context.session_id,
+                        "tool_name": self.call.tool,
+                        "tool_input": self.call.input,
+                        "result": ResultRecord::from_result(self.result),
+                    }),
+                }),
+            )];
+        }
+        self.anomaly(
+            call_id,
+            AnomalyKind::RanWithoutDecision,
+            format!(
+                "{} reports `{}` ran ({}), but gavel recorded no decision for it",
+                self.client.name(),
+                self.call.tool,
+                self.result.status.as_str()
+            ),
+            Vec::new(),
+        )
+    }
+
+    /// The events a completion appends, given what is recorded of `call_id`.
+    ///
+    /// It completes the call (an `ask` that ran was approved at the
+    /// client's prompt; one the client reports it did not run was
+    /// rejected; then the result) only when the call was decided, the
+    /// completion's session, tool and input digest match the recorded
+    /// request, and the call has no result yet. Anything else is an
+    /// anomaly beside the call, never its result: a call gavel never
+    /// decided (ran without a decision), a completion that does not match
+    /// (completion mismatch), a call gavel blocked (ran despite deny), one
+    /// already complete (second completion).
+    fn completion(
+        &self,
+        call_id: &str,
+        events: &[StoredEvent],
+        redactor: Option<&gavel::redact::Redactor>,
+    ) -> Vec<Event> {
+        let reported = self.result.status.as_str();
+        let ran = self.result.status != ExecutionStatus::Blocked;
+        let Some(decision) = events.iter().find(|e| e.kind == "decision") else {
+            if events.iter().any(|e| e.kind == "anomaly") {
+                return self.anomaly(
+                    call_id,
+                    AnomalyKind::SecondCompletion,
+                    format!("another report ({reported}) of a call gavel never decided"),
+                    Vec::new(),
+                );
+            }
+            return self.undecided(call_id);
+        };
+        let recorded = events.iter().find(|e| e.kind == "request").and_then(|e| {
+            match EventBody::from_json("request", &e.payload) {
+                Ok(EventBody::Request(request)) => Some(request),
+                _ => None,
+            }
+        });
+        let recorded_client = recorded.as_ref().and_then(|r| r.client.as_ref());
+        let completion = self.recorded();
+        let mut mismatched = clients::binding_mismatch(recorded_client, &completion);
+        // The recorded input had its secrets redacted before it was stored: the
+        // completion's input, redacted with the same key, is compared with it.
+        if mismatched.iter().any(|m| m == "input")
+            && let Some(redactor) = redactor
+        {
+            let mut redacted = completion.clone();
+            if redacted.input_sha256.is_none() && redactor.redact_value(&mut redacted.input) > 0 {
+                mismatched = clients::binding_mismatch(recorded_client, &redacted);
+            }
+        }
+        if !mismatched.is_empty() {
+            return self.anomaly(
+                call_id,
+                AnomalyKind::CompletionMismatch,
                 format!(
-                    "gavel blocked this call ({action} by `{rule}`, approval {}) and Claude Code reports it ran ({reported})",
-                    approval.unwrap_or("not_required")
+                    "a completion ({reported}) whose {} differ from the recorded request; the call was not completed",
+                    mismatched.join(", ")
+                ),
+                mismatched,
+            );
+        }
+        let approval = events
+            .iter()
+            .rev()
+            .find(|e| e.kind == "approval")
+            .and_then(|e| e.approval.as_deref());
+        let action = decision.action.as_deref().unwrap_or("?");
+        let rule = decision.rule_id.as_deref().unwrap_or("?");
+        if let Some(first) = events.iter().find(|e| e.kind == "result") {
+            let status = first.status.as_deref().unwrap_or("?");
+            if status == ExecutionStatus::Blocked.as_str() {
+                if !ran {
+                    // The client confirms it did not run a blocked call.
+                    return Vec::new();
+                }
+                return self.anomaly(
+                    call_id,
+                    AnomalyKind::RanDespiteDeny,
+                    format!(
+                        "gavel blocked this call ({action} by `{rule}`, approval {}) and {} reports it ran ({reported})",
+                        approval.unwrap_or("not_required"),
+                        self.client.name()
+                    ),
+                    Vec::new(),
+                );
+            }
+            return self.anomaly(
+                call_id,
+                AnomalyKind::SecondCompletion,
+                format!(
+                    "the call already has its result ({status}); another report ({reported}) came"
                 ),
                 Vec::new(),
             );
         }
-        return anomaly(
-            AnomalyKind::SecondCompletion,
-            format!("the call already has its result ({status}); another report ({reported}) came"),
-            Vec::new(),
-        );
-    }
-    let tool = decision.tool.as_deref();
-    let mut append = Vec::new();
-    if decision.action.as_deref() == Some(Action::Ask.as_str())
-        && matches!(approval, None | Some("pending"))
-    {
+        let tool = decision.tool.as_deref();
+        let mut append = Vec::new();
+        if decision.action.as_deref() == Some(Action::Ask.as_str())
+            && matches!(approval, None | Some("pending"))
+        {
+            append.push(Event::now(
+                call_id,
+                tool,
+                EventBody::Approval(self.approval(match ran {
+                    true => ApprovalStatus::Approved,
+                    false => ApprovalStatus::Rejected,
+                })),
+            ));
+        }
         append.push(Event::now(
             call_id,
             tool,
-            EventBody::Approval(ApprovalRecord::new(ApprovalStatus::Approved, channel)),
+            EventBody::Result(ResultRecord::from_result(self.result)),
         ));
+        append
     }
-    append.push(Event::now(call_id, tool, EventBody::Result(result)));
-    append
 }

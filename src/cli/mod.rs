@@ -6,6 +6,7 @@ mod check;
 mod demo;
 mod export;
 mod hook;
+mod init;
 mod keys;
 mod log;
 mod policy_cmd;
@@ -195,9 +196,21 @@ pub enum Command {
     Keygen(keys::KeygenArgs),
     /// Sign and store a checkpoint of the log's current size and Merkle root
     Checkpoint(keys::CheckpointArgs),
-    /// Answer an agent's hook: decide its tool calls and record them
-    #[command(subcommand)]
-    Hook(hook::HookCommand),
+    /// Answer an agent client's hook: decide its tool calls and record them
+    ///
+    /// One JSON object on stdin, in the client's own hook format; a tool call is
+    /// decided by the current policy against the workspace (--workspace, else the
+    /// project the client runs in, else the hook's cwd), recorded write-ahead, and
+    /// answered in the client's format. An ask goes to the client's own prompt
+    /// where it can prompt, else it is denied as "needs approval" (see --ask).
+    /// Completions complete the call they match (by the client's call id, or by
+    /// session, tool and input digest); anything else is an anomaly. Other events
+    /// are lifecycle events. The database is --db, $GAVEL_DB, else .gavel/audit.db
+    /// in the workspace. Anything that goes wrong ends in the client's fail-closed
+    /// answer (exit 2, which blocks the call).
+    Hook(hook::HookArgs),
+    /// Install gavel as a client's hooks, with a starting policy for coding agents
+    Init(init::InitArgs),
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
 }
@@ -257,6 +270,10 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
         ],
     ),
     ("checkpoint", &["policy", "max_argument_bytes"]),
+    (
+        "init",
+        &["policy", "db", "durability", "max_argument_bytes"],
+    ),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -322,7 +339,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Audit(args) => audit::run(&global, args),
         Command::Keygen(args) => keys::keygen(args),
         Command::Checkpoint(args) => keys::checkpoint(&global, args),
-        Command::Hook(command) => hook::run(&global, command),
+        Command::Hook(args) => hook::run(&global, args),
+        Command::Init(args) => init::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
     }
 }

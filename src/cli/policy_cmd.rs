@@ -23,6 +23,12 @@ pub enum PolicyCommand {
         /// gavel.toml` starts a policy: the shell creates the file before gavel runs)
         #[arg(long)]
         builtin: bool,
+        /// Print a ready-made policy: `default` (the built-in one) or `coding-agent`
+        /// (for Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor; `gavel init` writes it)
+        #[arg(long, value_name = "NAME", conflicts_with = "builtin",
+              value_parser = clap::builder::PossibleValuesParser::new(
+                  gavel::policy::PRESETS.iter().map(|(name, _)| *name)))]
+        preset: Option<String>,
     },
     /// Check that a policy file loads; prints its name, digest and rule count, and
     /// `policy lint`'s warnings on stderr
@@ -67,10 +73,19 @@ pub enum PolicyCommand {
 
 pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
     match command {
-        PolicyCommand::Show { builtin: true } => {
+        PolicyCommand::Show {
+            preset: Some(name), ..
+        } => {
+            let text = gavel::policy::PRESETS
+                .iter()
+                .find(|(preset, _)| *preset == name)
+                .map_or("", |(_, text)| *text);
+            render::line(text.trim_end())?;
+        }
+        PolicyCommand::Show { builtin: true, .. } => {
             render::line(gavel::policy::DEFAULT_POLICY_TOML.trim_end())?;
         }
-        PolicyCommand::Show { builtin: false } => {
+        PolicyCommand::Show { builtin: false, .. } => {
             let workspace = global.workspace()?;
             let policy = global.policy(&workspace)?;
             render::line(policy.source().trim_end())?;

@@ -102,7 +102,7 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
             .with_context(|| format!("cannot read export `{}`", path.display()))?;
         let outcome = gavel::archive::verify_export(std::io::BufReader::new(file), given, &keys)
             .with_context(|| format!("export `{}`", path.display()))?;
-        return print(&outcome.report, json, Some(outcome.whole_chain));
+        return print(&outcome.report, json, Some(outcome.whole_chain), None);
     }
     let store = match Store::open_read_only(&global.db_path()?) {
         Ok(store) => store,
@@ -111,12 +111,14 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
                 &tampered(Problem::IdentityMismatch, err.to_string(), &keys),
                 json,
                 None,
+                None,
             );
         }
         Err(err @ StoreError::UnknownFormat { .. }) => {
             return print(
                 &tampered(Problem::UnknownFormat, err.to_string(), &keys),
                 json,
+                None,
                 None,
             );
         }
@@ -130,7 +132,28 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
             root: false,
         },
     )?;
-    print(&report, json, None)
+    let exit = print(&report, json, None, begins_mid_session(&store)?.as_ref())?;
+    Ok(exit)
+}
+
+/// What the log's first event says when a hook started the log in the
+/// middle of a session: a note, not a failure (the chain is whole; what
+/// came before it was never recorded here).
+fn begins_mid_session(store: &Store) -> anyhow::Result<Option<serde_json::Value>> {
+    let Some(first) = store.first_event()? else {
+        return Ok(None);
+    };
+    if first.kind != "lifecycle" {
+        return Ok(None);
+    }
+    let payload: serde_json::Value = serde_json::from_slice(&first.payload).unwrap_or_default();
+    if payload["event"] != gavel::clients::LOG_STARTED_MID_SESSION {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::json!({
+        "session_id": payload["data"]["session_id"],
+        "client": payload["data"]["client"],
+    })))
 }
 
 /// A failed report that no row can be blamed for.
@@ -140,11 +163,19 @@ fn tampered(problem: Problem, detail: String, keys: &[VerifierKey]) -> VerifyRep
     report
 }
 
-fn print(report: &VerifyReport, json: bool, whole_chain: Option<bool>) -> anyhow::Result<Exit> {
+fn print(
+    report: &VerifyReport,
+    json: bool,
+    whole_chain: Option<bool>,
+    mid_session: Option<&serde_json::Value>,
+) -> anyhow::Result<Exit> {
     if json {
         let mut value = serde_json::to_value(report)?;
         if let (Some(whole), Some(object)) = (whole_chain, value.as_object_mut()) {
             object.insert("whole_chain".into(), whole.into());
+        }
+        if let (Some(note), Some(object)) = (mid_session, value.as_object_mut()) {
+            object.insert("begins_mid_session".into(), note.clone());
         }
         render::json(&value)?;
     } else if report.ok {
@@ -177,6 +208,13 @@ fn print(report: &VerifyReport, json: bool, whole_chain: Option<bool>) -> anyhow
             });
         }
         render::line(&line)?;
+        if let Some(note) = mid_session {
+            render::line(&format!(
+                "note: the log begins mid-session ({} session `{}`): what that session did before its first recorded event is not in this log",
+                note["client"].as_str().unwrap_or("?"),
+                render::escape(note["session_id"].as_str().unwrap_or("?"))
+            ))?;
+        }
     } else {
         let problem = report.problem.map(Problem::as_str).unwrap_or("unknown");
         let seq = report

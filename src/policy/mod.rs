@@ -27,6 +27,16 @@ pub const DEFAULT_POLICY_TOML: &str = include_str!("default.toml");
 /// How the built-in policy is named where a file path would be.
 pub const DEFAULT_POLICY_SOURCE: &str = "<built-in default>";
 
+/// The coding-agent preset (`gavel policy show --preset coding-agent`),
+/// which `gavel init` writes as a project's `gavel.toml`.
+pub const CODING_AGENT_POLICY_TOML: &str = include_str!("coding-agent.toml");
+
+/// The policies `gavel policy show --preset` prints, by name.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("default", DEFAULT_POLICY_TOML),
+    ("coding-agent", CODING_AGENT_POLICY_TOML),
+];
+
 /// Rule id for requests whose arguments cannot be judged safely.
 pub const INVALID_ARGUMENTS: &str = "request.invalid_arguments";
 /// Rule id for requests no rule matched.
@@ -234,6 +244,24 @@ fn invalid_arguments(request: &ToolRequest) -> Option<String> {
             json_kind(&request.arguments)
         ));
     };
+    if request.name == "apply_patch" {
+        // Judged by the files it touches: it must name at least one, and
+        // every entry must be a path.
+        return match arguments.get("paths") {
+            Some(Value::Array(paths))
+                if !paths.is_empty()
+                    && paths
+                        .iter()
+                        .all(|p| p.as_str().is_some_and(|s| !s.is_empty())) =>
+            {
+                None
+            }
+            _ => Some(
+                "`apply_patch` requires `paths`, a non-empty list of the files it touches"
+                    .to_owned(),
+            ),
+        };
+    }
     let field = match request.name.as_str() {
         "bash" => "command",
         tool => path_argument(tool)?,

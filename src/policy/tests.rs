@@ -79,6 +79,13 @@ fn the_builtin_policys_examples_hold() {
 }
 
 #[test]
+fn the_coding_agent_presets_examples_hold() {
+    let policy =
+        Policy::from_toml(crate::policy::CODING_AGENT_POLICY_TOML, "coding-agent.toml").unwrap();
+    assert_eq!(policy.reference().name, "gavel-coding-agent");
+}
+
+#[test]
 fn hard_denies_are_structured_decisions() {
     let policy = Policy::builtin();
     for command in [

@@ -128,6 +128,79 @@ impl Store {
     }
 }
 
+/// A client's call, for matching a completion that carries no call id:
+/// the recorded requests whose `client` block has this client, session,
+/// tool and input digest.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientKey<'a> {
+    pub client: &'a str,
+    pub session_id: &'a str,
+    pub tool: &'a str,
+    pub input_sha256: &'a str,
+}
+
+impl Store {
+    /// Reads every call recorded under `key` (oldest first, each with its
+    /// events) and appends what `build` makes of them, in one `BEGIN
+    /// IMMEDIATE` transaction: two completions cannot both claim one call.
+    pub fn append_for_client_calls(
+        &mut self,
+        key: ClientKey<'_>,
+        build: impl FnOnce(&[(String, Vec<StoredEvent>)]) -> Vec<Event>,
+    ) -> Result<u64, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("starting an append"))?;
+        let calls = {
+            let mut ids = tx
+                .prepare_cached(
+                    "SELECT call_id FROM events
+                     WHERE kind = 'request' AND json_valid(CAST(payload AS TEXT))
+                       AND json_extract(CAST(payload AS TEXT), '$.client.client') = ?1
+                       AND json_extract(CAST(payload AS TEXT), '$.client.session_id') = ?2
+                       AND json_extract(CAST(payload AS TEXT), '$.client.tool') = ?3
+                       AND json_extract(CAST(payload AS TEXT), '$.client.input_sha256') = ?4
+                     ORDER BY seq",
+                )
+                .map_err(sql("preparing a lookup"))?;
+            let ids: Vec<String> = ids
+                .query_map(
+                    params![key.client, key.session_id, key.tool, key.input_sha256],
+                    |row| row.get(0),
+                )
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(sql("finding a client's calls"))?;
+            let text = format!(
+                "SELECT {} FROM events WHERE call_id = ?1 ORDER BY seq",
+                StoredEvent::COLUMNS
+            );
+            let mut events = tx
+                .prepare_cached(&text)
+                .map_err(sql("preparing a lookup"))?;
+            let mut calls = Vec::with_capacity(ids.len());
+            for id in ids {
+                let found = events
+                    .query_map([&id], StoredEvent::from_row)
+                    .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                    .map_err(sql("reading a call's events"))?;
+                calls.push((id, found));
+            }
+            calls
+        };
+        let seq = insert_all(
+            &tx,
+            &self.identity,
+            &self.path,
+            self.redactor.as_ref(),
+            &mut self.secrets,
+            &build(&calls),
+        )?;
+        tx.commit().map_err(sql("committing an append"))?;
+        Ok(seq)
+    }
+}
+
 /// Chains and inserts `events` after the current head, inside `tx`.
 fn insert_all(
     tx: &rusqlite::Transaction<'_>,

@@ -22,6 +22,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::chain::Hash;
 
+pub use append::ClientKey;
 pub use query::{
     AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Stats,
     StoredEvent, UNGOVERNED, UngovernedCall,

@@ -656,6 +656,18 @@ impl Store {
         Ok(())
     }
 
+    /// The first event of the log (seq 1), if any.
+    pub fn first_event(&self) -> Result<Option<StoredEvent>, StoreError> {
+        let text = format!(
+            "SELECT {} FROM events ORDER BY seq LIMIT 1",
+            self.event_columns()
+        );
+        self.conn
+            .query_row(&text, [], StoredEvent::from_row)
+            .optional()
+            .map_err(sql("reading the first event"))
+    }
+
     /// The number of events in the log.
     pub fn event_count(&self) -> Result<u64, StoreError> {
         self.conn

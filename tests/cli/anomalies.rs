@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::support::{Sandbox, code, hook_payload, json_lines, run_expecting, stderr, stdout};
 
-/// A Claude Code hook payload from `fixtures/claude_code/` for one call.
+/// A Claude Code hook payload from `fixtures/clients/claude-code/` for one call.
 fn payload(sandbox: &Sandbox, fixture: &str, id: &str, tool: &str, input: Value) -> Value {
     let mut value = hook_payload(sandbox, fixture);
     value["tool_use_id"] = json!(id);

@@ -1,5 +1,5 @@
 //! `gavel hook claude-code`: real-shaped Claude Code payloads (templates in
-//! `fixtures/claude_code/`) through the binary, then the record.
+//! `fixtures/clients/claude-code/`) through the binary, then the record.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -31,7 +31,7 @@ impl Env {
     /// A fixture with `${WORKSPACE}` filled in.
     fn fixture(&self, name: &str) -> Value {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/claude_code")
+            .join("fixtures/clients/claude-code")
             .join(name);
         let text = std::fs::read_to_string(path).unwrap();
         serde_json::from_str(&text.replace("${WORKSPACE}", &self.ws.to_string_lossy())).unwrap()
@@ -106,6 +106,15 @@ impl Env {
         let mut lines = crate::support::json_lines(&out);
         lines.retain(|line| line["record"] == "event");
         lines
+    }
+
+    /// The events of calls: without the lifecycle events (a new log
+    /// started mid-session begins with a note saying so).
+    fn call_events(&self) -> Vec<Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["kind"] != "lifecycle")
+            .collect()
     }
 
     fn anomaly_events(&self) -> Vec<Value> {
@@ -280,7 +289,7 @@ fn hook_pre_then_post_is_one_approved_succeeded_call() {
     assert_eq!(call["approval"], "approved");
     assert_eq!(call["status"], "succeeded");
 
-    let events = env.events();
+    let events = env.call_events();
     let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
@@ -386,7 +395,7 @@ fn hook_post_for_an_unknown_call_is_an_ungoverned_call() {
     let env = Env::new();
     let out = env.hook(&env.post("toolu_unseen", "Bash", json!({"command": "ls"})));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let events = env.events();
+    let events = env.call_events();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0]["kind"], "anomaly");
     assert_eq!(events[0]["call_id"], "toolu_unseen");

@@ -5,6 +5,7 @@
 mod anomalies;
 mod authoring;
 mod check;
+mod clients;
 mod demo;
 mod differential;
 mod format;

@@ -46,7 +46,7 @@ fn policy(sandbox: &Sandbox, redact: &str) -> String {
 
 fn hook_payload(sandbox: &Sandbox, fixture: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/claude_code")
+        .join("fixtures/clients/claude-code")
         .join(fixture);
     let text = std::fs::read_to_string(path).unwrap();
     serde_json::from_str(&text.replace("${WORKSPACE}", &sandbox.ws.to_string_lossy())).unwrap()

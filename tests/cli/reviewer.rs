@@ -16,7 +16,7 @@ fn mixed() -> Sandbox {
     sandbox
 }
 
-/// A Claude Code hook payload from `fixtures/claude_code/` in `session`.
+/// A Claude Code hook payload from `fixtures/clients/claude-code/` in `session`.
 fn payload(sandbox: &Sandbox, fixture: &str, session: &str) -> Value {
     let mut value = hook_payload(sandbox, fixture);
     value["session_id"] = json!(session);

@@ -183,11 +183,11 @@ pub fn record(sandbox: &Sandbox, call_id: &str, tool: &str, arguments: Value) {
     );
 }
 
-/// A Claude Code hook payload from `fixtures/claude_code/`, with the
+/// A Claude Code hook payload from `fixtures/clients/claude-code/`, with the
 /// sandbox's workspace filled in.
 pub fn hook_payload(sandbox: &Sandbox, fixture: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/claude_code")
+        .join("fixtures/clients/claude-code")
         .join(fixture);
     let text = std::fs::read_to_string(path)
         .unwrap()
