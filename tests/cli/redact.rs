@@ -1,5 +1,5 @@
 //! Redaction before hashing: the secret shapes of `fixtures/secrets/corpus.txt`
-//! sent through `run`, `serve` and `hook claude-code` leave no raw byte in
+//! sent through `run`, `serve` and every `hook <client>` leave no raw byte in
 //! the database, its WAL or any reading command's output, while the log
 //! verifies and every decision is the one made without redaction.
 
@@ -408,4 +408,146 @@ fn keep_paths_stores_the_calls_on_those_paths_whole_and_redacts_the_rest() {
     cmd.args(["--policy", &bad]);
     let err = crate::support::assert_one_line_error(&mut cmd);
     assert!(err.contains("keep_paths"), "{err}");
+}
+
+/// `template` of `client` with `${WORKSPACE}`, `${ID}` and `${COMMAND}`
+/// filled in every string, also inside a string that holds JSON
+/// (Copilot's `toolArgs`).
+fn client_payload(
+    sandbox: &Sandbox,
+    client: &str,
+    template: &str,
+    command: &str,
+    id: &str,
+) -> Value {
+    fn fill(value: &mut Value, command: &str) {
+        match value {
+            Value::String(s) => {
+                if let Ok(mut inner @ Value::Object(_)) = serde_json::from_str::<Value>(s) {
+                    fill(&mut inner, command);
+                    *s = inner.to_string();
+                } else {
+                    *s = s.replace("${COMMAND}", command);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| fill(v, command)),
+            Value::Object(map) => map.values_mut().for_each(|v| fill(v, command)),
+            _ => {}
+        }
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/clients")
+        .join(client)
+        .join(format!("{template}.json"));
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("${WORKSPACE}", &sandbox.ws.to_string_lossy())
+        .replace("${ID}", id);
+    let mut value: Value = serde_json::from_str(&text).unwrap();
+    fill(&mut value, command);
+    value
+}
+
+/// The verdict a client's answer carries; silence (Codex) lets it run.
+fn verdict(answer: &[u8]) -> String {
+    let Ok(answer) = serde_json::from_slice::<Value>(answer) else {
+        return "allow".into();
+    };
+    let inner = answer.get("hookSpecificOutput").unwrap_or(&answer);
+    ["permissionDecision", "decision", "permission"]
+        .iter()
+        .find_map(|key| inner[key].as_str())
+        .unwrap_or("allow")
+        .to_owned()
+}
+
+/// Every corpus case as a shell command through the Codex, Gemini CLI,
+/// Copilot CLI and Cursor adapters, and its output back: no raw secret in
+/// the record or any reading of it, the log verifies, and every verdict is
+/// the one given without redaction.
+#[test]
+fn every_client_adapter_redacts_before_hashing() {
+    let cases = corpus();
+    let clients: [(&str, &[&str], &[&str]); 4] = [
+        ("codex", &[], &[]),
+        ("gemini", &["--ask", "prompt"], &[]),
+        (
+            "copilot",
+            &["--ask", "prompt", "--event", "preToolUse"],
+            &["--event", "postToolUse"],
+        ),
+        ("cursor", &[], &[]),
+    ];
+    let send = |sandbox: &Sandbox, policy: &str| -> Vec<String> {
+        let mut verdicts = Vec::new();
+        for (i, case) in cases.iter().enumerate() {
+            for (client, pre_args, post_args) in clients {
+                let id = format!("{client}-{i}");
+                let hook = |args: &[&str], payload: Value| {
+                    let out = sandbox
+                        .gavel(&["hook", client])
+                        .args(args)
+                        .arg("--policy")
+                        .arg(policy)
+                        .write_stdin(payload.to_string())
+                        .output()
+                        .unwrap();
+                    assert_eq!(code(&out), 0, "{client}: {}", stderr(&out));
+                    out.stdout
+                };
+                let pre = client_payload(sandbox, client, "shell_pre", &case.text, &id);
+                let verdict = verdict(&hook(pre_args, pre));
+                if verdict != "deny" {
+                    let post = client_payload(sandbox, client, "shell_post", &case.text, &id);
+                    hook(post_args, post);
+                }
+                verdicts.push(format!("{client} {i} {verdict}"));
+            }
+        }
+        verdicts
+    };
+    let redacted = Sandbox::new();
+    let with = send(&redacted, &policy(&redacted, "enabled = true"));
+    let kept = Sandbox::new();
+    let without = send(&kept, &policy(&kept, "enabled = false"));
+    assert_eq!(with, without, "verdicts differ with redaction");
+    assert!(with.iter().any(|v| !v.ends_with("deny")), "{with:?}");
+
+    let report = serde_json::from_slice::<Value>(
+        &run_expecting(&mut redacted.gavel(&["verify", "--json"]), 0).stdout,
+    )
+    .unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+
+    let contains = |hay: &[u8], needle: &str| {
+        hay.windows(needle.len())
+            .any(|window| window == needle.as_bytes())
+    };
+    let kept_db = std::fs::read(&kept.db).unwrap();
+    assert!(
+        contains(&kept_db, &cases[0].secrets[0]),
+        "the opt-out log keeps secrets"
+    );
+
+    let ids: Vec<String> = json_lines(&run_expecting(&mut redacted.gavel(&["log", "--json"]), 0))
+        .iter()
+        .filter_map(|line| line["call_id"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        ids.len() >= cases.len() * clients.len(),
+        "{} calls",
+        ids.len()
+    );
+    let places = everything_stored(&redacted, &ids);
+    let leaks: Vec<String> = cases
+        .iter()
+        .flat_map(|case| &case.secrets)
+        .flat_map(|secret| {
+            places
+                .iter()
+                .filter(|(_, bytes)| contains(bytes, secret))
+                .map(move |(place, _)| format!("{secret} in {place}"))
+        })
+        .collect();
+    assert!(leaks.is_empty(), "{} leaks: {leaks:#?}", leaks.len());
 }
