@@ -43,7 +43,7 @@ impl Client for Codex {
     }
 
     fn parse(&self, input: Value) -> Result<HookEvent, HookError> {
-        let mut object = object(input)?;
+        let object = object(input)?;
         let event = required(&object, "hook_event_name")?;
         let context = Context {
             session_id: required(&object, "session_id")?,
@@ -94,22 +94,13 @@ impl Client for Codex {
                     result: reported,
                 }
             }
-            _ => {
-                object.remove("hook_event_name");
-                Kind::Lifecycle {
-                    starts_session: event == "SessionStart",
-                    data: Value::Object(object),
-                }
-            }
+            _ => Kind::lifecycle(object, event == "SessionStart"),
         };
         Ok(HookEvent { context, kind })
     }
 
     fn map_tool(&self, call: &ToolCall, cwd: &str) -> (String, Value) {
-        let f = Fields {
-            input: &call.input,
-            cwd,
-        };
+        let f = Fields::of(call, cwd);
         match call.tool.as_str() {
             "Bash" => f.bash("command"),
             "apply_patch" => {

@@ -69,7 +69,7 @@ impl Client for Copilot {
     }
 
     fn parse(&self, input: Value) -> Result<HookEvent, HookError> {
-        let mut object = object(input)?;
+        let object = object(input)?;
         let event = either_text(&object, &["hook_event_name", "hookEventName"]).ok_or(
             HookError::MissingField {
                 field: "hook_event_name",
@@ -143,23 +143,13 @@ impl Client for Copilot {
                     None,
                 ),
             },
-            other => {
-                object.remove("hook_event_name");
-                object.remove("hookEventName");
-                Kind::Lifecycle {
-                    starts_session: other == "sessionStart",
-                    data: Value::Object(object),
-                }
-            }
+            other => Kind::lifecycle(object, other == "sessionStart"),
         };
         Ok(HookEvent { context, kind })
     }
 
     fn map_tool(&self, call: &ToolCall, cwd: &str) -> (String, Value) {
-        let f = Fields {
-            input: &call.input,
-            cwd,
-        };
+        let f = Fields::of(call, cwd);
         match call.tool.as_str() {
             "bash" | "powershell" => f.bash("command"),
             "view" => f.read("path"),

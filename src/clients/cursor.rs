@@ -60,7 +60,7 @@ impl Client for Cursor {
     }
 
     fn parse(&self, input: Value) -> Result<HookEvent, HookError> {
-        let mut object = object(input)?;
+        let object = object(input)?;
         let event = required(&object, "hook_event_name")?;
         let project_dir = object
             .get("workspace_roots")
@@ -159,22 +159,13 @@ impl Client for Cursor {
                 },
                 result: result(ExecutionStatus::Succeeded, String::new(), None),
             },
-            _ => {
-                object.remove("hook_event_name");
-                Kind::Lifecycle {
-                    starts_session: event == "sessionStart",
-                    data: Value::Object(object),
-                }
-            }
+            _ => Kind::lifecycle(object, event == "sessionStart"),
         };
         Ok(HookEvent { context, kind })
     }
 
     fn map_tool(&self, call: &ToolCall, cwd: &str) -> (String, Value) {
-        let f = Fields {
-            input: &call.input,
-            cwd,
-        };
+        let f = Fields::of(call, cwd);
         let path = if f.get("file_path").is_some() {
             "file_path"
         } else {

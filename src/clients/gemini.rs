@@ -48,7 +48,7 @@ impl Client for Gemini {
     }
 
     fn parse(&self, input: Value) -> Result<HookEvent, HookError> {
-        let mut object = object(input)?;
+        let object = object(input)?;
         let event = required(&object, "hook_event_name")?;
         let context = Context {
             session_id: required(&object, "session_id")?,
@@ -96,22 +96,13 @@ impl Client for Gemini {
                     result: reported,
                 }
             }
-            _ => {
-                object.remove("hook_event_name");
-                Kind::Lifecycle {
-                    starts_session: event == "SessionStart",
-                    data: Value::Object(object),
-                }
-            }
+            _ => Kind::lifecycle(object, event == "SessionStart"),
         };
         Ok(HookEvent { context, kind })
     }
 
     fn map_tool(&self, call: &ToolCall, cwd: &str) -> (String, Value) {
-        let f = Fields {
-            input: &call.input,
-            cwd,
-        };
+        let f = Fields::of(call, cwd);
         match call.tool.as_str() {
             "run_shell_command" => f.bash("command"),
             "read_file" => f.read("file_path"),

@@ -122,6 +122,18 @@ pub enum Kind {
     Lifecycle { data: Value, starts_session: bool },
 }
 
+impl Kind {
+    /// Any other event: the input as it came, without its event name.
+    pub(crate) fn lifecycle(mut object: Map<String, Value>, starts_session: bool) -> Self {
+        object.remove("hook_event_name");
+        object.remove("hookEventName");
+        Kind::Lifecycle {
+            data: Value::Object(object),
+            starts_session,
+        }
+    }
+}
+
 /// One hook input, read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookEvent {
@@ -410,7 +422,15 @@ pub(crate) struct Fields<'a> {
     pub cwd: &'a str,
 }
 
-impl Fields<'_> {
+impl<'a> Fields<'a> {
+    /// The fields of `call`'s input, with relative paths taken from `cwd`.
+    pub fn of(call: &'a ToolCall, cwd: &'a str) -> Self {
+        Fields {
+            input: &call.input,
+            cwd,
+        }
+    }
+
     pub fn get(&self, field: &str) -> Option<Value> {
         self.input.get(field).cloned()
     }
