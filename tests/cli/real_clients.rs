@@ -110,27 +110,6 @@ fn installed(client: &str) -> Option<PathBuf> {
     None
 }
 
-/// Whether `gavel ARGS --help` succeeds: the command exists (and takes
-/// these arguments, such as a client name).
-fn gavel_knows(args: &[&str]) -> bool {
-    Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .args(args)
-        .arg("--help")
-        .output()
-        .unwrap()
-        .status
-        .success()
-}
-
-/// Whether this gavel has `gavel hook <client>`; if not, says the test is skipped.
-fn has_adapter(client: &str) -> bool {
-    let present = gavel_knows(&["hook", client]);
-    if !present {
-        eprintln!("skipped: this gavel has no `gavel hook {client}` yet");
-    }
-    present
-}
-
 /// `s` quoted for a POSIX shell.
 fn shell_word(s: &Path) -> String {
     format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"))
@@ -559,9 +538,6 @@ fn codex_denies_asks_and_allows_for_real() {
     let Some(bin) = installed("codex") else {
         return;
     };
-    if !has_adapter("codex") {
-        return;
-    }
     let sandbox = Sandbox::new();
     let read = Step::tool("exec_command", json!({ "cmd": CODEX_READ }));
     let server = ModelServer::start(script("exec_command", "cmd", read));
@@ -574,9 +550,6 @@ fn codex_parallel_identical_reads_each_complete() {
     let Some(bin) = installed("codex") else {
         return;
     };
-    if !has_adapter("codex") {
-        return;
-    }
     let sandbox = Sandbox::new();
     let read = Step::tool("exec_command", json!({ "cmd": CODEX_READ }));
     let server = ModelServer::start(parallel_reads(read));
@@ -619,9 +592,6 @@ fn gemini_denies_asks_and_allows_for_real() {
     let Some(bin) = installed("gemini") else {
         return;
     };
-    if !has_adapter("gemini") {
-        return;
-    }
     let sandbox = Sandbox::new();
     let read = Step::tool("read_file", json!({ "file_path": "notes.txt" }));
     let server = ModelServer::start(script("run_shell_command", "command", read));
@@ -634,9 +604,6 @@ fn gemini_parallel_identical_reads_each_complete() {
     let Some(bin) = installed("gemini") else {
         return;
     };
-    if !has_adapter("gemini") {
-        return;
-    }
     let sandbox = Sandbox::new();
     let read = Step::tool("read_file", json!({ "file_path": "notes.txt" }));
     let server = ModelServer::start(parallel_reads(read));
@@ -693,9 +660,6 @@ fn copilot_denies_asks_and_allows_for_real() {
     let Some(bin) = installed("copilot") else {
         return;
     };
-    if !has_adapter("copilot") {
-        return;
-    }
     let sandbox = Sandbox::new();
     let read = Step::tool("view", json!({ "path": sandbox.ws.join("notes.txt") }));
     let server = ModelServer::start(script("bash", "command", read));
@@ -708,9 +672,6 @@ fn copilot_parallel_identical_reads_each_complete() {
     let Some(bin) = installed("copilot") else {
         return;
     };
-    if !has_adapter("copilot") {
-        return;
-    }
     let sandbox = Sandbox::new();
     let read = Step::tool("view", json!({ "path": sandbox.ws.join("notes.txt") }));
     let server = ModelServer::start(parallel_reads(read));
@@ -723,10 +684,6 @@ fn gavel_init_claude_code_allows_ls_and_git_status_without_a_prompt() {
     let Some(bin) = installed("claude-code") else {
         return;
     };
-    if !gavel_knows(&["init", "claude-code"]) {
-        eprintln!("skipped: this gavel has no `gavel init` yet");
-        return;
-    }
     let sandbox = Sandbox::new();
     let git = Command::new("git")
         .args(["init", "-q"])
@@ -820,9 +777,6 @@ fn captured_real_sessions_replay_through_the_hook_and_verify() {
     // Needs no client: the payloads the real CLIs sent, in their order
     // (fixtures/clients/real/<client>/), go through `gavel hook <client>`.
     for client in ["claude-code", "codex", "gemini", "copilot"] {
-        if !has_adapter(client) {
-            continue;
-        }
         let dir = format!("clients/real/{client}");
         let files = fixtures_in(&dir, "json");
         let tags: std::collections::BTreeSet<String> = files
