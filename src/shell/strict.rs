@@ -34,6 +34,9 @@ use super::word::{Known, Word, ansi_c};
 pub(super) struct Command {
     pub words: Vec<Word>,
     pub redirects: Vec<Redirect>,
+    /// The names of the variables assigned before the command name
+    /// (`a=1 b+=2 ls`: `a`, `b`).
+    pub assignments: Vec<String>,
 }
 
 /// The strict reading of a whole script.
@@ -69,6 +72,10 @@ pub(super) fn read_partly(src: &str) -> (Reading, Option<String>) {
 pub(super) struct Split {
     pub end: usize,
     pub next: usize,
+    /// How many commands and bare redirections of the reading come
+    /// before the cut.
+    pub commands: usize,
+    pub bare: usize,
 }
 
 /// [`read_partly`], also listing where the script can be cut (with
@@ -134,6 +141,7 @@ enum State {
 struct Current {
     words: Vec<Word>,
     redirects: Vec<Redirect>,
+    assignments: Vec<String>,
     /// Whether an assignment was seen: reserved words are no longer
     /// recognised.
     assigned: bool,
@@ -303,7 +311,12 @@ impl Reader<'_> {
             && !self.at_continuation(after)
             && end >= self.part_start.saturating_add(min)
         {
-            self.splits.push(Split { end, next });
+            self.splits.push(Split {
+                end,
+                next,
+                commands: self.out.commands.len(),
+                bare: self.out.bare.len(),
+            });
             self.part_start = next;
         }
     }
@@ -319,6 +332,7 @@ impl Reader<'_> {
                     self.out.commands.push(Command {
                         words: current.words,
                         redirects: current.redirects,
+                        assignments: current.assignments,
                     });
                 }
                 Ok(())
@@ -440,6 +454,11 @@ impl Reader<'_> {
         let before_name =
             at_start || (self.current.words.is_empty() && self.state == State::Simple);
         if before_name && self.assignment(&word)? {
+            let raw = &self.src[word.raw_start..word.raw_end];
+            let name = raw.split_once('=').map_or(raw, |(n, _)| n);
+            self.current
+                .assignments
+                .push(name.trim_end_matches('+').to_owned());
             self.current.assigned = true;
             self.state = State::Simple;
             return Ok(());

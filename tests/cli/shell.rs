@@ -85,6 +85,60 @@ fn the_corpus_is_decided_as_expected_under_both_policies() {
     );
 }
 
+/// A script past 16 KiB is read without tree-sitter's second opinion
+/// where the strict reader reads it (`src/shell/walk.rs`): every denied
+/// case of the corpus is still denied, by the same rule, at the start, in
+/// the middle and at the end of a long list, and before or after a
+/// construct the strict reader refuses.
+#[test]
+fn denied_cases_stay_denied_inside_long_scripts() {
+    let cases = corpus();
+    let denied: Vec<&Case> = cases
+        .iter()
+        .filter(|c| c.default.starts_with("deny"))
+        .collect();
+    assert!(denied.len() >= 40, "{} denied cases", denied.len());
+    let sandbox = Sandbox::new();
+    let workspace = Workspace::open(&sandbox.ws).unwrap();
+    let builtin = Policy::builtin();
+    let lines = "ls -l src\n".repeat(2_000);
+    let list = "ls -l src; ".repeat(2_000);
+    let refused = "echo $(date) `pwd`\n";
+    let mut wrong = Vec::new();
+    for case in &denied {
+        let c = &case.command;
+        let scripts = [
+            format!("{lines}{c}\n{lines}"),
+            format!("{c}\n{lines}"),
+            format!("{list}{c}"),
+            format!("{lines}{c}\n{lines}{refused}"),
+            format!("{refused}{lines}{c}\n{lines}"),
+            format!("{lines}{refused}{c}"),
+        ];
+        for script in scripts {
+            assert!(script.len() > 16 * 1024);
+            let request = ToolRequest::new("c", "bash", json!({ "command": script }));
+            let decision = builtin.decide(&request, &workspace.facts(&request));
+            let got = format!("{} {}", decision.action, decision.rule_id);
+            if got != case.default {
+                let at = script.find(c.as_str()).unwrap_or(0);
+                wrong.push(format!(
+                    "{c:?} ({}) at byte {at} of {}: expected {}, got {got}",
+                    case.why,
+                    script.len(),
+                    case.default
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
 #[test]
 fn unprovable_commands_say_what_could_not_be_proven() {
     let request = ToolRequest::new(
