@@ -180,6 +180,12 @@ struct Reader<'s> {
     /// syntax error.
     after_pipe: bool,
     /// Whether, and how far apart, cuts are listed (see [`read_with_splits`]).
+    /// With cuts the script is a long one, unprovable whatever its reading,
+    /// and read by this reader alone where it can (see `walk.rs`): then
+    /// heredocs may be left with nothing after them (bash warns and runs
+    /// the command with empty bodies), and function definitions and `for`
+    /// headers are read, so that the commands inside are seen without
+    /// tree-sitter.
     min_part: Option<usize>,
     /// Where the part after the last cut starts.
     part_start: usize,
@@ -350,7 +356,11 @@ impl Reader<'_> {
         }
         self.end_command("newline")?;
         if !self.heredocs.is_empty() {
-            return Err("heredoc without its end".to_string());
+            if self.min_part.is_none() {
+                return Err("heredoc without its end".to_string());
+            }
+            // See `read_heredocs`: the bodies end with the input.
+            self.read_heredocs()?;
         }
         if !self.frames.is_empty() {
             return Err("syntax: an unclosed compound command".to_string());
@@ -359,6 +369,9 @@ impl Reader<'_> {
     }
 
     fn open_paren(&mut self) -> Result<(), String> {
+        if self.long_function_definition() {
+            return Ok(());
+        }
         if self.state == State::Simple && self.current.words.len() == 1 {
             return Err(format!(
                 "function definition `{}()`",
@@ -378,6 +391,71 @@ impl Reader<'_> {
         self.frames.push((Frame::Subshell, self.out.commands.len()));
         self.state = State::Start;
         Ok(())
+    }
+
+    /// In a long script (see [`Reader::min_part`]), `name ( )` before a
+    /// compound command: the name is dropped and the body is read as the
+    /// compound command it is, so deny rules see its commands (bash runs
+    /// them when the function is called). A long script is unprovable
+    /// anyway; the subset read for an allow does not change.
+    fn long_function_definition(&mut self) -> bool {
+        if self.min_part.is_none()
+            || self.state != State::Simple
+            || self.current.words.len() != 1
+            || !self.current.redirects.is_empty()
+            || self.current.assigned
+            || self.current.words[0].known != Known::Literal
+        {
+            return false;
+        }
+        let mut at = self.pos + 1;
+        while matches!(self.b.get(at), Some(b' ' | b'\t')) {
+            at += 1;
+        }
+        if self.b.get(at) != Some(&b')') {
+            return false;
+        }
+        self.pos = at + 1;
+        self.current = Current::default();
+        self.state = State::Start;
+        true
+    }
+
+    /// In a long script, the header of `for NAME [in WORDS] ; do`: no
+    /// command, the loop is then read as `while` loops are. (`for` is
+    /// refused otherwise.)
+    fn long_for_header(&mut self) -> Result<(), String> {
+        self.skip_blanks();
+        let name = self.word()?;
+        if name.quoted || name.value.is_empty() || !name.value.bytes().all(is_name) {
+            return Err("`for` compound command".to_string());
+        }
+        let mut first = true;
+        loop {
+            self.skip_blanks();
+            match self.peek(0) {
+                Some(b';') if self.peek(1) != Some(b';') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(b'\n') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(c) if is_meta(c) || c == b'#' => {
+                    return Err("`for` compound command".to_string());
+                }
+                None => return Err("syntax: the script ends in a `for`".to_string()),
+                Some(_) => {
+                    let word = self.word()?;
+                    if first && (word.quoted || word.value != "in") {
+                        return Err("`for` compound command".to_string());
+                    }
+                    first = false;
+                }
+            }
+        }
+        self.open(Frame::Loop)
     }
 
     /// Closes a compound command; following redirections apply to every
@@ -445,6 +523,7 @@ impl Reader<'_> {
                 "}" => return self.close(Frame::Group, "`}`"),
                 "fi" => return self.close(Frame::If, "`fi`"),
                 "done" => return self.close(Frame::Loop, "`done`"),
+                "for" if self.min_part.is_some() => return self.long_for_header(),
                 k if UNMODELLED_KEYWORDS.contains(&k) => {
                     return Err(format!("`{k}` compound command"));
                 }
@@ -814,6 +893,13 @@ impl Reader<'_> {
         for doc in std::mem::take(&mut self.heredocs) {
             loop {
                 if self.pos >= self.b.len() {
+                    if self.min_part.is_some() {
+                        // Nothing is left to read: bash warns and runs the
+                        // command with an empty body. (A body with text and
+                        // no end stays refused, for tree-sitter may read
+                        // commands in it.)
+                        break;
+                    }
                     return Err("heredoc without its end".to_string());
                 }
                 let end = self.b[self.pos..]
