@@ -88,6 +88,11 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
             (Some(_), None) => None,
         };
         if let Some((next, commands, bare)) = strict_until {
+            // Noted first, so that the phrase is listed whatever follows.
+            walker.note(format!(
+                "a script of more than {} KiB is read without a second opinion",
+                min_part / 1024
+            ));
             let rest = reading.commands.split_off(commands);
             let rest_bare = reading.bare.split_off(bare);
             walker.strict_alone(std::mem::replace(
@@ -96,10 +101,6 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
                     commands: rest,
                     bare: rest_bare,
                 },
-            ));
-            walker.note(format!(
-                "a script of more than {} KiB is read without a second opinion",
-                min_part / 1024
             ));
             from = next;
             splits.clear();
