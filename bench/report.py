@@ -201,8 +201,9 @@ if chain_rows:
 # to the 1 KiB time per byte of the same shape (1.00 = linear).
 SIZES = [1 << 10, 10 << 10, 100 << 10, 1 << 20]
 scaling = []
-for shape in ("words", "pipeline", "list", "and_or", "redirects", "assignments", "heredocs",
-              "nested_arith", "substitutions", "bash_path", "read_path"):
+for shape in ("words", "pipeline", "pipeline_tight", "list", "list_newline", "for_loops",
+              "and_or", "redirects", "assignments", "heredocs", "nested_arith", "substitutions",
+              "bash_path", "read_path"):
     times = [estimate(f"scaling_{shape}", str(n)) for n in SIZES]
     if None in times:
         continue

@@ -32,6 +32,13 @@ fn request(shape: &str, size: usize) -> ToolRequest {
     let (tool, field, text) = match shape {
         "words" => ("bash", "command", repeat(" word", "echo", "")),
         "pipeline" => ("bash", "command", repeat(" | grep x", "ls", "")),
+        "pipeline_tight" => ("bash", "command", repeat("|ls", "ls", "")),
+        "list_newline" => ("bash", "command", repeat("\nls", "ls", "")),
+        "for_loops" => (
+            "bash",
+            "command",
+            repeat("for i in a b; do ls; done; ", "", ""),
+        ),
         "list" => ("bash", "command", repeat("; ls", "ls", "")),
         "and_or" => ("bash", "command", repeat(" && ls || ls", "ls", "")),
         "redirects" => ("bash", "command", repeat(" <a", "ls", "")),
@@ -53,7 +60,10 @@ fn scaling(c: &mut Criterion) {
     let shapes = [
         "words",
         "pipeline",
+        "pipeline_tight",
         "list",
+        "list_newline",
+        "for_loops",
         "and_or",
         "redirects",
         "assignments",

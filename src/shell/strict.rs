@@ -34,6 +34,9 @@ use super::word::{Known, Word, ansi_c};
 pub(super) struct Command {
     pub words: Vec<Word>,
     pub redirects: Vec<Redirect>,
+    /// The names of the variables assigned before the command name
+    /// (`a=1 b+=2 ls`: `a`, `b`).
+    pub assignments: Vec<String>,
 }
 
 /// The strict reading of a whole script.
@@ -69,6 +72,10 @@ pub(super) fn read_partly(src: &str) -> (Reading, Option<String>) {
 pub(super) struct Split {
     pub end: usize,
     pub next: usize,
+    /// How many commands and bare redirections of the reading come
+    /// before the cut.
+    pub commands: usize,
+    pub bare: usize,
 }
 
 /// [`read_partly`], also listing where the script can be cut (with
@@ -134,6 +141,7 @@ enum State {
 struct Current {
     words: Vec<Word>,
     redirects: Vec<Redirect>,
+    assignments: Vec<String>,
     /// Whether an assignment was seen: reserved words are no longer
     /// recognised.
     assigned: bool,
@@ -172,6 +180,12 @@ struct Reader<'s> {
     /// syntax error.
     after_pipe: bool,
     /// Whether, and how far apart, cuts are listed (see [`read_with_splits`]).
+    /// With cuts the script is a long one, unprovable whatever its reading,
+    /// and read by this reader alone where it can (see `walk.rs`): then
+    /// heredocs may be left with nothing after them (bash warns and runs
+    /// the command with empty bodies), and function definitions and `for`
+    /// headers are read, so that the commands inside are seen without
+    /// tree-sitter.
     min_part: Option<usize>,
     /// Where the part after the last cut starts.
     part_start: usize,
@@ -303,7 +317,12 @@ impl Reader<'_> {
             && !self.at_continuation(after)
             && end >= self.part_start.saturating_add(min)
         {
-            self.splits.push(Split { end, next });
+            self.splits.push(Split {
+                end,
+                next,
+                commands: self.out.commands.len(),
+                bare: self.out.bare.len(),
+            });
             self.part_start = next;
         }
     }
@@ -319,6 +338,7 @@ impl Reader<'_> {
                     self.out.commands.push(Command {
                         words: current.words,
                         redirects: current.redirects,
+                        assignments: current.assignments,
                     });
                 }
                 Ok(())
@@ -336,7 +356,11 @@ impl Reader<'_> {
         }
         self.end_command("newline")?;
         if !self.heredocs.is_empty() {
-            return Err("heredoc without its end".to_string());
+            if self.min_part.is_none() {
+                return Err("heredoc without its end".to_string());
+            }
+            // See `read_heredocs`: the bodies end with the input.
+            self.read_heredocs()?;
         }
         if !self.frames.is_empty() {
             return Err("syntax: an unclosed compound command".to_string());
@@ -345,6 +369,9 @@ impl Reader<'_> {
     }
 
     fn open_paren(&mut self) -> Result<(), String> {
+        if self.long_function_definition() {
+            return Ok(());
+        }
         if self.state == State::Simple && self.current.words.len() == 1 {
             return Err(format!(
                 "function definition `{}()`",
@@ -364,6 +391,71 @@ impl Reader<'_> {
         self.frames.push((Frame::Subshell, self.out.commands.len()));
         self.state = State::Start;
         Ok(())
+    }
+
+    /// In a long script (see [`Reader::min_part`]), `name ( )` before a
+    /// compound command: the name is dropped and the body is read as the
+    /// compound command it is, so deny rules see its commands (bash runs
+    /// them when the function is called). A long script is unprovable
+    /// anyway; the subset read for an allow does not change.
+    fn long_function_definition(&mut self) -> bool {
+        if self.min_part.is_none()
+            || self.state != State::Simple
+            || self.current.words.len() != 1
+            || !self.current.redirects.is_empty()
+            || self.current.assigned
+            || self.current.words[0].known != Known::Literal
+        {
+            return false;
+        }
+        let mut at = self.pos + 1;
+        while matches!(self.b.get(at), Some(b' ' | b'\t')) {
+            at += 1;
+        }
+        if self.b.get(at) != Some(&b')') {
+            return false;
+        }
+        self.pos = at + 1;
+        self.current = Current::default();
+        self.state = State::Start;
+        true
+    }
+
+    /// In a long script, the header of `for NAME [in WORDS] ; do`: no
+    /// command, the loop is then read as `while` loops are. (`for` is
+    /// refused otherwise.)
+    fn long_for_header(&mut self) -> Result<(), String> {
+        self.skip_blanks();
+        let name = self.word()?;
+        if name.quoted || name.value.is_empty() || !name.value.bytes().all(is_name) {
+            return Err("`for` compound command".to_string());
+        }
+        let mut first = true;
+        loop {
+            self.skip_blanks();
+            match self.peek(0) {
+                Some(b';') if self.peek(1) != Some(b';') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(b'\n') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(c) if is_meta(c) || c == b'#' => {
+                    return Err("`for` compound command".to_string());
+                }
+                None => return Err("syntax: the script ends in a `for`".to_string()),
+                Some(_) => {
+                    let word = self.word()?;
+                    if first && (word.quoted || word.value != "in") {
+                        return Err("`for` compound command".to_string());
+                    }
+                    first = false;
+                }
+            }
+        }
+        self.open(Frame::Loop)
     }
 
     /// Closes a compound command; following redirections apply to every
@@ -431,6 +523,7 @@ impl Reader<'_> {
                 "}" => return self.close(Frame::Group, "`}`"),
                 "fi" => return self.close(Frame::If, "`fi`"),
                 "done" => return self.close(Frame::Loop, "`done`"),
+                "for" if self.min_part.is_some() => return self.long_for_header(),
                 k if UNMODELLED_KEYWORDS.contains(&k) => {
                     return Err(format!("`{k}` compound command"));
                 }
@@ -440,6 +533,11 @@ impl Reader<'_> {
         let before_name =
             at_start || (self.current.words.is_empty() && self.state == State::Simple);
         if before_name && self.assignment(&word)? {
+            let raw = &self.src[word.raw_start..word.raw_end];
+            let name = raw.split_once('=').map_or(raw, |(n, _)| n);
+            self.current
+                .assignments
+                .push(name.trim_end_matches('+').to_owned());
             self.current.assigned = true;
             self.state = State::Simple;
             return Ok(());
@@ -795,6 +893,13 @@ impl Reader<'_> {
         for doc in std::mem::take(&mut self.heredocs) {
             loop {
                 if self.pos >= self.b.len() {
+                    if self.min_part.is_some() {
+                        // Nothing is left to read: bash warns and runs the
+                        // command with an empty body. (A body with text and
+                        // no end stays refused, for tree-sitter may read
+                        // commands in it.)
+                        break;
+                    }
                     return Err("heredoc without its end".to_string());
                 }
                 let end = self.b[self.pos..]

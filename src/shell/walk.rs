@@ -68,47 +68,82 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
         seen_hidden: HashSet::new(),
         command_assignments: HashSet::new(),
         spare_stack: Vec::new(),
+        compare: true,
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
     }
     let min = (script.len() > min_part).then_some(min_part);
-    let (reading, refused, splits) = strict::read_with_splits(script, min);
-    let bytes = parser_bytes(script);
-    let mut budget = Budget::new(script.len());
-    let mut cursor = Position::default();
-    let mut start = 0;
-    let parts = splits
-        .iter()
-        .map(|s| (s.end, s.next))
-        .chain(std::iter::once((script.len(), script.len())));
-    for (end, next) in parts {
-        let range = if min.is_some() {
-            Some((cursor.at(script, start), cursor.at(script, end)))
-        } else {
-            None
+    let (mut reading, refused, mut splits) = strict::read_with_splits(script, min);
+    let mut from = 0;
+    if min.is_some() {
+        // A long script is unprovable whatever the parse says (see
+        // [`MIN_PART`]), so tree-sitter's second reading is not needed
+        // where the strict reader, which reads what bash reads, read it
+        // all: the whole script, or every part before the last cut
+        // ahead of the construct it refused. Only the rest is parsed.
+        let strict_until = match (&refused, splits.last()) {
+            (None, _) => Some((script.len(), reading.commands.len(), reading.bare.len())),
+            (Some(_), Some(cut)) => Some((cut.next, cut.commands, cut.bare)),
+            (Some(_), None) => None,
         };
-        start = next;
-        match parse(&bytes, range, &mut budget) {
-            Ok(tree) => {
-                walker.walk(tree.root_node());
-                walker.extra_args = None;
-                walker.command_assignments.clear();
-            }
-            Err(ParseFailure::Unavailable) => {
-                walker.note("the shell parser could not run".to_string());
-                return walker.finish();
-            }
-            Err(ParseFailure::TooCostly(prefix)) => {
-                walker.note("parse error: the script is too costly to parse in full".to_string());
-                if let Some(tree) = prefix {
-                    walker.walk(tree.root_node());
-                }
-                return walker.finish();
-            }
+        if let Some((next, commands, bare)) = strict_until {
+            // Noted first, so that the phrase is listed whatever follows.
+            walker.note(format!(
+                "a script of more than {} KiB is read without a second opinion",
+                min_part / 1024
+            ));
+            let rest = reading.commands.split_off(commands);
+            let rest_bare = reading.bare.split_off(bare);
+            walker.strict_alone(std::mem::replace(
+                &mut reading,
+                strict::Reading {
+                    commands: rest,
+                    bare: rest_bare,
+                },
+            ));
+            from = next;
+            splits.clear();
         }
     }
-    walker.second_opinion(reading, refused);
+    if from < script.len() || script.is_empty() {
+        let bytes = parser_bytes(script);
+        let mut budget = Budget::new(script.len() - from);
+        let mut cursor = Position::default();
+        let mut start = from;
+        let parts = splits
+            .iter()
+            .map(|s| (s.end, s.next))
+            .chain(std::iter::once((script.len(), script.len())));
+        for (end, next) in parts {
+            let range = if min.is_some() {
+                Some((cursor.at(script, start), cursor.at(script, end)))
+            } else {
+                None
+            };
+            start = next;
+            match parse(&bytes, range, &mut budget) {
+                Ok(tree) => {
+                    walker.walk(tree.root_node());
+                    walker.extra_args = None;
+                    walker.command_assignments.clear();
+                }
+                Err(ParseFailure::Unavailable) => {
+                    walker.note("the shell parser could not run".to_string());
+                    return walker.finish();
+                }
+                Err(ParseFailure::TooCostly(prefix)) => {
+                    walker
+                        .note("parse error: the script is too costly to parse in full".to_string());
+                    if let Some(tree) = prefix {
+                        walker.walk(tree.root_node());
+                    }
+                    return walker.finish();
+                }
+            }
+        }
+        walker.second_opinion(reading, refused);
+    }
     walker.text_evaluated_as_code();
     if !splits.is_empty() {
         // Each part was parsed on its own, cut where the strict reader
@@ -382,6 +417,9 @@ struct Walker<'s> {
     command_assignments: HashSet<usize>,
     /// An empty task stack, kept for its memory (see [`Walker::walk`]).
     spare_stack: Vec<Task<'static>>,
+    /// Whether commands are kept in [`Walker::raw`] for the comparison
+    /// with the strict reading (not when they come from it).
+    compare: bool,
 }
 
 impl<'s> Walker<'s> {
@@ -827,6 +865,7 @@ impl<'s> Walker<'s> {
             self.raw.push(strict::Command {
                 words: words.iter().map(|w| Word::literal(w.clone())).collect(),
                 redirects: redirects.clone(),
+                assignments: Vec::new(),
             });
             self.commands.push(SimpleCommand {
                 words,
@@ -838,10 +877,11 @@ impl<'s> Walker<'s> {
     }
 
     fn simple(&mut self, words: Vec<Word>, redirects: Vec<Redirect>, assignments: Vec<String>) {
-        if !words.is_empty() {
+        if !words.is_empty() && self.compare {
             self.raw.push(strict::Command {
                 words: words.clone(),
                 redirects: redirects.clone(),
+                assignments: Vec::new(),
             });
         }
         let mut notes = Vec::new();
@@ -970,7 +1010,7 @@ impl<'s> Walker<'s> {
         match strict::read_partly(&text) {
             (reading, None) if reading.commands.len() == 1 && reading.bare.is_empty() => {
                 for command in reading.commands {
-                    self.simple(command.words, command.redirects, Vec::new());
+                    self.simple(command.words, command.redirects, command.assignments);
                 }
             }
             (_, refused) => {
@@ -1087,6 +1127,17 @@ impl<'s> Walker<'s> {
     /// compares: an allow needs both readings to agree. Where they differ,
     /// the strict reading (bash's own) is added, so that deny rules see
     /// what bash would run.
+    /// Takes the strict reading of (a prefix of) the script as the
+    /// commands bash runs, with no tree-sitter reading to compare it with.
+    fn strict_alone(&mut self, reading: strict::Reading) {
+        self.compare = false;
+        for command in reading.commands {
+            self.simple(command.words, command.redirects, command.assignments);
+        }
+        self.compare = true;
+        self.bare.extend(reading.bare);
+    }
+
     fn second_opinion(&mut self, reading: strict::Reading, refused: Option<String>) {
         let walked: Vec<_> = self.raw.iter().map(normal).collect();
         let strict: Vec<_> = reading.commands.iter().map(normal).collect();
@@ -1101,7 +1152,7 @@ impl<'s> Walker<'s> {
             let walked: HashSet<&Normal> = walked.iter().collect();
             for (command, key) in reading.commands.into_iter().zip(&strict) {
                 if !walked.contains(key) {
-                    self.simple(command.words, command.redirects, Vec::new());
+                    self.simple(command.words, command.redirects, command.assignments);
                 }
             }
             return;
@@ -1126,7 +1177,7 @@ impl<'s> Walker<'s> {
         let walked: HashSet<&Normal> = walked.iter().collect();
         for (command, key) in reading.commands.into_iter().zip(&strict) {
             if !walked.contains(key) {
-                self.simple(command.words, command.redirects, Vec::new());
+                self.simple(command.words, command.redirects, command.assignments);
             }
         }
         let walked_bare: HashSet<(String, String)> = walked_bare.into_iter().collect();

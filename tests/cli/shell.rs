@@ -85,6 +85,69 @@ fn the_corpus_is_decided_as_expected_under_both_policies() {
     );
 }
 
+/// A script past 16 KiB is read without tree-sitter's second opinion
+/// where the strict reader reads it (`src/shell/walk.rs`): every denied
+/// case of the corpus is still denied, by the same rule, at the start, in
+/// the middle and at the end of a long list, and before a construct the
+/// strict reader refuses.
+#[test]
+fn denied_cases_stay_denied_inside_long_scripts() {
+    let cases = corpus();
+    let denied: Vec<&Case> = cases
+        .iter()
+        .filter(|c| c.default.starts_with("deny"))
+        // Only blanks: embedded, no longer a command without words.
+        .filter(|c| !c.default.ends_with("request.invalid_arguments"))
+        .collect();
+    assert!(denied.len() >= 40, "{} denied cases", denied.len());
+    let sandbox = Sandbox::new();
+    let workspace = Workspace::open(&sandbox.ws).unwrap();
+    let builtin = Policy::builtin();
+    // 17 KB each, in long words so that the test stays fast: past the
+    // 16 KiB threshold, and cut once per pad.
+    let word = "a".repeat(1_000);
+    let lines = format!("ls -l {word}\n").repeat(17);
+    let list = format!("ls -l {word}; ").repeat(17);
+    let refused = "echo $(date) `pwd`\n";
+    let mut wrong = Vec::new();
+    for case in &denied {
+        let c = &case.command;
+        let scripts = [
+            // At the start, the middle (with cuts on both sides) and the
+            // end of a long script: read by the strict reader alone
+            // unless it refuses the case.
+            format!("{c}\n{lines}"),
+            format!("{lines}{c}\n{lines}{lines}"),
+            format!("{list}{c}"),
+            // Before a refused construct: the part with the case is read
+            // by the strict reader alone. (After one, tree-sitter reads
+            // the script as it reads short ones.)
+            format!("{lines}{c}\n{lines}{lines}{refused}"),
+        ];
+        for script in scripts {
+            assert!(script.len() > 16 * 1024);
+            let request = ToolRequest::new("c", "bash", json!({ "command": script }));
+            let decision = builtin.decide(&request, &workspace.facts(&request));
+            let got = format!("{} {}", decision.action, decision.rule_id);
+            if got != case.default {
+                let at = script.find(c.as_str()).unwrap_or(0);
+                wrong.push(format!(
+                    "{c:?} ({}) at byte {at} of {}: expected {}, got {got}",
+                    case.why,
+                    script.len(),
+                    case.default
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
 #[test]
 fn unprovable_commands_say_what_could_not_be_proven() {
     let request = ToolRequest::new(
