@@ -174,6 +174,26 @@ impl MerkleBuilder {
         self.count += 1;
     }
 
+    /// The tree of `count` leaves whose frontier is `frontier`: the roots of
+    /// its perfect subtrees, largest first, 32 bytes each, concatenated (as
+    /// [`MerkleBuilder::frontier`] gives it). `None` when the frontier does
+    /// not have one root per set bit of `count`.
+    pub fn from_frontier(count: u64, frontier: &[u8]) -> Option<Self> {
+        if frontier.len() != 32 * count.count_ones() as usize {
+            return None;
+        }
+        let subtrees = frontier
+            .chunks_exact(32)
+            .map(|c| <Hash>::try_from(c).ok())
+            .collect::<Option<Vec<Hash>>>()?;
+        Some(Self { count, subtrees })
+    }
+
+    /// The frontier: the roots of the perfect subtrees, largest first, concatenated.
+    pub fn frontier(&self) -> Vec<u8> {
+        self.subtrees.concat()
+    }
+
     /// Number of leaves pushed so far.
     pub fn len(&self) -> u64 {
         self.count
@@ -439,7 +459,7 @@ impl SigningKey {
     }
 
     /// Sign any note text that ends in a newline (checked by the caller).
-    fn sign_text(&self, text: &str) -> String {
+    pub(crate) fn sign_text(&self, text: &str) -> String {
         let signature = self.key.sign(text.as_bytes());
         let mut blob = [0u8; 68];
         blob[..4].copy_from_slice(&key_id(&self.name, &self.key.verifying_key()));

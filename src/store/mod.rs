@@ -27,6 +27,7 @@ pub use query::{
     AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Stats,
     StoredEvent, UNGOVERNED, UngovernedCall,
 };
+pub(crate) use query::{RawCall, assemble};
 pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes, switch_of};
 pub use verify::{
     CheckpointOutcome, CheckpointRow, GivenCheckpoint, PolicyText, Problem, VerifyOptions,
