@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use postgres::Client;
 use postgres::types::ToSql;
 
-use crate::store::{AuditQuery, Listed, RawCall, Stats, assemble};
+use crate::store::{AuditQuery, Listed, LogIdentity, RawCall, Stats, Store, StoredEvent, assemble};
 
 /// Why the central store could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,8 @@ pub enum ReadError {
     },
     #[error("the central store is damaged: {detail}")]
     Damaged { detail: String },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// Attaches what was being done to a PostgreSQL error.
@@ -479,4 +481,126 @@ pub fn logs(client: &mut Client, host: Option<&str>) -> Result<Vec<LogRef>, Read
             origin: r.get(2),
         })
         .collect())
+}
+
+/// The logs that hold call `call_id` (only `log`, when given).
+pub fn logs_of_call(
+    client: &mut Client,
+    call_id: &str,
+    log: Option<&LogRef>,
+) -> Result<LogRef, ReadError> {
+    let log_id = log.map(|l| l.log_id.clone());
+    let rows = client
+        .query(
+            "SELECT l.log_id, l.host, l.origin FROM logs l
+              WHERE ($2::bytea IS NULL OR l.log_id = $2)
+                AND EXISTS (SELECT 1 FROM events e WHERE e.log_id = l.log_id AND e.call_id = $1)
+              ORDER BY l.host, l.origin",
+            &[&call_id, &log_id],
+        )
+        .map_err(sql("finding the call"))?;
+    let logs: Vec<LogRef> = rows
+        .iter()
+        .map(|r| LogRef {
+            log_id: r.get(0),
+            host: r.get(1),
+            origin: r.get(2),
+        })
+        .collect();
+    match logs.len() {
+        0 => Err(ReadError::UnknownCall {
+            call_id: call_id.to_owned(),
+        }),
+        1 => Ok(logs.into_iter().next().expect("one element, checked above")),
+        count => Err(ReadError::AmbiguousCall {
+            call_id: call_id.to_owned(),
+            count,
+            logs: logs
+                .iter()
+                .take(5)
+                .map(|l| format!("{} of {}", l.origin, l.host))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+/// An in-memory copy of `log` (only the events of `call_id`, when given)
+/// with its host checkpoints and every recorded policy text, for the
+/// commands that run on a local store.
+pub fn mirror(
+    client: &mut Client,
+    log: &LogRef,
+    call_id: Option<&str>,
+) -> Result<Store, ReadError> {
+    let row = client
+        .query_one(
+            "SELECT origin, format, created_us, genesis FROM logs WHERE log_id = $1",
+            &[&log.log_id],
+        )
+        .map_err(sql("reading a log"))?;
+    let genesis: Vec<u8> = row.get(3);
+    let identity = LogIdentity {
+        log_id: log.log_id.clone(),
+        origin: row.get(0),
+        format: u32::try_from(row.get::<_, i32>(1)).unwrap_or(0),
+        created_us: row.get(2),
+        genesis: <[u8; 32]>::try_from(genesis.as_slice()).map_err(|_| ReadError::Damaged {
+            detail: format!("the genesis of {} is not 32 bytes", log.origin),
+        })?,
+    };
+    let rows = client
+        .query(
+            "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status,
+                    payload, leaf, chain, \"user\", host, client, session, agent
+               FROM events WHERE log_id = $1 AND ($2::text IS NULL OR call_id = $2) ORDER BY seq",
+            &[&log.log_id, &call_id],
+        )
+        .map_err(sql("reading a log's events"))?;
+    let events = rows
+        .iter()
+        .map(|r| -> Result<StoredEvent, postgres::Error> {
+            Ok(StoredEvent {
+                seq: u64::try_from(r.try_get::<_, i64>(0)?).unwrap_or_default(),
+                log_id: r.try_get(1)?,
+                ts_us: r.try_get(2)?,
+                kind: r.try_get(3)?,
+                call_id: r.try_get(4)?,
+                tool: r.try_get(5)?,
+                action: r.try_get(6)?,
+                rule_id: r.try_get(7)?,
+                approval: r.try_get(8)?,
+                status: r.try_get(9)?,
+                payload: r.try_get(10)?,
+                leaf: r.try_get(11)?,
+                chain: r.try_get(12)?,
+                user: r.try_get(13)?,
+                host: r.try_get(14)?,
+                client: r.try_get(15)?,
+                session: r.try_get(16)?,
+                agent: r.try_get(17)?,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(sql("reading a log's events"))?;
+    drop(rows);
+    let checkpoints: Vec<crate::store::CheckpointCopy> = client
+        .query(
+            "SELECT size, root, note, accepted_us FROM checkpoints WHERE log_id = $1 ORDER BY id",
+            &[&log.log_id],
+        )
+        .map_err(sql("reading checkpoints"))?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    let policies: Vec<crate::store::PolicyRow> = client
+        .query(
+            "SELECT digest, name, source, first_seen_us FROM policies ORDER BY digest",
+            &[],
+        )
+        .map_err(sql("reading policies"))?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    Ok(Store::mirror(&identity, events, &checkpoints, &policies)?)
 }

@@ -2,6 +2,8 @@
 //! about clap, tables and anyhow; every subcommand has its own file.
 
 mod audit;
+#[cfg(feature = "postgres")]
+mod central_read;
 mod check;
 mod demo;
 mod export;
@@ -71,8 +73,9 @@ pub struct Global {
     /// Policy file [default: $GAVEL_POLICY, else gavel.toml in the workspace, else built-in]
     #[arg(long, global = true, value_name = "FILE", env = "GAVEL_POLICY")]
     pub policy: Option<PathBuf>,
-    /// Audit database [default: $GAVEL_DB, else .gavel/audit.db in the workspace]
-    #[arg(long, global = true, value_name = "FILE", env = "GAVEL_DB")]
+    /// Audit database [default: $GAVEL_DB, else .gavel/audit.db in the workspace]; the
+    /// reading commands also take a central store, postgres://…
+    #[arg(long, global = true, value_name = "FILE|URL", env = "GAVEL_DB")]
     pub db: Option<PathBuf>,
     /// Whether each commit to the audit database waits for the disk
     #[arg(long, global = true, value_enum, default_value_t = DurabilityArg::Full)]
@@ -444,8 +447,22 @@ impl Global {
         Ok((policy, origin))
     }
 
+    /// The central store's URL when `--db` (or `$GAVEL_DB`) names one
+    /// (`postgres://…` or `postgresql://…`) rather than a SQLite file.
+    pub fn central_url(&self) -> Option<String> {
+        let db = self.db.as_ref()?.to_str()?;
+        (db.starts_with("postgres://") || db.starts_with("postgresql://")).then(|| db.to_owned())
+    }
+
     /// The audit database path: `--db`, `$GAVEL_DB`, `.gavel/audit.db` in the workspace.
     pub fn db_path(&self) -> anyhow::Result<PathBuf> {
+        if self.central_url().is_some() {
+            anyhow::bail!(if cfg!(feature = "postgres") {
+                "this command reads a local audit database; a central store (postgres://…) is read by log, show, explain, stats, replay, export, report and verify"
+            } else {
+                "this gavel was built without the `postgres` feature: it cannot read a central store (postgres://…)"
+            });
+        }
         match &self.db {
             Some(db) => Ok(db.clone()),
             None => Ok(self.workspace()?.root().join(".gavel").join("audit.db")),

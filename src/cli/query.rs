@@ -59,6 +59,10 @@ pub struct QueryArgs {
     /// At most N calls: the oldest N (`log --tail N` gives the newest)
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
+    /// With a central --db (postgres://…): only this log, by its id (hex) or
+    /// a prefix of its origin (`--host` picks an enrolled or recorded host)
+    #[arg(long, value_name = "ID|ORIGIN")]
+    pub log: Option<String>,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -113,6 +117,16 @@ impl QueryArgs {
             newest_first: false,
             limit: self.limit,
         })
+    }
+}
+
+impl QueryArgs {
+    /// Refuses what only a central store has (`--log`) on a local one.
+    pub fn check_local(&self) -> anyhow::Result<()> {
+        if self.log.is_some() {
+            bail!("--log picks a log of a central store; give --db postgres://…");
+        }
+        Ok(())
     }
 }
 

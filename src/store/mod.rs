@@ -10,6 +10,7 @@
 
 mod append;
 mod migrate;
+mod mirror;
 mod query;
 mod verify;
 
@@ -23,6 +24,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::chain::Hash;
 
 pub use append::ClientKey;
+pub use mirror::{CheckpointCopy, PolicyRow};
 pub use query::{
     AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Stats,
     StoredEvent, UNGOVERNED, UngovernedCall,
