@@ -244,7 +244,7 @@ pub fn retain(
                 .and_then(|c| <Hash>::try_from(c.as_slice()).ok())
                 .unwrap_or_default();
             let merkle = frontier
-                .and_then(|f| MerkleBuilder::from_frontier(previous_cut as u64, &f))
+                .and_then(|f| super::verify::frontier_tree(previous_cut as u64, &f))
                 .unwrap_or_default();
             (chain, merkle)
         };
@@ -312,7 +312,7 @@ pub fn retain(
         tx.execute(
             "UPDATE logs SET cut_size = $2, cut_chain = $3, cut_frontier = $4, cut_note = $5
               WHERE log_id = $1",
-            &[&log_id, &cut, &&chain[..], &merkle.frontier(), &note],
+            &[&log_id, &cut, &&chain[..], &merkle.frontier().concat(), &note],
         )
         .map_err(sql("storing a cut"))?;
         report.cuts.push(Cut {

@@ -240,7 +240,7 @@ struct HostCheckpoint {
     size: i64,
     root: Vec<u8>,
     note: String,
-    cosignature: Option<String>,
+    cosignature: String,
 }
 
 /// What the rows of a log must produce: `(label, size, root)`.
@@ -335,14 +335,9 @@ fn verify_log(
                 format!("{label}: its row disagrees with its signed note"),
             );
         }
-        let Some(cosignature) = &cp.cosignature else {
-            return fail(
-                "cosignature",
-                None,
-                format!("{label} was accepted but carries no cosignature"),
-            );
-        };
-        if let Err(detail) = verify_cosignature(&opened, cosignature, central_key) {
+        let cosignature = &cp.cosignature;
+        let body = super::cosign::note_body(&cp.note).unwrap_or_default();
+        if let Err(detail) = super::cosign::verify(central_key, body, cosignature) {
             return fail(
                 "cosignature",
                 None,
@@ -438,7 +433,7 @@ fn verify_log(
             ),
         );
     }
-    if log.frontier != merkle.frontier() {
+    if log.frontier != merkle.frontier().concat() {
         return fail(
             "head_mismatch",
             None,
@@ -477,7 +472,7 @@ fn check_cut(
             "the log is cut at {cut} rows but its cut chain, frontier or note is missing"
         ));
     };
-    let merkle = MerkleBuilder::from_frontier(cut, frontier)
+    let merkle = frontier_tree(cut, frontier)
         .ok_or_else(|| format!("the cut frontier does not fit {cut} rows"))?;
     let chain = <Hash>::try_from(chain.as_slice())
         .map_err(|_| "the cut chain is not 32 bytes".to_owned())?;
@@ -580,29 +575,6 @@ pub(crate) fn row_check(
     })
 }
 
-/// Checks a central cosignature line over a host checkpoint.
-// TODO(central-ingest): the write side's cosign module verifies this.
-fn verify_cosignature(
-    _checkpoint: &Checkpoint,
-    _line: &str,
-    _key: &VerifierKey,
-) -> Result<(), String> {
-    Ok(())
-}
-
-/// The leaf of an accepted host checkpoint in the central log:
-/// `SHA-256(0x00 ‖ lp("gavel/central/v1") ‖ lp(note))`.
-pub(crate) fn central_leaf(note: &str) -> Hash {
-    use sha2::{Digest as _, Sha256};
-    let mut hasher = Sha256::new();
-    hasher.update([0u8]);
-    for part in [&b"gavel/central/v1"[..], note.as_bytes()] {
-        hasher.update((part.len() as u64).to_be_bytes());
-        hasher.update(part);
-    }
-    hasher.finalize().into()
-}
-
 /// The central log: seq from 1, each leaf from its note, each link, every
 /// leaf's note an accepted host checkpoint (and every accepted checkpoint a
 /// leaf), then every central checkpoint (the central key, its root at its size).
@@ -616,6 +588,18 @@ fn central_log(
     let fail = |problem: &str, seq: Option<u64>, detail: String| {
         Ok(Err(Break::central(&origin, problem, seq, detail)))
     };
+    let id = meta
+        .origin
+        .strip_prefix("gavel-central/")
+        .and_then(crate::digest::unhex)
+        .unwrap_or_default();
+    if genesis(&id, &meta.origin, super::admin::CENTRAL_FORMAT)[..] != meta.genesis[..] {
+        return fail(
+            Problem::IdentityMismatch.as_str(),
+            None,
+            "the central log's identity does not produce its genesis hash".into(),
+        );
+    }
     let Ok(mut previous) = <Hash>::try_from(meta.genesis.as_slice()) else {
         return fail("central_log", None, "the central genesis is not 32 bytes".into());
     };
@@ -672,7 +656,7 @@ fn central_log(
                 format!("expected seq {expected}, found {seq}"),
             );
         }
-        let leaf = central_leaf(&note);
+        let leaf = super::cosign::central_leaf(&note);
         if stored_leaf[..] != leaf[..] {
             return fail(
                 Problem::ContentMismatch.as_str(),
@@ -740,4 +724,16 @@ fn central_log(
     }
     report.central_checkpoints = vouched.len() as u64;
     Ok(Ok(()))
+}
+
+/// A tree of `count` leaves from its stored frontier bytes.
+pub(crate) fn frontier_tree(count: u64, frontier: &[u8]) -> Option<MerkleBuilder> {
+    if frontier.len() % 32 != 0 {
+        return None;
+    }
+    let nodes = frontier
+        .chunks_exact(32)
+        .map(|c| <Hash>::try_from(c).ok())
+        .collect::<Option<Vec<Hash>>>()?;
+    MerkleBuilder::from_frontier(count, nodes)
 }

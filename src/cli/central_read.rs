@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 
+use gavel::central::Central;
 use gavel::central::query::{self, LogRef};
 use gavel::store::Store;
 
@@ -23,21 +24,21 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
-/// Connects to the central store at `url`.
-pub fn connect(url: &str) -> anyhow::Result<postgres::Client> {
-    gavel::central::connect(url)
+/// Connects to the central store at `url` (in the schema its `search_path` names).
+pub fn connect(url: &str) -> anyhow::Result<Central> {
+    Central::open(url, None)
         .with_context(|| format!("cannot read the central store `{}`", redacted(url)))
 }
 
 /// Connects, and finds the log `--log` names (if it names one).
-pub fn open(url: &str, args: &QueryArgs) -> anyhow::Result<(postgres::Client, Option<LogRef>)> {
-    let mut client = connect(url)?;
+pub fn open(url: &str, args: &QueryArgs) -> anyhow::Result<(Central, Option<LogRef>)> {
+    let mut central = connect(url)?;
     let log = args
         .log
         .as_deref()
-        .map(|selector| query::resolve_log(&mut client, selector))
+        .map(|selector| query::resolve_log(central.client(), selector))
         .transpose()?;
-    Ok((client, log))
+    Ok((central, log))
 }
 
 /// The logs a command runs over: the one `--log` names, else every log of
@@ -62,11 +63,12 @@ pub fn logs(client: &mut postgres::Client, args: &QueryArgs) -> anyhow::Result<V
 /// For `show` and `explain`: an in-memory copy of the events of call
 /// `call_id` from the one log that holds it (`--log` when several do).
 pub fn call_store(url: &str, call_id: &str, log: Option<&str>) -> anyhow::Result<(Store, LogRef)> {
-    let mut client = connect(url)?;
+    let mut central = connect(url)?;
+    let client = central.client();
     let log = log
-        .map(|selector| query::resolve_log(&mut client, selector))
+        .map(|selector| query::resolve_log(client, selector))
         .transpose()?;
-    let log = query::logs_of_call(&mut client, call_id, log.as_ref())?;
-    let store = query::mirror(&mut client, &log, Some(call_id))?;
+    let log = query::logs_of_call(client, call_id, log.as_ref())?;
+    let store = query::mirror(client, &log, Some(call_id))?;
     Ok((store, log))
 }

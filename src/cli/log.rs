@@ -302,7 +302,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
         let (mut client, log) = super::central_read::open(&url, &args.query)?;
         return print_listing(&args, true, &mut |each| {
             gavel::central::query::for_each_listed(
-                &mut client,
+                client.client(),
                 &query,
                 log.as_ref(),
                 args.events,
@@ -408,7 +408,7 @@ pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
         #[cfg(feature = "postgres")]
         Some(url) => {
             let (mut client, log) = super::central_read::open(&url, &args.query)?;
-            gavel::central::query::stats(&mut client, &query, log.as_ref())?
+            gavel::central::query::stats(client.client(), &query, log.as_ref())?
         }
         _ => {
             args.query.check_local()?;

@@ -3,6 +3,7 @@
 
 mod audit;
 #[cfg(feature = "postgres")]
+mod central;
 mod central_read;
 mod check;
 mod demo;
@@ -216,6 +217,10 @@ pub enum Command {
     Init(init::InitArgs),
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
+    /// Run a team's central store in PostgreSQL: init, enroll hosts, ingest, list logs
+    #[cfg(feature = "postgres")]
+    #[command(subcommand)]
+    Central(central::CentralCommand),
 }
 
 pub fn main() -> std::process::ExitCode {
@@ -276,6 +281,26 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     (
         "init",
         &["policy", "db", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central init",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central enroll",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central ingest",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central logs",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
     ),
 ];
 
@@ -345,6 +370,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Hook(args) => hook::run(&global, args),
         Command::Init(args) => init::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
+        #[cfg(feature = "postgres")]
+        Command::Central(command) => central::run(&global, command),
     }
 }
 

@@ -1,0 +1,11 @@
+-- gavel central store, schema 2: the note that marks a retention cut.
+-- See docs/central.md ("Retention"). Never edit this file once shipped.
+--
+-- `gavel central retain` drops whole monthly partitions of `events`. For
+-- each log it cut, `logs` keeps the chain value and Merkle frontier after
+-- the last dropped row (cut_chain, cut_frontier, from 0001) and this note:
+-- a C2SP checkpoint of the host's log at the cut (its origin, cut_size and
+-- the root of rows 1..cut_size) with the extension line
+-- `gavel-cut <base64 cut_chain>`, signed by the central key. `gavel verify`
+-- starts each log at its cut and checks the note.
+ALTER TABLE logs ADD COLUMN cut_note text;

@@ -1,0 +1,1 @@
+//! The central side: verify every inbox batch and accept or refuse it.

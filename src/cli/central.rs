@@ -1,0 +1,213 @@
+//! `gavel central init|enroll|ingest|logs`: run a team's central store.
+//! The store is `--db postgres://…` (or `$GAVEL_DB`); `--schema` or the URL's
+//! `options=-csearch_path=…` selects its schema.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+
+use gavel::central::Central;
+use gavel::checkpoint;
+
+use super::{Exit, FormatArgs, Global, render};
+
+#[derive(Subcommand, Debug)]
+pub enum CentralCommand {
+    /// Create or migrate the central store and the central log's identity and key
+    Init(InitArgs),
+    /// Enroll a host: its database role, its inbox and its checkpoint key
+    Enroll(EnrollArgs),
+    /// Verify what hosts pushed and accept it (or refuse it, recording why)
+    Ingest(IngestArgs),
+    /// List enrolled hosts and their logs: size, last push, last refusal
+    Logs(LogsArgs),
+}
+
+/// Where the central store is.
+#[derive(Args, Debug, Clone)]
+pub struct Target {
+    /// The schema of the central store [default: the URL's search_path, else public]
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    /// The central signing key (from `gavel keygen`); its public key goes into the store
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Args, Debug)]
+pub struct EnrollArgs {
+    /// The host's name in the central store (lowercase letters, digits, `_`)
+    pub name: String,
+    /// The host's checkpoint verifier key (KEY.pub from `gavel keygen` on the host)
+    #[arg(long, value_name = "KEY.pub")]
+    pub public_key: PathBuf,
+    /// The database role the host pushes as [default: gavel_host_NAME]
+    #[arg(long, value_name = "ROLE")]
+    pub role: Option<String>,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Args, Debug)]
+pub struct IngestArgs {
+    /// The central signing key given to `gavel central init`
+    #[arg(long, value_name = "KEY", env = "GAVEL_CENTRAL_KEY")]
+    pub key: PathBuf,
+    /// Keep ingesting every SECONDS until interrupted
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub every: Option<u64>,
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct LogsArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+/// The central store's URL: `--db` (or `$GAVEL_DB`) when it is a PostgreSQL URL.
+pub fn central_url(global: &Global) -> anyhow::Result<String> {
+    let Some(db) = &global.db else {
+        anyhow::bail!("give the central store as --db postgres://… (or $GAVEL_DB)");
+    };
+    let url = db.to_string_lossy().into_owned();
+    if !is_postgres_url(&url) {
+        anyhow::bail!("`--db {url}` is not a PostgreSQL URL (postgres://…)");
+    }
+    Ok(url)
+}
+
+/// Whether `text` is a PostgreSQL connection URL.
+pub fn is_postgres_url(text: &str) -> bool {
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
+
+pub fn run(global: &Global, command: CentralCommand) -> anyhow::Result<Exit> {
+    match command {
+        CentralCommand::Init(args) => init(global, args),
+        CentralCommand::Enroll(args) => enroll(global, args),
+        CentralCommand::Ingest(args) => ingest(global, args),
+        CentralCommand::Logs(args) => logs(global, args),
+    }
+}
+
+fn init(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
+    let key = checkpoint::read_signing_key(&args.key)?;
+    let url = central_url(global)?;
+    let mut central = Central::connect(&url, args.target.schema.as_deref())?;
+    let done = central.init(&key)?;
+    render::line(&format!(
+        "central store in schema `{}`: {} migration(s) applied, central log {} ({}), key {}",
+        central.schema(),
+        done.migrations,
+        done.meta.origin,
+        if done.created { "created" } else { "existing" },
+        done.meta.verifier
+    ))?;
+    Ok(Exit::Ok)
+}
+
+fn enroll(global: &Global, args: EnrollArgs) -> anyhow::Result<Exit> {
+    let verifier = checkpoint::read_verifier_key(&args.public_key)?;
+    let url = central_url(global)?;
+    let mut central = Central::open(&url, args.target.schema.as_deref())?;
+    let enrolled = central
+        .enroll(&args.name, &verifier, args.role.as_deref())
+        .with_context(|| format!("cannot enroll `{}`", args.name))?;
+    let host_url = host_url(&url, &enrolled.role)?;
+    render::line(&format!(
+        "enrolled `{}` as role `{}`{}; inbox {}; the host pushes with: gavel push --to '{host_url}' --key HOST.key",
+        enrolled.host,
+        enrolled.role,
+        if enrolled.role_created {
+            " (created, LOGIN; give it a password or a certificate as your pg_hba.conf wants)"
+        } else {
+            " (existing role)"
+        },
+        enrolled.inbox,
+    ))?;
+    Ok(Exit::Ok)
+}
+
+/// The URL a host pushes with: the owner's URL with the role as user and no password.
+fn host_url(url: &str, role: &str) -> anyhow::Result<String> {
+    let (scheme, rest) = url.split_once("://").context("not a URL")?;
+    let rest = match rest.find(['/', '?']) {
+        Some(end) => {
+            let (authority, tail) = rest.split_at(end);
+            let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            format!("{hosts}{tail}")
+        }
+        None => rest.rsplit_once('@').map_or(rest, |(_, h)| h).to_owned(),
+    };
+    Ok(format!("{scheme}://{role}@{rest}"))
+}
+
+fn logs(global: &Global, args: LogsArgs) -> anyhow::Result<Exit> {
+    let url = central_url(global)?;
+    let mut central = Central::open(&url, args.target.schema.as_deref())?;
+    let listing = central.list_logs()?;
+    let time = |us: Option<i64>| {
+        us.and_then(chrono::DateTime::from_timestamp_micros)
+            .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+    };
+    if args.format.is_json() {
+        let items: Vec<serde_json::Value> = listing
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "host": l.host,
+                    "role": l.role,
+                    "log_id": l.log_id.as_deref().map(gavel::digest::hex),
+                    "origin": l.origin,
+                    "size": l.size,
+                    "cut_size": l.cut_size,
+                    "last_push_us": l.last_push_us,
+                    "last_refusal": l.last_refusal.as_ref().map(|r| serde_json::json!({
+                        "at_us": r.at_us,
+                        "problem": r.problem,
+                        "detail": r.detail,
+                    })),
+                })
+            })
+            .collect();
+        if args.format.get() == super::Format::Json {
+            render::json_pretty(&serde_json::Value::Array(items))?;
+        } else {
+            for item in &items {
+                render::json(item)?;
+            }
+        }
+        return Ok(Exit::Ok);
+    }
+    let rows = listing.iter().map(|l| {
+        vec![
+            l.host.clone(),
+            l.origin.clone().unwrap_or_else(|| "-".into()),
+            l.size.to_string(),
+            time(l.last_push_us).unwrap_or_else(|| "-".into()),
+            l.last_refusal
+                .as_ref()
+                .map(|r| format!("{} {}", time(Some(r.at_us)).unwrap_or_default(), r.problem))
+                .unwrap_or_else(|| "-".into()),
+        ]
+    });
+    render::table(&["host", "log", "size", "last push", "last refusal"], rows)?;
+    Ok(Exit::Ok)
+}
+
+fn ingest(_global: &Global, _args: IngestArgs) -> anyhow::Result<Exit> {
+    anyhow::bail!("`gavel central ingest` is not built yet")
+}
