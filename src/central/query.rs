@@ -19,7 +19,9 @@ pub enum ReadError {
         context: &'static str,
         source: postgres::Error,
     },
-    #[error("no log in the central store matches `{selector}` (a log id in hex, or a prefix of its origin)")]
+    #[error(
+        "no log in the central store matches `{selector}` (a log id in hex, or a prefix of its origin)"
+    )]
     UnknownLog { selector: String },
     #[error("`{selector}` matches {count} logs in the central store ({origins}); give more of it")]
     AmbiguousLog {
@@ -275,10 +277,8 @@ pub fn calls_statement(
         Some(n) => format!("LIMIT {}", params.bind(n.min(i64::MAX as u64) as i64)),
         None => String::new(),
     };
-    let ungoverned = ungoverned
-        && query.rule_id.is_none()
-        && query.action.is_none()
-        && query.approval.is_none();
+    let ungoverned =
+        ungoverned && query.rule_id.is_none() && query.action.is_none() && query.approval.is_none();
     let calls_only = query.tool.is_some()
         || query.rule_id.is_some()
         || query.action.is_some()

@@ -188,7 +188,12 @@ pub fn retain(
     // The last seq of each log in the partitions that go.
     let union = partitions
         .iter()
-        .map(|p| format!("SELECT log_id, max(seq) AS seq FROM {} GROUP BY log_id", ident(p)))
+        .map(|p| {
+            format!(
+                "SELECT log_id, max(seq) AS seq FROM {} GROUP BY log_id",
+                ident(p)
+            )
+        })
         .collect::<Vec<_>>()
         .join(" UNION ALL ");
     let last: std::collections::HashMap<Vec<u8>, i64> = tx
@@ -312,7 +317,13 @@ pub fn retain(
         tx.execute(
             "UPDATE logs SET cut_size = $2, cut_chain = $3, cut_frontier = $4, cut_note = $5
               WHERE log_id = $1",
-            &[&log_id, &cut, &&chain[..], &merkle.frontier().concat(), &note],
+            &[
+                &log_id,
+                &cut,
+                &&chain[..],
+                &merkle.frontier().concat(),
+                &note,
+            ],
         )
         .map_err(sql("storing a cut"))?;
         report.cuts.push(Cut {

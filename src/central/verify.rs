@@ -113,8 +113,7 @@ pub(crate) fn meta(client: &mut Client) -> Result<Meta, ReadError> {
         )
         .map_err(sql("reading central_meta"))?
         .ok_or_else(|| ReadError::Damaged {
-            detail: "it has no identity (`central_meta` is empty): run `gavel central init`"
-                .into(),
+            detail: "it has no identity (`central_meta` is empty): run `gavel central init`".into(),
         })?;
     Ok(Meta {
         origin: row.get(0),
@@ -123,12 +122,13 @@ pub(crate) fn meta(client: &mut Client) -> Result<Meta, ReadError> {
     })
 }
 
-/// Verifies the whole central store. `given` is the central key a reviewer
-/// holds (`central.pub`): when given, the store's own must be it.
+/// Verifies the whole central store. `given` are the central keys a
+/// reviewer holds (`central.pub`): when any is given, the store's own must
+/// be one of them.
 /// `progress` hears the number of events checked so far.
 pub fn verify(
     client: &mut Client,
-    given: Option<&VerifierKey>,
+    given: &[VerifierKey],
     progress: &mut dyn FnMut(u64),
 ) -> Result<CentralReport, ReadError> {
     let mut report = CentralReport {
@@ -139,7 +139,7 @@ pub fn verify(
         cut_logs: 0,
         central_log: 0,
         central_checkpoints: 0,
-        central_key_given: given.is_some(),
+        central_key_given: !given.is_empty(),
         problem: None,
         host: None,
         origin: None,
@@ -159,7 +159,7 @@ pub fn verify(
 
 fn verify_all(
     client: &mut Client,
-    given: Option<&VerifierKey>,
+    given: &[VerifierKey],
     report: &mut CentralReport,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Result<(), Break>, ReadError> {
@@ -175,17 +175,14 @@ fn verify_all(
             )));
         }
     };
-    if let Some(given) = given
-        && *given != central_key
-    {
+    if !given.is_empty() && !given.contains(&central_key) {
         return Ok(Err(Break::central(
             &meta.origin,
             "central_key",
             None,
             format!(
-                "the central store's key `{}` is not the given one `{}`",
-                central_key.to_text(),
-                given.to_text()
+                "the central store's key `{}` is not a given one",
+                central_key.to_text()
             ),
         )));
     }
@@ -286,7 +283,10 @@ fn verify_log(
             return fail(
                 Problem::CheckpointSignature.as_str(),
                 None,
-                format!("the enrolled key of host `{}` does not parse: {err}", log.host),
+                format!(
+                    "the enrolled key of host `{}` does not parse: {err}",
+                    log.host
+                ),
             );
         }
     };
@@ -317,7 +317,10 @@ fn verify_log(
                 return fail(
                     Problem::CheckpointSignature.as_str(),
                     None,
-                    format!("{label} does not verify with the key of host `{}`: {err}", log.host),
+                    format!(
+                        "{label} does not verify with the key of host `{}`: {err}",
+                        log.host
+                    ),
                 );
             }
         };
@@ -376,7 +379,8 @@ fn verify_log(
         .map_err(sql("scanning events"))?;
     let mut last_chain: Vec<u8> = previous.to_vec();
     while let Some(row) = rows.next().map_err(sql("scanning events"))? {
-        let check = row_check(&row, &log.log_id, format, switch).map_err(sql("reading an event"))?;
+        let check =
+            row_check(&row, &log.log_id, format, switch).map_err(sql("reading an event"))?;
         let (leaf, chain) = match &check {
             RowCheck::Row { leaf, chain, .. } => (Some(*leaf), chain.clone()),
             RowCheck::Malformed { .. } => (None, Vec::new()),
@@ -466,7 +470,8 @@ fn check_cut(
     cut: u64,
     central_key: &VerifierKey,
 ) -> Result<(Hash, MerkleBuilder), String> {
-    let (Some(chain), Some(frontier), Some(note)) = (&log.cut_chain, &log.cut_frontier, &log.cut_note)
+    let (Some(chain), Some(frontier), Some(note)) =
+        (&log.cut_chain, &log.cut_frontier, &log.cut_note)
     else {
         return Err(format!(
             "the log is cut at {cut} rows but its cut chain, frontier or note is missing"
@@ -529,7 +534,8 @@ pub(crate) fn row_check(
     let kind: String = row.try_get(3)?;
     let call_id: String = row.try_get(4)?;
     let text = |i: usize| row.try_get::<_, Option<String>>(i);
-    let (tool, action, rule_id, approval, status) = (text(5)?, text(6)?, text(7)?, text(8)?, text(9)?);
+    let (tool, action, rule_id, approval, status) =
+        (text(5)?, text(6)?, text(7)?, text(8)?, text(9)?);
     let payload: Vec<u8> = row.try_get(10)?;
     let stored_leaf: Vec<u8> = row.try_get(11)?;
     let chain: Vec<u8> = row.try_get(12)?;
@@ -601,7 +607,11 @@ fn central_log(
         );
     }
     let Ok(mut previous) = <Hash>::try_from(meta.genesis.as_slice()) else {
-        return fail("central_log", None, "the central genesis is not 32 bytes".into());
+        return fail(
+            "central_log",
+            None,
+            "the central genesis is not 32 bytes".into(),
+        );
     };
     let checkpoints = client
         .query(
@@ -710,14 +720,19 @@ fn central_log(
                 return fail(
                     "central_checkpoint",
                     None,
-                    format!("the first {size} central leaves no longer produce the root of {label}"),
+                    format!(
+                        "the first {size} central leaves no longer produce the root of {label}"
+                    ),
                 );
             }
             None => {
                 return fail(
                     "central_checkpoint",
                     Some(merkle.len() + 1),
-                    format!("{label} vouches for {size} leaves but the central log holds {}", merkle.len()),
+                    format!(
+                        "{label} vouches for {size} leaves but the central log holds {}",
+                        merkle.len()
+                    ),
                 );
             }
         }

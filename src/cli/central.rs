@@ -22,6 +22,8 @@ pub enum CentralCommand {
     Ingest(IngestArgs),
     /// List enrolled hosts and their logs: size, last push, last refusal
     Logs(LogsArgs),
+    /// Drop the monthly partitions of events before a month, marking where each log was cut
+    Retain(super::central_retain::RetainArgs),
 }
 
 /// Where the central store is.
@@ -100,6 +102,7 @@ pub fn run(global: &Global, command: CentralCommand) -> anyhow::Result<Exit> {
         CentralCommand::Enroll(args) => enroll(global, args),
         CentralCommand::Ingest(args) => ingest(global, args),
         CentralCommand::Logs(args) => logs(global, args),
+        CentralCommand::Retain(args) => super::central_retain::run(global, args),
     }
 }
 

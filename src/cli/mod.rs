@@ -4,7 +4,10 @@
 mod audit;
 #[cfg(feature = "postgres")]
 mod central;
+#[cfg(feature = "postgres")]
 mod central_read;
+#[cfg(feature = "postgres")]
+mod central_retain;
 mod check;
 mod demo;
 mod export;
@@ -300,6 +303,10 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ),
     (
         "central logs",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central retain",
         &["workspace", "policy", "durability", "max_argument_bytes"],
     ),
 ];

@@ -75,6 +75,12 @@ fn verify_with(store: &Store, options: &VerifyOptions<'_>) -> anyhow::Result<Ver
 }
 
 pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = global.central_url()
+        && args.export.is_none()
+    {
+        return super::central_read::verify(&url, &args);
+    }
     let keys: Vec<VerifierKey> = args
         .public_key
         .iter()

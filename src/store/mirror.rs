@@ -24,10 +24,7 @@ impl Store {
         policies: &[PolicyRow],
     ) -> Result<Self, StoreError> {
         let mut store = Self::open_in_memory()?;
-        let tx = store
-            .conn
-            .transaction()
-            .map_err(sql("starting a mirror"))?;
+        let tx = store.conn.transaction().map_err(sql("starting a mirror"))?;
         // The identity is fixed by triggers in a real log; a mirror takes its source's.
         tx.execute_batch("DROP TRIGGER log_meta_no_update;")
             .map_err(sql("preparing a mirror"))?;
