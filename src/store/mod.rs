@@ -11,6 +11,7 @@
 mod append;
 mod migrate;
 mod query;
+mod ship;
 mod verify;
 
 use std::fs::{DirBuilder, OpenOptions};
@@ -27,6 +28,7 @@ pub use query::{
     AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Stats,
     StoredEvent, UNGOVERNED, UngovernedCall,
 };
+pub use ship::PolicyRow;
 pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes, switch_of};
 pub use verify::{
     CheckpointOutcome, CheckpointRow, GivenCheckpoint, PolicyText, Problem, VerifyOptions,
