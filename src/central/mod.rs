@@ -226,7 +226,7 @@ fn target(config: &postgres::Config) -> String {
 
 /// Opens a client for `url`: TLS through rustls (Mozilla's roots) unless the
 /// URL says `sslmode=disable`, or names only this machine and no `sslmode`.
-pub(crate) fn open_client(url: &str) -> Result<(Client, postgres::Config), CentralError> {
+pub fn open_client(url: &str) -> Result<(Client, postgres::Config), CentralError> {
     let config = postgres::Config::from_str(url).map_err(|e| CentralError::Url {
         detail: e.to_string(),
     })?;
@@ -579,7 +579,7 @@ impl Head {
         let chain: Hash = chain
             .try_into()
             .map_err(|_| damaged("a log's chain value is not 32 bytes"))?;
-        if frontier.len() % 32 != 0 {
+        if !frontier.len().is_multiple_of(32) {
             return Err(damaged("a log's frontier is not a list of 32-byte hashes"));
         }
         let nodes = frontier

@@ -600,7 +600,12 @@ pub fn mirror(
         )
         .map_err(sql("reading policies"))?
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .map(|r| crate::store::PolicyRow {
+            digest: r.get(0),
+            name: r.get(1),
+            source: r.get(2),
+            first_seen_us: r.get(3),
+        })
         .collect();
     Ok(Store::mirror(&identity, events, &checkpoints, &policies)?)
 }

@@ -211,6 +211,85 @@ fn logs(global: &Global, args: LogsArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn ingest(_global: &Global, _args: IngestArgs) -> anyhow::Result<Exit> {
-    anyhow::bail!("`gavel central ingest` is not built yet")
+fn ingest(global: &Global, args: IngestArgs) -> anyhow::Result<Exit> {
+    let key = checkpoint::read_signing_key(&args.key)?;
+    let url = central_url(global)?;
+    let Some(every) = args.every else {
+        let mut central = Central::open(&url, args.target.schema.as_deref())?;
+        return ingest_once(&mut central, &key, &args);
+    };
+    loop {
+        let pass = Central::open(&url, args.target.schema.as_deref())
+            .map_err(anyhow::Error::from)
+            .and_then(|mut central| ingest_once(&mut central, &key, &args));
+        if let Err(err) = pass {
+            eprintln!(
+                "gavel: ingest failed: {}",
+                err.to_string().replace('\n', " ")
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_secs(every));
+    }
+}
+
+/// One ingest pass; exit 1 when anything was refused.
+fn ingest_once(
+    central: &mut Central,
+    key: &checkpoint::SigningKey,
+    args: &IngestArgs,
+) -> anyhow::Result<Exit> {
+    let report = gavel::central::ingest::ingest(central, key)?;
+    if args.format.is_json() {
+        render::json(&serde_json::json!({
+            "accepted": report.accepted.iter().map(|a| serde_json::json!({
+                "host": a.host,
+                "log_id": gavel::digest::hex(&a.log_id),
+                "from": a.from,
+                "to": a.to,
+                "central_seq": a.central_seq,
+            })).collect::<Vec<_>>(),
+            "refused": report.refused.iter().map(|r| serde_json::json!({
+                "host": r.host,
+                "log_id": gavel::digest::hex(&r.log_id),
+                "problem": r.problem.as_str(),
+                "detail": r.detail,
+                "first_seq": r.first_seq,
+                "last_seq": r.last_seq,
+                "rows": r.rows,
+            })).collect::<Vec<_>>(),
+            "rows": report.rows(),
+            "policies": report.policies,
+            "central_size": report.central_size,
+        }))?;
+    } else {
+        for r in &report.refused {
+            render::line(&format!(
+                "refused host `{}` ({}): {}",
+                r.host,
+                r.problem.as_str(),
+                r.detail
+            ))?;
+        }
+        render::line(&format!(
+            "ingested {} rows in {} batch(es) from {} host(s), refused {}{}",
+            report.rows(),
+            report.accepted.len(),
+            report
+                .accepted
+                .iter()
+                .map(|a| a.host.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            report.refused.len(),
+            report
+                .central_size
+                .map(|s| format!("; central log at {s} checkpoints, signed"))
+                .unwrap_or_default()
+        ))?;
+    }
+    Ok(if report.refused.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    })
 }

@@ -16,6 +16,8 @@ mod init;
 mod keys;
 mod log;
 mod policy_cmd;
+#[cfg(feature = "postgres")]
+mod push;
 mod query;
 mod render;
 mod replay;
@@ -221,6 +223,9 @@ pub enum Command {
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
     /// Run a team's central store in PostgreSQL: init, enroll hosts, ingest, list logs
+    /// Ship this host's audit log to the team's central store (PostgreSQL)
+    #[cfg(feature = "postgres")]
+    Push(push::PushArgs),
     #[cfg(feature = "postgres")]
     #[command(subcommand)]
     Central(central::CentralCommand),
@@ -285,6 +290,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
         "init",
         &["policy", "db", "durability", "max_argument_bytes"],
     ),
+    ("push", &["policy", "max_argument_bytes"]),
     (
         "central",
         &["workspace", "policy", "durability", "max_argument_bytes"],
@@ -377,6 +383,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Hook(args) => hook::run(&global, args),
         Command::Init(args) => init::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
+        #[cfg(feature = "postgres")]
+        Command::Push(args) => push::run(&global, args),
         #[cfg(feature = "postgres")]
         Command::Central(command) => central::run(&global, command),
     }

@@ -5,10 +5,7 @@
 
 use rusqlite::params;
 
-use super::{LogIdentity, Store, StoreError, StoredEvent, sql};
-
-/// A recorded policy text: `(digest, name, source, first_seen_us)`.
-pub type PolicyRow = (String, String, String, i64);
+use super::{LogIdentity, PolicyRow, Store, StoreError, StoredEvent, sql};
 
 /// A stored checkpoint: `(size, root, note, created_us)`.
 pub type CheckpointCopy = (i64, Vec<u8>, String, i64);
@@ -66,9 +63,9 @@ impl Store {
             let mut insert = tx
                 .prepare("INSERT INTO policies (digest, name, source, first_seen_us) VALUES (?1, ?2, ?3, ?4)")
                 .map_err(sql("copying policies"))?;
-            for (digest, name, source, first_seen_us) in policies {
+            for p in policies {
                 insert
-                    .execute(params![digest, name, source, first_seen_us])
+                    .execute(params![p.digest, p.name, p.source, p.first_seen_us])
                     .map_err(sql("copying policies"))?;
             }
         }

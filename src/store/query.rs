@@ -306,7 +306,7 @@ fn valid_json(expr: &str) -> String {
 
 impl Store {
     /// The columns of `StoredEvent`, as this database has them.
-    fn event_columns(&self) -> &'static str {
+    pub(super) fn event_columns(&self) -> &'static str {
         if self.provenance {
             StoredEvent::COLUMNS
         } else {
