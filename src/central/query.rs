@@ -137,7 +137,8 @@ fn json(column: &str) -> String {
 /// `CALLS_SQL`, per log.
 const CALLS_SQL: &str = "
 SELECT c.ts_us, c.log_id, c.seq, c.call_id, c.tool, c.payload, c.kind, c.request_payload,
-       c.call_approval, c.call_status, c.anomaly_kinds, c.result_count, c.enrolled, c.origin
+       c.call_approval, c.call_status, c.anomaly_kinds, c.result_count, c.enrolled, c.origin,
+       c.rule_id, c.action
 FROM (
   SELECT d.ts_us, d.log_id, d.seq, d.call_id, d.tool, d.payload, d.kind, d.rule_id, d.action,
     d.session, d.host, l.host AS enrolled, l.origin,
