@@ -1,0 +1,471 @@
+//! The central store (issue 16), read side: `log`, `stats`, `show`,
+//! `explain`, `replay`, `export`, `report` and `verify` with `--db
+//! postgres://…`, and `gavel central retain`, against a real PostgreSQL
+//! server. Same skip rule and per-test schema as `central.rs`.
+
+use postgres::Client;
+use serde_json::Value;
+
+use crate::central::{Team, append_calls, expect, json_out, push_all, setup_hosts};
+use crate::support::{stderr, stdout};
+
+/// A team of `n` hosts, each with `calls` calls pushed and ingested.
+fn team_with_calls(n: usize, calls: usize) -> Option<Team> {
+    let team = setup_hosts(n)?;
+    for (i, host) in team.hosts.iter().enumerate() {
+        append_calls(&host.db, i * 1000, calls);
+    }
+    push_all(&team, 0..n);
+    team.ingest(0);
+    Some(team)
+}
+
+impl Team {
+    /// `gavel ARGS --db <central URL>`.
+    fn read(&self, args: &[&str]) -> assert_cmd::Command {
+        let mut cmd = self.gavel(args);
+        cmd.args(["--db", &self.url]);
+        cmd
+    }
+
+    /// `gavel verify --db <central URL> --json` and its report.
+    fn verify(&self, exit: i32) -> Value {
+        json_out(&expect(
+            &mut self.read(&[
+                "verify",
+                "--public-key",
+                &format!("{}.pub", self.central_key.display()),
+                "--json",
+            ]),
+            exit,
+        ))
+    }
+
+    /// The log id (hex) of host `i`'s log.
+    fn log_of(&self, i: usize) -> String {
+        let row = self
+            .client()
+            .query_one(
+                "SELECT encode(log_id, 'hex') FROM logs WHERE host = $1",
+                &[&self.hosts[i].name],
+            )
+            .unwrap();
+        row.get(0)
+    }
+}
+
+/// Runs `tamper` as the owner with the append-only triggers off, then
+/// `verify`, then `undo`; returns the report.
+fn tampered(team: &Team, tamper: &str, undo: &str) -> Value {
+    let mut client: Client = team.client();
+    let off = "SET session_replication_role = replica;";
+    client.batch_execute(&format!("{off} {tamper}")).unwrap();
+    let report = team.verify(1);
+    client.batch_execute(&format!("{off} {undo}")).unwrap();
+    report
+}
+
+fn local_stats(team: &Team, i: usize) -> Value {
+    json_out(&expect(
+        &mut team.gavel(&[
+            "stats",
+            "--json",
+            "--db",
+            team.hosts[i].db.to_str().unwrap(),
+        ]),
+        0,
+    ))
+}
+
+/// Adds every count of `b` into `a` (two `stats --json` objects).
+fn add_stats(a: &mut Value, b: &Value) {
+    for (key, value) in b.as_object().unwrap() {
+        match value {
+            Value::Number(n) => {
+                let sum = a[key].as_u64().unwrap_or(0) + n.as_u64().unwrap();
+                a[key] = sum.into();
+            }
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let sum = a[key][k].as_u64().unwrap_or(0) + v.as_u64().unwrap();
+                    a[key][k] = sum.into();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn central_log_and_stats_span_hosts_and_name_where_each_row_comes_from() {
+    let Some(team) = team_with_calls(3, 40) else {
+        return;
+    };
+    // Every call of every host, each told by its enrolled host, log and seq.
+    let rows: Vec<Value> = stdout(&expect(&mut team.read(&["log", "--json"]), 0))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 120);
+    for (i, host) in team.hosts.iter().enumerate() {
+        let mine: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["central"]["host"] == host.name.as_str())
+            .collect();
+        assert_eq!(mine.len(), 40, "host {}", host.name);
+        assert!(mine.iter().all(|r| {
+            r["central"]["log"]
+                .as_str()
+                .unwrap()
+                .ends_with(&team.log_of(i))
+        }));
+    }
+    // --host by enrolled name, --log by id prefix of the origin, --rule, --tail.
+    let host1 = stdout(&expect(
+        &mut team.read(&["log", "--json", "--host", &team.hosts[1].name]),
+        0,
+    ));
+    assert_eq!(host1.lines().count(), 40);
+    let prefix = format!("gavel/{}", &team.log_of(2)[..10]);
+    let log2 = stdout(&expect(
+        &mut team.read(&["log", "--json", "--log", &prefix]),
+        0,
+    ));
+    assert_eq!(log2.lines().count(), 40);
+    assert!(log2.lines().all(|l| l.contains(&team.hosts[2].name)));
+    let denied = stdout(&expect(
+        &mut team.read(&["log", "--json", "--rule", "bash.hard_deny"]),
+        0,
+    ));
+    assert_eq!(denied.lines().count(), 30);
+    let tail = stdout(&expect(
+        &mut team.read(&["log", "--json", "--tail", "5"]),
+        0,
+    ));
+    assert_eq!(tail.lines().count(), 5);
+    // The table has a host column.
+    let table = stdout(&expect(
+        &mut team.read(&["log", "--limit", "3"]).env("COLUMNS", "250"),
+        0,
+    ));
+    assert!(table.contains("host"), "{table}");
+
+    // Central stats is the sum of the hosts' local stats.
+    let central = json_out(&expect(&mut team.read(&["stats", "--json"]), 0));
+    let mut sum = local_stats(&team, 0);
+    for i in 1..3 {
+        add_stats(&mut sum, &local_stats(&team, i));
+    }
+    assert_eq!(central, sum);
+    let one = json_out(&expect(
+        &mut team.read(&["stats", "--json", "--host", &team.hosts[0].name]),
+        0,
+    ));
+    assert_eq!(one, local_stats(&team, 0));
+}
+
+#[test]
+fn show_explain_replay_export_and_report_read_the_central_store() {
+    let Some(team) = team_with_calls(2, 12) else {
+        return;
+    };
+    // Both hosts have a call `c0`..: ids are per log, so --log picks one.
+    append_calls(&team.hosts[1].db, 0, 1);
+    push_all(&team, 1..2);
+    team.ingest(0);
+    let err = stderr(&expect(&mut team.read(&["show", "c0"]), 2));
+    assert!(err.contains("pick one with --log"), "{err}");
+    let log0 = team.log_of(0);
+    let shown = json_out(&expect(
+        &mut team.read(&["show", "c0", "--log", &log0, "--json"]),
+        0,
+    ));
+    assert_eq!(shown["central"]["host"], team.hosts[0].name.as_str());
+    assert_eq!(shown["events"].as_array().unwrap().len(), 3);
+    let explained = stdout(&expect(
+        &mut team.read(&["explain", "c3", "--log", &log0]),
+        0,
+    ));
+    assert!(explained.contains(&format!("from host `{}`", team.hosts[0].name)));
+    assert!(explained.contains("bash.hard_deny"), "{explained}");
+    let err = stderr(&expect(&mut team.read(&["show", "nope"]), 2));
+    assert!(err.contains("no call `nope`"), "{err}");
+
+    // Replay: every log, its drift told by host and log.
+    let replay = json_out(&expect(
+        &mut team.read(&["replay", "--json", "--fail-on", "never"]),
+        0,
+    ));
+    let logs = replay["logs"].as_array().unwrap();
+    assert_eq!(logs.len(), 2);
+    assert_eq!(logs[0]["host"], team.hosts[0].name.as_str());
+    assert_eq!(logs[0]["total"], 12);
+    assert_eq!(logs[1]["total"], 13);
+    assert_eq!(replay["verified"], true);
+
+    // Export one log: an archive `verify --export` checks with no database.
+    let archive = team.dir.path().join("h1.jsonl");
+    let out = expect(&mut team.read(&["export", "--log", &team.log_of(1)]), 0);
+    std::fs::write(&archive, &out.stdout).unwrap();
+    let verified = stdout(&expect(
+        &mut team.gavel(&["verify", "--export", archive.to_str().unwrap()]),
+        0,
+    ));
+    assert!(verified.starts_with("ok: 39 events"), "{verified}");
+    // CSV across hosts: one header, every row.
+    let csv = stdout(&expect(&mut team.read(&["export", "--format", "csv"]), 0));
+    assert_eq!(csv.lines().count(), 1 + 36 + 39);
+
+    // A report covers one log.
+    let page = team.dir.path().join("r.html");
+    let err = stderr(&expect(
+        &mut team.read(&["report", "--html", page.to_str().unwrap()]),
+        2,
+    ));
+    assert!(err.contains("pick one with --log or --host"), "{err}");
+    expect(
+        &mut team.read(&[
+            "report",
+            "--html",
+            page.to_str().unwrap(),
+            "--host",
+            &team.hosts[0].name,
+        ]),
+        0,
+    );
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains("bash.hard_deny")
+    );
+}
+
+#[test]
+fn central_verify_names_host_log_and_seq_of_every_kind_of_tampering() {
+    let Some(team) = team_with_calls(2, 20) else {
+        return;
+    };
+    let intact = team.verify(0);
+    assert_eq!(intact["ok"], true);
+    assert_eq!(intact["logs"], 2);
+    assert_eq!(intact["events"], 120);
+    assert_eq!(intact["checkpoints"], 2);
+    assert_eq!(intact["central_log"], 2);
+    assert_eq!(intact["central_key_given"], true);
+    let host = team.hosts[1].name.as_str();
+    let log = format!("gavel/{}", team.log_of(1));
+    let id = format!("decode('{}', 'hex')", team.log_of(1));
+
+    // An edited payload.
+    let report = tampered(
+        &team,
+        &format!(
+            "UPDATE events SET payload = payload || ' '::bytea WHERE log_id = {id} AND seq = 7"
+        ),
+        &format!(
+            "UPDATE events SET payload = substring(payload FROM 1 FOR length(payload) - 1) WHERE log_id = {id} AND seq = 7"
+        ),
+    );
+    assert_eq!(report["problem"], "content_mismatch");
+    assert_eq!(report["host"], host);
+    assert_eq!(report["origin"], log.as_str());
+    assert_eq!(report["first_bad_seq"], 7);
+
+    // A deleted row (kept aside and put back).
+    let report = tampered(
+        &team,
+        &format!(
+            "CREATE TABLE aside AS SELECT * FROM events WHERE log_id = {id} AND seq = 11;
+             DELETE FROM events WHERE log_id = {id} AND seq = 11;"
+        ),
+        "INSERT INTO events SELECT * FROM aside; DROP TABLE aside;",
+    );
+    assert_eq!(report["problem"], "seq_gap");
+    assert_eq!(report["first_bad_seq"], 11);
+    assert_eq!(report["host"], host);
+
+    // The last row deleted: the head says more.
+    let report = tampered(
+        &team,
+        &format!(
+            "CREATE TABLE aside AS SELECT * FROM events WHERE log_id = {id} AND seq = 60;
+             DELETE FROM events WHERE log_id = {id} AND seq = 60;"
+        ),
+        "INSERT INTO events SELECT * FROM aside; DROP TABLE aside;",
+    );
+    assert_eq!(report["problem"], "checkpoint_truncated");
+    assert_eq!(report["first_bad_seq"], 60);
+
+    // Two rows swapped (their contents trade seq).
+    let swap = format!(
+        "UPDATE events SET seq = CASE seq WHEN 4 THEN -5 ELSE -4 END WHERE log_id = {id} AND seq IN (4, 5);
+         UPDATE events SET seq = -seq WHERE log_id = {id} AND seq < 0;"
+    );
+    let report = tampered(&team, &swap, &swap);
+    assert_eq!(report["problem"], "content_mismatch");
+    assert_eq!(report["first_bad_seq"], 4);
+
+    // An edited host checkpoint note.
+    let report = tampered(
+        &team,
+        &format!(
+            "UPDATE checkpoints SET note = replace(note, E'\\n60\\n', E'\\n59\\n') WHERE log_id = {id}"
+        ),
+        &format!(
+            "UPDATE checkpoints SET note = replace(note, E'\\n59\\n', E'\\n60\\n') WHERE log_id = {id}"
+        ),
+    );
+    assert_eq!(report["problem"], "checkpoint_signature");
+    assert_eq!(report["host"], host);
+
+    // An edited central log row.
+    let report = tampered(
+        &team,
+        "UPDATE central_log SET note = note || ' ' WHERE seq = 2",
+        "UPDATE central_log SET note = substring(note FROM 1 FOR length(note) - 1) WHERE seq = 2",
+    );
+    assert_eq!(report["problem"], "content_mismatch");
+    assert_eq!(report["first_bad_seq"], 2);
+    assert!(
+        report["origin"]
+            .as_str()
+            .unwrap()
+            .starts_with("gavel-central/")
+    );
+
+    // Another central key than the one the reviewer holds.
+    expect(
+        &mut team.gavel(&["keygen", "--out", "other.key", "--name", "other"]),
+        0,
+    );
+    let report = json_out(&expect(
+        &mut team.read(&["verify", "--public-key", "other.key.pub", "--json"]),
+        1,
+    ));
+    assert_eq!(report["problem"], "central_key");
+
+    // The human form names the break too, and everything is whole again.
+    let report = team.verify(0);
+    assert_eq!(report["ok"], true);
+}
+
+#[test]
+fn retention_drops_old_partitions_and_verify_starts_at_the_cut() {
+    let Some(team) = team_with_calls(2, 10) else {
+        return;
+    };
+    // What was accepted so far is moved to a partition of an old month,
+    // as if it had been accepted then.
+    let mut client = team.client();
+    client
+        .batch_execute(
+            "SET session_replication_role = replica;
+             CREATE TABLE events_202001 PARTITION OF events
+               FOR VALUES FROM (1577836800000000) TO (1580515200000000);
+             UPDATE events SET part_us = 1577836800000001;",
+        )
+        .unwrap();
+    // More calls, accepted now.
+    for (i, host) in team.hosts.iter().enumerate() {
+        append_calls(&host.db, 500 + i * 1000, 5);
+    }
+    push_all(&team, 0..2);
+    team.ingest(0);
+    let now = chrono::Utc::now().format("%Y-%m").to_string();
+    let key = team.central_key.to_str().unwrap().to_owned();
+    let out = json_out(&expect(
+        &mut team.read(&[
+            "central", "retain", "--before", &now, "--key", &key, "--json",
+        ]),
+        0,
+    ));
+    assert_eq!(out["partitions"], serde_json::json!(["events_202001"]));
+    let cuts = out["cuts"].as_array().unwrap();
+    assert_eq!(cuts.len(), 2);
+    assert!(cuts.iter().all(|c| c["size"] == 30 && c["dropped"] == 30));
+    let report = team.verify(0);
+    assert_eq!(report["cut_logs"], 2);
+    assert_eq!(report["events"], 30);
+    // The listing holds what is left; a second run drops nothing.
+    let rows = stdout(&expect(&mut team.read(&["log", "--json"]), 0));
+    assert_eq!(rows.lines().count(), 10);
+    let again = json_out(&expect(
+        &mut team.read(&[
+            "central", "retain", "--before", &now, "--key", &key, "--json",
+        ]),
+        0,
+    ));
+    assert_eq!(again["partitions"], serde_json::json!([]));
+    // Pushing more after the cut still verifies from it.
+    append_calls(&team.hosts[0].db, 900, 2);
+    push_all(&team, 0..1);
+    team.ingest(0);
+    assert_eq!(team.verify(0)["events"], 36);
+
+    // A forged cut is caught: the note no longer matches the stored chain.
+    let report = tampered(
+        &team,
+        &format!(
+            "UPDATE logs SET cut_chain = sha256(cut_chain) WHERE host = '{}'",
+            team.hosts[1].name
+        ),
+        "SELECT 1",
+    );
+    assert_eq!(report["problem"], "cut");
+    assert_eq!(report["host"], team.hosts[1].name.as_str());
+
+    // A future month, a bad month and a wrong key are refused.
+    for (before, key) in [("2999-01", key.as_str()), ("2020-13", key.as_str())] {
+        let err = stderr(&expect(
+            &mut team.read(&["central", "retain", "--before", before, "--key", key]),
+            2,
+        ));
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    expect(
+        &mut team.gavel(&["keygen", "--out", "other.key", "--name", "other"]),
+        0,
+    );
+    let err = stderr(&expect(
+        &mut team.read(&["central", "retain", "--before", &now, "--key", "other.key"]),
+        2,
+    ));
+    assert!(err.contains("not the central store's key"), "{err}");
+}
+
+#[test]
+fn central_read_errors_are_one_line() {
+    let Some(team) = team_with_calls(1, 2) else {
+        return;
+    };
+    for args in [
+        &["log", "--log", "gavel/ffff"][..],
+        &["stats", "--log", "nothing"][..],
+        &["verify", "--checkpoint", "x.note"][..],
+    ] {
+        let err = stderr(&expect(&mut team.read(args), 2));
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("gavel: "), "{err}");
+    }
+    // --log needs a central store.
+    let err = stderr(&expect(
+        &mut team.gavel(&[
+            "log",
+            "--log",
+            "x",
+            "--db",
+            team.hosts[0].db.to_str().unwrap(),
+        ]),
+        2,
+    ));
+    assert!(
+        err.contains("--log picks a log of a central store"),
+        "{err}"
+    );
+    // A writing command refuses a central --db.
+    let err = stderr(&expect(
+        &mut team.read(&["run", "read_file", "{\"path\":\"x\"}"]),
+        2,
+    ));
+    assert!(err.contains("reads a local audit database"), "{err}");
+}
