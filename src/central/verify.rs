@@ -743,7 +743,7 @@ fn central_log(
 
 /// A tree of `count` leaves from its stored frontier bytes.
 pub(crate) fn frontier_tree(count: u64, frontier: &[u8]) -> Option<MerkleBuilder> {
-    if frontier.len() % 32 != 0 {
+    if !frontier.len().is_multiple_of(32) {
         return None;
     }
     let nodes = frontier

@@ -145,7 +145,7 @@ fn central_log_and_stats_span_hosts_and_name_where_each_row_comes_from() {
     assert_eq!(tail.lines().count(), 5);
     // The table has a host column.
     let table = stdout(&expect(
-        &mut team.read(&["log", "--limit", "3"]).env("COLUMNS", "250"),
+        team.read(&["log", "--limit", "3"]).env("COLUMNS", "250"),
         0,
     ));
     assert!(table.contains("host"), "{table}");
