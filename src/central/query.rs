@@ -104,25 +104,47 @@ pub fn resolve_log(client: &mut Client, selector: &str) -> Result<LogRef, ReadEr
     }
 }
 
-/// Bound parameters of a statement being built, `$1`, `$2`, ...
+/// Bound parameters of a statement being built, `$1`, `$2`, ..., with
+/// their SQL literals (for running the same statement in `psql`).
 #[derive(Default)]
-pub struct Params(Vec<Box<dyn ToSql + Sync>>);
+pub struct Params {
+    values: Vec<Box<dyn ToSql + Sync>>,
+    literals: Vec<String>,
+}
+
+/// A value that can be bound, and written as an SQL literal.
+pub trait Literal: ToSql + Sync + 'static {
+    fn literal(&self) -> String;
+}
+
+impl Literal for String {
+    fn literal(&self) -> String {
+        format!("'{}'", self.replace('\'', "''"))
+    }
+}
+
+impl Literal for i64 {
+    fn literal(&self) -> String {
+        format!("{self}::bigint")
+    }
+}
+
+impl Literal for Vec<u8> {
+    fn literal(&self) -> String {
+        format!("'\\x{}'::bytea", crate::digest::hex(self))
+    }
+}
 
 impl Params {
-    fn bind(&mut self, value: impl ToSql + Sync + 'static) -> String {
-        self.0.push(Box::new(value));
-        format!("${}", self.0.len())
+    fn bind(&mut self, value: impl Literal) -> String {
+        self.literals.push(value.literal());
+        self.values.push(Box::new(value));
+        format!("${}", self.values.len())
     }
 
     /// The values, in order, for `Client::query_raw`.
     pub fn values(&self) -> impl ExactSizeIterator<Item = &(dyn ToSql + Sync)> {
-        self.0.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync))
-    }
-
-    /// The values as SQL literals, in order, for running the same statement
-    /// elsewhere (`psql`, in the benchmark).
-    pub fn debug_values(&self) -> Vec<String> {
-        self.0.iter().map(|v| format!("{v:?}")).collect()
+        self.values.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync))
     }
 }
 
@@ -187,6 +209,19 @@ const UNGOVERNED_ROWS: &str = "UNION ALL
 pub struct Statement {
     pub text: String,
     pub params: Params,
+}
+
+impl Statement {
+    /// The statement with its parameters written in as literals: the very
+    /// SQL gavel runs, for `psql` (the benchmark's baseline).
+    pub fn inlined(&self) -> String {
+        let mut text = self.text.clone();
+        // The highest first, so that `$1` never eats the start of `$12`.
+        for (i, literal) in self.params.literals.iter().enumerate().rev() {
+            text = text.replace(&format!("${}", i + 1), literal);
+        }
+        text
+    }
 }
 
 /// The listing statement for `query` over `log` (every log when `None`),
