@@ -4,6 +4,8 @@
 
 mod anomalies;
 mod authoring;
+#[cfg(feature = "postgres")]
+mod central;
 mod check;
 mod clients;
 mod demo;
