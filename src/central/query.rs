@@ -144,7 +144,9 @@ impl Params {
 
     /// The values, in order, for `Client::query_raw`.
     pub fn values(&self) -> impl ExactSizeIterator<Item = &(dyn ToSql + Sync)> {
-        self.values.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync))
+        self.values
+            .iter()
+            .map(|b| b.as_ref() as &(dyn ToSql + Sync))
     }
 }
 

@@ -83,7 +83,7 @@ impl Break {
 struct LogRow {
     log_id: Vec<u8>,
     host: String,
-    verifier: String,
+    verifier: Option<String>,
     origin: String,
     format: i32,
     genesis: Vec<u8>,
@@ -186,6 +186,23 @@ fn verify_all(
             ),
         )));
     }
+    let orphans = client
+        .query_opt(
+            "SELECT encode(e.log_id, 'hex'), e.seq FROM events e
+              WHERE NOT EXISTS (SELECT 1 FROM logs l WHERE l.log_id = e.log_id) LIMIT 1",
+            &[],
+        )
+        .map_err(sql("looking for rows of no log"))?;
+    if let Some(row) = orphans {
+        let (log_id, seq): (String, i64) = (row.get(0), row.get(1));
+        return Ok(Err(Break {
+            problem: "unknown_log".into(),
+            host: None,
+            origin: Some(format!("gavel/{log_id}")),
+            seq: u64::try_from(seq).ok(),
+            detail: format!("events hold rows of log {log_id}, which no enrolled host's log is"),
+        }));
+    }
     let logs = read_logs(client)?;
     for log in &logs {
         if let Err(found) = verify_log(client, log, &central_key, report, progress)? {
@@ -202,7 +219,7 @@ fn read_logs(client: &mut Client) -> Result<Vec<LogRow>, ReadError> {
             "SELECT l.log_id, l.host, h.verifier, l.origin, l.format, l.genesis, l.size, l.chain,
                     l.frontier, l.switch_seq, l.switch_format, l.cut_size, l.cut_chain,
                     l.cut_frontier, l.cut_note
-               FROM logs l JOIN hosts h ON h.host = l.host
+               FROM logs l LEFT JOIN hosts h ON h.host = l.host
               ORDER BY l.host, l.origin",
             &[],
         )
@@ -277,7 +294,14 @@ fn verify_log(
             "its identity does not produce its genesis hash".into(),
         );
     }
-    let host_key = match VerifierKey::from_text(&log.verifier) {
+    let Some(verifier) = &log.verifier else {
+        return fail(
+            "unknown_host",
+            None,
+            format!("the log's host `{}` is not enrolled", log.host),
+        );
+    };
+    let host_key = match VerifierKey::from_text(verifier) {
         Ok(key) => key,
         Err(err) => {
             return fail(

@@ -1095,6 +1095,9 @@ fn scale_twenty_hosts_push_concurrently() {
         .unwrap()
         .get(0);
     assert_eq!(before, after);
+    // Read side: every chain verifies centrally; central stats is the sum
+    // of the hosts' (the rewriter's central part counted as stored).
+    crate::central_read::every_chain_verifies_and_stats_add_up(&team, &[1]);
 }
 
 /// Pushes hosts `range` concurrently (`gavel push`, each its own process).

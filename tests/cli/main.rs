@@ -6,6 +6,8 @@ mod anomalies;
 mod authoring;
 #[cfg(feature = "postgres")]
 mod central;
+#[cfg(feature = "postgres")]
+mod central_read;
 mod check;
 mod clients;
 mod demo;
