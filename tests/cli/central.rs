@@ -1008,14 +1008,19 @@ fn scale_twenty_hosts_push_concurrently() {
         return;
     };
     let half = calls / 2;
+    let clock = std::time::Instant::now();
+    let phase = |what: &str| println!("scale: {what} at {:.1}s", clock.elapsed().as_secs_f64());
     // First half: every host records; all but host 0 (offline) push.
     std::thread::scope(|s| {
         for host in &team.hosts {
             s.spawn(|| append_calls(&host.db, 1, half));
         }
     });
+    phase("first half recorded");
     push_all(&team, 1..hosts);
+    phase("first half pushed");
     team.ingest(0);
+    phase("first half ingested");
     // Host 1 rewrites a row it pushed; everyone records the second half.
     rewrite_row(&team.hosts[1].db, 7);
     std::thread::scope(|s| {
@@ -1023,6 +1028,7 @@ fn scale_twenty_hosts_push_concurrently() {
             s.spawn(|| append_calls(&host.db, half + 1, calls - half));
         }
     });
+    phase("second half recorded");
     // All push concurrently while ingest passes run.
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -1043,8 +1049,10 @@ fn scale_twenty_hosts_push_concurrently() {
             }
         });
         push_all(&team, 0..hosts);
+        phase("second half pushed");
         done.store(true, Ordering::Relaxed);
     });
+    phase("second half ingested");
     let _ = team
         .gavel(&[
             "central",
