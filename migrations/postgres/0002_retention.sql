@@ -1,4 +1,5 @@
--- gavel central store, schema 2: the note that marks a retention cut.
+-- gavel central store, schema 2: the note that marks a retention cut, and
+-- the index the read side uses per call.
 -- See docs/central.md ("Retention"). Never edit this file once shipped.
 --
 -- `gavel central retain` drops whole monthly partitions of `events`. For
@@ -9,3 +10,10 @@
 -- `gavel-cut <base64 cut_chain>`, signed by the central key. `gavel verify`
 -- starts each log at its cut and checks the note.
 ALTER TABLE logs ADD COLUMN cut_note text;
+
+-- What the read side asks per call: the call's other events in its own log
+-- (its request, last approval, first result, anomalies; `show` and
+-- `explain`). Call ids are unique per log, not across logs: `(call_id)`
+-- alone makes each of those probes read the call's rows in every log, and
+-- the primary key alone reads the whole log.
+CREATE INDEX events_log_call ON events (log_id, call_id);
