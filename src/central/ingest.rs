@@ -104,8 +104,10 @@ impl IngestReport {
     }
 }
 
-/// An advisory lock key for the central log's appends (and partition creation).
+/// An advisory lock key for the central log's appends.
 const CENTRAL_LOCK: i64 = 0x6761_766c_6365_6e74; // "gavlcent"
+/// Another for making partitions (never held while waiting for the first).
+const PARTITION_LOCK: i64 = 0x6761_766c_7061_7274; // "gavlpart"
 
 /// What a host sent for one log, checked; or why it is refused.
 enum Outcome {
@@ -135,43 +137,132 @@ fn refuse(problem: Problem, detail: String, first: Option<i64>, last: Option<i64
 
 /// One ingest pass over every enrolled host's inbox, signed with the central key.
 pub fn ingest(central: &mut Central, key: &SigningKey) -> Result<IngestReport, CentralError> {
+    let (meta, hosts) = prepare(central, key)?;
+    let mut report = IngestReport::default();
+    for (host, verifier) in &hosts {
+        ingest_host(central, key, host, verifier, &mut report)?;
+    }
+    finish(central, key, &meta.origin, report)
+}
+
+/// [`ingest`] with up to `jobs` connections (to `url`, in this store's
+/// schema) taking different hosts at once. Each log is still taken in one
+/// transaction with its row locked; the central log's appends take turns.
+pub fn ingest_parallel(
+    central: &mut Central,
+    url: &str,
+    key: &SigningKey,
+    jobs: usize,
+) -> Result<IngestReport, CentralError> {
+    let (meta, hosts) = prepare(central, key)?;
+    let jobs = jobs.clamp(1, hosts.len().max(1));
+    if jobs == 1 {
+        let mut report = IngestReport::default();
+        for (host, verifier) in &hosts {
+            ingest_host(central, key, host, verifier, &mut report)?;
+        }
+        return finish(central, key, &meta.origin, report);
+    }
+    let schema = central.schema.clone();
+    let results: Vec<Result<IngestReport, CentralError>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|job| {
+                let mine: Vec<&(String, VerifierKey)> =
+                    hosts.iter().skip(job).step_by(jobs).collect();
+                let schema = &schema;
+                s.spawn(move || {
+                    let mut worker = Central::connect(url, Some(schema))?;
+                    let mut report = IngestReport::default();
+                    for (host, verifier) in mine {
+                        ingest_host(&mut worker, key, host, verifier, &mut report)?;
+                    }
+                    Ok(report)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    Err(CentralError::Damaged {
+                        detail: "an ingest worker stopped early".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut report = IngestReport::default();
+    for result in results {
+        let part = result?;
+        report.accepted.extend(part.accepted);
+        report.refused.extend(part.refused);
+        report.policies += part.policies;
+        report.bad_policies += part.bad_policies;
+    }
+    finish(central, key, &meta.origin, report)
+}
+
+/// Checks the store and key; lists the enrolled hosts with their keys.
+fn prepare(
+    central: &mut Central,
+    key: &SigningKey,
+) -> Result<(super::admin::CentralMeta, Vec<(String, VerifierKey)>), CentralError> {
     central.check()?;
     let meta = central.check_key(key)?;
-    let inbox_schema = central.inbox_schema();
-    let hosts = central
+    let rows = central
         .client
         .query("SELECT host, verifier FROM hosts ORDER BY host", &[])
         .map_err(sql("listing hosts"))?;
-    let mut report = IngestReport::default();
-    for row in hosts {
-        let host: String = row.get(0);
-        let verifier_text: String = row.get(1);
-        let verifier = VerifierKey::from_text(&verifier_text)?;
-        let inbox = Inbox {
-            schema: inbox_schema.clone(),
-            host: host.clone(),
-        };
-        take_policies(central, &inbox, &mut report)?;
-        let logs = central
-            .client
-            .query(
-                &format!(
-                    "SELECT log_id FROM {} UNION SELECT log_id FROM {} ORDER BY 1",
-                    inbox.table("checkpoints"),
-                    inbox.table("events")
-                ),
-                &[],
-            )
-            .map_err(sql("listing pending logs"))?;
-        for log in logs {
-            let log_id: Vec<u8> = log.get(0);
-            ingest_log(central, key, &inbox, &verifier, &log_id, &mut report)?;
-        }
+    let mut hosts = Vec::with_capacity(rows.len());
+    for row in rows {
+        let verifier: String = row.get(1);
+        hosts.push((row.get(0), VerifierKey::from_text(&verifier)?));
     }
+    Ok((meta, hosts))
+}
+
+/// Signs a central checkpoint when anything was accepted.
+fn finish(
+    central: &mut Central,
+    key: &SigningKey,
+    origin: &str,
+    mut report: IngestReport,
+) -> Result<IngestReport, CentralError> {
     if !report.accepted.is_empty() {
-        report.central_size = Some(sign_central(central, key, &meta.origin)?);
+        report.central_size = Some(sign_central(central, key, origin)?);
     }
     Ok(report)
+}
+
+/// Takes what one host's inbox holds: its policies, then each log.
+fn ingest_host(
+    central: &mut Central,
+    key: &SigningKey,
+    host: &str,
+    verifier: &VerifierKey,
+    report: &mut IngestReport,
+) -> Result<(), CentralError> {
+    let inbox = Inbox {
+        schema: central.inbox_schema(),
+        host: host.to_owned(),
+    };
+    take_policies(central, &inbox, report)?;
+    let logs = central
+        .client
+        .query(
+            &format!(
+                "SELECT log_id FROM {} UNION SELECT log_id FROM {} ORDER BY 1",
+                inbox.table("checkpoints"),
+                inbox.table("events")
+            ),
+            &[],
+        )
+        .map_err(sql("listing pending logs"))?;
+    for log in logs {
+        let log_id: Vec<u8> = log.get(0);
+        ingest_log(central, key, &inbox, verifier, &log_id, report)?;
+    }
+    Ok(())
 }
 
 /// Moves a host's pushed policy texts into `policies` (those whose SHA-256 is their digest).
@@ -245,7 +336,7 @@ pub fn ensure_partition(central: &mut Central, part_us: i64) -> Result<(), Centr
         .client
         .transaction()
         .map_err(sql("starting a partition"))?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CENTRAL_LOCK])
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PARTITION_LOCK])
         .map_err(sql("locking for a partition"))?;
     tx.batch_execute(&format!(
         "CREATE TABLE IF NOT EXISTS {name} PARTITION OF events FOR VALUES FROM ({}) TO ({})",

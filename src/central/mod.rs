@@ -689,3 +689,123 @@ pub fn extend_head<'a>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str) -> postgres::Config {
+        postgres::Config::from_str(url).unwrap()
+    }
+
+    #[test]
+    fn tls_is_chosen_by_the_url() {
+        let plain = |url: &str| wants_tls(url, &config(url)).is_none();
+        assert!(plain("postgres://u@127.0.0.1/db"));
+        assert!(plain("postgres://u@localhost:5432/db"));
+        assert!(plain("postgres://u@db.example.com/db?sslmode=disable"));
+        assert!(
+            !plain("postgres://u@db.example.com/db"),
+            "prefer, off this machine"
+        );
+        assert!(!plain("postgres://u@127.0.0.1/db?sslmode=require"));
+        assert!(!plain("postgres://u@localhost/db?sslmode=prefer"));
+        let url = "postgres://u@db.example.com/db?sslmode=require";
+        assert_eq!(wants_tls(url, &config(url)), Some(SslMode::Require));
+    }
+
+    #[test]
+    fn the_schema_comes_from_the_url_options() {
+        let schema = |url: &str| schema_of(&config(url));
+        assert_eq!(schema("postgres://u@h/db"), None);
+        assert_eq!(
+            schema("postgres://u@h/db?options=-csearch_path%3Dteam1"),
+            Some("team1".into())
+        );
+        assert_eq!(
+            schema("postgres://u@h/db?options=-c%20search_path%3Dteam2,public"),
+            Some("team2".into())
+        );
+        assert!(check_name("schema", "team1", MAX_SCHEMA).is_ok());
+        for bad in ["", "Team", "1team", "a-b", "a\"b", &"x".repeat(49)] {
+            assert!(check_name("schema", bad, MAX_SCHEMA).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_head_round_trips_through_its_stored_form() {
+        let genesis = [7u8; 32];
+        let mut head = Head::new(genesis, 2);
+        let log_id = vec![1u8; 16];
+        let mut chain = genesis;
+        for seq in 1..=5i64 {
+            let mut row = Row {
+                log_id: log_id.clone(),
+                seq,
+                ts_us: seq,
+                kind: "lifecycle".into(),
+                call_id: format!("c{seq}"),
+                tool: None,
+                action: None,
+                rule_id: None,
+                approval: None,
+                status: None,
+                user: None,
+                host: None,
+                client: None,
+                session: None,
+                agent: None,
+                payload: b"{}".to_vec(),
+                leaf: Vec::new(),
+                chain: Vec::new(),
+            };
+            let leaf = row.fields(2).leaf_hash();
+            chain = link(&chain, &leaf);
+            row.leaf = leaf.to_vec();
+            row.chain = chain.to_vec();
+            head.extend(&log_id, &row).unwrap();
+            let stored = Head::from_stored(
+                head.size as i64,
+                &head.chain,
+                &head.frontier_bytes(),
+                2,
+                None,
+                None,
+            )
+            .unwrap();
+            assert_eq!(stored.root(), head.root());
+            assert_eq!(stored.size, seq as u64);
+        }
+        // The next row must be seq 6, continue the chain and hash to its leaf.
+        let mut next = Row {
+            log_id: log_id.clone(),
+            seq: 7,
+            ts_us: 7,
+            kind: "lifecycle".into(),
+            call_id: "c7".into(),
+            tool: None,
+            action: None,
+            rule_id: None,
+            approval: None,
+            status: None,
+            user: None,
+            host: None,
+            client: None,
+            session: None,
+            agent: None,
+            payload: b"{}".to_vec(),
+            leaf: vec![0; 32],
+            chain: vec![0; 32],
+        };
+        assert!(matches!(
+            head.extend(&log_id, &next),
+            Err(Break::Gap { expected: 6, .. })
+        ));
+        next.seq = 6;
+        assert_eq!(head.extend(&log_id, &next), Err(Break::Leaf { seq: 6 }));
+        next.leaf = next.fields(2).leaf_hash().to_vec();
+        assert_eq!(head.extend(&log_id, &next), Err(Break::Chain { seq: 6 }));
+        assert_eq!(head.size, 5, "a break leaves the head where it was");
+        assert!(Head::from_stored(3, &chain, &[0u8; 32], 2, None, None).is_err());
+    }
+}

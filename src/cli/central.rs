@@ -65,6 +65,9 @@ pub struct IngestArgs {
     /// Keep ingesting every SECONDS until interrupted
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub every: Option<u64>,
+    /// Connections taking different hosts at once [default: the number of CPUs, at most 4]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub jobs: Option<u64>,
     #[command(flatten)]
     pub target: Target,
     #[command(flatten)]
@@ -216,12 +219,12 @@ fn ingest(global: &Global, args: IngestArgs) -> anyhow::Result<Exit> {
     let url = central_url(global)?;
     let Some(every) = args.every else {
         let mut central = Central::open(&url, args.target.schema.as_deref())?;
-        return ingest_once(&mut central, &key, &args);
+        return ingest_once(&mut central, &url, &key, &args);
     };
     loop {
         let pass = Central::open(&url, args.target.schema.as_deref())
             .map_err(anyhow::Error::from)
-            .and_then(|mut central| ingest_once(&mut central, &key, &args));
+            .and_then(|mut central| ingest_once(&mut central, &url, &key, &args));
         if let Err(err) = pass {
             eprintln!(
                 "gavel: ingest failed: {}",
@@ -235,10 +238,15 @@ fn ingest(global: &Global, args: IngestArgs) -> anyhow::Result<Exit> {
 /// One ingest pass; exit 1 when anything was refused.
 fn ingest_once(
     central: &mut Central,
+    url: &str,
     key: &checkpoint::SigningKey,
     args: &IngestArgs,
 ) -> anyhow::Result<Exit> {
-    let report = gavel::central::ingest::ingest(central, key)?;
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+        |n| n as usize,
+    );
+    let report = gavel::central::ingest::ingest_parallel(central, url, key, jobs)?;
     if args.format.is_json() {
         render::json(&serde_json::json!({
             "accepted": report.accepted.iter().map(|a| serde_json::json!({

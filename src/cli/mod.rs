@@ -222,10 +222,10 @@ pub enum Command {
     Init(init::InitArgs),
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
-    /// Run a team's central store in PostgreSQL: init, enroll hosts, ingest, list logs
     /// Ship this host's audit log to the team's central store (PostgreSQL)
     #[cfg(feature = "postgres")]
     Push(push::PushArgs),
+    /// Run a team's central store in PostgreSQL: init, enroll hosts, ingest, list logs
     #[cfg(feature = "postgres")]
     #[command(subcommand)]
     Central(central::CentralCommand),

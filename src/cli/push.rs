@@ -40,7 +40,7 @@ pub fn run(global: &Global, args: PushArgs) -> anyhow::Result<Exit> {
     };
     loop {
         if let Err(err) = once(global, &args, &key) {
-            let _ = render::line(&format!("gavel: push failed: {}", one_line(&err)));
+            eprintln!("gavel: push failed: {}", one_line(&err));
         }
         std::thread::sleep(Duration::from_secs(every));
     }

@@ -90,6 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             Ok(())
         })?;
+        let push_s = started.elapsed().as_secs_f64();
         let key_path = dir.join("central.key");
         if !key_path.exists() {
             write_keypair(&key_path, &central_key)?;
@@ -130,7 +131,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             raw_times.push(raw_s);
         }
         eprintln!(
-            "run {run}{}: gavel {gavel_s:.2} s, raw COPY {raw_s:.2} s",
+            "run {run}{}: gavel {gavel_s:.2} s (push {push_s:.2} s), raw COPY {raw_s:.2} s",
             if run == 0 { " (warm-up)" } else { "" }
         );
         drop(central);
