@@ -153,6 +153,7 @@ impl Central {
             t("heads"),
             t("refusals"),
         );
+        let (cosigned, central) = (t("cosigned"), t("central"));
         let r = ident(&role);
         let mut tx = self.client.transaction().map_err(sql("starting enroll"))?;
         if let Some(row) = tx
@@ -231,12 +232,18 @@ impl Central {
                      WHERE k.log_id = l.log_id ORDER BY k.id DESC LIMIT 1
                  ) c ON true
                  WHERE l.host = '{name}';
+             CREATE VIEW {cosigned} AS
+                 SELECT k.id, k.log_id, k.size, k.note, k.cosignature
+                 FROM {schema}.checkpoints k JOIN {schema}.logs l ON l.log_id = k.log_id
+                 WHERE l.host = '{name}';
+             CREATE VIEW {central} AS
+                 SELECT verifier FROM {schema}.central_meta WHERE id = 1;
              CREATE VIEW {refusals} AS
                  SELECT id, log_id, at_us, first_seq, last_seq, problem, detail
                  FROM {schema}.refusals WHERE host = '{name}';
              GRANT USAGE ON SCHEMA {inbox} TO {r};
              GRANT SELECT, INSERT ON {events}, {logs}, {checkpoints}, {policies} TO {r};
-             GRANT SELECT ON {heads}, {refusals} TO {r};"
+             GRANT SELECT ON {heads}, {refusals}, {cosigned}, {central} TO {r};"
         ))
         .map_err(sql("creating the host's inbox"))?;
         tx.commit().map_err(sql("committing enroll"))?;

@@ -572,6 +572,91 @@ fn push_ingest_then_a_second_push_adds_nothing() {
 }
 
 #[test]
+fn cosigned_keeps_one_verified_line_per_accepted_checkpoint() {
+    let Some(team) = setup_hosts(1) else { return };
+    let host = &team.hosts[0];
+    let cosigned = format!("{}.cosigned", host.db.display());
+    let central_pub = team.dir.path().join("central.key.pub");
+    // Two accepted batches, each with its checkpoint.
+    for first in [1, 6] {
+        append_calls(&host.db, first, 5);
+        team.push(0, 0);
+        team.ingest(0);
+    }
+    // (The second push already kept the first cosignature; start afresh.)
+    std::fs::remove_file(&cosigned).unwrap();
+    // A central key the host pinned that is not the store's: nothing is kept.
+    expect(
+        &mut team.gavel(&["keygen", "--out", "other.key", "--name", "central.test"]),
+        0,
+    );
+    let args = |central: &str| {
+        vec![
+            "push".to_owned(),
+            "--to".into(),
+            host.url.clone(),
+            "--key".into(),
+            host.key.display().to_string(),
+            "--db".into(),
+            host.db.display().to_string(),
+            "--central-key".into(),
+            central.to_owned(),
+            "--json".into(),
+        ]
+    };
+    let refused = expect(
+        &mut team.gavel(
+            &args("other.key.pub")
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        ),
+        2,
+    );
+    assert!(
+        stderr(&refused).contains("does not verify with the central key"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        !Path::new(&cosigned).exists() || std::fs::read_to_string(&cosigned).unwrap().is_empty()
+    );
+
+    // With the right key, one line per accepted checkpoint, in order; a
+    // partial last line (a crash mid-write) is cut off and written again.
+    let central = central_pub.display().to_string();
+    let pushed = json_out(&expect(
+        &mut team.gavel(
+            &args(&central)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        ),
+        0,
+    ));
+    assert_eq!(pushed["cosigned"], 2, "{pushed}");
+    let text = std::fs::read_to_string(&cosigned).unwrap();
+    let sizes: Vec<i64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["size"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(sizes, [15, 30]);
+    let second = text.lines().nth(1).unwrap();
+    let first_line = text.lines().next().unwrap();
+    std::fs::write(&cosigned, format!("{first_line}\n{}", &second[..20])).unwrap();
+    let again = team.push(0, 0);
+    assert_eq!(again["cosigned"], 1, "{again}");
+    assert_eq!(std::fs::read_to_string(&cosigned).unwrap(), text);
+    // Nothing new: nothing written.
+    assert_eq!(team.push(0, 0)["cosigned"], 0);
+    assert_eq!(std::fs::read_to_string(&cosigned).unwrap(), text);
+}
+
+#[test]
 fn an_offline_host_catches_up_with_nothing_lost() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
