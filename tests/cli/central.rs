@@ -996,6 +996,50 @@ fn another_hosts_log_is_refused_as_unknown() {
 }
 
 #[test]
+fn rows_without_a_checkpoint_do_not_claim_a_log_for_another_host() {
+    let Some(team) = setup_hosts(2) else { return };
+    append_calls(&team.hosts[0].db, 1, 3);
+    team.push(0, 0);
+    // h1 sends h0's log identity and rows, but no checkpoint (it cannot sign one with h0's key).
+    let inbox = format!("\"{}_inbox\"", team.schema);
+    team.client()
+        .batch_execute(&format!(
+            "INSERT INTO {inbox}.h1_logs SELECT * FROM {inbox}.h0_logs;
+             INSERT INTO {inbox}.h1_events SELECT * FROM {inbox}.h0_events;
+             DELETE FROM {inbox}.h0_events; DELETE FROM {inbox}.h0_checkpoints; DELETE FROM {inbox}.h0_logs;"
+        ))
+        .unwrap();
+    let idle = team.ingest(0);
+    assert_eq!(idle["rows"], 0, "{idle}");
+    let logs: i64 = team
+        .client()
+        .query_one("SELECT count(*) FROM logs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(logs, 0, "rows waiting for a checkpoint registered a log");
+    // h0 pushes again and its log is its own; h1's copy is refused.
+    team.push(0, 0);
+    let taken = json_out(&expect(
+        &mut team.gavel(&[
+            "central",
+            "ingest",
+            "--key",
+            team.central_key.to_str().unwrap(),
+            "--db",
+            &team.url,
+            "--jobs",
+            "1",
+            "--json",
+        ]),
+        1,
+    ));
+    assert_eq!(taken["accepted"][0]["host"], "h0", "{taken}");
+    assert_eq!(taken["refused"][0]["host"], "h1", "{taken}");
+    assert_eq!(taken["refused"][0]["problem"], "unknown_log", "{taken}");
+    assert_eq!(team.central_rows("h0"), 9);
+}
+
+#[test]
 fn a_v1_log_pushes_and_its_format_switch_verifies_centrally() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
