@@ -127,15 +127,21 @@ impl Central {
     }
 
     /// Enrolls host `name` with its checkpoint verifier key: the row in
-    /// `hosts`, the database role it pushes as (LOGIN, made unless it
-    /// exists; `gavel_host_<name>` by default), its inbox tables and views,
-    /// and grants that let the role do nothing but fill its inbox and read
-    /// its heads and refusals. One transaction.
+    /// `hosts`, the database role it pushes as (LOGIN, `gavel_host_<name>`
+    /// by default), its inbox tables and views, and grants that let the
+    /// role do nothing but fill its inbox and read its heads, cosignatures
+    /// and refusals. One transaction.
+    ///
+    /// An existing role is refused unless `existing_role`; a role that is
+    /// a superuser, may create roles, bypasses row-level security or
+    /// replicates, or is a member of the role enrolling it (the owner), is
+    /// always refused: a host's role must be able to do nothing else.
     pub fn enroll(
         &mut self,
         name: &str,
         verifier: &VerifierKey,
         role: Option<&str>,
+        existing_role: bool,
     ) -> Result<Enrolled, CentralError> {
         check_name("host name", name, MAX_HOST)?;
         let role = role.map_or_else(|| format!("gavel_host_{name}"), str::to_owned);
@@ -170,10 +176,33 @@ impl Central {
             &[&name, &role, &verifier.to_text(), &now_us()],
         )
         .map_err(sql("enrolling the host"))?;
-        let role_exists = tx
-            .query_opt("SELECT 1 FROM pg_roles WHERE rolname = $1", &[&role])
-            .map_err(sql("looking up the role"))?
-            .is_some();
+        let found = tx
+            .query_opt(
+                "SELECT rolsuper, rolcreaterole, rolbypassrls, rolreplication,
+                        pg_has_role(oid, (SELECT oid FROM pg_roles WHERE rolname = current_user), 'MEMBER')
+                 FROM pg_roles WHERE rolname = $1",
+                &[&role],
+            )
+            .map_err(sql("looking up the role"))?;
+        let role_exists = found.is_some();
+        if let Some(found) = found {
+            let powers = [
+                (found.get::<_, bool>(0), "is a superuser"),
+                (found.get(1), "may create roles"),
+                (found.get(2), "bypasses row-level security"),
+                (found.get(3), "may replicate"),
+                (found.get(4), "is a member of the owner role"),
+            ];
+            if let Some((_, why)) = powers.iter().find(|p| p.0) {
+                return Err(CentralError::RoleTooPowerful {
+                    role,
+                    why: (*why).to_owned(),
+                });
+            }
+            if !existing_role {
+                return Err(CentralError::RoleExists { role });
+            }
+        }
         if !role_exists {
             tx.batch_execute(&format!("CREATE ROLE {r} LOGIN"))
                 .map_err(sql("creating the host's role"))?;

@@ -96,6 +96,12 @@ pub enum CentralError {
     UnknownHost { host: String },
     #[error("host `{host}` is already enrolled (role `{role}`)")]
     AlreadyEnrolled { host: String, role: String },
+    #[error(
+        "role `{role}` exists; a host's role should be made for it (pass --existing-role to grant this one the inbox)"
+    )]
+    RoleExists { role: String },
+    #[error("role `{role}` {why}: a host must push as a role that can do nothing else")]
+    RoleTooPowerful { role: String, why: String },
     #[error("stored data is damaged: {detail}")]
     Damaged { detail: String },
     #[error("{0}")]

@@ -1040,6 +1040,66 @@ fn rows_without_a_checkpoint_do_not_claim_a_log_for_another_host() {
 }
 
 #[test]
+fn enroll_refuses_powerful_and_existing_roles() {
+    let Some(team) = setup_hosts(0) else { return };
+    expect(
+        &mut team.gavel(&["keygen", "--out", "x.key", "--name", "x.host.test"]),
+        0,
+    );
+    let enroll = |name: &str, role: &str, existing: bool| {
+        let mut args = vec![
+            "central",
+            "enroll",
+            name,
+            "--public-key",
+            "x.key.pub",
+            "--role",
+            role,
+            "--db",
+            &team.url,
+        ];
+        if existing {
+            args.push("--existing-role");
+        }
+        let mut cmd = team.gavel(&args);
+        cmd.output().expect("run gavel")
+    };
+    let plain = format!("{}_plain", team.schema);
+    let member = format!("{}_member", team.schema);
+    let mut client = team.client();
+    let owner: String = client
+        .query_one("SELECT current_user::text", &[])
+        .unwrap()
+        .get(0);
+    client
+        .batch_execute(&format!(
+            "CREATE ROLE \"{plain}\" LOGIN; CREATE ROLE \"{member}\" LOGIN; GRANT \"{owner}\" TO \"{member}\";"
+        ))
+        .unwrap();
+    let cases = [
+        ("a", "postgres", true, "is a superuser"),
+        ("b", member.as_str(), true, "is a member of the owner role"),
+        ("c", plain.as_str(), false, "--existing-role"),
+    ];
+    for (name, role, existing, why) in cases {
+        let out = enroll(name, role, existing);
+        assert_eq!(code(&out), 2, "{role}: {}", stdout(&out));
+        assert!(stderr(&out).contains(why), "{role}: {}", stderr(&out));
+    }
+    let hosts: i64 = client
+        .query_one("SELECT count(*) FROM hosts", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(hosts, 0, "a refused enrollment left a host");
+    let out = enroll("c", &plain, true);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("(existing role)"));
+    let _ = client.batch_execute(&format!(
+        "DROP OWNED BY \"{plain}\"; DROP ROLE \"{plain}\"; DROP ROLE \"{member}\";"
+    ));
+}
+
+#[test]
 fn a_v1_log_pushes_and_its_format_switch_verifies_centrally() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
