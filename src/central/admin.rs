@@ -127,15 +127,21 @@ impl Central {
     }
 
     /// Enrolls host `name` with its checkpoint verifier key: the row in
-    /// `hosts`, the database role it pushes as (LOGIN, made unless it
-    /// exists; `gavel_host_<name>` by default), its inbox tables and views,
-    /// and grants that let the role do nothing but fill its inbox and read
-    /// its heads and refusals. One transaction.
+    /// `hosts`, the database role it pushes as (LOGIN, `gavel_host_<name>`
+    /// by default), its inbox tables and views, and grants that let the
+    /// role do nothing but fill its inbox and read its heads, cosignatures
+    /// and refusals. One transaction.
+    ///
+    /// An existing role is refused unless `existing_role`; a role that is
+    /// a superuser, may create roles, bypasses row-level security or
+    /// replicates, or is a member of the role enrolling it (the owner), is
+    /// always refused: a host's role must be able to do nothing else.
     pub fn enroll(
         &mut self,
         name: &str,
         verifier: &VerifierKey,
         role: Option<&str>,
+        existing_role: bool,
     ) -> Result<Enrolled, CentralError> {
         check_name("host name", name, MAX_HOST)?;
         let role = role.map_or_else(|| format!("gavel_host_{name}"), str::to_owned);
@@ -153,6 +159,7 @@ impl Central {
             t("heads"),
             t("refusals"),
         );
+        let (cosigned, central) = (t("cosigned"), t("central"));
         let r = ident(&role);
         let mut tx = self.client.transaction().map_err(sql("starting enroll"))?;
         if let Some(row) = tx
@@ -169,10 +176,33 @@ impl Central {
             &[&name, &role, &verifier.to_text(), &now_us()],
         )
         .map_err(sql("enrolling the host"))?;
-        let role_exists = tx
-            .query_opt("SELECT 1 FROM pg_roles WHERE rolname = $1", &[&role])
-            .map_err(sql("looking up the role"))?
-            .is_some();
+        let found = tx
+            .query_opt(
+                "SELECT rolsuper, rolcreaterole, rolbypassrls, rolreplication,
+                        pg_has_role(oid, (SELECT oid FROM pg_roles WHERE rolname = current_user), 'MEMBER')
+                 FROM pg_roles WHERE rolname = $1",
+                &[&role],
+            )
+            .map_err(sql("looking up the role"))?;
+        let role_exists = found.is_some();
+        if let Some(found) = found {
+            let powers = [
+                (found.get::<_, bool>(0), "is a superuser"),
+                (found.get(1), "may create roles"),
+                (found.get(2), "bypasses row-level security"),
+                (found.get(3), "may replicate"),
+                (found.get(4), "is a member of the owner role"),
+            ];
+            if let Some((_, why)) = powers.iter().find(|p| p.0) {
+                return Err(CentralError::RoleTooPowerful {
+                    role,
+                    why: (*why).to_owned(),
+                });
+            }
+            if !existing_role {
+                return Err(CentralError::RoleExists { role });
+            }
+        }
         if !role_exists {
             tx.batch_execute(&format!("CREATE ROLE {r} LOGIN"))
                 .map_err(sql("creating the host's role"))?;
@@ -231,12 +261,18 @@ impl Central {
                      WHERE k.log_id = l.log_id ORDER BY k.id DESC LIMIT 1
                  ) c ON true
                  WHERE l.host = '{name}';
+             CREATE VIEW {cosigned} AS
+                 SELECT k.id, k.log_id, k.size, k.note, k.cosignature
+                 FROM {schema}.checkpoints k JOIN {schema}.logs l ON l.log_id = k.log_id
+                 WHERE l.host = '{name}';
+             CREATE VIEW {central} AS
+                 SELECT verifier FROM {schema}.central_meta WHERE id = 1;
              CREATE VIEW {refusals} AS
                  SELECT id, log_id, at_us, first_seq, last_seq, problem, detail
                  FROM {schema}.refusals WHERE host = '{name}';
              GRANT USAGE ON SCHEMA {inbox} TO {r};
              GRANT SELECT, INSERT ON {events}, {logs}, {checkpoints}, {policies} TO {r};
-             GRANT SELECT ON {heads}, {refusals} TO {r};"
+             GRANT SELECT ON {heads}, {refusals}, {cosigned}, {central} TO {r};"
         ))
         .map_err(sql("creating the host's inbox"))?;
         tx.commit().map_err(sql("committing enroll"))?;

@@ -372,8 +372,14 @@ fn ingest_log(
         .client
         .transaction()
         .map_err(sql("starting ingest"))?;
-    let outcome = check_batch(&mut tx, inbox, verifier, log_id)?;
+    let mut registered = false;
+    let outcome = check_batch(&mut tx, inbox, verifier, log_id, &mut registered)?;
     match outcome {
+        // A log is registered only with its first accepted batch: rows
+        // without a checkpoint claim nothing.
+        Outcome::Nothing if registered => {
+            tx.rollback().map_err(sql("rolling back ingest"))?;
+        }
         Outcome::Nothing => {
             tx.commit().map_err(sql("committing ingest"))?;
         }
@@ -630,12 +636,15 @@ fn sign_central(
     Ok(checkpoint.size)
 }
 
-/// The log's head, locked; created from the pushed identity on first sight.
+/// The log's head, locked; created from the pushed identity on first sight
+/// (the caller rolls that back unless a batch is accepted).
 /// `Err(outcome)` when the log cannot be taken from this host.
+/// `registered` is set when the log's row was made now.
 fn locked_head(
     tx: &mut Transaction<'_>,
     inbox: &Inbox,
     log_id: &[u8],
+    registered: &mut bool,
 ) -> Result<Result<(Head, i64), Outcome>, CentralError> {
     let hex = crate::digest::hex(log_id);
     let select = "SELECT host, size, chain, frontier, format, switch_seq, switch_format, cut_size
@@ -691,6 +700,7 @@ fn locked_head(
             &[&log_id, &inbox.host, &origin, &format, &created_us, &&genesis[..]],
         )
         .map_err(sql("registering the log"))?;
+        *registered = true;
         row = tx
             .query_opt(select, &[&log_id])
             .map_err(sql("locking the log"))?;
@@ -729,9 +739,10 @@ fn check_batch(
     inbox: &Inbox,
     verifier: &VerifierKey,
     log_id: &[u8],
+    registered: &mut bool,
 ) -> Result<Outcome, CentralError> {
     let hex = crate::digest::hex(log_id);
-    let (old, cut_size) = match locked_head(tx, inbox, log_id)? {
+    let (old, cut_size) = match locked_head(tx, inbox, log_id, registered)? {
         Ok(found) => found,
         Err(outcome) => return Ok(outcome),
     };

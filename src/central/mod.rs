@@ -106,6 +106,12 @@ pub enum CentralError {
     UnknownHost { host: String },
     #[error("host `{host}` is already enrolled (role `{role}`)")]
     AlreadyEnrolled { host: String, role: String },
+    #[error(
+        "role `{role}` exists; a host's role should be made for it (pass --existing-role to grant this one the inbox)"
+    )]
+    RoleExists { role: String },
+    #[error("role `{role}` {why}: a host must push as a role that can do nothing else")]
+    RoleTooPowerful { role: String, why: String },
     #[error("stored data is damaged: {detail}")]
     Damaged { detail: String },
     #[error("{0}")]
@@ -154,8 +160,10 @@ pub struct Central {
     schema: String,
 }
 
-/// How a URL asks for TLS.
-fn wants_tls(url: &str, config: &postgres::Config) -> Option<SslMode> {
+/// How a URL asks for TLS: `sslmode` as given; without one, none for this
+/// machine and `require` (never a silent downgrade) for any other host, or
+/// when a private CA is named.
+fn wants_tls(url: &str, config: &postgres::Config, root_cert: bool) -> Option<SslMode> {
     let explicit = url
         .split(['?', '&', ' '])
         .any(|part| part.trim_start().starts_with("sslmode="));
@@ -166,9 +174,96 @@ fn wants_tls(url: &str, config: &postgres::Config) -> Option<SslMode> {
     });
     match config.get_ssl_mode() {
         SslMode::Disable => None,
-        SslMode::Prefer if !explicit && local => None,
+        SslMode::Prefer if !explicit && local && !root_cert => None,
+        SslMode::Prefer if !explicit => Some(SslMode::Require),
         mode => Some(mode),
     }
+}
+
+/// Takes `sslrootcert=FILE` out of a URL (`postgres://…?…` or `key=value`
+/// words), which the client library does not know: the URL without it and
+/// the file, percent-decoded.
+fn take_root_cert(url: &str) -> (String, Option<String>) {
+    let is_key = |part: &str| part.starts_with("sslrootcert=");
+    let value = |part: &str| part["sslrootcert=".len()..].to_owned();
+    if let Some((base, query)) = url.split_once('?') {
+        let (mut kept, mut file) = (Vec::new(), None);
+        for pair in query.split('&') {
+            if is_key(pair) {
+                file = Some(percent_decode(&value(pair)));
+            } else {
+                kept.push(pair);
+            }
+        }
+        let url = if kept.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        return (url, file);
+    }
+    if url.contains("://") {
+        return (url.to_owned(), None);
+    }
+    let (mut kept, mut file) = (Vec::new(), None);
+    for word in url.split_whitespace() {
+        if is_key(word) {
+            file = Some(value(word).trim_matches('\'').to_owned());
+        } else {
+            kept.push(word);
+        }
+    }
+    (kept.join(" "), file)
+}
+
+/// `%XX` escapes decoded (an invalid one is kept as it is).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The trust roots: the PEM certificates of `file` (a private CA) when
+/// given, else Mozilla's.
+fn roots(file: Option<&str>) -> Result<rustls::RootCertStore, CentralError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let Some(file) = file else {
+        return Ok(rustls::RootCertStore::from_iter(
+            webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
+        ));
+    };
+    let tls = |detail: String| CentralError::Tls { detail };
+    let pem =
+        std::fs::read(file).map_err(|e| tls(format!("cannot read sslrootcert `{file}`: {e}")))?;
+    let mut store = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| tls(format!("sslrootcert `{file}` is not PEM: {e}")))?;
+        store
+            .add(cert)
+            .map_err(|e| tls(format!("sslrootcert `{file}` holds a bad certificate: {e}")))?;
+    }
+    if store.is_empty() {
+        return Err(tls(format!("sslrootcert `{file}` holds no certificate")));
+    }
+    Ok(store)
 }
 
 /// The schema a URL selects with `options=-csearch_path=…` (its first entry).
@@ -224,26 +319,31 @@ fn target(config: &postgres::Config) -> String {
     )
 }
 
-/// Opens a client for `url`: TLS through rustls (Mozilla's roots) unless the
-/// URL says `sslmode=disable`, or names only this machine and no `sslmode`.
+/// Opens a client for `url`: TLS through rustls unless the URL says
+/// `sslmode=disable`, or names only this machine and no `sslmode`; the
+/// server's certificate and name are always verified, against Mozilla's
+/// roots or the PEM file `sslrootcert=` names.
 pub fn open_client(url: &str) -> Result<(Client, postgres::Config), CentralError> {
-    let config = postgres::Config::from_str(url).map_err(|e| CentralError::Url {
+    let (url, root_cert) = take_root_cert(url);
+    let url = url.as_str();
+    let mut config = postgres::Config::from_str(url).map_err(|e| CentralError::Url {
         detail: e.to_string(),
     })?;
+    let shown = target(&config);
     let connect_error = |source| CentralError::Connect {
-        target: target(&config),
+        target: shown.clone(),
         source,
     };
-    let client = match wants_tls(url, &config) {
+    let client = match wants_tls(url, &config, root_cert.is_some()) {
         None => {
             let mut plain = config.clone();
             plain.ssl_mode(SslMode::Disable);
             plain.connect(postgres::NoTls).map_err(connect_error)?
         }
-        Some(_) => {
+        Some(mode) => {
+            config.ssl_mode(mode);
             let provider = rustls::crypto::ring::default_provider();
-            let roots =
-                rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let roots = roots(root_cert.as_deref())?;
             let tls = rustls::ClientConfig::builder_with_provider(provider.into())
                 .with_safe_default_protocol_versions()
                 .map_err(|e| CentralError::Tls {
@@ -700,18 +800,60 @@ mod tests {
 
     #[test]
     fn tls_is_chosen_by_the_url() {
-        let plain = |url: &str| wants_tls(url, &config(url)).is_none();
+        let plain = |url: &str| wants_tls(url, &config(url), false).is_none();
         assert!(plain("postgres://u@127.0.0.1/db"));
         assert!(plain("postgres://u@localhost:5432/db"));
         assert!(plain("postgres://u@db.example.com/db?sslmode=disable"));
-        assert!(
-            !plain("postgres://u@db.example.com/db"),
-            "prefer, off this machine"
+        let remote = "postgres://u@db.example.com/db";
+        assert_eq!(
+            wants_tls(remote, &config(remote), false),
+            Some(SslMode::Require),
+            "no sslmode off this machine: require, not prefer"
+        );
+        let local = "postgres://u@127.0.0.1/db";
+        assert_eq!(
+            wants_tls(local, &config(local), true),
+            Some(SslMode::Require),
+            "a private CA asks for TLS"
         );
         assert!(!plain("postgres://u@127.0.0.1/db?sslmode=require"));
         assert!(!plain("postgres://u@localhost/db?sslmode=prefer"));
         let url = "postgres://u@db.example.com/db?sslmode=require";
-        assert_eq!(wants_tls(url, &config(url)), Some(SslMode::Require));
+        assert_eq!(wants_tls(url, &config(url), false), Some(SslMode::Require));
+    }
+
+    #[test]
+    fn sslrootcert_is_taken_out_of_the_url() {
+        assert_eq!(
+            take_root_cert(
+                "postgres://u@h/db?sslmode=require&sslrootcert=%2Fetc%2Fca.pem&options=x"
+            ),
+            (
+                "postgres://u@h/db?sslmode=require&options=x".to_owned(),
+                Some("/etc/ca.pem".to_owned())
+            )
+        );
+        assert_eq!(
+            take_root_cert("postgres://u@h/db?sslrootcert=ca.pem"),
+            ("postgres://u@h/db".to_owned(), Some("ca.pem".to_owned()))
+        );
+        assert_eq!(
+            take_root_cert("host=h sslrootcert=ca.pem dbname=d"),
+            ("host=h dbname=d".to_owned(), Some("ca.pem".to_owned()))
+        );
+        assert_eq!(take_root_cert("postgres://u@h/db").1, None);
+        let dir = std::env::temp_dir().join(format!("gavel-roots-{}", std::process::id()));
+        std::fs::write(&dir, "not a certificate").unwrap();
+        let err = roots(Some(dir.to_str().unwrap())).unwrap_err().to_string();
+        assert!(err.contains("holds no certificate"), "{err}");
+        let _ = std::fs::remove_file(&dir);
+        assert!(roots(Some("/nonexistent/ca.pem")).is_err());
+        let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tls/test-ca.pem");
+        assert_eq!(
+            roots(Some(ca)).unwrap().len(),
+            1,
+            "a private CA is the only root"
+        );
     }
 
     #[test]

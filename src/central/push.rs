@@ -7,14 +7,14 @@
 //! tables and read its `heads` and `refusals` views; which inbox is its own
 //! is found by that privilege, so the push URL needs no schema.
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use postgres::Client;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 
-use crate::checkpoint::SigningKey;
+use crate::checkpoint::{SigningKey, VerifierKey};
 use crate::store::{Store, StoredEvent};
 
 use super::{CentralError, ident, now_us, open_client, sql};
@@ -179,9 +179,16 @@ pub fn cosigned_path(db: &Path) -> PathBuf {
 }
 
 /// Pushes the local log behind `store` to the central store at `url`.
-pub fn push(store: &mut Store, url: &str, key: &SigningKey) -> Result<Pushed, CentralError> {
+/// `central`, when given, is the central verifier key cosignatures must
+/// verify with; else the key the central store states is used.
+pub fn push(
+    store: &mut Store,
+    url: &str,
+    key: &SigningKey,
+    central: Option<&VerifierKey>,
+) -> Result<Pushed, CentralError> {
     let (mut client, _) = open_client(url)?;
-    push_with(store, &mut client, key)
+    push_with(store, &mut client, key, central)
 }
 
 /// [`push`] over an open connection.
@@ -189,13 +196,25 @@ pub fn push_with(
     store: &mut Store,
     client: &mut Client,
     key: &SigningKey,
+    central: Option<&VerifierKey>,
 ) -> Result<Pushed, CentralError> {
     let inbox = find_inbox(client)?;
     let identity = store.identity().clone();
     let log_id = identity.log_id.clone();
     let head = read_head(client, &inbox, &log_id)?;
     let refusals_before = last_refusal_id(client, &inbox)?;
-    let cosigned = keep_cosignature(store.path(), &log_id, &head)?;
+    let central = match central {
+        Some(key) => key.clone(),
+        None => read_central_verifier(client, &inbox)?,
+    };
+    let cosigned = keep_cosignatures(
+        client,
+        &inbox,
+        store.path(),
+        &log_id,
+        &key.verifier(),
+        &central,
+    )?;
     let local_size = store.last_seq()?;
 
     // Does the local log still hold what the central store accepted?
@@ -380,41 +399,170 @@ const COPY_TYPES: [Type; 18] = [
     Type::BYTEA,
 ];
 
-/// Appends the central head's cosigned checkpoint to `<db>.cosigned` unless
-/// it is there; returns how many lines were written (0 or 1).
-fn keep_cosignature(db: &Path, log_id: &[u8], head: &CentralHead) -> Result<usize, CentralError> {
-    let Some((size, note, cosignature)) = &head.cosigned else {
-        return Ok(0);
-    };
+/// One cosigned checkpoint of a log, as the host's `cosigned` view shows it.
+#[derive(Debug, Clone)]
+pub struct Cosigned {
+    /// Its id in the central `checkpoints` table (ascending).
+    pub id: i64,
+    pub size: u64,
+    pub note: String,
+    pub cosignature: String,
+}
+
+/// Every cosigned checkpoint of `log_id` with an id above `after`, in order.
+pub fn read_cosigned(
+    client: &mut Client,
+    inbox: &Inbox,
+    log_id: &[u8],
+    after: i64,
+) -> Result<Vec<Cosigned>, CentralError> {
+    let rows = client
+        .query(
+            &format!(
+                "SELECT id, size, note, cosignature FROM {} WHERE log_id = $1 AND id > $2 ORDER BY id",
+                inbox.table("cosigned")
+            ),
+            &[&log_id, &after],
+        )
+        .map_err(sql("reading cosigned checkpoints"))?;
+    Ok(rows
+        .iter()
+        .map(|row| Cosigned {
+            id: row.get(0),
+            size: row.get::<_, i64>(1).max(0) as u64,
+            note: row.get(2),
+            cosignature: row.get(3),
+        })
+        .collect())
+}
+
+/// The central verifier key as the central store states it (its `central` view).
+pub fn read_central_verifier(
+    client: &mut Client,
+    inbox: &Inbox,
+) -> Result<VerifierKey, CentralError> {
+    let text: String = client
+        .query_one(
+            &format!("SELECT verifier FROM {}", inbox.table("central")),
+            &[],
+        )
+        .map_err(sql("reading the central key"))?
+        .get(0);
+    Ok(VerifierKey::from_text(&text)?)
+}
+
+/// Stores in `<db>.cosigned` every cosigned checkpoint of this log that the
+/// central store shows and the file does not hold yet, one JSON line each
+/// (`id`, `log_id`, `size`, `note`, `cosignature`). Each cosignature must
+/// verify with `central` over its note, and the note with this host's key,
+/// before it is written: a bad one is refused and nothing is written. The
+/// file is locked (`flock`) while read and appended, each line goes out
+/// whole in one write, a partial last line (a crash) is cut off, and the
+/// file is synced. Returns how many lines were written.
+pub fn keep_cosignatures(
+    client: &mut Client,
+    inbox: &Inbox,
+    db: &Path,
+    log_id: &[u8],
+    host: &VerifierKey,
+    central: &VerifierKey,
+) -> Result<usize, CentralError> {
     let path = cosigned_path(db);
     let io = |e: std::io::Error| CentralError::Push {
         detail: format!("cannot write `{}`: {e}", path.display()),
     };
-    let existing = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(io(e)),
-    };
-    let known = existing.lines().any(|line| {
-        serde_json::from_str::<serde_json::Value>(line)
-            .is_ok_and(|v| v.get("cosignature").and_then(|c| c.as_str()) == Some(cosignature))
-    });
-    if known {
-        return Ok(0);
-    }
-    let line = serde_json::json!({
-        "log_id": crate::digest::hex(log_id),
-        "size": size,
-        "note": note,
-        "cosignature": cosignature,
-    });
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(&path)
         .map_err(io)?;
-    writeln!(file, "{line}").map_err(io)?;
-    Ok(1)
+    let _lock = Flock::exclusive(&file).map_err(io)?;
+    let mut text = String::new();
+    (&file).read_to_string(&mut text).map_err(io)?;
+    if !text.is_empty() && !text.ends_with('\n') {
+        // A line cut short by a crash: drop it (it is fetched again below).
+        let keep = text.rfind('\n').map_or(0, |at| at + 1);
+        file.set_len(keep as u64).map_err(io)?;
+        text.truncate(keep);
+    }
+    let hex = crate::digest::hex(log_id);
+    let after = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|v| v.get("log_id").and_then(|l| l.as_str()) == Some(hex.as_str()))
+        .filter_map(|v| v.get("id").and_then(serde_json::Value::as_i64))
+        .max()
+        .unwrap_or(0);
+    let fresh = read_cosigned(client, inbox, log_id, after)?;
+    let mut out = String::new();
+    for c in &fresh {
+        let bad = |why: String| CentralError::Push {
+            detail: format!(
+                "the central store's cosignature of the checkpoint at size {} of log {hex} {why}: not storing it in `{}`",
+                c.size,
+                path.display()
+            ),
+        };
+        crate::checkpoint::open(&c.note, host).map_err(|e| {
+            bad(format!(
+                "is over a note this host's key does not verify ({e})"
+            ))
+        })?;
+        let body = super::cosign::note_body(&c.note)
+            .ok_or_else(|| bad("is over a malformed note".into()))?;
+        super::cosign::verify(central, body, &c.cosignature).map_err(|e| {
+            bad(format!(
+                "does not verify with the central key `{}` ({e})",
+                central.to_text()
+            ))
+        })?;
+        let line = serde_json::json!({
+            "id": c.id,
+            "log_id": hex,
+            "size": c.size,
+            "note": c.note,
+            "cosignature": c.cosignature,
+        });
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    if !out.is_empty() {
+        (&file).write_all(out.as_bytes()).map_err(io)?;
+        file.sync_all().map_err(io)?;
+    }
+    Ok(fresh.len())
+}
+
+/// An exclusive `flock` on a file, released on drop.
+struct Flock<'a>(&'a std::fs::File);
+
+impl<'a> Flock<'a> {
+    #[cfg(unix)]
+    fn exclusive(file: &'a std::fs::File) -> std::io::Result<Self> {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: flock on a file descriptor this function borrows for the lock's life.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Self(file))
+    }
+
+    #[cfg(not(unix))]
+    fn exclusive(file: &'a std::fs::File) -> std::io::Result<Self> {
+        Ok(Self(file))
+    }
+}
+
+impl Drop for Flock<'_> {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd as _;
+            // SAFETY: as above; unlocking cannot fail in a way worth reporting.
+            unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+        }
+    }
 }
 
 /// Waits until the central store accepted the log up to `size` or refused
@@ -460,9 +608,4 @@ pub fn wait_for(
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-}
-
-/// Writes the cosignature of the central head to `<db>.cosigned` (after `--wait`).
-pub fn keep_cosigned(db: &Path, log_id: &[u8], head: &CentralHead) -> Result<usize, CentralError> {
-    keep_cosignature(db, log_id, head)
 }

@@ -53,6 +53,10 @@ pub struct EnrollArgs {
     /// The database role the host pushes as [default: gavel_host_NAME]
     #[arg(long, value_name = "ROLE")]
     pub role: Option<String>,
+    /// Grant the inbox to ROLE although it exists (never a superuser, CREATEROLE,
+    /// BYPASSRLS or replication role, nor a member of the owner)
+    #[arg(long)]
+    pub existing_role: bool,
     #[command(flatten)]
     pub target: Target,
 }
@@ -130,7 +134,12 @@ fn enroll(global: &Global, args: EnrollArgs) -> anyhow::Result<Exit> {
     let url = central_url(global)?;
     let mut central = Central::open(&url, args.target.schema.as_deref())?;
     let enrolled = central
-        .enroll(&args.name, &verifier, args.role.as_deref())
+        .enroll(
+            &args.name,
+            &verifier,
+            args.role.as_deref(),
+            args.existing_role,
+        )
         .with_context(|| format!("cannot enroll `{}`", args.name))?;
     let host_url = host_url(&url, &enrolled.role)?;
     render::line(&format!(
@@ -147,18 +156,30 @@ fn enroll(global: &Global, args: EnrollArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// The URL a host pushes with: the owner's URL with the role as user and no password.
+/// The URL a host pushes with, rebuilt from the owner's: the role as user,
+/// the same hosts, ports and database, and of the query only `sslmode` and
+/// `options` (never a password, a client key or anything else of the owner's).
 fn host_url(url: &str, role: &str) -> anyhow::Result<String> {
     let (scheme, rest) = url.split_once("://").context("not a URL")?;
-    let rest = match rest.find(['/', '?']) {
-        Some(end) => {
-            let (authority, tail) = rest.split_at(end);
-            let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-            format!("{hosts}{tail}")
-        }
-        None => rest.rsplit_once('@').map_or(rest, |(_, h)| h).to_owned(),
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
     };
-    Ok(format!("{scheme}://{role}@{rest}"))
+    let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            let key = pair.split_once('=').map_or(*pair, |(k, _)| k);
+            matches!(key, "sslmode" | "options")
+        })
+        .collect();
+    let query = if kept.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", kept.join("&"))
+    };
+    Ok(format!("{scheme}://{role}@{hosts}{path}{query}"))
 }
 
 fn logs(global: &Global, args: LogsArgs) -> anyhow::Result<Exit> {
@@ -300,4 +321,27 @@ fn ingest_once(
     } else {
         Exit::Failed
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_url_keeps_only_where_and_how_to_connect() {
+        let url = host_url(
+            "postgres://owner:secret@db.example.com:6543/team?password=x&sslmode=require&sslkey=/k&options=-csearch_path%3Dt1&application_name=a",
+            "gavel_host_a",
+        )
+        .unwrap();
+        assert_eq!(
+            url,
+            "postgres://gavel_host_a@db.example.com:6543/team?sslmode=require&options=-csearch_path%3Dt1"
+        );
+        assert_eq!(
+            host_url("postgresql://o@h1,h2/db", "r").unwrap(),
+            "postgresql://r@h1,h2/db"
+        );
+        assert_eq!(host_url("postgres://h", "r").unwrap(), "postgres://r@h");
+    }
 }

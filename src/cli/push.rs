@@ -22,6 +22,10 @@ pub struct PushArgs {
     /// Keep pushing every SECONDS until interrupted (errors are reported and retried)
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub every: Option<u64>,
+    /// The central store's verifier key (central.key.pub); cosignatures must verify with it
+    /// before they are kept in DB.cosigned [default: the key the central store states]
+    #[arg(long, value_name = "KEY.pub", env = "GAVEL_CENTRAL_PUB")]
+    pub central_key: Option<PathBuf>,
     /// Wait up to SECONDS for the central store to accept (exit 0) or refuse (exit 1) the push
     #[arg(long, value_name = "SECONDS")]
     pub wait: Option<u64>,
@@ -31,15 +35,20 @@ pub struct PushArgs {
 
 pub fn run(global: &Global, args: PushArgs) -> anyhow::Result<Exit> {
     let key = checkpoint::read_signing_key(&args.key)?;
+    let central = args
+        .central_key
+        .as_deref()
+        .map(checkpoint::read_verifier_key)
+        .transpose()?;
     let path = global.db_path()?;
     if !path.exists() {
         anyhow::bail!("no audit database at `{}`: nothing to push", path.display());
     }
     let Some(every) = args.every else {
-        return once(global, &args, &key);
+        return once(global, &args, &key, central.as_ref());
     };
     loop {
-        if let Err(err) = once(global, &args, &key) {
+        if let Err(err) = once(global, &args, &key, central.as_ref()) {
             eprintln!("gavel: push failed: {}", one_line(&err));
         }
         std::thread::sleep(Duration::from_secs(every));
@@ -54,10 +63,16 @@ fn one_line(err: &anyhow::Error) -> String {
         .replace('\n', " ")
 }
 
-fn once(global: &Global, args: &PushArgs, key: &checkpoint::SigningKey) -> anyhow::Result<Exit> {
+fn once(
+    global: &Global,
+    args: &PushArgs,
+    key: &checkpoint::SigningKey,
+    central: Option<&checkpoint::VerifierKey>,
+) -> anyhow::Result<Exit> {
     let mut store = global.open_store()?;
     let (mut client, _) = gavel::central::open_client(&args.to)?;
-    let pushed = push::push_with(&mut store, &mut client, key).context("push failed")?;
+    let mut pushed =
+        push::push_with(&mut store, &mut client, key, central).context("push failed")?;
     let mut exit = Exit::Ok;
     let mut outcome = serde_json::Value::Null;
     if let Some(seconds) = args.wait
@@ -73,7 +88,19 @@ fn once(global: &Global, args: &PushArgs, key: &checkpoint::SigningKey) -> anyho
             deadline,
         )? {
             Ok(head) => {
-                push::keep_cosigned(store.path(), &pushed.log_id, &head)?;
+                let inbox = push::find_inbox(&mut client)?;
+                let central = match central {
+                    Some(k) => k.clone(),
+                    None => push::read_central_verifier(&mut client, &inbox)?,
+                };
+                pushed.cosigned += push::keep_cosignatures(
+                    &mut client,
+                    &inbox,
+                    store.path(),
+                    &pushed.log_id,
+                    &key.verifier(),
+                    &central,
+                )?;
                 outcome = serde_json::json!({"accepted": head.size});
             }
             Err(refusal) => {

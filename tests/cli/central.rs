@@ -572,6 +572,91 @@ fn push_ingest_then_a_second_push_adds_nothing() {
 }
 
 #[test]
+fn cosigned_keeps_one_verified_line_per_accepted_checkpoint() {
+    let Some(team) = setup_hosts(1) else { return };
+    let host = &team.hosts[0];
+    let cosigned = format!("{}.cosigned", host.db.display());
+    let central_pub = team.dir.path().join("central.key.pub");
+    // Two accepted batches, each with its checkpoint.
+    for first in [1, 6] {
+        append_calls(&host.db, first, 5);
+        team.push(0, 0);
+        team.ingest(0);
+    }
+    // (The second push already kept the first cosignature; start afresh.)
+    std::fs::remove_file(&cosigned).unwrap();
+    // A central key the host pinned that is not the store's: nothing is kept.
+    expect(
+        &mut team.gavel(&["keygen", "--out", "other.key", "--name", "central.test"]),
+        0,
+    );
+    let args = |central: &str| {
+        vec![
+            "push".to_owned(),
+            "--to".into(),
+            host.url.clone(),
+            "--key".into(),
+            host.key.display().to_string(),
+            "--db".into(),
+            host.db.display().to_string(),
+            "--central-key".into(),
+            central.to_owned(),
+            "--json".into(),
+        ]
+    };
+    let refused = expect(
+        &mut team.gavel(
+            &args("other.key.pub")
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        ),
+        2,
+    );
+    assert!(
+        stderr(&refused).contains("does not verify with the central key"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        !Path::new(&cosigned).exists() || std::fs::read_to_string(&cosigned).unwrap().is_empty()
+    );
+
+    // With the right key, one line per accepted checkpoint, in order; a
+    // partial last line (a crash mid-write) is cut off and written again.
+    let central = central_pub.display().to_string();
+    let pushed = json_out(&expect(
+        &mut team.gavel(
+            &args(&central)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        ),
+        0,
+    ));
+    assert_eq!(pushed["cosigned"], 2, "{pushed}");
+    let text = std::fs::read_to_string(&cosigned).unwrap();
+    let sizes: Vec<i64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["size"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(sizes, [15, 30]);
+    let second = text.lines().nth(1).unwrap();
+    let first_line = text.lines().next().unwrap();
+    std::fs::write(&cosigned, format!("{first_line}\n{}", &second[..20])).unwrap();
+    let again = team.push(0, 0);
+    assert_eq!(again["cosigned"], 1, "{again}");
+    assert_eq!(std::fs::read_to_string(&cosigned).unwrap(), text);
+    // Nothing new: nothing written.
+    assert_eq!(team.push(0, 0)["cosigned"], 0);
+    assert_eq!(std::fs::read_to_string(&cosigned).unwrap(), text);
+}
+
+#[test]
 fn an_offline_host_catches_up_with_nothing_lost() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
@@ -908,6 +993,110 @@ fn another_hosts_log_is_refused_as_unknown() {
     assert_eq!(refused["refused"][0]["problem"], "unknown_log", "{refused}");
     assert_eq!(refused["refused"][0]["host"], "h1");
     assert_eq!(team.central_sizes()["h0"], 9);
+}
+
+#[test]
+fn rows_without_a_checkpoint_do_not_claim_a_log_for_another_host() {
+    let Some(team) = setup_hosts(2) else { return };
+    append_calls(&team.hosts[0].db, 1, 3);
+    team.push(0, 0);
+    // h1 sends h0's log identity and rows, but no checkpoint (it cannot sign one with h0's key).
+    let inbox = format!("\"{}_inbox\"", team.schema);
+    team.client()
+        .batch_execute(&format!(
+            "INSERT INTO {inbox}.h1_logs SELECT * FROM {inbox}.h0_logs;
+             INSERT INTO {inbox}.h1_events SELECT * FROM {inbox}.h0_events;
+             DELETE FROM {inbox}.h0_events; DELETE FROM {inbox}.h0_checkpoints; DELETE FROM {inbox}.h0_logs;"
+        ))
+        .unwrap();
+    let idle = team.ingest(0);
+    assert_eq!(idle["rows"], 0, "{idle}");
+    let logs: i64 = team
+        .client()
+        .query_one("SELECT count(*) FROM logs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(logs, 0, "rows waiting for a checkpoint registered a log");
+    // h0 pushes again and its log is its own; h1's copy is refused.
+    team.push(0, 0);
+    let taken = json_out(&expect(
+        &mut team.gavel(&[
+            "central",
+            "ingest",
+            "--key",
+            team.central_key.to_str().unwrap(),
+            "--db",
+            &team.url,
+            "--jobs",
+            "1",
+            "--json",
+        ]),
+        1,
+    ));
+    assert_eq!(taken["accepted"][0]["host"], "h0", "{taken}");
+    assert_eq!(taken["refused"][0]["host"], "h1", "{taken}");
+    assert_eq!(taken["refused"][0]["problem"], "unknown_log", "{taken}");
+    assert_eq!(team.central_rows("h0"), 9);
+}
+
+#[test]
+fn enroll_refuses_powerful_and_existing_roles() {
+    let Some(team) = setup_hosts(0) else { return };
+    expect(
+        &mut team.gavel(&["keygen", "--out", "x.key", "--name", "x.host.test"]),
+        0,
+    );
+    let enroll = |name: &str, role: &str, existing: bool| {
+        let mut args = vec![
+            "central",
+            "enroll",
+            name,
+            "--public-key",
+            "x.key.pub",
+            "--role",
+            role,
+            "--db",
+            &team.url,
+        ];
+        if existing {
+            args.push("--existing-role");
+        }
+        let mut cmd = team.gavel(&args);
+        cmd.output().expect("run gavel")
+    };
+    let plain = format!("{}_plain", team.schema);
+    let member = format!("{}_member", team.schema);
+    let mut client = team.client();
+    let owner: String = client
+        .query_one("SELECT current_user::text", &[])
+        .unwrap()
+        .get(0);
+    client
+        .batch_execute(&format!(
+            "CREATE ROLE \"{plain}\" LOGIN; CREATE ROLE \"{member}\" LOGIN; GRANT \"{owner}\" TO \"{member}\";"
+        ))
+        .unwrap();
+    let cases = [
+        ("a", "postgres", true, "is a superuser"),
+        ("b", member.as_str(), true, "is a member of the owner role"),
+        ("c", plain.as_str(), false, "--existing-role"),
+    ];
+    for (name, role, existing, why) in cases {
+        let out = enroll(name, role, existing);
+        assert_eq!(code(&out), 2, "{role}: {}", stdout(&out));
+        assert!(stderr(&out).contains(why), "{role}: {}", stderr(&out));
+    }
+    let hosts: i64 = client
+        .query_one("SELECT count(*) FROM hosts", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(hosts, 0, "a refused enrollment left a host");
+    let out = enroll("c", &plain, true);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("(existing role)"));
+    let _ = client.batch_execute(&format!(
+        "DROP OWNED BY \"{plain}\"; DROP ROLE \"{plain}\"; DROP ROLE \"{member}\";"
+    ));
 }
 
 #[test]

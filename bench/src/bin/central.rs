@@ -69,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut roles = Vec::new();
         for (i, (key, _)) in keys.iter().enumerate() {
             let role = format!("{schema}_h{i}");
-            central.enroll(&format!("h{i}"), &key.verifier(), Some(&role))?;
+            central.enroll(&format!("h{i}"), &key.verifier(), Some(&role), false)?;
             roles.push(role);
         }
         let owner = with_schema(&url, &schema);
