@@ -87,6 +87,7 @@ fn call_source(
     if log.is_some() {
         anyhow::bail!("--log picks a log of a central store; give --db postgres://…");
     }
+    let _ = call_id; // only a central store is searched for the call before reading
     Ok((global.read_store_with(read)?, None))
 }
 

@@ -30,6 +30,7 @@ pub use query::{
     AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Stats,
     StoredEvent, UNGOVERNED, UngovernedCall,
 };
+#[cfg(feature = "postgres")]
 pub(crate) use query::{RawCall, assemble};
 pub use ship::PolicyRow;
 pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes, switch_of};
