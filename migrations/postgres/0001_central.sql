@@ -93,20 +93,24 @@ CREATE TABLE central_meta (
     verifier   text    NOT NULL
 );
 
--- One leaf per accepted host checkpoint:
--- leaf = SHA-256(0x00 ‖ lp("gavel/central/v1") ‖ lp(note)), chained as host rows are.
+-- One leaf per accepted batch (its largest host checkpoint):
+-- leaf = SHA-256(0x00 ‖ lp("gavel/central/v1") ‖ lp(note)), chained as host
+-- rows are; `frontier` is the Merkle frontier over leaves 1..seq (as in
+-- `logs`), so a central checkpoint is signed without rereading every leaf.
 CREATE TABLE central_log (
-    seq    bigint PRIMARY KEY,
-    ts_us  bigint NOT NULL,
-    log_id bytea  NOT NULL REFERENCES logs,
-    size   bigint NOT NULL,
-    note   text   NOT NULL,
-    leaf   bytea  NOT NULL,
-    chain  bytea  NOT NULL
+    seq      bigint PRIMARY KEY,
+    ts_us    bigint NOT NULL,
+    log_id   bytea  NOT NULL REFERENCES logs,
+    size     bigint NOT NULL,
+    note     text   NOT NULL,
+    leaf     bytea  NOT NULL,
+    chain    bytea  NOT NULL,
+    frontier bytea  NOT NULL
 );
 
--- Every accepted host checkpoint: the host's signed note as pushed, the
--- central cosignature line (C2SP cosignature/v1) and its central_log leaf.
+-- The accepted host checkpoints (the largest of each accepted batch): the
+-- host's signed note as pushed, the central cosignature line (C2SP
+-- cosignature/v1) and its central_log leaf.
 CREATE TABLE checkpoints (
     id          bigserial PRIMARY KEY,
     log_id      bytea  NOT NULL REFERENCES logs,
@@ -143,7 +147,8 @@ CREATE TABLE refusals (
 );
 CREATE INDEX refusals_host ON refusals (host, id);
 
--- The rows of a refused batch, kept as evidence (same columns as an inbox).
+-- The rows of a refused batch kept as evidence (same columns as an inbox):
+-- at most 1,000 per refusal, from its first bad seq on.
 CREATE TABLE refused_events (
     refusal  bigint NOT NULL REFERENCES refusals,
     log_id   bytea  NOT NULL,

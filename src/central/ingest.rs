@@ -95,6 +95,8 @@ pub struct IngestReport {
     pub bad_policies: u64,
     /// The central checkpoint signed after the pass: its size.
     pub central_size: Option<u64>,
+    /// Hosts whose inbox could not be taken, and why (the pass went on with the others).
+    pub errors: Vec<(String, String)>,
 }
 
 impl IngestReport {
@@ -113,10 +115,12 @@ const PARTITION_LOCK: i64 = 0x6761_766c_7061_7274; // "gavlpart"
 enum Outcome {
     /// Nothing to take yet (no checkpoint covering new rows).
     Nothing,
+    /// Rows old.size+1..=new.size, vouched for by the checkpoint `(size, note)`
+    /// at new.size (the largest of the batch).
     Accept {
         old: Head,
         new: Head,
-        checkpoints: Vec<(u64, String)>,
+        checkpoint: (u64, String),
     },
     Refuse {
         problem: Problem,
@@ -140,7 +144,7 @@ pub fn ingest(central: &mut Central, key: &SigningKey) -> Result<IngestReport, C
     let (meta, hosts) = prepare(central, key)?;
     let mut report = IngestReport::default();
     for (host, verifier) in &hosts {
-        ingest_host(central, key, host, verifier, &mut report)?;
+        ingest_host(central, key, host, verifier, &mut report);
     }
     finish(central, key, &meta.origin, report)
 }
@@ -159,7 +163,7 @@ pub fn ingest_parallel(
     if jobs == 1 {
         let mut report = IngestReport::default();
         for (host, verifier) in &hosts {
-            ingest_host(central, key, host, verifier, &mut report)?;
+            ingest_host(central, key, host, verifier, &mut report);
         }
         return finish(central, key, &meta.origin, report);
     }
@@ -171,10 +175,18 @@ pub fn ingest_parallel(
                     hosts.iter().skip(job).step_by(jobs).collect();
                 let schema = &schema;
                 s.spawn(move || {
-                    let mut worker = Central::connect(url, Some(schema))?;
                     let mut report = IngestReport::default();
+                    let mut worker = match Central::connect(url, Some(schema)) {
+                        Ok(worker) => worker,
+                        Err(e) => {
+                            for (host, _) in mine {
+                                report.errors.push((host.clone(), e.to_string()));
+                            }
+                            return Ok(report);
+                        }
+                    };
                     for (host, verifier) in mine {
-                        ingest_host(&mut worker, key, host, verifier, &mut report)?;
+                        ingest_host(&mut worker, key, host, verifier, &mut report);
                     }
                     Ok(report)
                 })
@@ -198,6 +210,7 @@ pub fn ingest_parallel(
         report.refused.extend(part.refused);
         report.policies += part.policies;
         report.bad_policies += part.bad_policies;
+        report.errors.extend(part.errors);
     }
     finish(central, key, &meta.origin, report)
 }
@@ -221,21 +234,33 @@ fn prepare(
     Ok((meta, hosts))
 }
 
-/// Signs a central checkpoint when anything was accepted.
+/// Signs a central checkpoint when the central log is larger than its last
+/// one (so leaves a crash left unsigned are signed by the next pass).
 fn finish(
     central: &mut Central,
     key: &SigningKey,
     origin: &str,
     mut report: IngestReport,
 ) -> Result<IngestReport, CentralError> {
-    if !report.accepted.is_empty() {
-        report.central_size = Some(sign_central(central, key, origin)?);
-    }
+    report.central_size = sign_central(central, key, origin)?;
     Ok(report)
 }
 
-/// Takes what one host's inbox holds: its policies, then each log.
+/// Takes what one host's inbox holds: its policies, then each log. An
+/// error is recorded in the report against the host; the pass goes on.
 fn ingest_host(
+    central: &mut Central,
+    key: &SigningKey,
+    host: &str,
+    verifier: &VerifierKey,
+    report: &mut IngestReport,
+) {
+    if let Err(e) = take_host(central, key, host, verifier, report) {
+        report.errors.push((host.to_owned(), e.to_string()));
+    }
+}
+
+fn take_host(
     central: &mut Central,
     key: &SigningKey,
     host: &str,
@@ -347,7 +372,22 @@ pub fn ensure_partition(central: &mut Central, part_us: i64) -> Result<(), Centr
     tx.commit().map_err(sql("committing a partition"))
 }
 
-/// Ingests what `inbox` holds for one log.
+/// An advisory lock key for one log (its id's first 8 bytes): held for the
+/// whole transaction, across the savepoint a refusal rolls back to.
+fn log_lock(log_id: &[u8]) -> i64 {
+    let mut key = [0u8; 8];
+    for (k, b) in key.iter_mut().zip(log_id) {
+        *k = *b;
+    }
+    i64::from_be_bytes(key)
+}
+
+/// The most rows of a refused batch kept as evidence, from its first bad seq on.
+pub const REFUSED_EVIDENCE_ROWS: i64 = 1000;
+
+/// Ingests what `inbox` holds for one log, in one transaction holding the
+/// log's lock: the batch is checked and accepted inside a savepoint; a
+/// refusal rolls back to it and is recorded in the same transaction.
 fn ingest_log(
     central: &mut Central,
     key: &SigningKey,
@@ -356,147 +396,193 @@ fn ingest_log(
     log_id: &[u8],
     report: &mut IngestReport,
 ) -> Result<(), CentralError> {
-    // The partition first, in its own transaction: part_us is at least now.
-    let previous_us: Option<i64> = central
-        .client
-        .query_one(
-            "SELECT max(accepted_us) FROM checkpoints WHERE log_id = $1",
-            &[&log_id],
-        )
-        .map_err(sql("reading the last accept time"))?
-        .get(0);
-    let part_us = now_us().max(previous_us.unwrap_or(i64::MIN));
-    ensure_partition(central, part_us)?;
+    // The partition first, in its own transaction, for at least now.
+    let planned_us = now_us().max(last_accept(&mut central.client, log_id)?);
+    ensure_partition(central, planned_us)?;
 
     let mut tx = central
         .client
         .transaction()
         .map_err(sql("starting ingest"))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&log_lock(log_id)])
+        .map_err(sql("locking the log"))?;
+    // Under the lock: never before the log's previous batch (whose
+    // partition exists, since its rows are in it).
+    let part_us = planned_us.max(last_accept(&mut tx, log_id)?);
     let mut registered = false;
-    let outcome = check_batch(&mut tx, inbox, verifier, log_id, &mut registered)?;
-    match outcome {
-        // A log is registered only with its first accepted batch: rows
-        // without a checkpoint claim nothing.
-        Outcome::Nothing if registered => {
-            tx.rollback().map_err(sql("rolling back ingest"))?;
-        }
-        Outcome::Nothing => {
-            tx.commit().map_err(sql("committing ingest"))?;
-        }
-        Outcome::Accept {
-            old,
-            new,
-            checkpoints,
-        } => {
-            let moved = tx
-                .execute(
-                    &format!(
-                        "INSERT INTO events ({ROW_COLUMNS}, part_us)
-                         SELECT {ROW_COLUMNS}, $4 FROM {} WHERE log_id = $1 AND seq > $2 AND seq <= $3",
-                        inbox.table("events")
-                    ),
-                    &[&log_id, &(old.size as i64), &(new.size as i64), &part_us],
-                )
-                .map_err(sql("accepting rows"))?;
-            if moved != new.size - old.size {
-                return Err(CentralError::Damaged {
-                    detail: format!(
-                        "the inbox of `{}` changed under ingest ({moved} rows moved, {} checked)",
-                        inbox.host,
-                        new.size - old.size
-                    ),
+    let refused = {
+        let mut batch = tx.savepoint("batch").map_err(sql("starting a batch"))?;
+        match check_batch(&mut batch, inbox, verifier, log_id, &mut registered)? {
+            // A log is registered only with its first accepted batch: rows
+            // without a checkpoint claim nothing.
+            Outcome::Nothing if registered => {
+                batch.rollback().map_err(sql("rolling back ingest"))?;
+                None
+            }
+            Outcome::Nothing => {
+                batch.commit().map_err(sql("committing ingest"))?;
+                None
+            }
+            Outcome::Accept {
+                old,
+                new,
+                checkpoint,
+            } => {
+                let central_seq = accept(
+                    &mut batch,
+                    key,
+                    inbox,
+                    log_id,
+                    &old,
+                    &new,
+                    &checkpoint,
+                    part_us,
+                )?;
+                batch.commit().map_err(sql("committing ingest"))?;
+                report.accepted.push(Accepted {
+                    host: inbox.host.clone(),
+                    log_id: log_id.to_vec(),
+                    from: old.size + 1,
+                    to: new.size,
+                    central_seq,
                 });
+                None
             }
-            tx.execute(
-                &format!(
-                    "DELETE FROM {} WHERE log_id = $1 AND seq <= $2",
-                    inbox.table("events")
-                ),
-                &[&log_id, &(new.size as i64)],
-            )
-            .map_err(sql("emptying the inbox"))?;
-            tx.execute(
-                "UPDATE logs SET size = $2, chain = $3, frontier = $4, switch_seq = $5, switch_format = $6
-                 WHERE log_id = $1",
-                &[
-                    &log_id,
-                    &(new.size as i64),
-                    &&new.chain[..],
-                    &new.frontier_bytes(),
-                    &new.switch.map(|s| s.0 as i64),
-                    &new.switch.map(|s| s.1 as i32),
-                ],
-            )
-            .map_err(sql("moving the head"))?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CENTRAL_LOCK])
-                .map_err(sql("locking the central log"))?;
-            let mut central_seq = 0;
-            for (size, note) in &checkpoints {
-                let cp = crate::checkpoint::parse_unverified(note)?;
-                let body = note_body(note).unwrap_or(note);
-                let time = (part_us / 1_000_000).max(0) as u64;
-                let cosignature = cosign(key, body, time);
-                central_seq = append_central(&mut tx, log_id, *size, note, part_us)?;
-                tx.execute(
-                    "INSERT INTO checkpoints (log_id, size, root, note, cosignature, central_seq, accepted_us)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    &[
-                        &log_id,
-                        &(*size as i64),
-                        &&cp.root[..],
-                        note,
-                        &cosignature,
-                        &central_seq,
-                        &part_us,
-                    ],
-                )
-                .map_err(sql("storing a cosigned checkpoint"))?;
-            }
-            tx.execute(
-                &format!(
-                    "DELETE FROM {} WHERE log_id = $1 AND size <= $2",
-                    inbox.table("checkpoints")
-                ),
-                &[&log_id, &(new.size as i64)],
-            )
-            .map_err(sql("emptying the inbox"))?;
-            tx.commit().map_err(sql("committing ingest"))?;
-            report.accepted.push(Accepted {
-                host: inbox.host.clone(),
-                log_id: log_id.to_vec(),
-                from: old.size + 1,
-                to: new.size,
-                central_seq,
-            });
-        }
-        Outcome::Refuse {
-            problem,
-            detail,
-            first_seq,
-            last_seq,
-        } => {
-            tx.rollback().map_err(sql("rolling back ingest"))?;
-            let rows = record_refusal(
-                central, inbox, log_id, problem, &detail, first_seq, last_seq,
-            )?;
-            report.refused.push(Refusal {
-                host: inbox.host.clone(),
-                log_id: log_id.to_vec(),
+            Outcome::Refuse {
                 problem,
                 detail,
                 first_seq,
                 last_seq,
-                rows,
-            });
+            } => {
+                batch.rollback().map_err(sql("rolling back ingest"))?;
+                Some((problem, detail, first_seq, last_seq))
+            }
         }
+    };
+    if let Some((problem, detail, first_seq, last_seq)) = refused {
+        let rows = record_refusal(
+            &mut tx, inbox, log_id, problem, &detail, first_seq, last_seq,
+        )?;
+        report.refused.push(Refusal {
+            host: inbox.host.clone(),
+            log_id: log_id.to_vec(),
+            problem,
+            detail,
+            first_seq,
+            last_seq,
+            rows,
+        });
     }
-    Ok(())
+    tx.commit().map_err(sql("committing ingest"))
 }
 
-/// Records a refusal and moves the log's inbox rows into `refused_events`.
+/// When the log's last batch was accepted (`i64::MIN` before its first).
+fn last_accept(
+    client: &mut impl postgres::GenericClient,
+    log_id: &[u8],
+) -> Result<i64, CentralError> {
+    client
+        .query_one(
+            "SELECT max(accepted_us) FROM checkpoints WHERE log_id = $1",
+            &[&log_id],
+        )
+        .map(|r| r.get::<_, Option<i64>>(0).unwrap_or(i64::MIN))
+        .map_err(sql("reading the last accept time"))
+}
+
+/// Moves an accepted batch into `events` (one server-side statement from
+/// the inbox), moves the head, cosigns the batch's largest checkpoint and
+/// appends it to the central log; returns its central seq.
+#[allow(clippy::too_many_arguments)]
+fn accept(
+    tx: &mut Transaction<'_>,
+    key: &SigningKey,
+    inbox: &Inbox,
+    log_id: &[u8],
+    old: &Head,
+    new: &Head,
+    checkpoint: &(u64, String),
+    part_us: i64,
+) -> Result<i64, CentralError> {
+    let moved = tx
+        .execute(
+            &format!(
+                "INSERT INTO events ({ROW_COLUMNS}, part_us)
+                 SELECT {ROW_COLUMNS}, $4 FROM {} WHERE log_id = $1 AND seq > $2 AND seq <= $3",
+                inbox.table("events")
+            ),
+            &[&log_id, &(old.size as i64), &(new.size as i64), &part_us],
+        )
+        .map_err(sql("accepting rows"))?;
+    if moved != new.size - old.size {
+        return Err(CentralError::Damaged {
+            detail: format!(
+                "the inbox of `{}` changed under ingest ({moved} rows moved, {} checked)",
+                inbox.host,
+                new.size - old.size
+            ),
+        });
+    }
+    tx.execute(
+        &format!(
+            "DELETE FROM {} WHERE log_id = $1 AND seq <= $2",
+            inbox.table("events")
+        ),
+        &[&log_id, &(new.size as i64)],
+    )
+    .map_err(sql("emptying the inbox"))?;
+    tx.execute(
+        "UPDATE logs SET size = $2, chain = $3, frontier = $4, switch_seq = $5, switch_format = $6
+         WHERE log_id = $1",
+        &[
+            &log_id,
+            &(new.size as i64),
+            &&new.chain[..],
+            &new.frontier_bytes(),
+            &new.switch.map(|s| s.0 as i64),
+            &new.switch.map(|s| s.1 as i32),
+        ],
+    )
+    .map_err(sql("moving the head"))?;
+    tx.execute(
+        &format!(
+            "DELETE FROM {} WHERE log_id = $1 AND size <= $2",
+            inbox.table("checkpoints")
+        ),
+        &[&log_id, &(new.size as i64)],
+    )
+    .map_err(sql("emptying the inbox"))?;
+    let (size, note) = checkpoint;
+    let cp = crate::checkpoint::parse_unverified(note)?;
+    let body = note_body(note).unwrap_or(note);
+    let time = (part_us / 1_000_000).max(0) as u64;
+    let cosignature = cosign(key, body, time);
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CENTRAL_LOCK])
+        .map_err(sql("locking the central log"))?;
+    let central_seq = append_central(tx, log_id, *size, note, part_us)?;
+    tx.execute(
+        "INSERT INTO checkpoints (log_id, size, root, note, cosignature, central_seq, accepted_us)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        &[
+            &log_id,
+            &(*size as i64),
+            &&cp.root[..],
+            note,
+            &cosignature,
+            &central_seq,
+            &part_us,
+        ],
+    )
+    .map_err(sql("storing a cosigned checkpoint"))?;
+    Ok(central_seq)
+}
+
+/// Records a refusal and moves the log's inbox rows out: the first
+/// [`REFUSED_EVIDENCE_ROWS`] from the first bad seq on (or from the
+/// batch's start) are kept in `refused_events`, the rest are deleted.
 #[allow(clippy::too_many_arguments)]
 fn record_refusal(
-    central: &mut Central,
+    tx: &mut Transaction<'_>,
     inbox: &Inbox,
     log_id: &[u8],
     problem: Problem,
@@ -504,10 +590,6 @@ fn record_refusal(
     first_seq: Option<i64>,
     last_seq: Option<i64>,
 ) -> Result<u64, CentralError> {
-    let mut tx = central
-        .client
-        .transaction()
-        .map_err(sql("starting a refusal"))?;
     let id: i64 = tx
         .query_one(
             "INSERT INTO refusals (host, log_id, at_us, first_seq, last_seq, problem, detail)
@@ -527,27 +609,31 @@ fn record_refusal(
     let rows = tx
         .execute(
             &format!(
-                "WITH gone AS (DELETE FROM {} WHERE log_id = $2 RETURNING {ROW_COLUMNS})
-                 INSERT INTO refused_events (refusal, {ROW_COLUMNS}) SELECT $1, {ROW_COLUMNS} FROM gone",
+                "INSERT INTO refused_events (refusal, {ROW_COLUMNS})
+                 SELECT $1, {ROW_COLUMNS} FROM {} WHERE log_id = $2 AND seq >= $3
+                 ORDER BY seq LIMIT $4",
                 inbox.table("events")
             ),
-            &[&id, &log_id],
+            &[
+                &id,
+                &log_id,
+                &first_seq.unwrap_or(i64::MIN),
+                &REFUSED_EVIDENCE_ROWS,
+            ],
         )
         .map_err(sql("keeping the refused rows"))?;
-    tx.execute(
-        &format!(
-            "DELETE FROM {} WHERE log_id = $1",
-            inbox.table("checkpoints")
-        ),
-        &[&log_id],
-    )
-    .map_err(sql("emptying the inbox"))?;
-    tx.commit().map_err(sql("committing a refusal"))?;
+    for table in ["events", "checkpoints"] {
+        tx.execute(
+            &format!("DELETE FROM {} WHERE log_id = $1", inbox.table(table)),
+            &[&log_id],
+        )
+        .map_err(sql("emptying the inbox"))?;
+    }
     Ok(rows)
 }
 
-/// Appends a host checkpoint note to the central log; returns its seq.
-/// The caller holds the central lock.
+/// Appends a host checkpoint note to the central log, with the Merkle
+/// frontier after it; returns its seq. The caller holds the central lock.
 fn append_central(
     tx: &mut Transaction<'_>,
     log_id: &[u8],
@@ -555,30 +641,25 @@ fn append_central(
     note: &str,
     ts_us: i64,
 ) -> Result<i64, CentralError> {
-    let last = tx
-        .query_opt(
-            "SELECT seq, chain FROM central_log ORDER BY seq DESC LIMIT 1",
-            &[],
-        )
-        .map_err(sql("reading the central log"))?;
-    let (seq, previous): (i64, Vec<u8>) = match last {
-        Some(row) => (row.get::<_, i64>(0) + 1, row.get(1)),
+    let (seq, previous, mut tree) = match central_head(tx)? {
+        Some((seq, chain, tree)) => (seq + 1, chain, tree),
         None => {
             let genesis: Vec<u8> = tx
                 .query_one("SELECT genesis FROM central_meta WHERE id = 1", &[])
                 .map_err(sql("reading the central genesis"))?
                 .get(0);
-            (1, genesis)
+            let genesis: Hash = genesis.try_into().map_err(|_| CentralError::Damaged {
+                detail: "the central genesis is not 32 bytes".into(),
+            })?;
+            (1, genesis, MerkleBuilder::new())
         }
     };
-    let previous: Hash = previous.try_into().map_err(|_| CentralError::Damaged {
-        detail: "a central chain value is not 32 bytes".into(),
-    })?;
     let leaf = central_leaf(note);
     let chain = link(&previous, &leaf);
+    tree.push(leaf);
     tx.execute(
-        "INSERT INTO central_log (seq, ts_us, log_id, size, note, leaf, chain)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO central_log (seq, ts_us, log_id, size, note, leaf, chain, frontier)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         &[
             &seq,
             &ts_us,
@@ -587,38 +668,80 @@ fn append_central(
             &note,
             &&leaf[..],
             &&chain[..],
+            &tree.frontier().concat(),
         ],
     )
     .map_err(sql("appending to the central log"))?;
     Ok(seq)
 }
 
-/// Signs a checkpoint of the central log (its size and Merkle root over
-/// every leaf) and stores it; returns its size.
+/// The central log's last leaf: its seq, chain value and the Merkle
+/// frontier over leaves 1..seq; `None` when it is empty.
+fn central_head(
+    tx: &mut Transaction<'_>,
+) -> Result<Option<(i64, Hash, MerkleBuilder)>, CentralError> {
+    let Some(row) = tx
+        .query_opt(
+            "SELECT seq, chain, frontier FROM central_log ORDER BY seq DESC LIMIT 1",
+            &[],
+        )
+        .map_err(sql("reading the central log"))?
+    else {
+        return Ok(None);
+    };
+    let damaged = |detail: &str| CentralError::Damaged {
+        detail: detail.to_owned(),
+    };
+    let seq: i64 = row.get(0);
+    let chain: Vec<u8> = row.get(1);
+    let chain: Hash = chain
+        .try_into()
+        .map_err(|_| damaged("a central chain value is not 32 bytes"))?;
+    let frontier: Vec<u8> = row.get(2);
+    if !frontier.len().is_multiple_of(32) {
+        return Err(damaged(
+            "the central frontier is not a list of 32-byte hashes",
+        ));
+    }
+    let nodes = frontier
+        .chunks_exact(32)
+        .map(|c| {
+            let mut h = [0u8; 32];
+            h.copy_from_slice(c);
+            h
+        })
+        .collect();
+    let tree = MerkleBuilder::from_frontier(seq.max(0) as u64, nodes)
+        .ok_or_else(|| damaged("the central frontier does not fit its size"))?;
+    Ok(Some((seq, chain, tree)))
+}
+
+/// Signs a checkpoint of the central log (its size and Merkle root, from
+/// the frontier its last leaf keeps) when it is larger than the last one;
+/// returns the size signed.
 fn sign_central(
     central: &mut Central,
     key: &SigningKey,
     origin: &str,
-) -> Result<u64, CentralError> {
+) -> Result<Option<u64>, CentralError> {
     let mut tx = central
         .client
         .transaction()
         .map_err(sql("starting a central checkpoint"))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CENTRAL_LOCK])
         .map_err(sql("locking the central log"))?;
-    let mut tree = MerkleBuilder::new();
-    {
-        let params: [&(dyn postgres::types::ToSql + Sync); 0] = [];
-        let mut rows = tx
-            .query_raw("SELECT leaf FROM central_log ORDER BY seq", params)
-            .map_err(sql("reading the central log"))?;
-        while let Some(row) = rows.next().map_err(sql("reading the central log"))? {
-            let leaf: &[u8] = row.get(0);
-            let leaf: Hash = leaf.try_into().map_err(|_| CentralError::Damaged {
-                detail: "a central leaf is not 32 bytes".into(),
-            })?;
-            tree.push(leaf);
-        }
+    let Some((seq, _, tree)) = central_head(&mut tx)? else {
+        return Ok(None);
+    };
+    let signed: i64 = tx
+        .query_one(
+            "SELECT coalesce(max(size), 0) FROM central_checkpoints",
+            &[],
+        )
+        .map_err(sql("reading central checkpoints"))?
+        .get(0);
+    if signed >= seq {
+        return Ok(None);
     }
     let checkpoint = Checkpoint {
         origin: origin.to_owned(),
@@ -633,7 +756,7 @@ fn sign_central(
     .map_err(sql("storing a central checkpoint"))?;
     tx.commit()
         .map_err(sql("committing a central checkpoint"))?;
-    Ok(checkpoint.size)
+    Ok(Some(checkpoint.size))
 }
 
 /// The log's head, locked; created from the pushed identity on first sight
@@ -983,11 +1106,17 @@ fn check_batch(
         .map_err(sql("emptying the inbox"))?;
         return Ok(Outcome::Nothing);
     }
-    let accepted: Vec<(u64, String)> = checkpoints
+    // Only the largest checkpoint is cosigned and logged: the one at new.size.
+    let Some(checkpoint) = checkpoints
         .into_iter()
-        .filter(|(cp, _)| cp.size > old.size && cp.size <= new.size)
+        .rev()
+        .find(|(cp, _)| cp.size == new.size)
         .map(|(cp, note)| (cp.size, note))
-        .collect();
+    else {
+        return Err(CentralError::Damaged {
+            detail: format!("log {hex}: no checkpoint at the accepted size {}", new.size),
+        });
+    };
     // Re-sent rows below the old head are dropped with the rest.
     tx.execute(
         &format!(
@@ -1000,6 +1129,6 @@ fn check_batch(
     Ok(Outcome::Accept {
         old,
         new,
-        checkpoints: accepted,
+        checkpoint,
     })
 }

@@ -287,6 +287,10 @@ fn ingest_once(
                 "rows": r.rows,
             })).collect::<Vec<_>>(),
             "rows": report.rows(),
+            "errors": report.errors.iter().map(|(host, error)| serde_json::json!({
+                "host": host,
+                "error": error,
+            })).collect::<Vec<_>>(),
             "policies": report.policies,
             "central_size": report.central_size,
         }))?;
@@ -316,7 +320,15 @@ fn ingest_once(
                 .unwrap_or_default()
         ))?;
     }
-    Ok(if report.refused.is_empty() {
+    for (host, error) in &report.errors {
+        eprintln!(
+            "gavel: ingest of host `{host}` failed: {}",
+            error.replace('\n', " ")
+        );
+    }
+    Ok(if !report.errors.is_empty() {
+        Exit::Error
+    } else if report.refused.is_empty() {
         Exit::Ok
     } else {
         Exit::Failed

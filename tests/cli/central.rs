@@ -741,7 +741,7 @@ fn a_rewritten_pushed_row_is_refused_naming_host_and_seq_on_every_push() {
         .query_one("SELECT count(*) FROM refused_events", &[])
         .unwrap()
         .get(0);
-    assert_eq!(kept, 36);
+    assert_eq!(kept, 32, "rows 5..36, from the first differing seq on");
     // Every later push is refused again, and `push --wait` says so (exit 1).
     let host = &team.hosts[0];
     let mut waiting = team.gavel(&[
@@ -818,6 +818,101 @@ fn an_edited_row_the_host_did_not_rechain_is_not_pushed() {
     );
     assert!(stderr(&out).contains("does not verify"), "{}", stderr(&out));
     assert_eq!(team.central_rows("h0"), 9);
+}
+
+#[test]
+fn refusal_evidence_is_capped_and_a_batch_is_one_central_leaf() {
+    let Some(team) = setup_hosts(1) else { return };
+    let db = &team.hosts[0].db;
+    append_calls(db, 1, 2);
+    team.push(0, 0);
+    append_calls(db, 3, 2);
+    team.push(0, 0);
+    // Two checkpoints waiting (6 and 12): one batch, one cosigned checkpoint, one central leaf.
+    let taken = team.ingest(0);
+    assert_eq!(taken["rows"], 12, "{taken}");
+    let mut client = team.client();
+    let count = |client: &mut Client, table: &str| -> i64 {
+        client
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(count(&mut client, "checkpoints"), 1);
+    assert_eq!(count(&mut client, "central_log"), 1);
+    let size: i64 = client
+        .query_one("SELECT size FROM checkpoints", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(size, 12, "the largest checkpoint of the batch");
+
+    // A rewrite resending 1,200+ rows keeps 1,000 of them, from the first differing seq.
+    rewrite_row(db, 5);
+    append_calls(db, 5, 400);
+    team.push(0, 0);
+    let refused = team.ingest(1);
+    assert_eq!(refused["refused"][0]["rows"], 1000, "{refused}");
+    let first: i64 = client
+        .query_one("SELECT min(seq) FROM refused_events", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(first, 5);
+    let inbox: i64 = count(&mut client, &format!("\"{}_inbox\".h0_events", team.schema));
+    assert_eq!(inbox, 0, "the inbox is emptied");
+}
+
+#[test]
+fn one_hosts_error_does_not_stop_the_pass_and_unsigned_leaves_get_signed() {
+    let Some(team) = setup_hosts(2) else { return };
+    for i in 0..2 {
+        append_calls(&team.hosts[i].db, 1, 2);
+        team.push(i, 0);
+    }
+    // h0's inbox is broken; h1 is still taken, and the pass exits 2 naming h0.
+    let mut client = team.client();
+    client
+        .batch_execute(&format!(
+            "DROP TABLE \"{}_inbox\".h0_checkpoints CASCADE",
+            team.schema
+        ))
+        .unwrap();
+    let out = expect(
+        &mut team.gavel(&[
+            "central",
+            "ingest",
+            "--key",
+            team.central_key.to_str().unwrap(),
+            "--db",
+            &team.url,
+            "--json",
+        ]),
+        2,
+    );
+    let pass = json_out(&out);
+    assert_eq!(pass["accepted"][0]["host"], "h1", "{pass}");
+    assert_eq!(pass["errors"][0]["host"], "h0", "{pass}");
+    assert!(stderr(&out).contains("host `h0`"), "{}", stderr(&out));
+    assert_eq!(pass["central_size"], 1, "{pass}");
+    // A crash after the accept, before the central checkpoint: the next pass signs it.
+    client
+        .batch_execute(
+            "DROP TRIGGER central_checkpoints_append_only ON central_checkpoints;
+             DELETE FROM central_checkpoints;",
+        )
+        .unwrap();
+    let out = expect(
+        &mut team.gavel(&[
+            "central",
+            "ingest",
+            "--key",
+            team.central_key.to_str().unwrap(),
+            "--db",
+            &team.url,
+            "--json",
+        ]),
+        2,
+    );
+    assert_eq!(json_out(&out)["central_size"], 1);
 }
 
 #[test]
