@@ -36,7 +36,7 @@ pub struct CentralReport {
     pub central_key_given: bool,
     /// A stable code: the local verifier's (`seq_gap`, `content_mismatch`,
     /// `chain_break`, `checkpoint_signature`, ...) or a central one
-    /// (`head_mismatch`, `cosignature`, `cut`, `central_log`,
+    /// (`head_mismatch`, `unvouched_rows`, `cosignature`, `cut`, `central_log`,
     /// `central_checkpoint`, `central_key`).
     pub problem: Option<String>,
     /// The enrolled host of the log that breaks.
@@ -248,6 +248,9 @@ fn read_logs(client: &mut Client) -> Result<Vec<LogRow>, ReadError> {
         .map_err(sql("reading logs"))
 }
 
+/// The problem code of rows no host checkpoint covers.
+const UNVOUCHED: &str = "unvouched_rows";
+
 /// A host checkpoint row.
 struct HostCheckpoint {
     id: i64,
@@ -448,6 +451,38 @@ fn verify_log(
             }
             Some(_) => {}
         }
+    }
+    // Every row must be vouched for by the host: the rows end at the
+    // largest host checkpoint (ingest moves the head only to a checkpoint's
+    // size), or at the retention cut (its note vouches for them). Rows past
+    // it were put there by someone else, whatever the head says.
+    let largest = checkpoints
+        .iter()
+        .map(|cp| u64::try_from(cp.size).unwrap_or(0))
+        .max();
+    match largest {
+        None => {
+            return fail(
+                UNVOUCHED,
+                Some(cut + 1),
+                format!(
+                    "the log holds {rows} rows and no checkpoint of host `{}`: ingest registers a log only with its first checkpoint",
+                    log.host
+                ),
+            );
+        }
+        Some(largest) if rows != cut && largest != rows => {
+            let from = largest.max(cut) + 1;
+            return fail(
+                UNVOUCHED,
+                Some(from),
+                format!(
+                    "rows {from}..{rows} are vouched for by no checkpoint of host `{}` (its largest is at {largest})",
+                    log.host
+                ),
+            );
+        }
+        Some(_) => {}
     }
     if u64::try_from(log.size).ok() != Some(rows) || log.chain != last_chain {
         return fail(

@@ -65,6 +65,99 @@ fn tampered(team: &Team, tamper: &str, undo: &str) -> Value {
     report
 }
 
+/// What an owner could do past ingest: moves host `i`'s pushed rows from
+/// its inbox into `events` and moves the log's head (size, chain, Merkle
+/// frontier) over them exactly as ingest would, registering the log if it
+/// is new, but records no host checkpoint; then empties the inbox.
+fn smuggle(team: &Team, i: usize) {
+    use gavel::central::{Head, ROW_COLUMNS, Row};
+    let mut client: Client = team.client();
+    let inbox = format!("\"{}_inbox\".\"{}", team.schema, team.hosts[i].name);
+    let mut tx = client.transaction().unwrap();
+    let ids: Vec<Vec<u8>> = tx
+        .query(&format!("SELECT log_id FROM {inbox}_logs\""), &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for log_id in ids {
+        let stored = tx
+            .query_opt(
+                "SELECT size, chain, frontier, format FROM logs WHERE log_id = $1",
+                &[&log_id],
+            )
+            .unwrap();
+        let mut head = match stored {
+            Some(r) => Head::from_stored(
+                r.get(0),
+                &r.get::<_, Vec<u8>>(1),
+                &r.get::<_, Vec<u8>>(2),
+                r.get(3),
+                None,
+                None,
+            )
+            .unwrap(),
+            None => {
+                tx.execute(
+                    &format!(
+                        "INSERT INTO logs (log_id, host, origin, format, created_us, genesis, size, chain, frontier)
+                         SELECT log_id, $2, origin, format, created_us, genesis, 0, genesis, ''::bytea
+                           FROM {inbox}_logs\" WHERE log_id = $1"
+                    ),
+                    &[&log_id, &team.hosts[i].name],
+                )
+                .unwrap();
+                let r = tx
+                    .query_one(
+                        "SELECT genesis, format FROM logs WHERE log_id = $1",
+                        &[&log_id],
+                    )
+                    .unwrap();
+                let genesis: Vec<u8> = r.get(0);
+                Head::new(
+                    genesis.try_into().unwrap(),
+                    u32::try_from(r.get::<_, i32>(1)).unwrap(),
+                )
+            }
+        };
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT {ROW_COLUMNS} FROM {inbox}_events\" WHERE log_id = $1 AND seq > $2 ORDER BY seq"
+                ),
+                &[&log_id, &(head.size as i64)],
+            )
+            .unwrap();
+        for row in &rows {
+            head.extend(&log_id, &Row::from_pg(row).unwrap()).unwrap();
+        }
+        tx.execute(
+            &format!(
+                "INSERT INTO events ({ROW_COLUMNS}, part_us)
+                 SELECT {ROW_COLUMNS}, (SELECT COALESCE(max(part_us), 0) FROM events)
+                   FROM {inbox}_events\" WHERE log_id = $1 AND seq > (SELECT size FROM logs WHERE log_id = $1)"
+            ),
+            &[&log_id],
+        )
+        .unwrap();
+        tx.execute(
+            "UPDATE logs SET size = $2, chain = $3, frontier = $4 WHERE log_id = $1",
+            &[
+                &log_id,
+                &(head.size as i64),
+                &&head.chain[..],
+                &head.frontier_bytes(),
+            ],
+        )
+        .unwrap();
+    }
+    for table in ["events", "checkpoints", "logs"] {
+        tx.batch_execute(&format!("DELETE FROM {inbox}_{table}\""))
+            .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
 fn local_stats(team: &Team, i: usize) -> Value {
     json_out(&expect(
         &mut team.gavel(&[
@@ -505,4 +598,41 @@ fn central_read_errors_are_one_line() {
         2,
     ));
     assert!(err.contains("reads a local audit database"), "{err}");
+}
+
+#[test]
+fn verify_refuses_rows_no_host_checkpoint_vouches_for() {
+    let Some(team) = team_with_calls(2, 3) else {
+        return;
+    };
+    assert_eq!(team.verify(0)["ok"], true);
+    // The owner appends rows 10..=12 of host 0 and moves its head over them.
+    append_calls(&team.hosts[0].db, 100, 1);
+    push_all(&team, 0..1);
+    smuggle(&team, 0);
+    let report = team.verify(1);
+    assert_eq!(report["problem"], "unvouched_rows", "{report}");
+    assert_eq!(report["host"], team.hosts[0].name.as_str());
+    assert_eq!(
+        report["origin"],
+        format!("gavel/{}", team.log_of(0)).as_str()
+    );
+    assert_eq!(report["first_bad_seq"], 10);
+
+    // A log put in whole, with no host checkpoint at all.
+    let team = setup_hosts(2).unwrap();
+    append_calls(&team.hosts[0].db, 0, 3);
+    append_calls(&team.hosts[1].db, 1000, 3);
+    push_all(&team, 0..1);
+    team.ingest(0);
+    push_all(&team, 1..2);
+    smuggle(&team, 1);
+    let report = team.verify(1);
+    assert_eq!(report["problem"], "unvouched_rows", "{report}");
+    assert_eq!(report["host"], team.hosts[1].name.as_str());
+    assert_eq!(
+        report["origin"],
+        format!("gavel/{}", team.log_of(1)).as_str()
+    );
+    assert_eq!(report["first_bad_seq"], 1);
 }
