@@ -6,8 +6,8 @@
 
 use std::fmt::Write as _;
 
-use postgres::Client;
 use postgres::types::ToSql;
+use postgres::{Client, GenericClient, IsolationLevel, Transaction};
 
 use crate::store::{AuditQuery, Listed, LogIdentity, RawCall, Stats, Store, StoredEvent, assemble};
 
@@ -48,6 +48,24 @@ pub(crate) fn sql(context: &'static str) -> impl FnOnce(postgres::Error) -> Read
     move |source| ReadError::Sql { context, source }
 }
 
+/// A read-only transaction on one snapshot of the store: everything read
+/// through it sees the same committed state, whatever ingest or retention
+/// commits meanwhile. `logs` and `events` (with every partition) are
+/// locked for reading before the snapshot is taken, so a retention run
+/// either committed before it (its cuts and dropped partitions both seen)
+/// or waits for it to end (neither seen).
+pub fn snapshot(client: &mut Client) -> Result<Transaction<'_>, ReadError> {
+    let mut tx = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .map_err(sql("starting a read-only snapshot"))?;
+    tx.batch_execute("LOCK TABLE logs, events IN ACCESS SHARE MODE")
+        .map_err(sql("locking logs and events for reading"))?;
+    Ok(tx)
+}
+
 /// Where a row of the central store comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Located {
@@ -69,7 +87,7 @@ pub struct LogRef {
 }
 
 /// The log `selector` names: its id in hex, or a unique prefix of its origin.
-pub fn resolve_log(client: &mut Client, selector: &str) -> Result<LogRef, ReadError> {
+pub fn resolve_log(client: &mut impl GenericClient, selector: &str) -> Result<LogRef, ReadError> {
     let rows = client
         .query(
             "SELECT log_id, host, origin FROM logs
@@ -503,7 +521,7 @@ pub fn stats(
 }
 
 /// Every log of the central store with its enrolled host, by host then origin.
-pub fn logs(client: &mut Client, host: Option<&str>) -> Result<Vec<LogRef>, ReadError> {
+pub fn logs(client: &mut impl GenericClient, host: Option<&str>) -> Result<Vec<LogRef>, ReadError> {
     let rows = client
         .query(
             "SELECT log_id, host, origin FROM logs WHERE $1::text IS NULL OR host = $1
@@ -523,7 +541,7 @@ pub fn logs(client: &mut Client, host: Option<&str>) -> Result<Vec<LogRef>, Read
 
 /// The logs that hold call `call_id` (only `log`, when given).
 pub fn logs_of_call(
-    client: &mut Client,
+    client: &mut impl GenericClient,
     call_id: &str,
     log: Option<&LogRef>,
 ) -> Result<LogRef, ReadError> {
@@ -563,15 +581,16 @@ pub fn logs_of_call(
     }
 }
 
-/// An in-memory copy of `log` (only the events of `call_id`, when given)
+/// An in-memory copy of `log` (only the events of `call_id`, when given),
+/// read in `snapshot` (see [`snapshot`]),
 /// with its host checkpoints and every recorded policy text, for the
 /// commands that run on a local store.
 pub fn mirror(
-    client: &mut Client,
+    snapshot: &mut Transaction<'_>,
     log: &LogRef,
     call_id: Option<&str>,
 ) -> Result<Store, ReadError> {
-    let row = client
+    let row = snapshot
         .query_one(
             "SELECT origin, format, created_us, genesis FROM logs WHERE log_id = $1",
             &[&log.log_id],
@@ -587,7 +606,7 @@ pub fn mirror(
             detail: format!("the genesis of {} is not 32 bytes", log.origin),
         })?,
     };
-    let rows = client
+    let rows = snapshot
         .query(
             "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status,
                     payload, leaf, chain, \"user\", host, client, session, agent
@@ -622,7 +641,7 @@ pub fn mirror(
         .collect::<Result<Vec<_>, _>>()
         .map_err(sql("reading a log's events"))?;
     drop(rows);
-    let checkpoints: Vec<crate::store::CheckpointCopy> = client
+    let checkpoints: Vec<crate::store::CheckpointCopy> = snapshot
         .query(
             "SELECT size, root, note, accepted_us FROM checkpoints WHERE log_id = $1 ORDER BY id",
             &[&log.log_id],
@@ -631,7 +650,7 @@ pub fn mirror(
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
         .collect();
-    let policies: Vec<crate::store::PolicyRow> = client
+    let policies: Vec<crate::store::PolicyRow> = snapshot
         .query(
             "SELECT digest, name, source, first_seen_us FROM policies ORDER BY digest",
             &[],

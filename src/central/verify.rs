@@ -6,7 +6,7 @@
 //! central log (leaves, chain) and its checkpoints. The first break is named
 //! by enrolled host, log origin and seq.
 
-use postgres::Client;
+use postgres::Transaction;
 use postgres::fallible_iterator::FallibleIterator as _;
 use serde::Serialize;
 
@@ -105,7 +105,7 @@ pub(crate) struct Meta {
     pub verifier: String,
 }
 
-pub(crate) fn meta(client: &mut Client) -> Result<Meta, ReadError> {
+pub(crate) fn meta(client: &mut Transaction<'_>) -> Result<Meta, ReadError> {
     let row = client
         .query_opt(
             "SELECT origin, genesis, verifier FROM central_meta WHERE id = 1",
@@ -122,12 +122,15 @@ pub(crate) fn meta(client: &mut Client) -> Result<Meta, ReadError> {
     })
 }
 
-/// Verifies the whole central store. `given` are the central keys a
+/// Verifies the whole central store, in `snapshot` (see
+/// [`super::query::snapshot`]: one consistent view, so that an ingest or a
+/// retention committing meanwhile is never taken for tampering). `given`
+/// are the central keys a
 /// reviewer holds (`central.pub`): when any is given, the store's own must
 /// be one of them.
 /// `progress` hears the number of events checked so far.
 pub fn verify(
-    client: &mut Client,
+    snapshot: &mut Transaction<'_>,
     given: &[VerifierKey],
     progress: &mut dyn FnMut(u64),
 ) -> Result<CentralReport, ReadError> {
@@ -146,7 +149,7 @@ pub fn verify(
         first_bad_seq: None,
         detail: None,
     };
-    if let Err(found) = verify_all(client, given, &mut report, progress)? {
+    if let Err(found) = verify_all(snapshot, given, &mut report, progress)? {
         report.ok = false;
         report.problem = Some(found.problem);
         report.host = found.host;
@@ -158,7 +161,7 @@ pub fn verify(
 }
 
 fn verify_all(
-    client: &mut Client,
+    client: &mut Transaction<'_>,
     given: &[VerifierKey],
     report: &mut CentralReport,
     progress: &mut dyn FnMut(u64),
@@ -213,7 +216,7 @@ fn verify_all(
     central_log(client, &meta, &central_key, report)
 }
 
-fn read_logs(client: &mut Client) -> Result<Vec<LogRow>, ReadError> {
+fn read_logs(client: &mut Transaction<'_>) -> Result<Vec<LogRow>, ReadError> {
     let rows = client
         .query(
             "SELECT l.log_id, l.host, h.verifier, l.origin, l.format, l.genesis, l.size, l.chain,
@@ -264,7 +267,7 @@ struct HostCheckpoint {
 type Vouched = (String, u64, Hash);
 
 fn verify_log(
-    client: &mut Client,
+    client: &mut Transaction<'_>,
     log: &LogRow,
     central_key: &VerifierKey,
     report: &mut CentralReport,
@@ -558,7 +561,10 @@ fn check_cut(
     Ok((chain, merkle))
 }
 
-fn read_checkpoints(client: &mut Client, log_id: &[u8]) -> Result<Vec<HostCheckpoint>, ReadError> {
+fn read_checkpoints(
+    client: &mut Transaction<'_>,
+    log_id: &[u8],
+) -> Result<Vec<HostCheckpoint>, ReadError> {
     let rows = client
         .query(
             "SELECT id, size, root, note, cosignature FROM checkpoints
@@ -644,7 +650,7 @@ pub(crate) fn row_check(
 /// leaf's note an accepted host checkpoint (and every accepted checkpoint a
 /// leaf), then every central checkpoint (the central key, its root at its size).
 fn central_log(
-    client: &mut Client,
+    client: &mut Transaction<'_>,
     meta: &Meta,
     central_key: &VerifierKey,
     report: &mut CentralReport,

@@ -52,7 +52,7 @@ pub fn open(url: &str, args: &QueryArgs) -> anyhow::Result<(Central, Option<LogR
 /// `--host` names (the filter is then met by the whole log), else every
 /// log (`--host` then filters the recorded host name or id, as locally).
 pub fn logs(
-    client: &mut postgres::Client,
+    client: &mut impl postgres::GenericClient,
     args: &QueryArgs,
 ) -> anyhow::Result<(Vec<LogRef>, gavel::store::AuditQuery)> {
     let mut query = args.to_query()?;
@@ -73,12 +73,12 @@ pub fn logs(
 /// `call_id` from the one log that holds it (`--log` when several do).
 pub fn call_store(url: &str, call_id: &str, log: Option<&str>) -> anyhow::Result<(Store, LogRef)> {
     let mut central = connect(url)?;
-    let client = central.client();
+    let mut snapshot = query::snapshot(central.client())?;
     let log = log
-        .map(|selector| query::resolve_log(client, selector))
+        .map(|selector| query::resolve_log(&mut snapshot, selector))
         .transpose()?;
-    let log = query::logs_of_call(client, call_id, log.as_ref())?;
-    let store = query::mirror(client, &log, Some(call_id))?;
+    let log = query::logs_of_call(&mut snapshot, call_id, log.as_ref())?;
+    let store = query::mirror(&mut snapshot, &log, Some(call_id))?;
     Ok((store, log))
 }
 
@@ -103,7 +103,8 @@ pub fn verify(url: &str, args: &super::verify::VerifyArgs) -> anyhow::Result<Exi
         }
         bar
     });
-    let report = gavel::central::verify::verify(central.client(), &keys, &mut |n| {
+    let mut snapshot = query::snapshot(central.client())?;
+    let report = gavel::central::verify::verify(&mut snapshot, &keys, &mut |n| {
         if let Some(bar) = &bar {
             bar.set_position(n);
         }
@@ -163,8 +164,10 @@ pub fn replay(
 ) -> anyhow::Result<Exit> {
     use gavel::replay::{FactSource, Kept};
     let mut central = connect(url)?;
+    // What is verified is what is replayed: one snapshot for both.
+    let mut snapshot = query::snapshot(central.client())?;
     if !args.skip_verify {
-        let report = gavel::central::verify::verify(central.client(), &[], &mut |_| {})?;
+        let report = gavel::central::verify::verify(&mut snapshot, &[], &mut |_| {})?;
         if !report.ok {
             anyhow::bail!(
                 "refusing to replay: the central store does not verify ({} in {} of host `{}` at seq {}); --skip-verify replays anyway",
@@ -175,7 +178,7 @@ pub fn replay(
             );
         }
     }
-    let (logs, query) = logs(central.client(), &args.query)?;
+    let (logs, query) = logs(&mut snapshot, &args.query)?;
     let workspace = global.workspace()?;
     let policy = global.policy(&workspace)?;
     let source = if args.live {
@@ -191,7 +194,7 @@ pub fn replay(
     let mut failing = 0u64;
     let mut out = Vec::new();
     for log in &logs {
-        let store = query::mirror(central.client(), log, None)?;
+        let store = query::mirror(&mut snapshot, log, None)?;
         let mut changes = Vec::new();
         let report = gavel::replay::replay_calls(
             &store,
@@ -266,9 +269,10 @@ pub fn replay(
 /// with its own header; CSV: one header, every log's rows).
 pub fn export(url: &str, args: &super::export::ExportArgs) -> anyhow::Result<Exit> {
     let mut central = connect(url)?;
-    let (logs, query) = logs(central.client(), &args.query)?;
+    let mut snapshot = query::snapshot(central.client())?;
+    let (logs, query) = logs(&mut snapshot, &args.query)?;
     for (i, log) in logs.iter().enumerate() {
-        let store = query::mirror(central.client(), log, None)?;
+        let store = query::mirror(&mut snapshot, log, None)?;
         super::export::run_on(&store, args, &query, i == 0)?;
     }
     Ok(Exit::Ok)
@@ -281,7 +285,8 @@ pub fn report_store(
     args: &QueryArgs,
 ) -> anyhow::Result<(Store, gavel::store::AuditQuery, String)> {
     let mut central = connect(url)?;
-    let (logs, query) = logs(central.client(), args)?;
+    let mut snapshot = query::snapshot(central.client())?;
+    let (logs, query) = logs(&mut snapshot, args)?;
     let log = match logs.as_slice() {
         [one] => one,
         [] => anyhow::bail!("no log of the central store matches"),
@@ -295,7 +300,7 @@ pub fn report_store(
                 .join(", ")
         ),
     };
-    let store = query::mirror(central.client(), log, None)?;
+    let store = query::mirror(&mut snapshot, log, None)?;
     let label = format!("{} (host {}, log {})", redacted(url), log.host, log.origin);
     Ok((store, query, label))
 }

@@ -636,3 +636,37 @@ fn verify_refuses_rows_no_host_checkpoint_vouches_for() {
     );
     assert_eq!(report["first_bad_seq"], 1);
 }
+
+#[test]
+fn verify_during_an_ingest_is_never_tampered() {
+    let Some(team) = team_with_calls(2, 50) else {
+        return;
+    };
+    for round in 1..=4 {
+        for i in 0..2 {
+            append_calls(&team.hosts[i].db, round * 10_000 + i * 1000, 300);
+        }
+        push_all(&team, 0..2);
+        // Ingest and verify at once: verify sees the store before or after
+        // each batch, never half of one.
+        let mut ingest = team.gavel(&[
+            "central",
+            "ingest",
+            "--key",
+            team.central_key.to_str().unwrap(),
+            "--db",
+            &team.url,
+        ]);
+        std::thread::scope(|s| {
+            let ingesting = s.spawn(move || ingest.output().unwrap());
+            for _ in 0..3 {
+                let report = team.verify(0);
+                assert_eq!(report["ok"], true, "round {round}: {report}");
+            }
+            let out = ingesting.join().unwrap();
+            assert_eq!(crate::support::code(&out), 0, "{}", stderr(&out));
+        });
+    }
+    let report = team.verify(0);
+    assert_eq!(report["events"], 2 * 3 * (50 + 4 * 300));
+}
