@@ -1,5 +1,5 @@
--- gavel central store, schema 2: the note that marks a retention cut, and
--- the index the read side uses per call.
+-- gavel central store, schema 2: the note that marks a retention cut, the
+-- index the read side uses per call, and its safe JSON conversion.
 -- See docs/central.md ("Retention"). Never edit this file once shipped.
 --
 -- `gavel central retain` drops whole monthly partitions of `events`. For
@@ -17,3 +17,17 @@ ALTER TABLE logs ADD COLUMN cut_note text;
 -- alone makes each of those probes read the call's rows in every log, and
 -- the primary key alone reads the whole log.
 CREATE INDEX events_log_call ON events (log_id, call_id);
+
+-- A payload as jsonb, or NULL when jsonb cannot hold it: a `\u0000` escape
+-- (valid JSON, refused by jsonb), or bytes that are not UTF-8 (a host signs
+-- whatever bytes it likes). The read side converts payloads only through
+-- this, so one such row never fails a listing, a count or a filter for
+-- everybody: the row is listed, its payload just matches no JSON filter.
+CREATE FUNCTION gavel_jsonb(payload bytea) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+BEGIN
+  RETURN convert_from(payload, 'UTF8')::jsonb;
+EXCEPTION WHEN OTHERS THEN
+  RETURN NULL;
+END
+$$;

@@ -168,9 +168,11 @@ impl Params {
     }
 }
 
-/// The payload `column` as JSON (`jsonb`).
+/// The payload `column` as JSON (`jsonb`), NULL when jsonb cannot hold it
+/// (`gavel_jsonb` in migration 0002: a `\u0000` escape, bytes that are not
+/// UTF-8), so such a row never fails the statement for every other row.
 fn json(column: &str) -> String {
-    format!("convert_from({column}, 'UTF8')::jsonb")
+    format!("gavel_jsonb({column})")
 }
 
 /// The listing: decision rows (and lifecycle rows with `{kinds}`), each with
@@ -207,7 +209,7 @@ ORDER BY c.ts_us {order}, c.log_id {order}, c.seq {order}
 {limit}";
 
 /// The anomaly kinds of the call of row `d`, in order.
-const ANOMALIES_OF_D: &str = "ARRAY(SELECT convert_from(x.payload, 'UTF8')::jsonb ->> 'anomaly'
+const ANOMALIES_OF_D: &str = "ARRAY(SELECT gavel_jsonb(x.payload) ->> 'anomaly'
       FROM events x WHERE x.log_id = d.log_id AND x.call_id = d.call_id AND x.kind = 'anomaly'
       ORDER BY x.seq)";
 

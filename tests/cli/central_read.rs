@@ -670,3 +670,60 @@ fn verify_during_an_ingest_is_never_tampered() {
     let report = team.verify(0);
     assert_eq!(report["events"], 2 * 3 * (50 + 4 * 300));
 }
+
+#[test]
+fn a_payload_jsonb_refuses_does_not_break_listings_for_everyone() {
+    let Some(team) = setup_hosts(2) else {
+        return;
+    };
+    append_calls(&team.hosts[0].db, 0, 5);
+    append_calls(&team.hosts[1].db, 1000, 5);
+    // A `\u0000` escape: valid JSON, which PostgreSQL's jsonb refuses.
+    gavel_run(&team, 1, "nul1", r#"{"path":"x\u0000y"}"#);
+    push_all(&team, 0..2);
+    team.ingest(0);
+    let listed = |args: &[&str]| -> Vec<Value> {
+        let mut all = vec!["log", "--json"];
+        all.extend_from_slice(args);
+        stdout(&expect(&mut team.read(&all), 0))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let has_nul = |rows: &[Value]| rows.iter().any(|r| r["call_id"] == "nul1");
+    let all = listed(&[]);
+    assert_eq!(all.len(), 11);
+    assert!(has_nul(&all));
+    let host1 = listed(&["--host", &team.hosts[1].name]);
+    assert_eq!(host1.len(), 6);
+    assert!(has_nul(&host1));
+    assert_eq!(listed(&["--host", &team.hosts[0].name]).len(), 5);
+    // Filters that read payloads as JSON run over every host's rows.
+    assert_eq!(listed(&["--grep", "echo 3"]).len(), 1);
+    assert_eq!(listed(&["--session", "none-such"]).len(), 0);
+    assert_eq!(listed(&["--tool", "read_file"]).len(), 1);
+    let stats = json_out(&expect(&mut team.read(&["stats", "--json"]), 0));
+    assert_eq!(stats["calls"], 11, "{stats}");
+    assert_eq!(stats["by_tool"]["read_file"], 1, "{stats}");
+    let shown = stdout(&expect(&mut team.read(&["show", "nul1", "--json"]), 0));
+    assert!(shown.contains("nul1"), "{shown}");
+    assert_eq!(team.verify(0)["ok"], true);
+}
+
+/// `gavel run TOOL ARGS --call-id ID` on host `i`'s local log.
+fn gavel_run(team: &Team, i: usize, id: &str, args: &str) {
+    let out = team
+        .gavel(&[
+            "run",
+            "read_file",
+            args,
+            "--call-id",
+            id,
+            "--db",
+            team.hosts[i].db.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    // Denied (outside the workspace): exit 3, and recorded all the same.
+    assert_eq!(crate::support::code(&out), 3, "gavel run: {}", stderr(&out));
+}
