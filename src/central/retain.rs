@@ -11,6 +11,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use std::collections::HashMap;
+
 use postgres::Client;
 use postgres::fallible_iterator::FallibleIterator as _;
 
@@ -44,15 +46,6 @@ pub enum RetainError {
         seq: u64,
         problem: String,
         detail: String,
-    },
-    #[error(
-        "refusing to cut log {origin} of host `{host}`: {count} of its rows up to seq {cut} are in partitions that are kept"
-    )]
-    Straddles {
-        host: String,
-        origin: String,
-        cut: u64,
-        count: i64,
     },
 }
 
@@ -101,12 +94,26 @@ pub struct Cut {
     pub dropped: u64,
 }
 
+/// A log that keeps a partition: its rows up to where it would be cut are
+/// not all in the partitions that go (its accept times went backwards), so
+/// dropping them would leave a hole in it. That partition, and every later
+/// one, is kept; the older ones still go.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Held {
+    pub host: String,
+    pub origin: String,
+    /// The kept partition holding its rows.
+    pub partition: String,
+}
+
 /// What one retention run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RetainReport {
     /// The partitions dropped, by name (`events_YYYYMM`).
     pub partitions: Vec<String>,
     pub cuts: Vec<Cut>,
+    /// Logs that kept partitions before `--before` (see [`Held`]).
+    pub held: Vec<Held>,
 }
 
 /// `YYYY-MM` as the number `YYYYMM`.
@@ -127,7 +134,12 @@ pub fn parse_month(text: &str) -> Result<u32, RetainError> {
 }
 
 /// Drops every monthly partition of `events` before `before` (`YYYYMM`),
-/// after cutting each log at its last row in them, in one transaction.
+/// after cutting each log at its last row in them, in one transaction. A
+/// log whose rows up to that cut are not all in those partitions does not
+/// stop the run: the oldest partitions that leave no log a hole go, and
+/// the report names the log and the partition it holds ([`Held`]). A log
+/// whose rows to drop do not verify, or whose stored start is damaged,
+/// stops the run: nothing is dropped.
 /// `current` is this month (`YYYYMM`); a later `before` is refused.
 pub fn retain(
     client: &mut Client,
@@ -162,7 +174,8 @@ pub fn retain(
             &[],
         )
         .map_err(sql("locking logs"))?;
-    let partitions: Vec<String> = tx
+    // Every partition, oldest first; those before `before` may go.
+    let all: Vec<String> = tx
         .query(
             "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
               WHERE i.inhparent = 'events'::regclass ORDER BY 1",
@@ -171,41 +184,78 @@ pub fn retain(
         .map_err(sql("listing partitions"))?
         .iter()
         .map(|r| r.get::<_, String>(0))
-        .filter(|name| {
-            name.strip_prefix("events_")
-                .and_then(|m| m.parse::<u32>().ok())
-                .is_some_and(|month| month < before)
-        })
         .collect();
-    let mut report = RetainReport {
-        partitions: partitions.clone(),
-        cuts: Vec::new(),
+    let old = |name: &String| {
+        name.strip_prefix("events_")
+            .and_then(|m| m.parse::<u32>().ok())
+            .is_some_and(|month| month < before)
     };
-    if partitions.is_empty() {
+    let candidates: Vec<String> = all.iter().filter(|n| old(n)).cloned().collect();
+    let mut report = RetainReport::default();
+    if candidates.is_empty() {
         tx.commit().map_err(sql("ending retention"))?;
         return Ok(report);
     }
-    // The last seq of each log in the partitions that go.
-    let union = partitions
-        .iter()
-        .map(|p| {
-            format!(
-                "SELECT log_id, max(seq) AS seq FROM {} GROUP BY log_id",
-                ident(p)
+    // Each log's lowest and highest seq in each partition.
+    let mut spans: HashMap<String, HashMap<Vec<u8>, (i64, i64)>> = HashMap::new();
+    for partition in &all {
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT log_id, min(seq), max(seq) FROM {} GROUP BY log_id",
+                    ident(partition)
+                ),
+                &[],
             )
-        })
-        .collect::<Vec<_>>()
-        .join(" UNION ALL ");
-    let last: std::collections::HashMap<Vec<u8>, i64> = tx
-        .query(
-            &format!("SELECT log_id, max(seq) FROM ({union}) p GROUP BY log_id"),
-            &[],
-        )
-        .map_err(sql("finding the cuts"))?
-        .iter()
-        .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, i64>(1)))
-        .collect();
-    let kept_from: i64 = month_start_us(before);
+            .map_err(sql("finding the cuts"))?;
+        spans.insert(
+            partition.clone(),
+            rows.iter()
+                .map(|r| (r.get::<_, Vec<u8>>(0), (r.get(1), r.get(2))))
+                .collect(),
+        );
+    }
+    // The cuts if the oldest `k` candidates go: each log's highest seq in
+    // them; and the logs whose rows up to that cut are not all in them
+    // (part_us went backwards: dropping would leave a hole in the log).
+    let plan = |k: usize| {
+        let mut cut: HashMap<&[u8], i64> = HashMap::new();
+        for partition in &candidates[..k] {
+            for (log_id, &(_, high)) in &spans[partition] {
+                let c = cut.entry(log_id.as_slice()).or_insert(high);
+                *c = (*c).max(high);
+            }
+        }
+        let mut held: Vec<(Vec<u8>, String)> = Vec::new();
+        for partition in all.iter().filter(|p| !candidates[..k].contains(p)) {
+            for (log_id, &(low, _)) in &spans[partition] {
+                if cut.get(log_id.as_slice()).is_some_and(|&c| low <= c) {
+                    held.push((log_id.clone(), partition.clone()));
+                }
+            }
+        }
+        (cut, held)
+    };
+    // One such log keeps only the partitions its rows need: the largest
+    // run of the oldest partitions that leaves no log a hole goes.
+    let (_, held) = plan(candidates.len());
+    let k = (0..=candidates.len())
+        .rev()
+        .find(|&k| plan(k).1.is_empty())
+        .unwrap_or(0);
+    let (cuts, _) = plan(k);
+    let last: HashMap<Vec<u8>, i64> = cuts.into_iter().map(|(l, c)| (l.to_vec(), c)).collect();
+    let partitions: Vec<String> = candidates[..k].to_vec();
+    report.partitions = partitions.clone();
+    for (log_id, partition) in held {
+        if let Some(log) = logs.iter().find(|l| l.get::<_, Vec<u8>>(0) == log_id) {
+            report.held.push(Held {
+                host: log.get(1),
+                origin: log.get(2),
+                partition,
+            });
+        }
+    }
     for log in &logs {
         let log_id: Vec<u8> = log.get(0);
         let (host, origin): (String, String) = (log.get(1), log.get(2));
@@ -216,41 +266,32 @@ pub fn retain(
         if cut <= previous_cut {
             continue;
         }
-        let straddling: i64 = tx
-            .query_one(
-                "SELECT count(*) FROM events WHERE log_id = $1 AND seq <= $2 AND part_us >= $3",
-                &[&log_id, &cut, &kept_from],
-            )
-            .map_err(sql("checking the cut"))?
-            .get(0);
-        if straddling > 0 {
-            return Err(RetainError::Straddles {
-                host,
-                origin,
-                cut: cut as u64,
-                count: straddling,
-            });
-        }
         let format = u32::try_from(log.get::<_, i32>(3)).unwrap_or(0);
         let switch = match (log.get::<_, Option<i64>>(4), log.get::<_, Option<i32>>(5)) {
             (Some(at), Some(to)) => Some((at.max(0) as u64, to.max(0) as u32)),
             _ => None,
         };
+        let damaged = |what: &str| {
+            RetainError::Read(ReadError::Damaged {
+                detail: format!(
+                    "log {origin} of host `{host}`: its {what}; run `gavel verify --db …`"
+                ),
+            })
+        };
         let (previous, mut merkle) = if previous_cut == 0 {
             let genesis: Vec<u8> = log.get(6);
-            (
-                <Hash>::try_from(genesis.as_slice()).unwrap_or_default(),
-                MerkleBuilder::new(),
-            )
+            let genesis = <Hash>::try_from(genesis.as_slice())
+                .map_err(|_| damaged("genesis is not 32 bytes"))?;
+            (genesis, MerkleBuilder::new())
         } else {
             let chain: Option<Vec<u8>> = log.get(8);
             let frontier: Option<Vec<u8>> = log.get(9);
             let chain = chain
                 .and_then(|c| <Hash>::try_from(c.as_slice()).ok())
-                .unwrap_or_default();
+                .ok_or_else(|| damaged("cut chain is missing or not 32 bytes"))?;
             let merkle = frontier
                 .and_then(|f| super::verify::frontier_tree(previous_cut as u64, &f))
-                .unwrap_or_default();
+                .ok_or_else(|| damaged("cut frontier is missing or does not fit its cut"))?;
             (chain, merkle)
         };
         let broken = |seq: u64, problem: &str, detail: String| RetainError::Broken {
@@ -281,6 +322,7 @@ pub fn retain(
                     .map_err(sql("reading the rows to drop"))?;
                 let leaf = match &check {
                     RowCheck::Row { leaf, chain: c, .. } => {
+                        // A chain value not 32 bytes is a break the checker reports.
                         chain = <Hash>::try_from(c.as_slice()).unwrap_or_default();
                         Some(*leaf)
                     }
@@ -344,11 +386,4 @@ pub fn retain(
 /// A PostgreSQL identifier, quoted.
 fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// Microseconds since the epoch at 00:00 UTC on the first of `month` (`YYYYMM`).
-fn month_start_us(month: u32) -> i64 {
-    chrono::NaiveDate::from_ymd_opt((month / 100) as i32, month % 100, 1)
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map_or(0, |t| t.and_utc().timestamp_micros())
 }

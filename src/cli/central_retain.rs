@@ -36,16 +36,25 @@ pub fn run(global: &Global, args: RetainArgs) -> anyhow::Result<Exit> {
     let now = chrono::Utc::now();
     let current = parse_month(&now.format("%Y-%m").to_string())?;
     let report = retain::retain(central.client(), &key, before, current)?;
+    // A partition kept for a log is something to look into: exit 1.
+    let exit = if report.held.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    };
     if args.format.is_json() {
         render::json(&serde_json::to_value(&report)?)?;
-        return Ok(Exit::Ok);
+        return Ok(exit);
+    }
+    for held in &report.held {
+        render::line(&render::escape(&format!(
+            "kept {}: host `{}`, log {} has rows up to its cut in it (its accept times went backwards); run `gavel verify --db …`",
+            held.partition, held.host, held.origin
+        )))?;
     }
     if report.partitions.is_empty() {
-        render::line(&format!(
-            "no partitions before {}: nothing dropped",
-            args.before
-        ))?;
-        return Ok(Exit::Ok);
+        render::line(&format!("no partitions before {} dropped", args.before))?;
+        return Ok(exit);
     }
     render::line(&format!(
         "dropped {} partition(s) ({}); {} log(s) cut",
@@ -63,5 +72,5 @@ pub fn run(global: &Global, args: RetainArgs) -> anyhow::Result<Exit> {
             cut.size + 1
         )))?;
     }
-    Ok(Exit::Ok)
+    Ok(exit)
 }

@@ -727,3 +727,75 @@ fn gavel_run(team: &Team, i: usize, id: &str, args: &str) {
     // Denied (outside the workspace): exit 3, and recorded all the same.
     assert_eq!(crate::support::code(&out), 3, "gavel run: {}", stderr(&out));
 }
+
+#[test]
+fn retention_keeps_the_partitions_one_log_needs_and_drops_the_rest() {
+    let Some(team) = team_with_calls(2, 10) else {
+        return;
+    };
+    // Host 0's rows go to January 2020; host 1's seq 16..30 to February
+    // 2020 while its seq 1..15 stay in this month's partition (accept times
+    // that went backwards: cutting it at 30 would leave a hole).
+    let id1 = format!("decode('{}', 'hex')", team.log_of(1));
+    team.client()
+        .batch_execute(&format!(
+            "SET session_replication_role = replica;
+             CREATE TABLE events_202001 PARTITION OF events
+               FOR VALUES FROM (1577836800000000) TO (1580515200000000);
+             CREATE TABLE events_202002 PARTITION OF events
+               FOR VALUES FROM (1580515200000000) TO (1583020800000000);
+             UPDATE events SET part_us = 1577836800000001 WHERE log_id <> {id1};
+             UPDATE events SET part_us = 1580515200000001 WHERE log_id = {id1} AND seq > 15;"
+        ))
+        .unwrap();
+    let now = chrono::Utc::now().format("%Y-%m").to_string();
+    let key = team.central_key.to_str().unwrap().to_owned();
+    let out = json_out(&expect(
+        &mut team.read(&[
+            "central", "retain", "--before", &now, "--key", &key, "--json",
+        ]),
+        1,
+    ));
+    assert_eq!(
+        out["partitions"],
+        serde_json::json!(["events_202001"]),
+        "{out}"
+    );
+    assert_eq!(out["cuts"].as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(out["cuts"][0]["host"], team.hosts[0].name.as_str());
+    assert_eq!(out["cuts"][0]["size"], 30);
+    let held = out["held"].as_array().unwrap();
+    assert_eq!(held.len(), 1, "{out}");
+    assert_eq!(held[0]["host"], team.hosts[1].name.as_str());
+    assert_eq!(
+        held[0]["partition"],
+        format!("events_{}", now.replace('-', "")).as_str()
+    );
+    let report = team.verify(0);
+    assert_eq!(report["cut_logs"], 1, "{report}");
+    assert_eq!(report["events"], 30);
+
+    // A damaged genesis is refused by name, and nothing is dropped.
+    team.client()
+        .batch_execute(&format!(
+            "SET session_replication_role = replica;
+             UPDATE events SET part_us = 1580515200000001 WHERE log_id = {id1};
+             UPDATE logs SET genesis = '\\x00'::bytea WHERE log_id = {id1};"
+        ))
+        .unwrap();
+    let err = stderr(&expect(
+        &mut team.read(&["central", "retain", "--before", &now, "--key", &key]),
+        2,
+    ));
+    assert!(err.contains("damaged") && err.contains("genesis"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let partitions: i64 = team
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'events_202002' AND schemaname = $1",
+            &[&team.schema],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(partitions, 1, "nothing was dropped");
+}
