@@ -13,7 +13,7 @@ use gavel::central::Central;
 use gavel::central::query::{self, LogRef};
 use gavel::store::Store;
 
-use super::query::QueryArgs;
+use super::query::{QueryArgs, SchemaArg};
 use super::{Exit, render};
 
 /// The URL without its password, for messages.
@@ -30,15 +30,16 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
-/// Connects to the central store at `url` (in the schema its `search_path` names).
-pub fn connect(url: &str) -> anyhow::Result<Central> {
-    Central::open(url, None)
+/// Connects to the central store at `url`, in the schema `--schema` names,
+/// else the URL's `search_path`, else `public` (as `gavel central …` does).
+pub fn connect(url: &str, schema: &SchemaArg) -> anyhow::Result<Central> {
+    Central::open(url, schema.schema.as_deref())
         .with_context(|| format!("cannot read the central store `{}`", redacted(url)))
 }
 
 /// Connects, and finds the log `--log` names (if it names one).
 pub fn open(url: &str, args: &QueryArgs) -> anyhow::Result<(Central, Option<LogRef>)> {
-    let mut central = connect(url)?;
+    let mut central = connect(url, &args.schema)?;
     let log = args
         .log
         .as_deref()
@@ -71,8 +72,13 @@ pub fn logs(
 
 /// For `show` and `explain`: an in-memory copy of the events of call
 /// `call_id` from the one log that holds it (`--log` when several do).
-pub fn call_store(url: &str, call_id: &str, log: Option<&str>) -> anyhow::Result<(Store, LogRef)> {
-    let mut central = connect(url)?;
+pub fn call_store(
+    url: &str,
+    schema: &SchemaArg,
+    call_id: &str,
+    log: Option<&str>,
+) -> anyhow::Result<(Store, LogRef)> {
+    let mut central = connect(url, schema)?;
     let mut snapshot = query::snapshot(central.client())?;
     let log = log
         .map(|selector| query::resolve_log(&mut snapshot, selector))
@@ -95,7 +101,7 @@ pub fn verify(url: &str, args: &super::verify::VerifyArgs) -> anyhow::Result<Exi
         .iter()
         .map(|path| gavel::checkpoint::read_verifier_key(path))
         .collect::<Result<_, _>>()?;
-    let mut central = connect(url)?;
+    let mut central = connect(url, &args.schema)?;
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new_spinner().with_message("verifying");
         if let Ok(style) = ProgressStyle::with_template("{msg} {spinner} {pos} events") {
@@ -163,7 +169,7 @@ pub fn replay(
     args: &super::replay::ReplayArgs,
 ) -> anyhow::Result<Exit> {
     use gavel::replay::{FactSource, Kept};
-    let mut central = connect(url)?;
+    let mut central = connect(url, &args.query.schema)?;
     // What is verified is what is replayed: one snapshot for both.
     let mut snapshot = query::snapshot(central.client())?;
     if !args.skip_verify {
@@ -268,7 +274,7 @@ pub fn replay(
 /// memory and exported as locally (JSON lines: one archive per log, each
 /// with its own header; CSV: one header, every log's rows).
 pub fn export(url: &str, args: &super::export::ExportArgs) -> anyhow::Result<Exit> {
-    let mut central = connect(url)?;
+    let mut central = connect(url, &args.query.schema)?;
     let mut snapshot = query::snapshot(central.client())?;
     let (logs, query) = logs(&mut snapshot, &args.query)?;
     for (i, log) in logs.iter().enumerate() {
@@ -284,7 +290,7 @@ pub fn report_store(
     url: &str,
     args: &QueryArgs,
 ) -> anyhow::Result<(Store, gavel::store::AuditQuery, String)> {
-    let mut central = connect(url)?;
+    let mut central = connect(url, &args.schema)?;
     let mut snapshot = query::snapshot(central.client())?;
     let (logs, query) = logs(&mut snapshot, args)?;
     let log = match logs.as_slice() {

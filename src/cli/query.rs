@@ -64,7 +64,29 @@ pub struct QueryArgs {
     #[arg(long, value_name = "ID|ORIGIN")]
     pub log: Option<String>,
     #[command(flatten)]
+    pub schema: SchemaArg,
+    #[command(flatten)]
     pub read: ReadArgs,
+}
+
+/// The schema of a central store a reading command reads; the same flag and
+/// meaning as on `gavel central …` (resolved by `Central::open`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SchemaArg {
+    /// With a central --db (postgres://…): its schema [default: the URL's
+    /// search_path, else public]
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+}
+
+impl SchemaArg {
+    /// Refuses `--schema` on a local store.
+    pub fn check_local(&self) -> anyhow::Result<()> {
+        if self.schema.is_some() {
+            bail!("--schema selects the schema of a central store; give --db postgres://…");
+        }
+        Ok(())
+    }
 }
 
 /// How a reading command opens the log.
@@ -126,7 +148,7 @@ impl QueryArgs {
         if self.log.is_some() {
             bail!("--log picks a log of a central store; give --db postgres://…");
         }
-        Ok(())
+        self.schema.check_local()
     }
 }
 

@@ -10,7 +10,7 @@ use gavel::digest::hex;
 use gavel::policy::{EntryMatch, Policy, RuleTrace};
 use gavel::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoredEvent};
 
-use super::query::{ReadArgs, format_time};
+use super::query::{ReadArgs, SchemaArg, format_time};
 use super::{Exit, FormatArgs, Global, render};
 
 #[derive(Args, Debug)]
@@ -21,6 +21,8 @@ pub struct ShowArgs {
     /// its id (hex) or a prefix of its origin, when several logs have a call with this id
     #[arg(long, value_name = "ID|ORIGIN")]
     pub log: Option<String>,
+    #[command(flatten)]
+    pub schema: SchemaArg,
     #[command(flatten)]
     pub format: FormatArgs,
     #[command(flatten)]
@@ -35,6 +37,8 @@ pub struct ExplainArgs {
     /// its id (hex) or a prefix of its origin, when several logs have a call with this id
     #[arg(long, value_name = "ID|ORIGIN")]
     pub log: Option<String>,
+    #[command(flatten)]
+    pub schema: SchemaArg,
     #[command(flatten)]
     pub format: FormatArgs,
     #[command(flatten)]
@@ -78,15 +82,17 @@ fn call_source(
     read: ReadArgs,
     call_id: &str,
     log: Option<&str>,
+    schema: &SchemaArg,
 ) -> anyhow::Result<(Store, CentralOrigin)> {
     #[cfg(feature = "postgres")]
     if let Some(url) = global.central_url() {
-        let (store, log) = super::central_read::call_store(&url, call_id, log)?;
+        let (store, log) = super::central_read::call_store(&url, schema, call_id, log)?;
         return Ok((store, Some((log.host, log.origin))));
     }
     if log.is_some() {
         anyhow::bail!("--log picks a log of a central store; give --db postgres://…");
     }
+    schema.check_local()?;
     let _ = call_id; // only a central store is searched for the call before reading
     Ok((global.read_store_with(read)?, None))
 }
@@ -108,7 +114,13 @@ fn from_line(from: &CentralOrigin) -> anyhow::Result<()> {
 }
 
 pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
-    let (store, from) = call_source(global, args.read, &args.call_id, args.log.as_deref())?;
+    let (store, from) = call_source(
+        global,
+        args.read,
+        &args.call_id,
+        args.log.as_deref(),
+        &args.schema,
+    )?;
     let events = store.call_events(&args.call_id)?;
     store.check_unchanged()?;
     if args.format.is_json() {
@@ -232,7 +244,13 @@ fn anomaly_lines(anomalies: &[AnomalyEntry]) -> Vec<String> {
 }
 
 pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
-    let (store, from) = call_source(global, args.read, &args.call_id, args.log.as_deref())?;
+    let (store, from) = call_source(
+        global,
+        args.read,
+        &args.call_id,
+        args.log.as_deref(),
+        &args.schema,
+    )?;
     let query = AuditQuery {
         call_id: Some(args.call_id.clone()),
         ..AuditQuery::default()

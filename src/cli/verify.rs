@@ -28,6 +28,8 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub export: Option<PathBuf>,
     #[command(flatten)]
+    pub schema: super::query::SchemaArg,
+    #[command(flatten)]
     pub format: FormatArgs,
 }
 
@@ -81,6 +83,7 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
     {
         return super::central_read::verify(&url, &args);
     }
+    args.schema.check_local()?;
     let keys: Vec<VerifierKey> = args
         .public_key
         .iter()

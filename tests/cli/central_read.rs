@@ -799,3 +799,30 @@ fn retention_keeps_the_partitions_one_log_needs_and_drops_the_rest() {
         .get(0);
     assert_eq!(partitions, 1, "nothing was dropped");
 }
+
+#[test]
+fn schema_selects_the_store_on_the_reading_commands_as_on_central() {
+    let Some(team) = team_with_calls(1, 3) else {
+        return;
+    };
+    // The server's URL without a search_path, and --schema: the same store.
+    let read = |args: &[&str], exit: i32| {
+        let mut cmd = team.gavel(args);
+        cmd.args(["--db", &team.base, "--schema", &team.schema]);
+        expect(&mut cmd, exit)
+    };
+    assert_eq!(stdout(&read(&["log", "--json"], 0)).lines().count(), 3);
+    assert_eq!(json_out(&read(&["stats", "--json"], 0))["calls"], 3);
+    assert_eq!(json_out(&read(&["verify", "--json"], 0))["ok"], true);
+    assert!(stdout(&read(&["show", "c1", "--json"], 0)).contains("c1"));
+    // --schema wins over the URL's search_path, as on `gavel central`.
+    let mut cmd = team.gavel(&["stats", "--json", "--schema", "none_such"]);
+    cmd.args(["--db", &team.url]);
+    let err = stderr(&expect(&mut cmd, 2));
+    assert!(err.contains("none_such"), "{err}");
+    // A local store has no schema.
+    let mut cmd = team.gavel(&["log", "--schema", "x"]);
+    cmd.args(["--db", team.hosts[0].db.to_str().unwrap()]);
+    let err = stderr(&expect(&mut cmd, 2));
+    assert!(err.contains("--schema selects"), "{err}");
+}
