@@ -13,10 +13,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use std::collections::HashMap;
 
-use postgres::Client;
 use postgres::fallible_iterator::FallibleIterator as _;
 
 use super::query::{ReadError, sql};
+use super::{Central, CentralError, Head, ident};
 use crate::chain::Hash;
 use crate::checkpoint::{self, Checkpoint, MerkleBuilder, SigningKey, VerifierKey};
 use crate::store::{Checker, Problem, RowCheck, row_format};
@@ -33,10 +33,8 @@ pub enum RetainError {
     Month(String),
     #[error("--before {0} is after the current month: only past months' partitions can be dropped")]
     Future(String),
-    #[error(
-        "the signing key `{given}` is not the central store's key `{stored}`; give the key `gavel central init` used"
-    )]
-    WrongKey { given: String, stored: String },
+    #[error(transparent)]
+    Central(#[from] CentralError),
     #[error(
         "refusing to cut log {origin} of host `{host}`: it does not verify at seq {seq}: {problem}: {detail}; run `gavel verify --db …`"
     )]
@@ -142,7 +140,7 @@ pub fn parse_month(text: &str) -> Result<u32, RetainError> {
 /// stops the run: nothing is dropped.
 /// `current` is this month (`YYYYMM`); a later `before` is refused.
 pub fn retain(
-    client: &mut Client,
+    central: &mut Central,
     key: &SigningKey,
     before: u32,
     current: u32,
@@ -154,17 +152,12 @@ pub fn retain(
             before % 100
         )));
     }
-    let mut tx = client.transaction().map_err(sql("starting retention"))?;
-    let stored: String = tx
-        .query_one("SELECT verifier FROM central_meta WHERE id = 1", &[])
-        .map_err(sql("reading central_meta"))?
-        .get(0);
-    if stored.trim() != key.verifier().to_text() {
-        return Err(RetainError::WrongKey {
-            given: key.verifier().to_text(),
-            stored,
-        });
-    }
+    // The central identity never changes after init: checked before the transaction.
+    central.check_key(key)?;
+    let mut tx = central
+        .client()
+        .transaction()
+        .map_err(sql("starting retention"))?;
     // Every log's row, locked: ingest waits until the cuts are in.
     let logs = tx
         .query(
@@ -286,13 +279,13 @@ pub fn retain(
         } else {
             let chain: Option<Vec<u8>> = log.get(8);
             let frontier: Option<Vec<u8>> = log.get(9);
-            let chain = chain
-                .and_then(|c| <Hash>::try_from(c.as_slice()).ok())
-                .ok_or_else(|| damaged("cut chain is missing or not 32 bytes"))?;
-            let merkle = frontier
-                .and_then(|f| super::verify::frontier_tree(previous_cut as u64, &f))
-                .ok_or_else(|| damaged("cut frontier is missing or does not fit its cut"))?;
-            (chain, merkle)
+            let (Some(chain), Some(frontier)) = (chain, frontier) else {
+                return Err(damaged("cut chain or cut frontier is missing"));
+            };
+            // The stored cut read as a head (size, chain, frontier), as ingest reads one.
+            let head = Head::from_stored(previous_cut, &chain, &frontier, 0, None, None)
+                .map_err(|e| damaged(&format!("cut: {e}")))?;
+            (head.chain, head.tree)
         };
         let broken = |seq: u64, problem: &str, detail: String| RetainError::Broken {
             host: host.clone(),
@@ -381,9 +374,4 @@ pub fn retain(
     }
     tx.commit().map_err(sql("ending retention"))?;
     Ok(report)
-}
-
-/// A PostgreSQL identifier, quoted.
-fn ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }

@@ -539,10 +539,10 @@ fn check_cut(
             "the log is cut at {cut} rows but its cut chain, frontier or note is missing"
         ));
     };
-    let merkle = frontier_tree(cut, frontier)
-        .ok_or_else(|| format!("the cut frontier does not fit {cut} rows"))?;
-    let chain = <Hash>::try_from(chain.as_slice())
-        .map_err(|_| "the cut chain is not 32 bytes".to_owned())?;
+    // The stored cut read as a head (size, chain, frontier), as ingest reads one.
+    let head = super::Head::from_stored(log.cut_size, chain, frontier, 0, None, None)
+        .map_err(|e| format!("the stored cut does not parse: {e}"))?;
+    let (chain, merkle) = (head.chain, head.tree);
     let marked = super::retain::open_cut_note(note, central_key)
         .map_err(|err| format!("the cut note does not verify with the central key: {err}"))?;
     let expected = super::retain::CutMark {
@@ -804,16 +804,4 @@ fn central_log(
     }
     report.central_checkpoints = vouched.len() as u64;
     Ok(Ok(()))
-}
-
-/// A tree of `count` leaves from its stored frontier bytes.
-pub(crate) fn frontier_tree(count: u64, frontier: &[u8]) -> Option<MerkleBuilder> {
-    if !frontier.len().is_multiple_of(32) {
-        return None;
-    }
-    let nodes = frontier
-        .chunks_exact(32)
-        .map(|c| <Hash>::try_from(c).ok())
-        .collect::<Option<Vec<Hash>>>()?;
-    MerkleBuilder::from_frontier(count, nodes)
 }

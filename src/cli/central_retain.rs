@@ -35,7 +35,7 @@ pub fn run(global: &Global, args: RetainArgs) -> anyhow::Result<Exit> {
     let mut central = Central::open(&url, args.target.schema.as_deref())?;
     let now = chrono::Utc::now();
     let current = parse_month(&now.format("%Y-%m").to_string())?;
-    let report = retain::retain(central.client(), &key, before, current)?;
+    let report = retain::retain(&mut central, &key, before, current)?;
     // A partition kept for a log is something to look into: exit 1.
     let exit = if report.held.is_empty() {
         Exit::Ok

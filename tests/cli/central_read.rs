@@ -560,7 +560,7 @@ fn retention_drops_old_partitions_and_verify_starts_at_the_cut() {
         &mut team.read(&["central", "retain", "--before", &now, "--key", "other.key"]),
         2,
     ));
-    assert!(err.contains("not the central store's key"), "{err}");
+    assert!(err.contains("is not the central key"), "{err}");
 }
 
 #[test]
