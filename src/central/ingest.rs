@@ -346,12 +346,14 @@ pub fn ensure_partition(central: &mut Central, part_us: i64) -> Result<(), Centr
         });
     };
     let name = format!("events_{:04}{:02}", at.year(), at.month());
+    // A partition of this store's events (not merely a table of that name).
+    let partition = "SELECT EXISTS (
+                         SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                         WHERE i.inhparent = (quote_ident($1) || '.events')::regclass
+                           AND c.relname = $2)";
     let exists: bool = central
         .client
-        .query_one(
-            "SELECT to_regclass(quote_ident($1) || '.' || $2) IS NOT NULL",
-            &[&central.schema, &name],
-        )
+        .query_one(partition, &[&central.schema, &name])
         .map_err(sql("looking for a partition"))?
         .get(0);
     if exists {
@@ -363,8 +365,16 @@ pub fn ensure_partition(central: &mut Central, part_us: i64) -> Result<(), Centr
         .map_err(sql("starting a partition"))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PARTITION_LOCK])
         .map_err(sql("locking for a partition"))?;
+    let exists: bool = tx
+        .query_one(partition, &[&central.schema, &name])
+        .map_err(sql("looking for a partition"))?
+        .get(0);
+    if exists {
+        return Ok(());
+    }
+    // Without IF NOT EXISTS: a table of that name that is not a partition is an error.
     tx.batch_execute(&format!(
-        "CREATE TABLE IF NOT EXISTS {name} PARTITION OF events FOR VALUES FROM ({}) TO ({})",
+        "CREATE TABLE {name} PARTITION OF events FOR VALUES FROM ({}) TO ({})",
         start.timestamp_micros(),
         end.timestamp_micros()
     ))
