@@ -174,23 +174,18 @@ CREATE INDEX refused_events_refusal ON refused_events (refusal, seq);
 
 -- Refuse edits by accident. Verification does not rely on these (the
 -- owner can drop them: that is what the chains and signatures are for).
--- Only `gavel central retain` deletes from events, with gavel.retention=on.
+-- Retention (`gavel central retain`) drops whole month partitions, which
+-- no row trigger sees; nothing deletes rows from events.
 CREATE FUNCTION gavel_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    -- TG_ARGV[0] = 'retention': the events trigger (it fires on a partition too).
-    IF TG_NARGS > 0 AND TG_ARGV[0] = 'retention' AND TG_OP IN ('DELETE', 'TRUNCATE')
-       AND current_setting('gavel.retention', true) = 'on' THEN
-        IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
-        RETURN NULL;
-    END IF;
     RAISE EXCEPTION 'gavel: % is append-only (% refused)', TG_TABLE_NAME, TG_OP;
 END
 $$;
 
 CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
-    FOR EACH ROW EXECUTE FUNCTION gavel_append_only('retention');
+    FOR EACH ROW EXECUTE FUNCTION gavel_append_only();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
-    FOR EACH STATEMENT EXECUTE FUNCTION gavel_append_only('retention');
+    FOR EACH STATEMENT EXECUTE FUNCTION gavel_append_only();
 CREATE TRIGGER central_log_append_only BEFORE UPDATE OR DELETE ON central_log
     FOR EACH ROW EXECUTE FUNCTION gavel_append_only();
 CREATE TRIGGER checkpoints_append_only BEFORE UPDATE OR DELETE ON checkpoints

@@ -4,10 +4,10 @@
 //! This module owns the connection (URL, TLS, the schema it selects), the
 //! migrations of `migrations/postgres/`, the errors, the row type that
 //! crosses the wire and [`Head`]: a log's head (size, chain value, Merkle
-//! frontier, format) and the pure function that extends it over a batch of
-//! rows, which ingest and the central verifier share. The host side is
-//! [`push`], the central side [`ingest`] and [`cosign`]. It knows nothing of
-//! the CLI; it reads local logs only through `store`.
+//! frontier, format) and the pure step that extends it by one row, which
+//! ingest uses to check a batch. The host side is [`push`], the central
+//! side [`admin`] (init, enroll), [`ingest`] and [`cosign`]. It knows
+//! nothing of the CLI; it reads local logs only through `store`.
 //!
 //! The design and the tables are in `docs/central.md`.
 
@@ -433,9 +433,12 @@ impl Central {
     /// applied, each in its own transaction; returns how many were applied.
     /// A store newer than this build is refused.
     pub fn migrate(&mut self) -> Result<usize, CentralError> {
+        // Nobody but the owner makes objects here (PostgreSQL 14 and older
+        // let PUBLIC create in `public`: a host role could plant a table or
+        // function that the owner's unqualified names then find).
         self.client
             .batch_execute(&format!(
-                "CREATE SCHEMA IF NOT EXISTS {}",
+                "CREATE SCHEMA IF NOT EXISTS {0}; REVOKE CREATE ON SCHEMA {0} FROM PUBLIC",
                 ident(&self.schema)
             ))
             .map_err(sql("creating the schema"))?;
@@ -775,19 +778,6 @@ impl Head {
         self.size = seq;
         Ok(())
     }
-}
-
-/// Extends `head` over `rows` in order; the first break stops it (the head
-/// then holds every row before the break).
-pub fn extend_head<'a>(
-    head: &mut Head,
-    log_id: &[u8],
-    rows: impl IntoIterator<Item = &'a Row>,
-) -> Result<(), Break> {
-    for row in rows {
-        head.extend(log_id, row)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -10,11 +10,14 @@
 //! - gavel: every host's `gavel push` at once (one process each), then one
 //!   `gavel central ingest`: rows verified (leaf, chain, Merkle root against
 //!   the signed checkpoint) and moved into the partitioned, indexed `events`;
-//! - raw: the same rows read from the same SQLite files and sent with binary
-//!   `COPY` into `raw_events`, an unindexed, unpartitioned copy of `events`
-//!   (`CREATE TABLE … (LIKE events)`), one connection per host at once.
+//! - raw (e): the same rows read from the same SQLite files and sent with
+//!   binary `COPY` into `raw_events`, an unindexed, unpartitioned copy of
+//!   `events` (`CREATE TABLE … (LIKE events)`), one connection per host at once;
+//! - raw (i): the same, into the same indexed, partitioned `events` table of
+//!   another fresh central store (its month partition made first): what
+//!   accepting the rows without any verification costs.
 //!
-//! Prints one JSON object: rows, median seconds and rows/s of each, ratio.
+//! Prints one JSON object: rows, median seconds and rows/s of each, ratios.
 //!
 //! usage: central --url postgres://… --gavel PATH [--hosts 4] [--calls 25000] [--runs 3]
 
@@ -62,6 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut gavel_times = Vec::new();
     let mut raw_times = Vec::new();
+    let mut indexed_times = Vec::new();
     for run in 0..=runs {
         let schema = format!("bench_central_{}_{run}", std::process::id());
         let mut central = Central::connect(&url, Some(&schema))?;
@@ -117,7 +121,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .iter()
                 .map(|db| {
                     let owner = owner.clone();
-                    s.spawn(move || raw_copy(&owner, db).map_err(|e| e.to_string()))
+                    s.spawn(move || raw_copy(&owner, db, "raw_events").map_err(|e| e.to_string()))
                 })
                 .collect();
             for copy in copies {
@@ -126,18 +130,43 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(())
         })?;
         let raw_s = started.elapsed().as_secs_f64();
+
+        // (i): into the same indexed, partitioned events, of another store.
+        let raw_schema = format!("{schema}_raw");
+        let mut raw_store = Central::connect(&url, Some(&raw_schema))?;
+        raw_store.init(&central_key)?;
+        gavel::central::ingest::ensure_partition(&mut raw_store, gavel_bench::rows::now_us())?;
+        let raw_owner = with_schema(&url, &raw_schema);
+        let started = Instant::now();
+        std::thread::scope(|s| -> Result<(), String> {
+            let copies: Vec<_> = dbs
+                .iter()
+                .map(|db| {
+                    let owner = raw_owner.clone();
+                    s.spawn(move || raw_copy(&owner, db, "events").map_err(|e| e.to_string()))
+                })
+                .collect();
+            for copy in copies {
+                copy.join().map_err(|_| "a copy thread panicked")??;
+            }
+            Ok(())
+        })?;
+        let indexed_s = started.elapsed().as_secs_f64();
+        drop(raw_store);
         if run > 0 {
             gavel_times.push(gavel_s);
             raw_times.push(raw_s);
+            indexed_times.push(indexed_s);
         }
         eprintln!(
-            "run {run}{}: gavel {gavel_s:.2} s (push {push_s:.2} s), raw COPY {raw_s:.2} s",
+            "run {run}{}: gavel {gavel_s:.2} s (push {push_s:.2} s), raw COPY unindexed {raw_s:.2} s, into indexed events {indexed_s:.2} s",
             if run == 0 { " (warm-up)" } else { "" }
         );
         drop(central);
         let mut admin = Client::connect(&url, NoTls)?;
         admin.batch_execute(&format!(
-            "DROP SCHEMA \"{schema}\" CASCADE; DROP SCHEMA \"{schema}_inbox\" CASCADE;"
+            "DROP SCHEMA \"{schema}\" CASCADE; DROP SCHEMA \"{schema}_inbox\" CASCADE;
+             DROP SCHEMA \"{schema}_raw\" CASCADE;"
         ))?;
         for role in &roles {
             admin.batch_execute(&format!("DROP OWNED BY \"{role}\"; DROP ROLE \"{role}\";"))?;
@@ -145,8 +174,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let gavel_s = median(&mut gavel_times);
     let raw_s = median(&mut raw_times);
+    let indexed_s = median(&mut indexed_times);
     let gavel_rate = rows as f64 / gavel_s;
     let raw_rate = rows as f64 / raw_s;
+    let indexed_rate = rows as f64 / indexed_s;
     println!(
         "{}",
         serde_json::json!({
@@ -158,6 +189,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "raw_copy_s": raw_s,
             "raw_rows_per_s": raw_rate,
             "ratio": gavel_rate / raw_rate,
+            "indexed_copy_s": indexed_s,
+            "indexed_rows_per_s": indexed_rate,
+            "ratio_indexed": gavel_rate / indexed_rate,
         })
     );
     std::fs::remove_dir_all(&dir)?;
@@ -203,8 +237,8 @@ fn count(db: &Path) -> rusqlite::Result<u64> {
     rusqlite::Connection::open(db)?.query_row("SELECT count(*) FROM events", [], |r| r.get(0))
 }
 
-/// The baseline: every row of `db`, sent with binary COPY into `raw_events`.
-fn raw_copy(url: &str, db: &Path) -> Result<(), Box<dyn std::error::Error>> {
+/// A baseline: every row of `db`, sent with binary COPY into `table`.
+fn raw_copy(url: &str, db: &Path, table: &str) -> Result<(), Box<dyn std::error::Error>> {
     let mut client = Client::connect(url, NoTls)?;
     let conn = rusqlite::Connection::open(db)?;
     let mut statement = conn.prepare(
@@ -213,7 +247,7 @@ fn raw_copy(url: &str, db: &Path) -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let mut rows = statement.query([])?;
     let sink = client.copy_in(&format!(
-        "COPY raw_events ({}, part_us) FROM STDIN (FORMAT binary)",
+        "COPY {table} ({}, part_us) FROM STDIN (FORMAT binary)",
         gavel::central::ROW_COLUMNS
     ))?;
     let mut types = vec![Type::BYTEA, Type::INT8, Type::INT8];
