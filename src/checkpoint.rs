@@ -174,6 +174,22 @@ impl MerkleBuilder {
         self.count += 1;
     }
 
+    /// A tree of `count` leaves from its frontier: the roots of its perfect
+    /// subtrees, largest first, one per set bit of `count` (what
+    /// [`MerkleBuilder::frontier`] gives). `None` when the numbers disagree.
+    pub fn from_frontier(count: u64, frontier: Vec<Hash>) -> Option<Self> {
+        (count.count_ones() as usize == frontier.len()).then_some(Self {
+            count,
+            subtrees: frontier,
+        })
+    }
+
+    /// The roots of the perfect subtrees that make up the tree so far,
+    /// largest (leftmost) first: all that is needed to extend it.
+    pub fn frontier(&self) -> &[Hash] {
+        &self.subtrees
+    }
+
     /// Number of leaves pushed so far.
     pub fn len(&self) -> u64 {
         self.count
@@ -438,8 +454,19 @@ impl SigningKey {
         Ok(self.sign_text(&checkpoint.body()))
     }
 
+    /// The raw Ed25519 signature of `message` (for cosignatures, which sign
+    /// a message of their own; see `central::cosign`).
+    pub fn sign_bytes(&self, message: &[u8]) -> [u8; 64] {
+        self.key.sign(message).to_bytes()
+    }
+
+    /// The 32-byte Ed25519 public key.
+    pub fn public_bytes(&self) -> [u8; 32] {
+        self.key.verifying_key().to_bytes()
+    }
+
     /// Sign any note text that ends in a newline (checked by the caller).
-    fn sign_text(&self, text: &str) -> String {
+    pub(crate) fn sign_text(&self, text: &str) -> String {
         let signature = self.key.sign(text.as_bytes());
         let mut blob = [0u8; 68];
         blob[..4].copy_from_slice(&key_id(&self.name, &self.key.verifying_key()));
@@ -506,6 +533,18 @@ impl VerifierKey {
     /// `SHA-256(name ‖ 0x0A ‖ 0x01 ‖ public key)`.
     pub fn key_id(&self) -> u32 {
         u32::from_be_bytes(self.key_id)
+    }
+
+    /// The 32-byte Ed25519 public key.
+    pub fn public_bytes(&self) -> [u8; 32] {
+        self.key.to_bytes()
+    }
+
+    /// Whether `signature` is this key's Ed25519 signature of `message`
+    /// (strict verification, as for notes).
+    pub fn verify_bytes(&self, message: &[u8], signature: &[u8]) -> bool {
+        ed25519_dalek::Signature::from_slice(signature)
+            .is_ok_and(|s| self.key.verify_strict(message, &s).is_ok())
     }
 
     /// The verifier key text form of `golang.org/x/mod/sumdb/note`:

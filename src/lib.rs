@@ -8,6 +8,8 @@
 pub mod approval;
 pub mod archive;
 pub mod audit;
+#[cfg(feature = "postgres")]
+pub mod central;
 pub mod chain;
 pub mod checkpoint;
 pub mod clients;

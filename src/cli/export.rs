@@ -121,9 +121,26 @@ fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
 }
 
 pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = global.central_url() {
+        return super::central_read::export(&url, &args);
+    }
+    args.query.check_local()?;
     let store = global.read_store_with(args.query.read)?;
+    run_on(&store, &args, &args.query.to_query()?, true)?;
+    Ok(Exit::Ok)
+}
+
+/// Exports `store` as `args` says, the calls `query` selects; `first`
+/// writes the CSV header (a central export writes several logs in turn).
+pub fn run_on(
+    store: &gavel::store::Store,
+    args: &ExportArgs,
+    query: &gavel::store::AuditQuery,
+    first: bool,
+) -> anyhow::Result<()> {
     if args.requests {
-        store.for_each_call(&args.query.to_query()?, |call| -> anyhow::Result<()> {
+        store.for_each_call(query, |call| -> anyhow::Result<()> {
             let case = PolicyCase {
                 name: None,
                 call_id: Some(call.call_id),
@@ -136,7 +153,7 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
             };
             Ok(render::json(&serde_json::to_value(&case)?)?)
         })?;
-        return Ok(Exit::Ok);
+        return Ok(());
     }
     let selection = selection(&args.query)?;
     // A filtered export holds the events of the selected calls.
@@ -144,7 +161,7 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         None => None,
         Some(_) => {
             let mut ids = HashSet::new();
-            store.for_each_call(&args.query.to_query()?, |call| -> anyhow::Result<()> {
+            store.for_each_call(query, |call| -> anyhow::Result<()> {
                 ids.insert(call.call_id);
                 Ok(())
             })?;
@@ -152,7 +169,8 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         }
     };
     match args.format {
-        ExportFormat::Csv => render::line(CSV_HEADER)?,
+        ExportFormat::Csv if first => render::line(CSV_HEADER)?,
+        ExportFormat::Csv => {}
         ExportFormat::Jsonl => {
             render::json(&archive::header_line(store.identity(), selection.clone()))?;
             if selection.is_none() {
@@ -163,7 +181,7 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         }
     }
     // A bar on stderr when it is a terminal and the log is long, as `verify` shows.
-    let bar = super::verify::progress_bar(&store, "exporting")?;
+    let bar = super::verify::progress_bar(store, "exporting")?;
     let log_format = store.identity().format;
     let switch = store.format_switch()?;
     let mut done = 0u64;
@@ -193,5 +211,5 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         bar.finish_and_clear();
     }
     store.check_unchanged()?;
-    Ok(Exit::Ok)
+    Ok(())
 }

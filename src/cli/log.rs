@@ -265,28 +265,86 @@ fn row_cells(listed: &Listed, narrow: bool, local: bool) -> Vec<String> {
     }
 }
 
+/// Where a row of a central store's listing comes from.
+pub struct RowOrigin<'a> {
+    /// The enrolled host that pushed it.
+    pub host: &'a str,
+    /// Its log's origin.
+    pub log: &'a str,
+    /// Its seq in that log.
+    pub seq: u64,
+}
+
+/// One row of a listing handed to the printer, with where it comes from
+/// when the store is central.
+pub type Each<'a> = dyn FnMut(Option<RowOrigin<'_>>, Listed) -> anyhow::Result<()> + 'a;
+
+/// `value` with where its row comes from, for a central store.
+fn located(mut value: Value, from: Option<RowOrigin<'_>>) -> Value {
+    if let (Some(from), Some(object)) = (from, value.as_object_mut()) {
+        object.insert(
+            "central".into(),
+            json!({ "host": from.host, "log": from.log, "seq": from.seq }),
+        );
+    }
+    value
+}
+
 pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store_with(args.query.read)?;
     let mut query = args.query.to_query()?;
     if let Some(n) = args.tail {
         query.limit = Some(n);
         query.newest_first = true;
     }
     query.newest_first |= args.newest_first;
+    #[cfg(feature = "postgres")]
+    if let Some(url) = global.central_url() {
+        let (mut client, log) = super::central_read::open(&url, &args.query)?;
+        return print_listing(&args, true, &mut |each| {
+            gavel::central::query::for_each_listed(
+                client.client(),
+                &query,
+                log.as_ref(),
+                args.events,
+                |at, listed| {
+                    each(
+                        Some(RowOrigin {
+                            host: &at.host,
+                            log: &at.origin,
+                            seq: at.seq,
+                        }),
+                        listed,
+                    )
+                },
+            )
+        });
+    }
+    args.query.check_local()?;
+    let store = global.read_store_with(args.query.read)?;
+    print_listing(&args, false, &mut |each| {
+        store.for_each_listed(&query, args.events, |listed| each(None, listed))?;
+        Ok(store.check_unchanged()?)
+    })
+}
+
+/// Prints the listing `rows` hands over, in the format asked for; with
+/// `central`, each row says which enrolled host and log it comes from.
+fn print_listing(
+    args: &LogArgs,
+    central: bool,
+    rows: &mut dyn FnMut(&mut Each<'_>) -> anyhow::Result<()>,
+) -> anyhow::Result<Exit> {
     let events = args.events;
     match args.format.get() {
         Format::Jsonl => {
-            store.for_each_listed(&query, events, |listed| -> anyhow::Result<()> {
-                Ok(render::json(&listed_json(&listed))?)
-            })?;
-            store.check_unchanged()?;
+            rows(&mut |from, listed| Ok(render::json(&located(listed_json(&listed), from))?))?;
         }
         Format::Json => {
             // A JSON array, written element by element as rows are read.
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut first = true;
-            store.for_each_listed(&query, events, |listed| -> anyhow::Result<()> {
-                let text = serde_json::to_string_pretty(&listed_json(&listed))?;
+            rows(&mut |from, listed| {
+                let text = serde_json::to_string_pretty(&located(listed_json(&listed), from))?;
                 write!(out, "{}\n  ", if first { "[" } else { "," })?;
                 write!(out, "{}", text.replace('\n', "\n  "))?;
                 first = false;
@@ -294,7 +352,6 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
             })?;
             writeln!(out, "{}", if first { "[]" } else { "\n]" })?;
             out.flush()?;
-            store.check_unchanged()?;
         }
         Format::Table => {
             // Below 100 columns the year is left out of the time.
@@ -308,17 +365,24 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
                 headers.push("who");
                 caps.push(64);
             }
+            if central {
+                headers.push("host");
+                caps.push(32);
+            }
             let mut table = render::StreamTable::new(&headers, &caps, &FLEXIBLE, &DROPPABLE);
             let mut anomalous = 0u64;
-            store.for_each_listed(&query, events, |listed| -> anyhow::Result<()> {
+            rows(&mut |from, listed| {
                 if let Listed::Call(entry) = &listed
                     && !entry.anomalies().is_empty()
                 {
                     anomalous += 1;
                 }
-                Ok(table.push(row(&listed, narrow, args.local, args.wide))?)
+                let mut cells = row(&listed, narrow, args.local, args.wide);
+                if let Some(from) = from {
+                    cells.push(from.host.to_owned());
+                }
+                Ok(table.push(cells)?)
             })?;
-            store.check_unchanged()?;
             let rows = table.rows();
             table.finish()?;
             if rows == 0 {
@@ -339,9 +403,21 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
 }
 
 pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store_with(args.query.read)?;
-    let stats = store.stats(&args.query.to_query()?)?;
-    store.check_unchanged()?;
+    let query = args.query.to_query()?;
+    let stats = match global.central_url() {
+        #[cfg(feature = "postgres")]
+        Some(url) => {
+            let (mut client, log) = super::central_read::open(&url, &args.query)?;
+            gavel::central::query::stats(client.client(), &query, log.as_ref())?
+        }
+        _ => {
+            args.query.check_local()?;
+            let store = global.read_store_with(args.query.read)?;
+            let stats = store.stats(&query)?;
+            store.check_unchanged()?;
+            stats
+        }
+    };
     if args.format.is_json() {
         render::json(&serde_json::to_value(&stats)?)?;
         return Ok(Exit::Ok);

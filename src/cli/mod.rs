@@ -2,6 +2,12 @@
 //! about clap, tables and anyhow; every subcommand has its own file.
 
 mod audit;
+#[cfg(feature = "postgres")]
+mod central;
+#[cfg(feature = "postgres")]
+mod central_read;
+#[cfg(feature = "postgres")]
+mod central_retain;
 mod check;
 mod demo;
 mod export;
@@ -10,6 +16,8 @@ mod init;
 mod keys;
 mod log;
 mod policy_cmd;
+#[cfg(feature = "postgres")]
+mod push;
 mod query;
 mod render;
 mod replay;
@@ -71,8 +79,9 @@ pub struct Global {
     /// Policy file [default: $GAVEL_POLICY, else gavel.toml in the workspace, else built-in]
     #[arg(long, global = true, value_name = "FILE", env = "GAVEL_POLICY")]
     pub policy: Option<PathBuf>,
-    /// Audit database [default: $GAVEL_DB, else .gavel/audit.db in the workspace]
-    #[arg(long, global = true, value_name = "FILE", env = "GAVEL_DB")]
+    /// Audit database [default: $GAVEL_DB, else .gavel/audit.db in the workspace]; the
+    /// reading commands also take a central store, postgres://…
+    #[arg(long, global = true, value_name = "FILE|URL", env = "GAVEL_DB")]
     pub db: Option<PathBuf>,
     /// Whether each commit to the audit database waits for the disk
     #[arg(long, global = true, value_enum, default_value_t = DurabilityArg::Full)]
@@ -213,6 +222,13 @@ pub enum Command {
     Init(init::InitArgs),
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
+    /// Ship this host's audit log to the team's central store (PostgreSQL)
+    #[cfg(feature = "postgres")]
+    Push(push::PushArgs),
+    /// Run a team's central store in PostgreSQL: init, enroll hosts, ingest, list logs
+    #[cfg(feature = "postgres")]
+    #[command(subcommand)]
+    Central(central::CentralCommand),
 }
 
 pub fn main() -> std::process::ExitCode {
@@ -273,6 +289,31 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     (
         "init",
         &["policy", "db", "durability", "max_argument_bytes"],
+    ),
+    ("push", &["policy", "max_argument_bytes"]),
+    (
+        "central",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central init",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central enroll",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central ingest",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central logs",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
+    ),
+    (
+        "central retain",
+        &["workspace", "policy", "durability", "max_argument_bytes"],
     ),
 ];
 
@@ -342,6 +383,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Hook(args) => hook::run(&global, args),
         Command::Init(args) => init::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
+        #[cfg(feature = "postgres")]
+        Command::Push(args) => push::run(&global, args),
+        #[cfg(feature = "postgres")]
+        Command::Central(command) => central::run(&global, command),
     }
 }
 
@@ -444,8 +489,22 @@ impl Global {
         Ok((policy, origin))
     }
 
+    /// The central store's URL when `--db` (or `$GAVEL_DB`) names one
+    /// (`postgres://…` or `postgresql://…`) rather than a SQLite file.
+    pub fn central_url(&self) -> Option<String> {
+        let db = self.db.as_ref()?.to_str()?;
+        (db.starts_with("postgres://") || db.starts_with("postgresql://")).then(|| db.to_owned())
+    }
+
     /// The audit database path: `--db`, `$GAVEL_DB`, `.gavel/audit.db` in the workspace.
     pub fn db_path(&self) -> anyhow::Result<PathBuf> {
+        if self.central_url().is_some() {
+            anyhow::bail!(if cfg!(feature = "postgres") {
+                "this command reads a local audit database; a central store (postgres://…) is read by log, show, explain, stats, replay, export, report and verify"
+            } else {
+                "this gavel was built without the `postgres` feature: it cannot read a central store (postgres://…)"
+            });
+        }
         match &self.db {
             Some(db) => Ok(db.clone()),
             None => Ok(self.workspace()?.root().join(".gavel").join("audit.db")),

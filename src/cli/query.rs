@@ -59,8 +59,34 @@ pub struct QueryArgs {
     /// At most N calls: the oldest N (`log --tail N` gives the newest)
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
+    /// With a central --db (postgres://…): only this log, by its id (hex) or
+    /// a prefix of its origin (`--host` picks an enrolled or recorded host)
+    #[arg(long, value_name = "ID|ORIGIN")]
+    pub log: Option<String>,
+    #[command(flatten)]
+    pub schema: SchemaArg,
     #[command(flatten)]
     pub read: ReadArgs,
+}
+
+/// The schema of a central store a reading command reads; the same flag and
+/// meaning as on `gavel central …` (resolved by `Central::open`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SchemaArg {
+    /// With a central --db (postgres://…): its schema [default: the URL's
+    /// search_path, else public]
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+}
+
+impl SchemaArg {
+    /// Refuses `--schema` on a local store.
+    pub fn check_local(&self) -> anyhow::Result<()> {
+        if self.schema.is_some() {
+            bail!("--schema selects the schema of a central store; give --db postgres://…");
+        }
+        Ok(())
+    }
 }
 
 /// How a reading command opens the log.
@@ -113,6 +139,16 @@ impl QueryArgs {
             newest_first: false,
             limit: self.limit,
         })
+    }
+}
+
+impl QueryArgs {
+    /// Refuses what only a central store has (`--log`) on a local one.
+    pub fn check_local(&self) -> anyhow::Result<()> {
+        if self.log.is_some() {
+            bail!("--log picks a log of a central store; give --db postgres://…");
+        }
+        self.schema.check_local()
     }
 }
 

@@ -44,6 +44,11 @@ pub struct ReplayArgs {
 }
 
 pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = global.central_url() {
+        return super::central_read::replay(&url, global, &args);
+    }
+    args.query.check_local()?;
     let store = global.read_store_with(args.query.read)?;
     if !args.skip_verify {
         let report = verify_store(&store, None)?;

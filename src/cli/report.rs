@@ -63,19 +63,27 @@ fn filters(query: &QueryArgs) -> String {
 }
 
 pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store_with(args.query.read)?;
+    let (store, query, db_label) = match global.central_url() {
+        #[cfg(feature = "postgres")]
+        Some(url) => super::central_read::report_store(&url, &args.query)?,
+        _ => {
+            args.query.check_local()?;
+            let store = global.read_store_with(args.query.read)?;
+            let label = store.path().display().to_string();
+            (store, args.query.to_query()?, label)
+        }
+    };
     let compare = args
         .compare_policy
         .as_deref()
         .map(Policy::load)
         .transpose()?;
-    let query = args.query.to_query()?;
     let options = ReportOptions {
         query: &query,
         filters: filters(&args.query),
         compare: compare.as_ref(),
         generated: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        db_label: store.path().display().to_string(),
+        db_label,
         row_cap: args.max_rows,
     };
     let data = report::gather(&store, &options)?;

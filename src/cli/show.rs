@@ -10,13 +10,19 @@ use gavel::digest::hex;
 use gavel::policy::{EntryMatch, Policy, RuleTrace};
 use gavel::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoredEvent};
 
-use super::query::{ReadArgs, format_time};
+use super::query::{ReadArgs, SchemaArg, format_time};
 use super::{Exit, FormatArgs, Global, render};
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
     /// The call id
     pub call_id: String,
+    /// With a central --db (postgres://…): the log that holds the call, by
+    /// its id (hex) or a prefix of its origin, when several logs have a call with this id
+    #[arg(long, value_name = "ID|ORIGIN")]
+    pub log: Option<String>,
+    #[command(flatten)]
+    pub schema: SchemaArg,
     #[command(flatten)]
     pub format: FormatArgs,
     #[command(flatten)]
@@ -27,6 +33,12 @@ pub struct ShowArgs {
 pub struct ExplainArgs {
     /// The call id
     pub call_id: String,
+    /// With a central --db (postgres://…): the log that holds the call, by
+    /// its id (hex) or a prefix of its origin, when several logs have a call with this id
+    #[arg(long, value_name = "ID|ORIGIN")]
+    pub log: Option<String>,
+    #[command(flatten)]
+    pub schema: SchemaArg,
     #[command(flatten)]
     pub format: FormatArgs,
     #[command(flatten)]
@@ -60,17 +72,68 @@ fn short_hex(bytes: &[u8]) -> String {
     hex(&bytes[..bytes.len().min(8)])
 }
 
+/// The enrolled host and log origin a call of a central store comes from.
+type CentralOrigin = Option<(String, String)>;
+
+/// The store to read one call from: the local one, or for a central `--db`
+/// an in-memory copy of the call's events from the one log that holds it.
+fn call_source(
+    global: &Global,
+    read: ReadArgs,
+    call_id: &str,
+    log: Option<&str>,
+    schema: &SchemaArg,
+) -> anyhow::Result<(Store, CentralOrigin)> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = global.central_url() {
+        let (store, log) = super::central_read::call_store(&url, schema, call_id, log)?;
+        return Ok((store, Some((log.host, log.origin))));
+    }
+    if log.is_some() {
+        anyhow::bail!("--log picks a log of a central store; give --db postgres://…");
+    }
+    schema.check_local()?;
+    let _ = call_id; // only a central store is searched for the call before reading
+    Ok((global.read_store_with(read)?, None))
+}
+
+/// Prints `value`, saying which enrolled host and log it comes from when central.
+fn emit(mut value: Value, from: &CentralOrigin) -> anyhow::Result<()> {
+    if let (Some((host, log)), Some(object)) = (from, value.as_object_mut()) {
+        object.insert("central".into(), json!({ "host": host, "log": log }));
+    }
+    Ok(render::json(&value)?)
+}
+
+/// In a table: which enrolled host and log the call comes from, when central.
+fn from_line(from: &CentralOrigin) -> anyhow::Result<()> {
+    if let Some((host, log)) = from {
+        render::line(&render::escape(&format!("from host `{host}`, log {log}")))?;
+    }
+    Ok(())
+}
+
 pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store_with(args.read)?;
+    let (store, from) = call_source(
+        global,
+        args.read,
+        &args.call_id,
+        args.log.as_deref(),
+        &args.schema,
+    )?;
     let events = store.call_events(&args.call_id)?;
     store.check_unchanged()?;
     if args.format.is_json() {
-        render::json(&json!({
-            "call_id": args.call_id,
-            "events": events.iter().map(event_json).collect::<Vec<_>>(),
-        }))?;
+        emit(
+            json!({
+                "call_id": args.call_id,
+                "events": events.iter().map(event_json).collect::<Vec<_>>(),
+            }),
+            &from,
+        )?;
         return Ok(Exit::Ok);
     }
+    from_line(&from)?;
     render::table(
         &["seq", "time", "kind", "payload", "leaf", "chain"],
         events.iter().map(|e| {
@@ -181,7 +244,13 @@ fn anomaly_lines(anomalies: &[AnomalyEntry]) -> Vec<String> {
 }
 
 pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store_with(args.read)?;
+    let (store, from) = call_source(
+        global,
+        args.read,
+        &args.call_id,
+        args.log.as_deref(),
+        &args.schema,
+    )?;
     let query = AuditQuery {
         call_id: Some(args.call_id.clone()),
         ..AuditQuery::default()
@@ -197,20 +266,23 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         None => anyhow::bail!("no call `{}` in the record", args.call_id),
         Some(CallEntry::Ungoverned(call)) => {
             if args.format.is_json() {
-                render::json(&json!({
-                    "call_id": call.call_id,
-                    "ts": format_time(call.ts_us),
-                    "tool": call.tool,
-                    "arguments": call.anomaly.client.input,
-                    "client": call.anomaly.client,
-                    "action": null,
-                    "rule_id": null,
-                    "reason": null,
-                    "approval": null,
-                    "status": gavel::store::UNGOVERNED,
-                    "result": call.anomaly.result,
-                    "anomalies": anomalies,
-                }))?;
+                emit(
+                    json!({
+                        "call_id": call.call_id,
+                        "ts": format_time(call.ts_us),
+                        "tool": call.tool,
+                        "arguments": call.anomaly.client.input,
+                        "client": call.anomaly.client,
+                        "action": null,
+                        "rule_id": null,
+                        "reason": null,
+                        "approval": null,
+                        "status": gavel::store::UNGOVERNED,
+                        "result": call.anomaly.result,
+                        "anomalies": anomalies,
+                    }),
+                    &from,
+                )?;
                 return Ok(Exit::Ok);
             }
             let mut text = vec![
@@ -222,6 +294,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                 String::new(),
             ];
             text.extend(anomaly_lines(&anomalies));
+            from_line(&from)?;
             render::text(&text)?;
             return Ok(Exit::Ok);
         }
@@ -241,27 +314,30 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
     };
 
     if args.format.is_json() {
-        render::json(&json!({
-            "call_id": call.call_id,
-            "ts": format_time(call.ts_us),
-            "tool": call.tool,
-            "arguments": call.request.arguments,
-            "client": call.request.client,
-            "principal": call.request.principal,
-            "approver": approver,
-            "action": decision.action,
-            "rule_id": decision.rule_id,
-            "reason": decision.reason,
-            "policy": decision.policy,
-            "facts": decision.facts,
-            "trace": trace,
-            "matched": matched,
-            "policy_text": policy_text,
-            "approval": call.approval,
-            "status": call.status,
-            "result": result,
-            "anomalies": anomalies,
-        }))?;
+        emit(
+            json!({
+                "call_id": call.call_id,
+                "ts": format_time(call.ts_us),
+                "tool": call.tool,
+                "arguments": call.request.arguments,
+                "client": call.request.client,
+                "principal": call.request.principal,
+                "approver": approver,
+                "action": decision.action,
+                "rule_id": decision.rule_id,
+                "reason": decision.reason,
+                "policy": decision.policy,
+                "facts": decision.facts,
+                "trace": trace,
+                "matched": matched,
+                "policy_text": policy_text,
+                "approval": call.approval,
+                "status": call.status,
+                "result": result,
+                "anomalies": anomalies,
+            }),
+            &from,
+        )?;
         return Ok(Exit::Ok);
     }
 
@@ -404,6 +480,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             ));
         }
     }
+    from_line(&from)?;
     render::text(&text)?;
     Ok(Exit::Ok)
 }

@@ -28,6 +28,8 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub export: Option<PathBuf>,
     #[command(flatten)]
+    pub schema: super::query::SchemaArg,
+    #[command(flatten)]
     pub format: FormatArgs,
 }
 
@@ -75,6 +77,13 @@ fn verify_with(store: &Store, options: &VerifyOptions<'_>) -> anyhow::Result<Ver
 }
 
 pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = global.central_url()
+        && args.export.is_none()
+    {
+        return super::central_read::verify(&url, &args);
+    }
+    args.schema.check_local()?;
     let keys: Vec<VerifierKey> = args
         .public_key
         .iter()

@@ -10,7 +10,9 @@
 
 mod append;
 mod migrate;
+mod mirror;
 mod query;
+mod ship;
 mod verify;
 
 use std::fs::{DirBuilder, OpenOptions};
@@ -23,10 +25,14 @@ use rusqlite::{Connection, OpenFlags};
 use crate::chain::Hash;
 
 pub use append::ClientKey;
+pub use mirror::CheckpointCopy;
 pub use query::{
     AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Stats,
     StoredEvent, UNGOVERNED, UngovernedCall,
 };
+#[cfg(feature = "postgres")]
+pub(crate) use query::{RawCall, assemble};
+pub use ship::PolicyRow;
 pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes, switch_of};
 pub use verify::{
     CheckpointOutcome, CheckpointRow, GivenCheckpoint, PolicyText, Problem, VerifyOptions,

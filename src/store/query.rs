@@ -306,7 +306,7 @@ fn valid_json(expr: &str) -> String {
 
 impl Store {
     /// The columns of `StoredEvent`, as this database has them.
-    fn event_columns(&self) -> &'static str {
+    pub(super) fn event_columns(&self) -> &'static str {
         if self.provenance {
             StoredEvent::COLUMNS
         } else {
@@ -535,82 +535,27 @@ impl Store {
             anomalies,
             results,
         ) = read(row).map_err(sql("reading a call"))?;
-        let damaged = |detail: String| StoreError::Damaged {
-            path: self.path.display().to_string(),
-            detail: format!("call `{call_id}` (seq {seq}): {detail}"),
-        };
-        let mut anomalies: Vec<AnomalyKind> = anomalies
+        let anomalies = anomalies
             .as_deref()
             .and_then(|text| serde_json::from_str::<Vec<Option<String>>>(text).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|kind| {
-                kind.as_deref().and_then(AnomalyKind::parse).ok_or_else(|| {
-                    damaged(format!("unknown anomaly `{}`", kind.unwrap_or_default()))
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        if kind == "lifecycle" {
-            let record = match EventBody::from_json("lifecycle", &payload).map_err(damaged)? {
-                EventBody::Lifecycle(record) => record,
-                _ => unreachable!("from_json(\"lifecycle\") returns a lifecycle record"),
-            };
-            return Ok(Listed::Lifecycle(LifecycleEntry {
-                seq,
-                session: call_id,
-                ts_us,
-                record,
-            }));
-        }
-        if kind == "anomaly" {
-            let anomaly = match EventBody::from_json("anomaly", &payload).map_err(damaged)? {
-                EventBody::Anomaly(a) => a,
-                _ => unreachable!("from_json(\"anomaly\") returns an anomaly"),
-            };
-            return Ok(Listed::Call(CallEntry::Ungoverned(UngovernedCall {
-                seq,
-                call_id: call_id.clone(),
-                ts_us,
-                tool: tool.unwrap_or_default(),
-                anomaly,
-                anomalies,
-            })));
-        }
-        // Logs written before anomalies were recorded as such appended a
-        // second result instead: it is shown as the anomaly it was.
-        if anomalies.is_empty() && results > 1 {
-            anomalies.push(if status == "blocked" {
-                AnomalyKind::RanDespiteDeny
-            } else {
-                AnomalyKind::SecondCompletion
-            });
-        }
-        let approval = approval.unwrap_or_default();
-        let decision = match EventBody::from_json("decision", &payload).map_err(damaged)? {
-            EventBody::Decision(d) => d,
-            _ => unreachable!("from_json(\"decision\") returns a decision"),
-        };
-        let request = match request {
-            Some(bytes) => match EventBody::from_json("request", &bytes).map_err(damaged)? {
-                EventBody::Request(r) => r,
-                _ => unreachable!("from_json(\"request\") returns a request"),
-            },
-            None => return Err(damaged("the decision has no request".into())),
-        };
-        let mut decision = decision;
-        let parse_differs = decision.facts.restore(&request.arguments) == Some(false);
-        Ok(Listed::Call(CallEntry::Decided(CallSummary {
+            .unwrap_or_default();
+        assemble(RawCall {
             seq,
-            call_id: call_id.clone(),
+            call_id: &call_id,
             ts_us,
-            tool: tool.unwrap_or_default(),
-            request,
-            decision,
+            tool,
+            payload: &payload,
+            kind: &kind,
+            request: request.as_deref(),
             approval,
             status,
             anomalies,
-            parse_differs,
-        })))
+            results,
+        })
+        .map_err(|detail| StoreError::Damaged {
+            path: self.path.display().to_string(),
+            detail: format!("call `{call_id}` (seq {seq}): {detail}"),
+        })
     }
 
     /// Calls matching `query`, oldest first.
@@ -870,6 +815,114 @@ impl Store {
         Ok(source
             .filter(|text| crate::digest::hex(&crate::digest::sha256(text.as_bytes())) == digest))
     }
+}
+
+/// One row of the call listing as the database hands it over: the row
+/// (decision, lifecycle or first anomaly) and what was computed for its call.
+pub(crate) struct RawCall<'a> {
+    pub seq: u64,
+    pub call_id: &'a str,
+    pub ts_us: i64,
+    pub tool: Option<String>,
+    pub payload: &'a [u8],
+    pub kind: &'a str,
+    /// The call's first request's payload.
+    pub request: Option<&'a [u8]>,
+    /// The last approval, else `pending` or `not_required`.
+    pub approval: Option<String>,
+    /// The first result's status, else `incomplete` (or `lifecycle`, `ungoverned`).
+    pub status: String,
+    /// The call's anomaly kinds, in order.
+    pub anomalies: Vec<Option<String>>,
+    /// How many results the call has.
+    pub results: u64,
+}
+
+/// Assembles a listing row into a call (or session event); the error is
+/// what is damaged about it. Shared by every backend so that a call reads
+/// the same wherever it is stored.
+pub(crate) fn assemble(raw: RawCall<'_>) -> Result<Listed, String> {
+    let RawCall {
+        seq,
+        call_id,
+        ts_us,
+        tool,
+        payload,
+        kind,
+        request,
+        approval,
+        status,
+        anomalies,
+        results,
+    } = raw;
+    let mut anomalies: Vec<AnomalyKind> = anomalies
+        .into_iter()
+        .map(|kind| {
+            kind.as_deref()
+                .and_then(AnomalyKind::parse)
+                .ok_or_else(|| format!("unknown anomaly `{}`", kind.unwrap_or_default()))
+        })
+        .collect::<Result<_, _>>()?;
+    if kind == "lifecycle" {
+        let record = match EventBody::from_json("lifecycle", payload)? {
+            EventBody::Lifecycle(record) => record,
+            _ => unreachable!("from_json(\"lifecycle\") returns a lifecycle record"),
+        };
+        return Ok(Listed::Lifecycle(LifecycleEntry {
+            seq,
+            session: call_id.to_owned(),
+            ts_us,
+            record,
+        }));
+    }
+    if kind == "anomaly" {
+        let anomaly = match EventBody::from_json("anomaly", payload)? {
+            EventBody::Anomaly(a) => a,
+            _ => unreachable!("from_json(\"anomaly\") returns an anomaly"),
+        };
+        return Ok(Listed::Call(CallEntry::Ungoverned(UngovernedCall {
+            seq,
+            call_id: call_id.to_owned(),
+            ts_us,
+            tool: tool.unwrap_or_default(),
+            anomaly,
+            anomalies,
+        })));
+    }
+    // Logs written before anomalies were recorded as such appended a
+    // second result instead: it is shown as the anomaly it was.
+    if anomalies.is_empty() && results > 1 {
+        anomalies.push(if status == "blocked" {
+            AnomalyKind::RanDespiteDeny
+        } else {
+            AnomalyKind::SecondCompletion
+        });
+    }
+    let approval = approval.unwrap_or_default();
+    let mut decision = match EventBody::from_json("decision", payload)? {
+        EventBody::Decision(d) => d,
+        _ => unreachable!("from_json(\"decision\") returns a decision"),
+    };
+    let request = match request {
+        Some(bytes) => match EventBody::from_json("request", bytes)? {
+            EventBody::Request(r) => r,
+            _ => unreachable!("from_json(\"request\") returns a request"),
+        },
+        None => return Err("the decision has no request".into()),
+    };
+    let parse_differs = decision.facts.restore(&request.arguments) == Some(false);
+    Ok(Listed::Call(CallEntry::Decided(CallSummary {
+        seq,
+        call_id: call_id.to_owned(),
+        ts_us,
+        tool: tool.unwrap_or_default(),
+        request,
+        decision,
+        approval,
+        status,
+        anomalies,
+        parse_differs,
+    })))
 }
 
 /// A call's request and decision: what replay needs, without its outcome.

@@ -4,6 +4,10 @@
 
 mod anomalies;
 mod authoring;
+#[cfg(feature = "postgres")]
+mod central;
+#[cfg(feature = "postgres")]
+mod central_read;
 mod check;
 mod clients;
 mod demo;

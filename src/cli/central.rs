@@ -1,0 +1,359 @@
+//! `gavel central init|enroll|ingest|logs`: run a team's central store.
+//! The store is `--db postgres://…` (or `$GAVEL_DB`); `--schema` or the URL's
+//! `options=-csearch_path=…` selects its schema.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+
+use gavel::central::Central;
+use gavel::checkpoint;
+
+use super::{Exit, FormatArgs, Global, render};
+
+#[derive(Subcommand, Debug)]
+pub enum CentralCommand {
+    /// Create or migrate the central store and the central log's identity and key
+    Init(InitArgs),
+    /// Enroll a host: its database role, its inbox and its checkpoint key
+    Enroll(EnrollArgs),
+    /// Verify what hosts pushed and accept it (or refuse it, recording why)
+    Ingest(IngestArgs),
+    /// List enrolled hosts and their logs: size, last push, last refusal
+    Logs(LogsArgs),
+    /// Drop the monthly partitions of events before a month, marking where each log was cut
+    Retain(super::central_retain::RetainArgs),
+}
+
+/// Where the central store is.
+#[derive(Args, Debug, Clone)]
+pub struct Target {
+    /// The schema of the central store [default: the URL's search_path, else public]
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    /// The central signing key (from `gavel keygen`); its public key goes into the store
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Args, Debug)]
+pub struct EnrollArgs {
+    /// The host's name in the central store (lowercase letters, digits, `_`)
+    pub name: String,
+    /// The host's checkpoint verifier key (KEY.pub from `gavel keygen` on the host)
+    #[arg(long, value_name = "KEY.pub")]
+    pub public_key: PathBuf,
+    /// The database role the host pushes as [default: gavel_host_NAME]
+    #[arg(long, value_name = "ROLE")]
+    pub role: Option<String>,
+    /// Grant the inbox to ROLE although it exists (never a superuser, CREATEROLE,
+    /// BYPASSRLS or replication role, nor a member of the owner)
+    #[arg(long)]
+    pub existing_role: bool,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Args, Debug)]
+pub struct IngestArgs {
+    /// The central signing key given to `gavel central init`
+    #[arg(long, value_name = "KEY", env = "GAVEL_CENTRAL_KEY")]
+    pub key: PathBuf,
+    /// Keep ingesting every SECONDS until interrupted
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub every: Option<u64>,
+    /// Connections taking different hosts at once [default: the number of CPUs, at most 4]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub jobs: Option<u64>,
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct LogsArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+/// The central store's URL: `--db` (or `$GAVEL_DB`) when it is a PostgreSQL URL.
+pub fn central_url(global: &Global) -> anyhow::Result<String> {
+    let Some(db) = &global.db else {
+        anyhow::bail!("give the central store as --db postgres://… (or $GAVEL_DB)");
+    };
+    let url = db.to_string_lossy().into_owned();
+    if !is_postgres_url(&url) {
+        anyhow::bail!("`--db {url}` is not a PostgreSQL URL (postgres://…)");
+    }
+    Ok(url)
+}
+
+/// Whether `text` is a PostgreSQL connection URL.
+pub fn is_postgres_url(text: &str) -> bool {
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
+
+pub fn run(global: &Global, command: CentralCommand) -> anyhow::Result<Exit> {
+    match command {
+        CentralCommand::Init(args) => init(global, args),
+        CentralCommand::Enroll(args) => enroll(global, args),
+        CentralCommand::Ingest(args) => ingest(global, args),
+        CentralCommand::Logs(args) => logs(global, args),
+        CentralCommand::Retain(args) => super::central_retain::run(global, args),
+    }
+}
+
+fn init(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
+    let key = checkpoint::read_signing_key(&args.key)?;
+    let url = central_url(global)?;
+    let mut central = Central::connect(&url, args.target.schema.as_deref())?;
+    let done = central.init(&key)?;
+    render::line(&format!(
+        "central store in schema `{}`: {} migration(s) applied, central log {} ({}), key {}",
+        central.schema(),
+        done.migrations,
+        done.meta.origin,
+        if done.created { "created" } else { "existing" },
+        done.meta.verifier
+    ))?;
+    Ok(Exit::Ok)
+}
+
+fn enroll(global: &Global, args: EnrollArgs) -> anyhow::Result<Exit> {
+    let verifier = checkpoint::read_verifier_key(&args.public_key)?;
+    let url = central_url(global)?;
+    let mut central = Central::open(&url, args.target.schema.as_deref())?;
+    let enrolled = central
+        .enroll(
+            &args.name,
+            &verifier,
+            args.role.as_deref(),
+            args.existing_role,
+        )
+        .with_context(|| format!("cannot enroll `{}`", args.name))?;
+    let host_url = host_url(&url, &enrolled.role)?;
+    render::line(&format!(
+        "enrolled `{}` as role `{}`{}; inbox {}; the host pushes with: gavel push --to '{host_url}' --key HOST.key",
+        enrolled.host,
+        enrolled.role,
+        if enrolled.role_created {
+            " (created, LOGIN; give it a password or a certificate as your pg_hba.conf wants)"
+        } else {
+            " (existing role)"
+        },
+        enrolled.inbox,
+    ))?;
+    Ok(Exit::Ok)
+}
+
+/// The URL a host pushes with, rebuilt from the owner's: the role as user,
+/// the same hosts, ports and database, and of the query only `sslmode` and
+/// `options` (never a password, a client key or anything else of the owner's).
+fn host_url(url: &str, role: &str) -> anyhow::Result<String> {
+    let (scheme, rest) = url.split_once("://").context("not a URL")?;
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            let key = pair.split_once('=').map_or(*pair, |(k, _)| k);
+            matches!(key, "sslmode" | "options")
+        })
+        .collect();
+    let query = if kept.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", kept.join("&"))
+    };
+    Ok(format!("{scheme}://{role}@{hosts}{path}{query}"))
+}
+
+fn logs(global: &Global, args: LogsArgs) -> anyhow::Result<Exit> {
+    let url = central_url(global)?;
+    let mut central = Central::open(&url, args.target.schema.as_deref())?;
+    let listing = central.list_logs()?;
+    let time = |us: Option<i64>| {
+        us.and_then(chrono::DateTime::from_timestamp_micros)
+            .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+    };
+    if args.format.is_json() {
+        let items: Vec<serde_json::Value> = listing
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "host": l.host,
+                    "role": l.role,
+                    "log_id": l.log_id.as_deref().map(gavel::digest::hex),
+                    "origin": l.origin,
+                    "size": l.size,
+                    "cut_size": l.cut_size,
+                    "last_push_us": l.last_push_us,
+                    "last_refusal": l.last_refusal.as_ref().map(|r| serde_json::json!({
+                        "at_us": r.at_us,
+                        "problem": r.problem,
+                        "detail": r.detail,
+                    })),
+                })
+            })
+            .collect();
+        if args.format.get() == super::Format::Json {
+            render::json_pretty(&serde_json::Value::Array(items))?;
+        } else {
+            for item in &items {
+                render::json(item)?;
+            }
+        }
+        return Ok(Exit::Ok);
+    }
+    let rows = listing.iter().map(|l| {
+        vec![
+            l.host.clone(),
+            l.origin.clone().unwrap_or_else(|| "-".into()),
+            l.size.to_string(),
+            time(l.last_push_us).unwrap_or_else(|| "-".into()),
+            l.last_refusal
+                .as_ref()
+                .map(|r| format!("{} {}", time(Some(r.at_us)).unwrap_or_default(), r.problem))
+                .unwrap_or_else(|| "-".into()),
+        ]
+    });
+    render::table(&["host", "log", "size", "last push", "last refusal"], rows)?;
+    Ok(Exit::Ok)
+}
+
+fn ingest(global: &Global, args: IngestArgs) -> anyhow::Result<Exit> {
+    let key = checkpoint::read_signing_key(&args.key)?;
+    let url = central_url(global)?;
+    let Some(every) = args.every else {
+        let mut central = Central::open(&url, args.target.schema.as_deref())?;
+        return ingest_once(&mut central, &url, &key, &args);
+    };
+    loop {
+        let pass = Central::open(&url, args.target.schema.as_deref())
+            .map_err(anyhow::Error::from)
+            .and_then(|mut central| ingest_once(&mut central, &url, &key, &args));
+        if let Err(err) = pass {
+            eprintln!(
+                "gavel: ingest failed: {}",
+                err.to_string().replace('\n', " ")
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_secs(every));
+    }
+}
+
+/// One ingest pass; exit 1 when anything was refused.
+fn ingest_once(
+    central: &mut Central,
+    url: &str,
+    key: &checkpoint::SigningKey,
+    args: &IngestArgs,
+) -> anyhow::Result<Exit> {
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+        |n| n as usize,
+    );
+    let report = gavel::central::ingest::ingest_parallel(central, url, key, jobs)?;
+    if args.format.is_json() {
+        render::json(&serde_json::json!({
+            "accepted": report.accepted.iter().map(|a| serde_json::json!({
+                "host": a.host,
+                "log_id": gavel::digest::hex(&a.log_id),
+                "from": a.from,
+                "to": a.to,
+                "central_seq": a.central_seq,
+            })).collect::<Vec<_>>(),
+            "refused": report.refused.iter().map(|r| serde_json::json!({
+                "host": r.host,
+                "log_id": gavel::digest::hex(&r.log_id),
+                "problem": r.problem.as_str(),
+                "detail": r.detail,
+                "first_seq": r.first_seq,
+                "last_seq": r.last_seq,
+                "rows": r.rows,
+            })).collect::<Vec<_>>(),
+            "rows": report.rows(),
+            "errors": report.errors.iter().map(|(host, error)| serde_json::json!({
+                "host": host,
+                "error": error,
+            })).collect::<Vec<_>>(),
+            "policies": report.policies,
+            "central_size": report.central_size,
+        }))?;
+    } else {
+        for r in &report.refused {
+            render::line(&format!(
+                "refused host `{}` ({}): {}",
+                r.host,
+                r.problem.as_str(),
+                r.detail
+            ))?;
+        }
+        render::line(&format!(
+            "ingested {} rows in {} batch(es) from {} host(s), refused {}{}",
+            report.rows(),
+            report.accepted.len(),
+            report
+                .accepted
+                .iter()
+                .map(|a| a.host.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            report.refused.len(),
+            report
+                .central_size
+                .map(|s| format!("; central log at {s} checkpoints, signed"))
+                .unwrap_or_default()
+        ))?;
+    }
+    for (host, error) in &report.errors {
+        eprintln!(
+            "gavel: ingest of host `{host}` failed: {}",
+            error.replace('\n', " ")
+        );
+    }
+    Ok(if !report.errors.is_empty() {
+        Exit::Error
+    } else if report.refused.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_url_keeps_only_where_and_how_to_connect() {
+        let url = host_url(
+            "postgres://owner:secret@db.example.com:6543/team?password=x&sslmode=require&sslkey=/k&options=-csearch_path%3Dt1&application_name=a",
+            "gavel_host_a",
+        )
+        .unwrap();
+        assert_eq!(
+            url,
+            "postgres://gavel_host_a@db.example.com:6543/team?sslmode=require&options=-csearch_path%3Dt1"
+        );
+        assert_eq!(
+            host_url("postgresql://o@h1,h2/db", "r").unwrap(),
+            "postgresql://r@h1,h2/db"
+        );
+        assert_eq!(host_url("postgres://h", "r").unwrap(), "postgres://r@h");
+    }
+}

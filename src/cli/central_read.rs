@@ -1,0 +1,312 @@
+//! The reading commands on a central store (`--db postgres://…`): opening
+//! it, and running the commands whose logic is local (`show`, `explain`,
+//! `replay`, `export`, `report`) on in-memory copies of its logs.
+
+use std::io::IsTerminal;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use gavel::checkpoint::VerifierKey;
+
+use gavel::central::Central;
+use gavel::central::query::{self, LogRef};
+use gavel::store::Store;
+
+use super::query::{QueryArgs, SchemaArg};
+use super::{Exit, render};
+
+/// The URL without its password, for messages.
+pub fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Connects to the central store at `url`, in the schema `--schema` names,
+/// else the URL's `search_path`, else `public` (as `gavel central …` does).
+pub fn connect(url: &str, schema: &SchemaArg) -> anyhow::Result<Central> {
+    Central::open(url, schema.schema.as_deref())
+        .with_context(|| format!("cannot read the central store `{}`", redacted(url)))
+}
+
+/// Connects, and finds the log `--log` names (if it names one).
+pub fn open(url: &str, args: &QueryArgs) -> anyhow::Result<(Central, Option<LogRef>)> {
+    let mut central = connect(url, &args.schema)?;
+    let log = args
+        .log
+        .as_deref()
+        .map(|selector| query::resolve_log(central.client(), selector))
+        .transpose()?;
+    Ok((central, log))
+}
+
+/// The logs a command that runs on copies runs over, and the query to run
+/// on each: the one log `--log` names, else every log of the enrolled host
+/// `--host` names (the filter is then met by the whole log), else every
+/// log (`--host` then filters the recorded host name or id, as locally).
+pub fn logs(
+    client: &mut impl postgres::GenericClient,
+    args: &QueryArgs,
+) -> anyhow::Result<(Vec<LogRef>, gavel::store::AuditQuery)> {
+    let mut query = args.to_query()?;
+    let mut logs = match &args.log {
+        Some(selector) => vec![query::resolve_log(client, selector)?],
+        None => query::logs(client, None)?,
+    };
+    if let Some(host) = &args.host
+        && logs.iter().any(|l| l.host == *host)
+    {
+        logs.retain(|l| l.host == *host);
+        query.host = None;
+    }
+    Ok((logs, query))
+}
+
+/// For `show` and `explain`: an in-memory copy of the events of call
+/// `call_id` from the one log that holds it (`--log` when several do).
+pub fn call_store(
+    url: &str,
+    schema: &SchemaArg,
+    call_id: &str,
+    log: Option<&str>,
+) -> anyhow::Result<(Store, LogRef)> {
+    let mut central = connect(url, schema)?;
+    let mut snapshot = query::snapshot(central.client())?;
+    let log = log
+        .map(|selector| query::resolve_log(&mut snapshot, selector))
+        .transpose()?;
+    let log = query::logs_of_call(&mut snapshot, call_id, log.as_ref())?;
+    let store = query::mirror(&mut snapshot, &log, Some(call_id))?;
+    Ok((store, log))
+}
+
+/// `gavel verify --db postgres://…`: every log, checkpoint, cosignature and
+/// the central log; exit 0 intact, 1 tampered, 2 could not verify.
+pub fn verify(url: &str, args: &super::verify::VerifyArgs) -> anyhow::Result<Exit> {
+    if args.checkpoint.is_some() {
+        anyhow::bail!(
+            "--checkpoint checks a local log; a central store's checkpoints are all checked"
+        );
+    }
+    let keys: Vec<VerifierKey> = args
+        .public_key
+        .iter()
+        .map(|path| gavel::checkpoint::read_verifier_key(path))
+        .collect::<Result<_, _>>()?;
+    let mut central = connect(url, &args.schema)?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new_spinner().with_message("verifying");
+        if let Ok(style) = ProgressStyle::with_template("{msg} {spinner} {pos} events") {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let mut snapshot = query::snapshot(central.client())?;
+    let report = gavel::central::verify::verify(&mut snapshot, &keys, &mut |n| {
+        if let Some(bar) = &bar {
+            bar.set_position(n);
+        }
+    })?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if args.format.is_json() {
+        render::json(&serde_json::to_value(&report)?)?;
+    } else if report.ok {
+        render::line(&format!(
+            "ok: {} logs, {} events, chains intact{}; {} host checkpoints signed by their enrolled hosts and cosigned; central log of {} leaves intact, {} central checkpoints ({})",
+            report.logs,
+            report.events,
+            if report.cut_logs > 0 {
+                format!(" ({} from their retention cut)", report.cut_logs)
+            } else {
+                String::new()
+            },
+            report.checkpoints,
+            report.central_log,
+            report.central_checkpoints,
+            if report.central_key_given {
+                "central key verified"
+            } else {
+                "central key NOT checked against one you hold: no --public-key"
+            }
+        ))?;
+    } else {
+        let mut place = Vec::new();
+        if let Some(origin) = &report.origin {
+            place.push(format!("log {origin}"));
+        }
+        if let Some(host) = &report.host {
+            place.push(format!("of host `{host}`"));
+        }
+        if let Some(seq) = report.first_bad_seq {
+            place.push(format!("at seq {seq}"));
+        }
+        render::line(&render::escape(&format!(
+            "TAMPERED: {} in {}: {}",
+            report.problem.as_deref().unwrap_or("unknown"),
+            place.join(" "),
+            report.detail.as_deref().unwrap_or("")
+        )))?;
+    }
+    Ok(if report.ok { Exit::Ok } else { Exit::Failed })
+}
+
+/// `gavel replay --db postgres://…`: every selected log, copied into memory
+/// and replayed under the current policy; the drift per enrolled host and
+/// log. Unless `--skip-verify`, the whole central store is verified first.
+pub fn replay(
+    url: &str,
+    global: &super::Global,
+    args: &super::replay::ReplayArgs,
+) -> anyhow::Result<Exit> {
+    use gavel::replay::{FactSource, Kept};
+    let mut central = connect(url, &args.query.schema)?;
+    // What is verified is what is replayed: one snapshot for both.
+    let mut snapshot = query::snapshot(central.client())?;
+    if !args.skip_verify {
+        let report = gavel::central::verify::verify(&mut snapshot, &[], &mut |_| {})?;
+        if !report.ok {
+            anyhow::bail!(
+                "refusing to replay: the central store does not verify ({} in {} of host `{}` at seq {}); --skip-verify replays anyway",
+                report.problem.as_deref().unwrap_or("unknown"),
+                report.origin.as_deref().unwrap_or("?"),
+                report.host.as_deref().unwrap_or("?"),
+                report.first_bad_seq.unwrap_or(0)
+            );
+        }
+    }
+    let (logs, query) = logs(&mut snapshot, &args.query)?;
+    let workspace = global.workspace()?;
+    let policy = global.policy(&workspace)?;
+    let source = if args.live {
+        FactSource::Live
+    } else {
+        FactSource::Recorded
+    };
+    let kept = if args.format.is_json() && !args.calls {
+        Kept::All
+    } else {
+        Kept::Examples
+    };
+    let mut failing = 0u64;
+    let mut out = Vec::new();
+    for log in &logs {
+        let store = query::mirror(&mut snapshot, log, None)?;
+        let mut changes = Vec::new();
+        let report = gavel::replay::replay_calls(
+            &store,
+            &query,
+            &policy,
+            source,
+            kept,
+            &mut |_| {},
+            &mut |change| -> anyhow::Result<()> {
+                if args.calls {
+                    let mut value = serde_json::to_value(change)?;
+                    if let Some(object) = value.as_object_mut() {
+                        object.insert(
+                            "central".into(),
+                            serde_json::json!({ "host": log.host, "log": log.origin }),
+                        );
+                    }
+                    render::json(&value)?;
+                } else if kept == Kept::All {
+                    changes.push(change.clone());
+                }
+                Ok(())
+            },
+        )?;
+        failing += match args.fail_on {
+            super::replay::FailOn::Any => report.changed,
+            super::replay::FailOn::Loosened => report.loosened,
+            super::replay::FailOn::Tightened => report.tightened,
+            super::replay::FailOn::Never => 0,
+        };
+        if args.calls {
+            eprintln!(
+                "gavel: host `{}`, log {}: replayed {} calls: unchanged {}, changed {} (loosened {}, tightened {}, rerouted {})",
+                log.host,
+                log.origin,
+                report.total,
+                report.unchanged,
+                report.changed,
+                report.loosened,
+                report.tightened,
+                report.rerouted
+            );
+        } else if args.format.is_json() {
+            let mut value = serde_json::to_value(&report)?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert("host".into(), log.host.clone().into());
+                object.insert("log".into(), log.origin.clone().into());
+                object.insert("calls".into(), serde_json::to_value(&changes)?);
+            }
+            out.push(value);
+        } else {
+            render::line(&render::escape(&format!(
+                "== host `{}`, log {}",
+                log.host, log.origin
+            )))?;
+            super::replay::print_table(&report, args.skip_verify)?;
+        }
+    }
+    if args.format.is_json() && !args.calls {
+        render::json(&serde_json::json!({
+            "verified": !args.skip_verify,
+            "logs": out,
+        }))?;
+    } else if logs.is_empty() && !args.calls {
+        render::line("no logs match")?;
+    }
+    Ok(if failing > 0 { Exit::Failed } else { Exit::Ok })
+}
+
+/// `gavel export --db postgres://…`: each selected log in turn, copied into
+/// memory and exported as locally (JSON lines: one archive per log, each
+/// with its own header; CSV: one header, every log's rows).
+pub fn export(url: &str, args: &super::export::ExportArgs) -> anyhow::Result<Exit> {
+    let mut central = connect(url, &args.query.schema)?;
+    let mut snapshot = query::snapshot(central.client())?;
+    let (logs, query) = logs(&mut snapshot, &args.query)?;
+    for (i, log) in logs.iter().enumerate() {
+        let store = query::mirror(&mut snapshot, log, None)?;
+        super::export::run_on(&store, args, &query, i == 0)?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// `gavel report --db postgres://…`: the evidence report of one log (the
+/// one `--log` names, or the only one of `--host`), copied into memory.
+pub fn report_store(
+    url: &str,
+    args: &QueryArgs,
+) -> anyhow::Result<(Store, gavel::store::AuditQuery, String)> {
+    let mut central = connect(url, &args.schema)?;
+    let mut snapshot = query::snapshot(central.client())?;
+    let (logs, query) = logs(&mut snapshot, args)?;
+    let log = match logs.as_slice() {
+        [one] => one,
+        [] => anyhow::bail!("no log of the central store matches"),
+        many => anyhow::bail!(
+            "a report covers one log and {} match ({}); pick one with --log or --host",
+            many.len(),
+            many.iter()
+                .take(5)
+                .map(|l| format!("{} of {}", l.origin, l.host))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let store = query::mirror(&mut snapshot, log, None)?;
+    let label = format!("{} (host {}, log {})", redacted(url), log.host, log.origin);
+    Ok((store, query, label))
+}

@@ -1,0 +1,188 @@
+//! `gavel push`: ship this host's audit log to the team's central store.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Args;
+
+use gavel::central::push::{self, Pushed};
+use gavel::checkpoint;
+
+use super::{Exit, FormatArgs, Global, render};
+
+#[derive(Args, Debug)]
+pub struct PushArgs {
+    /// The central store, as the host's role: postgres://ROLE@HOST/DB (what `gavel central enroll` printed)
+    #[arg(long, value_name = "URL", env = "GAVEL_PUSH_URL")]
+    pub to: String,
+    /// This host's checkpoint signing key (from `gavel keygen`; its .pub was enrolled)
+    #[arg(long, value_name = "KEY", env = "GAVEL_PUSH_KEY")]
+    pub key: PathBuf,
+    /// Keep pushing every SECONDS until interrupted (errors are reported and retried)
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub every: Option<u64>,
+    /// The central store's verifier key (central.key.pub); cosignatures must verify with it
+    /// before they are kept in DB.cosigned [default: the key the central store states]
+    #[arg(long, value_name = "KEY.pub", env = "GAVEL_CENTRAL_PUB")]
+    pub central_key: Option<PathBuf>,
+    /// Wait up to SECONDS for the central store to accept (exit 0) or refuse (exit 1) the push
+    #[arg(long, value_name = "SECONDS")]
+    pub wait: Option<u64>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+pub fn run(global: &Global, args: PushArgs) -> anyhow::Result<Exit> {
+    let key = checkpoint::read_signing_key(&args.key)?;
+    let central = args
+        .central_key
+        .as_deref()
+        .map(checkpoint::read_verifier_key)
+        .transpose()?;
+    let path = global.db_path()?;
+    if !path.exists() {
+        anyhow::bail!("no audit database at `{}`: nothing to push", path.display());
+    }
+    let Some(every) = args.every else {
+        return once(global, &args, &key, central.as_ref());
+    };
+    loop {
+        if let Err(err) = once(global, &args, &key, central.as_ref()) {
+            eprintln!("gavel: push failed: {}", one_line(&err));
+        }
+        std::thread::sleep(Duration::from_secs(every));
+    }
+}
+
+fn one_line(err: &anyhow::Error) -> String {
+    err.chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+        .replace('\n', " ")
+}
+
+fn once(
+    global: &Global,
+    args: &PushArgs,
+    key: &checkpoint::SigningKey,
+    central: Option<&checkpoint::VerifierKey>,
+) -> anyhow::Result<Exit> {
+    let mut store = global.open_store()?;
+    let (mut client, _) = gavel::central::open_client(&args.to)?;
+    let mut pushed =
+        push::push_with(&mut store, &mut client, key, central).context("push failed")?;
+    let mut exit = Exit::Ok;
+    let mut outcome = serde_json::Value::Null;
+    if let Some(seconds) = args.wait
+        && (pushed.sent > 0 || pushed.checkpoint.is_some())
+    {
+        let target = pushed.checkpoint.unwrap_or(pushed.local_size);
+        let deadline = Instant::now() + Duration::from_secs(seconds);
+        match push::wait_for(
+            &mut client,
+            &pushed.log_id,
+            target,
+            pushed.refusals_before,
+            deadline,
+        )? {
+            Ok(head) => {
+                let inbox = push::find_inbox(&mut client)?;
+                let central = match central {
+                    Some(k) => k.clone(),
+                    None => push::read_central_verifier(&mut client, &inbox)?,
+                };
+                pushed.cosigned += push::keep_cosignatures(
+                    &mut client,
+                    &inbox,
+                    store.path(),
+                    &pushed.log_id,
+                    &key.verifier(),
+                    &central,
+                )?;
+                outcome = serde_json::json!({"accepted": head.size});
+            }
+            Err(refusal) => {
+                exit = Exit::Failed;
+                outcome = serde_json::json!({
+                    "refused": refusal.problem,
+                    "detail": refusal.detail,
+                    "first_seq": refusal.first_seq,
+                });
+            }
+        }
+    }
+    report(args, &pushed, &outcome)?;
+    Ok(exit)
+}
+
+fn report(args: &PushArgs, pushed: &Pushed, outcome: &serde_json::Value) -> anyhow::Result<()> {
+    let log = gavel::digest::hex(&pushed.log_id);
+    if args.format.is_json() {
+        render::json(&serde_json::json!({
+            "host": pushed.host,
+            "log_id": log,
+            "local_size": pushed.local_size,
+            "acked": pushed.acked,
+            "sent": pushed.sent,
+            "first_sent": (pushed.sent > 0).then_some(pushed.first_sent),
+            "checkpoint": pushed.checkpoint,
+            "signed": pushed.signed,
+            "diverged": pushed.diverged,
+            "cosigned": pushed.cosigned,
+            "outcome": outcome,
+        }))?;
+        return Ok(());
+    }
+    let short = &log[..log.len().min(12)];
+    let mut text = if pushed.sent == 0 && pushed.checkpoint.is_none() {
+        format!(
+            "nothing new to push: log {short} of host `{}` has {} rows, the central store accepted {}",
+            pushed.host, pushed.local_size, pushed.acked
+        )
+    } else {
+        format!(
+            "pushed {} rows{} of log {short} to host `{}`'s inbox{}; the central store had accepted {}",
+            pushed.sent,
+            if pushed.sent > 0 {
+                format!(
+                    " (seq {}..{})",
+                    pushed.first_sent,
+                    pushed.first_sent + pushed.sent - 1
+                )
+            } else {
+                String::new()
+            },
+            pushed.host,
+            match pushed.checkpoint {
+                Some(size) if pushed.signed => format!(" with a new checkpoint at size {size}"),
+                Some(size) => format!(" with the checkpoint at size {size}"),
+                None => String::new(),
+            },
+            pushed.acked
+        )
+    };
+    if pushed.diverged {
+        text.push_str(
+            "; this log no longer holds what the central store accepted, so all of it was sent for the central side to compare",
+        );
+    }
+    if pushed.cosigned > 0 {
+        text.push_str("; kept a new cosignature");
+    }
+    if let Some(size) = outcome.get("accepted") {
+        text.push_str(&format!("; accepted: the central store holds {size} rows"));
+    }
+    if let Some(problem) = outcome.get("refused").and_then(|p| p.as_str()) {
+        text.push_str(&format!(
+            "; REFUSED ({problem}): {}",
+            outcome
+                .get("detail")
+                .and_then(|d| d.as_str())
+                .unwrap_or_default()
+        ));
+    }
+    render::line(&text)?;
+    Ok(())
+}
