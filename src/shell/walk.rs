@@ -65,6 +65,7 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
         extra_args: None,
         coproc_reread: false,
         read_ranges: Vec::new(),
+        parsed_substitutions: HashSet::new(),
         seen_hidden: HashSet::new(),
         command_assignments: HashSet::new(),
         spare_stack: Vec::new(),
@@ -411,6 +412,9 @@ struct Walker<'s> {
     /// Source ranges whose substitutions were analysed already (parsed
     /// substitutions, searched expansions and heredoc bodies), in order.
     read_ranges: Vec<(usize, usize)>,
+    /// Where the `$(...)` substitutions that tree-sitter parsed (and the
+    /// walk visited) start.
+    parsed_substitutions: HashSet<usize>,
     /// Hidden scripts analysed already: the same text twice adds nothing.
     seen_hidden: HashSet<String>,
     /// Whether the text after a `coproc` was read again already.
@@ -534,7 +538,16 @@ impl<'s> Walker<'s> {
                 return;
             }
             "command_substitution" => {
-                self.mark_read(node.start_byte(), node.end_byte());
+                // A `$(...)` is walked as parsed, but quoted text inside it
+                // is not searched (`$(echo '$(x)'; echo $((_)))`): only its
+                // start is recorded, and the search for text evaluated as
+                // code looks inside it. A backquoted one is read again as
+                // a script below, with that search of its own.
+                if self.text(node).starts_with('`') {
+                    self.mark_read(node.start_byte(), node.end_byte());
+                } else {
+                    self.parsed_substitutions.insert(node.start_byte());
+                }
                 let phrase = format!("command substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
                 let text = self.text(node);
@@ -767,8 +780,12 @@ impl<'s> Walker<'s> {
         match body {
             Some(body) => {
                 if !extras.is_empty() {
-                    if body.kind() == "command" {
-                        self.extra_args = Some((body.id(), extras));
+                    // `a && b <<EOF x`: tree-sitter hangs the heredoc and
+                    // the words on the list; for bash they belong to `b`,
+                    // like the redirections (see `visit`).
+                    let command = last_command(body);
+                    if command.kind() == "command" {
+                        self.extra_args = Some((command.id(), extras));
                     } else {
                         self.note(format!(
                             "words after a redirection near `{}`",
@@ -1205,18 +1222,13 @@ impl<'s> Walker<'s> {
     /// What follows bash's end, up to where tree-sitter's heredoc ends, is
     /// read as a script.
     fn heredoc_real_end(&mut self, body: Node<'_>) {
-        let Some(redirect) = body.parent() else {
-            return;
-        };
-        let mut cursor = redirect.walk();
-        let Some(start) = redirect
-            .named_children(&mut cursor)
-            .find(|c| c.kind() == "heredoc_start")
-        else {
+        let Some((redirect, start)) = heredoc_start(body) else {
             return;
         };
         let delimiter = unquote_delimiter(&self.text(start));
-        let strip_tabs = self.text(redirect).starts_with("<<-");
+        let strip_tabs = slice(self.src, redirect.start_byte(), start.start_byte())
+            .trim_end()
+            .ends_with("<<-");
         let text = self.text(body);
         let mut offset = 0;
         for line in text.split_inclusive('\n') {
@@ -1251,10 +1263,16 @@ impl<'s> Walker<'s> {
             return;
         }
         self.scanned_until = node.end_byte();
-        self.mark_read(node.start_byte(), node.end_byte());
+        // An unparsed region may end before the substitution it holds does
+        // (`$((sudo ls)` of `$((sudo ls) )`): its search proves nothing
+        // about the text around it, which the search for text evaluated
+        // as code still looks through.
+        if node.kind() != "ERROR" {
+            self.mark_read(node.start_byte(), node.end_byte());
+        }
         let text = self.text(node);
         count_work(text.len());
-        for (_, script) in hidden_scripts(&text) {
+        for (_, script) in hidden_scripts(&text, |_| false) {
             if self.seen_hidden.insert(script.clone()) {
                 self.note(format!("command substitution `{}`", snippet(&script)));
                 self.nested("command substitution", &script);
@@ -1363,7 +1381,9 @@ impl<'s> Walker<'s> {
             return;
         }
         count_work(src.len());
-        for (at, script) in hidden_scripts(src) {
+        let parsed = &self.parsed_substitutions;
+        let found = hidden_scripts(src, |at| parsed.contains(&at));
+        for (at, script) in found {
             if !self.was_read(at) && self.seen_hidden.insert(script.clone()) {
                 self.nested("text evaluated as code", &script);
             }
@@ -1474,6 +1494,24 @@ fn push_children<'t>(node: Node<'t>, stack: &mut Vec<Task<'t>>) {
     stack[start..].reverse();
 }
 
+/// The command that ends `node`, where `node` is a list or pipeline (or
+/// `node` itself): the one that redirections after the list apply to.
+fn last_command(node: Node<'_>) -> Node<'_> {
+    let mut node = node;
+    while matches!(node.kind(), "list" | "pipeline") {
+        let mut cursor = node.walk();
+        let last = node
+            .named_children(&mut cursor)
+            .filter(|c| c.kind() != "comment")
+            .last();
+        match last {
+            Some(last) => node = last,
+            None => break,
+        }
+    }
+    node
+}
+
 /// Node kinds that are words (arguments) to bash.
 fn is_word_kind(kind: &str) -> bool {
     matches!(
@@ -1497,14 +1535,28 @@ fn is_word_kind(kind: &str) -> bool {
 /// Whether the heredoc whose body is `body` has a quoted delimiter, so that
 /// its body is literal text.
 fn heredoc_is_quoted(src: &str, body: Node<'_>) -> bool {
-    let Some(parent) = body.parent() else {
-        return false;
-    };
-    let mut cursor = parent.walk();
-    let start = parent
-        .named_children(&mut cursor)
-        .find(|c| c.kind() == "heredoc_start");
-    start.is_some_and(|s| node_text(src, s).contains(['\'', '"', '\\']))
+    heredoc_start(body).is_some_and(|(_, s)| node_text(src, s).contains(['\'', '"', '\\']))
+}
+
+/// The delimiter (`heredoc_start`) of the heredoc whose body is `body`,
+/// and the node that holds both. That is the body's parent, unless
+/// tree-sitter's error recovery wrapped the body in an `ERROR` of its own
+/// (`<<E'O'F` with no line `E'O'F`): then the last delimiter before the
+/// body in the nearest of a few ancestors.
+fn heredoc_start(body: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+    let mut holder = body.parent()?;
+    for _ in 0..4 {
+        let mut cursor = holder.walk();
+        let start = holder
+            .named_children(&mut cursor)
+            .filter(|c| c.kind() == "heredoc_start" && c.end_byte() <= body.start_byte())
+            .last();
+        if let Some(start) = start {
+            return Some((holder, start));
+        }
+        holder = holder.parent()?;
+    }
+    None
 }
 
 /// The text of a backtick substitution as bash parses it: a backslash
@@ -1530,9 +1582,11 @@ fn unescape_backticks(inner: &str) -> String {
 /// outermost `$(...)`, `<(...)`, `>(...)` and `` `...` ``. `$((...))` is
 /// arithmetic when its parentheses close as `))`, otherwise (`$((cmd) )`)
 /// a substitution holding a subshell, as in bash. Quotes are not
-/// respected: this looks for hidden commands, it proves nothing. Linear:
-/// parentheses are matched once, up front.
-fn hidden_scripts(text: &str) -> Vec<(usize, String)> {
+/// respected: this looks for hidden commands, it proves nothing. A
+/// `$(`, `<(` or `>(` at an offset `walked` is true for (one parsed and
+/// walked already) is not returned, but searched inside. Linear:
+/// parentheses are matched once, up front, and no byte is scanned twice.
+fn hidden_scripts(text: &str, walked: impl Fn(usize) -> bool) -> Vec<(usize, String)> {
     let b = text.as_bytes();
     let mut closes = vec![usize::MAX; b.len()];
     let mut open = Vec::new();
@@ -1568,6 +1622,10 @@ fn hidden_scripts(text: &str) -> Vec<(usize, String)> {
                 if arithmetic {
                     // Look inside the arithmetic for substitutions.
                     i += 3;
+                    continue;
+                }
+                if walked(i) {
+                    i += 2;
                     continue;
                 }
                 out.push((i, String::from_utf8_lossy(&b[i + 2..end]).into_owned()));
