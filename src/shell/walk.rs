@@ -65,7 +65,8 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
         extra_args: None,
         coproc_reread: false,
         read_ranges: Vec::new(),
-        parsed_substitutions: HashSet::new(),
+        parsed_substitutions: Vec::new(),
+        evaluates_text: evaluates_text_as_code(script),
         seen_hidden: HashSet::new(),
         command_assignments: HashSet::new(),
         spare_stack: Vec::new(),
@@ -413,8 +414,11 @@ struct Walker<'s> {
     /// substitutions, searched expansions and heredoc bodies), in order.
     read_ranges: Vec<(usize, usize)>,
     /// Where the `$(...)` substitutions that tree-sitter parsed (and the
-    /// walk visited) start.
-    parsed_substitutions: HashSet<usize>,
+    /// walk visited) start; kept only where [`Walker::evaluates_text`].
+    parsed_substitutions: Vec<usize>,
+    /// Whether the script may evaluate text as code, so that
+    /// [`Walker::text_evaluated_as_code`] searches it.
+    evaluates_text: bool,
     /// Hidden scripts analysed already: the same text twice adds nothing.
     seen_hidden: HashSet<String>,
     /// Whether the text after a `coproc` was read again already.
@@ -545,8 +549,8 @@ impl<'s> Walker<'s> {
                 // a script below, with that search of its own.
                 if self.text(node).starts_with('`') {
                     self.mark_read(node.start_byte(), node.end_byte());
-                } else {
-                    self.parsed_substitutions.insert(node.start_byte());
+                } else if self.evaluates_text {
+                    self.parsed_substitutions.push(node.start_byte());
                 }
                 let phrase = format!("command substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
@@ -1369,20 +1373,14 @@ impl<'s> Walker<'s> {
     /// rules see what might run. (The allow side refuses these constructs,
     /// or notes the subscripts, anyway.)
     fn text_evaluated_as_code(&mut self) {
-        // Arithmetic, `${...}` (subscripts, offsets, indirection, `@P`),
-        // and the builtins that take a variable name, which may carry a
-        // subscript (`unset 'a[$(x)]'`, `printf -v`, `read`, `test -v`).
-        const EVALUATING: &[&str] = &[
-            "((", "$[", "[[", "${", "let", "read", "mapfile", "printf", "declare", "typeset",
-            "local", "export", "unset", "test", "[ ", "getopts", "wait", "-v", "trap",
-        ];
-        let src = self.src;
-        if !EVALUATING.iter().any(|e| src.contains(e)) {
+        if !self.evaluates_text {
             return;
         }
+        let src = self.src;
         count_work(src.len());
-        let parsed = &self.parsed_substitutions;
-        let found = hidden_scripts(src, |at| parsed.contains(&at));
+        let mut parsed = std::mem::take(&mut self.parsed_substitutions);
+        parsed.sort_unstable();
+        let found = hidden_scripts(src, |at| parsed.binary_search(&at).is_ok());
         for (at, script) in found {
             if !self.was_read(at) && self.seen_hidden.insert(script.clone()) {
                 self.nested("text evaluated as code", &script);
@@ -1405,6 +1403,19 @@ impl<'s> Walker<'s> {
             self.note(phrase);
         }
     }
+}
+
+/// Whether `script` holds a construct that may evaluate text as code
+/// (see [`Walker::text_evaluated_as_code`]): arithmetic, `${...}`
+/// (subscripts, offsets, indirection, `@P`), and the builtins that take a
+/// variable name, which may carry a subscript (`unset 'a[$(x)]'`,
+/// `printf -v`, `read`, `test -v`).
+fn evaluates_text_as_code(script: &str) -> bool {
+    const EVALUATING: &[&str] = &[
+        "((", "$[", "[[", "${", "let", "read", "mapfile", "printf", "declare", "typeset", "local",
+        "export", "unset", "test", "[ ", "getopts", "wait", "-v", "trap",
+    ];
+    EVALUATING.iter().any(|e| script.contains(e))
 }
 
 /// Builtins that declare, export or unset variables named in their
