@@ -751,6 +751,96 @@ fn hidden_commands_are_seen() {
     }
 }
 
+/// tree-sitter-bash's lexer reads a line end followed by a backslash
+/// (or by line continuations) into the next word, joining the next line
+/// to the command before it: `ls x<newline>\\rm y` became one command
+/// `ls x <newline>rm y`, and after a construct the strict reader refuses
+/// (`$(date)`) nothing else read the line, so deny rules never saw `rm`.
+/// The walk ends the command where bash does, wherever tree-sitter hung
+/// the line: on a command, a declaration or a redirection's destinations.
+#[test]
+fn a_line_joined_by_the_parser_is_a_command_of_its_own() {
+    for (script, expected) in [
+        (
+            "echo $(date)\n\\rm -rf /",
+            &[&["echo", "$(date)"][..], &["rm", "-rf", "/"], &["date"]][..],
+        ),
+        (
+            "echo $(date)\nls\n\\\n\\s\\udo ls",
+            &[&["echo", "$(date)"], &["date"], &["ls"], &["sudo", "ls"]],
+        ),
+        (
+            "echo $(date)\nls x # c\n\\sudo ls",
+            &[
+                &["echo", "$(date)"],
+                &["date"],
+                &["ls", "x"],
+                &["sudo", "ls"],
+            ],
+        ),
+        (
+            "echo $(date)\nexport x\n\\sudo ls",
+            &[
+                &["echo", "$(date)"],
+                &["date"],
+                &["export", "x"],
+                &["sudo", "ls"],
+            ],
+        ),
+        (
+            "echo $(date)\nx=1\n\\sudo ls",
+            &[&["echo", "$(date)"], &["date"], &["sudo", "ls"]],
+        ),
+        (
+            "echo $(date)\nls x\n\\a\n\\b\n\\sudo ls",
+            &[
+                &["echo", "$(date)"],
+                &["date"],
+                &["ls", "x"],
+                &["a"],
+                &["b"],
+                &["sudo", "ls"],
+            ],
+        ),
+    ] {
+        let got = analyze(script);
+        let words: Vec<Vec<String>> = got.commands.iter().map(|c| c.words.clone()).collect();
+        assert_eq!(words, expected, "{script:?}");
+        assert!(
+            got.unprovable.iter().any(|p| p.contains("joins a line")),
+            "{script:?}: {:?}",
+            got.unprovable
+        );
+    }
+    // A line hung on a redirection's destinations keeps its own redirections.
+    assert_eq!(
+        redirects("echo $(date)\nls > f\n\\rm x > g"),
+        vec![vec![], vec![], vec![r(">", "f")], vec![r(">", "g")]]
+    );
+    assert_eq!(
+        words("echo $(date)\nls > f\n\\rm x > g"),
+        vec![
+            vec!["echo", "$(date)"],
+            vec!["date"],
+            vec!["ls"],
+            vec!["rm", "x"]
+        ]
+    );
+}
+
+/// `{ cat <<EOF > f; }` is an `ERROR` to tree-sitter, with the redirection
+/// inside it: bash still opens `f`, so the walk keeps it (bare), and deny
+/// rules see it even where the strict reader refused earlier.
+#[test]
+fn a_redirection_left_in_a_parse_error_is_kept() {
+    let got = analyze("echo $(date)\n{ cat <<EOF > gavel.toml; }\nx\nEOF\n");
+    assert!(
+        got.all_redirects()
+            .any(|r| r.op == ">" && r.target == "gavel.toml"),
+        "{got:?}"
+    );
+}
+
 #[test]
 fn time_and_negation_run_their_command() {
     // Bash runs `sudo ls`, and both readings agree on it.

@@ -65,10 +65,13 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
         extra_args: None,
         coproc_reread: false,
         read_ranges: Vec::new(),
+        parsed_substitutions: Vec::new(),
+        evaluates_text: evaluates_text_as_code(script),
         seen_hidden: HashSet::new(),
         command_assignments: HashSet::new(),
         spare_stack: Vec::new(),
         compare: true,
+        joined_lines: Vec::new(),
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
@@ -379,6 +382,10 @@ enum Task<'t> {
     /// Add redirections to every command found from these indices on (of
     /// the commands, and of the commands as read).
     Attach(usize, usize, Vec<Redirect>),
+    /// Simple commands on the lines that tree-sitter joined to a
+    /// redirection before them (see [`line_end_before`]), taken after the
+    /// command of that redirection.
+    Lines(Vec<(Vec<Word>, Vec<Redirect>)>),
 }
 
 struct Walker<'s> {
@@ -406,6 +413,12 @@ struct Walker<'s> {
     /// Source ranges whose substitutions were analysed already (parsed
     /// substitutions, searched expansions and heredoc bodies), in order.
     read_ranges: Vec<(usize, usize)>,
+    /// Where the `$(...)` substitutions that tree-sitter parsed (and the
+    /// walk visited) start; kept only where [`Walker::evaluates_text`].
+    parsed_substitutions: Vec<usize>,
+    /// Whether the script may evaluate text as code, so that
+    /// [`Walker::text_evaluated_as_code`] searches it.
+    evaluates_text: bool,
     /// Hidden scripts analysed already: the same text twice adds nothing.
     seen_hidden: HashSet<String>,
     /// Whether the text after a `coproc` was read again already.
@@ -420,6 +433,10 @@ struct Walker<'s> {
     /// Whether commands are kept in [`Walker::raw`] for the comparison
     /// with the strict reading (not when they come from it).
     compare: bool,
+    /// The words of the lines that [`Walker::redirect`] found joined to a
+    /// redirection's destination (see [`line_end_before`]), one entry per
+    /// line, for its caller to take.
+    joined_lines: Vec<Vec<Word>>,
 }
 
 impl<'s> Walker<'s> {
@@ -458,6 +475,11 @@ impl<'s> Walker<'s> {
                 Task::Visit(node, redirects) => self.visit(node, redirects, &mut stack),
                 Task::Attach(from, raw_from, redirects) => {
                     self.attach(from, raw_from, &redirects);
+                }
+                Task::Lines(lines) => {
+                    for (words, redirects) in lines {
+                        self.simple(words, redirects, Vec::new());
+                    }
                 }
             }
         }
@@ -520,7 +542,16 @@ impl<'s> Walker<'s> {
                 return;
             }
             "command_substitution" => {
-                self.mark_read(node.start_byte(), node.end_byte());
+                // A `$(...)` is walked as parsed, but quoted text inside it
+                // is not searched (`$(echo '$(x)'; echo $((_)))`): only its
+                // start is recorded, and the search for text evaluated as
+                // code looks inside it. A backquoted one is read again as
+                // a script below, with that search of its own.
+                if self.text(node).starts_with('`') {
+                    self.mark_read(node.start_byte(), node.end_byte());
+                } else if self.evaluates_text {
+                    self.parsed_substitutions.push(node.start_byte());
+                }
                 let phrase = format!("command substitution `{}`", snippet(&self.text(node)));
                 self.note(phrase);
                 let text = self.text(node);
@@ -535,6 +566,7 @@ impl<'s> Walker<'s> {
             "expansion" | "arithmetic_expansion" | "heredoc_body" | "ERROR" => {
                 if node.kind() == "ERROR" {
                     self.parse_error(node);
+                    self.stray_redirects(node);
                 }
                 if node.kind() == "heredoc_body" {
                     self.heredoc_real_end(node);
@@ -585,6 +617,7 @@ impl<'s> Walker<'s> {
                 for r in redirects {
                     let (redirect, _) = self.redirect(r);
                     self.bare.extend(redirect);
+                    self.flush_joined_lines();
                 }
             }
             "for_statement" => {
@@ -620,6 +653,44 @@ impl<'s> Walker<'s> {
         push_children(node, stack);
     }
 
+    /// Takes the lines [`Walker::redirect`] found joined to a redirection
+    /// as commands of their own, where nothing follows them.
+    fn flush_joined_lines(&mut self) {
+        for line in std::mem::take(&mut self.joined_lines) {
+            self.simple(line, Vec::new(), Vec::new());
+        }
+    }
+
+    /// The file redirections directly inside an `ERROR` node
+    /// (`{ cat <<EOF > f; }` leaves `<<EOF > f` unparsed): bash still opens
+    /// their targets, so they are kept as bare redirections, which deny
+    /// rules judge like any other.
+    fn stray_redirects(&mut self, node: Node<'_>) {
+        let mut cursor = node.walk();
+        let stray: Vec<Node<'_>> = node
+            .named_children(&mut cursor)
+            .filter(|c| c.kind() == "file_redirect")
+            .collect();
+        for child in stray {
+            // Words after the target would be the command's arguments:
+            // not a command of their own.
+            let (redirect, _) = self.redirect(child);
+            self.bare.extend(redirect);
+            self.flush_joined_lines();
+        }
+    }
+
+    /// Notes that tree-sitter joined the line that `node` starts (after
+    /// the line end found by [`line_end_before`]) to the command before it.
+    fn joined_line(&mut self, node: Node<'_>) {
+        let text = self.text(node);
+        let phrase = format!(
+            "the parser joins a line to the command before it near `{}`",
+            snippet(text.trim_start())
+        );
+        self.note(phrase);
+    }
+
     fn parse_error(&mut self, node: Node<'_>) {
         if self.parse_error_noted {
             return;
@@ -639,6 +710,9 @@ impl<'s> Walker<'s> {
         let mut body = None;
         let mut redirects = Vec::new();
         let mut extras = Vec::new();
+        // The lines tree-sitter joined to a redirection: each a command of
+        // its own, with the redirections and words that follow it.
+        let mut lines: Vec<(Vec<Word>, Vec<Redirect>)> = Vec::new();
         let mut rest = Vec::new();
         let mut cursor = node.walk();
         if cursor.goto_first_child() {
@@ -650,8 +724,21 @@ impl<'s> Walker<'s> {
                     match child.kind() {
                         "file_redirect" => {
                             let (redirect, extra) = self.redirect(child);
-                            redirects.extend(redirect);
-                            extras.extend(extra);
+                            match lines.last_mut() {
+                                Some((words, own)) => {
+                                    own.extend(redirect);
+                                    words.extend(extra);
+                                }
+                                None => {
+                                    redirects.extend(redirect);
+                                    extras.extend(extra);
+                                }
+                            }
+                            lines.extend(
+                                std::mem::take(&mut self.joined_lines)
+                                    .into_iter()
+                                    .map(|words| (words, Vec::new())),
+                            );
                         }
                         // `cat <<EOF > f a`: tree-sitter hangs what follows
                         // the delimiter on the heredoc; bash reads it as
@@ -665,6 +752,7 @@ impl<'s> Walker<'s> {
                                         let (redirect, extra) = self.redirect(part);
                                         redirects.extend(redirect);
                                         extras.extend(extra);
+                                        self.flush_joined_lines();
                                     }
                                     "herestring_redirect" | "comment" => {}
                                     kind if is_word_kind(kind) => {
@@ -687,13 +775,21 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        // Body first, then the redirections' own words and heredoc pipelines.
+        // Body first, then the lines joined to it, then the redirections'
+        // own words and heredoc pipelines.
         stack.extend(rest.into_iter().rev().map(|n| Task::Visit(n, Vec::new())));
+        if !lines.is_empty() {
+            stack.push(Task::Lines(lines));
+        }
         match body {
             Some(body) => {
                 if !extras.is_empty() {
-                    if body.kind() == "command" {
-                        self.extra_args = Some((body.id(), extras));
+                    // `a && b <<EOF x`: tree-sitter hangs the heredoc and
+                    // the words on the list; for bash they belong to `b`,
+                    // like the redirections (see `visit`).
+                    let command = last_command(body);
+                    if command.kind() == "command" {
+                        self.extra_args = Some((command.id(), extras));
                     } else {
                         self.note(format!(
                             "words after a redirection near `{}`",
@@ -735,15 +831,24 @@ impl<'s> Walker<'s> {
         };
         let mut target = word(self.src, destination, &mut self.verbatim_budget).text;
         let mut last_end = destination.end_byte();
+        let mut line: Option<Vec<Word>> = None;
         for &other in others {
-            let next = word(self.src, other, &mut self.verbatim_budget);
-            if extra.is_empty() && slice(self.src, last_end, other.start_byte()) == "\\\n" {
+            let mut next = word(self.src, other, &mut self.verbatim_budget);
+            strip_line_start(self.src, other, &mut next);
+            if line_end_before(self.src, last_end, other).is_some() {
+                self.joined_line(other);
+                self.joined_lines.extend(line.take());
+                line = Some(vec![next]);
+            } else if let Some(line) = line.as_mut() {
+                line.push(next);
+            } else if extra.is_empty() && slice(self.src, last_end, other.start_byte()) == "\\\n" {
                 target.push_str(&next.text);
             } else {
                 extra.push(next);
             }
             last_end = other.end_byte();
         }
+        self.joined_lines.extend(line);
         let op_start = descriptor.map_or(node.start_byte(), |d| d.end_byte());
         let bare: String = slice(self.src, op_start, destination.start_byte())
             .replace("\\\n", "")
@@ -769,20 +874,47 @@ impl<'s> Walker<'s> {
         let mut redirects = Vec::new();
         let mut assignments = Vec::new();
         let mut last_end = None;
+        let mut child_end = None;
         let mut cursor = node.walk();
         if cursor.goto_first_child() {
             loop {
                 let child = cursor.node();
+                // tree-sitter may join the next line to this command; bash
+                // ends the command at the line end.
+                if child_end.is_some_and(|end| line_end_before(self.src, end, child).is_some()) {
+                    self.joined_line(child);
+                    self.simple(
+                        std::mem::take(&mut words),
+                        std::mem::take(&mut redirects),
+                        std::mem::take(&mut assignments),
+                    );
+                    last_end = None;
+                }
+                child_end = Some(child.end_byte());
                 match (cursor.field_name(), child.kind()) {
                     (_, "file_redirect") => {
                         let (redirect, extra) = self.redirect(child);
                         redirects.extend(redirect);
                         words.extend(extra);
+                        let mut lines = std::mem::take(&mut self.joined_lines);
+                        if let Some(last) = lines.pop() {
+                            self.simple(
+                                std::mem::take(&mut words),
+                                std::mem::take(&mut redirects),
+                                std::mem::take(&mut assignments),
+                            );
+                            for line in lines {
+                                self.simple(line, Vec::new(), Vec::new());
+                            }
+                            words = last;
+                            last_end = None;
+                        }
                     }
                     (_, "variable_assignment") => {
                         self.command_assignments.insert(child.id());
                         let text = self.text(child);
                         let name = text.split_once('=').map_or(&*text, |(n, _)| n);
+                        let name = name.trim_start_matches(['\n', '\r', ' ', '\t']);
                         assignments.push(name.trim_end_matches('+').to_owned());
                     }
                     (Some("name"), _) if child.is_missing() || child.byte_range().is_empty() => {}
@@ -798,7 +930,8 @@ impl<'s> Walker<'s> {
                     (Some("name" | "argument"), _)
                         if self.text(child) == "!" && pipeline_start(&words) => {}
                     (Some("name" | "argument"), _) => {
-                        let next = word(self.src, child, &mut self.verbatim_budget);
+                        let mut next = word(self.src, child, &mut self.verbatim_budget);
+                        strip_line_start(self.src, child, &mut next);
                         // The grammar reads a line continuation as a word
                         // break; bash removes it first, so `r\<newline>m`
                         // is `rm`.
@@ -840,13 +973,48 @@ impl<'s> Walker<'s> {
     fn declaration(&mut self, node: Node<'_>) {
         let mut words = Vec::new();
         let mut redirects = Vec::new();
+        // The lines tree-sitter joined to the declaration (see
+        // [`line_end_before`]): simple commands of their own.
+        let mut lines: Vec<(Vec<Word>, Vec<Redirect>)> = Vec::new();
+        let mut child_end = None;
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
+            if child_end.is_some_and(|end| line_end_before(self.src, end, child).is_some()) {
+                self.joined_line(child);
+                lines.push((Vec::new(), Vec::new()));
+            }
+            child_end = Some(child.end_byte());
+            if let Some((line, own)) = lines.last_mut() {
+                match child.kind() {
+                    "file_redirect" => {
+                        let (redirect, extra) = self.redirect(child);
+                        own.extend(redirect);
+                        line.extend(extra);
+                    }
+                    "comment" | "herestring_redirect" => {}
+                    _ => {
+                        let mut next = word(self.src, child, &mut self.verbatim_budget);
+                        strip_line_start(self.src, child, &mut next);
+                        line.push(next);
+                    }
+                }
+                lines.extend(
+                    std::mem::take(&mut self.joined_lines)
+                        .into_iter()
+                        .map(|words| (words, Vec::new())),
+                );
+                continue;
+            }
             match child.kind() {
                 "file_redirect" => {
                     let (redirect, extra) = self.redirect(child);
                     redirects.extend(redirect);
                     words.extend(extra.into_iter().map(|w| w.text));
+                    lines.extend(
+                        std::mem::take(&mut self.joined_lines)
+                            .into_iter()
+                            .map(|words| (words, Vec::new())),
+                    );
                 }
                 "comment" | "herestring_redirect" => {}
                 _ if child.is_named() => {
@@ -855,6 +1023,14 @@ impl<'s> Walker<'s> {
                 _ => words.push(self.text(child).into_owned()),
             }
         }
+        self.declared(words, redirects);
+        for (line, own) in lines {
+            self.simple(line, own, Vec::new());
+        }
+    }
+
+    /// A declaration's words (the keyword first) and redirections.
+    fn declared(&mut self, words: Vec<String>, redirects: Vec<Redirect>) {
         let texts: Vec<&str> = words.iter().map(String::as_str).collect();
         if let Some(phrase) = evaluates_text(&texts) {
             self.note(phrase);
@@ -1050,18 +1226,13 @@ impl<'s> Walker<'s> {
     /// What follows bash's end, up to where tree-sitter's heredoc ends, is
     /// read as a script.
     fn heredoc_real_end(&mut self, body: Node<'_>) {
-        let Some(redirect) = body.parent() else {
-            return;
-        };
-        let mut cursor = redirect.walk();
-        let Some(start) = redirect
-            .named_children(&mut cursor)
-            .find(|c| c.kind() == "heredoc_start")
-        else {
+        let Some((redirect, start)) = heredoc_start(body) else {
             return;
         };
         let delimiter = unquote_delimiter(&self.text(start));
-        let strip_tabs = self.text(redirect).starts_with("<<-");
+        let strip_tabs = slice(self.src, redirect.start_byte(), start.start_byte())
+            .trim_end()
+            .ends_with("<<-");
         let text = self.text(body);
         let mut offset = 0;
         for line in text.split_inclusive('\n') {
@@ -1096,10 +1267,16 @@ impl<'s> Walker<'s> {
             return;
         }
         self.scanned_until = node.end_byte();
-        self.mark_read(node.start_byte(), node.end_byte());
+        // An unparsed region may end before the substitution it holds does
+        // (`$((sudo ls)` of `$((sudo ls) )`): its search proves nothing
+        // about the text around it, which the search for text evaluated
+        // as code still looks through.
+        if node.kind() != "ERROR" {
+            self.mark_read(node.start_byte(), node.end_byte());
+        }
         let text = self.text(node);
         count_work(text.len());
-        for (_, script) in hidden_scripts(&text) {
+        for (_, script) in hidden_scripts(&text, |_| false) {
             if self.seen_hidden.insert(script.clone()) {
                 self.note(format!("command substitution `{}`", snippet(&script)));
                 self.nested("command substitution", &script);
@@ -1196,19 +1373,15 @@ impl<'s> Walker<'s> {
     /// rules see what might run. (The allow side refuses these constructs,
     /// or notes the subscripts, anyway.)
     fn text_evaluated_as_code(&mut self) {
-        // Arithmetic, `${...}` (subscripts, offsets, indirection, `@P`),
-        // and the builtins that take a variable name, which may carry a
-        // subscript (`unset 'a[$(x)]'`, `printf -v`, `read`, `test -v`).
-        const EVALUATING: &[&str] = &[
-            "((", "$[", "[[", "${", "let", "read", "mapfile", "printf", "declare", "typeset",
-            "local", "export", "unset", "test", "[ ", "getopts", "wait", "-v", "trap",
-        ];
-        let src = self.src;
-        if !EVALUATING.iter().any(|e| src.contains(e)) {
+        if !self.evaluates_text {
             return;
         }
+        let src = self.src;
         count_work(src.len());
-        for (at, script) in hidden_scripts(src) {
+        let mut parsed = std::mem::take(&mut self.parsed_substitutions);
+        parsed.sort_unstable();
+        let found = hidden_scripts(src, |at| parsed.binary_search(&at).is_ok());
+        for (at, script) in found {
             if !self.was_read(at) && self.seen_hidden.insert(script.clone()) {
                 self.nested("text evaluated as code", &script);
             }
@@ -1230,6 +1403,19 @@ impl<'s> Walker<'s> {
             self.note(phrase);
         }
     }
+}
+
+/// Whether `script` holds a construct that may evaluate text as code
+/// (see [`Walker::text_evaluated_as_code`]): arithmetic, `${...}`
+/// (subscripts, offsets, indirection, `@P`), and the builtins that take a
+/// variable name, which may carry a subscript (`unset 'a[$(x)]'`,
+/// `printf -v`, `read`, `test -v`).
+fn evaluates_text_as_code(script: &str) -> bool {
+    const EVALUATING: &[&str] = &[
+        "((", "$[", "[[", "${", "let", "read", "mapfile", "printf", "declare", "typeset", "local",
+        "export", "unset", "test", "[ ", "getopts", "wait", "-v", "trap",
+    ];
+    EVALUATING.iter().any(|e| script.contains(e))
 }
 
 /// Builtins that declare, export or unset variables named in their
@@ -1319,6 +1505,24 @@ fn push_children<'t>(node: Node<'t>, stack: &mut Vec<Task<'t>>) {
     stack[start..].reverse();
 }
 
+/// The command that ends `node`, where `node` is a list or pipeline (or
+/// `node` itself): the one that redirections after the list apply to.
+fn last_command(node: Node<'_>) -> Node<'_> {
+    let mut node = node;
+    while matches!(node.kind(), "list" | "pipeline") {
+        let mut cursor = node.walk();
+        let last = node
+            .named_children(&mut cursor)
+            .filter(|c| c.kind() != "comment")
+            .last();
+        match last {
+            Some(last) => node = last,
+            None => break,
+        }
+    }
+    node
+}
+
 /// Node kinds that are words (arguments) to bash.
 fn is_word_kind(kind: &str) -> bool {
     matches!(
@@ -1342,14 +1546,28 @@ fn is_word_kind(kind: &str) -> bool {
 /// Whether the heredoc whose body is `body` has a quoted delimiter, so that
 /// its body is literal text.
 fn heredoc_is_quoted(src: &str, body: Node<'_>) -> bool {
-    let Some(parent) = body.parent() else {
-        return false;
-    };
-    let mut cursor = parent.walk();
-    let start = parent
-        .named_children(&mut cursor)
-        .find(|c| c.kind() == "heredoc_start");
-    start.is_some_and(|s| node_text(src, s).contains(['\'', '"', '\\']))
+    heredoc_start(body).is_some_and(|(_, s)| node_text(src, s).contains(['\'', '"', '\\']))
+}
+
+/// The delimiter (`heredoc_start`) of the heredoc whose body is `body`,
+/// and the node that holds both. That is the body's parent, unless
+/// tree-sitter's error recovery wrapped the body in an `ERROR` of its own
+/// (`<<E'O'F` with no line `E'O'F`): then the last delimiter before the
+/// body in the nearest of a few ancestors.
+fn heredoc_start(body: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+    let mut holder = body.parent()?;
+    for _ in 0..4 {
+        let mut cursor = holder.walk();
+        let start = holder
+            .named_children(&mut cursor)
+            .filter(|c| c.kind() == "heredoc_start" && c.end_byte() <= body.start_byte())
+            .last();
+        if let Some(start) = start {
+            return Some((holder, start));
+        }
+        holder = holder.parent()?;
+    }
+    None
 }
 
 /// The text of a backtick substitution as bash parses it: a backslash
@@ -1375,9 +1593,11 @@ fn unescape_backticks(inner: &str) -> String {
 /// outermost `$(...)`, `<(...)`, `>(...)` and `` `...` ``. `$((...))` is
 /// arithmetic when its parentheses close as `))`, otherwise (`$((cmd) )`)
 /// a substitution holding a subshell, as in bash. Quotes are not
-/// respected: this looks for hidden commands, it proves nothing. Linear:
-/// parentheses are matched once, up front.
-fn hidden_scripts(text: &str) -> Vec<(usize, String)> {
+/// respected: this looks for hidden commands, it proves nothing. A
+/// `$(`, `<(` or `>(` at an offset `walked` is true for (one parsed and
+/// walked already) is not returned, but searched inside. Linear:
+/// parentheses are matched once, up front, and no byte is scanned twice.
+fn hidden_scripts(text: &str, walked: impl Fn(usize) -> bool) -> Vec<(usize, String)> {
     let b = text.as_bytes();
     let mut closes = vec![usize::MAX; b.len()];
     let mut open = Vec::new();
@@ -1413,6 +1633,10 @@ fn hidden_scripts(text: &str) -> Vec<(usize, String)> {
                 if arithmetic {
                     // Look inside the arithmetic for substitutions.
                     i += 3;
+                    continue;
+                }
+                if walked(i) {
+                    i += 2;
                     continue;
                 }
                 out.push((i, String::from_utf8_lossy(&b[i + 2..end]).into_owned()));
@@ -1475,6 +1699,50 @@ pub(super) fn analyze_counting(script: &str) -> (CommandAnalysis, usize) {
     WORK.with(|w| w.set(0));
     let got = analyze_nested(script, 0);
     (got, WORK.with(std::cell::Cell::get))
+}
+
+/// Where bash ends a command between the end of its part before `node`
+/// (`from`) and `node`: the first unquoted newline in the blanks and line
+/// continuations there, or in those `node`'s text starts with.
+///
+/// tree-sitter-bash's lexer, after a word, reads a newline followed by a
+/// backslash as the start of a word (`ls x<newline>\rm -rf /` gives the
+/// words `ls`, `x`, `<newline>\rm`, `-rf`, `/`), and skips a newline
+/// before a line continuation the same way (`<newline>\<newline>\rm`),
+/// so the command on the next line becomes arguments of the command (or
+/// destinations of the redirection) before it, and deny rules would never
+/// see it as a program. A node of a command never starts after an
+/// unquoted newline in bash; where one does, bash runs what follows as a
+/// command of its own.
+fn line_end_before(src: &str, from: usize, node: Node<'_>) -> Option<usize> {
+    let b = src.as_bytes();
+    let end = node.end_byte().min(b.len());
+    let mut i = from;
+    while i < end {
+        match b[i] {
+            b' ' | b'\t' | b'\r' => i += 1,
+            b'\\' if b.get(i + 1) == Some(&b'\n') => i += 2,
+            b'\n' => return Some(i),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Removes from `word` the line end (and blanks) that tree-sitter read
+/// into the start of `node`'s text (see [`line_end_before`]): the word
+/// bash reads starts after them. A word that does not start so is left
+/// as it is.
+fn strip_line_start(src: &str, node: Node<'_>, word: &mut Word) {
+    let text = node_text(src, node);
+    let lead = text
+        .bytes()
+        .take_while(|b| matches!(b, b'\n' | b'\r' | b' ' | b'\t'))
+        .count();
+    if lead > 0 && text.as_bytes()[..lead].contains(&b'\n') && word.text.starts_with(&text[..lead])
+    {
+        word.text.drain(..lead);
+    }
 }
 
 /// Whether a `#` at `at` starts a word for bash: at the start of the

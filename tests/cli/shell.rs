@@ -120,9 +120,12 @@ fn denied_cases_stay_denied_inside_long_scripts() {
             format!("{lines}{c}\n{lines}{lines}"),
             format!("{list}{c}"),
             // Before a refused construct: the part with the case is read
-            // by the strict reader alone. (After one, tree-sitter reads
-            // the script as it reads short ones.)
+            // by the strict reader alone.
             format!("{lines}{c}\n{lines}{lines}{refused}"),
+            // After one: only tree-sitter's walk reads the case, right
+            // after the refused line and further on.
+            format!("{lines}{refused}{c}\n{lines}"),
+            format!("{lines}{refused}{lines}{c}\n{lines}"),
         ];
         for script in scripts {
             assert!(script.len() > 16 * 1024);
