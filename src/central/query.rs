@@ -96,14 +96,7 @@ pub fn resolve_log(client: &mut impl GenericClient, selector: &str) -> Result<Lo
             &[&selector],
         )
         .map_err(sql("finding the log"))?;
-    let logs: Vec<LogRef> = rows
-        .iter()
-        .map(|r| LogRef {
-            log_id: r.get(0),
-            host: r.get(1),
-            origin: r.get(2),
-        })
-        .collect();
+    let logs = log_refs(&rows);
     match logs.len() {
         0 => Err(ReadError::UnknownLog {
             selector: selector.to_owned(),
@@ -112,12 +105,7 @@ pub fn resolve_log(client: &mut impl GenericClient, selector: &str) -> Result<Lo
         count => Err(ReadError::AmbiguousLog {
             selector: selector.to_owned(),
             count,
-            origins: logs
-                .iter()
-                .take(5)
-                .map(|l| format!("{} of {}", l.origin, l.host))
-                .collect::<Vec<_>>()
-                .join(", "),
+            origins: first_logs(&logs),
         }),
     }
 }
@@ -337,14 +325,7 @@ pub fn calls_statement(
     };
     let ungoverned =
         ungoverned && query.rule_id.is_none() && query.action.is_none() && query.approval.is_none();
-    let calls_only = query.tool.is_some()
-        || query.rule_id.is_some()
-        || query.action.is_some()
-        || query.approval.is_some()
-        || query.status.is_some()
-        || query.call_id.is_some()
-        || query.anomalies;
-    let lifecycle = events && !calls_only;
+    let lifecycle = events && !query.selects_calls_only();
     let text = CALLS_SQL
         .replace(
             "{ungoverned}",
@@ -557,14 +538,7 @@ pub fn logs_of_call(
             &[&call_id, &log_id],
         )
         .map_err(sql("finding the call"))?;
-    let logs: Vec<LogRef> = rows
-        .iter()
-        .map(|r| LogRef {
-            log_id: r.get(0),
-            host: r.get(1),
-            origin: r.get(2),
-        })
-        .collect();
+    let logs = log_refs(&rows);
     match logs.len() {
         0 => Err(ReadError::UnknownCall {
             call_id: call_id.to_owned(),
@@ -573,12 +547,7 @@ pub fn logs_of_call(
         count => Err(ReadError::AmbiguousCall {
             call_id: call_id.to_owned(),
             count,
-            logs: logs
-                .iter()
-                .take(5)
-                .map(|l| format!("{} of {}", l.origin, l.host))
-                .collect::<Vec<_>>()
-                .join(", "),
+            logs: first_logs(&logs),
         }),
     }
 }
@@ -667,4 +636,24 @@ pub fn mirror(
         })
         .collect();
     Ok(Store::mirror(&identity, events, &checkpoints, &policies)?)
+}
+
+/// The logs of rows `(log_id, host, origin)`.
+fn log_refs(rows: &[postgres::Row]) -> Vec<LogRef> {
+    rows.iter()
+        .map(|r| LogRef {
+            log_id: r.get(0),
+            host: r.get(1),
+            origin: r.get(2),
+        })
+        .collect()
+}
+
+/// The first few of `logs`, named for a message that asks to pick one.
+fn first_logs(logs: &[LogRef]) -> String {
+    logs.iter()
+        .take(5)
+        .map(|l| format!("{} of {}", l.origin, l.host))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -49,7 +49,7 @@ pub struct AuditQuery {
 impl AuditQuery {
     /// Whether a filter only a tool call can match is set (tool, rule,
     /// action, approval, status, call id, anomalies).
-    fn selects_calls_only(&self) -> bool {
+    pub fn selects_calls_only(&self) -> bool {
         self.tool.is_some()
             || self.rule_id.is_some()
             || self.action.is_some()
