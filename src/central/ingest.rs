@@ -547,14 +547,7 @@ fn accept(
             ),
         });
     }
-    tx.execute(
-        &format!(
-            "DELETE FROM {} WHERE log_id = $1 AND seq <= $2",
-            inbox.table("events")
-        ),
-        &[&log_id, &(new.size as i64)],
-    )
-    .map_err(sql("emptying the inbox"))?;
+    clear_inbox(tx, inbox, "events", log_id, new.size)?;
     tx.execute(
         "UPDATE logs SET size = $2, chain = $3, frontier = $4, switch_seq = $5, switch_format = $6
          WHERE log_id = $1",
@@ -568,14 +561,7 @@ fn accept(
         ],
     )
     .map_err(sql("moving the head"))?;
-    tx.execute(
-        &format!(
-            "DELETE FROM {} WHERE log_id = $1 AND size <= $2",
-            inbox.table("checkpoints")
-        ),
-        &[&log_id, &(new.size as i64)],
-    )
-    .map_err(sql("emptying the inbox"))?;
+    clear_inbox(tx, inbox, "checkpoints", log_id, new.size)?;
     let (size, note) = checkpoint;
     let cp = crate::checkpoint::parse_unverified(note)?;
     let body = note_body(note).unwrap_or(note);
@@ -599,6 +585,31 @@ fn accept(
     )
     .map_err(sql("storing a cosigned checkpoint"))?;
     Ok(central_seq)
+}
+
+/// Deletes from the host's inbox `table` (`events` or `checkpoints`) what
+/// of `log_id` lies at or below `upto` (rows by seq, checkpoints by size).
+fn clear_inbox(
+    tx: &mut Transaction<'_>,
+    inbox: &Inbox,
+    table: &str,
+    log_id: &[u8],
+    upto: u64,
+) -> Result<(), CentralError> {
+    let column = if table == "checkpoints" {
+        "size"
+    } else {
+        "seq"
+    };
+    tx.execute(
+        &format!(
+            "DELETE FROM {} WHERE log_id = $1 AND {column} <= $2",
+            inbox.table(table)
+        ),
+        &[&log_id, &(upto as i64)],
+    )
+    .map_err(sql("emptying the inbox"))?;
+    Ok(())
 }
 
 /// Records a refusal and moves the log's inbox rows out: the first
@@ -1112,22 +1123,8 @@ fn check_batch(
     }
     if new.size == old.size {
         // Only checkpoints at (or below) the accepted size: nothing new.
-        tx.execute(
-            &format!(
-                "DELETE FROM {} WHERE log_id = $1 AND size <= $2",
-                inbox.table("checkpoints")
-            ),
-            &[&log_id, &(old.size as i64)],
-        )
-        .map_err(sql("emptying the inbox"))?;
-        tx.execute(
-            &format!(
-                "DELETE FROM {} WHERE log_id = $1 AND seq <= $2",
-                inbox.table("events")
-            ),
-            &[&log_id, &(old.size as i64)],
-        )
-        .map_err(sql("emptying the inbox"))?;
+        clear_inbox(tx, inbox, "checkpoints", log_id, old.size)?;
+        clear_inbox(tx, inbox, "events", log_id, old.size)?;
         return Ok(Outcome::Nothing);
     }
     // Only the largest checkpoint is cosigned and logged: the one at new.size.
@@ -1142,14 +1139,7 @@ fn check_batch(
         });
     };
     // Re-sent rows below the old head are dropped with the rest.
-    tx.execute(
-        &format!(
-            "DELETE FROM {} WHERE log_id = $1 AND seq <= $2",
-            inbox.table("events")
-        ),
-        &[&log_id, &(old.size as i64)],
-    )
-    .map_err(sql("emptying the inbox"))?;
+    clear_inbox(tx, inbox, "events", log_id, old.size)?;
     Ok(Outcome::Accept {
         old,
         new,
