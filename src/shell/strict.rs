@@ -45,6 +45,12 @@ pub(super) struct Reading {
     pub commands: Vec<Command>,
     /// Redirections on no simple command (`> f`, `{ } > f`).
     pub bare: Vec<Redirect>,
+    /// Where each `$(`, `<(` or `>(` read as a script starts (long
+    /// scripts only, see [`Reader::min_part`]), in source order.
+    pub substitutions: Vec<usize>,
+    /// The byte ranges of the backquoted substitutions read as scripts,
+    /// outermost only, in source order.
+    pub backticks: Vec<(usize, usize)>,
 }
 
 /// Reads `src`, or names the first construct outside the subset.
@@ -90,21 +96,7 @@ pub(super) fn read_with_splits(
     src: &str,
     min: Option<usize>,
 ) -> (Reading, Option<String>, Vec<Split>) {
-    let mut reader = Reader {
-        src,
-        b: src.as_bytes(),
-        pos: 0,
-        out: Reading::default(),
-        current: Current::default(),
-        frames: Vec::new(),
-        heredocs: Vec::new(),
-        state: State::Start,
-        attach_budget: MAX_ATTACH_WORK,
-        after_pipe: false,
-        min_part: min,
-        part_start: 0,
-        splits: Vec::new(),
-    };
+    let mut reader = Reader::new(src, min, 0);
     let refused = reader.run().err();
     if refused.is_some() {
         // The part the reader refused to read may reach back to the last
@@ -120,6 +112,22 @@ enum Frame {
     Group,
     If,
     Loop,
+    /// The script inside `$(...)`, `<(...)` or `>(...)`.
+    Substitution,
+}
+
+/// What an expansion read as text (arithmetic, `${...}` with an
+/// operator) has open, innermost last; see [`Reader::expansion`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    /// `$((` or `((`: closes with `))`.
+    Arithmetic,
+    /// `(` inside arithmetic.
+    Paren,
+    /// `$[`, or `[` inside it.
+    Bracket,
+    /// `${`: closes at the first `}` (bash counts only nested `${`).
+    Parameter,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,7 +198,25 @@ struct Reader<'s> {
     /// Where the part after the last cut starts.
     part_start: usize,
     splits: Vec<Split>,
+    /// How many substitutions the reader is inside (a backquoted one read
+    /// by a reader of its own counts too).
+    nesting: usize,
+    /// Bytes of substitution and expansion text still copied verbatim
+    /// into words (as the walk does: nested `$($(...))` would otherwise
+    /// copy each level's text into the word around it).
+    verbatim_budget: usize,
 }
+
+/// How deeply substitutions are read inside one another in a long script;
+/// deeper ones are refused (and left to tree-sitter). bash itself, with its
+/// default 8 MiB stack, crashes parsing 2,000 nested `$(`.
+const MAX_SUBSTITUTION_NESTING: usize = 128;
+
+/// See [`Reader::verbatim_budget`]; the walk's bound.
+const VERBATIM_BUDGET: usize = 64 * 1024;
+
+/// Characters kept of a substitution's text once the budget is spent.
+const SHORT_VERBATIM_CHARS: usize = 32;
 
 /// See [`Reader::attach_budget`]; the same bound as the walk's.
 const MAX_ATTACH_WORK: usize = 1 << 20;
@@ -217,7 +243,34 @@ const UNMODELLED_KEYWORDS: &[&str] = &[
     "for", "case", "esac", "select", "function", "coproc", "[[", "]]", "in",
 ];
 
-impl Reader<'_> {
+impl<'s> Reader<'s> {
+    fn new(src: &'s str, min_part: Option<usize>, nesting: usize) -> Self {
+        Reader {
+            src,
+            b: src.as_bytes(),
+            pos: 0,
+            out: Reading::default(),
+            current: Current::default(),
+            frames: Vec::new(),
+            heredocs: Vec::new(),
+            state: State::Start,
+            attach_budget: MAX_ATTACH_WORK,
+            after_pipe: false,
+            min_part,
+            part_start: 0,
+            splits: Vec::new(),
+            nesting,
+            verbatim_budget: VERBATIM_BUDGET.saturating_add(src.len()),
+        }
+    }
+
+    /// Whether the script is a long one (see [`Reader::min_part`]), in
+    /// which substitutions, arithmetic, `${...}` operators and brace
+    /// expansion are read for the commands they run.
+    fn long(&self) -> bool {
+        self.min_part.is_some()
+    }
+
     fn peek(&self, off: usize) -> Option<u8> {
         self.b.get(self.pos + off).copied()
     }
@@ -269,8 +322,19 @@ impl Reader<'_> {
                 b'(' => self.open_paren()?,
                 b')' => {
                     self.end_command("`)`")?;
+                    if self.frames.last().map(|f| f.0) == Some(Frame::Substitution) {
+                        if !self.heredocs.is_empty() {
+                            return Err("a substitution ends before its heredoc".to_string());
+                        }
+                        self.frames.pop();
+                        self.pos += 1;
+                        return Ok(());
+                    }
                     self.close(Frame::Subshell, "`)`")?;
                     self.pos += 1;
+                }
+                b'<' | b'>' if self.long() && self.peek(1) == Some(b'(') => {
+                    self.word_or_keyword()?;
                 }
                 b'<' | b'>' => self.redirect(None)?,
                 _ => self.word_or_keyword()?,
@@ -383,6 +447,15 @@ impl Reader<'_> {
                 "`(` after a word (function definition, array or pattern) near `{}`",
                 self.near()
             ));
+        }
+        if self.peek(1) == Some(b'(') && self.long() {
+            // An arithmetic command runs nothing but the substitutions
+            // inside; redirections after it belong to those, or to none.
+            let from = self.out.commands.len();
+            self.pos += 2;
+            self.expansion(Open::Arithmetic)?;
+            self.state = State::Closed(from);
+            return Ok(());
         }
         if self.peek(1) == Some(b'(') || self.at_continuation(self.pos + 1) {
             return Err("arithmetic command `((`".to_string());
@@ -602,6 +675,7 @@ impl Reader<'_> {
         self.skip_blanks();
         match self.peek(0) {
             None => return Err("syntax: a redirection without its target".to_string()),
+            Some(b'<' | b'>') if self.long() && self.peek(1) == Some(b'(') => {}
             Some(c) if is_meta(c) => {
                 return Err("syntax: a redirection without its target".to_string());
             }
@@ -677,6 +751,12 @@ impl Reader<'_> {
         let mut bracket = None;
         while let Some(c) = self.peek(0) {
             if is_meta(c) {
+                if matches!(c, b'<' | b'>') && self.peek(1) == Some(b'(') && self.long() {
+                    let start = self.pos;
+                    self.substitution(2)?;
+                    self.verbatim(&mut w, start, Known::Substitution);
+                    continue;
+                }
                 break;
             }
             match c {
@@ -707,6 +787,7 @@ impl Reader<'_> {
                     self.pos += 1;
                     self.double_quoted(&mut w)?;
                 }
+                b'`' if self.long() => self.backticks_in(&mut w)?,
                 b'`' => return Err("backtick command substitution".to_string()),
                 b'$' => self.dollar(&mut w, false)?,
                 b'*' | b'?' => {
@@ -733,6 +814,11 @@ impl Reader<'_> {
                 b'.' if brace && self.peek(1) == Some(b'.') => {
                     brace_list = true;
                     w.value.push('.');
+                    self.pos += 1;
+                }
+                b'}' if brace_list && self.long() => {
+                    w.known = w.known.max(Known::Pattern);
+                    w.value.push('}');
                     self.pos += 1;
                 }
                 b'}' if brace_list => return Err("brace expansion".to_string()),
@@ -786,6 +872,7 @@ impl Reader<'_> {
                         self.pos += 1;
                     }
                 },
+                b'`' if self.long() => self.backticks_in(w)?,
                 b'`' => return Err("backtick command substitution".to_string()),
                 b'$' => self.dollar(w, true)?,
                 _ => self.push_char(&mut w.value),
@@ -801,15 +888,29 @@ impl Reader<'_> {
         }
         let start = self.pos;
         let next = self.peek(1);
+        let long = self.long();
         let len = match next {
+            Some(b'(') if self.peek(2) == Some(b'(') && long => {
+                return self.expansion_in(w, 3, Open::Arithmetic);
+            }
             Some(b'(') if self.peek(2) == Some(b'(') => {
                 return Err("arithmetic expansion `$((`".to_string());
             }
+            Some(b'(') if long => {
+                self.substitution(2)?;
+                self.verbatim(w, start, Known::Substitution);
+                return Ok(());
+            }
             Some(b'(') => return Err("command substitution `$(`".to_string()),
+            Some(b'[') if long => return self.expansion_in(w, 2, Open::Bracket),
             Some(b'[') => return Err("arithmetic expansion `$[`".to_string()),
             Some(b'"') if !in_quotes => return Err("translated string `$\"...\"`".to_string()),
             Some(b'\'') if !in_quotes => return self.ansi_c_string(w),
-            Some(b'{') => self.braced(start)?,
+            Some(b'{') => match self.braced(start) {
+                Ok(len) => len,
+                Err(_) if long => return self.expansion_in(w, 2, Open::Parameter),
+                Err(phrase) => return Err(phrase),
+            },
             Some(c) if is_name_start(c) => {
                 1 + self.b[start + 1..]
                     .iter()
@@ -827,6 +928,185 @@ impl Reader<'_> {
         w.known = w.known.max(Known::Variable);
         self.pos = start + len;
         Ok(())
+    }
+
+    /// Reads the script of the substitution whose opening (`$(`, `<(` or
+    /// `>(`, `open` bytes) is at `pos`, up to and past its `)`: its
+    /// commands are listed before the command whose word holds it, as
+    /// bash runs them. Long scripts only; nested substitutions are read by
+    /// recursion, so their depth is bounded.
+    fn substitution(&mut self, open: usize) -> Result<(), String> {
+        if self.nesting >= MAX_SUBSTITUTION_NESTING {
+            return Err(format!(
+                "substitutions nested more than {MAX_SUBSTITUTION_NESTING} levels deep"
+            ));
+        }
+        if !self.heredocs.is_empty() {
+            return Err("a substitution on a line with a heredoc pending".to_string());
+        }
+        self.out.substitutions.push(self.pos);
+        let current = std::mem::take(&mut self.current);
+        let state = self.state;
+        let after_pipe = std::mem::take(&mut self.after_pipe);
+        self.frames
+            .push((Frame::Substitution, self.out.commands.len()));
+        self.pos += open;
+        self.state = State::Start;
+        self.nesting += 1;
+        // `run` returns at the `)` that closes the frame, or fails.
+        let read = self.run();
+        self.nesting -= 1;
+        read?;
+        self.current = current;
+        self.state = state;
+        self.after_pipe = after_pipe;
+        Ok(())
+    }
+
+    /// A backquoted substitution at `pos` inside a word.
+    fn backticks_in(&mut self, w: &mut Read) -> Result<(), String> {
+        let start = self.pos;
+        self.backticks()?;
+        self.verbatim(w, start, Known::Substitution);
+        Ok(())
+    }
+
+    /// Reads the backquoted substitution at `pos` and steps past it. Bash
+    /// removes the backslash before `` ` ``, `\` and `$` and reads the
+    /// rest as a script, which a reader of its own reads here.
+    fn backticks(&mut self) -> Result<(), String> {
+        let start = self.pos;
+        let mut end = start + 1;
+        loop {
+            match self.b.get(end) {
+                None => return Err("unterminated backtick command substitution".to_string()),
+                Some(b'`') => break,
+                Some(b'\\') => end += 2,
+                Some(_) => end += 1,
+            }
+        }
+        if self.nesting >= MAX_SUBSTITUTION_NESTING {
+            return Err(format!(
+                "substitutions nested more than {MAX_SUBSTITUTION_NESTING} levels deep"
+            ));
+        }
+        if !self.heredocs.is_empty() {
+            return Err("a substitution on a line with a heredoc pending".to_string());
+        }
+        let inner = super::walk::unescape_backticks(&self.src[start + 1..end]);
+        let mut reader = Reader::new(&inner, self.min_part, self.nesting + 1);
+        reader.verbatim_budget = self.verbatim_budget;
+        reader.run()?;
+        self.verbatim_budget = reader.verbatim_budget;
+        self.out.commands.append(&mut reader.out.commands);
+        self.out.bare.append(&mut reader.out.bare);
+        self.out.backticks.push((start, end + 1));
+        self.pos = end + 1;
+        Ok(())
+    }
+
+    /// An expansion read as text (see [`Reader::expansion`]) inside a word:
+    /// its opening, `open` bytes, is at `pos`.
+    fn expansion_in(&mut self, w: &mut Read, open: usize, first: Open) -> Result<(), String> {
+        let start = self.pos;
+        self.pos += open;
+        self.expansion(first)?;
+        self.verbatim(w, start, Known::Variable);
+        Ok(())
+    }
+
+    /// Steps past the text of arithmetic (`$((`, `((`, `$[`) or of a
+    /// `${...}` with an operator, whose opening `first` is just behind
+    /// `pos`, reading every substitution inside as a script. The text
+    /// itself runs nothing; where it ends follows bash's matching: `((`
+    /// and `$((` close at `))` (one that closes as `)` alone is a
+    /// subshell to bash, refused), `$[` at its `]`, and `${` at the first
+    /// `}` (bash counts only nested `${`). Nesting is kept on a list, not
+    /// by recursion, so arithmetic nested any depth reads in linear time;
+    /// quotes inside are refused.
+    fn expansion(&mut self, first: Open) -> Result<(), String> {
+        let mut open = vec![first];
+        while let Some(&top) = open.last() {
+            let Some(c) = self.peek(0) else {
+                return Err(match first {
+                    Open::Parameter => "unterminated `${`".to_string(),
+                    _ => "unterminated arithmetic".to_string(),
+                });
+            };
+            let arithmetic = matches!(top, Open::Arithmetic | Open::Paren);
+            match c {
+                b'\\' => self.pos += 2,
+                b'\'' | b'"' => {
+                    return Err("quotes inside arithmetic or a `${...}` operator".to_string());
+                }
+                b'`' => self.backticks()?,
+                b'$' => match (self.peek(1), self.peek(2)) {
+                    (Some(b'('), Some(b'(')) => {
+                        open.push(Open::Arithmetic);
+                        self.pos += 3;
+                    }
+                    (Some(b'('), _) => self.substitution(2)?,
+                    (Some(b'['), _) => {
+                        open.push(Open::Bracket);
+                        self.pos += 2;
+                    }
+                    (Some(b'{'), _) => {
+                        open.push(Open::Parameter);
+                        self.pos += 2;
+                    }
+                    (Some(b'\'' | b'"'), _) => {
+                        return Err("quotes inside arithmetic or a `${...}` operator".to_string());
+                    }
+                    _ => self.pos += 1,
+                },
+                b'(' if arithmetic => {
+                    open.push(Open::Paren);
+                    self.pos += 1;
+                }
+                b')' if arithmetic => {
+                    open.pop();
+                    if top == Open::Arithmetic {
+                        if self.peek(1) != Some(b')') {
+                            return Err("`((` that closes as `)`: a subshell to bash".to_string());
+                        }
+                        self.pos += 1;
+                    }
+                    self.pos += 1;
+                }
+                b'[' if top == Open::Bracket => {
+                    open.push(Open::Bracket);
+                    self.pos += 1;
+                }
+                b']' if top == Open::Bracket => {
+                    open.pop();
+                    self.pos += 1;
+                }
+                b'}' if top == Open::Parameter => {
+                    open.pop();
+                    self.pos += 1;
+                }
+                _ => self.pos += 1,
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the source from `start` to `pos` (a substitution or an
+    /// expansion) into `w` while [`Reader::verbatim_budget`] lasts, then
+    /// only its start.
+    fn verbatim(&mut self, w: &mut Read, start: usize, known: Known) {
+        let text = &self.src[start..self.pos];
+        if text.len() <= self.verbatim_budget {
+            self.verbatim_budget -= text.len();
+            w.value.push_str(text);
+        } else {
+            let mut chars = text.chars();
+            w.value.extend(chars.by_ref().take(SHORT_VERBATIM_CHARS));
+            if chars.next().is_some() {
+                w.value.push('…');
+            }
+        }
+        w.known = w.known.max(known);
     }
 
     /// `${NAME}`, `${N}` or `${#NAME}` at `start`; its length.

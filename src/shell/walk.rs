@@ -96,15 +96,21 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
                 "a script of more than {} KiB is read without a second opinion",
                 min_part / 1024
             ));
-            let rest = reading.commands.split_off(commands);
-            let rest_bare = reading.bare.split_off(bare);
-            walker.strict_alone(std::mem::replace(
-                &mut reading,
-                strict::Reading {
-                    commands: rest,
-                    bare: rest_bare,
-                },
-            ));
+            let rest = strict::Reading {
+                commands: reading.commands.split_off(commands),
+                bare: reading.bare.split_off(bare),
+                ..Default::default()
+            };
+            let alone = std::mem::replace(&mut reading, rest);
+            // The substitutions it read were analysed: the search for
+            // text evaluated as code looks only inside them.
+            walker
+                .parsed_substitutions
+                .extend(alone.substitutions.iter().filter(|&&at| at < next));
+            for &(start, end) in alone.backticks.iter().filter(|r| r.0 < next) {
+                walker.mark_read(start, end);
+            }
+            walker.strict_alone(alone);
             from = next;
             splits.clear();
         }
@@ -1326,7 +1332,19 @@ impl<'s> Walker<'s> {
             }
             // The commands read before the refusal are bash's: deny rules
             // must see them even where tree-sitter read them otherwise.
-            let walked: HashSet<&Normal> = walked.iter().collect();
+            // (In a long script they include those inside substitutions,
+            // which the walk analyses as scripts of their own: they are
+            // compared with every command found.)
+            let found: Vec<Normal> = self
+                .commands
+                .iter()
+                .map(|c| {
+                    let mut redirects: Vec<_> = c.redirects.iter().map(pair).collect();
+                    redirects.sort();
+                    (c.words.clone(), redirects)
+                })
+                .collect();
+            let walked: HashSet<&Normal> = walked.iter().chain(&found).collect();
             for (command, key) in reading.commands.into_iter().zip(&strict) {
                 if !walked.contains(key) {
                     self.simple(command.words, command.redirects, command.assignments);
@@ -1572,7 +1590,7 @@ fn heredoc_start(body: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
 
 /// The text of a backtick substitution as bash parses it: a backslash
 /// before `` ` ``, `\\` or `$` is removed.
-fn unescape_backticks(inner: &str) -> String {
+pub(super) fn unescape_backticks(inner: &str) -> String {
     let mut out = String::with_capacity(inner.len());
     let mut chars = inner.chars().peekable();
     while let Some(c) = chars.next() {
