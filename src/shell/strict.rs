@@ -51,6 +51,11 @@ pub(super) struct Reading {
     /// The byte ranges of the backquoted substitutions read as scripts,
     /// outermost only, in source order.
     pub backticks: Vec<(usize, usize)>,
+    /// Whether the reader refused only because the script ends inside a
+    /// construct or after an operator: bash then reads to the end, reports
+    /// a syntax error and runs nothing from that line on, so no other
+    /// reading of the rest can find commands that run.
+    pub unfinished: bool,
 }
 
 /// Reads `src`, or names the first construct outside the subset.
@@ -208,9 +213,16 @@ struct Reader<'s> {
 }
 
 /// How deeply substitutions are read inside one another in a long script;
-/// deeper ones are refused (and left to tree-sitter). bash itself, with its
-/// default 8 MiB stack, crashes parsing 2,000 nested `$(`.
-const MAX_SUBSTITUTION_NESTING: usize = 128;
+/// deeper ones are refused (and left to tree-sitter). Nested substitutions
+/// are read by recursion on a stack that grows on the heap as needed
+/// ([`stacker`]), so the bound is one of memory only. (bash itself, with
+/// its default 8 MiB stack, crashes parsing 2,000 nested `$(`.)
+const MAX_SUBSTITUTION_NESTING: usize = 1 << 20;
+
+/// Stack left before a nested substitution is read on a new stack segment,
+/// and the size of such a segment.
+const STACK_RED_ZONE: usize = 64 * 1024;
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 
 /// See [`Reader::verbatim_budget`]; the walk's bound.
 const VERBATIM_BUDGET: usize = 64 * 1024;
@@ -287,7 +299,9 @@ impl<'s> Reader<'s> {
         loop {
             self.skip_blanks();
             let Some(c) = self.peek(0) else {
-                return self.finish();
+                let finished = self.finish();
+                self.out.unfinished = finished.is_err();
+                return finished;
             };
             match c {
                 b'\n' => {
@@ -854,6 +868,7 @@ impl<'s> Reader<'s> {
     fn double_quoted(&mut self, w: &mut Read) -> Result<(), String> {
         loop {
             let Some(c) = self.peek(0) else {
+                self.out.unfinished = true;
                 return Err("unterminated double quote".to_string());
             };
             match c {
@@ -954,7 +969,7 @@ impl<'s> Reader<'s> {
         self.state = State::Start;
         self.nesting += 1;
         // `run` returns at the `)` that closes the frame, or fails.
-        let read = self.run();
+        let read = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.run());
         self.nesting -= 1;
         read?;
         self.current = current;
@@ -996,7 +1011,7 @@ impl<'s> Reader<'s> {
         let inner = super::walk::unescape_backticks(&self.src[start + 1..end]);
         let mut reader = Reader::new(&inner, self.min_part, self.nesting + 1);
         reader.verbatim_budget = self.verbatim_budget;
-        reader.run()?;
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || reader.run())?;
         self.verbatim_budget = reader.verbatim_budget;
         self.out.commands.append(&mut reader.out.commands);
         self.out.bare.append(&mut reader.out.bare);
@@ -1028,6 +1043,7 @@ impl<'s> Reader<'s> {
         let mut open = vec![first];
         while let Some(&top) = open.last() {
             let Some(c) = self.peek(0) else {
+                self.out.unfinished = true;
                 return Err(match first {
                     Open::Parameter => "unterminated `${`".to_string(),
                     _ => "unterminated arithmetic".to_string(),

@@ -87,6 +87,11 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
         // ahead of the construct it refused. Only the rest is parsed.
         let strict_until = match (&refused, splits.last()) {
             (None, _) => Some((script.len(), reading.commands.len(), reading.bare.len())),
+            // Bash runs nothing past where the script stops making sense.
+            (Some(phrase), _) if reading.unfinished => {
+                walker.note(phrase.clone());
+                Some((script.len(), reading.commands.len(), reading.bare.len()))
+            }
             (Some(_), Some(cut)) => Some((cut.next, cut.commands, cut.bare)),
             (Some(_), None) => None,
         };
