@@ -6,6 +6,7 @@
 //! `ask` or `deny` rule needs just one. A rule can then never allow more
 //! than it names, and never deny or ask less than it names.
 
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
@@ -43,11 +44,25 @@ pub(super) struct Globs {
 }
 
 #[derive(Debug, Clone)]
-enum Compiled {
+struct Compiled {
+    /// Globs with no special character match exactly their own text: a
+    /// hash lookup, not a glob match (`sudo`, `rm` in a program list).
+    literals: HashSet<String>,
+    patterns: Patterned,
+}
+
+#[derive(Debug, Clone)]
+enum Patterned {
+    None,
     Set(GlobSet),
     /// Should the combined set exceed the regex engine's size limit, each
     /// glob is matched on its own (which cannot fail).
     Each(Vec<GlobMatcher>),
+}
+
+/// Whether `glob` matches only its own text.
+fn is_literal(glob: &Glob) -> bool {
+    !glob.glob().contains(['*', '?', '[', ']', '{', '}', '\\'])
 }
 
 impl Globs {
@@ -60,19 +75,29 @@ impl Globs {
 
     pub(super) fn is_match(&self, text: &str) -> bool {
         let compiled = self.compiled.get_or_init(|| {
+            let (literal, patterned): (Vec<&Glob>, Vec<&Glob>) =
+                self.globs.iter().partition(|g| is_literal(g));
             let mut set = GlobSetBuilder::new();
-            for glob in &self.globs {
-                set.add(glob.clone());
+            for glob in &patterned {
+                set.add((*glob).clone());
             }
-            match set.build() {
-                Ok(set) => Compiled::Set(set),
-                Err(_) => Compiled::Each(self.globs.iter().map(Glob::compile_matcher).collect()),
+            Compiled {
+                literals: literal.iter().map(|g| g.glob().to_owned()).collect(),
+                patterns: match set.build() {
+                    _ if patterned.is_empty() => Patterned::None,
+                    Ok(set) => Patterned::Set(set),
+                    Err(_) => {
+                        Patterned::Each(patterned.iter().map(|g| g.compile_matcher()).collect())
+                    }
+                },
             }
         });
-        match compiled {
-            Compiled::Set(set) => set.is_match(text),
-            Compiled::Each(each) => each.iter().any(|m| m.is_match(text)),
-        }
+        compiled.literals.contains(text)
+            || match &compiled.patterns {
+                Patterned::None => false,
+                Patterned::Set(set) => set.is_match(text),
+                Patterned::Each(each) => each.iter().any(|m| m.is_match(text)),
+            }
     }
 }
 
