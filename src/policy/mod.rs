@@ -201,6 +201,7 @@ impl Policy {
         if let Some(problem) = request
             .schema_problem()
             .or_else(|| invalid_arguments(request))
+            .or_else(|| facts.shell.as_ref().and_then(|s| s.unjudgeable.clone()))
         {
             return self.decision(Action::Deny, INVALID_ARGUMENTS, problem);
         }

@@ -60,6 +60,12 @@ pub struct CommandAnalysis {
     /// or truncates their targets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bare_redirects: Vec<Redirect>,
+    /// Why the command cannot be judged at all, if it cannot: its
+    /// substitutions nest deeper than bash itself can parse (more than
+    /// 8,192 levels; bash crashes on 2,000). The reading stops there, and
+    /// the policy denies the request as `request.invalid_arguments`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unjudgeable: Option<String>,
 }
 
 impl CommandAnalysis {

@@ -56,6 +56,9 @@ pub(super) struct Reading {
     /// a syntax error and runs nothing from that line on, so no other
     /// reading of the rest can find commands that run.
     pub unfinished: bool,
+    /// Whether the reader stopped at substitutions nested more than
+    /// [`MAX_SUBSTITUTION_NESTING`] levels deep.
+    pub too_deep: bool,
 }
 
 /// Reads `src`, or names the first construct outside the subset.
@@ -119,6 +122,8 @@ enum Frame {
     Loop,
     /// The script inside `$(...)`, `<(...)` or `>(...)`.
     Substitution,
+    /// `case ... in ... esac` (long scripts only).
+    Case,
 }
 
 /// What an expansion read as text (arithmetic, `${...}` with an
@@ -148,6 +153,8 @@ enum State {
     /// operators may follow. Redirections apply to the commands from the
     /// index given.
     Closed(usize),
+    /// Inside `case`, where a pattern list or `esac` comes next.
+    Pattern,
 }
 
 #[derive(Debug, Default)]
@@ -212,12 +219,13 @@ struct Reader<'s> {
     verbatim_budget: usize,
 }
 
-/// How deeply substitutions are read inside one another in a long script;
-/// deeper ones are refused (and left to tree-sitter). Nested substitutions
-/// are read by recursion on a stack that grows on the heap as needed
-/// ([`stacker`]), so the bound is one of memory only. (bash itself, with
-/// its default 8 MiB stack, crashes parsing 2,000 nested `$(`.)
-const MAX_SUBSTITUTION_NESTING: usize = 1 << 20;
+/// How deeply substitutions are read inside one another. bash itself, with
+/// its default 8 MiB stack, crashes parsing 2,000 nested `$(`; a script
+/// that nests them deeper than this cannot be judged (see
+/// [`Reading::too_deep`]). No script of 16 KiB or less can: each level
+/// takes at least three bytes. Nested substitutions are read by recursion,
+/// on a stack that grows on the heap as needed ([`stacker`]).
+pub(super) const MAX_SUBSTITUTION_NESTING: usize = 8192;
 
 /// Stack left before a nested substitution is read on a new stack segment,
 /// and the size of such a segment.
@@ -297,6 +305,10 @@ impl<'s> Reader<'s> {
 
     fn run(&mut self) -> Result<(), String> {
         loop {
+            if self.state == State::Pattern {
+                self.case_patterns()?;
+                continue;
+            }
             self.skip_blanks();
             let Some(c) = self.peek(0) else {
                 let finished = self.finish();
@@ -320,7 +332,8 @@ impl<'s> Reader<'s> {
                 }
                 b';' => {
                     if matches!(self.peek(1), Some(b';' | b'&')) {
-                        return Err("`;;` or `;&` outside a modelled `case`".to_string());
+                        self.end_case_item()?;
+                        continue;
                     }
                     self.operator(1, "`;`", State::Start)?;
                 }
@@ -424,7 +437,9 @@ impl<'s> Reader<'s> {
             State::Closed(_) => Ok(()),
             // A blank line, or `( ls; )`.
             State::Start if what == "newline" || what == "`)`" => Ok(()),
-            State::Start | State::Need => Err(format!("syntax: no command before {what}")),
+            State::Start | State::Need | State::Pattern => {
+                Err(format!("syntax: no command before {what}"))
+            }
         }
     }
 
@@ -545,6 +560,145 @@ impl<'s> Reader<'s> {
         self.open(Frame::Loop)
     }
 
+    /// In a long script, `case WORD in`: the word is read (its
+    /// substitutions run), then pattern lists and their commands follow.
+    fn case_header(&mut self) -> Result<(), String> {
+        self.skip_blanks();
+        match self.peek(0) {
+            Some(c) if !is_meta(c) && c != b'#' => {
+                self.word()?;
+            }
+            _ => return Err("`case` compound command".to_string()),
+        }
+        self.skip_blanks_and_lines()?;
+        match self.peek(0) {
+            Some(c) if !is_meta(c) => {
+                let word = self.word()?;
+                if word.quoted || word.value != "in" {
+                    return Err("`case` compound command".to_string());
+                }
+            }
+            _ => return Err("`case` compound command".to_string()),
+        }
+        self.frames.push((Frame::Case, self.out.commands.len()));
+        self.state = State::Pattern;
+        Ok(())
+    }
+
+    /// Skips blanks, line ends (reading the heredocs they start) and
+    /// comments.
+    fn skip_blanks_and_lines(&mut self) -> Result<(), String> {
+        loop {
+            self.skip_blanks();
+            match self.peek(0) {
+                Some(b'\n') => {
+                    self.pos += 1;
+                    self.read_heredocs()?;
+                }
+                Some(b'#') => {
+                    while self.peek(0).is_some_and(|c| c != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Inside `case`, `[(] PATTERN [| PATTERN]... )` or `esac`. The
+    /// patterns' substitutions are read (bash expands a pattern to match
+    /// it); extended patterns are refused.
+    fn case_patterns(&mut self) -> Result<(), String> {
+        self.skip_blanks_and_lines()?;
+        let Some(c) = self.peek(0) else {
+            self.out.unfinished = true;
+            return Err("syntax: the script ends in a `case`".to_string());
+        };
+        if c == b'(' {
+            self.pos += 1;
+            self.skip_blanks();
+        }
+        loop {
+            match self.peek(0) {
+                Some(c) if !is_meta(c) => {
+                    let word = self.word()?;
+                    if !word.quoted && word.value == "esac" && c != b'(' {
+                        return self.close(Frame::Case, "`esac`");
+                    }
+                }
+                _ => return Err("`case` pattern".to_string()),
+            }
+            self.skip_blanks();
+            match self.peek(0) {
+                Some(b'|') => {
+                    self.pos += 1;
+                    self.skip_blanks();
+                }
+                Some(b')') => {
+                    self.pos += 1;
+                    self.state = State::Start;
+                    return Ok(());
+                }
+                _ => return Err("`case` pattern".to_string()),
+            }
+        }
+    }
+
+    /// `;;`, `;&` or `;;&` at `pos`: the end of a `case` item.
+    fn end_case_item(&mut self) -> Result<(), String> {
+        if self.frames.last().map(|f| f.0) != Some(Frame::Case) {
+            return Err("`;;` or `;&` outside a modelled `case`".to_string());
+        }
+        // An item may have no command (`a) ;;`).
+        if self.state != State::Start {
+            self.end_command("`;;`")?;
+        }
+        self.pos += 2;
+        if self.peek(0) == Some(b'&') && self.b[self.pos - 1] == b';' {
+            self.pos += 1;
+        }
+        self.state = State::Pattern;
+        Ok(())
+    }
+
+    /// In a long script, `[[ ... ]]`: no command, but its words are
+    /// expanded, so their substitutions run. `<`, `>`, `(`, `)`, `&&`,
+    /// `||` and `!` are its own operators there. A line end, a comment,
+    /// `=~` (whose regular expression has quoting rules of its own) and
+    /// anything else unusual are refused.
+    fn conditional(&mut self) -> Result<(), String> {
+        let from = self.out.commands.len();
+        loop {
+            self.skip_blanks();
+            match self.peek(0) {
+                None => {
+                    self.out.unfinished = true;
+                    return Err("syntax: the script ends in `[[`".to_string());
+                }
+                Some(b'&') if self.peek(1) == Some(b'&') => self.pos += 2,
+                Some(b'|') if self.peek(1) == Some(b'|') => self.pos += 2,
+                Some(b'<' | b'>' | b'(' | b')') if self.peek(1) != Some(b'(') => self.pos += 1,
+                Some(c) if is_meta(c) || c == b'#' => {
+                    return Err(format!("`[[` with `{}`", self.near()));
+                }
+                Some(_) => {
+                    let word = self.word()?;
+                    if word.quoted {
+                        continue;
+                    }
+                    match word.value.as_str() {
+                        "]]" => {
+                            self.state = State::Closed(from);
+                            return Ok(());
+                        }
+                        "=~" => return Err("`=~` in `[[`".to_string()),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
     /// Closes a compound command; following redirections apply to every
     /// command inside it.
     fn close(&mut self, frame: Frame, what: &str) -> Result<(), String> {
@@ -610,7 +764,10 @@ impl<'s> Reader<'s> {
                 "}" => return self.close(Frame::Group, "`}`"),
                 "fi" => return self.close(Frame::If, "`fi`"),
                 "done" => return self.close(Frame::Loop, "`done`"),
-                "for" if self.min_part.is_some() => return self.long_for_header(),
+                "for" if self.long() => return self.long_for_header(),
+                "case" if self.long() => return self.case_header(),
+                "esac" if self.long() => return self.close(Frame::Case, "`esac`"),
+                "[[" if self.long() => return self.conditional(),
                 k if UNMODELLED_KEYWORDS.contains(&k) => {
                     return Err(format!("`{k}` compound command"));
                 }
@@ -951,11 +1108,7 @@ impl<'s> Reader<'s> {
     /// bash runs them. Long scripts only; nested substitutions are read by
     /// recursion, so their depth is bounded.
     fn substitution(&mut self, open: usize) -> Result<(), String> {
-        if self.nesting >= MAX_SUBSTITUTION_NESTING {
-            return Err(format!(
-                "substitutions nested more than {MAX_SUBSTITUTION_NESTING} levels deep"
-            ));
-        }
+        self.nest()?;
         if !self.heredocs.is_empty() {
             return Err("a substitution on a line with a heredoc pending".to_string());
         }
@@ -976,6 +1129,18 @@ impl<'s> Reader<'s> {
         self.state = state;
         self.after_pipe = after_pipe;
         Ok(())
+    }
+
+    /// Refuses one more level of substitution past the bound.
+    fn nest(&mut self) -> Result<(), String> {
+        if self.nesting < MAX_SUBSTITUTION_NESTING {
+            return Ok(());
+        }
+        self.out.too_deep = true;
+        Err(format!(
+            "substitutions nested more than {MAX_SUBSTITUTION_NESTING} levels deep, \
+             deeper than bash itself can parse"
+        ))
     }
 
     /// A backquoted substitution at `pos` inside a word.
@@ -1000,18 +1165,16 @@ impl<'s> Reader<'s> {
                 Some(_) => end += 1,
             }
         }
-        if self.nesting >= MAX_SUBSTITUTION_NESTING {
-            return Err(format!(
-                "substitutions nested more than {MAX_SUBSTITUTION_NESTING} levels deep"
-            ));
-        }
+        self.nest()?;
         if !self.heredocs.is_empty() {
             return Err("a substitution on a line with a heredoc pending".to_string());
         }
         let inner = super::walk::unescape_backticks(&self.src[start + 1..end]);
         let mut reader = Reader::new(&inner, self.min_part, self.nesting + 1);
         reader.verbatim_budget = self.verbatim_budget;
-        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || reader.run())?;
+        let read = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || reader.run());
+        self.out.too_deep |= reader.out.too_deep;
+        read?;
         self.verbatim_budget = reader.verbatim_budget;
         self.out.commands.append(&mut reader.out.commands);
         self.out.bare.append(&mut reader.out.bare);

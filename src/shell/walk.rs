@@ -56,6 +56,7 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
         commands: Vec::new(),
         notes: Vec::new(),
         parse_error_noted: false,
+        unjudgeable: None,
         attach_budget: MAX_ATTACH_WORK,
         verbatim_budget: VERBATIM_BUDGET.saturating_add(script.len()),
         raw: Vec::new(),
@@ -87,9 +88,13 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
         // ahead of the construct it refused. Only the rest is parsed.
         let strict_until = match (&refused, splits.last()) {
             (None, _) => Some((script.len(), reading.commands.len(), reading.bare.len())),
-            // Bash runs nothing past where the script stops making sense.
-            (Some(phrase), _) if reading.unfinished => {
+            // Bash runs nothing past where the script stops making sense,
+            // and nothing reads past substitutions nested too deep.
+            (Some(phrase), _) if reading.unfinished || reading.too_deep => {
                 walker.note(phrase.clone());
+                if reading.too_deep {
+                    walker.unjudgeable = Some(phrase.clone());
+                }
                 Some((script.len(), reading.commands.len(), reading.bare.len()))
             }
             (Some(_), Some(cut)) => Some((cut.next, cut.commands, cut.bare)),
@@ -405,6 +410,8 @@ struct Walker<'s> {
     commands: Vec<SimpleCommand>,
     notes: Vec<String>,
     parse_error_noted: bool,
+    /// See [`CommandAnalysis::unjudgeable`].
+    unjudgeable: Option<String>,
     attach_budget: usize,
     verbatim_budget: usize,
     /// Every simple command of this script as read, before wrappers are
@@ -456,6 +463,7 @@ impl<'s> Walker<'s> {
             commands: self.commands,
             unprovable: self.notes,
             bare_redirects: self.bare,
+            unjudgeable: self.unjudgeable,
         }
     }
 
@@ -1420,6 +1428,9 @@ impl<'s> Walker<'s> {
             return;
         }
         let inner = analyze_nested(script, self.depth + 1);
+        if self.unjudgeable.is_none() {
+            self.unjudgeable = inner.unjudgeable;
+        }
         self.commands.extend(inner.commands);
         self.bare.extend(inner.bare_redirects);
         for phrase in inner.unprovable {

@@ -108,7 +108,7 @@ fn denied_cases_stay_denied_inside_long_scripts() {
     let word = "a".repeat(1_000);
     let lines = format!("ls -l {word}\n").repeat(17);
     let list = format!("ls -l {word}; ").repeat(17);
-    let refused = "[[ -n $x ]] && case $x in a) ls;; esac\n";
+    let refused = "a=(1 2); echo ${a[0]}\n";
     let mut wrong = Vec::new();
     for case in &denied {
         let c = &case.command;
@@ -295,4 +295,34 @@ fn explain_shows_the_parsed_commands_and_what_could_not_be_proven() {
         "{text}"
     );
     assert!(text.contains("by rule `bash.unprovable`"), "{text}");
+}
+
+/// Bash crashes parsing 2,000 nested `$(`; past 8,192 levels (a script of
+/// more than 16 KiB) a command cannot be judged and is denied whatever
+/// the rules, closed or not. Below that, the substitutions are read.
+#[test]
+fn substitutions_nested_deeper_than_bash_can_parse_are_denied() {
+    let nest = |n: usize, close: bool| {
+        let closing = if close { ")".repeat(n) } else { String::new() };
+        format!("echo {}ls{closing}", "$(".repeat(n))
+    };
+    let sandbox = Sandbox::new();
+    for (command, rule) in [
+        (nest(9_000, true), "request.invalid_arguments"),
+        (nest(9_000, false), "request.invalid_arguments"),
+        (nest(5_000, true), "bash.unprovable"),
+        (format!("ls; {}", nest(8_000, true)), "bash.unprovable"),
+    ] {
+        let args = json!({ "command": command }).to_string();
+        let report = json(&run_expecting(
+            &mut sandbox.gavel(&["check", "bash", &args, "--json"]),
+            0,
+        ));
+        assert_eq!(report["rule_id"], rule, "{}", report["reason"]);
+        if rule == "request.invalid_arguments" {
+            assert_eq!(report["action"], "deny");
+            let reason = report["reason"].as_str().unwrap_or_default();
+            assert!(reason.contains("nested more than 8192"), "{reason}");
+        }
+    }
 }
