@@ -1350,6 +1350,8 @@ impl<'s> Reader<'s> {
     /// (`pos` is at the start of the next line).
     fn read_heredocs(&mut self) -> Result<(), String> {
         for doc in std::mem::take(&mut self.heredocs) {
+            let body_start = self.pos;
+            let mut body_end = self.b.len();
             loop {
                 if self.pos >= self.b.len() {
                     if self.min_part.is_some() {
@@ -1366,28 +1368,72 @@ impl<'s> Reader<'s> {
                     .position(|&c| c == b'\n')
                     .map_or(self.b.len(), |n| self.pos + n);
                 let mut line = &self.src[self.pos..end];
+                let line_start = self.pos;
                 self.pos = (end + 1).min(self.b.len());
                 if doc.strip_tabs {
                     line = line.trim_start_matches('\t');
                 }
                 if line == doc.delimiter {
+                    body_end = line_start;
                     break;
                 }
                 if !doc.quoted {
-                    literal_body_line(line)?;
+                    literal_body_line(line, self.long())?;
                 }
                 if end == self.b.len() {
                     return Err("heredoc without its end".to_string());
                 }
             }
+            if !doc.quoted && self.long() {
+                let after = self.pos;
+                self.body_substitutions(body_start, body_end)?;
+                self.pos = after;
+            }
+        }
+        Ok(())
+    }
+
+    /// In a long script, the substitutions of an unquoted heredoc body
+    /// between `start` and `end`, read as scripts: bash expands the body
+    /// once it has read it to its delimiter, running them. Quotes are
+    /// plain text there.
+    fn body_substitutions(&mut self, start: usize, end: usize) -> Result<(), String> {
+        self.pos = start;
+        while self.pos < end {
+            match self.b[self.pos] {
+                b'\\' => self.pos += 2,
+                b'`' => self.backticks()?,
+                b'$' => match (self.peek(1), self.peek(2)) {
+                    (Some(b'('), Some(b'(')) => {
+                        self.pos += 3;
+                        self.expansion(Open::Arithmetic)?;
+                    }
+                    (Some(b'('), _) => self.substitution(2)?,
+                    (Some(b'['), _) => {
+                        self.pos += 2;
+                        self.expansion(Open::Bracket)?;
+                    }
+                    (Some(b'{'), _) => {
+                        self.pos += 2;
+                        self.expansion(Open::Parameter)?;
+                    }
+                    _ => self.pos += 1,
+                },
+                _ => self.pos += 1,
+            }
+        }
+        if self.pos > end {
+            return Err("a substitution that runs past its heredoc body".to_string());
         }
         Ok(())
     }
 }
 
 /// A line of an unquoted heredoc body must expand to itself: no
-/// substitutions, no `${`, no line continuation.
-fn literal_body_line(line: &str) -> Result<(), String> {
+/// substitutions, no `${`, no line continuation (which joins lines before
+/// bash looks for the delimiter). In a long script only the last is
+/// refused: the substitutions are read once the body is complete.
+fn literal_body_line(line: &str, long: bool) -> Result<(), String> {
     let b = line.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -1396,6 +1442,7 @@ fn literal_body_line(line: &str) -> Result<(), String> {
                 return Err("line continuation in a heredoc body".to_string());
             }
             b'\\' => i += 1,
+            _ if long => {}
             b'`' => return Err("backtick command substitution in a heredoc body".to_string()),
             b'$' if matches!(b.get(i + 1), Some(b'(' | b'[' | b'{')) => {
                 return Err(format!(

@@ -1103,6 +1103,12 @@ fn a_long_script_is_read_inside_substitutions_and_expansions() {
             &["id", "wc", "ls"],
         ),
         ("if [[ $x == y ]]; then rm x; fi", &["rm"]),
+        (
+            "cat <<E > f; ls\n'$(id)' `wc`\n${x:-$(rm x)} $((1))\nE\necho",
+            &["cat", "ls", "id", "wc", "rm", "echo"],
+        ),
+        ("cat <<'E'\n$(id)\nE\n", &["cat"]),
+        ("cat <<E\n$(id\n)\nE\n", &["cat", "id"]),
     ] {
         let read = read_long(script);
         let Ok(commands) = &read else {
@@ -1139,6 +1145,8 @@ fn a_long_script_refuses_what_it_cannot_match_like_bash() {
         "[[ -f x\n]]",
         "[[ x ]] y",
         "ls;; echo",
+        "cat <<E\n$(id\nE\n)\nE\n",
+        "cat <<E\na\\\nE\nE\n",
     ] {
         assert!(
             read_long(script).is_err(),
