@@ -465,6 +465,15 @@ impl<'s> Reader<'s> {
         if self.long_function_definition() {
             return Ok(());
         }
+        if self.long()
+            && self.state == State::Simple
+            && self.current.words.is_empty()
+            && self.current.assigned
+            && self.pos > 0
+            && self.b[self.pos - 1] == b'='
+        {
+            return self.long_array();
+        }
         if self.state == State::Simple && self.current.words.len() == 1 {
             return Err(format!(
                 "function definition `{}()`",
@@ -521,6 +530,30 @@ impl<'s> Reader<'s> {
         self.current = Current::default();
         self.state = State::Start;
         true
+    }
+
+    /// In a long script, the elements of `NAME=(...)` after an assignment
+    /// before the command name: words (their substitutions run), line
+    /// ends and comments, up to `)`.
+    fn long_array(&mut self) -> Result<(), String> {
+        self.pos += 1;
+        loop {
+            self.skip_blanks_and_lines()?;
+            match self.peek(0) {
+                Some(b')') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(c) if !is_meta(c) => {
+                    self.word()?;
+                }
+                None => {
+                    self.out.unfinished = true;
+                    return Err("syntax: the script ends in an array".to_string());
+                }
+                Some(_) => return Err(format!("array assignment near `{}`", self.near())),
+            }
+        }
     }
 
     /// In a long script, the header of `for NAME [in WORDS] ; do`: no

@@ -1108,6 +1108,11 @@ fn a_long_script_is_read_inside_substitutions_and_expansions() {
             &["cat", "ls", "id", "wc", "rm", "echo"],
         ),
         ("cat <<'E'\n$(id)\nE\n", &["cat"]),
+        (
+            "a=(x $(id)\n# c\n[k]=`wc`) b+=() ls \"${a[@]}\"",
+            &["id", "wc", "ls"],
+        ),
+        ("a=(1 2); echo", &["echo"]),
         ("cat <<E\n$(id\n)\nE\n", &["cat", "id"]),
     ] {
         let read = read_long(script);
@@ -1147,6 +1152,8 @@ fn a_long_script_refuses_what_it_cannot_match_like_bash() {
         "ls;; echo",
         "cat <<E\n$(id\nE\n)\nE\n",
         "cat <<E\na\\\nE\nE\n",
+        "a=(x=(1))",
+        "ls a=(1)",
     ] {
         assert!(
             read_long(script).is_err(),

@@ -108,7 +108,7 @@ fn denied_cases_stay_denied_inside_long_scripts() {
     let word = "a".repeat(1_000);
     let lines = format!("ls -l {word}\n").repeat(17);
     let list = format!("ls -l {word}; ").repeat(17);
-    let refused = "a=(1 2); echo ${a[0]}\n";
+    let refused = "select x in a; do echo $x; done\n";
     let mut wrong = Vec::new();
     for case in &denied {
         let c = &case.command;
