@@ -1419,7 +1419,12 @@ impl<'s> Reader<'s> {
             }
             if !doc.quoted && self.long() {
                 let after = self.pos;
-                self.body_substitutions(body_start, body_end)?;
+                let read = self.body_substitutions(body_start, body_end);
+                if read.is_err() {
+                    // Reading past the body's end is no end of the script.
+                    self.out.unfinished = false;
+                }
+                read?;
                 self.pos = after;
             }
         }

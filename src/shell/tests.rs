@@ -1168,6 +1168,7 @@ fn a_long_script_refuses_what_it_cannot_match_like_bash() {
         ("ls\necho \"$(id; ", true),
         ("ls; { echo ${x:-", true),
         ("ls &&", true),
+        ("cat <<E\n$(id\nE\nls\n", false),
         ("echo $((x) )", false),
         ("echo 'x", false),
     ] {
