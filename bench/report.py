@@ -203,7 +203,7 @@ SIZES = [1 << 10, 10 << 10, 100 << 10, 1 << 20]
 scaling = []
 for shape in ("words", "pipeline", "pipeline_tight", "list", "list_newline", "for_loops",
               "and_or", "redirects", "assignments", "heredocs", "nested_arith", "substitutions",
-              "bash_path", "read_path"):
+              "backticks", "brace_expansion", "case_list", "bash_path", "read_path"):
     times = [estimate(f"scaling_{shape}", str(n)) for n in SIZES]
     if None in times:
         continue

@@ -46,6 +46,13 @@ fn request(shape: &str, size: usize) -> ToolRequest {
         "heredocs" => ("bash", "command", repeat("cat <<E\nx\nE\n", "", "")),
         "nested_arith" => ("bash", "command", repeat("$((", "echo ", "")),
         "substitutions" => ("bash", "command", repeat("$(", "echo ", "")),
+        "backticks" => ("bash", "command", repeat(" `ls`", "echo", "")),
+        "brace_expansion" => ("bash", "command", repeat("{a,b}", "echo ", "")),
+        "case_list" => (
+            "bash",
+            "command",
+            repeat("case x in a) ls;; esac; ", "", ""),
+        ),
         "bash_path" => ("bash", "command", repeat("a/", "cat ", "f")),
         "read_path" => ("read_file", "path", repeat("a/", "", "f")),
         other => unreachable!("no shape `{other}`"),
@@ -70,6 +77,9 @@ fn scaling(c: &mut Criterion) {
         "heredocs",
         "nested_arith",
         "substitutions",
+        "backticks",
+        "brace_expansion",
+        "case_list",
         "bash_path",
         "read_path",
     ];

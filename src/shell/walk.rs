@@ -1351,11 +1351,7 @@ impl<'s> Walker<'s> {
             let found: Vec<Normal> = self
                 .commands
                 .iter()
-                .map(|c| {
-                    let mut redirects: Vec<_> = c.redirects.iter().map(pair).collect();
-                    redirects.sort();
-                    (c.words.clone(), redirects)
-                })
+                .map(|c| normal_of(c.words.clone(), &c.redirects))
                 .collect();
             let walked: HashSet<&Normal> = walked.iter().chain(&found).collect();
             for (command, key) in reading.commands.into_iter().zip(&strict) {
@@ -1699,12 +1695,16 @@ fn hidden_scripts(text: &str, walked: impl Fn(usize) -> bool) -> Vec<(usize, Str
 type Normal = (Vec<String>, Vec<(String, String)>);
 
 fn normal(command: &strict::Command) -> Normal {
-    let mut redirects: Vec<_> = command.redirects.iter().map(pair).collect();
-    redirects.sort();
-    (
+    normal_of(
         command.words.iter().map(|w| w.text.clone()).collect(),
-        redirects,
+        &command.redirects,
     )
+}
+
+fn normal_of(words: Vec<String>, redirects: &[Redirect]) -> Normal {
+    let mut redirects: Vec<_> = redirects.iter().map(pair).collect();
+    redirects.sort();
+    (words, redirects)
 }
 
 fn pair(r: &Redirect) -> (String, String) {
