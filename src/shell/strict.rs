@@ -249,6 +249,31 @@ fn is_meta(c: u8) -> bool {
     )
 }
 
+/// Bytes a word copies as they are: none that [`Reader::word`] treats
+/// apart (metacharacters, quotes, escapes, expansions, globs, braces and
+/// the control bytes it refuses).
+fn is_plain(c: u8) -> bool {
+    !is_meta(c)
+        && !matches!(
+            c,
+            b'\\'
+                | b'\''
+                | b'"'
+                | b'`'
+                | b'$'
+                | b'*'
+                | b'?'
+                | b'['
+                | b'{'
+                | b'}'
+                | b','
+                | b'.'
+                | 0
+                | 0x01
+                | 0x7f
+        )
+}
+
 fn is_name_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_'
 }
@@ -1033,7 +1058,20 @@ impl<'s> Reader<'s> {
                 0 | 0x01 | 0x7f => {
                     return Err(format!("control byte {c:#04x} outside quotes"));
                 }
-                _ => self.push_char(&mut w.value),
+                _ => {
+                    // A run of bytes with no meaning to this loop is copied
+                    // at once (its end is an ASCII byte: a char boundary).
+                    let run = self.b[self.pos..]
+                        .iter()
+                        .position(|&c| !is_plain(c))
+                        .unwrap_or(self.b.len() - self.pos);
+                    if run == 0 {
+                        self.push_char(&mut w.value);
+                    } else {
+                        w.value.push_str(&self.src[self.pos..self.pos + run]);
+                        self.pos += run;
+                    }
+                }
             }
         }
         w.raw_end = self.pos;
