@@ -516,7 +516,7 @@ impl<'s> Reader<'s> {
             // inside; redirections after it belong to those, or to none.
             let from = self.out.commands.len();
             self.pos += 2;
-            self.expansion(Open::Arithmetic)?;
+            self.expansion(Open::Arithmetic, false)?;
             self.state = State::Closed(from);
             return Ok(());
         }
@@ -600,6 +600,7 @@ impl<'s> Reader<'s> {
                 }
                 Some(b'\n') => {
                     self.pos += 1;
+                    self.read_heredocs()?;
                     break;
                 }
                 Some(c) if is_meta(c) || c == b'#' => {
@@ -672,7 +673,10 @@ impl<'s> Reader<'s> {
             self.out.unfinished = true;
             return Err("syntax: the script ends in a `case`".to_string());
         };
-        if c == b'(' {
+        // `esac` ends the `case` only as the first word, with no `(`
+        // before it; after `(` or `|` it is a pattern.
+        let mut first = c != b'(';
+        if !first {
             self.pos += 1;
             self.skip_blanks();
         }
@@ -680,9 +684,10 @@ impl<'s> Reader<'s> {
             match self.peek(0) {
                 Some(c) if !is_meta(c) => {
                     let word = self.word()?;
-                    if !word.quoted && word.value == "esac" && c != b'(' {
+                    if first && !word.quoted && word.value == "esac" {
                         return self.close(Frame::Case, "`esac`");
                     }
+                    first = false;
                 }
                 _ => return Err("`case` pattern".to_string()),
             }
@@ -720,8 +725,8 @@ impl<'s> Reader<'s> {
     }
 
     /// In a long script, `[[ ... ]]`: no command, but its words are
-    /// expanded, so their substitutions run. `<`, `>`, `(`, `)`, `&&`,
-    /// `||` and `!` are its own operators there. A line end, a comment,
+    /// expanded, so their substitutions run. `<`, `>`, `&&`, `||` and `!`
+    /// are its own operators there. Parentheses, a line end, a comment,
     /// `=~` (whose regular expression has quoting rules of its own) and
     /// anything else unusual are refused.
     fn conditional(&mut self) -> Result<(), String> {
@@ -735,7 +740,9 @@ impl<'s> Reader<'s> {
                 }
                 Some(b'&') if self.peek(1) == Some(b'&') => self.pos += 2,
                 Some(b'|') if self.peek(1) == Some(b'|') => self.pos += 2,
-                Some(b'<' | b'>' | b'(' | b')') if self.peek(1) != Some(b'(') => self.pos += 1,
+                // Parentheses are refused: after a word they make an
+                // extended pattern (`@( ]] )`), which bash reads as one word.
+                Some(b'<' | b'>') if self.peek(1) != Some(b'(') => self.pos += 1,
                 Some(c) if is_meta(c) || c == b'#' => {
                     return Err(format!("`[[` with `{}`", self.near()));
                 }
@@ -1016,7 +1023,7 @@ impl<'s> Reader<'s> {
                     self.pos += 1;
                     self.double_quoted(&mut w)?;
                 }
-                b'`' if self.long() => self.backticks_in(&mut w)?,
+                b'`' if self.long() => self.backticks_in(&mut w, false)?,
                 b'`' => return Err("backtick command substitution".to_string()),
                 b'$' => self.dollar(&mut w, false)?,
                 b'*' | b'?' => {
@@ -1115,7 +1122,7 @@ impl<'s> Reader<'s> {
                         self.pos += 1;
                     }
                 },
-                b'`' if self.long() => self.backticks_in(w)?,
+                b'`' if self.long() => self.backticks_in(w, true)?,
                 b'`' => return Err("backtick command substitution".to_string()),
                 b'$' => self.dollar(w, true)?,
                 _ => self.push_char(&mut w.value),
@@ -1134,7 +1141,7 @@ impl<'s> Reader<'s> {
         let long = self.long();
         let len = match next {
             Some(b'(') if self.peek(2) == Some(b'(') && long => {
-                return self.expansion_in(w, 3, Open::Arithmetic);
+                return self.expansion_in(w, 3, Open::Arithmetic, in_quotes);
             }
             Some(b'(') if self.peek(2) == Some(b'(') => {
                 return Err("arithmetic expansion `$((`".to_string());
@@ -1145,13 +1152,16 @@ impl<'s> Reader<'s> {
                 return Ok(());
             }
             Some(b'(') => return Err("command substitution `$(`".to_string()),
-            Some(b'[') if long => return self.expansion_in(w, 2, Open::Bracket),
+            Some(b'[') if long => return self.expansion_in(w, 2, Open::Bracket, in_quotes),
             Some(b'[') => return Err("arithmetic expansion `$[`".to_string()),
             Some(b'"') if !in_quotes => return Err("translated string `$\"...\"`".to_string()),
             Some(b'\'') if !in_quotes => return self.ansi_c_string(w),
             Some(b'{') => match self.braced(start) {
                 Ok(len) => len,
-                Err(_) if long => return self.expansion_in(w, 2, Open::Parameter),
+                Err(_) if long => {
+                    funsub(self.peek(2))?;
+                    return self.expansion_in(w, 2, Open::Parameter, in_quotes);
+                }
                 Err(phrase) => return Err(phrase),
             },
             Some(c) if is_name_start(c) => {
@@ -1215,9 +1225,9 @@ impl<'s> Reader<'s> {
     }
 
     /// A backquoted substitution at `pos` inside a word.
-    fn backticks_in(&mut self, w: &mut Read) -> Result<(), String> {
+    fn backticks_in(&mut self, w: &mut Read, in_quotes: bool) -> Result<(), String> {
         let start = self.pos;
-        self.backticks()?;
+        self.backticks(in_quotes)?;
         self.verbatim(w, start, Known::Substitution);
         Ok(())
     }
@@ -1225,7 +1235,7 @@ impl<'s> Reader<'s> {
     /// Reads the backquoted substitution at `pos` and steps past it. Bash
     /// removes the backslash before `` ` ``, `\` and `$` and reads the
     /// rest as a script, which a reader of its own reads here.
-    fn backticks(&mut self) -> Result<(), String> {
+    fn backticks(&mut self, in_quotes: bool) -> Result<(), String> {
         let start = self.pos;
         let mut end = start + 1;
         loop {
@@ -1240,7 +1250,7 @@ impl<'s> Reader<'s> {
         if !self.heredocs.is_empty() {
             return Err("a substitution on a line with a heredoc pending".to_string());
         }
-        let inner = super::walk::unescape_backticks(&self.src[start + 1..end]);
+        let inner = super::walk::unescape_backticks(&self.src[start + 1..end], in_quotes);
         let mut reader = Reader::new(&inner, self.min_part, self.nesting + 1);
         reader.verbatim_budget = self.verbatim_budget;
         let read = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || reader.run());
@@ -1256,10 +1266,16 @@ impl<'s> Reader<'s> {
 
     /// An expansion read as text (see [`Reader::expansion`]) inside a word:
     /// its opening, `open` bytes, is at `pos`.
-    fn expansion_in(&mut self, w: &mut Read, open: usize, first: Open) -> Result<(), String> {
+    fn expansion_in(
+        &mut self,
+        w: &mut Read,
+        open: usize,
+        first: Open,
+        in_quotes: bool,
+    ) -> Result<(), String> {
         let start = self.pos;
         self.pos += open;
-        self.expansion(first)?;
+        self.expansion(first, in_quotes)?;
         self.verbatim(w, start, Known::Variable);
         Ok(())
     }
@@ -1273,7 +1289,7 @@ impl<'s> Reader<'s> {
     /// `}` (bash counts only nested `${`). Nesting is kept on a list, not
     /// by recursion, so arithmetic nested any depth reads in linear time;
     /// quotes inside are refused.
-    fn expansion(&mut self, first: Open) -> Result<(), String> {
+    fn expansion(&mut self, first: Open, in_quotes: bool) -> Result<(), String> {
         let mut open = vec![first];
         while let Some(&top) = open.last() {
             let Some(c) = self.peek(0) else {
@@ -1289,7 +1305,7 @@ impl<'s> Reader<'s> {
                 b'\'' | b'"' => {
                     return Err("quotes inside arithmetic or a `${...}` operator".to_string());
                 }
-                b'`' => self.backticks()?,
+                b'`' => self.backticks(in_quotes)?,
                 b'$' => match (self.peek(1), self.peek(2)) {
                     (Some(b'('), Some(b'(')) => {
                         open.push(Open::Arithmetic);
@@ -1300,7 +1316,8 @@ impl<'s> Reader<'s> {
                         open.push(Open::Bracket);
                         self.pos += 2;
                     }
-                    (Some(b'{'), _) => {
+                    (Some(b'{'), next) => {
+                        funsub(next)?;
                         open.push(Open::Parameter);
                         self.pos += 2;
                     }
@@ -1425,7 +1442,7 @@ impl<'s> Reader<'s> {
             let mut body_end = self.b.len();
             loop {
                 if self.pos >= self.b.len() {
-                    if self.min_part.is_some() {
+                    if self.long() && self.pos == body_start {
                         // Nothing is left to read: bash warns and runs the
                         // command with an empty body. (A body with text and
                         // no end stays refused, for tree-sitter may read
@@ -1478,20 +1495,21 @@ impl<'s> Reader<'s> {
         while self.pos < end {
             match self.b[self.pos] {
                 b'\\' => self.pos += 2,
-                b'`' => self.backticks()?,
+                b'`' => self.backticks(false)?,
                 b'$' => match (self.peek(1), self.peek(2)) {
                     (Some(b'('), Some(b'(')) => {
                         self.pos += 3;
-                        self.expansion(Open::Arithmetic)?;
+                        self.expansion(Open::Arithmetic, false)?;
                     }
                     (Some(b'('), _) => self.substitution(2)?,
                     (Some(b'['), _) => {
                         self.pos += 2;
-                        self.expansion(Open::Bracket)?;
+                        self.expansion(Open::Bracket, false)?;
                     }
-                    (Some(b'{'), _) => {
+                    (Some(b'{'), next) => {
+                        funsub(next)?;
                         self.pos += 2;
-                        self.expansion(Open::Parameter)?;
+                        self.expansion(Open::Parameter, false)?;
                     }
                     _ => self.pos += 1,
                 },
@@ -1531,6 +1549,17 @@ fn literal_body_line(line: &str, long: bool) -> Result<(), String> {
         i += 1;
     }
     Ok(())
+}
+
+/// `${` followed by a blank, a line end or `|` runs a command in bash 5.3
+/// (`${ cmd; }`, `${| cmd; }`): refused, whatever the bash.
+fn funsub(next: Option<u8>) -> Result<(), String> {
+    match next {
+        Some(b' ' | b'\t' | b'\n' | b'|') => {
+            Err("`${` followed by a blank or `|` (a command in bash 5.3)".to_string())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `>&N`, `>&N-` and `>&-` duplicate or close a descriptor; any other

@@ -161,6 +161,14 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
                 }
             }
         }
+        if min.is_none() && refused.is_some() {
+            // The subset for an allow is refused; for the deny side, the
+            // reading a long script gets goes on past it (substitutions,
+            // `case`, `[[`, heredoc bodies, `for` headers, read as bash
+            // reads them), and every command it finds is seen. It reads the
+            // same as the strict reading up to the refusal.
+            reading = strict::read_with_splits(script, Some(usize::MAX)).0;
+        }
         walker.second_opinion(reading, refused);
     }
     walker.text_evaluated_as_code();
@@ -577,7 +585,9 @@ impl<'s> Walker<'s> {
                 if let Some(inner) = text.strip_prefix('`') {
                     // Bash removes the backslash before `` ` ``, `\` and `$`
                     // and parses the rest: nested backticks are commands.
-                    let inner = unescape_backticks(inner.strip_suffix('`').unwrap_or(inner));
+                    let quoted = node.parent().is_some_and(|p| p.kind() == "string");
+                    let inner =
+                        unescape_backticks(inner.strip_suffix('`').unwrap_or(inner), quoted);
                     self.nested("command substitution", &inner);
                     return;
                 }
@@ -1601,13 +1611,15 @@ fn heredoc_start(body: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
 }
 
 /// The text of a backtick substitution as bash parses it: a backslash
-/// before `` ` ``, `\\` or `$` is removed.
-pub(super) fn unescape_backticks(inner: &str) -> String {
+/// before `` ` ``, `\\` or `$` is removed, and before `"` too inside double
+/// quotes.
+pub(super) fn unescape_backticks(inner: &str, in_double_quotes: bool) -> String {
     let mut out = String::with_capacity(inner.len());
     let mut chars = inner.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\\'
-            && let Some(&n @ ('`' | '\\' | '$')) = chars.peek()
+            && let Some(&n) = chars.peek()
+            && (matches!(n, '`' | '\\' | '$') || (in_double_quotes && n == '"'))
         {
             out.push(n);
             chars.next();
@@ -1680,7 +1692,7 @@ fn hidden_scripts(text: &str, walked: impl Fn(usize) -> bool) -> Vec<(usize, Str
                 let end = j.min(b.len());
                 out.push((
                     i,
-                    unescape_backticks(&String::from_utf8_lossy(&b[i + 1..end])),
+                    unescape_backticks(&String::from_utf8_lossy(&b[i + 1..end]), false),
                 ));
                 i = end + 1;
             }
