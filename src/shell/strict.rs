@@ -748,6 +748,10 @@ impl<'s> Reader<'s> {
                 }
                 Some(_) => {
                     let word = self.word()?;
+                    if self.peek(0) == Some(b'(') {
+                        self.extended_pattern(&word)?;
+                        continue;
+                    }
                     if word.quoted {
                         continue;
                     }
@@ -760,6 +764,58 @@ impl<'s> Reader<'s> {
                         _ => {}
                     }
                 }
+            }
+        }
+    }
+
+    /// Inside `[[`, a word right before `(`: bash reads `@(...)`, `!(...)`,
+    /// `+(...)`, `*(...)` and `?(...)` as one extended pattern, whatever is
+    /// inside (`@( ]] )` does not end the `[[`), and the word goes on
+    /// after it. Substitutions inside are read; quotes, `${`, line ends
+    /// and any other `(` after a word are refused.
+    fn extended_pattern(&mut self, word: &Read) -> Result<(), String> {
+        loop {
+            let raw = &self.b[word.raw_start..self.pos];
+            if !matches!(raw.last(), Some(b'@' | b'!' | b'+' | b'*' | b'?')) {
+                return Err(format!("`(` after a word in `[[` near `{}`", self.near()));
+            }
+            let mut depth = 0usize;
+            loop {
+                match self.peek(0) {
+                    None => {
+                        self.out.unfinished = true;
+                        return Err("syntax: the script ends in `[[`".to_string());
+                    }
+                    Some(b'(') => {
+                        depth += 1;
+                        self.pos += 1;
+                    }
+                    Some(b')') => {
+                        depth -= 1;
+                        self.pos += 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    Some(b'\\') if self.peek(1) != Some(b'\n') => self.pos += 2,
+                    Some(b'$') if self.peek(1) == Some(b'(') && self.peek(2) != Some(b'(') => {
+                        self.substitution(2)?;
+                    }
+                    Some(b'\'' | b'"' | b'`' | b'$' | b'\n' | b'\\') => {
+                        return Err(format!("extended pattern in `[[` near `{}`", self.near()));
+                    }
+                    Some(_) => self.pos += 1,
+                }
+            }
+            match self.peek(0) {
+                Some(b'(') => {}
+                Some(c) if !is_meta(c) => {
+                    self.word()?;
+                    if self.peek(0) != Some(b'(') {
+                        return Ok(());
+                    }
+                }
+                _ => return Ok(()),
             }
         }
     }

@@ -1103,6 +1103,8 @@ fn a_long_script_is_read_inside_substitutions_and_expansions() {
             &["id", "wc", "ls"],
         ),
         ("if [[ $x == y ]]; then rm x; fi", &["rm"]),
+        ("x=\"$([[ a == @( ]] ) ]] ; sudo reboot)\"", &["sudo"]),
+        ("[[ $x == +(a|$(id))*@(b) ]] && ls", &["id", "ls"]),
         // The heredoc's body comes before the line after the header.
         (
             "cat <<EOF; for x in a\nEOF\ndo sudo reboot; done\nEOF",
@@ -1157,7 +1159,9 @@ fn a_long_script_refuses_what_it_cannot_match_like_bash() {
         "case x in a) ls;; esac x",
         "[[ $x =~ ^(a|b)$ ]]",
         "[[ ( x ) ]]",
-        "[[ a == @( ]] ) ]]",
+        "[[ a == x( b ) ]]",
+        "[[ a == @(b)(c) ]]",
+        "[[ a == @('b') ]]",
         "echo ${ ls; }",
         "echo ${| ls; }",
         "[[ -f x\n]]",
