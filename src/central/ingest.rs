@@ -733,21 +733,7 @@ fn central_head(
         .try_into()
         .map_err(|_| damaged("a central chain value is not 32 bytes"))?;
     let frontier: Vec<u8> = row.get(2);
-    if !frontier.len().is_multiple_of(32) {
-        return Err(damaged(
-            "the central frontier is not a list of 32-byte hashes",
-        ));
-    }
-    let nodes = frontier
-        .chunks_exact(32)
-        .map(|c| {
-            let mut h = [0u8; 32];
-            h.copy_from_slice(c);
-            h
-        })
-        .collect();
-    let tree = MerkleBuilder::from_frontier(seq.max(0) as u64, nodes)
-        .ok_or_else(|| damaged("the central frontier does not fit its size"))?;
+    let tree = super::frontier_tree(seq.max(0) as u64, &frontier, "the central")?;
     Ok(Some((seq, chain, tree)))
 }
 

@@ -505,6 +505,30 @@ impl Central {
 }
 
 /// The inbox schema of a central store in `schema`.
+/// The Merkle frontier stored as concatenated 32-byte hashes, over `size`
+/// leaves; `whose` names it in the error (`a log's`, `the central`).
+pub(crate) fn frontier_tree(
+    size: u64,
+    frontier: &[u8],
+    whose: &str,
+) -> Result<MerkleBuilder, CentralError> {
+    let damaged = |what: &str| CentralError::Damaged {
+        detail: format!("{whose} frontier {what}"),
+    };
+    if !frontier.len().is_multiple_of(32) {
+        return Err(damaged("is not a list of 32-byte hashes"));
+    }
+    let nodes = frontier
+        .chunks_exact(32)
+        .map(|c| {
+            let mut h = [0u8; 32];
+            h.copy_from_slice(c);
+            h
+        })
+        .collect();
+    MerkleBuilder::from_frontier(size, nodes).ok_or_else(|| damaged("does not fit its size"))
+}
+
 pub fn inbox_schema_for(schema: &str) -> String {
     if schema == "public" {
         "gavel_inbox".to_owned()
@@ -682,19 +706,7 @@ impl Head {
         let chain: Hash = chain
             .try_into()
             .map_err(|_| damaged("a log's chain value is not 32 bytes"))?;
-        if !frontier.len().is_multiple_of(32) {
-            return Err(damaged("a log's frontier is not a list of 32-byte hashes"));
-        }
-        let nodes = frontier
-            .chunks_exact(32)
-            .map(|c| {
-                let mut h = [0u8; 32];
-                h.copy_from_slice(c);
-                h
-            })
-            .collect();
-        let tree = MerkleBuilder::from_frontier(size, nodes)
-            .ok_or_else(|| damaged("a log's frontier does not fit its size"))?;
+        let tree = frontier_tree(size, frontier, "a log's")?;
         let switch = match (switch_seq, switch_format) {
             (Some(seq), Some(format)) => Some((seq.max(0) as u64, format.max(0) as u32)),
             _ => None,

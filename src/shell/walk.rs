@@ -595,7 +595,7 @@ impl<'s> Walker<'s> {
             "expansion" | "arithmetic_expansion" | "heredoc_body" | "ERROR" => {
                 if node.kind() == "ERROR" {
                     self.parse_error(node);
-                    self.stray_redirects(node);
+                    self.bare_child_redirects(node);
                 }
                 if node.kind() == "heredoc_body" {
                     self.heredoc_real_end(node);
@@ -637,18 +637,7 @@ impl<'s> Walker<'s> {
                 self.nested("text after a `#` inside a word", &rest);
             }
             "test_command" => self.test_command(node),
-            "function_definition" => {
-                let mut cursor = node.walk();
-                let redirects: Vec<Node<'t>> = node
-                    .children(&mut cursor)
-                    .filter(|c| c.kind() == "file_redirect")
-                    .collect();
-                for r in redirects {
-                    let (redirect, _) = self.redirect(r);
-                    self.bare.extend(redirect);
-                    self.flush_joined_lines();
-                }
-            }
+            "function_definition" => self.bare_child_redirects(node),
             "for_statement" => {
                 if let Some(variable) = node.child_by_field_name("variable") {
                     let phrase = format!(
@@ -690,11 +679,11 @@ impl<'s> Walker<'s> {
         }
     }
 
-    /// The file redirections directly inside an `ERROR` node
-    /// (`{ cat <<EOF > f; }` leaves `<<EOF > f` unparsed): bash still opens
-    /// their targets, so they are kept as bare redirections, which deny
-    /// rules judge like any other.
-    fn stray_redirects(&mut self, node: Node<'_>) {
+    /// The file redirections directly inside a function definition (on
+    /// no command) or an `ERROR` node (`{ cat <<EOF > f; }` leaves
+    /// `<<EOF > f` unparsed): bash still opens their targets, so they are
+    /// kept as bare redirections, which deny rules judge like any other.
+    fn bare_child_redirects(&mut self, node: Node<'_>) {
         let mut cursor = node.walk();
         let stray: Vec<Node<'_>> = node
             .named_children(&mut cursor)
