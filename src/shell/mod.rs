@@ -30,6 +30,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod operands;
+pub mod programs;
 mod strict;
 mod walk;
 mod word;
