@@ -8,7 +8,7 @@
 
 pub mod pattern;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::request::ToolRequest;
-use crate::shell::{self, CommandAnalysis, operands};
+use crate::shell::{self, CommandAnalysis, operands, programs};
 
 /// The facts a decision used. Recorded with every decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +37,21 @@ pub struct Facts {
     /// again, and the digest says whether it is the parse that decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell_sha256: Option<String>,
+    /// What the filesystem makes unprovable about a shell command: a glob
+    /// that expands to a word read as an option, a walk that would read
+    /// gavel's record, a folder too big to check for symlinks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unprovable: Vec<String>,
+}
+
+/// How a request uses a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Read: its contents, or its names and metadata.
+    Read,
+    /// Created, changed or removed.
+    Write,
 }
 
 /// Commands longer than this (bytes) have their parse recorded by digest
@@ -62,6 +77,12 @@ pub struct PathFact {
     /// the script moved away from where the request starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// How the request uses the path, when that is known: a file tool's
+    /// own, a redirection's, or what a program's model says of its word.
+    /// Absent for a word of a program without a model, which may be
+    /// either (and for facts recorded before uses were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
 }
 
 impl Facts {
@@ -77,6 +98,7 @@ impl Facts {
                 relative: None,
                 error: Some(error.to_owned()),
                 cwd: None,
+                access: tool_access(&request.name),
             })
             .into_iter()
             .collect();
@@ -85,6 +107,7 @@ impl Facts {
             paths,
             shell: None,
             shell_sha256: None,
+            unprovable: Vec::new(),
         }
     }
 
@@ -101,6 +124,7 @@ impl Facts {
                 paths: self.paths.clone(),
                 shell: None,
                 shell_sha256: Some(parse_digest(shell)),
+                unprovable: self.unprovable.clone(),
             },
             _ => self.clone(),
         }
@@ -138,7 +162,8 @@ pub const MAX_PATHS: usize = 4096;
 /// is not resolved; its fact is unresolved, which fails closed.
 pub const PATH_MAX: usize = 4096;
 /// At most this many matches of one pattern are recorded as facts (symlinks
-/// among the matches are always recorded).
+/// met on the way are always recorded); a pattern matching more is
+/// unprovable.
 const MAX_PATTERN_FACTS: usize = 256;
 /// At most this many folder entries are read to expand the patterns of one
 /// request (as many as the `glob` handler walks); beyond it the pattern
@@ -171,14 +196,29 @@ trait Resolver {
     /// is a symlink and whether it is a folder not reached by a symlink;
     /// `None` when folders are not read (lexical facts).
     fn list(&self, base: &Base, dir: &str) -> Option<Vec<(String, bool, bool)>>;
+    /// Whether folders are read at all ([`Resolver::list`] answering
+    /// `None` then means the folder is not there).
+    fn lists(&self) -> bool {
+        true
+    }
+}
+
+/// How a file tool uses its path: `None` for any other tool.
+fn tool_access(tool: &str) -> Option<Access> {
+    match tool {
+        "read_file" | "glob" => Some(Access::Read),
+        "write_file" | "edit_file" | "apply_patch" => Some(Access::Write),
+        _ => None,
+    }
 }
 
 /// The facts of `request`: a file tool's path argument (for `glob`, what
-/// its pattern could reach), or for `bash` every argument, option value,
-/// written operand and redirection target of every simple command, each
-/// resolved from the folder the script is in at that point.
+/// its pattern could reach), or for `bash` the paths of every simple
+/// command (see [`collect_shell`]), each resolved from the folder the
+/// script is in at that point.
 fn gather(workspace: String, request: &ToolRequest, resolver: &impl Resolver) -> Facts {
-    let mut collector = Collector::new(resolver);
+    let mut collector = Collector::new(resolver, &workspace);
+    collector.access = tool_access(&request.name);
     let mut shell_analysis = None;
     if request.name == "bash" {
         if let Some(command) = request.str_arg("command") {
@@ -200,31 +240,76 @@ fn gather(workspace: String, request: &ToolRequest, resolver: &impl Resolver) ->
             collector.push(resolver.fact(raw, raw, &Base::Start));
         }
     }
+    let (paths, unprovable) = (collector.paths, collector.unprovable);
     Facts {
         workspace,
-        paths: collector.paths,
+        paths,
         shell: shell_analysis,
         shell_sha256: None,
+        unprovable,
     }
 }
 
 /// The paths of a parsed script, command by command, following literal
 /// `cd`s: a relative path is resolved from every folder the script may be
 /// in at that point (a `cd` may fail, or run in a subshell).
+///
+/// For a program with a model that proves its invocation (no hazard), the
+/// paths are exactly the files it reads, each a read, and the folders it
+/// walks are checked (symlinks leaving the workspace, gavel's record); for
+/// any other, every word may be a path, read or written. Redirections and
+/// written operands are always listed with their use; a redirection to a
+/// harmless device (`/dev/null`, ...) touches no file and is not listed. A
+/// pattern before `--` whose matches start with `-` is unprovable: the
+/// program would read the match as an option.
 fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &CommandAnalysis) {
     let mut bases = vec![Base::Start];
     let mut every_base = bases.clone();
     for command in &analysis.commands {
-        let found = operands::operands(command);
-        let words = command
-            .redirects
-            .iter()
-            .map(|r| r.target.as_str())
-            .chain(found.iter().map(|o| o.path.as_str()))
-            .chain(operands::path_words(command));
-        for word in words {
-            for base in &bases {
-                collector.word(word, base);
+        let reading = programs::read(command).filter(|r| r.hazards.is_empty());
+        for base in &bases {
+            for r in &command.redirects {
+                if operands::is_harmless_target(&r.target) {
+                    continue;
+                }
+                collector.access = Some(if r.writes() {
+                    Access::Write
+                } else {
+                    Access::Read
+                });
+                collector.word(&r.target, base);
+            }
+            for operand in operands::operands(command) {
+                collector.access = Some(if operand.writes {
+                    Access::Write
+                } else {
+                    Access::Read
+                });
+                collector.word(&operand.path, base);
+            }
+            match &reading {
+                Some(reading) => {
+                    collector.access = Some(Access::Read);
+                    for path in &reading.reads {
+                        collector.word(path, base);
+                    }
+                    for walk in &reading.walks {
+                        collector.walk(walk, command.program(), base);
+                    }
+                }
+                None => {
+                    collector.access = None;
+                    for word in operands::path_words(command) {
+                        collector.word(word, base);
+                    }
+                }
+            }
+            collector.access = Some(Access::Read);
+            for arg in command.args().iter().take_while(|a| *a != "--") {
+                if pattern::is_pattern(arg) {
+                    collector.word(arg, base);
+                    collector.option_like(arg, command.program(), base);
+                }
             }
         }
         if let Some(target) = operands::cd_target(command) {
@@ -256,6 +341,14 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
     }
     // A bare redirection's place in the script is not recorded: every folder.
     for redirect in &analysis.bare_redirects {
+        if operands::is_harmless_target(&redirect.target) {
+            continue;
+        }
+        collector.access = Some(if redirect.writes() {
+            Access::Write
+        } else {
+            Access::Read
+        });
         for base in &every_base {
             collector.word(&redirect.target, base);
         }
@@ -265,32 +358,44 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
 /// Facts being collected, without duplicates, up to [`MAX_PATHS`].
 struct Collector<'r, R> {
     resolver: &'r R,
+    /// The canonical workspace root.
+    workspace: &'r str,
     paths: Vec<PathFact>,
-    /// Words already resolved: `seen[0]` for those that do not depend on
-    /// the folder, `seen[1 + i]` for those taken from `bases[i]`.
-    seen: Vec<HashSet<String>>,
+    unprovable: Vec<String>,
+    /// The use stamped on the facts pushed now.
+    access: Option<Access>,
+    /// Words already resolved, with their use: `seen[0]` for those that do
+    /// not depend on the folder, `seen[1 + i]` for those taken from `bases[i]`.
+    seen: Vec<HashSet<(String, Option<Access>)>>,
     bases: Vec<Base>,
     /// Patterns already expanded, with the folder they were taken from: the
-    /// same pattern again reaches nothing more (`ls *.rs *.rs ...`).
-    patterns: HashSet<(Base, String)>,
+    /// same pattern again reaches nothing more (`ls *.rs *.rs ...`). Each
+    /// keeps its first match that starts with `-`, if any.
+    patterns: HashMap<(Base, String), Option<String>>,
+    /// Walks already checked.
+    walked: HashSet<(Base, String, bool)>,
     listed: usize,
     full: bool,
 }
 
 impl<'r, R: Resolver> Collector<'r, R> {
-    fn new(resolver: &'r R) -> Self {
+    fn new(resolver: &'r R, workspace: &'r str) -> Self {
         Self {
             resolver,
+            workspace,
             paths: Vec::new(),
+            unprovable: Vec::new(),
+            access: None,
             seen: vec![HashSet::new()],
             bases: Vec::new(),
-            patterns: HashSet::new(),
+            patterns: HashMap::new(),
+            walked: HashSet::new(),
             listed: 0,
             full: false,
         }
     }
 
-    fn push(&mut self, fact: PathFact) {
+    fn push(&mut self, mut fact: PathFact) {
         if self.full {
             return;
         }
@@ -302,7 +407,17 @@ impl<'r, R: Resolver> Collector<'r, R> {
             ));
             return;
         }
+        if fact.error.is_none() {
+            fact.access = self.access;
+        }
         self.paths.push(fact);
+    }
+
+    /// Says once that `why`.
+    fn unprovable(&mut self, why: String) {
+        if !self.unprovable.contains(&why) && self.unprovable.len() < MAX_UNPROVABLE {
+            self.unprovable.push(why);
+        }
     }
 
     /// One path word from `base`: itself, and when it is a pattern, what it
@@ -311,12 +426,27 @@ impl<'r, R: Resolver> Collector<'r, R> {
         self.plain(word, base);
         if pattern::is_pattern(word)
             && !self.full
-            && self.patterns.insert((base.clone(), word.to_owned()))
+            && !self.patterns.contains_key(&(base.clone(), word.to_owned()))
         {
-            self.pattern(word, base);
+            let dashed = self.pattern(word, base);
+            self.patterns
+                .insert((base.clone(), word.to_owned()), dashed);
         }
         if let Some(spelled) = current_folder_spelling(word, base) {
             self.plain(&spelled, base);
+        }
+    }
+
+    /// Says that `program` would read pattern `word` as an option, when one
+    /// of its matches starts with `-`.
+    fn option_like(&mut self, word: &str, program: &str, base: &Base) {
+        if let Some(Some(dashed)) = self.patterns.get(&(base.clone(), word.to_owned())) {
+            let why = format!(
+                "the pattern `{}` matches `{}`, which `{program}` would read as an option",
+                clip(word),
+                clip(dashed)
+            );
+            self.unprovable(why);
         }
     }
 
@@ -338,11 +468,12 @@ impl<'r, R: Resolver> Collector<'r, R> {
                 }
             }
         };
-        if self.seen[slot].contains(word) {
+        let key = (word.to_owned(), self.access);
+        if self.seen[slot].contains(&key) {
             return;
         }
         let fact = self.resolver.fact(word, word, base);
-        self.seen[slot].insert(word.to_owned());
+        self.seen[slot].insert(key);
         self.push(fact);
         if has_expansion(word) {
             // Resolved as text above, so deny rules still see `.gavel/$x`;
@@ -352,7 +483,7 @@ impl<'r, R: Resolver> Collector<'r, R> {
     }
 
     fn fail(&mut self, requested: &str, why: String) {
-        if self.seen[0].insert(format!("{requested}\0{why}")) {
+        if self.seen[0].insert((format!("{requested}\0{why}"), None)) {
             self.push(failed(requested, why));
         }
     }
@@ -367,30 +498,39 @@ impl<'r, R: Resolver> Collector<'r, R> {
     }
 
     /// What pattern `word` could match: brace alternatives, the literal
-    /// folder each starts from, and the names its wildcards match in the
-    /// folders as they are now. A wildcard that could match `..`, a `..`
-    /// after a wildcard, or a pattern too big to expand fails closed.
-    fn pattern(&mut self, word: &str, base: &Base) {
+    /// folder each starts from, symlinks met on the way, and the names it
+    /// matches in the folders as they are now (all of them, or the pattern
+    /// is unprovable). A wildcard that could match `..`, a `..` after a
+    /// wildcard, or a pattern too big to expand fails closed. Returns the
+    /// first match that starts with `-`.
+    fn pattern(&mut self, word: &str, base: &Base) -> Option<String> {
         let alternatives = match pattern::expand_braces(word) {
             Ok(alternatives) => alternatives,
-            Err(why) => return self.fail(word, format!("the pattern `{}`: {why}", clip(word))),
+            Err(why) => {
+                self.fail(word, format!("the pattern `{}`: {why}", clip(word)));
+                return None;
+            }
         };
+        let mut dashed = None;
         for alternative in alternatives {
             let split = pattern::split(&alternative);
             let mut prefix = String::from(if split.absolute { "/" } else { "" });
             let mut states: Option<Vec<String>> = None;
-            for segment in &split.segments {
+            let count = split.segments.len();
+            for (index, segment) in split.segments.iter().enumerate() {
+                let last = index + 1 == count;
                 match (segment, states.as_mut()) {
                     (pattern::Segment::Literal(text), None) => push_part(&mut prefix, text),
                     (pattern::Segment::Literal(text), Some(states)) => {
                         if text == ".." {
-                            return self.fail(
+                            self.fail(
                                 word,
                                 format!(
                                     "the pattern `{}` climbs with `..` after a wildcard",
                                     clip(word)
                                 ),
                             );
+                            return dashed;
                         }
                         for state in states.iter_mut() {
                             push_part(state, text);
@@ -400,17 +540,18 @@ impl<'r, R: Resolver> Collector<'r, R> {
                         if let pattern::Segment::Wild(text) = wild
                             && pattern::could_be_dotdot(text)
                         {
-                            return self.fail(
+                            self.fail(
                                 word,
                                 format!("the pattern `{}` could match `..`", clip(word)),
                             );
+                            return dashed;
                         }
                         let from = current.map_or_else(|| vec![prefix.clone()], |s| s.clone());
-                        match self.step(wild, &from, base) {
+                        match self.step(wild, &from, base, last) {
                             Ok(next) => states = Some(next),
                             Err(why) => {
-                                return self
-                                    .fail(word, format!("the pattern `{}`: {why}", clip(word)));
+                                self.fail(word, format!("the pattern `{}`: {why}", clip(word)));
+                                return dashed;
                             }
                         }
                     }
@@ -423,25 +564,36 @@ impl<'r, R: Resolver> Collector<'r, R> {
                 prefix.as_str()
             };
             self.plain(start, base);
-            // Literal parts after the last wildcard: the matches as extended.
-            if let (Some(states), Some(pattern::Segment::Literal(_))) =
-                (&states, split.segments.last())
-            {
+            // What the pattern matches: the names its program is given.
+            if let Some(states) = &states {
+                if dashed.is_none() {
+                    dashed = states.iter().find(|s| s.starts_with('-')).cloned();
+                }
+                if states.len() > MAX_PATTERN_FACTS {
+                    self.unprovable(format!(
+                        "the pattern `{}` matches more than {MAX_PATTERN_FACTS} names",
+                        clip(word)
+                    ));
+                }
                 for state in states.iter().take(MAX_PATTERN_FACTS) {
                     self.plain(state, base);
                 }
             }
         }
+        dashed
     }
 
     /// The names one wildcard segment (or `**`) matches below each of
-    /// `from`; symlinks among them, and the first few others, are recorded
-    /// as facts.
+    /// `from`. Unless the segment is the `last`, a symlink matched is a
+    /// folder the next segment reads through, recorded as a fact (it may
+    /// lead outside); `**` never goes through one, as bash and the `glob`
+    /// handler do not.
     fn step(
         &mut self,
         segment: &pattern::Segment,
         from: &[String],
         base: &Base,
+        last: bool,
     ) -> Result<Vec<String>, String> {
         let matcher = match segment {
             pattern::Segment::Wild(text) => Some(
@@ -456,7 +608,6 @@ impl<'r, R: Resolver> Collector<'r, R> {
             // `**` matches no folder at all, too.
             next.extend(from.iter().cloned());
         }
-        let mut recorded = 0;
         let mut visited: HashSet<String> = HashSet::new();
         while let Some(dir) = frontier.pop() {
             if !visited.insert(dir.clone()) {
@@ -485,9 +636,11 @@ impl<'r, R: Resolver> Collector<'r, R> {
                     // over and over): the names stop here.
                     continue;
                 }
+                if symlink && matcher.is_none() && !last {
+                    continue;
+                }
                 let path = join(&dir, &name);
-                if symlink || recorded < MAX_PATTERN_FACTS {
-                    recorded += 1;
+                if symlink && !last {
                     self.plain(&path, base);
                 }
                 if matcher.is_none() && folder {
@@ -498,6 +651,141 @@ impl<'r, R: Resolver> Collector<'r, R> {
         }
         Ok(next)
     }
+
+    /// Checks a folder a program walks (its root is already a fact): the
+    /// symlinks a following walk meets, each a fact (one leaving the
+    /// workspace is outside), and, for a walk that reads contents, whether
+    /// it reaches gavel's record in `<workspace>/.gavel` without the
+    /// command leaving it out.
+    fn walk(&mut self, walk: &programs::Walk, program: &str, base: &Base) {
+        if self.full
+            || !self
+                .walked
+                .insert((base.clone(), walk.root.clone(), walk.follows))
+        {
+            return;
+        }
+        let root = self.resolver.fact(&walk.root, &walk.root, base);
+        let Some(resolved) = root.resolved.filter(|_| root.error.is_none()) else {
+            return;
+        };
+        if walk.contents {
+            self.record_reach(walk, program, Path::new(&resolved));
+        }
+        if walk.follows {
+            self.follow(walk, &resolved);
+        }
+    }
+
+    /// Whether a content-reading walk from `root` reads gavel's record.
+    fn record_reach(&mut self, walk: &programs::Walk, program: &str, root: &Path) {
+        let record = Path::new(self.workspace).join(RECORD_FOLDER);
+        if !record.starts_with(root) {
+            return;
+        }
+        if walk.skips_hidden || walk.excludes.iter().any(|g| excludes_record(g)) {
+            return;
+        }
+        let names: Option<Vec<String>> = if self.resolver.lists() {
+            match self
+                .resolver
+                .list(&Base::Start, &record.to_string_lossy())
+            {
+                Some(entries) => Some(entries.into_iter().map(|(n, _, _)| n).collect()),
+                // No record there: nothing to protect.
+                None => return,
+            }
+        } else {
+            None
+        };
+        if !walk.includes.is_empty()
+            && let Some(names) = &names
+        {
+            let included = |name: &str| walk.includes.iter().any(|g| glob_matches(g, name));
+            if !names.iter().any(|n| included(n)) {
+                return;
+            }
+        }
+        let hint = match program {
+            "rg" => "`-g '!.gavel'`",
+            "diff" => "`-x .gavel`",
+            _ => "`--exclude-dir=.gavel`",
+        };
+        self.unprovable(format!(
+            "`{program}` would read gavel's record in `{RECORD_FOLDER}/` below `{}` (leave it out: {hint})",
+            clip(&walk.root)
+        ));
+    }
+
+    /// Every symlink a following walk from `root` meets, resolved; folders
+    /// inside the workspace reached through one are walked too.
+    fn follow(&mut self, walk: &programs::Walk, root: &str) {
+        let mut frontier = vec![(root.to_owned(), walk.root.clone())];
+        let mut visited: HashSet<String> = HashSet::new();
+        while let Some((dir, shown)) = frontier.pop() {
+            if !visited.insert(dir.clone()) {
+                continue;
+            }
+            let Some(entries) = self.resolver.list(&Base::Start, &dir) else {
+                continue;
+            };
+            self.listed += entries.len();
+            if self.listed > MAX_LISTED {
+                self.unprovable(format!(
+                    "the folder `{}` holds more than {MAX_LISTED} entries to check for symlinks",
+                    clip(&walk.root)
+                ));
+                return;
+            }
+            for (name, symlink, folder) in entries {
+                if (walk.skips_hidden && name.starts_with('.'))
+                    || walk.excludes.iter().any(|g| glob_matches(g, &name))
+                {
+                    continue;
+                }
+                let path = join(&dir, &name);
+                let shown_path = join(&shown, &name);
+                if symlink {
+                    let fact = self.resolver.fact(&shown_path, &path, &Base::Start);
+                    let into = fact
+                        .resolved
+                        .clone()
+                        .filter(|_| fact.inside && fact.error.is_none());
+                    self.push(fact);
+                    if let Some(into) = into {
+                        frontier.push((into, shown_path));
+                    }
+                } else if folder {
+                    frontier.push((path, shown_path));
+                }
+            }
+        }
+    }
+}
+
+/// Where gavel keeps its record in a workspace.
+pub const RECORD_FOLDER: &str = ".gavel";
+
+/// At most this many phrases of what the filesystem makes unprovable.
+const MAX_UNPROVABLE: usize = 8;
+
+/// Whether glob `glob` (as `grep --exclude-dir`, `tree -I` or `rg -g '!…'`
+/// write it) leaves out the record folder.
+fn excludes_record(glob: &str) -> bool {
+    glob.split('|').any(|alternative| {
+        let trimmed = alternative
+            .trim_start_matches("./")
+            .trim_start_matches("**/")
+            .trim_end_matches("/**")
+            .trim_end_matches("/*")
+            .trim_end_matches('/');
+        glob_matches(trimmed, RECORD_FOLDER)
+    })
+}
+
+/// Whether shell-style glob `glob` matches the name `name`.
+fn glob_matches(glob: &str, name: &str) -> bool {
+    globset::Glob::new(glob).is_ok_and(|g| g.compile_matcher().is_match(name))
 }
 
 /// `word` with a leading spelling of the current folder (`~+`, `$PWD`,
@@ -560,6 +848,7 @@ fn failed(requested: &str, why: String) -> PathFact {
         relative: None,
         error: Some(why),
         cwd: None,
+        access: None,
     }
 }
 
@@ -627,6 +916,7 @@ impl Resolver for Lexical {
             relative,
             error: None,
             cwd: base_shown(base),
+            access: None,
         }
     }
 
@@ -640,6 +930,10 @@ impl Resolver for Lexical {
 
     fn list(&self, _: &Base, _: &str) -> Option<Vec<(String, bool, bool)>> {
         None
+    }
+
+    fn lists(&self) -> bool {
+        false
     }
 }
 
@@ -744,6 +1038,7 @@ impl Workspace {
                     relative,
                     error: None,
                     cwd: None,
+                    access: None,
                 }
             }
             Err(err) => failed(requested, err.to_string()),

@@ -174,6 +174,7 @@ impl GovernedRunner {
                 paths: Vec::new(),
                 shell: None,
                 shell_sha256: None,
+                unprovable: Vec::new(),
             };
             return Decided {
                 facts,

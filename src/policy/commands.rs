@@ -14,7 +14,7 @@ use super::Action;
 use super::rule::{Globs, Patterns};
 use crate::facts::Facts;
 use crate::shell::operands::{is_harmless_target, operands};
-use crate::shell::{Redirect, SimpleCommand};
+use crate::shell::{Redirect, SimpleCommand, programs};
 
 /// One entry of a `commands` list: every field present must hold.
 #[derive(Debug, Clone)]
@@ -343,7 +343,7 @@ pub(super) fn check(
             if shell.commands.is_empty() {
                 return Err(ShellMiss::Empty);
             }
-            if !shell.unprovable.is_empty() {
+            if has_unproven(facts) {
                 return Err(ShellMiss::Unprovable);
             }
             if let Some(r) = shell.bare_redirects.iter().position(writes_a_file) {
@@ -376,9 +376,42 @@ pub(super) fn check(
 pub(super) fn check_unprovable(wanted: bool, facts: &Facts) -> Result<(), ShellMiss> {
     match &facts.shell {
         None => Err(ShellMiss::NotShell),
-        Some(shell) if shell.unprovable.is_empty() != wanted => Ok(()),
+        Some(_) if has_unproven(facts) == wanted => Ok(()),
         Some(_) => Err(ShellMiss::ProvabilityDiffers),
     }
+}
+
+/// Everything that keeps a shell command from being proven, as phrases:
+/// what the shell reader could not read, what a program's model says is
+/// more than a read (an option that runs, writes or reads a list of files,
+/// or is not known), and what the filesystem adds (a glob read as an
+/// option, a walk into gavel's record).
+pub(crate) fn unproven(facts: &Facts) -> Vec<String> {
+    let Some(shell) = &facts.shell else {
+        return Vec::new();
+    };
+    let mut all = shell.unprovable.clone();
+    for command in &shell.commands {
+        if let Some(reading) = programs::read(command) {
+            all.extend(reading.hazards);
+        }
+    }
+    all.extend(facts.unprovable.iter().cloned());
+    all
+}
+
+/// Whether [`unproven`] would say anything, without building its phrases
+/// when the reader already could not read the command.
+fn has_unproven(facts: &Facts) -> bool {
+    let Some(shell) = &facts.shell else {
+        return false;
+    };
+    !shell.unprovable.is_empty()
+        || !facts.unprovable.is_empty()
+        || shell
+            .commands
+            .iter()
+            .any(|c| programs::read(c).is_some_and(|r| !r.hazards.is_empty()))
 }
 
 impl ShellMiss {
@@ -434,7 +467,7 @@ impl ShellMiss {
             ),
             ShellMiss::Empty => "the command runs nothing".to_owned(),
             ShellMiss::ProvabilityDiffers => match shell {
-                Some(s) if s.unprovable.is_empty() => {
+                Some(_) if !has_unproven(facts) => {
                     "everything in the command is understood".to_owned()
                 }
                 _ => format!(
@@ -448,11 +481,7 @@ impl ShellMiss {
 
 /// What could not be proven, for reasons and explanations.
 pub(crate) fn unprovable_text(facts: &Facts) -> String {
-    facts
-        .shell
-        .as_ref()
-        .map(|s| s.unprovable.join("; "))
-        .unwrap_or_default()
+    unproven(facts).join("; ")
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ struct RuleFile {
     tools: Option<Vec<String>>,
     path_scope: Option<String>,
     path_glob: Option<Vec<String>>,
+    write_glob: Option<Vec<String>>,
     command_regex: Option<Vec<String>>,
     command_prefix: Option<Vec<Vec<String>>>,
     commands: Option<Vec<CommandFile>>,
@@ -288,8 +289,10 @@ fn refuse_text_only_shell_allow(rule: &Rule) -> Result<(), String> {
         .tools
         .as_ref()
         .is_none_or(|t| t.compiled.is_match("bash"));
-    let judges_text =
-        rule.command_regex.is_some() || rule.path_scope.is_some() || rule.path_glob.is_some();
+    let judges_text = rule.command_regex.is_some()
+        || rule.path_scope.is_some()
+        || rule.path_glob.is_some()
+        || rule.write_glob.is_some();
     let judges_commands = rule.command_prefix.is_some() || rule.commands.is_some();
     if rule.action == Action::Allow && applies_to_bash && judges_text && !judges_commands {
         return Err(
@@ -350,6 +353,10 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
         path_glob: spec
             .path_glob
             .map(|g| globs("path_glob", g, true))
+            .transpose()?,
+        write_glob: spec
+            .write_glob
+            .map(|g| globs("write_glob", g, true))
             .transpose()?,
         command_regex: spec.command_regex.map(regexes).transpose()?,
         command_prefix: spec

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::commands::{self, CommandMatcher, ShellMiss};
 use super::{Action, Policy};
-use crate::facts::{Facts, PathFact};
+use crate::facts::{Access, Facts, PathFact};
 use crate::request::ToolRequest;
 
 /// Where a path must lie for `path_scope` to hold.
@@ -110,6 +110,7 @@ pub struct Rule {
     pub(super) tools: Option<Patterns<Globs>>,
     pub(super) path_scope: Option<Scope>,
     pub(super) path_glob: Option<Patterns<Globs>>,
+    pub(super) write_glob: Option<Patterns<Globs>>,
     pub(super) command_regex: Option<Patterns<RegexSet>>,
     pub(super) command_prefix: Option<Vec<CommandMatcher>>,
     pub(super) commands: Option<Vec<CommandMatcher>>,
@@ -138,7 +139,7 @@ impl Rule {
         {
             return Err(Miss::Tool);
         }
-        if self.path_scope.is_some() || self.path_glob.is_some() {
+        if self.path_scope.is_some() || self.path_glob.is_some() || self.write_glob.is_some() {
             if facts.paths.is_empty() {
                 return Err(Miss::NoPath);
             }
@@ -147,12 +148,8 @@ impl Rule {
             {
                 return Err(Miss::Scope);
             }
-            if let Some(globs) = &self.path_glob
-                && !self.holds(&facts.paths, |p| {
-                    p.relative
-                        .as_deref()
-                        .is_some_and(|rel| globs.compiled.is_match(rel))
-                })
+            if (self.path_glob.is_some() || self.write_glob.is_some())
+                && !self.holds(&facts.paths, |p| self.glob_holds(p))
             {
                 return Err(Miss::PathGlob);
             }
@@ -177,17 +174,32 @@ impl Rule {
         Ok(())
     }
 
-    /// Whether one path fact meets the rule's `path_scope` and `path_glob`.
+    /// Whether one path fact meets the rule's `path_scope`, `path_glob`
+    /// and `write_glob`.
     fn path_condition_holds(&self, fact: &PathFact) -> bool {
         let scope = self
             .path_scope
             .is_none_or(|scope| fact.inside == (scope == Scope::Inside));
-        let glob = self.path_glob.as_ref().is_none_or(|globs| {
-            fact.relative
-                .as_deref()
-                .is_some_and(|rel| globs.compiled.is_match(rel))
-        });
+        let glob = (self.path_glob.is_none() && self.write_glob.is_none()) || self.glob_holds(fact);
         scope && glob
+    }
+
+    /// Whether a fact matches `path_glob`, or is (or may be) written and
+    /// matches `write_glob`: a fact whose use is not known may be a write.
+    fn glob_holds(&self, fact: &PathFact) -> bool {
+        let Some(rel) = fact.relative.as_deref() else {
+            return false;
+        };
+        let any_use = self
+            .path_glob
+            .as_ref()
+            .is_some_and(|g| g.compiled.is_match(rel));
+        let written = fact.access != Some(Access::Read)
+            && self
+                .write_glob
+                .as_ref()
+                .is_some_and(|g| g.compiled.is_match(rel));
+        any_use || written
     }
 
     /// Applies `test` to the facts with the quantifier the action calls for.
@@ -299,11 +311,21 @@ impl Miss {
                     describe_paths(&facts.paths)
                 )
             }
-            Miss::PathGlob => format!(
-                "path {} matches none of {}",
-                describe_paths(&facts.paths),
-                list(rule.path_glob.as_ref().map_or(&[][..], |g| &g.written[..]))
-            ),
+            Miss::PathGlob => {
+                let mut globs: Vec<String> = rule
+                    .path_glob
+                    .as_ref()
+                    .map_or(&[][..], |g| &g.written[..])
+                    .to_vec();
+                if let Some(written) = &rule.write_glob {
+                    globs.extend(written.written.iter().map(|g| format!("{g} (written)")));
+                }
+                format!(
+                    "path {} matches none of {}",
+                    describe_paths(&facts.paths),
+                    list(&globs)
+                )
+            }
             Miss::NoCommand => format!("tool `{}` has no shell command", request.name),
             Miss::CommandPrefix(miss) => {
                 miss.describe(rule.command_prefix.as_deref().unwrap_or_default(), facts)

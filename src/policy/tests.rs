@@ -13,9 +13,11 @@ fn facts_inside(path: &str) -> Facts {
             relative: Some(path.into()),
             error: None,
             cwd: None,
+            access: None,
         }],
         shell: None,
         shell_sha256: None,
+        unprovable: Vec::new(),
     }
 }
 
@@ -29,9 +31,11 @@ fn facts_outside(path: &str) -> Facts {
             relative: None,
             error: None,
             cwd: None,
+            access: None,
         }],
         shell: None,
         shell_sha256: None,
+        unprovable: Vec::new(),
     }
 }
 
@@ -41,6 +45,7 @@ fn no_paths() -> Facts {
         paths: vec![],
         shell: None,
         shell_sha256: None,
+        unprovable: Vec::new(),
     }
 }
 
@@ -179,7 +184,7 @@ fn explain_says_why_earlier_rules_did_not_match() {
     assert!(
         trace[1]
             .detail
-            .contains("matches none of [gavel.toml, .gavel, .gavel/**]"),
+            .contains("matches none of [.gavel, .gavel/**, gavel.toml (written)]"),
         "{:?}",
         trace[1]
     );
@@ -456,7 +461,7 @@ fn an_allow_refuses_written_operands_and_non_exact_devices() {
     assert!(
         trace[0]
             .detail
-            .contains("writes a file through its arguments (`out`)"),
+            .contains("`sort -o` writes a file"),
         "{}",
         trace[0].detail
     );

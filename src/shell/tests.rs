@@ -169,11 +169,12 @@ const CASES: &[(&str, &[&[&str]], Expect)] = &[
     ("nice -10 rm x", &[&["rm", "x"]], Proven),
     ("time -p ls", &[&["ls"]], Proven),
     ("stdbuf -oL -e 0 grep x", &[&["grep", "x"]], Proven),
-    ("xargs -n1 rm -rf", &[&["rm", "-rf"]], Proven),
+    // What xargs runs gets words from its input: seen, never proven.
+    ("xargs -n1 rm -rf", &[&["rm", "-rf"]], Unprovable),
     (
         "find . | xargs -0 -I {} -P 4 -n 1 rm {}",
         &[&["find", "."], &["rm", "{}"]],
-        Proven,
+        Unprovable,
     ),
     ("command rm x", &[&["rm", "x"]], Proven),
     ("command -v rm", &[&["command", "-v", "rm"]], Proven),
@@ -517,7 +518,7 @@ fn pathological_inputs_are_cut_off() {
 /// Rough timings, for tuning by hand:
 /// `cargo test --release --lib shell::tests::timings -- --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "rough timings printed for tuning by hand; benches/ measure, this asserts nothing"]
 fn timings() {
     let typical = [
         "ls -la",

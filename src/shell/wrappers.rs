@@ -629,6 +629,12 @@ pub(super) fn strip(
                 break;
             }
             Step::Runs(start, next) => {
+                if name == "xargs" && !after_xargs {
+                    // The words it appends come from its input, which the
+                    // command does not show: deny rules still see the
+                    // program, but nothing after it is proven.
+                    notes.push(XARGS_INPUT.to_owned());
+                }
                 after_xargs |= name == "xargs";
                 is_path = false;
                 base = start;
@@ -647,6 +653,10 @@ pub(super) fn strip(
     }
     words
 }
+
+/// Why a command run by `xargs` is never proven.
+pub(super) const XARGS_INPUT: &str =
+    "`xargs` appends words read from its input to the command it runs";
 
 /// Reads the wrapper `name` at `words[base]`, looked up as `lookup`.
 fn step(
@@ -1126,6 +1136,14 @@ mod tests {
         assert!(unprovable.is_empty(), "{script}: {unprovable:?}");
     }
 
+    /// Like [`runs`] for a command `xargs` runs: the only thing unproven
+    /// is the input it appends.
+    fn fed(script: &str, expected: &str) {
+        let (words, unprovable) = one(script);
+        assert_eq!(words.join(" "), expected, "{script}");
+        assert_eq!(unprovable, [super::XARGS_INPUT], "{script}");
+    }
+
     fn unprovable(script: &str, expected: &str, phrase: &str) {
         let (words, unprovable) = one(script);
         assert_eq!(words.join(" "), expected, "{script}");
@@ -1207,8 +1225,8 @@ mod tests {
         runs("env -vu ls sudo", "sudo");
         runs("env a.b=1 =x 1=2 sudo ls", "sudo ls");
         runs("env -i - FOO=1 sudo ls", "sudo ls");
-        runs("xargs --eof sudo ls", "sudo ls");
-        runs("xargs -E sudo ls", "ls");
+        fed("xargs --eof sudo ls", "sudo ls");
+        fed("xargs -E sudo ls", "ls");
         runs("timeout --sig KILL --k 1 5 sudo ls", "sudo ls");
         runs(
             "nice -5 nice --5 nice -+5 nice -n 3 nice --adj 3 sudo",

@@ -60,6 +60,7 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
                 paths: vec![],
                 shell: None,
                 shell_sha256: None,
+                unprovable: Vec::new(),
             },
         }),
     )
