@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::commands::CommandMatcher;
+use super::rule::Scope;
+use crate::shell::programs;
 use super::rule::{Globs, Patterns, Rule};
 use super::{Action, Policy};
 
@@ -25,6 +27,13 @@ pub enum LintKind {
     Shadowed,
     /// A rule that decided none of the recorded calls (usage only).
     NeverMatched,
+    /// A `bash` allow rule that nothing keeps inside the workspace: neither
+    /// its own `path_scope = "inside"` nor an earlier ask or deny rule for
+    /// `bash` with `path_scope = "outside"`.
+    UnscopedShellAllow,
+    /// A `bash` allow rule naming a program (or git/cargo subcommand) gavel
+    /// has no model of: its options are taken on trust.
+    UnmodelledProgram,
 }
 
 /// One finding about one rule.
@@ -54,6 +63,37 @@ pub fn lint(policy: &Policy) -> Vec<Finding> {
                     rule.id
                 ),
             });
+        }
+        if rule.action == Action::Allow && applies_to_bash(rule) {
+            let shell_condition = rule.command_prefix.is_some() || rule.commands.is_some();
+            let scoped = rule.path_scope == Some(Scope::Inside)
+                || rules[..i].iter().any(|earlier| keeps_bash_inside(earlier));
+            if shell_condition && !scoped {
+                findings.push(Finding {
+                    kind: LintKind::UnscopedShellAllow,
+                    rule_id: rule.id.clone(),
+                    by: None,
+                    message: format!(
+                        "allow rule `{}` lets `bash` read outside the workspace (`grep -r BEGIN ~/.ssh`): \
+                         add an earlier ask rule for `bash` with `path_scope = \"outside\"`, as the \
+                         coding-agent preset's `bash.outside_workspace`",
+                        rule.id
+                    ),
+                });
+            }
+            for program in unmodelled(rule) {
+                findings.push(Finding {
+                    kind: LintKind::UnmodelledProgram,
+                    rule_id: rule.id.clone(),
+                    by: None,
+                    message: format!(
+                        "allow rule `{}` names `{program}`, which gavel has no model of: \
+                         whatever its options do (run a program, write a file) is allowed \
+                         (see the table in docs/shell.md)",
+                        rule.id
+                    ),
+                });
+            }
         }
         if let Some(earlier) = rules[..i].iter().find(|earlier| shadows(earlier, rule)) {
             findings.push(Finding {
@@ -123,6 +163,53 @@ pub fn usage(policy: &Policy, counts: &BTreeMap<String, u64>) -> (Usage, Vec<Fin
     )
 }
 
+/// Whether the rule can apply to `bash`.
+fn applies_to_bash(rule: &Rule) -> bool {
+    rule.tools
+        .as_ref()
+        .is_none_or(|t| t.compiled.is_match("bash"))
+}
+
+/// Whether `rule` stops every `bash` call that names a path outside the
+/// workspace before a later rule sees it.
+fn keeps_bash_inside(rule: &Rule) -> bool {
+    rule.action != Action::Allow
+        && applies_to_bash(rule)
+        && rule.path_scope == Some(Scope::Outside)
+        && rule.path_glob.is_none()
+        && rule.write_glob.is_none()
+        && rule.command_regex.is_none()
+        && rule.command_prefix.is_none()
+        && rule.commands.is_none()
+        && rule.unprovable.is_none()
+}
+
+/// The programs an allow rule names that have no model, as written.
+fn unmodelled(rule: &Rule) -> Vec<String> {
+    let mut names = Vec::new();
+    for matcher in rule
+        .command_prefix
+        .iter()
+        .chain(rule.commands.iter())
+        .flatten()
+    {
+        if let Some(prefix) = &matcher.prefix {
+            if !programs::is_modelled(prefix) {
+                names.push(prefix.join(" "));
+            }
+        } else if let Some(program) = &matcher.program {
+            names.extend(
+                program
+                    .written
+                    .iter()
+                    .filter(|p| !programs::is_modelled(&[(*p).clone()]))
+                    .cloned(),
+            );
+        }
+    }
+    names
+}
+
 /// Whether the rule's `tools` match every tool name (absent, or a bare `*`).
 fn every_tool(rule: &Rule) -> bool {
     rule.tools
@@ -133,6 +220,7 @@ fn every_tool(rule: &Rule) -> bool {
 fn has_conditions(rule: &Rule) -> bool {
     rule.path_scope.is_some()
         || rule.path_glob.is_some()
+        || rule.write_glob.is_some()
         || rule.command_regex.is_some()
         || rule.command_prefix.is_some()
         || rule.commands.is_some()
@@ -147,6 +235,7 @@ fn shadows(earlier: &Rule, later: &Rule) -> bool {
     // and `unprovable` read the same under every action.
     let quantified = earlier.path_scope.is_some()
         || earlier.path_glob.is_some()
+        || earlier.write_glob.is_some()
         || earlier.command_prefix.is_some()
         || earlier.commands.is_some();
     if quantified && earlier.action == Action::Allow && later.action != Action::Allow {
@@ -155,6 +244,7 @@ fn shadows(earlier: &Rule, later: &Rule) -> bool {
     tools_cover(earlier, later)
         && (earlier.path_scope.is_none() || earlier.path_scope == later.path_scope)
         && globs_cover(&earlier.path_glob, &later.path_glob)
+        && globs_cover(&earlier.write_glob, &later.write_glob)
         && regex_same(earlier, later)
         && matchers_cover(&earlier.command_prefix, &later.command_prefix)
         && matchers_cover(&earlier.commands, &later.commands)
@@ -236,6 +326,31 @@ mod tests {
             [(LintKind::Shadowed, "bash.sudo".into())],
             "a deny after an allow without path or command conditions is unreachable"
         );
+    }
+
+    #[test]
+    fn shell_allows_need_a_scope_and_modelled_programs() {
+        let unscoped = policy(
+            r#"
+[[rules]]
+id = "r"
+action = "allow"
+tools = ["bash"]
+command_prefix = [["grep"], ["cargo", "build"]]
+reason = "x"
+"#,
+        );
+        assert_eq!(
+            kinds(&unscoped),
+            [
+                (LintKind::UnscopedShellAllow, "r".to_owned()),
+                (LintKind::UnmodelledProgram, "r".to_owned())
+            ]
+        );
+        let preset = Policy::from_toml(crate::policy::CODING_AGENT_POLICY_TOML, "preset").unwrap();
+        assert!(lint(&preset).is_empty(), "{:?}", lint(&preset));
+        let builtin = Policy::builtin();
+        assert!(lint(&builtin).is_empty(), "{:?}", lint(&builtin));
     }
 
     #[test]

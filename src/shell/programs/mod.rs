@@ -133,8 +133,9 @@ pub fn read_words(words: &[String]) -> Option<Reading> {
 /// a modelled program, or `git`/`cargo` with a modelled subcommand.
 pub fn is_modelled(prefix: &[String]) -> bool {
     match prefix.first().map(String::as_str) {
-        Some("git") => prefix
-            .get(1)
+        Some("git") => prefix[1..]
+            .iter()
+            .find(|w| !w.starts_with('-'))
             .is_some_and(|s| git::SUBCOMMANDS.contains(&s.as_str())),
         Some("cargo") => prefix
             .get(1)
