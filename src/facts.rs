@@ -687,10 +687,7 @@ impl<'r, R: Resolver> Collector<'r, R> {
             return;
         }
         let names: Option<Vec<String>> = if self.resolver.lists() {
-            match self
-                .resolver
-                .list(&Base::Start, &record.to_string_lossy())
-            {
+            match self.resolver.list(&Base::Start, &record.to_string_lossy()) {
                 Some(entries) => Some(entries.into_iter().map(|(n, _, _)| n).collect()),
                 // No record there: nothing to protect.
                 None => return,

@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use super::commands::CommandMatcher;
 use super::rule::Scope;
-use crate::shell::programs;
 use super::rule::{Globs, Patterns, Rule};
 use super::{Action, Policy};
+use crate::shell::programs;
 
 /// What kind of mistake a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -459,9 +459,7 @@ fn an_allow_refuses_written_operands_and_non_exact_devices() {
     let request = bash("sort -o out in");
     let (_, trace) = policy.explain(&request, &lexical(&request));
     assert!(
-        trace[0]
-            .detail
-            .contains("`sort -o` writes a file"),
+        trace[0].detail.contains("`sort -o` writes a file"),
         "{}",
         trace[0].detail
     );

@@ -408,6 +408,7 @@ fn audit_finds_what_older_logs_recorded_without_anomaly_rows() {
                         paths: vec![],
                         shell: None,
                         shell_sha256: None,
+                        unprovable: Vec::new(),
                     },
                 }),
             ),

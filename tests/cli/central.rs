@@ -352,6 +352,7 @@ pub fn append_calls(db: &Path, first: usize, n: usize) {
                     paths: vec![],
                     shell: None,
                     shell_sha256: None,
+                    unprovable: Vec::new(),
                 },
             }),
         ));

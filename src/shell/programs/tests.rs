@@ -199,3 +199,23 @@ proptest::proptest! {
         }
     }
 }
+
+/// docs/shell.md's table of modelled programs, as the models say it.
+fn table() -> String {
+    let mut text = String::from("| program | what an allow may use |\n| --- | --- |\n");
+    for (names, summary) in documented() {
+        let names: Vec<String> = names.split(", ").map(|n| format!("`{n}`")).collect();
+        text.push_str(&format!("| {} | {summary} |\n", names.join(", ")));
+    }
+    text
+}
+
+#[test]
+fn the_docs_table_lists_every_model() {
+    let docs = include_str!("../../../docs/shell.md");
+    let table = table();
+    assert!(
+        docs.contains(&table),
+        "docs/shell.md lacks the table of programs; it should read:\n{table}"
+    );
+}
