@@ -498,9 +498,9 @@ impl<'r, R: Resolver> Collector<'r, R> {
     }
 
     /// What pattern `word` could match: brace alternatives, the literal
-    /// folder each starts from, symlinks met on the way, and the names it
-    /// matches in the folders as they are now (all of them, or the pattern
-    /// is unprovable). A wildcard that could match `..`, a `..` after a
+    /// folder each starts from, and the names it matches in the folders as
+    /// they are now, each resolved (through any symlink on the way), all of
+    /// them or the pattern is unprovable. A wildcard that could match `..`, a `..` after a
     /// wildcard, or a pattern too big to expand fails closed. Returns the
     /// first match that starts with `-`.
     fn pattern(&mut self, word: &str, base: &Base) -> Option<String> {
@@ -516,9 +516,7 @@ impl<'r, R: Resolver> Collector<'r, R> {
             let split = pattern::split(&alternative);
             let mut prefix = String::from(if split.absolute { "/" } else { "" });
             let mut states: Option<Vec<String>> = None;
-            let count = split.segments.len();
-            for (index, segment) in split.segments.iter().enumerate() {
-                let last = index + 1 == count;
+            for segment in &split.segments {
                 match (segment, states.as_mut()) {
                     (pattern::Segment::Literal(text), None) => push_part(&mut prefix, text),
                     (pattern::Segment::Literal(text), Some(states)) => {
@@ -547,7 +545,7 @@ impl<'r, R: Resolver> Collector<'r, R> {
                             return dashed;
                         }
                         let from = current.map_or_else(|| vec![prefix.clone()], |s| s.clone());
-                        match self.step(wild, &from, base, last) {
+                        match self.step(wild, &from, base) {
                             Ok(next) => states = Some(next),
                             Err(why) => {
                                 self.fail(word, format!("the pattern `{}`: {why}", clip(word)));
@@ -584,16 +582,15 @@ impl<'r, R: Resolver> Collector<'r, R> {
     }
 
     /// The names one wildcard segment (or `**`) matches below each of
-    /// `from`. Unless the segment is the `last`, a symlink matched is a
-    /// folder the next segment reads through, recorded as a fact (it may
-    /// lead outside); `**` never goes through one, as bash and the `glob`
-    /// handler do not.
+    /// `from`. A symlink matched is a name like any other: the next part
+    /// reads through it (`**` matches it but does not walk below it, as
+    /// node-glob and bash's globstar do), and what the whole pattern
+    /// finally matches through it is resolved where it leads.
     fn step(
         &mut self,
         segment: &pattern::Segment,
         from: &[String],
         base: &Base,
-        last: bool,
     ) -> Result<Vec<String>, String> {
         let matcher = match segment {
             pattern::Segment::Wild(text) => Some(
@@ -636,14 +633,8 @@ impl<'r, R: Resolver> Collector<'r, R> {
                     // over and over): the names stop here.
                     continue;
                 }
-                if symlink && matcher.is_none() && !last {
-                    continue;
-                }
                 let path = join(&dir, &name);
-                if symlink && !last {
-                    self.plain(&path, base);
-                }
-                if matcher.is_none() && folder {
+                if matcher.is_none() && folder && !symlink {
                     frontier.push(path.clone());
                 }
                 next.push(path);
@@ -1360,6 +1351,10 @@ mod tests {
         assert!(glob_outside(&ws, "*/*/secret.txt"));
         assert!(glob_outside(&ws, "src/**/*.txt"));
         assert!(glob_outside(&ws, "s?c/l*/*"));
+        // What matters is what the pattern matches: nothing through the
+        // link ends in `.rs`.
+        assert!(!glob_outside(&ws, "**/*.rs"));
+        assert!(!glob_outside(&ws, "src/**/*.rs"));
     }
 
     fn bash_facts(ws: &Workspace, command: &str) -> Vec<PathFact> {

@@ -41,11 +41,13 @@ pub enum PolicyCommand {
         strict: bool,
     },
     /// Warn about author mistakes: unconditional allows, rules shadowed by an earlier one,
+    /// bash allows that leave the workspace or name programs without a model,
     /// and, over the recorded log, rules that never matched and the rules that matched most
     Lint {
         /// The policy file [default: the policy gavel would use now]
         file: Option<PathBuf>,
-        /// Exit 1 when there are static warnings (unconditional allows, shadowed rules);
+        /// Exit 1 when there are static warnings (unconditional allows, shadowed rules,
+        /// bash allows without a workspace scope or naming a program gavel has no model of);
         /// never-matched rules are reported but never fail
         #[arg(long)]
         strict: bool,

@@ -460,7 +460,10 @@ fn cursor_reads_are_allowed_or_denied_never_asked_and_edits_it_made_are_ungovern
     let out = read("a.txt");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), r#"{"permission":"allow"}"#);
+    // Reading the policy is harmless; reading the record is not.
     let out = read("gavel.toml");
+    assert_eq!(stdout(&out).trim(), r#"{"permission":"allow"}"#);
+    let out = read(".gavel/audit.db");
     assert_eq!(stdout(&out).trim(), r#"{"permission":"deny"}"#);
     // The read's content came with the event; it is not recorded.
     assert!(

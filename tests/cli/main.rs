@@ -17,6 +17,7 @@ mod hook;
 mod paths;
 mod pipeline;
 mod policy;
+mod preset;
 mod principal;
 mod query;
 mod real_clients;

@@ -80,7 +80,7 @@ fn gavels_own_files_are_denied_in_any_spelling() {
 }
 
 #[test]
-fn a_pattern_that_matches_the_policy_file_is_denied() {
+fn a_pattern_that_may_write_the_policy_file_is_denied() {
     let sandbox = protected_sandbox();
     // With gavel.toml present the workspace's own policy would decide:
     // point --policy at the built-in rules written out.
@@ -90,9 +90,9 @@ fn a_pattern_that_matches_the_policy_file_is_denied() {
     let policy = policy.display().to_string();
     for command in [
         "rm *",
-        "cat gavel.t?ml",
         "cp x {gavel,other}.toml",
-        "ls *.toml",
+        "touch gavel.t?ml",
+        "mycmd *.toml",
     ] {
         let report = check(
             &sandbox,
@@ -101,6 +101,16 @@ fn a_pattern_that_matches_the_policy_file_is_denied() {
             Some(&policy),
         );
         assert_eq!(decided(&report), "deny path.protected", "{command}");
+    }
+    // Reading the policy through a pattern is no write.
+    for command in ["cat gavel.t?ml", "ls *.toml"] {
+        let report = check(
+            &sandbox,
+            "bash",
+            json!({ "command": command }),
+            Some(&policy),
+        );
+        assert_eq!(decided(&report), "ask bash.requires_approval", "{command}");
     }
     let report = check(
         &sandbox,
