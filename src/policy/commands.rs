@@ -99,6 +99,7 @@ impl CommandMatcher {
     ) -> bool {
         if let Some(prefix) = &self.prefix
             && !command.words.starts_with(prefix)
+            && !programs::canonical(&command.words).is_some_and(|w| w.starts_with(prefix))
         {
             return false;
         }

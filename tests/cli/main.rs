@@ -19,6 +19,7 @@ mod pipeline;
 mod policy;
 mod preset;
 mod principal;
+mod programs;
 mod query;
 mod real_clients;
 mod real_clients_model;

@@ -4,7 +4,7 @@
 //! that is more than a read is marked.
 
 use super::getopt::{Arg, Does, Opt, Parsed, Style, both, long, short};
-use super::{Model, Operands, Walks, no_check};
+use super::{Model, Operands, Reading, Walks, no_check};
 
 const HELP: Opt = long("help", Arg::No, Does::Nothing);
 const VERSION: Opt = long("version", Arg::No, Does::Nothing);
@@ -719,8 +719,267 @@ pub(crate) const MODELS: &[Model] = &[
             "one folder; relative paths after it are taken from there",
         )
     },
+    model(&["tac"], TAC, Operands::Paths(None), "every option"),
+    model(&["paste"], PASTE, Operands::Paths(None), "every option"),
+    model(&["rev"], REV, Operands::Paths(None), "every option"),
+    Model {
+        digits: true,
+        ..model(&["seq"], SEQ, Operands::Text, "every option")
+    },
+    Model {
+        digits: true,
+        style: Style::GnuStopAtOperand,
+        ..model(&["expr"], ONLY_HELP, Operands::Text, "any expression")
+    },
+    model(&["numfmt"], NUMFMT, Operands::Text, "every option"),
+    model(
+        &["base64", "base32"],
+        BASE64,
+        Operands::Paths(None),
+        "every option",
+    ),
+    model(&["comm"], COMM, Operands::Paths(None), "every option"),
+    model(&["nproc"], NPROC, Operands::Text, "every option"),
+    Model {
+        check: hostname_check,
+        ..model(
+            &["hostname"],
+            HOSTNAME,
+            Operands::Text,
+            "options that print; no operand, no `-F`",
+        )
+    },
+    model(&["locale"], LOCALE, Operands::Text, "every option"),
+    model(
+        &["command"],
+        COMMAND,
+        Operands::Text,
+        "`-v`, `-V` (names, not files)",
+    ),
+    model(&["type"], TYPE, Operands::Text, "every option"),
 ];
 
-/// `echo`, `printf`, `true`, `false`, `:`: bash builtins that only print
-/// (or do nothing) whatever their words.
-pub(crate) const PRINTERS: &[&str] = &["echo", "printf", "true", "false", ":"];
+const TAC: &[Opt] = &[
+    both('b', "before", Arg::No, N),
+    both('r', "regex", Arg::No, N),
+    both('s', "separator", Arg::Required, N),
+    HELP,
+    VERSION,
+];
+
+const PASTE: &[Opt] = &[
+    both('d', "delimiters", Arg::Required, N),
+    both('s', "serial", Arg::No, N),
+    both('z', "zero-terminated", Arg::No, N),
+    HELP,
+    VERSION,
+];
+
+/// util-linux `rev`.
+const REV: &[Opt] = &[
+    both('0', "zero", Arg::No, N),
+    both('h', "help", Arg::No, N),
+    both('V', "version", Arg::No, N),
+];
+
+const SEQ: &[Opt] = &[
+    both('f', "format", Arg::Required, N),
+    both('s', "separator", Arg::Required, N),
+    both('w', "equal-width", Arg::No, N),
+    HELP,
+    VERSION,
+];
+
+const NUMFMT: &[Opt] = &[
+    long("debug", Arg::No, N),
+    both('d', "delimiter", Arg::Required, N),
+    long("field", Arg::Required, N),
+    long("format", Arg::Required, N),
+    long("from", Arg::Required, N),
+    long("from-unit", Arg::Required, N),
+    long("grouping", Arg::No, N),
+    long("header", Arg::Optional, N),
+    long("invalid", Arg::Required, N),
+    long("padding", Arg::Required, N),
+    long("round", Arg::Required, N),
+    long("suffix", Arg::Required, N),
+    long("unit-separator", Arg::Required, N),
+    long("to", Arg::Required, N),
+    long("to-unit", Arg::Required, N),
+    both('z', "zero-terminated", Arg::No, N),
+    HELP,
+    VERSION,
+];
+
+const BASE64: &[Opt] = &[
+    both('d', "decode", Arg::No, N),
+    both('i', "ignore-garbage", Arg::No, N),
+    both('w', "wrap", Arg::Required, N),
+    HELP,
+    VERSION,
+];
+
+const COMM: &[Opt] = &[
+    short('1', Arg::No, N),
+    short('2', Arg::No, N),
+    short('3', Arg::No, N),
+    long("check-order", Arg::No, N),
+    long("nocheck-order", Arg::No, N),
+    long("output-delimiter", Arg::Required, N),
+    long("total", Arg::No, N),
+    both('z', "zero-terminated", Arg::No, N),
+    HELP,
+    VERSION,
+];
+
+const NPROC: &[Opt] = &[
+    long("all", Arg::No, N),
+    long("ignore", Arg::Required, N),
+    HELP,
+    VERSION,
+];
+
+/// Debian's `hostname`: options that print; `-F FILE` and an operand set it.
+const HOSTNAME: &[Opt] = &[
+    both('a', "alias", Arg::No, N),
+    both('A', "all-fqdns", Arg::No, N),
+    both('b', "boot", Arg::No, N),
+    both('d', "domain", Arg::No, N),
+    both('f', "fqdn", Arg::No, N),
+    long("long", Arg::No, N),
+    both(
+        'F',
+        "file",
+        Arg::Required,
+        Does::Hazard("sets the host name"),
+    ),
+    both('i', "ip-address", Arg::No, N),
+    both('I', "all-ip-addresses", Arg::No, N),
+    both('s', "short", Arg::No, N),
+    both('y', "yp", Arg::No, N),
+    long("nis", Arg::No, N),
+    both('h', "help", Arg::No, N),
+    both('V', "version", Arg::No, N),
+];
+
+const LOCALE: &[Opt] = &[
+    both('a', "all-locales", Arg::No, N),
+    both('m', "charmaps", Arg::No, N),
+    both('c', "category-name", Arg::No, N),
+    both('k', "keyword-name", Arg::No, N),
+    both('v', "verbose", Arg::No, N),
+    HELP,
+    VERSION,
+];
+
+/// Bash's `command -v|-V` (run forms are stepped over as a wrapper) and `type`.
+const COMMAND: &[Opt] = &[
+    short('v', Arg::No, N),
+    short('V', Arg::No, N),
+    short('p', Arg::No, N),
+];
+
+const TYPE: &[Opt] = &[
+    short('a', Arg::No, N),
+    short('f', Arg::No, N),
+    short('P', Arg::No, N),
+    short('p', Arg::No, N),
+    short('t', Arg::No, N),
+];
+
+/// `hostname NAME` sets the host name.
+fn hostname_check(parsed: &Parsed<'_>) -> Vec<String> {
+    parsed
+        .operands
+        .first()
+        .map(|name| format!("`hostname {name}` sets the host name"))
+        .into_iter()
+        .collect()
+}
+
+/// `test EXPRESSION` and `[ EXPRESSION ]`: every word that is not an
+/// operator may name a file whose metadata is read.
+pub(super) fn test(args: &[String]) -> Reading {
+    const OPERATORS: &[&str] = &[
+        "!", "(", ")", "]", "-a", "-o", "=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le",
+        "-gt", "-ge", "-nt", "-ot", "-ef", "-z", "-n", "-e", "-f", "-d", "-r", "-w", "-x", "-s",
+        "-L", "-h", "-b", "-c", "-p", "-S", "-g", "-u", "-k", "-O", "-G", "-N", "-t", "-v", "-R",
+    ];
+    Reading {
+        reads: args
+            .iter()
+            .filter(|a| !OPERATORS.contains(&a.as_str()))
+            .cloned()
+            .collect(),
+        ..Reading::default()
+    }
+}
+
+/// `jq [OPTIONS] FILTER [FILES]`: jq 1.6-1.7's own parser. It never runs
+/// or writes anything; a filter that `import`s or `include`s a module reads
+/// files from its library path, which is not proven.
+pub(super) fn jq(args: &[String]) -> Reading {
+    let mut reading = Reading::default();
+    let mut filter_given = false;
+    let mut filter = None;
+    let mut only_args = false;
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        i += 1;
+        let arg = arg.as_str();
+        if only_args || !arg.starts_with('-') || arg == "-" {
+            match (&filter, filter_given) {
+                (None, false) => filter = Some(arg.to_owned()),
+                _ if only_args => {}
+                _ => reading.reads.push(arg.to_owned()),
+            }
+            continue;
+        }
+        match arg {
+            "--args" | "--jsonargs" => only_args = true,
+            "--arg" | "--argjson" => i += 2,
+            "--slurpfile" | "--rawfile" => {
+                if let Some(file) = args.get(i + 1) {
+                    reading.reads.push(file.clone());
+                }
+                i += 2;
+            }
+            "-f" | "--from-file" => {
+                if let Some(file) = args.get(i) {
+                    reading.reads.push(file.clone());
+                }
+                filter_given = true;
+                i += 1;
+            }
+            "--indent" => i += 1,
+            "-L" => {
+                reading
+                    .hazards
+                    .push("`jq -L` reads modules from another folder".to_owned());
+                i += 1;
+            }
+            "--seq" | "--stream" | "--stream-errors" | "--slurp" | "--raw-input"
+            | "--null-input" | "--compact-output" | "--tab" | "--color-output"
+            | "--monochrome-output" | "--ascii-output" | "--unbuffered" | "--sort-keys"
+            | "--raw-output" | "--raw-output0" | "--join-output" | "--exit-status" | "--help"
+            | "--version" | "--build-configuration" => {}
+            _ if !arg.starts_with("--")
+                && arg[1..].chars().all(|c| "nrjasceSCMRhVe".contains(c)) => {}
+            _ => reading
+                .hazards
+                .push(format!("`jq` option `{arg}` is not known")),
+        }
+    }
+    if let Some(filter) = filter.filter(|_| !filter_given)
+        && (filter.contains("import") || filter.contains("include"))
+    {
+        reading
+            .hazards
+            .push("a `jq` filter that imports modules reads files outside".to_owned());
+    }
+    reading
+}
+
+/// `echo`, `printf`, `true`, `false`, `:`, `exit`: bash builtins that only
+/// print (or do nothing, or end the shell) whatever their words.
+pub(crate) const PRINTERS: &[&str] = &["echo", "printf", "true", "false", ":", "exit"];

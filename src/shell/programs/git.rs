@@ -1,6 +1,8 @@
 //! `git` (2.47) and `cargo`: programs whose subcommand decides what they
 //! do. Only read-only subcommands have a model: `status`, `diff`, `log`,
-//! `show`, `branch` (listing), `rev-parse`, `ls-files`, `blame`; any other
+//! `show`, `branch` and `tag` (listing), `rev-parse`, `ls-files`, `blame`,
+//! `describe`, `ls-tree`, `grep`, `config` (reading), `shortlog`, `rev-list`,
+//! `merge-base`, `cat-file`, `reflog`, `worktree list`, `count-objects`; any other
 //! subcommand has none. Options that run programs (`--ext-diff`,
 //! `--textconv`, `--show-signature`, a pager, `-c` configuration) or write
 //! (`--output`) are hazards. `cargo metadata` and `cargo tree` are modelled
@@ -236,7 +238,292 @@ const LOG: &[Opt] = &[
     long("base", Arg::No, N),
     long("ours", Arg::No, N),
     long("theirs", Arg::No, N),
+    // `git rev-list` only.
+    long("count", Arg::No, N),
+    long("objects", Arg::No, N),
+    long("objects-edge", Arg::No, N),
+    long("no-object-names", Arg::No, N),
+    long("timestamp", Arg::No, N),
+    long("header", Arg::No, N),
+    long("bisect-all", Arg::No, N),
+    long("bisect-vars", Arg::No, N),
 ];
+
+const TAG: &[Opt] = &[
+    MANUAL,
+    short('h', Arg::No, N),
+    both('l', "list", Arg::No, N),
+    short('n', Arg::Optional, N),
+    long("sort", Arg::Required, N),
+    long("format", Arg::Required, N),
+    long("contains", Arg::Optional, N),
+    long("no-contains", Arg::Optional, N),
+    long("merged", Arg::Optional, N),
+    long("no-merged", Arg::Optional, N),
+    long("points-at", Arg::Required, N),
+    long("column", Arg::Optional, N),
+    long("no-column", Arg::No, N),
+    both('i', "ignore-case", Arg::No, N),
+    long("color", Arg::Optional, N),
+    long("omit-empty", Arg::No, N),
+    both('a', "annotate", Arg::No, Does::Hazard("creates a tag")),
+    both('s', "sign", Arg::No, Does::Hazard("creates a tag")),
+    both('u', "local-user", Arg::Required, Does::Hazard("creates a tag")),
+    both('f', "force", Arg::No, Does::Hazard("replaces a tag")),
+    both('d', "delete", Arg::No, Does::Hazard("deletes a tag")),
+    both('v', "verify", Arg::No, RUNS),
+    both('m', "message", Arg::Required, Does::Hazard("creates a tag")),
+    both('F', "file", Arg::Required, Does::Hazard("creates a tag")),
+    both('e', "edit", Arg::No, Does::Hazard("runs an editor")),
+    long("cleanup", Arg::Required, N),
+    long("create-reflog", Arg::No, Does::Hazard("creates a tag")),
+];
+
+const DESCRIBE: &[Opt] = &[
+    MANUAL,
+    long("all", Arg::No, N),
+    long("tags", Arg::No, N),
+    long("contains", Arg::No, N),
+    long("abbrev", Arg::Optional, N),
+    long("candidates", Arg::Required, N),
+    long("exact-match", Arg::No, N),
+    long("debug", Arg::No, N),
+    long("long", Arg::No, N),
+    long("match", Arg::Required, N),
+    long("exclude", Arg::Required, N),
+    long("always", Arg::No, N),
+    long("first-parent", Arg::No, N),
+    long("dirty", Arg::Optional, N),
+    long("broken", Arg::Optional, N),
+];
+
+const LS_TREE: &[Opt] = &[
+    MANUAL,
+    short('d', Arg::No, N),
+    short('r', Arg::No, N),
+    short('t', Arg::No, N),
+    both('l', "long", Arg::No, N),
+    short('z', Arg::No, N),
+    long("name-only", Arg::No, N),
+    long("name-status", Arg::No, N),
+    long("object-only", Arg::No, N),
+    long("full-name", Arg::No, N),
+    long("full-tree", Arg::No, N),
+    long("abbrev", Arg::Optional, N),
+    long("format", Arg::Required, N),
+];
+
+const GIT_GREP: &[Opt] = &[
+    MANUAL,
+    long("cached", Arg::No, N),
+    long("untracked", Arg::No, Does::Recurses),
+    long("no-index", Arg::No, Does::Recurses),
+    long("exclude-standard", Arg::No, N),
+    long("no-exclude-standard", Arg::No, N),
+    long("recurse-submodules", Arg::No, N),
+    both('a', "text", Arg::No, N),
+    long("textconv", Arg::No, RUNS),
+    long("no-textconv", Arg::No, N),
+    both('i', "ignore-case", Arg::No, N),
+    short('I', Arg::No, N),
+    long("max-depth", Arg::Required, N),
+    both('r', "recursive", Arg::No, N),
+    long("no-recursive", Arg::No, N),
+    both('w', "word-regexp", Arg::No, N),
+    both('v', "invert-match", Arg::No, N),
+    short('h', Arg::No, N),
+    short('H', Arg::No, N),
+    long("full-name", Arg::No, N),
+    both('E', "extended-regexp", Arg::No, N),
+    both('G', "basic-regexp", Arg::No, N),
+    both('F', "fixed-strings", Arg::No, N),
+    both('P', "perl-regexp", Arg::No, N),
+    both('n', "line-number", Arg::No, N),
+    long("column", Arg::No, N),
+    both('l', "files-with-matches", Arg::No, N),
+    long("name-only", Arg::No, N),
+    both('L', "files-without-match", Arg::No, N),
+    both('O', "open-files-in-pager", Arg::Optional, RUNS),
+    both('z', "null", Arg::No, N),
+    both('o', "only-matching", Arg::No, N),
+    both('c', "count", Arg::No, N),
+    long("color", Arg::Optional, N),
+    long("no-color", Arg::No, N),
+    long("break", Arg::No, N),
+    long("heading", Arg::No, N),
+    both('p', "show-function", Arg::No, N),
+    both('A', "after-context", Arg::Required, N),
+    both('B', "before-context", Arg::Required, N),
+    both('C', "context", Arg::Required, N),
+    both('W', "function-context", Arg::No, N),
+    both('m', "max-count", Arg::Required, N),
+    long("threads", Arg::Required, N),
+    short('f', Arg::Required, Does::PatternFile),
+    short('e', Arg::Required, Does::Pattern),
+    long("and", Arg::No, N),
+    long("or", Arg::No, N),
+    long("not", Arg::No, N),
+    long("all-match", Arg::No, N),
+    both('q', "quiet", Arg::No, N),
+];
+
+const CONFIG: &[Opt] = &[
+    MANUAL,
+    long("get", Arg::No, N),
+    long("get-all", Arg::No, N),
+    long("get-regexp", Arg::No, N),
+    long("get-urlmatch", Arg::No, N),
+    both('l', "list", Arg::No, N),
+    long("show-origin", Arg::No, N),
+    long("show-scope", Arg::No, N),
+    long("name-only", Arg::No, N),
+    both('z', "null", Arg::No, N),
+    long("global", Arg::No, N),
+    long("system", Arg::No, N),
+    long("local", Arg::No, N),
+    long("worktree", Arg::No, N),
+    both('f', "file", Arg::Required, Does::Reads),
+    long("blob", Arg::Required, N),
+    long("type", Arg::Required, N),
+    long("bool", Arg::No, N),
+    long("int", Arg::No, N),
+    long("bool-or-int", Arg::No, N),
+    long("path", Arg::No, N),
+    long("expiry-date", Arg::No, N),
+    long("default", Arg::Required, N),
+    long("includes", Arg::No, N),
+    long("no-includes", Arg::No, N),
+    long("all", Arg::No, N),
+    long("regexp", Arg::No, N),
+    long("value", Arg::Required, N),
+    long("fixed-value", Arg::No, N),
+    long("add", Arg::No, Does::Hazard("changes configuration")),
+    long("replace-all", Arg::No, Does::Hazard("changes configuration")),
+    long("unset", Arg::No, Does::Hazard("changes configuration")),
+    long("unset-all", Arg::No, Does::Hazard("changes configuration")),
+    long("rename-section", Arg::No, Does::Hazard("changes configuration")),
+    long("remove-section", Arg::No, Does::Hazard("changes configuration")),
+    both('e', "edit", Arg::No, Does::Hazard("runs an editor")),
+];
+
+const SHORTLOG: &[Opt] = &[
+    MANUAL,
+    both('n', "numbered", Arg::No, N),
+    both('s', "summary", Arg::No, N),
+    both('e', "email", Arg::No, N),
+    both('c', "committer", Arg::No, N),
+    long("group", Arg::Required, N),
+    short('w', Arg::Optional, N),
+    long("format", Arg::Required, N),
+    long("all", Arg::No, N),
+    long("since", Arg::Required, N),
+    long("after", Arg::Required, N),
+    long("until", Arg::Required, N),
+    long("before", Arg::Required, N),
+    long("author", Arg::Required, N),
+    long("no-merges", Arg::No, N),
+    long("merges", Arg::No, N),
+    long("first-parent", Arg::No, N),
+    long("branches", Arg::Optional, N),
+    long("tags", Arg::Optional, N),
+];
+
+const MERGE_BASE: &[Opt] = &[
+    MANUAL,
+    both('a', "all", Arg::No, N),
+    long("octopus", Arg::No, N),
+    long("independent", Arg::No, N),
+    long("is-ancestor", Arg::No, N),
+    long("fork-point", Arg::No, N),
+];
+
+const CAT_FILE: &[Opt] = &[
+    MANUAL,
+    short('t', Arg::No, N),
+    short('s', Arg::No, N),
+    short('e', Arg::No, N),
+    short('p', Arg::No, N),
+    long("batch", Arg::Optional, N),
+    long("batch-check", Arg::Optional, N),
+    long("batch-command", Arg::Optional, N),
+    long("batch-all-objects", Arg::No, N),
+    long("buffer", Arg::No, N),
+    long("unordered", Arg::No, N),
+    long("follow-symlinks", Arg::No, N),
+    short('Z', Arg::No, N),
+    long("allow-unknown-type", Arg::No, N),
+    long("use-mailmap", Arg::No, N),
+    long("no-use-mailmap", Arg::No, N),
+    long("textconv", Arg::No, RUNS),
+    long("filters", Arg::No, RUNS),
+];
+
+const WORKTREE_LIST_OPTS: &[Opt] = &[
+    long("porcelain", Arg::No, N),
+    both('v', "verbose", Arg::No, N),
+    long("expire", Arg::Required, N),
+    short('z', Arg::No, N),
+];
+
+const COUNT_OBJECTS: &[Opt] = &[
+    MANUAL,
+    both('v', "verbose", Arg::No, N),
+    both('H', "human-readable", Arg::No, N),
+];
+
+/// `git tag NAME` (outside list mode) creates a tag.
+fn tag_check(parsed: &Parsed<'_>) -> Vec<String> {
+    let lists = [
+        "-l",
+        "--list",
+        "-n",
+        "--contains",
+        "--no-contains",
+        "--merged",
+        "--no-merged",
+        "--points-at",
+    ]
+    .iter()
+    .any(|o| parsed.named(o));
+    match parsed.operands.first() {
+        Some(name) if !lists => vec![format!("`git tag {name}` creates a tag")],
+        _ => Vec::new(),
+    }
+}
+
+/// `git config NAME VALUE` sets configuration.
+fn config_check(parsed: &Parsed<'_>) -> Vec<String> {
+    let gets = [
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "-l",
+        "--list",
+    ]
+    .iter()
+    .any(|o| parsed.named(o));
+    if !gets && parsed.operands.len() > 1 {
+        vec![format!(
+            "`git config {}` sets configuration",
+            parsed.operands.join(" ")
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+const LOG_MODEL: Model = Model {
+    digits: true,
+    ..sub(LOG, Operands::Paths(None), "")
+};
+
+const CONFIG_MODEL: Model = Model {
+    check: config_check,
+    ..sub(CONFIG, Operands::Text, "")
+};
+
+const WORKTREE_LIST: Model = sub(WORKTREE_LIST_OPTS, Operands::Text, "");
 
 const STATUS: &[Opt] = &[
     MANUAL,
@@ -433,6 +720,7 @@ const BLAME: &[Opt] = &[
     short('L', Arg::Required, N),
     long("reverse", Arg::Required, N),
     long("first-parent", Arg::No, N),
+    long("since", Arg::Required, N),
     long("incremental", Arg::No, N),
     long("encoding", Arg::Required, N),
     long("date", Arg::Required, N),
@@ -539,6 +827,72 @@ const MODELLED: &[(&str, Model)] = &[
         sub(LS_FILES, Operands::Paths(None), "every option"),
     ),
     ("blame", sub(BLAME, Operands::Paths(None), "every option")),
+    (
+        "tag",
+        Model {
+            check: tag_check,
+            ..sub(
+                TAG,
+                Operands::Text,
+                "listing only: no name outside `--list`, no `-a`, `-s`, `-d`, `-f`, `-v`, `-m`",
+            )
+        },
+    ),
+    ("describe", sub(DESCRIBE, Operands::Text, "every option")),
+    ("ls-tree", sub(LS_TREE, Operands::Text, "every option")),
+    (
+        "grep",
+        Model {
+            digits: true,
+            walks: Walks::WhenAsked,
+            ..sub(
+                GIT_GREP,
+                Operands::PatternThenPaths(Some(".")),
+                "every option but `-O`, `--textconv`; `--untracked`, `--no-index` read the folder like `grep -r`",
+            )
+        },
+    ),
+    (
+        "config",
+        sub(
+            CONFIG,
+            Operands::Text,
+            "reading only: `--get*`, `--list`, `get`, `list`, or one name",
+        ),
+    ),
+    ("shortlog", sub(SHORTLOG, Operands::Text, "every option")),
+    (
+        "rev-list",
+        Model {
+            digits: true,
+            ..sub(LOG, Operands::Paths(None), "every option of `git log`")
+        },
+    ),
+    ("merge-base", sub(MERGE_BASE, Operands::Text, "every option")),
+    (
+        "cat-file",
+        sub(
+            CAT_FILE,
+            Operands::Text,
+            "every option but `--textconv`, `--filters`",
+        ),
+    ),
+    (
+        "reflog",
+        sub(
+            LOG,
+            Operands::Paths(None),
+            "`show`, `list`, `exists`; never `expire`, `delete`, `drop`, `write`",
+        ),
+    ),
+    (
+        "worktree",
+        sub(WORKTREE_LIST_OPTS, Operands::Text, "`list` only"),
+    ),
+    (
+        "count-objects",
+        sub(COUNT_OBJECTS, Operands::Text, "every option"),
+    ),
 ];
 
 /// The git subcommands with a model.
@@ -551,6 +905,18 @@ pub(super) const SUBCOMMANDS: &[&str] = &[
     "rev-parse",
     "ls-files",
     "blame",
+    "tag",
+    "describe",
+    "ls-tree",
+    "grep",
+    "config",
+    "shortlog",
+    "rev-list",
+    "merge-base",
+    "cat-file",
+    "reflog",
+    "worktree",
+    "count-objects",
 ];
 
 /// The cargo subcommands with a model (which says they are not reads).
@@ -573,8 +939,9 @@ pub(super) fn documented() -> Vec<(String, &'static str)> {
     rows
 }
 
-/// How `git ARGS` reads: its own options, then a modelled subcommand.
-pub(super) fn read(args: &[String]) -> Option<Reading> {
+/// git's own options before the subcommand: what they read and what is
+/// not proven, and where the subcommand starts.
+fn globals(args: &[String]) -> (Reading, usize) {
     let mut reading = Reading::default();
     let mut i = 0;
     while let Some(arg) = args.get(i) {
@@ -614,7 +981,9 @@ pub(super) fn read(args: &[String]) -> Option<Reading> {
             | "--no-replace-objects"
             | "--bare"
             | "--no-lazy-fetch"
-            | "--no-advice" => {}
+            | "--no-advice"
+            | "--version"
+            | "-v" => {}
             "-c" | "--config-env" => {
                 value();
                 reading.hazards.push(format!(
@@ -622,17 +991,87 @@ pub(super) fn read(args: &[String]) -> Option<Reading> {
                 ));
             }
             "-p" | "--paginate" => reading.hazards.push(format!("`git {name}` runs a pager")),
+            "--help" | "-h" => reading
+                .hazards
+                .push(format!("`git {name}` opens the manual in a pager")),
             _ => reading
                 .hazards
                 .push(format!("`git` option `{name}` is not known")),
         }
     }
-    let subcommand = args.get(i)?.as_str();
+    (reading, i)
+}
+
+/// How `git ARGS` reads: its own options, then a modelled subcommand.
+pub(super) fn read(args: &[String]) -> Option<Reading> {
+    let (mut reading, i) = globals(args);
+    let Some(subcommand) = args.get(i) else {
+        // `git --version` and the like run nothing more.
+        return (i > 0).then_some(reading);
+    };
+    let subcommand = subcommand.as_str();
     let (_, model) = MODELLED.iter().find(|(name, _)| *name == subcommand)?;
-    let inner = apply(model, &format!("git {subcommand}"), &args[i + 1..]);
+    let rest = &args[i + 1..];
+    let inner = match subcommand {
+        "reflog" | "worktree" | "config" => match subcommand_of(subcommand, rest) {
+            Ok(inner) => inner,
+            Err(hazard) => Reading {
+                hazards: vec![hazard],
+                ..Reading::default()
+            },
+        },
+        _ => apply(model, &format!("git {subcommand}"), rest),
+    };
     reading.reads.extend(inner.reads);
+    reading.walks.extend(inner.walks);
     reading.hazards.extend(inner.hazards);
     Some(reading)
+}
+
+/// `git reflog`, `git worktree` and `git config`, whose own first word may
+/// be a further subcommand: only those that read are proven.
+fn subcommand_of(subcommand: &str, rest: &[String]) -> Result<Reading, String> {
+    let first = rest.first().map(String::as_str);
+    match (subcommand, first) {
+        ("reflog", Some("expire" | "delete" | "drop" | "write")) => Err(format!(
+            "`git reflog {}` changes the reflog",
+            first.unwrap_or_default()
+        )),
+        ("reflog", Some("show" | "list" | "exists")) => Ok(apply(&LOG_MODEL, "git reflog", &rest[1..])),
+        ("reflog", _) => Ok(apply(&LOG_MODEL, "git reflog", rest)),
+        ("worktree", Some("list")) => Ok(apply(&WORKTREE_LIST, "git worktree list", &rest[1..])),
+        ("worktree", _) => Err("`git worktree` changes worktrees (only `list` reads)".to_owned()),
+        ("config", Some("get" | "list")) => Ok(apply(&CONFIG_MODEL, "git config", &rest[1..])),
+        ("config", Some(word)) if !word.starts_with('-') && rest.len() > 1 && !config_gets(rest) => {
+            Err(format!("`git config {word} …` sets configuration"))
+        }
+        ("config", Some("set" | "unset" | "rename-section" | "remove-section" | "edit")) => {
+            Err("`git config` changes configuration".to_owned())
+        }
+        _ => Ok(apply(&CONFIG_MODEL, "git config", rest)),
+    }
+}
+
+/// Whether `git config ARGS` uses one of the options that only read.
+fn config_gets(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "-l" | "--list"
+        )
+    })
+}
+
+/// The words of a `git` command without git's own options before the
+/// subcommand (`git -C src --no-pager log` is `git log`), for matching a
+/// rule's prefix: those options are read (and judged) by the model.
+pub(super) fn canonical(args: &[String]) -> Option<Vec<String>> {
+    let (_, i) = globals(args);
+    (i > 0 && i < args.len()).then(|| {
+        std::iter::once("git".to_owned())
+            .chain(args[i..].iter().cloned())
+            .collect()
+    })
 }
 
 /// How `cargo ARGS` reads: `metadata` and `tree` are never reads.

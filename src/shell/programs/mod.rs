@@ -124,8 +124,20 @@ pub fn read_words(words: &[String]) -> Option<Reading> {
         "git" => git::read(args),
         "cargo" => git::cargo(args),
         "find" => Some(find::read(args)),
+        "test" | "[" => Some(files::test(args)),
+        "jq" => Some(files::jq(args)),
         p if files::PRINTERS.contains(&p) => Some(Reading::default()),
         _ => model(program).map(|m| apply(m, program, args)),
+    }
+}
+
+/// The words a rule's prefix is also matched against: `git` without its
+/// own options before the subcommand (`git -C src log` is `git log`), or
+/// `None` when the words are the only reading.
+pub fn canonical(words: &[String]) -> Option<Vec<String>> {
+    match words.first().map(String::as_str) {
+        Some("git") => git::canonical(&words[1..]),
+        _ => None,
     }
 }
 
@@ -141,7 +153,7 @@ pub fn is_modelled(prefix: &[String]) -> bool {
             .get(1)
             .is_some_and(|s| git::CARGO_SUBCOMMANDS.contains(&s.as_str())),
         Some(program) => {
-            matches!(program, "find")
+            matches!(program, "find" | "test" | "[" | "jq")
                 || files::PRINTERS.contains(&program)
                 || model(program).is_some()
         }
@@ -158,8 +170,16 @@ pub fn documented() -> Vec<(String, &'static str)> {
         "tests and `-print`, `-printf`, `-ls`, `-prune`; never `-exec`, `-execdir`, `-ok`, `-okdir`, `-delete`, `-fprint*`, `-fls`, `-files0-from`; walks (names only), `-L`/`-follow` follow symlinks",
     ));
     rows.push((
+        "test, [".to_owned(),
+        "any expression; every word that is not an operator is read as a file (metadata)",
+    ));
+    rows.push((
+        "jq".to_owned(),
+        "every option but `-L`; a filter that `import`s or `include`s is not proven",
+    ));
+    rows.push((
         files::PRINTERS.join(", "),
-        "anything: their words are printed, never opened",
+        "anything: their words are printed (or are a status), never opened",
     ));
     rows.extend(git::documented());
     rows

@@ -386,17 +386,18 @@ fn sed_script_prints_only(script: &str) -> bool {
         match command {
             b'p' | b'd' | b'q' | b'Q' | b'=' | b'n' | b'N' | b'l' => {}
             b's' => {
-                // s/RE/REPLACEMENT/FLAGS with `/` as the delimiter only.
-                if bytes.get(i) != Some(&b'/') {
+                // s/RE/REPLACEMENT/FLAGS, any delimiter but a newline or
+                // a backslash.
+                let Some(&delimiter) = bytes.get(i).filter(|d| !matches!(d, b'\n' | b'\\')) else {
                     return false;
-                }
+                };
                 i += 1;
                 for _ in 0..2 {
                     loop {
                         match bytes.get(i) {
                             None | Some(b'\n') => return false,
                             Some(b'\\') => i += 2,
-                            Some(b'/') => {
+                            Some(&b) if b == delimiter => {
                                 i += 1;
                                 break;
                             }
@@ -471,7 +472,7 @@ pub(crate) const MODELS: &[Model] = &[
         contents: true,
         follows: false,
         skips_hidden: false,
-        summary: "scripts of `p`, `d`, `q`, `=`, `n`, `l` and `s///` without `w`/`e` flags, or any script with `--sandbox`; never `-i`, `-f`",
+        summary: "scripts of `p`, `d`, `q`, `=`, `n`, `l` and `s///` (any delimiter) without `w`/`e` flags, or any script with `--sandbox`; never `-i`, `-f`",
         check: sed_check,
     },
 ];
@@ -489,6 +490,7 @@ mod tests {
             "1,5d",
             "5q",
             "s/a/b/g",
+            "s|.*/||",
             "s/a\\/x/b/2p",
             "1,3p;5p",
             "2,$!d",
@@ -503,7 +505,6 @@ mod tests {
             "s/a/b/e",
             "1e ls",
             "r /etc/passwd",
-            "s|a|b|",
             "/x/p",
             "1,5p w f",
             "s/a/b",
