@@ -30,6 +30,14 @@ CASES = [
     ("`gavel run bash` (asked, `--approve`)",
      ["run", "bash", '{"command":"true"}', "--approve", "--json"], None),
     ("`gavel hook claude-code` PreToolUse `Read`", ["hook", "claude-code"], "hook"),
+    # Under each binary's own coding-agent preset: the shell reader, the
+    # program models and the facts of a read-only pipeline and of a walk.
+    ("`gavel check bash` preset, `git log … | grep … | head`",
+     ["check", "bash", '{"command":"git log --oneline -5 | grep -n fix | head -3"}',
+      "--policy", "{preset}"], None),
+    ("`gavel check bash` preset, `grep -rn --exclude-dir=.gavel foo .`",
+     ["check", "bash", '{"command":"grep -rn --exclude-dir=.gavel foo ."}',
+      "--policy", "{preset}"], None),
 ]
 
 
@@ -69,6 +77,14 @@ def main(argv):
                 f.write("hello\n")
             places[name] = (ws, os.path.join(root, name, "audit.db"))
         binaries = {"old": old, "new": new}
+        presets = {}
+        for name, binary in binaries.items():
+            preset = os.path.join(root, name, "preset.toml")
+            shown = subprocess.run([binary, "policy", "show", "--preset", "coding-agent"],
+                                   capture_output=True, text=True, check=True)
+            with open(preset, "w") as f:
+                f.write(shown.stdout)
+            presets[name] = preset
         times = {(case, name): ([], []) for case, _, _ in CASES for name in binaries}
         n = 0
         for round_ in range(runs):
@@ -78,7 +94,8 @@ def main(argv):
                     n += 1
                     ws, db = places[name]
                     stdin = hook_input(ws, n) if kind == "hook" else None
-                    wall, cpu = timed(binaries[name], args, ws, db, stdin)
+                    case_args = [a.replace("{preset}", presets[name]) for a in args]
+                    wall, cpu = timed(binaries[name], case_args, ws, db, stdin)
                     times[(case, name)][0].append(wall)
                     times[(case, name)][1].append(cpu)
         print(f"{runs} rounds, interleaved; median wall time, mean CPU time in brackets\n")

@@ -423,6 +423,15 @@ impl<'r, R: Resolver> Collector<'r, R> {
     /// One path word from `base`: itself, and when it is a pattern, what it
     /// could match.
     fn word(&mut self, word: &str, base: &Base) {
+        // `$PWD/src/x` where the folder is known names `src/x` there and
+        // nothing else: no expansion is left to doubt.
+        if let Some(spelled) = current_folder_spelling(word, base)
+            && !has_expansion(&spelled)
+            && spelled != word
+        {
+            self.word(&spelled, base);
+            return;
+        }
         self.plain(word, base);
         if pattern::is_pattern(word)
             && !self.full

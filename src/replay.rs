@@ -146,22 +146,54 @@ pub struct DriftReport {
     /// With recorded facts: calls whose long command (its parse recorded by
     /// digest) parses differently now; they were re-decided on today's parse.
     pub parse_differs: u64,
-    /// Calls whose stored request had secrets redacted and whose decision
-    /// came out different: it cannot be told whether the policy or the
-    /// redaction moved it, so they are counted here, never as drift.
-    pub redacted: u64,
+    /// Calls whose decision came out different but cannot be re-decided
+    /// exactly: a field the policy reads (a command, a path) was stored
+    /// with a secret redacted. It cannot be told whether the policy or the
+    /// redaction moved them, so they are neither drift nor unchanged, and
+    /// a gate fails on them unless told otherwise.
+    pub undecidable: u64,
+    /// Of them, those whose move would loosen the decision.
+    pub undecidable_loosened: u64,
     /// Them (all, or the first few when only examples are kept), with why.
-    pub redacted_calls: Vec<RedactedCall>,
+    pub undecidable_calls: Vec<UndecidableCall>,
 }
 
-/// A call counted under `redacted` instead of drift.
+/// A call counted under `undecidable` instead of drift.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RedactedCall {
+pub struct UndecidableCall {
     pub call_id: String,
     pub tool: String,
     pub from: Verdict,
     pub to: Verdict,
+    pub direction: Direction,
     pub why: String,
+}
+
+/// The arguments of `tool` that a policy's conditions read: a bash
+/// command, a file tool's path or pattern, a patch's paths. Other fields
+/// (`content`, `old_text`, `new_text`, ...) are only checked for their
+/// kind, which redaction keeps.
+pub fn read_by_policy(tool: &str) -> &'static [&'static str] {
+    match tool {
+        "bash" => &["command"],
+        "apply_patch" => &["paths"],
+        "glob" => &["pattern"],
+        _ if path_argument(tool).is_some() => &["path"],
+        _ => &[],
+    }
+}
+
+/// Whether a redaction in the stored call could change its decision: a
+/// marker in an argument the policy reads, or in the recorded facts.
+fn redaction_decides(tool: &str, arguments: &Value, facts: &Facts) -> bool {
+    let fields = read_by_policy(tool);
+    let in_arguments = match arguments {
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| fields.contains(&key.as_str()) && holds_redaction(value)),
+        other => holds_redaction(other),
+    };
+    in_arguments || serde_json::to_value(facts).is_ok_and(|f| holds_redaction(&f))
 }
 
 /// Whether `value` holds a redaction marker (`«redacted:`) in a string.
@@ -194,8 +226,9 @@ pub struct DriftBuilder {
     recorded: Vec<String>,
     total: u64,
     reason_changed: u64,
-    redacted: Vec<RedactedCall>,
-    redacted_count: u64,
+    undecidable: Vec<UndecidableCall>,
+    undecidable_count: u64,
+    undecidable_loosened: u64,
     kept: Kept,
     groups: HashMap<(Verdict, Verdict), Group>,
 }
@@ -222,8 +255,9 @@ impl DriftBuilder {
             recorded: Vec::new(),
             total: 0,
             reason_changed: 0,
-            redacted: Vec::new(),
-            redacted_count: 0,
+            undecidable: Vec::new(),
+            undecidable_count: 0,
+            undecidable_loosened: 0,
             groups: HashMap::new(),
         }
     }
@@ -233,28 +267,44 @@ impl DriftBuilder {
         self.add_call(call_id, "", &Value::Null, recorded, now);
     }
 
-    /// Adds one call whose decision moved but whose stored request was
-    /// redacted: counted apart, not as drift.
-    pub fn add_redacted(&mut self, call_id: &str, tool: &str, recorded: &Decision, now: &Decision) {
+    /// Adds one call whose decision moved but cannot be re-decided exactly
+    /// (a field the policy reads was stored redacted): counted apart as
+    /// undecidable, with its transition.
+    pub fn add_undecidable(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        recorded: &Decision,
+        now: &Decision,
+    ) {
         self.total += 1;
         if !self.recorded.contains(&recorded.policy.digest) {
             self.recorded.push(recorded.policy.digest.clone());
         }
-        self.redacted_count += 1;
-        if self.kept.allows(self.redacted.len()) {
-            self.redacted.push(RedactedCall {
+        let from = Verdict {
+            action: recorded.action,
+            rule_id: recorded.rule_id.clone(),
+        };
+        let to = Verdict {
+            action: now.action,
+            rule_id: now.rule_id.clone(),
+        };
+        let Some(direction) = direction(&from, &to) else {
+            return;
+        };
+        self.undecidable_count += 1;
+        if direction == Direction::Loosened {
+            self.undecidable_loosened += 1;
+        }
+        if self.kept.allows(self.undecidable.len()) {
+            self.undecidable.push(UndecidableCall {
                 call_id: call_id.to_owned(),
                 tool: tool.to_owned(),
-                from: Verdict {
-                    action: recorded.action,
-                    rule_id: recorded.rule_id.clone(),
-                },
-                to: Verdict {
-                    action: now.action,
-                    rule_id: now.rule_id.clone(),
-                },
-                why: "its request was stored with secrets redacted, and the redacted request \
-                      decides differently: it cannot be re-decided exactly"
+                from,
+                to,
+                direction,
+                why: "a field the policy reads was stored with a secret redacted, and the \
+                      redacted call decides differently: it cannot be re-decided exactly"
                     .to_owned(),
             });
         }
@@ -347,7 +397,7 @@ impl DriftBuilder {
         let changed = loosened + tightened + rerouted;
         DriftReport {
             total: self.total,
-            unchanged: self.total - changed - self.redacted_count,
+            unchanged: self.total - changed - self.undecidable_count,
             changed,
             loosened,
             tightened,
@@ -362,8 +412,9 @@ impl DriftBuilder {
             anomalies: 0,
             anomaly_calls: Vec::new(),
             parse_differs: 0,
-            redacted: self.redacted_count,
-            redacted_calls: self.redacted,
+            undecidable: self.undecidable_count,
+            undecidable_loosened: self.undecidable_loosened,
+            undecidable_calls: self.undecidable,
         }
     }
 }
@@ -461,11 +512,8 @@ pub fn replay_calls<E: From<StoreError>>(
             },
         )
         .is_some();
-        if moved
-            && (holds_redaction(&call.request.arguments)
-                || serde_json::to_value(&call.decision.facts).is_ok_and(|f| holds_redaction(&f)))
-        {
-            drift.add_redacted(&call.call_id, &call.tool, &recorded, &now);
+        if moved && redaction_decides(&call.tool, &call.request.arguments, &call.decision.facts) {
+            drift.add_undecidable(&call.call_id, &call.tool, &recorded, &now);
         } else if let Some(change) = drift.add_call(
             &call.call_id,
             &call.tool,

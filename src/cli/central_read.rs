@@ -225,12 +225,7 @@ pub fn replay(
                 Ok(())
             },
         )?;
-        failing += match args.fail_on {
-            super::replay::FailOn::Any => report.changed,
-            super::replay::FailOn::Loosened => report.loosened,
-            super::replay::FailOn::Tightened => report.tightened,
-            super::replay::FailOn::Never => 0,
-        };
+        failing += super::replay::failing(&report, args.fail_on, args.allow_undecidable);
         if args.calls {
             eprintln!(
                 "gavel: host `{}`, log {}: replayed {} calls: unchanged {}, changed {} (loosened {}, tightened {}, rerouted {})",

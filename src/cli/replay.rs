@@ -32,9 +32,13 @@ pub struct ReplayArgs {
     /// Replay even if the chain does not verify (the output says so)
     #[arg(long)]
     pub skip_verify: bool,
-    /// Exit 1 when drift of this kind exists
+    /// Exit 1 when drift of this kind exists; with `any` or `loosened`, calls that
+    /// cannot be re-decided exactly (a command or path stored redacted) fail too
     #[arg(long, value_enum, default_value_t = FailOn::Any)]
     pub fail_on: FailOn,
+    /// Do not fail on calls that cannot be re-decided exactly (they are still listed)
+    #[arg(long)]
+    pub allow_undecidable: bool,
     /// Stream every changed call as one JSON line (call_id, tool, arguments, from, to,
     /// direction) as it is found; the counts go to stderr
     #[arg(long)]
@@ -131,26 +135,34 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
     } else {
         print_table(&report, args.skip_verify)?;
     }
-    let failing = match args.fail_on {
-        FailOn::Any => report.changed,
-        FailOn::Loosened => report.loosened,
+    let failing = failing(&report, args.fail_on, args.allow_undecidable);
+    Ok(if failing > 0 { Exit::Failed } else { Exit::Ok })
+}
+
+/// How many calls make the gate fail: the drift `fail_on` names, and,
+/// unless allowed, the undecidable calls that drift could hide in.
+pub fn failing(report: &DriftReport, fail_on: FailOn, allow_undecidable: bool) -> u64 {
+    let undecidable = |n: u64| if allow_undecidable { 0 } else { n };
+    match fail_on {
+        FailOn::Any => report.changed + undecidable(report.undecidable),
+        FailOn::Loosened => report.loosened + undecidable(report.undecidable_loosened),
         FailOn::Tightened => report.tightened,
         FailOn::Never => 0,
-    };
-    Ok(if failing > 0 { Exit::Failed } else { Exit::Ok })
+    }
 }
 
 /// With `--calls`: the counts on stderr, stdout keeping only the calls.
 fn eprintln_summary(report: &DriftReport) -> std::io::Result<()> {
     writeln!(
         std::io::stderr(),
-        "gavel: replayed {} calls: unchanged {}, changed {} (loosened {}, tightened {}, rerouted {})",
+        "gavel: replayed {} calls: unchanged {}, changed {} (loosened {}, tightened {}, rerouted {}), undecidable {}",
         report.total,
         report.unchanged,
         report.changed,
         report.loosened,
         report.tightened,
-        report.rerouted
+        report.rerouted,
+        report.undecidable
     )
 }
 
@@ -188,16 +200,23 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
             report.parse_differs
         ))?;
     }
-    if report.redacted > 0 {
-        let ids: Vec<&str> = report
-            .redacted_calls
+    if report.undecidable > 0 {
+        let shown: Vec<String> = report
+            .undecidable_calls
             .iter()
-            .map(|c| c.call_id.as_str())
+            .take(EXAMPLES_SHOWN)
+            .map(|c| {
+                format!(
+                    "{} {} {} -> {} {}",
+                    c.call_id, c.from.action, c.from.rule_id, c.to.action, c.to.rule_id
+                )
+            })
             .collect();
         render::line(&format!(
-            "  {} call(s) counted apart as redacted, not drift: their requests were stored with secrets redacted and decide differently redacted, so they cannot be re-decided exactly (e.g. {})",
-            report.redacted,
-            render::escape(&ids.join(", "))
+            "!! {} call(s) undecidable ({} of them would loosen): a command or path the policy reads was stored with a secret redacted, and the redacted call decides differently, so the policy's effect cannot be proven (e.g. {}); they fail --fail-on any|loosened unless --allow-undecidable",
+            report.undecidable,
+            report.undecidable_loosened,
+            render::escape(&shown.join("; "))
         ))?;
     }
     if report.anomalies > 0 {
@@ -208,7 +227,11 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
         ))?;
     }
     if report.transitions.is_empty() {
-        return render::line("No drift.");
+        return render::line(if report.undecidable > 0 {
+            "No drift among the calls that could be re-decided."
+        } else {
+            "No drift."
+        });
     }
     // One row per example: the transition on the first, the rest under it.
     let mut rows = Vec::new();

@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use wait_timeout::ChildExt;
 
-use gavel::{Action, Policy, ToolRequest, Workspace};
+use gavel::{Action, Decision, Policy, ToolRequest, Workspace};
 
 use crate::support::fixture;
 
@@ -247,7 +247,8 @@ fn run(case: &Case, command: &str) -> Run {
     let stderr_file = case.root.join("stderr");
     let stderr = std::fs::File::create(&stderr_file).unwrap();
     let mut child = Command::new(STRACE)
-        .args(["-f", "-qq", "-xx", "-y", "-s", "4096", "-e", "signal=none"])
+        .args(["--seccomp-bpf", "-f", "-qq", "-xx", "-y", "-s", "4096"])
+        .args(["-e", "signal=none"])
         .arg("-e")
         .arg(format!("trace={SYSCALLS}"))
         .arg("-e")
@@ -534,6 +535,21 @@ fn system_file(path: &Path, home: &Path, call: &Call) -> bool {
     path == home.join(".gitconfig") || path.starts_with(home.join(".config/git"))
 }
 
+/// Whether a write goes to a device that stores nothing: `/dev/null`,
+/// the terminal, or (spelled so) the command's own standard output, error
+/// or an open descriptor, which the caller of the command chose.
+fn harmless_write(requested: &[u8], resolved: &str) -> bool {
+    let descriptor = requested
+        .strip_prefix(b"/dev/fd/")
+        .is_some_and(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit));
+    descriptor
+        || requested == b"/dev/stdout"
+        || requested == b"/dev/stderr"
+        || resolved == "/dev/null"
+        || resolved == "/dev/tty"
+        || resolved.starts_with("/dev/pts/")
+}
+
 fn is_index(path: &[u8]) -> bool {
     [&b".git/index.lock"[..], b".git/index"].iter().any(|end| {
         path == *end || (path.ends_with(end) && path[..path.len() - end.len()].ends_with(b"/"))
@@ -605,8 +621,7 @@ fn check(case: &Case, commands: &[Vec<String>], ran: &Run) -> Verdict {
                         .as_ref()
                         .map(|p| p.to_string_lossy().into_owned())
                         .unwrap_or_else(|| String::from_utf8_lossy(&requested).into_owned());
-                    if shown == "/dev/null" || shown == "/dev/tty" || shown.starts_with("/dev/pts/")
-                    {
+                    if harmless_write(&requested, &shown) {
                         continue;
                     }
                     if git_status && is_index(&requested) {
@@ -675,42 +690,51 @@ fn check(case: &Case, commands: &[Vec<String>], ran: &Run) -> Verdict {
 // ---------------------------------------------------------------------------
 // One command: decide, and run only what is allowed.
 
-enum Outcome {
-    NotAllowed,
-    Ran {
-        verdict: Verdict,
-        timed_out: bool,
-        report: String,
-    },
+/// What the preset decided to allow, and the simple commands it parsed.
+struct Allowed {
+    decision: Decision,
+    commands: Vec<Vec<String>>,
 }
 
-/// Decides `command` against a fresh copy of the fixture and, when the
-/// preset allows it, runs it there and judges the trace.
-fn decide_and_run(fixture: &Fixture, policy: &Policy, command: &str) -> Outcome {
-    let case = fixture.copy();
+/// Decides `command` in `workspace`; `Some` when the preset allows it.
+fn decide(workspace: &Workspace, policy: &Policy, command: &str) -> Option<Allowed> {
     let request = ToolRequest::new("1", "bash", json!({ "command": command }));
-    let workspace = Workspace::open(&case.repo).unwrap();
     let facts = workspace.facts(&request);
     let decision = policy.decide(&request, &facts);
-    if decision.action != Action::Allow {
-        return Outcome::NotAllowed;
-    }
-    let commands: Vec<Vec<String>> = facts
-        .shell
-        .as_ref()
-        .map(|a| a.commands.iter().map(|c| c.words.clone()).collect())
-        .unwrap_or_default();
+    (decision.action == Action::Allow).then(|| Allowed {
+        decision,
+        commands: facts
+            .shell
+            .as_ref()
+            .map(|a| a.commands.iter().map(|c| c.words.clone()).collect())
+            .unwrap_or_default(),
+    })
+}
+
+/// What running an allowed command did: the verdict, whether it was
+/// killed, and a report when it failed.
+struct Outcome {
+    verdict: Verdict,
+    timed_out: bool,
+    report: String,
+}
+
+/// Runs an allowed command in a fresh copy of the fixture (the same layout
+/// as the pristine one it was decided in) and judges the trace.
+fn run_allowed(fixture: &Fixture, command: &str, allowed: &Allowed) -> Outcome {
+    let case = fixture.copy();
     let ran = run(&case, command);
-    let verdict = check(&case, &commands, &ran);
+    let verdict = check(&case, &allowed.commands, &ran);
     let mut report = String::new();
     if !verdict.problems.is_empty() {
+        let decision = &allowed.decision;
         let _ = writeln!(report, "command: {command}");
         let _ = writeln!(
             report,
             "  gavel: {} {} ({})",
             decision.action, decision.rule_id, decision.reason
         );
-        for words in &commands {
+        for words in &allowed.commands {
             let _ = writeln!(report, "  parsed: {words:?}");
         }
         for problem in &verdict.problems {
@@ -723,8 +747,7 @@ fn decide_and_run(fixture: &Fixture, policy: &Policy, command: &str) -> Outcome 
             let _ = writeln!(report, "  stderr: {:?}", ran.stderr);
         }
     }
-    drop(case.dir);
-    Outcome::Ran {
+    Outcome {
         verdict,
         timed_out: ran.timed_out,
         report,
@@ -1255,8 +1278,8 @@ impl Gen {
 
     fn operand(&mut self) -> W {
         match self.below(100) {
-            0..=54 => W::Lit(self.one(INSIDE).to_owned()),
-            55..=79 => W::Lit(self.one(HOSTILE).to_owned()),
+            0..=49 => W::Lit(self.one(INSIDE).to_owned()),
+            50..=77 => W::Lit(self.one(HOSTILE).to_owned()),
             _ => W::Raw(self.one(RAW).to_owned()),
         }
     }
@@ -1310,7 +1333,7 @@ impl Gen {
                 options.push(self.option(spec.safe));
             }
         }
-        if !spec.risky.is_empty() && self.chance(30) {
+        if !spec.risky.is_empty() && self.chance(40) {
             options.push(self.option(spec.risky));
         }
         if !spec.walk.is_empty() && self.chance(40) {
@@ -1501,41 +1524,25 @@ fn generated_commands_the_preset_allows_only_read_inside_the_workspace() {
                         }
                         tally.generated += 1;
                         let command = generated(seed, case);
-                        // Decide against the pristine fixture first: most
-                        // commands stop here, with no copy made.
                         let clock = Instant::now();
-                        let request = ToolRequest::new("1", "bash", json!({ "command": command }));
-                        let facts = pristine.facts(&request);
-                        let action = policy.decide(&request, &facts).action;
+                        let allowed = decide(pristine, policy, &command);
                         tally.decide += clock.elapsed();
-                        if action != Action::Allow {
+                        let Some(allowed) = allowed else {
                             continue;
-                        }
+                        };
                         let clock = Instant::now();
-                        let outcome = decide_and_run(fixture, policy, &command);
-                        tally.run += clock.elapsed();
-                        let Outcome::Ran {
+                        let Outcome {
                             verdict,
                             timed_out,
                             report,
-                        } = outcome
-                        else {
-                            tally.failures.push((
-                                case,
-                                format!(
-                                    "command: {command}\n  allowed in the pristine fixture, not \
-                                     in its copy\n"
-                                ),
-                            ));
-                            continue;
-                        };
+                        } = run_allowed(fixture, &command, &allowed);
+                        tally.run += clock.elapsed();
                         tally.allowed += 1;
                         tally.timeouts += usize::from(timed_out);
                         tally.index_refreshes += usize::from(verdict.index_refreshes > 0);
-                        if let Some(analysis) = &facts.shell {
-                            for c in &analysis.commands {
-                                *tally.by_program.entry(c.program().to_owned()).or_default() += 1;
-                            }
+                        for words in &allowed.commands {
+                            let program = words.first().cloned().unwrap_or_default();
+                            *tally.by_program.entry(program).or_default() += 1;
                         }
                         if !verdict.problems.is_empty() {
                             tally.failures.push((case, report));
@@ -1640,15 +1647,14 @@ fn recorded_program_counterexamples_only_read_inside_the_workspace() {
         .collect();
     let fixture = Fixture::new();
     let policy = preset();
+    let pristine = Workspace::open(&fixture.repo()).unwrap();
     let (mut allowed, mut failures) = (0, Vec::new());
     for command in &commands {
-        if let Outcome::Ran {
-            verdict, report, ..
-        } = decide_and_run(&fixture, &policy, command)
-        {
+        if let Some(decision) = decide(&pristine, &policy, command) {
             allowed += 1;
-            if !verdict.problems.is_empty() {
-                failures.push(report);
+            let outcome = run_allowed(&fixture, command, &decision);
+            if !outcome.verdict.problems.is_empty() {
+                failures.push(outcome.report);
             }
         }
     }

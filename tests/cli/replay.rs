@@ -403,3 +403,150 @@ fn replay_of_a_long_command_recorded_once_is_exact() {
     );
     assert!(!text.contains("parsed again from the request"));
 }
+
+/// The secret shapes of `fixtures/secrets/corpus.txt`, one per case.
+fn secret_texts() -> Vec<String> {
+    let text = std::fs::read_to_string(fixture("secrets/corpus.txt")).unwrap();
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.replace("[[", "").replace("]]", "").replace('⏎', "\n"))
+        .collect()
+}
+
+/// Replay's gate never passes what it could not prove: writes whose
+/// redacted content no rule reads are re-decided exactly (loosening them
+/// fails the gate), and commands stored redacted that decide differently
+/// are undecidable, which fails the gate unless allowed.
+#[test]
+fn replay_gate_fails_on_loosening_hidden_by_redaction() {
+    let sandbox = Sandbox::new();
+    let secrets = secret_texts();
+    assert!(secrets.len() >= 50, "{} cases", secrets.len());
+    let mut lines = Vec::new();
+    for (i, secret) in secrets.iter().enumerate() {
+        lines.push(
+            json!({"type":"tool_use","id":format!("w{i}"),"name":"write_file",
+                   "input":{"path":format!("f{i}.env"),"content":secret}})
+            .to_string(),
+        );
+        lines.push(json!({"type":"approval","id":format!("w{i}"),"approved":true}).to_string());
+        lines.push(
+            json!({"type":"tool_use","id":format!("b{i}"),"name":"bash",
+                   "input":{"command":format!("echo {}", secret.replace('\n', " "))}})
+            .to_string(),
+        );
+        lines.push(json!({"type":"approval","id":format!("b{i}"),"approved":false}).to_string());
+    }
+    let served = sandbox
+        .gavel(&["serve", "--stdio", "--durability", "normal"])
+        .write_stdin(lines.join("\n") + "\n")
+        .output()
+        .unwrap();
+    assert_eq!(code(&served), 0, "{}", stderr(&served));
+    let export = run_expecting(&mut sandbox.gavel(&["export", "--format", "jsonl"]), 0);
+    assert!(
+        String::from_utf8_lossy(&export.stdout).contains("«redacted:"),
+        "the corpus was stored redacted"
+    );
+
+    // A looser policy: writes allowed, `echo` allowed.
+    let looser = sandbox.root.join("looser.toml");
+    std::fs::write(
+        &looser,
+        r#"name = "looser"
+[[rules]]
+id = "write.allow"
+action = "allow"
+tools = ["write_file"]
+path_scope = "inside"
+reason = "writes allowed"
+[[rules]]
+id = "bash.outside"
+action = "ask"
+tools = ["bash"]
+path_scope = "outside"
+reason = "outside"
+[[rules]]
+id = "echo.allow"
+action = "allow"
+tools = ["bash"]
+command_prefix = [["echo"]]
+reason = "echo allowed"
+[[rules]]
+id = "bash.ask"
+action = "ask"
+tools = ["bash"]
+reason = "asked"
+"#,
+    )
+    .unwrap();
+    let looser = looser.display().to_string();
+
+    // Writes: `content` is read by no rule, so each is re-decided exactly.
+    let out = replay(
+        &sandbox,
+        &[
+            "--policy",
+            &looser,
+            "--tool",
+            "write_file",
+            "--fail-on",
+            "loosened",
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let report = json(&out);
+    assert_eq!(report["loosened"], secrets.len() as u64, "{report}");
+    assert_eq!(report["undecidable"], 0, "{report}");
+
+    // Commands: stored redacted, the policy reads them: undecidable.
+    let out = replay(
+        &sandbox,
+        &[
+            "--policy",
+            &looser,
+            "--tool",
+            "bash",
+            "--fail-on",
+            "loosened",
+        ],
+    );
+    let report = json(&out);
+    let undecidable = report["undecidable"].as_u64().unwrap();
+    assert!(undecidable > 0, "{report}");
+    assert_eq!(code(&out), 1, "undecidable calls fail the gate: {report}");
+    assert!(
+        report["undecidable_loosened"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    let calls = report["undecidable_calls"].as_array().unwrap();
+    assert_eq!(calls.len() as u64, undecidable, "JSON lists every one");
+    assert!(
+        calls.iter().any(|c| c["direction"] == "loosened"
+            && c["from"]["action"] == "ask"
+            && c["to"]["action"] == "allow"),
+        "{report}"
+    );
+    // Allowed explicitly, only real drift can fail the gate.
+    let out = replay(
+        &sandbox,
+        &[
+            "--policy",
+            &looser,
+            "--tool",
+            "bash",
+            "--fail-on",
+            "loosened",
+            "--allow-undecidable",
+        ],
+    );
+    let report = json(&out);
+    let expected = u8::from(report["loosened"].as_u64().unwrap() > 0);
+    assert_eq!(code(&out), i32::from(expected), "{report}");
+    // The table says it too.
+    let table = sandbox
+        .gavel(&["replay", "--policy", &looser, "--tool", "bash"])
+        .output()
+        .unwrap();
+    assert!(stdout(&table).contains("undecidable"), "{}", stdout(&table));
+}

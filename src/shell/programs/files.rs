@@ -958,11 +958,26 @@ pub(super) fn jq(args: &[String]) -> Reading {
                     .push("`jq -L` reads modules from another folder".to_owned());
                 i += 1;
             }
-            "--seq" | "--stream" | "--stream-errors" | "--slurp" | "--raw-input"
-            | "--null-input" | "--compact-output" | "--tab" | "--color-output"
-            | "--monochrome-output" | "--ascii-output" | "--unbuffered" | "--sort-keys"
-            | "--raw-output" | "--raw-output0" | "--join-output" | "--exit-status" | "--help"
-            | "--version" | "--build-configuration" => {}
+            "--seq"
+            | "--stream"
+            | "--stream-errors"
+            | "--slurp"
+            | "--raw-input"
+            | "--null-input"
+            | "--compact-output"
+            | "--tab"
+            | "--color-output"
+            | "--monochrome-output"
+            | "--ascii-output"
+            | "--unbuffered"
+            | "--sort-keys"
+            | "--raw-output"
+            | "--raw-output0"
+            | "--join-output"
+            | "--exit-status"
+            | "--help"
+            | "--version"
+            | "--build-configuration" => {}
             _ if !arg.starts_with("--")
                 && arg[1..].chars().all(|c| "nrjasceSCMRhVe".contains(c)) => {}
             _ => reading

@@ -268,7 +268,12 @@ const TAG: &[Opt] = &[
     long("omit-empty", Arg::No, N),
     both('a', "annotate", Arg::No, Does::Hazard("creates a tag")),
     both('s', "sign", Arg::No, Does::Hazard("creates a tag")),
-    both('u', "local-user", Arg::Required, Does::Hazard("creates a tag")),
+    both(
+        'u',
+        "local-user",
+        Arg::Required,
+        Does::Hazard("creates a tag"),
+    ),
     both('f', "force", Arg::No, Does::Hazard("replaces a tag")),
     both('d', "delete", Arg::No, Does::Hazard("deletes a tag")),
     both('v', "verify", Arg::No, RUNS),
@@ -398,11 +403,23 @@ const CONFIG: &[Opt] = &[
     long("value", Arg::Required, N),
     long("fixed-value", Arg::No, N),
     long("add", Arg::No, Does::Hazard("changes configuration")),
-    long("replace-all", Arg::No, Does::Hazard("changes configuration")),
+    long(
+        "replace-all",
+        Arg::No,
+        Does::Hazard("changes configuration"),
+    ),
     long("unset", Arg::No, Does::Hazard("changes configuration")),
     long("unset-all", Arg::No, Does::Hazard("changes configuration")),
-    long("rename-section", Arg::No, Does::Hazard("changes configuration")),
-    long("remove-section", Arg::No, Does::Hazard("changes configuration")),
+    long(
+        "rename-section",
+        Arg::No,
+        Does::Hazard("changes configuration"),
+    ),
+    long(
+        "remove-section",
+        Arg::No,
+        Does::Hazard("changes configuration"),
+    ),
     both('e', "edit", Arg::No, Does::Hazard("runs an editor")),
 ];
 
@@ -868,7 +885,10 @@ const MODELLED: &[(&str, Model)] = &[
             ..sub(LOG, Operands::Paths(None), "every option of `git log`")
         },
     ),
-    ("merge-base", sub(MERGE_BASE, Operands::Text, "every option")),
+    (
+        "merge-base",
+        sub(MERGE_BASE, Operands::Text, "every option"),
+    ),
     (
         "cat-file",
         sub(
@@ -1037,12 +1057,16 @@ fn subcommand_of(subcommand: &str, rest: &[String]) -> Result<Reading, String> {
             "`git reflog {}` changes the reflog",
             first.unwrap_or_default()
         )),
-        ("reflog", Some("show" | "list" | "exists")) => Ok(apply(&LOG_MODEL, "git reflog", &rest[1..])),
+        ("reflog", Some("show" | "list" | "exists")) => {
+            Ok(apply(&LOG_MODEL, "git reflog", &rest[1..]))
+        }
         ("reflog", _) => Ok(apply(&LOG_MODEL, "git reflog", rest)),
         ("worktree", Some("list")) => Ok(apply(&WORKTREE_LIST, "git worktree list", &rest[1..])),
         ("worktree", _) => Err("`git worktree` changes worktrees (only `list` reads)".to_owned()),
         ("config", Some("get" | "list")) => Ok(apply(&CONFIG_MODEL, "git config", &rest[1..])),
-        ("config", Some(word)) if !word.starts_with('-') && rest.len() > 1 && !config_gets(rest) => {
+        ("config", Some(word))
+            if !word.starts_with('-') && rest.len() > 1 && !config_gets(rest) =>
+        {
             Err(format!("`git config {word} …` sets configuration"))
         }
         ("config", Some("set" | "unset" | "rename-section" | "remove-section" | "edit")) => {

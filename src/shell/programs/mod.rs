@@ -145,10 +145,11 @@ pub fn canonical(words: &[String]) -> Option<Vec<String>> {
 /// a modelled program, or `git`/`cargo` with a modelled subcommand.
 pub fn is_modelled(prefix: &[String]) -> bool {
     match prefix.first().map(String::as_str) {
-        Some("git") => prefix[1..]
-            .iter()
-            .find(|w| !w.starts_with('-'))
-            .is_some_and(|s| git::SUBCOMMANDS.contains(&s.as_str())),
+        // `git --version` names only git's own options, which its model reads.
+        Some("git") => match prefix[1..].iter().find(|w| !w.starts_with('-')) {
+            Some(subcommand) => git::SUBCOMMANDS.contains(&subcommand.as_str()),
+            None => prefix.len() > 1,
+        },
         Some("cargo") => prefix
             .get(1)
             .is_some_and(|s| git::CARGO_SUBCOMMANDS.contains(&s.as_str())),
