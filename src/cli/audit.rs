@@ -2,8 +2,10 @@
 //! reports it ran that did not complete a governed call (ran despite deny,
 //! ran without a decision, a completion that did not match its request, a
 //! second completion) is listed, and any one of them makes the command exit
-//! 4, so a CI job or a reviewer cannot miss it. The chain's own integrity is
-//! `gavel verify`'s job.
+//! 4, so a CI job or a reviewer cannot miss it. The chain is verified first,
+//! in full: a log that does not verify makes `audit` exit 1 whatever else it
+//! finds, and says so in every format, since its anomalies (or their
+//! absence) could have been edited.
 
 use std::collections::HashSet;
 
@@ -14,6 +16,7 @@ use gavel::audit::AnomalyKind;
 use gavel::store::{AnomalyEntry, AuditQuery};
 
 use super::query::{format_time, parse_time};
+use super::verify::verify_store;
 use super::{Exit, Format, FormatArgs, Global, render};
 
 #[derive(Args, Debug)]
@@ -56,6 +59,14 @@ fn finding_json(entry: &AnomalyEntry) -> Value {
 
 pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
     let store = global.read_store()?;
+    let integrity = verify_store(&store, None)?;
+    let broken = (!integrity.ok).then(|| {
+        json!({
+            "problem": integrity.problem.map(|p| p.as_str()),
+            "first_bad_seq": integrity.first_bad_seq,
+            "detail": integrity.detail,
+        })
+    });
     let query = AuditQuery {
         since: args.since.as_deref().map(parse_time).transpose()?,
         until: args.until.as_deref().map(parse_time).transpose()?,
@@ -126,16 +137,31 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
 
     match args.format.get() {
         Format::Jsonl => {
+            if let Some(broken) = &broken {
+                render::json(&json!({ "integrity": broken }))?;
+            }
             for finding in &findings {
                 render::json(finding)?;
             }
         }
         Format::Json => render::json(&json!({
-            "ok": findings.is_empty(),
+            "ok": findings.is_empty() && broken.is_none(),
+            "verified": broken.is_none(),
+            "integrity": broken,
             "anomalies": findings,
         }))?,
         Format::Table => {
-            if findings.is_empty() {
+            if let Some(broken) = &broken {
+                render::line(&format!(
+                    "!! the log does not verify: {} at seq {}: {}; what follows may have been edited (`gavel verify` for details)",
+                    broken["problem"].as_str().unwrap_or("unknown"),
+                    broken["first_bad_seq"],
+                    render::escape(broken["detail"].as_str().unwrap_or_default())
+                ))?;
+            }
+            if findings.is_empty() && broken.is_some() {
+                render::line("No anomalies found in the rows as they are now.")?;
+            } else if findings.is_empty() {
                 render::line(
                     "No anomalies: every tool run reported to gavel completed a call it decided.",
                 )?;
@@ -176,7 +202,9 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
             }
         }
     }
-    Ok(if findings.is_empty() {
+    Ok(if broken.is_some() {
+        Exit::Failed
+    } else if findings.is_empty() {
         Exit::Ok
     } else {
         Exit::Anomalies

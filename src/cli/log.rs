@@ -10,7 +10,7 @@ use gavel::audit::AnomalyKind;
 use gavel::store::{CallEntry, CallSummary, LifecycleEntry, Listed, UngovernedCall};
 
 use super::query::{QueryArgs, format_time};
-use super::{Exit, Format, FormatArgs, Global, render};
+use super::{Exit, Format, FormatArgs, Global, Integrity, render};
 
 #[derive(Args, Debug)]
 pub struct LogArgs {
@@ -300,7 +300,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
     #[cfg(feature = "postgres")]
     if let Some(url) = global.central_url() {
         let (mut client, log) = super::central_read::open(&url, &args.query)?;
-        return print_listing(&args, true, &mut |each| {
+        return print_listing(&args, true, None, &mut |each| {
             gavel::central::query::for_each_listed(
                 client.client(),
                 &query,
@@ -320,11 +320,28 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
         });
     }
     args.query.check_local()?;
-    let store = global.read_store_with(args.query.read)?;
-    print_listing(&args, false, &mut |each| {
+    let (store, integrity) = global.read_store_checked(args.query.read)?;
+    if let Some(integrity) = &integrity {
+        integrity.refuse_filters(&query)?;
+        integrity.warn();
+    }
+    print_listing(&args, false, integrity.as_ref(), &mut |each| {
         store.for_each_listed(&query, args.events, |listed| each(None, listed))?;
         Ok(store.check_unchanged()?)
     })
+}
+
+/// Marks a row the chain check could not verify: `"verified": false` in
+/// JSON (and `true` for every verified row of a log that does not verify).
+fn marked(mut value: Value, listed: &Listed, integrity: Option<&Integrity>) -> Value {
+    if let (Some(integrity), Some(object)) = (integrity, value.as_object_mut()) {
+        let seq = match listed {
+            Listed::Call(entry) => entry.seq(),
+            Listed::Lifecycle(entry) => entry.seq,
+        };
+        object.insert("verified".into(), json!(!integrity.unverified(seq)));
+    }
+    value
 }
 
 /// Prints the listing `rows` hands over, in the format asked for; with
@@ -332,19 +349,24 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
 fn print_listing(
     args: &LogArgs,
     central: bool,
+    integrity: Option<&Integrity>,
     rows: &mut dyn FnMut(&mut Each<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<Exit> {
     let events = args.events;
     match args.format.get() {
         Format::Jsonl => {
-            rows(&mut |from, listed| Ok(render::json(&located(listed_json(&listed), from))?))?;
+            rows(&mut |from, listed| {
+                let value = marked(located(listed_json(&listed), from), &listed, integrity);
+                Ok(render::json(&value)?)
+            })?;
         }
         Format::Json => {
             // A JSON array, written element by element as rows are read.
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut first = true;
             rows(&mut |from, listed| {
-                let text = serde_json::to_string_pretty(&located(listed_json(&listed), from))?;
+                let value = marked(located(listed_json(&listed), from), &listed, integrity);
+                let text = serde_json::to_string_pretty(&value)?;
                 write!(out, "{}\n  ", if first { "[" } else { "," })?;
                 write!(out, "{}", text.replace('\n', "\n  "))?;
                 first = false;
@@ -371,6 +393,7 @@ fn print_listing(
             }
             let mut table = render::StreamTable::new(&headers, &caps, &FLEXIBLE, &DROPPABLE);
             let mut anomalous = 0u64;
+            let mut unverified = 0u64;
             rows(&mut |from, listed| {
                 if let Listed::Call(entry) = &listed
                     && !entry.anomalies().is_empty()
@@ -378,6 +401,17 @@ fn print_listing(
                     anomalous += 1;
                 }
                 let mut cells = row(&listed, narrow, args.local, args.wide);
+                let seq = match &listed {
+                    Listed::Call(entry) => entry.seq(),
+                    Listed::Lifecycle(entry) => entry.seq,
+                };
+                if integrity.is_some_and(|i| i.unverified(seq)) {
+                    unverified += 1;
+                    // The call column says so: the row may have been edited.
+                    if let Some(cell) = cells.get_mut(1) {
+                        cell.insert_str(0, "!! ");
+                    }
+                }
                 if let Some(from) = from {
                     cells.push(from.host.to_owned());
                 }
@@ -397,6 +431,11 @@ fn print_listing(
                     "!! {anomalous} call(s) with anomalies: a tool ran outside what gavel decided; `gavel audit` lists them"
                 ))?;
             }
+            if unverified > 0 {
+                render::line(&format!(
+                    "!! {unverified} row(s) marked `!!` are past the first row that does not verify: they may have been edited (`gavel verify`)"
+                ))?;
+            }
         }
     }
     Ok(Exit::Ok)
@@ -404,6 +443,7 @@ fn print_listing(
 
 pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
     let query = args.query.to_query()?;
+    let mut broken: Option<String> = None;
     let stats = match global.central_url() {
         #[cfg(feature = "postgres")]
         Some(url) => {
@@ -412,15 +452,30 @@ pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
         }
         _ => {
             args.query.check_local()?;
-            let store = global.read_store_with(args.query.read)?;
+            let (store, integrity) = global.read_store_checked(args.query.read)?;
+            if let Some(integrity) = &integrity {
+                integrity.refuse_filters(&query)?;
+                integrity.warn();
+                broken = Some(integrity.text.clone());
+            }
             let stats = store.stats(&query)?;
             store.check_unchanged()?;
             stats
         }
     };
     if args.format.is_json() {
-        render::json(&serde_json::to_value(&stats)?)?;
+        let mut value = serde_json::to_value(&stats)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("verified".into(), json!(broken.is_none()));
+        }
+        render::json(&value)?;
         return Ok(Exit::Ok);
+    }
+    if let Some(broken) = &broken {
+        render::line(&format!(
+            "!! {}: these counts read rows that may have been edited (`gavel verify`)",
+            render::escape(broken)
+        ))?;
     }
     if stats.calls == 0 {
         render::line("no calls match")?;

@@ -42,7 +42,8 @@ use gavel::store::{Durability, Store};
 pub enum Exit {
     /// Done: decided, succeeded, intact, no drift.
     Ok = 0,
-    /// The thing checked is bad: the tool failed, the log is tampered, drift found, a case failed.
+    /// The thing checked is bad: the tool failed, the log is tampered (`verify`, and
+    /// `audit` whatever it finds), drift found, a case failed.
     Failed = 1,
     /// Usage error, unreadable input or any internal error.
     Error = 2,
@@ -199,7 +200,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Check the hash chain (and optionally a signed checkpoint)
     Verify(verify::VerifyArgs),
-    /// List anomalies (tools that ran outside what gavel decided); exit 4 if there are any
+    /// Verify the chain, then list anomalies (tools that ran outside what gavel decided);
+    /// exit 1 if the chain does not verify, 4 if there are anomalies
     Audit(audit::AuditArgs),
     /// Write an Ed25519 key for signing checkpoints, and KEY.pub
     Keygen(keys::KeygenArgs),
@@ -539,31 +541,99 @@ impl Global {
     /// and one warning line goes to stderr when they do not verify; what
     /// the command answers, and its exit code, stay the same.
     pub fn read_store_with(&self, read: query::ReadArgs) -> anyhow::Result<Store> {
+        let (store, integrity) = self.read_store_checked(read)?;
+        if let Some(integrity) = integrity {
+            integrity.warn();
+        }
+        Ok(store)
+    }
+
+    /// [`Global::read_store_with`] without the warning, handing back what
+    /// the check found instead, so that a command can mark the rows it
+    /// could not verify, refuse filters that read them, and warn.
+    pub fn read_store_checked(
+        &self,
+        read: query::ReadArgs,
+    ) -> anyhow::Result<(Store, Option<Integrity>)> {
         let store = Store::open_read_only(&self.db_path()?)?;
-        if !read.no_verify {
-            let warning = match store.check_recent() {
-                Ok(report) if report.ok => None,
-                Ok(report) => Some(format!(
-                    "the log does not verify: {}{}: {}; `gavel verify` checks the whole chain, --no-verify skips this check",
+        if read.no_verify {
+            return Ok((store, None));
+        }
+        let broken = match store.check_recent() {
+            Ok(report) if report.ok => None,
+            Ok(report) => Some(Integrity {
+                first_bad_seq: report.first_bad_seq,
+                text: format!(
+                    "the log does not verify: {}{}: {}",
                     report.problem.map_or("unknown", |p| p.as_str()),
                     report
                         .first_bad_seq
                         .map(|seq| format!(" at seq {seq}"))
                         .unwrap_or_default(),
                     report.detail.unwrap_or_default()
-                )),
-                Err(err) => Some(format!("could not check the chain: {err}")),
-            };
-            // A tampered log's text (an origin, a note) reaches the terminal escaped.
-            if let Some(warning) = warning {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "gavel: warning: {}",
-                    render::escape(&warning)
-                );
-            }
+                ),
+            }),
+            Err(err) => Some(Integrity {
+                first_bad_seq: Some(1),
+                text: format!("could not check the chain: {err}"),
+            }),
+        };
+        Ok((store, broken))
+    }
+}
+
+/// What a reading command's check of the chain found wrong.
+#[derive(Debug, Clone)]
+pub struct Integrity {
+    /// Rows from this seq on are not verified (`None`: the log as a whole,
+    /// e.g. a checkpoint that does not match).
+    pub first_bad_seq: Option<u64>,
+    /// One line saying what broke.
+    pub text: String,
+}
+
+impl Integrity {
+    /// One warning line on stderr; a tampered log's text (an origin, a
+    /// note) reaches the terminal escaped.
+    pub fn warn(&self) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "gavel: warning: {}; `gavel verify` checks the whole chain, --no-verify skips this check",
+            render::escape(&self.text)
+        );
+    }
+
+    /// Whether the row at `seq` is past the first bad one.
+    pub fn unverified(&self, seq: u64) -> bool {
+        self.first_bad_seq.is_none_or(|bad| seq >= bad)
+    }
+
+    /// Refuses a filter on recorded columns over rows that do not verify:
+    /// an edited `action` would hide a call from `--action deny`.
+    pub fn refuse_filters(&self, query: &gavel::store::AuditQuery) -> anyhow::Result<()> {
+        let filtered = query.tool.is_some()
+            || query.rule_id.is_some()
+            || query.action.is_some()
+            || query.approval.is_some()
+            || query.status.is_some()
+            || query.call_id.is_some()
+            || query.anomalies
+            || query.session.is_some()
+            || query.user.is_some()
+            || query.host.is_some()
+            || query.client.is_some()
+            || query.agent.is_some()
+            || query.grep.is_some()
+            || query.since.is_some()
+            || query.until.is_some();
+        if filtered {
+            anyhow::bail!(
+                "refusing to filter: {}; a filter reads recorded columns, and an edited one would hide a call; \
+                 `gavel verify` says what broke, --no-verify filters anyway",
+                render::escape(&self.text)
+            );
         }
-        Ok(store)
+        Ok(())
     }
 }
 

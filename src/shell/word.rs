@@ -8,6 +8,8 @@ use std::borrow::Cow;
 
 use tree_sitter::Node;
 
+use super::loops::{self, Binding};
+
 /// How much of a word is known from its text alone. Ordered: a word made of
 /// several parts takes the least known of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -22,11 +24,26 @@ pub(super) enum Known {
     Substitution,
 }
 
+/// Whether a word holds the value of a `for` loop's variable (see
+/// `loops.rs`). Ordered like [`Known`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Bound {
+    /// No loop variable was substituted.
+    #[default]
+    No,
+    /// A loop variable's word was substituted.
+    Value,
+    /// A glob's pattern was substituted for an unquoted use of its
+    /// variable: bash splits a match holding a blank into several words.
+    Split,
+}
+
 /// A word after quote removal, with what is known about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Word {
     pub text: String,
     pub known: Known,
+    pub bound: Bound,
 }
 
 impl Word {
@@ -34,6 +51,7 @@ impl Word {
         Word {
             text: text.into(),
             known: Known::Literal,
+            bound: Bound::No,
         }
     }
 }
@@ -69,20 +87,35 @@ const SHORT_VERBATIM_CHARS: usize = 32;
 /// lasts, then shortened: `$($($(...)))` nests each substitution's text in
 /// the word of the command around it, and copying it whole at every level
 /// would make time and memory quadratic in the input.
-pub(super) fn word(src: &str, node: Node<'_>, budget: &mut usize) -> Word {
+///
+/// `$NAME` and `${NAME}` of a bound loop variable (see `loops.rs`) are
+/// replaced by its word.
+pub(super) fn word(src: &str, node: Node<'_>, budget: &mut usize, bindings: &[Binding]) -> Word {
     let mut out = Word::literal(String::new());
-    push_node(src, node, 0, budget, &mut out);
+    let mut cx = Cx {
+        src,
+        budget,
+        bindings,
+    };
+    push_node(&mut cx, node, 0, false, &mut out);
     out
+}
+
+/// What evaluating a word needs besides the node.
+struct Cx<'a, 'b> {
+    src: &'a str,
+    budget: &'b mut usize,
+    bindings: &'b [Binding],
 }
 
 fn raise(out: &mut Word, known: Known) {
     out.known = out.known.max(known);
 }
 
-fn push_verbatim(src: &str, node: Node<'_>, known: Known, budget: &mut usize, out: &mut Word) {
-    let text = node_text(src, node);
-    if text.len() <= *budget {
-        *budget -= text.len();
+fn push_verbatim(cx: &mut Cx<'_, '_>, node: Node<'_>, known: Known, out: &mut Word) {
+    let text = node_text(cx.src, node);
+    if text.len() <= *cx.budget {
+        *cx.budget -= text.len();
         out.text.push_str(&text);
     } else {
         let mut short = text.chars();
@@ -94,11 +127,12 @@ fn push_verbatim(src: &str, node: Node<'_>, known: Known, budget: &mut usize, ou
     raise(out, known);
 }
 
-fn push_node(src: &str, node: Node<'_>, depth: usize, budget: &mut usize, out: &mut Word) {
+fn push_node(cx: &mut Cx<'_, '_>, node: Node<'_>, depth: usize, quoted: bool, out: &mut Word) {
     if depth > MAX_WORD_DEPTH {
-        push_verbatim(src, node, Known::Variable, budget, out);
+        push_verbatim(cx, node, Known::Variable, out);
         return;
     }
+    let src = cx.src;
     match node.kind() {
         // A word that is only `[` (the test builtin) has no bracket
         // expression to match with: bash leaves it as it is.
@@ -116,14 +150,15 @@ fn push_node(src: &str, node: Node<'_>, depth: usize, budget: &mut usize, out: &
             let inner = t.strip_prefix("$'").unwrap_or(&t);
             ansi_c(inner.strip_suffix('\'').unwrap_or(inner), out);
         }
-        "string" => double_quoted(src, node, depth, budget, out),
+        "string" => double_quoted(cx, node, depth, out),
+        "simple_expansion" | "expansion" if substitute(cx, node, quoted, out) => {}
         "simple_expansion" | "expansion" | "arithmetic_expansion" => {
-            push_verbatim(src, node, Known::Variable, budget, out);
+            push_verbatim(cx, node, Known::Variable, out);
         }
         "command_substitution" | "process_substitution" => {
-            push_verbatim(src, node, Known::Substitution, budget, out);
+            push_verbatim(cx, node, Known::Substitution, out);
         }
-        "brace_expression" => push_verbatim(src, node, Known::Pattern, budget, out),
+        "brace_expression" => push_verbatim(cx, node, Known::Pattern, out),
         // Containers: named children are evaluated, the text between them
         // (`=` in an assignment, `$` before a translated string) is unquoted.
         "command_name" | "concatenation" | "variable_assignment" | "translated_string" => {
@@ -135,7 +170,7 @@ fn push_node(src: &str, node: Node<'_>, depth: usize, budget: &mut usize, out: &
                 if keep_gaps && child.start_byte() > pos {
                     unquoted(&slice(src, pos, child.start_byte()), out);
                 }
-                push_node(src, child, depth + 1, budget, out);
+                push_node(cx, child, depth + 1, quoted, out);
                 pos = pos.max(child.end_byte());
             }
             if keep_gaps && node.end_byte() > pos {
@@ -144,9 +179,34 @@ fn push_node(src: &str, node: Node<'_>, depth: usize, budget: &mut usize, out: &
         }
         // Anonymous tokens used as arguments (`==`, `$`), regexes, extglobs.
         _ if !node.is_named() => out.text.push_str(&node_text(src, node)),
-        "regex" | "extglob_pattern" => push_verbatim(src, node, Known::Pattern, budget, out),
-        _ => push_verbatim(src, node, Known::Variable, budget, out),
+        "regex" | "extglob_pattern" => push_verbatim(cx, node, Known::Pattern, out),
+        _ => push_verbatim(cx, node, Known::Variable, out),
     }
+}
+
+/// `$NAME` or `${NAME}` of a bound loop variable: its word, a pattern
+/// for a glob. Returns whether it was one.
+fn substitute(cx: &mut Cx<'_, '_>, node: Node<'_>, quoted: bool, out: &mut Word) -> bool {
+    if cx.bindings.is_empty() {
+        return false;
+    }
+    let text = node_text(cx.src, node);
+    let name = match text.strip_prefix("${") {
+        Some(inner) => inner.strip_suffix('}'),
+        None => text.strip_prefix('$'),
+    };
+    let Some(item) = name.and_then(|n| loops::lookup(cx.bindings, n)) else {
+        return false;
+    };
+    out.text.push_str(&item.text);
+    let bound = if item.pattern {
+        raise(out, Known::Pattern);
+        if quoted { Bound::Value } else { Bound::Split }
+    } else {
+        Bound::Value
+    };
+    out.bound = out.bound.max(bound);
+    true
 }
 
 /// Unquoted text: a backslash quotes the next character, backslash-newline
@@ -180,7 +240,8 @@ fn unquoted(text: &str, out: &mut Word) {
 
 /// A `"..."` string: expansions and substitutions stay as written, and a
 /// backslash quotes only `$`, `` ` ``, `"`, `\` and newline.
-fn double_quoted(src: &str, node: Node<'_>, depth: usize, budget: &mut usize, out: &mut Word) {
+fn double_quoted(cx: &mut Cx<'_, '_>, node: Node<'_>, depth: usize, out: &mut Word) {
+    let src = cx.src;
     let full = node_text(src, node);
     let start = node.start_byte() + usize::from(full.starts_with('"'));
     let end = node
@@ -196,7 +257,7 @@ fn double_quoted(src: &str, node: Node<'_>, depth: usize, budget: &mut usize, ou
         if child.start_byte() > pos {
             dq_text(&slice(src, pos, child.start_byte()), out);
         }
-        push_node(src, child, depth + 1, budget, out);
+        push_node(cx, child, depth + 1, true, out);
         pos = pos.max(child.end_byte());
     }
     if end > pos {

@@ -110,7 +110,7 @@ fn options_that_run_write_or_read_lists_are_not_allowed() {
         ("date -s 2020-01-01", "sets the system clock"),
         ("git branch -D main", "deletes a branch"),
         ("git branch --set-upstream-to=origin/main", "configuration"),
-        ("git log --output=gavel.toml", "writes a file"),
+        ("git log --output=notes.md", "writes a file"),
         ("git -c core.pager=sh log", "configuration"),
         ("sort --files0-from=-", "names of the files"),
         ("wc --files0-from=-", "names of the files"),
@@ -176,6 +176,7 @@ fn the_record_and_the_policy_stay_protected() {
         "echo x >> gavel.toml",
         "sort -o gavel.toml README.md",
         "sed -i s/deny/allow/ gavel.toml",
+        "git log --output=gavel.toml",
         "cp README.md gavel.toml",
         "ls .gavel",
     ] {

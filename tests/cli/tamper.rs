@@ -980,3 +980,76 @@ fn database_from_before_the_replace_triggers_gets_them_at_the_next_write() {
     drop(conn);
     assert_intact(&sandbox, &[]);
 }
+
+/// Every reader tells the truth about an edited row: `audit` fails and
+/// says so, `log` marks the call and refuses a filter that the edit could
+/// fool, `stats` says its counts read unverified rows.
+#[test]
+fn readers_mark_an_edited_row_and_audit_fails() {
+    let sandbox = four_reads();
+    attacker(&sandbox.db)
+        .execute(
+            "UPDATE events SET action = 'deny', rule_id = 'bash.hard_deny' WHERE seq = 11",
+            [],
+        )
+        .unwrap();
+    let audit = sandbox
+        .gavel(&["audit", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(crate::support::code(&audit), 1, "{}", stdout(&audit));
+    let report: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(report["verified"], false, "{report}");
+    assert_eq!(report["ok"], false, "{report}");
+    assert_eq!(report["integrity"]["first_bad_seq"], 11, "{report}");
+    let table = sandbox.gavel(&["audit"]).output().unwrap();
+    assert_eq!(crate::support::code(&table), 1);
+    assert!(
+        stdout(&table).contains("does not verify"),
+        "{}",
+        stdout(&table)
+    );
+
+    let lines = sandbox.gavel(&["audit", "--json"]).output().unwrap();
+    assert_eq!(crate::support::code(&lines), 1);
+    assert!(
+        stdout(&lines).starts_with(r#"{"integrity""#),
+        "{}",
+        stdout(&lines)
+    );
+
+    let log = run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0);
+    let calls = crate::support::json_lines(&log);
+    let marks: Vec<(String, bool)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["call_id"].as_str().unwrap().to_owned(),
+                c["verified"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            ("r1".to_owned(), true),
+            ("r2".to_owned(), true),
+            ("r3".to_owned(), true),
+            ("r4".to_owned(), false)
+        ]
+    );
+    let table = run_expecting(&mut sandbox.gavel(&["log"]), 0);
+    assert!(stdout(&table).contains("!! r4"), "{}", stdout(&table));
+
+    // The edit made r4 a deny: a filter on the edited column refuses
+    // rather than list (or hide) it on the attacker's word.
+    for filter in [["--action", "deny"], ["--action", "allow"]] {
+        let err = crate::support::assert_one_line_error(
+            &mut sandbox.gavel(&["log", filter[0], filter[1]]),
+        );
+        assert!(err.contains("refusing to filter"), "{err}");
+    }
+    let stats = run_expecting(&mut sandbox.gavel(&["stats", "--json"]), 0);
+    let stats = crate::support::json(&stats);
+    assert_eq!(stats["verified"], false, "{stats}");
+}
