@@ -513,6 +513,7 @@ pub fn verify_export(
         signature_checked: false,
         stored_checkpoints: 0,
         root: None,
+        frontier: None,
     })
 }
 

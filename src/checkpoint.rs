@@ -768,6 +768,30 @@ fn in_file(path: &Path, e: CheckpointError) -> CheckpointError {
     }
 }
 
+/// The signing key at `path`, made (with its `.pub`) on first use: gavel's
+/// automatic checkpoints sign with a key kept beside the database. Two
+/// gavels making it at once both end up reading the one that was written.
+pub fn read_or_create_key(path: &Path, name: &str) -> Result<SigningKey, CheckpointError> {
+    if fs::symlink_metadata(path).is_err() {
+        match write_keypair(path, &SigningKey::generate(name)?) {
+            Ok(()) | Err(CheckpointError::AlreadyExists { .. }) => {}
+            Err(other) => return Err(other),
+        }
+    }
+    // Another gavel may be writing it right now: a short file is retried.
+    let mut last = None;
+    for _ in 0..50 {
+        match read_signing_key(path) {
+            Ok(key) => return Ok(key),
+            Err(err) => last = Some(err),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Err(last.unwrap_or(CheckpointError::KeyFormat {
+        detail: format!("`{}` holds no key", path.display()),
+    }))
+}
+
 /// Read a signer key file written by [`write_keypair`].
 pub fn read_signing_key(path: &Path) -> Result<SigningKey, CheckpointError> {
     SigningKey::from_text(&read_key_file(path)?).map_err(|e| in_file(path, e))

@@ -242,162 +242,174 @@ fn handle(
         store.append(&[mid_session(client, context).by(Some(&who))])?;
     }
     let HookEvent { context, kind } = &event;
-    match kind {
-        Kind::Pre(call) => {
-            let policy = policy.context("the policy was loaded for this event")?;
-            store.remember_policy(&policy)?;
-            store.set_redaction(policy.redaction());
-            let call_id = call.id.clone().unwrap_or_else(new_call_id);
-            let request = clients::to_request(client, call, &context.cwd, &call_id);
-            // The mapped arguments carry the input's content: a large input
-            // is not kept twice, only bound by its digest.
-            let recorded = context.client_call(
-                client.name(),
-                call,
-                global.max_argument_bytes.min(INLINE_CLIENT_INPUT),
-            );
-            // The client's shell runs in the session's cwd: a relative
-            // redirect lands there, whatever the pinned workspace root.
-            let workspace = match workspace.clone().with_cwd(Path::new(&context.cwd)) {
-                Ok(inside_cwd) => inside_cwd,
-                Err(_) => workspace,
-            };
-            let prompt = match args.ask {
-                AskArg::Deny => false,
-                AskArg::Prompt => client.can_prompt(context, AskMode::Prompt),
-                AskArg::Auto => client.can_prompt(context, AskMode::Deny),
-            };
-            let route = match prompt {
-                true => AskRoute::ClientPrompt {
-                    approver: context.user.clone(),
-                },
-                false => AskRoute::Refuse {
-                    why: format!(
-                        "needs approval: {} cannot ask a person from this hook, so gavel refused the call",
-                        client.name()
-                    ),
-                },
-            };
-            let runner = GovernedRunner::new(policy, workspace, Registry::empty())
-                .with_max_argument_bytes(global.max_argument_bytes)
-                .with_principal(Principal::clone(&who));
-            let decided = runner.decide_and_record(
-                &call_id,
-                &request,
-                Some(recorded.clone()),
-                route,
-                &mut store,
-            );
-            let decision = match decided {
-                Ok((_, decision)) => decision,
-                Err(err) => {
-                    let reused = err
-                        .0
-                        .downcast_ref::<StoreError>()
-                        .is_some_and(|e| matches!(e, StoreError::DuplicateCall { .. }));
-                    if reused {
-                        store
-                            .append(&[reused_id(context, &call_id, &request.name, recorded)
-                                .by(Some(&who))])?;
+    let answer = (|| -> anyhow::Result<Answer> {
+        match kind {
+            Kind::Pre(call) => {
+                let policy = policy.context("the policy was loaded for this event")?;
+                store.remember_policy(&policy)?;
+                store.set_redaction(policy.redaction());
+                let call_id = call.id.clone().unwrap_or_else(new_call_id);
+                let request = clients::to_request(client, call, &context.cwd, &call_id);
+                // The mapped arguments carry the input's content: a large input
+                // is not kept twice, only bound by its digest.
+                let recorded = context.client_call(
+                    client.name(),
+                    call,
+                    global.max_argument_bytes.min(INLINE_CLIENT_INPUT),
+                );
+                // The client's shell runs in the session's cwd: a relative
+                // redirect lands there, whatever the pinned workspace root.
+                let workspace = match workspace.clone().with_cwd(Path::new(&context.cwd)) {
+                    Ok(inside_cwd) => inside_cwd,
+                    Err(_) => workspace,
+                };
+                let prompt = match args.ask {
+                    AskArg::Deny => false,
+                    AskArg::Prompt => client.can_prompt(context, AskMode::Prompt),
+                    AskArg::Auto => client.can_prompt(context, AskMode::Deny),
+                };
+                let route = match prompt {
+                    true => AskRoute::ClientPrompt {
+                        approver: context.user.clone(),
+                    },
+                    false => AskRoute::Refuse {
+                        why: format!(
+                            "needs approval: {} cannot ask a person from this hook, so gavel refused the call",
+                            client.name()
+                        ),
+                    },
+                };
+                let runner = GovernedRunner::new(policy, workspace, Registry::empty())
+                    .with_max_argument_bytes(global.max_argument_bytes)
+                    .with_principal(Principal::clone(&who));
+                let decided = runner.decide_and_record(
+                    &call_id,
+                    &request,
+                    Some(recorded.clone()),
+                    route,
+                    &mut store,
+                );
+                let decision = match decided {
+                    Ok((_, decision)) => decision,
+                    Err(err) => {
+                        let reused = err
+                            .0
+                            .downcast_ref::<StoreError>()
+                            .is_some_and(|e| matches!(e, StoreError::DuplicateCall { .. }));
+                        if reused {
+                            store.append(&[reused_id(
+                                context,
+                                &call_id,
+                                &request.name,
+                                recorded,
+                            )
+                            .by(Some(&who))])?;
+                        }
+                        return Err(err.into());
                     }
-                    return Err(err.into());
-                }
-            };
-            let reason = clients::decision_reason(&decision);
-            let reply = match decision.action {
-                Action::Allow => Reply::Allow { reason },
-                Action::Deny => Reply::Deny { reason },
-                Action::Ask if prompt => Reply::Ask { reason },
-                Action::Ask => Reply::Deny {
-                    reason: clients::needs_approval_reason(&decision, client.name()),
-                },
-            };
-            Ok(client.render(context, &reply))
-        }
-        Kind::Permission(call) => {
-            let policy = policy.context("the policy was loaded for this event")?;
-            store.set_redaction(policy.redaction());
-            let request = clients::to_request(client, call, &context.cwd, "permission");
-            let runner = GovernedRunner::new(policy, workspace, Registry::empty())
-                .with_max_argument_bytes(global.max_argument_bytes);
-            let (_, decision) = runner.decide(&request);
-            // The client is about to ask a person: gavel answers in the
-            // person's place only to deny what its policy denies.
-            let reply = match decision.action {
-                Action::Deny => Reply::Deny {
-                    reason: clients::decision_reason(&decision),
-                },
-                Action::Allow | Action::Ask => Reply::Pass,
-            };
-            let answered = match reply {
-                Reply::Deny { .. } => "denied by gavel",
-                _ => "left to the client's own prompt",
-            };
-            store.append(&[Event::now(
-                &context.session_id,
-                None,
-                EventBody::Lifecycle(LifecycleRecord {
-                    event: context.event.clone(),
-                    data: json!({
-                        "session_id": context.session_id,
-                        "cwd": context.cwd,
-                        "turn_id": context.prompt_id,
-                        "tool_name": call.tool,
-                        "tool_input": call.input,
-                        "gavel": {
-                            "action": decision.action.as_str(),
-                            "rule_id": decision.rule_id,
-                            "reason": decision.reason,
-                            "answer": answered,
-                        },
+                };
+                let reason = clients::decision_reason(&decision);
+                let reply = match decision.action {
+                    Action::Allow => Reply::Allow { reason },
+                    Action::Deny => Reply::Deny { reason },
+                    Action::Ask if prompt => Reply::Ask { reason },
+                    Action::Ask => Reply::Deny {
+                        reason: clients::needs_approval_reason(&decision, client.name()),
+                    },
+                };
+                Ok(client.render(context, &reply))
+            }
+            Kind::Permission(call) => {
+                let policy = policy.context("the policy was loaded for this event")?;
+                store.set_redaction(policy.redaction());
+                let request = clients::to_request(client, call, &context.cwd, "permission");
+                let runner = GovernedRunner::new(policy, workspace, Registry::empty())
+                    .with_max_argument_bytes(global.max_argument_bytes);
+                let (_, decision) = runner.decide(&request);
+                // The client is about to ask a person: gavel answers in the
+                // person's place only to deny what its policy denies.
+                let reply = match decision.action {
+                    Action::Deny => Reply::Deny {
+                        reason: clients::decision_reason(&decision),
+                    },
+                    Action::Allow | Action::Ask => Reply::Pass,
+                };
+                let answered = match reply {
+                    Reply::Deny { .. } => "denied by gavel",
+                    _ => "left to the client's own prompt",
+                };
+                store.append(&[Event::now(
+                    &context.session_id,
+                    None,
+                    EventBody::Lifecycle(LifecycleRecord {
+                        event: context.event.clone(),
+                        data: json!({
+                            "session_id": context.session_id,
+                            "cwd": context.cwd,
+                            "turn_id": context.prompt_id,
+                            "tool_name": call.tool,
+                            "tool_input": call.input,
+                            "gavel": {
+                                "action": decision.action.as_str(),
+                                "rule_id": decision.rule_id,
+                                "reason": decision.reason,
+                                "answer": answered,
+                            },
+                        }),
                     }),
-                }),
-            )
-            .by(Some(&who))])?;
-            Ok(client.render(context, &reply))
-        }
-        Kind::Post { call, result } => {
-            redaction_from_policy(&global, &workspace, &mut store);
-            let completion = Completion {
-                client,
-                context,
-                call,
-                result,
-                max_input_bytes: global.max_argument_bytes,
-                who: &who,
-            };
-            match &call.id {
-                Some(id) => completion.complete_by_id(&mut store, id)?,
-                None => completion.complete_by_match(&mut store)?,
+                )
+                .by(Some(&who))])?;
+                Ok(client.render(context, &reply))
             }
-            Ok(Answer::ok(None))
-        }
-        Kind::Batch(calls) => {
-            redaction_from_policy(&global, &workspace, &mut store);
-            for batch in calls {
-                if let Some(id) = &batch.call.id {
-                    let rejected = client_approval(client, context, ApprovalStatus::Rejected);
-                    store.append_for_call(id, |events| {
-                        by(close_declined(id, events, &batch.told, rejected), &who)
-                    })?;
+            Kind::Post { call, result } => {
+                redaction_from_policy(&global, &workspace, &mut store);
+                let completion = Completion {
+                    client,
+                    context,
+                    call,
+                    result,
+                    max_input_bytes: global.max_argument_bytes,
+                    who: &who,
+                };
+                match &call.id {
+                    Some(id) => completion.complete_by_id(&mut store, id)?,
+                    None => completion.complete_by_match(&mut store)?,
                 }
+                Ok(Answer::ok(None))
             }
-            Ok(Answer::ok(None))
+            Kind::Batch(calls) => {
+                redaction_from_policy(&global, &workspace, &mut store);
+                for batch in calls {
+                    if let Some(id) = &batch.call.id {
+                        let rejected = client_approval(client, context, ApprovalStatus::Rejected);
+                        store.append_for_call(id, |events| {
+                            by(close_declined(id, events, &batch.told, rejected), &who)
+                        })?;
+                    }
+                }
+                Ok(Answer::ok(None))
+            }
+            Kind::Lifecycle { data, .. } => {
+                redaction_from_policy(&global, &workspace, &mut store);
+                store.append(&[Event::now(
+                    &context.session_id,
+                    None,
+                    EventBody::Lifecycle(LifecycleRecord {
+                        event: context.event.clone(),
+                        data: data.clone(),
+                    }),
+                )
+                .by(Some(&who))])?;
+                Ok(Answer::ok(None))
+            }
         }
-        Kind::Lifecycle { data, .. } => {
-            redaction_from_policy(&global, &workspace, &mut store);
-            store.append(&[Event::now(
-                &context.session_id,
-                None,
-                EventBody::Lifecycle(LifecycleRecord {
-                    event: context.event.clone(),
-                    data: data.clone(),
-                }),
-            )
-            .by(Some(&who))])?;
-            Ok(Answer::ok(None))
-        }
+    })();
+    // Each hook is one process: the log it leaves is vouched for by a
+    // signed checkpoint, so a cut tail is caught (docs/checkpoints.md).
+    if answer.is_ok() {
+        super::auto_checkpoint(&mut store, 1);
     }
+    answer
 }
 
 /// The note a hook records when it starts a new log mid-session.

@@ -3,6 +3,7 @@
 //! coding-agent policy to `gavel.toml` in the project. Refuses to change
 //! an existing file without `--force`; prints what it changed.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -102,6 +103,25 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
         render::line(
             "no policy written: each project uses its gavel.toml, else the built-in policy (`gavel policy show --preset coding-agent > gavel.toml` starts one)",
         )?;
+    }
+    if !args.user {
+        // The key gavel signs its automatic checkpoints with, beside the
+        // database (which the first hook creates): every hook then leaves
+        // a log whose cut tail `verify` catches.
+        let db = global.db_path()?;
+        if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .with_context(|| format!("cannot create `{}`", dir.display()))?;
+        }
+        let key = gavel::store::checkpoint_key_path(&db);
+        gavel::checkpoint::read_or_create_key(&key, "gavel")?;
+        render::line(&format!(
+            "checkpoint key {}: each hook signs a checkpoint of the log it leaves (GAVEL_CHECKPOINT_EVERY=0 turns that off)",
+            key.display()
+        ))?;
     }
     for note in &config.notes {
         render::line(&format!("note: {note}"))?;

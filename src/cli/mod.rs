@@ -582,6 +582,60 @@ impl Global {
     }
 }
 
+/// The environment variable that sets how many new rows make an automatic
+/// checkpoint (`0` turns them off).
+pub const CHECKPOINT_EVERY_VAR: &str = "GAVEL_CHECKPOINT_EVERY";
+
+/// After governed calls: when at least `every` rows (or what
+/// `GAVEL_CHECKPOINT_EVERY` says) were appended since the newest
+/// checkpoint, signs one with the key kept beside the database (made on
+/// first use), reading only the new rows. Never fails the call it follows:
+/// a problem is one warning line on stderr.
+pub fn auto_checkpoint(store: &mut Store, every: u64) {
+    let every = match std::env::var(CHECKPOINT_EVERY_VAR) {
+        Ok(value) => match value.trim().parse::<u64>() {
+            Ok(n) => n,
+            Err(_) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "gavel: warning: {CHECKPOINT_EVERY_VAR}=`{}` is not a number; checkpoints every {every} rows",
+                    render::escape(&value)
+                );
+                every
+            }
+        },
+        Err(_) => every,
+    };
+    if every == 0 {
+        return;
+    }
+    let signed = (|| -> anyhow::Result<Option<String>> {
+        let key = gavel::checkpoint::read_or_create_key(
+            &gavel::store::checkpoint_key_path(store.path()),
+            "gavel",
+        )?;
+        Ok(match store.checkpoint_since_last(&key, every)? {
+            Some(Err(report)) => Some(format!(
+                "not signing a checkpoint of a log that does not verify: {} at seq {}",
+                report.problem.map_or("unknown", |p| p.as_str()),
+                report.first_bad_seq.unwrap_or(0)
+            )),
+            _ => None,
+        })
+    })();
+    let problem = match signed {
+        Ok(problem) => problem,
+        Err(err) => Some(format!("no checkpoint signed: {err:#}")),
+    };
+    if let Some(problem) = problem {
+        let _ = writeln!(
+            std::io::stderr(),
+            "gavel: warning: {}",
+            render::escape(&problem)
+        );
+    }
+}
+
 /// What a reading command's check of the chain found wrong.
 #[derive(Debug, Clone)]
 pub struct Integrity {

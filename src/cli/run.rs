@@ -86,6 +86,9 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
             }
             _ => anyhow::Error::new(err),
         })?;
+    if outcome.record_error.is_none() {
+        super::auto_checkpoint(&mut store, 1);
+    }
     // The outcome is printed even when its result could not be recorded:
     // a harness must see that the tool ran, not an empty "nothing happened".
     let printed = print_outcome(&outcome, args.format.get());

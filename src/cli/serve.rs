@@ -66,6 +66,9 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
         &mut output,
         &stdin_has_data,
     )?;
+    drop(audit);
+    // The session's end: a signed checkpoint vouches for what it recorded.
+    super::auto_checkpoint(&mut store, 1);
     Ok(Exit::Ok)
 }
 

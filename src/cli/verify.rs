@@ -186,6 +186,13 @@ fn print(
         if let (Some(note), Some(object)) = (mid_session, value.as_object_mut()) {
             object.insert("begins_mid_session".into(), note.clone());
         }
+        if let Some(object) = value.as_object_mut() {
+            // Whether a cut tail would be caught: a checkpoint vouches for a size.
+            object.insert(
+                "tail_protected".into(),
+                (report.checkpoint.is_some() || report.stored_checkpoints > 0).into(),
+            );
+        }
         render::json(&value)?;
     } else if report.ok {
         let mut line = match whole_chain {
@@ -217,6 +224,13 @@ fn print(
             });
         }
         render::line(&line)?;
+        if report.checkpoint.is_none() && report.stored_checkpoints == 0 && whole_chain.is_none() {
+            render::line(
+                "note: no checkpoint vouches for this log, so rows cut from its end cannot be detected; \
+                 `gavel checkpoint --key KEY` signs one (gavel's hooks, `run` and `serve` sign them \
+                 automatically unless GAVEL_CHECKPOINT_EVERY=0)",
+            )?;
+        }
         if let Some(note) = mid_session {
             render::line(&format!(
                 "note: the log begins mid-session ({} session `{}`): what that session did before its first recorded event is not in this log",

@@ -102,7 +102,7 @@ pub(super) fn name_ok(name: &str) -> bool {
 /// blank or other byte that a later expansion could read otherwise). A
 /// glob is written without any quoting, so that its text is its pattern.
 pub(super) fn item(raw: &str, value: &str, known: Known) -> Option<Item> {
-    if value.is_empty() || known > Known::Pattern {
+    if value.is_empty() || known > Known::Pattern || raw.contains(['$', '`']) {
         return None;
     }
     let plain = |c: char| {
@@ -120,6 +120,56 @@ pub(super) fn item(raw: &str, value: &str, known: Known) -> Option<Item> {
         text: value.to_owned(),
         pattern,
     })
+}
+
+/// Builtins and keywords that set a variable named by a word.
+const SETTERS: &[&str] = &[
+    "read", "mapfile", "readarray", "getopts", "unset", "declare", "typeset", "local", "export",
+    "readonly", "printf", "wait", "let", "for", "select", "coproc",
+];
+
+/// Whether a loop's `body` (its text between `do` and `done`) leaves its
+/// variable `name` as the loop set it, as far as the text shows: no
+/// `NAME=`, `NAME+=`, `NAME[`, `NAME++`, `NAME--`, `${NAME:=`, and no
+/// mention of NAME other than `$NAME` and `${NAME}` in a body that names
+/// a builtin setting variables by name (`read NAME`, `for NAME`). Both
+/// readers decide with it, on the same text. What the text cannot show
+/// (`read "$v"`) the walk names as unprovable.
+pub(super) fn body_keeps(body: &str, name: &str) -> bool {
+    let b = body.as_bytes();
+    let is_name = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut bare = false;
+    let mut setter = false;
+    let mut i = 0;
+    while i < b.len() {
+        if !is_name(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && is_name(b[i]) {
+            i += 1;
+        }
+        let token = &body[start..i];
+        let after = &body[i..];
+        if token != name {
+            setter |= SETTERS.contains(&token);
+            continue;
+        }
+        let before = &body[..start];
+        let reference = before.ends_with('$') || (before.ends_with("${") && after.starts_with('}'));
+        if reference {
+            continue;
+        }
+        if ["=", "+=", "[", "++", "--", ":="]
+            .iter()
+            .any(|op| after.starts_with(op))
+        {
+            return false;
+        }
+        bare = true;
+    }
+    !(bare && setter)
 }
 
 /// How many times `body` refers to `name` as `$NAME` or `${NAME}` (as
@@ -264,6 +314,32 @@ mod tests {
         assert!(item("\"d\"/*", "d/*", Known::Pattern).is_none());
         assert!(item("$x", "$x", Known::Variable).is_none());
         assert!(item("{a,b}", "{a,b}", Known::Pattern).is_none());
+    }
+
+    #[test]
+    fn a_body_that_sets_its_variable_is_not_expanded() {
+        for keeps in [
+            "ls \"$d\"/; echo ${d}",
+            "file \"$d\"",
+            "grep -n export \"$d\"",
+            "echo d; ls $d",
+            "ls $dd; dd=1",
+        ] {
+            assert!(body_keeps(keeps, "d"), "{keeps}");
+        }
+        for sets in [
+            "d=1; ls $d",
+            "d+=x",
+            "d[0]=x",
+            "read d; ls $d",
+            "for d in a; do ls; done",
+            "echo ${d:=x}",
+            "((d++))",
+            "unset d",
+            "printf -v d x",
+        ] {
+            assert!(!body_keeps(sets, "d"), "{sets}");
+        }
     }
 
     #[test]

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod operands;
 pub mod programs;
+mod loops;
 mod strict;
 mod walk;
 mod word;

@@ -16,18 +16,22 @@
 //!   patterns), tilde;
 //! - operators `; & && || | |&`, newline, `!`, `( )`, `{ }`, `if then elif
 //!   else fi`, `while until do done`;
+//! - `for NAME in WORDS; do LIST; done` over literal words and globs (see
+//!   `loops.rs`): LIST is read once per word, with the word in place of
+//!   `$NAME` and `${NAME}`;
 //! - redirections with a descriptor prefix, file targets, duplications,
 //!   here-strings and heredocs (delimiter quote removal, `<<-` tab
 //!   stripping, bodies that are literal).
 //!
 //! Everything else (substitutions, `${` operators, arithmetic, `[[`, `((`,
-//! `for`, `case`, functions, `coproc`, arrays, brace expansion, control
+//! other `for` loops, `case`, functions, `coproc`, arrays, brace expansion, control
 //! bytes outside quotes, ...) is refused with a phrase naming it. The
 //! caller compares this reading with the tree-sitter walk; an allow needs
 //! both to agree.
 
 use super::Redirect;
-use super::word::{Known, Word, ansi_c};
+use super::loops::{self, Binding, Item};
+use super::word::{Bound, Known, Word, ansi_c};
 
 /// One simple command as bash would run it, before wrappers are stripped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,18 +68,24 @@ pub(super) struct Reading {
 /// Reads `src`, or names the first construct outside the subset.
 #[cfg(test)]
 pub(super) fn read(src: &str) -> Result<Reading, String> {
-    let (reading, refused) = read_partly(src);
+    let (reading, refused) = read_bound(src, &[]);
     match refused {
         Some(phrase) => Err(phrase),
         None => Ok(reading),
     }
 }
 
-/// Reads `src`; on a construct outside the subset, also names it and
-/// returns the commands completed before it (bash runs those as read).
-pub(super) fn read_partly(src: &str) -> (Reading, Option<String>) {
-    let (reading, refused, _) = read_with_splits(src, None);
-    (reading, refused)
+/// Reads `src`, inside the body of loops whose variables are bound (the
+/// text of a `[ ... ]` in a loop's body); on a construct outside the
+/// subset, also names it and returns the commands completed before it
+/// (bash runs those as read).
+pub(super) fn read_bound(src: &str, bindings: &[Binding]) -> (Reading, Option<String>) {
+    loops::scope(|| {
+        let mut reader = Reader::new(src, None, 0);
+        reader.bindings = bindings.to_vec();
+        let refused = reader.run().err();
+        (reader.out, refused)
+    })
 }
 
 /// A place where the script can be cut in two without changing how either
@@ -92,7 +102,7 @@ pub(super) struct Split {
     pub bare: usize,
 }
 
-/// [`read_partly`], also listing where the script can be cut (with
+/// [`read_bound`] without bindings, also listing where the script can be cut (with
 /// `Some(min)`): after each top-level command list or pipeline element
 /// (`;`, `&`, `&&`, `||`, `|`, `|&`, or a newline and the heredoc bodies
 /// it starts), outside every compound command and with no heredoc
@@ -104,14 +114,16 @@ pub(super) fn read_with_splits(
     src: &str,
     min: Option<usize>,
 ) -> (Reading, Option<String>, Vec<Split>) {
-    let mut reader = Reader::new(src, min, 0);
-    let refused = reader.run().err();
-    if refused.is_some() {
-        // The part the reader refused to read may reach back to the last
-        // cut (`ls &&` at the end, `ls | $(x)`): it is read whole.
-        reader.splits.pop();
-    }
-    (reader.out, refused, reader.splits)
+    loops::scope(|| {
+        let mut reader = Reader::new(src, min, 0);
+        let refused = reader.run().err();
+        if refused.is_some() {
+            // The part the reader refused to read may reach back to the last
+            // cut (`ls &&` at the end, `ls | $(x)`): it is read whole.
+            reader.splits.pop();
+        }
+        (reader.out, refused, reader.splits)
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +136,28 @@ enum Frame {
     Substitution,
     /// `case ... in ... esac` (long scripts only).
     Case,
+    /// `for NAME in WORDS; do` over words it can expand (see [`ForLoop`]).
+    For,
+}
+
+/// A `for` loop being read (see `loops.rs`): its body is read once
+/// without its variable bound, to find where it ends, then once per word
+/// with the word bound. In a short script the first reading is dropped;
+/// in a long one it stays, so that deny rules see the body as written too.
+#[derive(Debug)]
+struct ForLoop {
+    name: String,
+    items: Vec<Item>,
+    /// Where the body starts, right after `do`.
+    body_start: usize,
+    /// The word bound in the pass being read (0 is the first, unbound,
+    /// reading; `n` binds `items[n - 1]`).
+    pass: usize,
+    /// What the reading held when the body started: commands, bare
+    /// redirections, and the count of commands read with a variable bound.
+    commands: usize,
+    bare: usize,
+    expanded: usize,
 }
 
 /// What an expansion read as text (arithmetic, `${...}` with an
@@ -181,6 +215,7 @@ struct Read {
     raw_end: usize,
     known: Known,
     quoted: bool,
+    bound: Bound,
 }
 
 struct Reader<'s> {
@@ -199,6 +234,13 @@ struct Reader<'s> {
     /// Whether the last operator was `|` or `|&`, after which `!` is a
     /// syntax error.
     after_pipe: bool,
+    /// The `for` loops being read, innermost last (one per [`Frame::For`]).
+    fors: Vec<ForLoop>,
+    /// The loop variables bound, innermost last.
+    bindings: Vec<Binding>,
+    /// Commands read while a loop variable was bound (see
+    /// [`loops::MAX_COMMANDS`]).
+    expanded: usize,
     /// Whether, and how far apart, cuts are listed (see [`read_with_splits`]).
     /// With cuts the script is a long one, unprovable whatever its reading,
     /// and read by this reader alone where it can (see `walk.rs`): then
@@ -301,6 +343,9 @@ impl<'s> Reader<'s> {
             state: State::Start,
             attach_budget: MAX_ATTACH_WORK,
             after_pipe: false,
+            fors: Vec::new(),
+            bindings: Vec::new(),
+            expanded: 0,
             min_part,
             part_start: 0,
             splits: Vec::new(),
@@ -451,6 +496,9 @@ impl<'s> Reader<'s> {
                 if current.words.is_empty() {
                     self.out.bare.extend(current.redirects);
                 } else {
+                    if !self.bindings.is_empty() {
+                        self.expanded += 1;
+                    }
                     self.out.commands.push(Command {
                         words: current.words,
                         redirects: current.redirects,
@@ -579,6 +627,188 @@ impl<'s> Reader<'s> {
                 Some(_) => return Err(format!("array assignment near `{}`", self.near())),
             }
         }
+    }
+
+    /// `for NAME in WORDS; do` where the loop can be expanded (see
+    /// `loops.rs`): opens [`Frame::For`], whose body is read first with
+    /// the variable unbound (see [`ForLoop`]). `None`, with nothing read,
+    /// for any other `for`.
+    fn for_header(&mut self) -> Result<Option<()>, String> {
+        let start = self.pos;
+        let held = (
+            self.out.commands.len(),
+            self.out.bare.len(),
+            self.out.substitutions.len(),
+            self.out.backticks.len(),
+            self.out.unfinished,
+            self.out.too_deep,
+            self.verbatim_budget,
+        );
+        match self.expandable_header() {
+            Ok(Some(header)) => {
+                self.frames.push((Frame::For, self.out.commands.len()));
+                self.fors.push(header);
+                self.state = State::Start;
+                Ok(Some(()))
+            }
+            // A `for` read otherwise (or refused) is read again from its
+            // start; what this reading found is dropped.
+            Ok(None) | Err(_) => {
+                self.pos = start;
+                self.out.commands.truncate(held.0);
+                self.out.bare.truncate(held.1);
+                self.out.substitutions.truncate(held.2);
+                self.out.backticks.truncate(held.3);
+                self.out.unfinished = held.4;
+                self.out.too_deep = held.5;
+                self.verbatim_budget = held.6;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The header of an expandable `for` up to and past its `do`, or `None`.
+    fn expandable_header(&mut self) -> Result<Option<ForLoop>, String> {
+        // A heredoc pending would be read inside the header or the body,
+        // and read again with each pass.
+        if !self.heredocs.is_empty() {
+            return Ok(None);
+        }
+        let Some(name) = self.plain_word()? else {
+            return Ok(None);
+        };
+        if !loops::name_ok(&name)
+            || self.fors.iter().any(|f| f.name == name)
+            || loops::lookup(&self.bindings, &name).is_some()
+        {
+            return Ok(None);
+        }
+        if self.plain_word()?.as_deref() != Some("in") {
+            return Ok(None);
+        }
+        let mut items = Vec::new();
+        loop {
+            self.skip_blanks();
+            match self.peek(0) {
+                Some(b';') if self.peek(1) != Some(b';') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(b'\n') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(c) if is_meta(c) || c == b'#' => return Ok(None),
+                None => return Ok(None),
+                Some(_) => {
+                    let word = self.word()?;
+                    let raw = &self.src[word.raw_start..word.raw_end];
+                    match loops::item(raw, &word.value, word.known) {
+                        Some(item) if items.len() < loops::MAX_ITEMS => items.push(item),
+                        _ => return Ok(None),
+                    }
+                }
+            }
+        }
+        if items.is_empty() {
+            return Ok(None);
+        }
+        // Line ends and comments may come before `do`.
+        self.skip_blanks_and_lines()?;
+        if self.plain_word()?.as_deref() != Some("do") {
+            return Ok(None);
+        }
+        Ok(Some(ForLoop {
+            name,
+            items,
+            body_start: self.pos,
+            pass: 0,
+            commands: self.out.commands.len(),
+            bare: self.out.bare.len(),
+            expanded: self.expanded,
+        }))
+    }
+
+    /// After blanks, a word written without quotes, escapes or
+    /// expansions, or `None`.
+    fn plain_word(&mut self) -> Result<Option<String>, String> {
+        self.skip_blanks();
+        match self.peek(0) {
+            Some(c) if !is_meta(c) && c != b'#' => {}
+            _ => return Ok(None),
+        }
+        let word = self.word()?;
+        let raw = &self.src[word.raw_start..word.raw_end];
+        Ok((!word.quoted && word.known == Known::Literal && raw == word.value)
+            .then_some(word.value))
+    }
+
+    /// `done` of an expandable `for` loop (see [`ForLoop`]), which starts
+    /// at `at`: the body is read again with the next word bound, or the
+    /// loop is closed.
+    fn end_for(&mut self, at: usize) -> Result<(), String> {
+        let Some(last) = self.fors.last() else {
+            return Err("syntax: `done` closes nothing".to_string());
+        };
+        if last.pass == 0 {
+            // Inside the first reading of a loop around it, which is
+            // dropped or read again, this loop is read once as it is.
+            let around_unbound = self.fors[..self.fors.len() - 1]
+                .iter()
+                .any(|f| f.pass == 0);
+            if around_unbound {
+                self.fors.pop();
+                return self.close(Frame::For, "`done`");
+            }
+            let body = &self.src[last.body_start..at];
+            let cost =
+                loops::pass_cost(body, &last.name, &last.items).saturating_mul(last.items.len());
+            let expandable = self.heredocs.is_empty()
+                && loops::body_keeps(body, &last.name)
+                && self.expanded <= loops::MAX_COMMANDS
+                && loops::reserve(cost);
+            if !expandable {
+                if !self.long() {
+                    return Err(format!(
+                        "a `for` loop over `{}` that cannot be expanded",
+                        last.name
+                    ));
+                }
+                self.fors.pop();
+                return self.close(Frame::For, "`done`");
+            }
+            if !self.long() {
+                // The unbound reading was only to find the body's end.
+                self.out.commands.truncate(last.commands);
+                self.out.bare.truncate(last.bare);
+                self.expanded = last.expanded;
+            }
+        } else {
+            self.bindings.pop();
+            let last_pass = last.pass == last.items.len();
+            if !last_pass && self.expanded > loops::MAX_COMMANDS && !self.long() {
+                return Err(format!(
+                    "`for` loops expand to more than {} commands",
+                    loops::MAX_COMMANDS
+                ));
+            }
+            if last_pass || self.expanded > loops::MAX_COMMANDS {
+                self.fors.pop();
+                return self.close(Frame::For, "`done`");
+            }
+        }
+        let Some(f) = self.fors.last_mut() else {
+            return Err("syntax: `done` closes nothing".to_string());
+        };
+        self.bindings.push(Binding {
+            name: f.name.clone(),
+            item: f.items[f.pass].clone(),
+        });
+        f.pass += 1;
+        self.pos = f.body_start;
+        self.state = State::Start;
+        self.after_pipe = false;
+        Ok(())
     }
 
     /// In a long script, the header of `for NAME [in WORDS] ; do`: no
@@ -863,6 +1093,7 @@ impl<'s> Reader<'s> {
             && !self.current.assigned;
         // After the keyword `time` (and `-p`), `!` still negates.
         let after_time = !word.quoted
+            && word.bound == Bound::No
             && word.value == "!"
             && self.current.redirects.is_empty()
             && !self.current.assigned
@@ -871,7 +1102,9 @@ impl<'s> Reader<'s> {
         if after_time {
             return Ok(());
         }
-        if at_start && !word.quoted {
+        // Reserved words are read before expansion: a loop's word in
+        // their place is none.
+        if at_start && !word.quoted && word.bound == Bound::No {
             match word.value.as_str() {
                 "!" if after_pipe => {
                     return Err("syntax: `!` after `|`".to_string());
@@ -884,8 +1117,15 @@ impl<'s> Reader<'s> {
                 "do" => return self.inside(Frame::Loop, "do"),
                 "}" => return self.close(Frame::Group, "`}`"),
                 "fi" => return self.close(Frame::If, "`fi`"),
+                "done" if self.frames.last().map(|f| f.0) == Some(Frame::For) => {
+                    return self.end_for(start);
+                }
                 "done" => return self.close(Frame::Loop, "`done`"),
-                "for" if self.long() => return self.long_for_header(),
+                "for" => match self.for_header()? {
+                    Some(()) => return Ok(()),
+                    None if self.long() => return self.long_for_header(),
+                    None => return Err("`for` compound command".to_string()),
+                },
                 "case" if self.long() => return self.case_header(),
                 "esac" if self.long() => return self.close(Frame::Case, "`esac`"),
                 "[[" if self.long() => return self.conditional(),
@@ -911,6 +1151,7 @@ impl<'s> Reader<'s> {
         self.current.words.push(Word {
             text: word.value,
             known: word.known,
+            bound: word.bound,
         });
         Ok(())
     }
@@ -1036,6 +1277,7 @@ impl<'s> Reader<'s> {
             raw_end: raw_start,
             known: Known::Literal,
             quoted: false,
+            bound: Bound::No,
         };
         // Unquoted `{` seen, then `,` or `..` after it: brace expansion.
         let mut brace = false;
@@ -1233,9 +1475,29 @@ impl<'s> Reader<'s> {
                 return Ok(());
             }
         };
-        w.value.push_str(&self.src[start..start + len]);
-        w.known = w.known.max(Known::Variable);
+        let text = &self.src[start..start + len];
         self.pos = start + len;
+        let name = match text.strip_prefix("${") {
+            Some(inner) => inner.strip_suffix('}'),
+            None => text.strip_prefix('$'),
+        };
+        if let Some(item) = name.and_then(|n| loops::lookup(&self.bindings, n)) {
+            // A loop's word (see `loops.rs`); a glob's pattern.
+            w.value.push_str(&item.text);
+            let bound = if !item.pattern {
+                Bound::Value
+            } else if in_quotes {
+                w.known = w.known.max(Known::Pattern);
+                Bound::Value
+            } else {
+                w.known = w.known.max(Known::Pattern);
+                Bound::Split
+            };
+            w.bound = w.bound.max(bound);
+            return Ok(());
+        }
+        w.value.push_str(text);
+        w.known = w.known.max(Known::Variable);
         Ok(())
     }
 

@@ -82,12 +82,157 @@ const CASES: &[(&str, &[&[&str]], Expect)] = &[
         &[&["test", "-f", "x"], &["rm", "x"], &["c"], &["d"], &["e"]],
         Proven,
     ),
-    // A loop variable or `read` sets a variable: `PATH` could be one.
+    // A loop over literal words or globs runs its body once per word,
+    // with the word in place of its variable (a glob's pattern stands for
+    // each of its matches).
+    ("for f in *; do rm \"$f\"; done", &[&["rm", "*"]], Proven),
     (
-        "for f in *; do rm \"$f\"; done",
-        &[&["rm", "$f"]],
+        "for d in src tests docs; do echo \"=== $d ===\"; ls \"$d\"/; done",
+        &[
+            &["echo", "=== src ==="],
+            &["ls", "src/"],
+            &["echo", "=== tests ==="],
+            &["ls", "tests/"],
+            &["echo", "=== docs ==="],
+            &["ls", "docs/"],
+        ],
+        Proven,
+    ),
+    (
+        "for f in Cargo.toml package.json; do echo \"=== $f ===\"; grep -n version \"$f\"; done",
+        &[
+            &["echo", "=== Cargo.toml ==="],
+            &["grep", "-n", "version", "Cargo.toml"],
+            &["echo", "=== package.json ==="],
+            &["grep", "-n", "version", "package.json"],
+        ],
+        Proven,
+    ),
+    (
+        "for f in docs/*.md; do echo \"=== $f ===\"; head -8 \"$f\"; done",
+        &[&["echo", "=== docs/*.md ==="], &["head", "-8", "docs/*.md"]],
+        Proven,
+    ),
+    (
+        "for f in tests/fixtures/*.txt; do wc -l \"$f\"; done",
+        &[&["wc", "-l", "tests/fixtures/*.txt"]],
+        Proven,
+    ),
+    ("for d in */; do ls \"$d\"; done", &[&["ls", "*/"]], Proven),
+    (
+        "for d in a 'b.c' \"-d\"\ndo\n  ls ${d}/x \"${d}\" $d\ndone\n",
+        &[
+            &["ls", "a/x", "a", "a"],
+            &["ls", "b.c/x", "b.c", "b.c"],
+            &["ls", "-d/x", "-d", "-d"],
+        ],
+        Proven,
+    ),
+    (
+        "for d in a b;do ls \\$d '$d' \"\\$d\" $dx;done",
+        &[
+            &["ls", "$d", "$d", "$d", "$dx"],
+            &["ls", "$d", "$d", "$d", "$dx"],
+        ],
+        Proven,
+    ),
+    (
+        "for d in a b; do for e in x y; do ls $d/$e; done; done",
+        &[&["ls", "a/x"], &["ls", "a/y"], &["ls", "b/x"], &["ls", "b/y"]],
+        Proven,
+    ),
+    (
+        "for d in a b; do [ -d \"$d\" ] && ls \"$d\"; done | sort",
+        &[
+            &["[", "-d", "a", "]"],
+            &["ls", "a"],
+            &["[", "-d", "b", "]"],
+            &["ls", "b"],
+            &["sort"],
+        ],
+        Proven,
+    ),
+    (
+        "for f in a; do cat $f; done; for f in b; do cat $f; done",
+        &[&["cat", "a"], &["cat", "b"]],
+        Proven,
+    ),
+    (
+        "for x in -rf; do rm $x /; done",
+        &[&["rm", "-rf", "/"]],
+        Proven,
+    ),
+    ("for x in a; do sudo ls; done", &[&["sudo", "ls"]], Proven),
+    (
+        "for o in -n; do nice $o 5 ls $o; done",
+        &[&["ls", "-n"]],
+        Proven,
+    ),
+    // What the readers cannot expand is read as before: the variable
+    // kept as text, the script unprovable. Where a loop is expanded but
+    // the script is still unprovable, the body as written is listed too
+    // (last), for the deny rules.
+    (
+        "for d in a b; do ls $d; done; echo $d",
+        &[&["ls", "a"], &["ls", "b"], &["echo", "$d"], &["ls", "$d"]],
         Unprovable,
     ),
+    (
+        "for f in *.md; do cat $f; done",
+        &[&["cat", "*.md"], &["cat", "$f"]],
+        Unprovable,
+    ),
+    (
+        "for c in ls cat; do $c x; done",
+        &[&["ls", "x"], &["cat", "x"], &["$c", "x"]],
+        Unprovable,
+    ),
+    (
+        "for d in a b; do bash -c \"ls $d\"; done",
+        &[
+            &["bash", "-c", "ls a"],
+            &["ls", "a"],
+            &["bash", "-c", "ls b"],
+            &["ls", "b"],
+            &["bash", "-c", "ls $d"],
+            &["ls", "$d"],
+        ],
+        Unprovable,
+    ),
+    (
+        "for d in a; do unset x; ls $d; done",
+        &[&["unset", "x"], &["ls", "a"], &["unset", "x"], &["ls", "$d"]],
+        Unprovable,
+    ),
+    (
+        "declare -u d; for d in a; do ls $d; done",
+        &[&["declare", "-u", "d"], &["ls", "a"], &["ls", "$d"]],
+        Unprovable,
+    ),
+    (
+        "for d in a b; do read d; ls $d; done",
+        &[&["read", "d"], &["ls", "$d"]],
+        Unprovable,
+    ),
+    ("for d in a; do d=sudo; $d x; done", &[&["$d", "x"]], Unprovable),
+    (
+        "for d in a b; do for d in c; do ls $d; done; ls $d; done",
+        &[&["ls", "c"], &["ls", "$d"], &["ls", "$d"]],
+        Unprovable,
+    ),
+    ("for PATH in /tmp/evil; do ls; done", &[&["ls"]], Unprovable),
+    ("for IFS in a; do ls; done", &[&["ls"]], Unprovable),
+    ("for LC_ALL in C; do ls; done", &[&["ls"]], Unprovable),
+    ("for F in a; do ls $F; done", &[&["ls", "$F"]], Unprovable),
+    ("for d in 'a b'; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    ("for d in '*'; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    ("for d in $x; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    ("for d in {a,b}; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    ("for d in ~/x; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    ("for d in ''; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    ("for d; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    ("for d in a & do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    ("select d in a; do ls $d; done", &[&["ls", "$d"]], Unprovable),
     (
         "while read l; do echo \"$l\"; done",
         &[&["read", "l"], &["echo", "$l"]],
@@ -1239,4 +1384,153 @@ fn a_long_script_finds_commands_inside_substitutions_without_tree_sitter() {
             "{inside:?}: {program} not found"
         );
     }
+}
+
+/// The deny rules judge what a loop runs, word by word.
+#[test]
+fn loops_are_judged_by_what_each_pass_runs() {
+    use crate::policy::{Action, Policy};
+    let builtin = Policy::builtin();
+    let preset =
+        Policy::from_toml(crate::policy::CODING_AGENT_POLICY_TOML, "coding-agent.toml").unwrap();
+    for command in [
+        "for x in a; do sudo ls; done",
+        "for x in -rf; do rm $x /; done",
+        "for x in a -rf; do rm $x \"$x\"; done",
+        "for f in *; do rm -rf \"$f\"; done",
+        "for d in sda; do echo x > /dev/$d; done",
+        // Expanded but unprovable: the body as written is judged too.
+        "v=sda; declare -n d; for d in v; do echo x > /dev/$d; done",
+        "for d in null; do read d; echo x > /dev/$d; done",
+        "for d in null; do unset x; echo x > /dev/$d; done",
+    ] {
+        let request = crate::ToolRequest::new(
+            "t",
+            "bash",
+            serde_json::json!({ "command": command }),
+        );
+        let facts = crate::facts::lexical_facts(&request);
+        for policy in [&builtin, &preset] {
+            let decision = policy.decide(&request, &facts);
+            assert_eq!(decision.action, Action::Deny, "{command}");
+            assert_eq!(decision.rule_id, "bash.hard_deny", "{command}");
+        }
+    }
+}
+
+#[test]
+fn a_loops_redirections_are_substituted_and_attached() {
+    assert_eq!(
+        redirects("for d in a b; do ls \"$d\" > \"$d.txt\" 2>>${d}.err; done"),
+        vec![
+            vec![r(">", "a.txt"), r("2>>", "a.err")],
+            vec![r(">", "b.txt"), r("2>>", "b.err")],
+        ]
+    );
+    assert_eq!(
+        redirects("for d in a b; do ls $d; echo; done > out"),
+        vec![vec![r(">", "out")]; 4]
+    );
+    assert!(analyze("for d in a b; do ls $d; done > out").unprovable.is_empty());
+    assert_eq!(bare("for d in a b; do > $d; done"), vec![r(">", "a"), r(">", "b")]);
+}
+
+/// The strict reader reads a loop's body once to find its end, then once
+/// per word; in a long script the first reading stays, for the deny side.
+#[test]
+fn the_strict_reader_expands_loops() {
+    let read = |s: &str| {
+        strict::read(s).map(|r| {
+            r.commands
+                .into_iter()
+                .map(|c| c.words.into_iter().map(|w| w.text).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(
+        read("for d in a b; do ls $d; done; ls"),
+        Ok(vec![
+            vec!["ls".to_string(), "a".into()],
+            vec!["ls".into(), "b".into()],
+            vec!["ls".into()]
+        ])
+    );
+    assert_eq!(
+        read_long("for d in a b; do ls $d; done"),
+        Ok(vec![
+            vec!["ls".to_string(), "$d".into()],
+            vec!["ls".into(), "a".into()],
+            vec!["ls".into(), "b".into()],
+        ])
+    );
+    for refused in [
+        "for d in $x; do ls; done",
+        "for d in a; do for d in b; do ls; done; done",
+        "for d in a; do read d; done",
+        "for d in a; do cat <<EOF; done\nx\nEOF\n",
+        "for d in a & do ls; done",
+    ] {
+        assert!(read(refused).is_err(), "{refused:?}");
+    }
+    // A loop's word is never a reserved word.
+    assert_eq!(
+        read("for k in if '!'; do $k ls; done"),
+        Ok(vec![
+            vec!["if".to_string(), "ls".into()],
+            vec!["!".into(), "ls".into()]
+        ])
+    );
+}
+
+/// Expansion is bounded: words per loop, commands listed, and the text
+/// read again over a script and the scripts nested in it.
+#[test]
+fn loop_expansion_is_bounded() {
+    let items = |n: usize| (0..n).map(|i| format!("i{i}")).collect::<Vec<_>>().join(" ");
+    let many = format!("for d in {}; do ls $d; done", items(64));
+    let got = analyze(&many);
+    assert!(got.unprovable.is_empty(), "{:?}", got.unprovable);
+    assert_eq!(got.commands.len(), 64);
+    let too_many = format!("for d in {}; do ls $d; done", items(65));
+    let got = analyze(&too_many);
+    assert!(!got.unprovable.is_empty());
+    assert_eq!(words(&too_many), vec![vec!["ls", "$d"]]);
+    // 20 passes of 15 commands: past 256, the rest is read as written, and
+    // what comes last in the body is still seen.
+    let body = "ls $d; ".repeat(14);
+    let big = format!("for d in {}; do {body}sudo reboot $d; done", items(20));
+    let got = analyze(&big);
+    assert!(
+        got.unprovable
+            .iter()
+            .any(|p| p.contains("more than 256 commands")),
+        "{:?}",
+        got.unprovable
+    );
+    assert!(got.commands.iter().any(|c| c.words == ["sudo", "reboot", "$d"]));
+    // Nested loops and nested scripts share one budget: this stays quick.
+    let mut nested = "ls $a $b $c".to_string();
+    for name in ["c", "b", "a"] {
+        nested = format!("for {name} in {}; do {nested}; done", items(64));
+    }
+    let started = std::time::Instant::now();
+    let got = analyze(&nested);
+    assert!(!got.unprovable.is_empty());
+    assert!(got.commands.len() < 2_000, "{}", got.commands.len());
+    let mut shells = "ls $x".to_string();
+    for _ in 0..6 {
+        shells = format!(
+            "for x in {}; do bash -c {}; done",
+            items(64),
+            shell_quote(&shells)
+        );
+    }
+    let got = analyze(&shells);
+    assert!(!got.unprovable.is_empty());
+    assert!(got.commands.len() < 20_000, "{}", got.commands.len());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }

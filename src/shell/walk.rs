@@ -10,8 +10,9 @@ use std::ops::ControlFlow;
 
 use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 
+use super::loops::{self, Binding, Item};
 use super::strict;
-use super::word::{Known, Word, node_text, slice, word};
+use super::word::{Bound, Known, Word, node_text, slice, word};
 use super::wrappers::{self, SHELLS, ShellRun};
 use super::{CommandAnalysis, MAX_NESTING, Redirect, SimpleCommand};
 
@@ -49,6 +50,12 @@ const MIN_PART: usize = 16 * 1024;
 
 /// [`analyze_nested`], parsing in parts of at least `min_part` bytes.
 pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> CommandAnalysis {
+    // Loops are expanded within one budget for the script and every
+    // script nested in it (see `loops.rs`).
+    loops::scope(|| read_in_parts(script, depth, min_part))
+}
+
+fn read_in_parts(script: &str, depth: usize, min_part: usize) -> CommandAnalysis {
     count_work(script.len());
     let mut walker = Walker {
         src: script,
@@ -73,6 +80,13 @@ pub(super) fn analyze_in_parts(script: &str, depth: usize, min_part: usize) -> C
         spare_stack: Vec::new(),
         compare: true,
         joined_lines: Vec::new(),
+        loops: Vec::new(),
+        bindings: Vec::new(),
+        expanded: 0,
+        stash: Vec::new(),
+        shadow: Vec::new(),
+        shadow_bare: Vec::new(),
+        declares: None,
     };
     if script.contains('\0') {
         walker.note("NUL byte in the command".to_string());
@@ -410,6 +424,33 @@ enum Task<'t> {
     /// redirection before them (see [`line_end_before`]), taken after the
     /// command of that redirection.
     Lines(Vec<(Vec<Word>, Vec<Redirect>)>),
+    /// The next pass over the body of an expanded `for` loop
+    /// ([`Walker::loops`]`[at]`): with its `index`th word bound, or, past
+    /// the last, the shadow pass (see [`Walker::shadow`]).
+    Pass {
+        at: usize,
+        body: Node<'t>,
+        index: usize,
+    },
+    /// Starts or ends a shadow pass: what it finds is set aside.
+    ShadowStart,
+    ShadowEnd,
+}
+
+/// A `for` loop the walk expands (see `loops.rs`).
+struct Planned {
+    name: String,
+    items: Vec<Item>,
+    /// The loop's source range.
+    span: (usize, usize),
+}
+
+/// What a shadow pass sets aside while it runs.
+struct Stash {
+    commands: Vec<SimpleCommand>,
+    bare: Vec<Redirect>,
+    notes: Vec<String>,
+    compare: bool,
 }
 
 struct Walker<'s> {
@@ -463,10 +504,44 @@ struct Walker<'s> {
     /// redirection's destination (see [`line_end_before`]), one entry per
     /// line, for its caller to take.
     joined_lines: Vec<Vec<Word>>,
+    /// The `for` loops expanded, one entry each time one is (a loop inside
+    /// another is expanded once per pass of the outer one).
+    loops: Vec<Planned>,
+    /// The loop variables bound, innermost last.
+    bindings: Vec<Binding>,
+    /// Commands read while a loop variable was bound (see
+    /// [`loops::MAX_COMMANDS`]).
+    expanded: usize,
+    /// What the shadow passes under way set aside, innermost last.
+    stash: Vec<Stash>,
+    /// The commands and bare redirections of the shadow passes: after its
+    /// passes with each word bound, the body of an expanded loop is read
+    /// once more with its variable unbound, as it was read before loops
+    /// were expanded. When the script is unprovable they are listed too,
+    /// so that deny rules still see everything the old reading showed
+    /// (the values a loop's variable takes are only proven when nothing
+    /// else in the script is in doubt).
+    shadow: Vec<SimpleCommand>,
+    shadow_bare: Vec<Redirect>,
+    /// A builtin that sets attributes of variables (`declare -u d` makes
+    /// the loop's words upper case), if the script runs one.
+    declares: Option<String>,
 }
 
 impl<'s> Walker<'s> {
-    fn finish(self) -> CommandAnalysis {
+    fn finish(mut self) -> CommandAnalysis {
+        if !self.loops.is_empty() {
+            if let Some(program) = self.declares.take() {
+                self.note(format!(
+                    "`{program}` may change the values a loop variable takes"
+                ));
+            }
+            self.later_uses();
+        }
+        if !self.notes.is_empty() {
+            self.commands.append(&mut self.shadow);
+            self.bare.append(&mut self.shadow_bare);
+        }
         CommandAnalysis {
             commands: self.commands,
             unprovable: self.notes,
@@ -506,6 +581,28 @@ impl<'s> Walker<'s> {
                 Task::Lines(lines) => {
                     for (words, redirects) in lines {
                         self.simple(words, redirects, Vec::new());
+                    }
+                }
+                Task::Pass { at, body, index } => self.pass(at, body, index, &mut stack),
+                Task::ShadowStart => {
+                    self.stash.push(Stash {
+                        commands: std::mem::take(&mut self.commands),
+                        bare: std::mem::take(&mut self.bare),
+                        notes: std::mem::take(&mut self.notes),
+                        compare: self.compare,
+                    });
+                    self.compare = false;
+                }
+                Task::ShadowEnd => {
+                    if let Some(stash) = self.stash.pop() {
+                        let commands = std::mem::replace(&mut self.commands, stash.commands);
+                        let bare = std::mem::replace(&mut self.bare, stash.bare);
+                        self.shadow.extend(commands);
+                        self.shadow_bare.extend(bare);
+                        // Its phrases are about a reading that is not
+                        // bash's: the loop's own passes say what is.
+                        self.notes = stash.notes;
+                        self.compare = stash.compare;
                     }
                 }
             }
@@ -639,6 +736,15 @@ impl<'s> Walker<'s> {
             "test_command" => self.test_command(node),
             "function_definition" => self.bare_child_redirects(node),
             "for_statement" => {
+                if let Some((plan, body)) = self.plan_loop(node) {
+                    self.loops.push(plan);
+                    stack.push(Task::Pass {
+                        at: self.loops.len() - 1,
+                        body,
+                        index: 0,
+                    });
+                    return;
+                }
                 if let Some(variable) = node.child_by_field_name("variable") {
                     let phrase = format!(
                         "loop variable `{}` may change what later commands run",
@@ -778,6 +884,7 @@ impl<'s> Walker<'s> {
                                             self.src,
                                             part,
                                             &mut self.verbatim_budget,
+                                            &self.bindings,
                                         ));
                                     }
                                     _ => {}
@@ -847,11 +954,11 @@ impl<'s> Walker<'s> {
         let Some((&destination, others)) = destinations.split_first() else {
             return (None, extra);
         };
-        let mut target = word(self.src, destination, &mut self.verbatim_budget).text;
+        let mut target = word(self.src, destination, &mut self.verbatim_budget, &self.bindings).text;
         let mut last_end = destination.end_byte();
         let mut line: Option<Vec<Word>> = None;
         for &other in others {
-            let mut next = word(self.src, other, &mut self.verbatim_budget);
+            let mut next = word(self.src, other, &mut self.verbatim_budget, &self.bindings);
             strip_line_start(self.src, other, &mut next);
             if line_end_before(self.src, last_end, other).is_some() {
                 self.joined_line(other);
@@ -939,7 +1046,7 @@ impl<'s> Walker<'s> {
                     (Some("name"), _) if !self.coproc_reread && self.text(child) == "coproc" => {
                         self.coproc_reread = true;
                         self.reread_after_coproc(child.end_byte());
-                        words.push(word(self.src, child, &mut self.verbatim_budget));
+                        words.push(word(self.src, child, &mut self.verbatim_budget, &self.bindings));
                         last_end = Some(child.end_byte());
                     }
                     // `! ! cmd`, `time ! cmd`: an unquoted `!` where a
@@ -948,7 +1055,7 @@ impl<'s> Walker<'s> {
                     (Some("name" | "argument"), _)
                         if self.text(child) == "!" && pipeline_start(&words) => {}
                     (Some("name" | "argument"), _) => {
-                        let mut next = word(self.src, child, &mut self.verbatim_budget);
+                        let mut next = word(self.src, child, &mut self.verbatim_budget, &self.bindings);
                         strip_line_start(self.src, child, &mut next);
                         // The grammar reads a line continuation as a word
                         // break; bash removes it first, so `r\<newline>m`
@@ -1011,7 +1118,7 @@ impl<'s> Walker<'s> {
                     }
                     "comment" | "herestring_redirect" => {}
                     _ => {
-                        let mut next = word(self.src, child, &mut self.verbatim_budget);
+                        let mut next = word(self.src, child, &mut self.verbatim_budget, &self.bindings);
                         strip_line_start(self.src, child, &mut next);
                         line.push(next);
                     }
@@ -1036,7 +1143,7 @@ impl<'s> Walker<'s> {
                 }
                 "comment" | "herestring_redirect" => {}
                 _ if child.is_named() => {
-                    words.push(word(self.src, child, &mut self.verbatim_budget).text)
+                    words.push(word(self.src, child, &mut self.verbatim_budget, &self.bindings).text)
                 }
                 _ => words.push(self.text(child).into_owned()),
             }
@@ -1053,31 +1160,43 @@ impl<'s> Walker<'s> {
         if let Some(phrase) = evaluates_text(&texts) {
             self.note(phrase);
         }
+        if let Some(&program) = texts.first() {
+            self.sets_variables(program);
+        }
         if words.is_empty() {
             self.bare.extend(redirects);
-        } else {
+            return;
+        }
+        if self.compare {
+            if !self.bindings.is_empty() {
+                self.expanded += 1;
+            }
             self.raw.push(strict::Command {
                 words: words.iter().map(|w| Word::literal(w.clone())).collect(),
                 redirects: redirects.clone(),
                 assignments: Vec::new(),
             });
-            self.commands.push(SimpleCommand {
-                words,
-                redirects,
-                assignments: Vec::new(),
-                path: None,
-            });
         }
+        self.commands.push(SimpleCommand {
+            words,
+            redirects,
+            assignments: Vec::new(),
+            path: None,
+        });
     }
 
     fn simple(&mut self, words: Vec<Word>, redirects: Vec<Redirect>, assignments: Vec<String>) {
         if !words.is_empty() && self.compare {
+            if !self.bindings.is_empty() {
+                self.expanded += 1;
+            }
             self.raw.push(strict::Command {
                 words: words.clone(),
                 redirects: redirects.clone(),
                 assignments: Vec::new(),
             });
         }
+        self.loop_words(&words);
         let mut notes = Vec::new();
         let mut stripped = wrappers::Stripped {
             assignments,
@@ -1093,6 +1212,9 @@ impl<'s> Walker<'s> {
             return;
         };
         let name = snippet(&first.text);
+        if first.bound != Bound::No {
+            self.note(format!("the program `{name}` comes from a loop variable"));
+        }
         match first.known {
             Known::Literal => {}
             Known::Pattern => self.note(format!("command name is a pattern `{name}`")),
@@ -1113,6 +1235,9 @@ impl<'s> Walker<'s> {
                     .collect::<Vec<_>>()
                     .join(" ")
             };
+            if builtin {
+                self.sets_variables(program);
+            }
             if builtin
                 && (ASSIGNING_BUILTINS.contains(&program)
                     || (program == "printf" && words.iter().any(|w| w.text.starts_with("-v"))))
@@ -1144,6 +1269,12 @@ impl<'s> Walker<'s> {
             } else if SHELLS.contains(&program) {
                 match wrappers::shell_run(&words) {
                     ShellRun::Script(script) => {
+                        if script.bound != Bound::No {
+                            self.note(format!(
+                                "`{program} -c` script holds a loop variable `{}`",
+                                snippet(&script.text)
+                            ));
+                        }
                         if script.known != Known::Literal {
                             self.note(format!(
                                 "`{program} -c` script is not a literal `{}`",
@@ -1176,6 +1307,168 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// What a command's words say about the loops around it: a program
+    /// named by a loop variable, or a glob's pattern for an unquoted use
+    /// of its variable (bash splits a match holding a blank into words).
+    fn loop_words(&mut self, words: &[Word]) {
+        if let Some(first) = words.first().filter(|w| w.bound != Bound::No) {
+            let phrase = format!(
+                "the program `{}` comes from a loop variable",
+                snippet(&first.text)
+            );
+            self.note(phrase);
+        }
+        if let Some(split) = words.iter().find(|w| w.bound == Bound::Split) {
+            let phrase = format!(
+                "`{}`: an unquoted loop variable over a pattern splits a match holding a blank",
+                snippet(&split.text)
+            );
+            self.note(phrase);
+        }
+    }
+
+    /// Notes builtins that set variables or their attributes by name: in
+    /// a loop's body they may change its variable (`unset "$v"`), and
+    /// `declare -u` anywhere changes the values it takes.
+    fn sets_variables(&mut self, program: &str) {
+        if matches!(program, "declare" | "typeset" | "local" | "readonly") {
+            self.declares.get_or_insert_with(|| program.to_owned());
+        }
+        let sets = matches!(
+            program,
+            "unset" | "export" | "readonly" | "declare" | "typeset" | "local" | "wait"
+        );
+        if sets && let Some(binding) = self.bindings.last() {
+            let phrase = format!(
+                "`{program}` in a loop may change its variable `{}`",
+                binding.name
+            );
+            self.note(phrase);
+        }
+    }
+
+    /// The plan for expanding a `for` loop (see `loops.rs`) and its body,
+    /// or `None` to read it as written: `for NAME in WORDS; do LIST;
+    /// done` with a name and words that qualify, not inside a shadow pass,
+    /// not over a name already bound, within the bounds.
+    fn plan_loop<'t>(&mut self, node: Node<'t>) -> Option<(Planned, Node<'t>)> {
+        if !self.stash.is_empty() || node.has_error() {
+            return None;
+        }
+        let mut cursor = node.walk();
+        if node.child(0).map(|c| c.kind()) != Some("for") {
+            return None;
+        }
+        let name = self.text(node.child_by_field_name("variable")?).into_owned();
+        if !loops::name_ok(&name) || loops::lookup(&self.bindings, &name).is_some() {
+            return None;
+        }
+        let values: Vec<Node<'t>> = node
+            .children_by_field_name("value", &mut cursor)
+            .collect();
+        if values.is_empty() || values.len() > loops::MAX_ITEMS {
+            return None;
+        }
+        // The list ends at `;` or a line end, then more line ends may
+        // come before `do` (tree-sitter also takes `&` and `;;`, which
+        // are syntax errors to bash).
+        let body = node.child_by_field_name("body")?;
+        let last = values.last()?.end_byte();
+        let gap = slice(self.src, last, body.start_byte()).replace("\\\n", "");
+        let gap = gap.trim_start_matches([' ', '\t']);
+        let rest = gap.strip_prefix(';').unwrap_or(gap);
+        if !(gap.starts_with([';', '\n']) && rest.bytes().all(|c| matches!(c, b' ' | b'\t' | b'\n')))
+        {
+            return None;
+        }
+        let mut items = Vec::with_capacity(values.len());
+        for value in values {
+            let raw = self.text(value);
+            let mut budget = raw.len();
+            let read = word(self.src, value, &mut budget, &[]);
+            items.push(loops::item(&raw, &read.text, read.known)?);
+        }
+        let count = body.child_count();
+        let (open, close) = (body.child(0)?, body.child(count.checked_sub(1)?)?);
+        if open.kind() != "do" || close.kind() != "done" || close.is_missing() {
+            return None;
+        }
+        let text = slice(self.src, open.end_byte(), close.start_byte());
+        if !loops::body_keeps(&text, &name) {
+            return None;
+        }
+        let cost = loops::pass_cost(&text, &name, &items).saturating_mul(items.len());
+        if self.expanded > loops::MAX_COMMANDS || !loops::reserve(cost) {
+            let phrase = format!("the `for` loop over `{name}` is too large to expand");
+            self.note(phrase);
+            return None;
+        }
+        let span = (node.start_byte(), node.end_byte());
+        Some((Planned { name, items, span }, body))
+    }
+
+    /// Runs the pass `index` over the body of the loop `at` (see
+    /// [`Task::Pass`]); past the bound on commands, the rest of the loop
+    /// is read as written.
+    fn pass<'t>(&mut self, at: usize, body: Node<'t>, index: usize, stack: &mut Vec<Task<'t>>) {
+        if index > 0 {
+            self.bindings.pop();
+        }
+        let plan = &self.loops[at];
+        if index == plan.items.len() {
+            stack.push(Task::ShadowEnd);
+            stack.push(Task::Visit(body, Vec::new()));
+            stack.push(Task::ShadowStart);
+            return;
+        }
+        if self.expanded > loops::MAX_COMMANDS {
+            let phrase = format!(
+                "`for` loops expand to more than {} commands",
+                loops::MAX_COMMANDS
+            );
+            self.note(phrase);
+            stack.push(Task::Visit(body, Vec::new()));
+            return;
+        }
+        self.bindings.push(Binding {
+            name: plan.name.clone(),
+            item: plan.items[index].clone(),
+        });
+        stack.push(Task::Pass {
+            at,
+            body,
+            index: index + 1,
+        });
+        stack.push(Task::Visit(body, Vec::new()));
+    }
+
+    /// A loop's variable keeps its last word after the loop: a reference
+    /// to it anywhere outside the loops expanded over that name (as text,
+    /// quoted or not) is unprovable, as every loop was before.
+    fn later_uses(&mut self) {
+        if !self.notes.is_empty() {
+            return;
+        }
+        let mut spans: std::collections::HashMap<&str, Vec<(usize, usize)>> =
+            std::collections::HashMap::new();
+        for plan in &self.loops {
+            spans.entry(plan.name.as_str()).or_default().push(plan.span);
+        }
+        count_work(self.src.len());
+        let found = loops::all_references(self.src).find(|&(at, name)| {
+            spans
+                .get(name)
+                .is_some_and(|s| !s.iter().any(|&(a, b)| a <= at && at < b))
+        });
+        if let Some((_, name)) = found {
+            let phrase = format!(
+                "loop variable `{}` may change what later commands run",
+                snippet(name)
+            );
+            self.note(phrase);
+        }
+    }
+
     /// Whether `node`, an arithmetic expansion or command or a C-style
     /// `for`, assigns variables. Arithmetic inside arithmetic already
     /// searched is not searched again, so nesting stays linear.
@@ -1201,7 +1494,7 @@ impl<'s> Walker<'s> {
             self.note(format!("conditional `{}`", snippet(&text)));
             return;
         }
-        match strict::read_partly(&text) {
+        match strict::read_bound(&text, &self.bindings) {
             (reading, None) if reading.commands.len() == 1 && reading.bare.is_empty() => {
                 for command in reading.commands {
                     self.simple(command.words, command.redirects, command.assignments);

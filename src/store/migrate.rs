@@ -13,6 +13,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0002_no_replace.sql"),
     include_str!("../../migrations/0003_anomaly_index.sql"),
     include_str!("../../migrations/0004_provenance.sql"),
+    include_str!("../../migrations/0005_checkpoint_frontier.sql"),
 ];
 
 /// The schema version that added the provenance columns (format 2).

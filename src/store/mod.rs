@@ -185,6 +185,12 @@ pub fn redact_key_path(path: &Path) -> PathBuf {
     sibling(path, ".redact-key")
 }
 
+/// The path of the key gavel signs its automatic checkpoints of the
+/// database at `path` with (`audit.db.checkpoint-key`, and `.pub` beside it).
+pub fn checkpoint_key_path(path: &Path) -> PathBuf {
+    sibling(path, ".checkpoint-key")
+}
+
 fn random_key() -> Result<[u8; 32], StoreError> {
     let mut key = [0u8; 32];
     getrandom::fill(&mut key).map_err(|err| StoreError::Randomness {

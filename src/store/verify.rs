@@ -93,6 +93,9 @@ pub struct VerifyReport {
     /// The Merkle root over every leaf, when asked for.
     #[serde(skip)]
     pub root: Option<Hash>,
+    /// The frontier of that tree (what extends it), when asked for.
+    #[serde(skip)]
+    pub frontier: Option<Vec<Hash>>,
 }
 
 impl VerifyReport {
@@ -109,6 +112,7 @@ impl VerifyReport {
             signature_checked: false,
             stored_checkpoints: 0,
             root: None,
+            frontier: None,
         }
     }
 }
@@ -606,6 +610,7 @@ impl Checker {
             signature_checked: false,
             stored_checkpoints: 0,
             root: self.merkle.as_ref().map(MerkleBuilder::root),
+            frontier: self.merkle.as_ref().map(|m| m.frontier().to_vec()),
         };
         for (label, size, root) in vouched {
             let problem = match self.roots.get(size) {
@@ -1002,21 +1007,116 @@ impl Store {
             size: report.rows,
             root,
         };
-        let note = key.sign(&checkpoint).map_err(|e| StoreError::Sign {
+        let frontier = report.frontier.unwrap_or_default();
+        let note = self.store_checkpoint(key, &checkpoint, &frontier)?;
+        Ok(Ok((checkpoint, note)))
+    }
+
+    /// Signs `checkpoint` and stores it with the frontier of its tree.
+    fn store_checkpoint(
+        &mut self,
+        key: &crate::checkpoint::SigningKey,
+        checkpoint: &Checkpoint,
+        frontier: &[Hash],
+    ) -> Result<String, StoreError> {
+        let note = key.sign(checkpoint).map_err(|e| StoreError::Sign {
             detail: e.to_string(),
         })?;
         self.conn
             .execute(
-                "INSERT INTO checkpoints (size, root, note, created_us) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO checkpoints (size, root, note, created_us, frontier) VALUES (?1, ?2, ?3, ?4, ?5)",
                 rusqlite::params![
                     checkpoint.size,
                     &checkpoint.root[..],
                     note,
-                    chrono::Utc::now().timestamp_micros()
+                    chrono::Utc::now().timestamp_micros(),
+                    frontier.concat()
                 ],
             )
             .map_err(sql("storing a checkpoint"))?;
-        Ok(Ok((checkpoint, note)))
+        Ok(note)
+    }
+
+    /// A checkpoint made without reading the whole log: when at least
+    /// `every` rows were appended since the newest checkpoint that stored
+    /// its frontier, only those rows are checked (their chain links from
+    /// the row before them, each leaf matches its row) and added to the
+    /// tree, which is signed with `key`. With no such checkpoint yet, the
+    /// whole log is verified once ([`Store::checkpoint`]). `Ok(None)` when
+    /// fewer than `every` rows are new; a report when the new rows (or the
+    /// log) do not verify, and nothing is signed.
+    pub fn checkpoint_since_last(
+        &mut self,
+        key: &crate::checkpoint::SigningKey,
+        every: u64,
+    ) -> Result<Option<Result<(Checkpoint, String), VerifyReport>>, StoreError> {
+        let last: Option<i64> = self
+            .conn
+            .query_row("SELECT max(seq) FROM events", [], |r| r.get(0))
+            .map_err(sql("sizing the log"))?;
+        let rows = last.map_or(0, |seq| seq.max(0) as u64);
+        let newest: Option<(i64, Vec<u8>, Option<Vec<u8>>)> = self
+            .conn
+            .query_row(
+                "SELECT size, root, frontier FROM checkpoints ORDER BY id DESC LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(sql("reading the newest checkpoint"))?;
+        let since = newest
+            .as_ref()
+            .map_or(0, |(size, _, _)| (*size).max(0) as u64);
+        if rows == 0 || rows < since.saturating_add(every.max(1)) {
+            return Ok(None);
+        }
+        let builder = newest.and_then(|(size, root, frontier)| {
+            let hashes: Vec<Hash> = frontier?
+                .chunks(32)
+                .map(|c| <Hash>::try_from(c).ok())
+                .collect::<Option<_>>()?;
+            let builder = MerkleBuilder::from_frontier(size.max(0) as u64, hashes)?;
+            (builder.root()[..] == root[..]).then_some(builder)
+        });
+        let Some(builder) = builder else {
+            return self.checkpoint(key).map(Some);
+        };
+        let start = builder.len() + 1;
+        let previous: Hash = if start == 1 {
+            self.identity.genesis
+        } else {
+            let chain: Option<Vec<u8>> = self
+                .conn
+                .query_row(
+                    "SELECT chain FROM events WHERE seq = ?1",
+                    [(start - 1) as i64],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql("reading a chain value"))?;
+            match chain.as_deref().map(<Hash>::try_from) {
+                Some(Ok(hash)) => hash,
+                // A damaged row before the new ones: the full check says what.
+                _ => return self.checkpoint(key).map(Some),
+            }
+        };
+        let formats = self.formats()?;
+        let mut checker = Checker::resume(previous, start - 1, formats.of(start as i64));
+        checker.merkle = Some(builder);
+        let mut check = |chunk: Vec<RowCheck>| -> Option<VerifyReport> {
+            chunk.into_iter().find_map(|row| checker.row(row))
+        };
+        if let Some(report) = self.scan(start as i64, &mut check)? {
+            return Ok(Some(Err(report)));
+        }
+        let merkle = checker.merkle.take().unwrap_or_default();
+        let checkpoint = Checkpoint {
+            origin: self.identity.origin.clone(),
+            size: merkle.len(),
+            root: merkle.root(),
+        };
+        let note = self.store_checkpoint(key, &checkpoint, merkle.frontier())?;
+        Ok(Some(Ok((checkpoint, note))))
     }
 }
 

@@ -836,3 +836,72 @@ fn hook_large_input_is_stored_once_and_still_binds_its_completion() {
     );
     assert_eq!(calls[0]["anomalies"], json!([]));
 }
+
+/// A workspace set up by `gavel init` and used by the hook: every hook
+/// leaves a signed checkpoint, so cutting the log's tail is caught.
+#[test]
+fn hooks_after_init_checkpoint_the_log_so_a_cut_tail_fails_verify() {
+    let env = Env::new();
+    let gavel = || {
+        let mut cmd = Command::cargo_bin("gavel").unwrap();
+        cmd.env_remove("GAVEL_POLICY")
+            .env_remove("GAVEL_DB")
+            .env_remove("GAVEL_CHECKPOINT_EVERY")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .current_dir(&env.ws);
+        cmd
+    };
+    let init = gavel().args(["init", "claude-code"]).output().unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    assert!(env.ws.join(".gavel/audit.db.checkpoint-key").exists());
+    for i in 0..100 {
+        let id = format!("toolu_{i}");
+        let input = json!({ "file_path": env.path("a.txt") });
+        for payload in [
+            env.pre(&id, "Read", input.clone()),
+            env.post(&id, "Read", input),
+        ] {
+            let out = gavel()
+                .args(["hook", "claude-code"])
+                .write_stdin(payload.to_string())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let verify = gavel()
+        .args(["verify", "--format", "json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    assert!(
+        report["stored_checkpoints"].as_u64().unwrap() >= 1,
+        "{report}"
+    );
+    assert_eq!(report["tail_protected"], true, "{report}");
+
+    let db = env.ws.join(".gavel/audit.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER events_no_delete;
+         DELETE FROM events WHERE seq > (SELECT max(seq) - 10 FROM events);",
+    )
+    .unwrap();
+    drop(conn);
+    let verify = gavel()
+        .args(["verify", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert_eq!(report["problem"], "checkpoint_truncated", "{report}");
+}

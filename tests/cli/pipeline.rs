@@ -991,16 +991,27 @@ fn glob_does_not_follow_symlinked_folders_out_of_the_workspace() {
     symlink(&sandbox.outside, sandbox.ws.join("link")).unwrap();
     sandbox.write("sub/inner.txt", "");
     let runner = builtin_runner(&sandbox);
-    // Another client's glob may follow the link: a wildcard that can
-    // reach it is judged outside before anything runs.
+    // Another client's glob may follow the link: a pattern that matches a
+    // file through it is judged outside before anything runs, and the
+    // reason names the match.
     for pattern in ["*/*.txt", "**/*.txt", "**/secret.txt"] {
         let (outcome, _) = run(&runner, "glob", json!({ "pattern": pattern }), &mut approve);
         assert_decision(&outcome, Action::Deny, "path.outside_workspace");
+        assert_eq!(outcome.result.status, ExecutionStatus::Blocked, "{pattern}");
         assert!(
-            !outcome.result.content.contains("link/secret.txt"),
-            "{pattern}"
+            outcome.result.content.contains("`link/secret.txt`"),
+            "{pattern}: {}",
+            outcome.result.content
         );
     }
+    // Nothing matches through the link: the pattern stays inside.
+    let (outcome, _) = run(
+        &runner,
+        "glob",
+        json!({ "pattern": "**/*.rs" }),
+        &mut approve,
+    );
+    assert_decision(&outcome, Action::Allow, "path.read_allow");
     let (outcome, _) = run(
         &runner,
         "glob",

@@ -187,12 +187,16 @@ fn the_record_and_the_policy_stay_protected() {
             "{command}: {reason}"
         );
     }
-    for (tool, path) in [
-        ("write_file", "gavel.toml"),
-        ("read_file", ".gavel/audit.db"),
+    for (tool, arguments) in [
+        ("write_file", json!({ "path": "gavel.toml", "content": "" })),
+        ("read_file", json!({ "path": ".gavel/audit.db" })),
     ] {
-        let (action, rule, _) = decide(&sandbox, tool, json!({ "path": path, "content": "" }));
-        assert_eq!((action.as_str(), rule.as_str()), ("deny", "path.protected"));
+        let (action, rule, reason) = decide(&sandbox, tool, arguments);
+        assert_eq!(
+            (action.as_str(), rule.as_str()),
+            ("deny", "path.protected"),
+            "{tool}: {reason}"
+        );
     }
     let (action, rule, _) = bash(&sandbox, "sudo ls");
     assert_eq!((action.as_str(), rule.as_str()), ("deny", "bash.hard_deny"));

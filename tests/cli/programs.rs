@@ -171,7 +171,15 @@ struct Case {
 
 impl Fixture {
     fn new() -> Self {
-        let dir = tempfile::tempdir().expect("a temporary folder");
+        // Every allowed command gets a fresh copy: on a tmpfs when there is
+        // one, copying and removing ~90 files costs a tenth of a disk's.
+        let shm = Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            tempfile::tempdir_in(shm).or_else(|_| tempfile::tempdir())
+        } else {
+            tempfile::tempdir()
+        }
+        .expect("a temporary folder");
         let root = dir.path().canonicalize().unwrap();
         let template = root.join("template");
         let cases = root.join("cases");
@@ -480,6 +488,11 @@ fn parse_call(text: &str) -> Option<Call> {
 struct Verdict {
     problems: Vec<String>,
     index_refreshes: usize,
+    /// The programs run (by basename), the first bash left out.
+    execs: Vec<String>,
+    /// Files outside the repository read as system files, in short
+    /// (`/usr/lib/...`, `$HOME/.gitconfig`): the harness's exceptions.
+    system: BTreeSet<String>,
 }
 
 /// `..` and `.` applied lexically.
@@ -555,6 +568,21 @@ fn harmless_write(requested: &[u8], resolved: &str) -> bool {
         || resolved.starts_with("/dev/pts/")
 }
 
+/// A system file's path cut to what says why it is one: its first two
+/// folders (`/usr/lib/...`), or `$HOME/...`.
+fn short_system(path: &Path, home: &Path) -> String {
+    if let Ok(rest) = path.strip_prefix(home) {
+        return format!("$HOME/{}", rest.display());
+    }
+    let parts: Vec<_> = path.components().skip(1).collect();
+    if parts.len() > 2 {
+        let head: PathBuf = parts[..2].iter().collect();
+        format!("/{}/...", head.display())
+    } else {
+        path.display().to_string()
+    }
+}
+
 fn is_index(path: &[u8]) -> bool {
     [&b".git/index.lock"[..], b".git/index"].iter().any(|end| {
         path == *end || (path.ends_with(end) && path[..path.len() - end.len()].ends_with(b"/"))
@@ -597,6 +625,7 @@ fn check(case: &Case, commands: &[Vec<String>], ran: &Run) -> Verdict {
                 first_exec = false;
                 let name = path.rsplit(|b| *b == b'/').next().unwrap_or_default();
                 let name = String::from_utf8_lossy(name);
+                verdict.execs.push(name.clone().into_owned());
                 if !allowed.contains(name.as_ref()) {
                     let what = if name.starts_with("git-") {
                         "a git helper"
@@ -652,7 +681,9 @@ fn check(case: &Case, commands: &[Vec<String>], ran: &Run) -> Verdict {
                         || lexical.is_some_and(|l| {
                             system_file(&l, &case.home, call) && !path.starts_with(&case.root)
                         });
-                    if !system {
+                    if system {
+                        verdict.system.insert(short_system(&path, &case.home));
+                    } else {
                         problems.push(format!(
                             "reads outside the repository (`{}`): {}",
                             path.display(),
@@ -752,6 +783,8 @@ fn run_allowed(fixture: &Fixture, command: &str, allowed: &Allowed) -> Outcome {
             let _ = writeln!(report, "  stderr: {:?}", ran.stderr);
         }
     }
+    // Paths inside the copy, shown from it: `<copy>/fx/repo/...`.
+    let report = report.replace(&case.root.to_string_lossy().into_owned(), "<copy>");
     Outcome {
         verdict,
         timed_out: ran.timed_out,
@@ -1494,6 +1527,8 @@ struct Tally {
     decide: Duration,
     run: Duration,
     by_program: BTreeMap<String, usize>,
+    executed: BTreeMap<String, usize>,
+    system: BTreeSet<String>,
     failures: Vec<(usize, String)>,
 }
 
@@ -1549,6 +1584,10 @@ fn generated_commands_the_preset_allows_only_read_inside_the_workspace() {
                         tally.allowed += 1;
                         tally.timeouts += usize::from(timed_out);
                         tally.index_refreshes += usize::from(verdict.index_refreshes > 0);
+                        for name in &verdict.execs {
+                            *tally.executed.entry(name.clone()).or_default() += 1;
+                        }
+                        tally.system.extend(verdict.system.iter().cloned());
                         for words in &allowed.commands {
                             let program = words.first().cloned().unwrap_or_default();
                             *tally.by_program.entry(program).or_default() += 1;
@@ -1575,6 +1614,10 @@ fn generated_commands_the_preset_allows_only_read_inside_the_workspace() {
         for (program, n) in t.by_program {
             *total.by_program.entry(program).or_default() += n;
         }
+        for (program, n) in t.executed {
+            *total.executed.entry(program).or_default() += n;
+        }
+        total.system.extend(t.system);
         total.failures.extend(t.failures);
     }
     total.failures.sort_by_key(|f| f.0);
@@ -1597,9 +1640,22 @@ fn generated_commands_the_preset_allows_only_read_inside_the_workspace() {
         RUN_LIMIT.as_secs(),
         total.index_refreshes,
     ));
+    let executed: Vec<String> = total
+        .executed
+        .iter()
+        .map(|(p, n)| format!("{p} {n}"))
+        .collect();
     say(&format!(
         "programs: allowed simple commands by program: {}",
         programs.join(", ")
+    ));
+    say(&format!(
+        "programs: programs executed under strace: {}",
+        executed.join(", ")
+    ));
+    say(&format!(
+        "programs: system files read outside the repository (allowed): {}",
+        total.system.iter().cloned().collect::<Vec<_>>().join(", ")
     ));
     assert!(
         total.generated >= cases,

@@ -72,6 +72,9 @@ impl Sandbox {
     pub fn bare(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gavel"));
         // `COLUMNS` makes tables fit a width: tests that want one set it.
+        // Automatic checkpoints change what a log holds: the tests that
+        // want them set `GAVEL_CHECKPOINT_EVERY` themselves.
+        cmd.env("GAVEL_CHECKPOINT_EVERY", "0");
         cmd.env_remove("GAVEL_POLICY")
             .env_remove("GAVEL_DB")
             .env_remove("COLUMNS")
