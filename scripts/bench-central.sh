@@ -22,10 +22,10 @@ BASE=${GAVEL_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/test}
 log() { printf '[bench-central] %s\n' "$*" >&2; }
 
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-log "building release (gavel, the harness)"
-cargo build --release --quiet
-cargo build --release --quiet -p gavel-bench --bins
-B=$TARGET/release
+log "building the dist profile (gavel and the harness, as shipped)"
+cargo build --profile dist --quiet
+cargo build --profile dist --quiet -p gavel-bench --bins
+B=$TARGET/dist
 GAVEL=$B/gavel
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gavel-bench-central.XXXXXX")

@@ -47,11 +47,11 @@ fi
 command -v python3 >/dev/null || { echo "bench.sh: python3 is needed for the report" >&2; exit 2; }
 
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-log "building release (gavel, the harness, the criterion benches)"
-cargo build --release --quiet
-cargo build --release --quiet -p gavel-bench --bins
+log "building the dist profile (gavel and the harness, as shipped) and the criterion benches"
+cargo build --profile dist --quiet
+cargo build --profile dist --quiet -p gavel-bench --bins
 cargo bench --quiet -p gavel-bench --no-run 2>/dev/null
-B=$TARGET/release
+B=$TARGET/dist
 GAVEL=${GAVEL_BIN:-$B/gavel}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gavel-bench.XXXXXX")

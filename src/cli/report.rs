@@ -3,6 +3,7 @@
 //! not (the page is written either way, with a red banner).
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -62,6 +63,21 @@ fn filters(query: &QueryArgs) -> String {
     words.join(" ")
 }
 
+/// Writes `bytes` to `path` with permission bits `mode`, whether the file
+/// is new or replaced.
+fn write_with_mode(path: &std::path::Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    file.write_all(bytes)
+}
+
 pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
     let (store, query, db_label) = match global.central_url() {
         #[cfg(feature = "postgres")]
@@ -89,7 +105,12 @@ pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
     let data = report::gather(&store, &options)?;
     store.check_unchanged()?;
     let page = report::render(&data)?;
-    std::fs::write(&args.html, page.as_bytes())
+    // The page holds what the record holds: it is no more readable than
+    // the database it came from (0600 for a local log, as gavel makes it).
+    let mode = std::fs::metadata(store.path())
+        .map(|m| m.permissions().mode() & 0o666)
+        .unwrap_or(0o600);
+    write_with_mode(&args.html, page.as_bytes(), mode)
         .with_context(|| format!("cannot write `{}`", args.html.display()))?;
     let mut note = format!(
         "wrote {} ({} calls, {} bytes)",

@@ -80,6 +80,8 @@ pub struct Report {
     /// Calls per client (`claude-code`, ...; `none` for `gavel run` and
     /// library callers), from the record's requests: `stats` has no such count.
     pub by_client: Vec<Counted>,
+    /// Calls per recorded `user@host` (empty when no call recorded one).
+    pub by_who: Vec<Counted>,
     /// The sessions with the most calls, and how many sessions there are.
     pub by_session: Vec<Counted>,
     pub sessions: usize,
@@ -144,6 +146,11 @@ pub struct CallRow {
     pub decision: String,
     /// The call's events with their hashes (only for calls the table shows).
     pub events: Vec<EventView>,
+    /// Who answered its approvals and how, where recorded (shown calls).
+    pub approvers: Vec<String>,
+    /// Whether the call's decision row is before the first row that does
+    /// not verify (every row of an intact log is).
+    pub verified: bool,
 }
 
 #[derive(Debug, Serialize, Clone)]
@@ -256,6 +263,8 @@ fn row_of(entry: &CallEntry) -> CallRow {
             request: pretty(&call.request),
             decision: pretty(&call.decision),
             events: Vec::new(),
+            approvers: Vec::new(),
+            verified: true,
         },
         CallEntry::Ungoverned(call) => CallRow {
             seq: call.seq,
@@ -277,6 +286,8 @@ fn row_of(entry: &CallEntry) -> CallRow {
             request: pretty(&call.anomaly),
             decision: String::new(),
             events: Vec::new(),
+            approvers: Vec::new(),
+            verified: true,
         },
     }
 }
@@ -290,14 +301,37 @@ fn session_of(request: &crate::audit::RequestRecord) -> String {
 }
 
 /// The client that sent a call and its session, when the record has them.
-fn client_of(entry: &CallEntry) -> (String, Option<String>) {
-    let client = match entry {
-        CallEntry::Decided(call) => call.request.client.as_ref(),
-        CallEntry::Ungoverned(call) => Some(&call.anomaly.client),
+/// Who made a call, as recorded: its client and session, and `user@host`.
+/// The recorded principal (every call gavel decided since format 2) comes
+/// first; a hook's client block fills what it lacks.
+fn client_of(entry: &CallEntry) -> (String, Option<String>, Option<String>) {
+    let (principal, hook) = match entry {
+        CallEntry::Decided(call) => (
+            call.request.principal.as_ref(),
+            call.request.client.as_ref(),
+        ),
+        CallEntry::Ungoverned(call) => (None, Some(&call.anomaly.client)),
     };
-    match client {
-        Some(c) => (c.client.clone(), c.session_id.clone()),
-        None => ("none".to_owned(), None),
+    let client = principal
+        .map(|p| p.client.clone())
+        .or_else(|| hook.map(|c| c.client.clone()))
+        .unwrap_or_else(|| "none".to_owned());
+    let session = principal
+        .and_then(|p| p.session.clone())
+        .or_else(|| hook.and_then(|c| c.session_id.clone()));
+    let who = principal.map(|p| format!("{}@{}", p.user, p.host));
+    (client, session, who)
+}
+
+/// Who answered an approval event, and how, from its payload.
+fn approver_of(payload: &[u8]) -> Option<String> {
+    let record: crate::audit::ApprovalRecord = serde_json::from_slice(payload).ok()?;
+    let channel = record.channel.map(|c| c.as_str());
+    match (record.approver, channel) {
+        (Some(who), Some(how)) => Some(format!("{} by {who} ({how})", record.status.as_str())),
+        (Some(who), None) => Some(format!("{} by {who}", record.status.as_str())),
+        (None, Some(how)) => Some(format!("{} ({how})", record.status.as_str())),
+        (None, None) => None,
     }
 }
 
@@ -328,6 +362,7 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
     let mut chart_times: Vec<i64> = Vec::new();
     let mut clients: HashMap<String, u64> = HashMap::new();
     let mut sessions: HashMap<String, u64> = HashMap::new();
+    let mut people: HashMap<String, u64> = HashMap::new();
     let mut denied: HashMap<String, u64> = HashMap::new();
     let mut asked: HashMap<String, u64> = HashMap::new();
     let mut calls: Vec<CallRow> = Vec::new();
@@ -345,10 +380,13 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
             CallEntry::Ungoverned(c) => c.ts_us,
         };
         chart_times.push(ts);
-        let (client, session) = client_of(entry);
+        let (client, session, who) = client_of(entry);
         *clients.entry(client).or_default() += 1;
         if let Some(session) = session {
             *sessions.entry(session).or_default() += 1;
+        }
+        if let Some(who) = who {
+            *people.entry(who).or_default() += 1;
         }
         first = Some(first.map_or(ts, |f: i64| f.min(ts)));
         last = Some(last.map_or(ts, |l: i64| l.max(ts)));
@@ -399,8 +437,14 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
         Ok::<_, StoreError>(())
     })?;
     for row in &mut calls {
-        row.events = store
-            .call_events(&row.call_id)?
+        let events = store.call_events(&row.call_id)?;
+        row.approvers = events
+            .iter()
+            .filter(|e| e.kind == "approval")
+            .filter_map(|e| approver_of(&e.payload))
+            .collect();
+        row.verified = verify.ok || verify.first_bad_seq.is_some_and(|bad| row.seq < bad);
+        row.events = events
             .into_iter()
             .map(|event| EventView {
                 seq: event.seq,
@@ -489,6 +533,7 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
         last_call: last.map(format_time),
         chart: Chart::of(&chart_times),
         by_client: top_n(clients, usize::MAX),
+        by_who: top_n(people, usize::MAX),
         sessions: sessions.len(),
         by_session: top_n(sessions, TOP_SESSIONS),
         top_denied: top(denied),

@@ -454,3 +454,58 @@ fn chromium_shows_the_tampered_banner_with_the_first_bad_seq() {
     );
     assert!(dom.contains(r#"<span id="first-bad-seq">7</span>"#));
 }
+
+/// The page tells who, as recorded: each call's user and host, approvers
+/// where an approval row names one, rows past a tampered one marked; and
+/// it is no more readable than its database.
+#[test]
+fn report_tells_who_from_the_record_and_keeps_the_database_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    let db = demo_db(&sandbox);
+    let (out, html, _) = report(&sandbox, &db, "who.html", &[]);
+    assert!(
+        !html.contains("the record holds no user or host"),
+        "a sentence the data contradicts"
+    );
+    assert!(!html.contains("Approver identities are not recorded"));
+    let user = run_expecting(
+        sandbox
+            .bare()
+            .args(["log", "--json", "--limit", "1", "--db"])
+            .arg(&db),
+        0,
+    );
+    let first: Value =
+        serde_json::from_slice(user.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    let who = format!(
+        "{}@{}",
+        first["principal"]["user"].as_str().unwrap(),
+        first["principal"]["host"].as_str().unwrap()
+    );
+    assert!(
+        html.contains(r#"data-group="by_who""#),
+        "no user@host table"
+    );
+    assert!(html.contains(&who), "{who} not on the page");
+    // The demo answers its asks with a flag: the approval rows say so.
+    assert!(
+        html.contains("approved by") || html.contains("(flag)"),
+        "no approver shown"
+    );
+    let db_mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
+    let page_mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        page_mode,
+        db_mode & 0o666,
+        "page {page_mode:o}, database {db_mode:o}"
+    );
+
+    tamper(&db, 5);
+    let (_, html, code) = report(&sandbox, &db, "tampered.html", &[]);
+    assert_eq!(code, 1);
+    assert!(
+        html.contains("UNVERIFIED"),
+        "rows past the bad one are not marked"
+    );
+}
