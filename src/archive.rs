@@ -150,7 +150,10 @@ fn checked_time(ts_us: i64) -> bool {
 struct Header {
     log_id: Vec<u8>,
     origin: String,
-    format: i64,
+    /// `None` when the header's `format` is not an integer.
+    format: Option<i64>,
+    /// The header's `format` as written, for the report.
+    format_text: String,
     genesis: Hash,
     whole_chain: bool,
 }
@@ -177,9 +180,10 @@ fn read_header(value: &Value) -> Result<Header, ArchiveError> {
             .as_str()
             .ok_or_else(|| bad("the header has no `origin`"))?
             .to_owned(),
-        format: value["format"]
-            .as_i64()
-            .ok_or_else(|| bad("the header's `format` is not an integer"))?,
+        // Not an integer (`"2"`, `2.0`, absent) is no format gavel knows:
+        // `unknown_format`, as for `3` (docs/record-format.md).
+        format: value["format"].as_i64(),
+        format_text: value["format"].to_string(),
         genesis,
         whole_chain: value["whole_chain"]
             .as_bool()
@@ -326,19 +330,23 @@ pub fn verify_export(
     if !whole_chain && given.is_some() {
         return Err(ArchiveError::FilteredCheckpoint);
     }
-    if !known_format(header.format) {
-        let mut report = VerifyReport::bad(
-            0,
-            None,
-            Problem::UnknownFormat,
-            format!(
-                "the export says record format {}, which this gavel does not know",
-                header.format
-            ),
-        );
-        report.signature_checked = !keys.is_empty();
-        return done(report);
-    }
+    let format = match header.format.filter(|f| known_format(*f)) {
+        Some(format) => format,
+        None => {
+            let mut report = VerifyReport::bad(
+                0,
+                None,
+                Problem::UnknownFormat,
+                format!(
+                    "the export says record format {}, which this gavel does not know",
+                    header.format_text
+                ),
+            );
+            report.signature_checked = !keys.is_empty();
+            return done(report);
+        }
+    };
+    let log_format = format;
 
     // Checkpoint lines come right after the header; the first event ends them.
     let mut stored = Vec::new();
@@ -377,7 +385,7 @@ pub fn verify_export(
     } = match check_notes(
         &header.origin,
         &header.log_id,
-        header.format as u32,
+        format as u32,
         &header.genesis,
         given,
         &stored,
@@ -399,7 +407,7 @@ pub fn verify_export(
             })
         }));
     if whole_chain {
-        let mut checker = Checker::new(header.genesis, &vouched, false, header.format as u32);
+        let mut checker = Checker::new(header.genesis, &vouched, false, format as u32);
         for item in events {
             let (number, value) = item?;
             let row = match check_event(&value, &header.log_id) {
@@ -456,12 +464,12 @@ pub fn verify_export(
         else {
             unreachable!("check_event returns rows or an error")
         };
-        if i64::from(format) < header.format {
+        if i64::from(format) < log_format {
             return finish(bad(
                 Problem::ContentMismatch,
                 format!(
                     "seq {at} is given in format {format}, older than the log's format {}",
-                    header.format
+                    log_format
                 ),
             ));
         }

@@ -149,7 +149,9 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
 /// middle of a session: a note, not a failure (the chain is whole; what
 /// came before it was never recorded here).
 fn begins_mid_session(store: &Store) -> anyhow::Result<Option<serde_json::Value>> {
-    let Some(first) = store.first_event()? else {
+    // A first row that cannot even be read (a column of the wrong type) is
+    // the verification's finding, not an error of this note.
+    let Ok(Some(first)) = store.first_event() else {
         return Ok(None);
     };
     if first.kind != "lifecycle" {

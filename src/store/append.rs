@@ -340,8 +340,10 @@ fn insert_all(
 /// The seq of the row that switched the log's format, if one did (the
 /// first `format` row: a later one would be a tampering `verify` reports).
 pub(super) fn switched_at(conn: &rusqlite::Connection) -> Result<Option<u64>, StoreError> {
-    conn.prepare_cached("SELECT min(seq) FROM events WHERE call_id = ?1 AND kind = ?2")
-        .and_then(|mut s| s.query_row([FORMAT_CALL_ID, FORMAT_KIND], |r| r.get(0)))
+    // The first row of kind `format`, whatever its call id says
+    // (docs/record-format.md, "Format 2"); only format-1 logs ask.
+    conn.prepare_cached("SELECT min(seq) FROM events WHERE kind = ?1")
+        .and_then(|mut s| s.query_row([FORMAT_KIND], |r| r.get(0)))
         .map_err(sql("looking up a format switch"))
 }
 

@@ -1054,3 +1054,47 @@ fn readers_mark_an_edited_row_and_audit_fails() {
     let stats = crate::support::json(&stats);
     assert_eq!(stats["verified"], false, "{stats}");
 }
+
+/// The first row read under the wrong type is tampering at seq 1, not a
+/// failure to read (it was exit 2: "reading the first event").
+#[test]
+fn first_row_stored_under_the_wrong_sqlite_type_is_a_content_mismatch_at_seq_1() {
+    for (column, value) in [
+        ("ts_us", "ts_us + 0.5"),
+        ("payload", "CAST(payload AS TEXT)"),
+        ("kind", "CAST(kind AS BLOB)"),
+    ] {
+        let sandbox = four_reads();
+        attacker(&sandbox.db)
+            .execute(
+                &format!("UPDATE events SET {column} = {value} WHERE seq = 1"),
+                [],
+            )
+            .unwrap();
+        assert_tampered(&sandbox, &[], "content_mismatch", Some(1));
+    }
+}
+
+/// An export header whose `format` is no integer names no known format:
+/// `unknown_format` (exit 1), as the docs say, not a read error.
+#[test]
+fn export_header_with_a_string_format_is_an_unknown_format() {
+    let sandbox = four_reads();
+    let export = run_expecting(&mut sandbox.gavel(&["export"]), 0);
+    let text = stdout(&export);
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut header: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    for format in [json!("2"), json!(2.5), serde_json::Value::Null] {
+        header["format"] = format.clone();
+        lines[0] = header.to_string();
+        let path = sandbox.root.join("export.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let out = sandbox
+            .gavel(&["verify", "--json", "--export", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(crate::support::code(&out), 1, "{format}: {}", stdout(&out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["problem"], "unknown_format", "{format}: {report}");
+    }
+}
