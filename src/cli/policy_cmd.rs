@@ -102,13 +102,22 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
                     policy
                 }
             };
+            let findings = lint::lint(&policy);
+            // With --strict a warning fails validation: the line says so.
+            let verdict = if strict && !findings.is_empty() {
+                format!(
+                    "not ok (--strict): {}",
+                    plural(findings.len(), "lint warning")
+                )
+            } else {
+                "ok".to_owned()
+            };
             render::line(&format!(
-                "ok: policy `{}` ({}, sha256 {})",
+                "{verdict}: policy `{}` ({}, sha256 {})",
                 policy.reference().name,
                 plural(policy.rules().len(), "rule"),
                 policy.reference().digest
             ))?;
-            let findings = lint::lint(&policy);
             for finding in &findings {
                 let _ = writeln!(
                     std::io::stderr(),

@@ -339,9 +339,15 @@ fn policy_lint_flags_unconditional_allows_and_shadowed_rules() {
     let output = run_expecting(&mut sandbox.gavel(&["policy", "validate", &policy]), 0);
     assert!(stdout(&output).starts_with("ok: policy `sloppy` (4 rules"));
     assert_eq!(stderr(&output).matches("gavel: warning:").count(), 2);
-    run_expecting(
+    let strict = run_expecting(
         &mut sandbox.gavel(&["policy", "validate", &policy, "--strict"]),
         1,
+    );
+    // It exits 1, so it does not say `ok`.
+    assert!(
+        stdout(&strict).starts_with("not ok (--strict): 2 lint warnings: policy `sloppy`"),
+        "{}",
+        stdout(&strict)
     );
 }
 
