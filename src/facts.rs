@@ -304,11 +304,18 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
                     }
                 }
             }
+            // Bash expands every pattern, whatever the program makes of the
+            // names (`echo -- link_out/*` lists a folder outside); before
+            // `--`, a name starting with `-` is read as an option.
             collector.access = Some(Access::Read);
-            for arg in command.args().iter().take_while(|a| *a != "--") {
+            let mut options_end = false;
+            for arg in command.args() {
+                options_end |= arg == "--";
                 if pattern::is_pattern(arg) {
                     collector.word(arg, base);
-                    collector.option_like(arg, command.program(), base);
+                    if !options_end {
+                        collector.option_like(arg, command.program(), base);
+                    }
                 }
             }
         }
@@ -666,7 +673,12 @@ impl<'r, R: Resolver> Collector<'r, R> {
             return;
         }
         let root = self.resolver.fact(&walk.root, &walk.root, base);
-        let Some(resolved) = root.resolved.filter(|_| root.error.is_none()) else {
+        // A root outside the workspace is already an outside fact: nothing
+        // below it can make the command more allowed, and it is not read.
+        let Some(resolved) = root
+            .resolved
+            .filter(|_| root.error.is_none() && root.inside)
+        else {
             return;
         };
         if walk.contents {
@@ -722,6 +734,13 @@ impl<'r, R: Resolver> Collector<'r, R> {
         while let Some((dir, shown)) = frontier.pop() {
             if !visited.insert(dir.clone()) {
                 continue;
+            }
+            if self.listed > MAX_LISTED {
+                self.unprovable(format!(
+                    "the folder `{}` holds more than {MAX_LISTED} entries to check for symlinks",
+                    clip(&walk.root)
+                ));
+                return;
             }
             let Some(entries) = self.resolver.list(&Base::Start, &dir) else {
                 continue;

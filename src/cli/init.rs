@@ -1,8 +1,14 @@
 //! `gavel init <client>`: installs gavel as a client's hooks (project or
-//! user level, with the absolute path of this gavel binary) and writes the
-//! coding-agent policy to `gavel.toml` in the project. Refuses to change
-//! an existing file without `--force`; prints what it changed.
+//! user level) and writes the coding-agent policy to `gavel.toml` in the
+//! project, `.gavel/` to its `.gitignore`, and the checkpoint key. The hook
+//! command is the `gavel` on `PATH` when that is this binary, else its
+//! absolute path (with a warning when it lies in a build folder, which
+//! `cargo clean` removes). Refuses to change an existing file without
+//! `--force`, and never rewrites a customised `gavel.toml` without
+//! `--overwrite-policy`; prints what it changed. `--check` changes nothing
+//! and says whether every hook command still runs this gavel.
 
+use std::io::Write as _;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -26,9 +32,151 @@ pub struct InitArgs {
     #[arg(long)]
     pub user: bool,
     /// Change files that already exist: gavel's hooks replace earlier gavel hooks
-    /// (other hooks are kept), and gavel.toml is rewritten
+    /// (other hooks are kept); a gavel.toml that differs from the preset is kept
     #[arg(long)]
     pub force: bool,
+    /// With --force, also replace a gavel.toml that differs from the preset
+    #[arg(long, requires = "force")]
+    pub overwrite_policy: bool,
+    /// Change nothing: say whether every installed hook command still runs this gavel
+    /// (exit 1 when one does not)
+    #[arg(long, conflicts_with_all = ["force", "overwrite_policy"])]
+    pub check: bool,
+}
+
+/// The command the hooks run gavel by: `gavel` when the `gavel` on `PATH`
+/// is this binary, else this binary's absolute path; and a warning when
+/// that path lies in a build folder.
+fn hook_program(this: &Path) -> (String, Option<String>) {
+    if let Some(on_path) = which("gavel")
+        && std::fs::canonicalize(&on_path).ok().as_deref() == Some(this)
+    {
+        return ("gavel".to_owned(), None);
+    }
+    let shown = this.to_string_lossy().into_owned();
+    let in_build = this.components().any(|c| c.as_os_str() == "target")
+        && this
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|d| d == "release" || d == "debug" || d == "dist");
+    let warning = in_build.then(|| {
+        format!(
+            "the hooks run `{shown}`, inside a build folder: after `cargo clean` they find no gavel \
+             and the client runs its tools ungoverned. Install gavel on PATH (`cargo install --path .`) \
+             and run `gavel init --force` again; `gavel init --check` tells whether the hooks still run"
+        )
+    });
+    (shown, warning)
+}
+
+/// The first executable file named `name` on `PATH`.
+fn which(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|candidate| {
+                std::fs::metadata(candidate)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    })
+}
+
+/// The program each installed hook command of `client` in `settings` runs,
+/// as written.
+fn installed_programs(client: &dyn Client, settings: &Value) -> Vec<String> {
+    let marker = format!(" hook {}", client.name());
+    let mut found = Vec::new();
+    let mut stack = vec![settings];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::String(text) if text.contains(&marker) => {
+                if let Some(at) = text.find(&marker) {
+                    let program = text[..at].trim().trim_matches(['\'', '"']).to_owned();
+                    if !found.contains(&program) {
+                        found.push(program);
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// `gavel init --check`: every installed hook command must run this gavel.
+fn check(client: &dyn Client, hooks_path: &Path, this: &Path) -> anyhow::Result<Exit> {
+    let Some(settings) = read_json(hooks_path)? else {
+        render::line(&format!(
+            "not installed: `{}` does not exist (`gavel init {}` installs the hooks)",
+            hooks_path.display(),
+            client.name()
+        ))?;
+        return Ok(Exit::Failed);
+    };
+    let programs = installed_programs(client, &settings);
+    if programs.is_empty() {
+        render::line(&format!(
+            "not installed: `{}` has no `hook {}` command",
+            hooks_path.display(),
+            client.name()
+        ))?;
+        return Ok(Exit::Failed);
+    }
+    let mut broken = 0;
+    for program in &programs {
+        let resolved = if program.contains('/') {
+            Some(PathBuf::from(program))
+        } else {
+            which(program)
+        };
+        let verdict = match resolved.as_deref().map(std::fs::canonicalize) {
+            Some(Ok(found)) if found == this => "ok: runs this gavel".to_owned(),
+            Some(Ok(found)) => format!("runs another binary, `{}`", found.display()),
+            _ => "BROKEN: no such program; the client would run its tools ungoverned".to_owned(),
+        };
+        if !verdict.starts_with("ok") {
+            broken += 1;
+        }
+        render::line(&format!("{}: `{program}`: {verdict}", hooks_path.display()))?;
+    }
+    if broken > 0 {
+        render::line(&format!(
+            "fix: `gavel init {} --force` with the gavel you want the hooks to run",
+            client.name()
+        ))?;
+        return Ok(Exit::Failed);
+    }
+    Ok(Exit::Ok)
+}
+
+/// Adds `.gavel/` to the project's `.gitignore` (made when missing), so
+/// that `git add -A` never commits the record or its keys.
+fn ignore_record(project: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let path = project.join(".gitignore");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(err) => return Err(err).with_context(|| format!("cannot read `{}`", path.display())),
+    };
+    let listed = text.lines().map(str::trim).any(|l| {
+        matches!(
+            l,
+            ".gavel" | ".gavel/" | "/.gavel" | "/.gavel/" | ".gavel/*" | "/.gavel/*"
+        )
+    });
+    if listed {
+        return Ok(None);
+    }
+    let mut updated = text;
+    if !updated.is_empty() && !updated.ends_with('\n') {
+        updated.push('\n');
+    }
+    updated.push_str("# gavel's audit record and its keys (gavel init)\n.gavel/\n");
+    std::fs::write(&path, updated).with_context(|| format!("cannot write `{}`", path.display()))?;
+    Ok(Some(path))
 }
 
 pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
@@ -38,7 +186,8 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
     let gavel = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .context("cannot find the path of this gavel binary")?;
-    let config = client.hook_config(&gavel.to_string_lossy());
+    let (program, warning) = hook_program(&gavel);
+    let config = client.hook_config(&program);
     let hooks_path = if args.user {
         let Some(user_path) = config.user_path else {
             bail!(
@@ -51,7 +200,14 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
         project.join(config.path)
     };
     let policy_path = project.join("gavel.toml");
-    let write_policy = !args.user;
+    if args.check {
+        return check(client, &hooks_path, &gavel);
+    }
+    // A policy the user changed is theirs: --force refreshes the hooks and
+    // keeps it, unless --overwrite-policy says otherwise.
+    let customised =
+        std::fs::read_to_string(&policy_path).is_ok_and(|text| text != CODING_AGENT_POLICY_TOML);
+    let write_policy = !args.user && (!customised || args.overwrite_policy);
 
     // Check everything before writing anything.
     let existing = read_json(&hooks_path)?;
@@ -61,9 +217,9 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
             hooks_path.display()
         );
     }
-    if write_policy && policy_path.exists() && !args.force {
+    if !args.user && policy_path.exists() && !args.force {
         bail!(
-            "`{}` exists; --force replaces it with the coding-agent policy (`gavel policy show --preset coding-agent`)",
+            "`{}` exists; --force refreshes the hooks and keeps it (--overwrite-policy replaces it with the coding-agent policy)",
             policy_path.display()
         );
     }
@@ -83,9 +239,8 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
         .map(|hooks| hooks.keys().collect())
         .unwrap_or_default();
     render::line(&format!(
-        "wrote {}: gavel ({}) answers {}",
+        "wrote {}: gavel (`{program}`) answers {}",
         hooks_path.display(),
-        gavel.display(),
         events
             .iter()
             .map(|e| e.as_str())
@@ -99,10 +254,26 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
             "wrote {}: the coding-agent policy (read-only tools and commands allowed, writes in the workspace and network fetches asked)",
             policy_path.display()
         ))?;
-    } else {
+    } else if args.user {
         render::line(
             "no policy written: each project uses its gavel.toml, else the built-in policy (`gavel policy show --preset coding-agent > gavel.toml` starts one)",
         )?;
+    } else {
+        render::line(&format!(
+            "kept {}: it differs from the coding-agent preset (--overwrite-policy replaces it)",
+            policy_path.display()
+        ))?;
+    }
+    if !args.user
+        && let Some(ignore) = ignore_record(&project)?
+    {
+        render::line(&format!(
+            "wrote {}: `.gavel/` (the record and its keys) is never committed",
+            ignore.display()
+        ))?;
+    }
+    if let Some(warning) = &warning {
+        let _ = writeln!(std::io::stderr(), "gavel: warning: {warning}");
     }
     if !args.user {
         // The key gavel signs its automatic checkpoints with, beside the

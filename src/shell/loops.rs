@@ -23,13 +23,14 @@ use super::word::Known;
 pub(super) const MAX_ITEMS: usize = 64;
 
 /// At most this many simple commands are listed, by one reading of one
-/// script, while a loop variable is bound; past it the loop is read as
+/// script (the walk counts those of the scripts it runs with `sh -c`
+/// too), while a loop variable is bound; past it the loop is read as
 /// before (once, its variable kept as text) and the script is unprovable.
 pub(super) const MAX_COMMANDS: usize = 256;
 
 /// Bytes of loop bodies read again, and of words substituted into them,
 /// for one script (its readings and nested scripts together).
-const BUDGET: usize = 256 * 1024;
+const BUDGET: usize = 64 * 1024;
 
 /// A word of a loop's list, as the variable holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,9 +106,7 @@ pub(super) fn item(raw: &str, value: &str, known: Known) -> Option<Item> {
     if value.is_empty() || known > Known::Pattern || raw.contains(['$', '`']) {
         return None;
     }
-    let plain = |c: char| {
-        c.is_ascii_alphanumeric() || "_-./,:@%+=^#!".contains(c) || !c.is_ascii()
-    };
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./,:@%+=^#!".contains(c) || !c.is_ascii();
     let glob = |c: char| matches!(c, '*' | '?' | '[' | ']');
     if !value.chars().all(|c| plain(c) || glob(c)) {
         return None;
@@ -124,8 +123,22 @@ pub(super) fn item(raw: &str, value: &str, known: Known) -> Option<Item> {
 
 /// Builtins and keywords that set a variable named by a word.
 const SETTERS: &[&str] = &[
-    "read", "mapfile", "readarray", "getopts", "unset", "declare", "typeset", "local", "export",
-    "readonly", "printf", "wait", "let", "for", "select", "coproc",
+    "read",
+    "mapfile",
+    "readarray",
+    "getopts",
+    "unset",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
+    "printf",
+    "wait",
+    "let",
+    "for",
+    "select",
+    "coproc",
 ];
 
 /// Whether a loop's `body` (its text between `do` and `done`) leaves its
@@ -290,7 +303,17 @@ mod tests {
             assert!(name_ok(ok), "{ok}");
         }
         for bad in [
-            "", "1a", "PATH", "IFS", "LC_ALL", "LANG", "_", "X", "GIT_DIR", "a-b", "http_proxy",
+            "",
+            "1a",
+            "PATH",
+            "IFS",
+            "LC_ALL",
+            "LANG",
+            "_",
+            "X",
+            "GIT_DIR",
+            "a-b",
+            "http_proxy",
         ] {
             assert!(!name_ok(bad), "{bad}");
         }

@@ -29,9 +29,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod loops;
 pub mod operands;
 pub mod programs;
-mod loops;
 mod strict;
 mod walk;
 mod word;

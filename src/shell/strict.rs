@@ -739,8 +739,10 @@ impl<'s> Reader<'s> {
         }
         let word = self.word()?;
         let raw = &self.src[word.raw_start..word.raw_end];
-        Ok((!word.quoted && word.known == Known::Literal && raw == word.value)
-            .then_some(word.value))
+        Ok(
+            (!word.quoted && word.known == Known::Literal && raw == word.value)
+                .then_some(word.value),
+        )
     }
 
     /// `done` of an expandable `for` loop (see [`ForLoop`]), which starts
@@ -753,9 +755,7 @@ impl<'s> Reader<'s> {
         if last.pass == 0 {
             // Inside the first reading of a loop around it, which is
             // dropped or read again, this loop is read once as it is.
-            let around_unbound = self.fors[..self.fors.len() - 1]
-                .iter()
-                .any(|f| f.pass == 0);
+            let around_unbound = self.fors[..self.fors.len() - 1].iter().any(|f| f.pass == 0);
             if around_unbound {
                 self.fors.pop();
                 return self.close(Frame::For, "`done`");

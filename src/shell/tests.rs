@@ -138,7 +138,12 @@ const CASES: &[(&str, &[&[&str]], Expect)] = &[
     ),
     (
         "for d in a b; do for e in x y; do ls $d/$e; done; done",
-        &[&["ls", "a/x"], &["ls", "a/y"], &["ls", "b/x"], &["ls", "b/y"]],
+        &[
+            &["ls", "a/x"],
+            &["ls", "a/y"],
+            &["ls", "b/x"],
+            &["ls", "b/y"],
+        ],
         Proven,
     ),
     (
@@ -201,7 +206,12 @@ const CASES: &[(&str, &[&[&str]], Expect)] = &[
     ),
     (
         "for d in a; do unset x; ls $d; done",
-        &[&["unset", "x"], &["ls", "a"], &["unset", "x"], &["ls", "$d"]],
+        &[
+            &["unset", "x"],
+            &["ls", "a"],
+            &["unset", "x"],
+            &["ls", "$d"],
+        ],
         Unprovable,
     ),
     (
@@ -214,7 +224,11 @@ const CASES: &[(&str, &[&[&str]], Expect)] = &[
         &[&["read", "d"], &["ls", "$d"]],
         Unprovable,
     ),
-    ("for d in a; do d=sudo; $d x; done", &[&["$d", "x"]], Unprovable),
+    (
+        "for d in a; do d=sudo; $d x; done",
+        &[&["$d", "x"]],
+        Unprovable,
+    ),
     (
         "for d in a b; do for d in c; do ls $d; done; ls $d; done",
         &[&["ls", "c"], &["ls", "$d"], &["ls", "$d"]],
@@ -224,15 +238,27 @@ const CASES: &[(&str, &[&[&str]], Expect)] = &[
     ("for IFS in a; do ls; done", &[&["ls"]], Unprovable),
     ("for LC_ALL in C; do ls; done", &[&["ls"]], Unprovable),
     ("for F in a; do ls $F; done", &[&["ls", "$F"]], Unprovable),
-    ("for d in 'a b'; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    (
+        "for d in 'a b'; do ls $d; done",
+        &[&["ls", "$d"]],
+        Unprovable,
+    ),
     ("for d in '*'; do ls $d; done", &[&["ls", "$d"]], Unprovable),
     ("for d in $x; do ls $d; done", &[&["ls", "$d"]], Unprovable),
-    ("for d in {a,b}; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    (
+        "for d in {a,b}; do ls $d; done",
+        &[&["ls", "$d"]],
+        Unprovable,
+    ),
     ("for d in ~/x; do ls $d; done", &[&["ls", "$d"]], Unprovable),
     ("for d in ''; do ls $d; done", &[&["ls", "$d"]], Unprovable),
     ("for d; do ls $d; done", &[&["ls", "$d"]], Unprovable),
     ("for d in a & do ls $d; done", &[&["ls", "$d"]], Unprovable),
-    ("select d in a; do ls $d; done", &[&["ls", "$d"]], Unprovable),
+    (
+        "select d in a; do ls $d; done",
+        &[&["ls", "$d"]],
+        Unprovable,
+    ),
     (
         "while read l; do echo \"$l\"; done",
         &[&["read", "l"], &["echo", "$l"]],
@@ -1404,11 +1430,8 @@ fn loops_are_judged_by_what_each_pass_runs() {
         "for d in null; do read d; echo x > /dev/$d; done",
         "for d in null; do unset x; echo x > /dev/$d; done",
     ] {
-        let request = crate::ToolRequest::new(
-            "t",
-            "bash",
-            serde_json::json!({ "command": command }),
-        );
+        let request =
+            crate::ToolRequest::new("t", "bash", serde_json::json!({ "command": command }));
         let facts = crate::facts::lexical_facts(&request);
         for policy in [&builtin, &preset] {
             let decision = policy.decide(&request, &facts);
@@ -1431,8 +1454,15 @@ fn a_loops_redirections_are_substituted_and_attached() {
         redirects("for d in a b; do ls $d; echo; done > out"),
         vec![vec![r(">", "out")]; 4]
     );
-    assert!(analyze("for d in a b; do ls $d; done > out").unprovable.is_empty());
-    assert_eq!(bare("for d in a b; do > $d; done"), vec![r(">", "a"), r(">", "b")]);
+    assert!(
+        analyze("for d in a b; do ls $d; done > out")
+            .unprovable
+            .is_empty()
+    );
+    assert_eq!(
+        bare("for d in a b; do > $d; done"),
+        vec![r(">", "a"), r(">", "b")]
+    );
 }
 
 /// The strict reader reads a loop's body once to find its end, then once
@@ -1486,7 +1516,12 @@ fn the_strict_reader_expands_loops() {
 /// read again over a script and the scripts nested in it.
 #[test]
 fn loop_expansion_is_bounded() {
-    let items = |n: usize| (0..n).map(|i| format!("i{i}")).collect::<Vec<_>>().join(" ");
+    let items = |n: usize| {
+        (0..n)
+            .map(|i| format!("i{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     let many = format!("for d in {}; do ls $d; done", items(64));
     let got = analyze(&many);
     assert!(got.unprovable.is_empty(), "{:?}", got.unprovable);
@@ -1507,7 +1542,11 @@ fn loop_expansion_is_bounded() {
         "{:?}",
         got.unprovable
     );
-    assert!(got.commands.iter().any(|c| c.words == ["sudo", "reboot", "$d"]));
+    assert!(
+        got.commands
+            .iter()
+            .any(|c| c.words == ["sudo", "reboot", "$d"])
+    );
     // Nested loops and nested scripts share one budget: this stays quick.
     let mut nested = "ls $a $b $c".to_string();
     for name in ["c", "b", "a"] {

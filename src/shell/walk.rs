@@ -954,7 +954,13 @@ impl<'s> Walker<'s> {
         let Some((&destination, others)) = destinations.split_first() else {
             return (None, extra);
         };
-        let mut target = word(self.src, destination, &mut self.verbatim_budget, &self.bindings).text;
+        let mut target = word(
+            self.src,
+            destination,
+            &mut self.verbatim_budget,
+            &self.bindings,
+        )
+        .text;
         let mut last_end = destination.end_byte();
         let mut line: Option<Vec<Word>> = None;
         for &other in others {
@@ -1046,7 +1052,12 @@ impl<'s> Walker<'s> {
                     (Some("name"), _) if !self.coproc_reread && self.text(child) == "coproc" => {
                         self.coproc_reread = true;
                         self.reread_after_coproc(child.end_byte());
-                        words.push(word(self.src, child, &mut self.verbatim_budget, &self.bindings));
+                        words.push(word(
+                            self.src,
+                            child,
+                            &mut self.verbatim_budget,
+                            &self.bindings,
+                        ));
                         last_end = Some(child.end_byte());
                     }
                     // `! ! cmd`, `time ! cmd`: an unquoted `!` where a
@@ -1055,7 +1066,8 @@ impl<'s> Walker<'s> {
                     (Some("name" | "argument"), _)
                         if self.text(child) == "!" && pipeline_start(&words) => {}
                     (Some("name" | "argument"), _) => {
-                        let mut next = word(self.src, child, &mut self.verbatim_budget, &self.bindings);
+                        let mut next =
+                            word(self.src, child, &mut self.verbatim_budget, &self.bindings);
                         strip_line_start(self.src, child, &mut next);
                         // The grammar reads a line continuation as a word
                         // break; bash removes it first, so `r\<newline>m`
@@ -1118,7 +1130,8 @@ impl<'s> Walker<'s> {
                     }
                     "comment" | "herestring_redirect" => {}
                     _ => {
-                        let mut next = word(self.src, child, &mut self.verbatim_budget, &self.bindings);
+                        let mut next =
+                            word(self.src, child, &mut self.verbatim_budget, &self.bindings);
                         strip_line_start(self.src, child, &mut next);
                         line.push(next);
                     }
@@ -1142,9 +1155,8 @@ impl<'s> Walker<'s> {
                     );
                 }
                 "comment" | "herestring_redirect" => {}
-                _ if child.is_named() => {
-                    words.push(word(self.src, child, &mut self.verbatim_budget, &self.bindings).text)
-                }
+                _ if child.is_named() => words
+                    .push(word(self.src, child, &mut self.verbatim_budget, &self.bindings).text),
                 _ => words.push(self.text(child).into_owned()),
             }
         }
@@ -1359,13 +1371,13 @@ impl<'s> Walker<'s> {
         if node.child(0).map(|c| c.kind()) != Some("for") {
             return None;
         }
-        let name = self.text(node.child_by_field_name("variable")?).into_owned();
+        let name = self
+            .text(node.child_by_field_name("variable")?)
+            .into_owned();
         if !loops::name_ok(&name) || loops::lookup(&self.bindings, &name).is_some() {
             return None;
         }
-        let values: Vec<Node<'t>> = node
-            .children_by_field_name("value", &mut cursor)
-            .collect();
+        let values: Vec<Node<'t>> = node.children_by_field_name("value", &mut cursor).collect();
         if values.is_empty() || values.len() > loops::MAX_ITEMS {
             return None;
         }
@@ -1377,7 +1389,8 @@ impl<'s> Walker<'s> {
         let gap = slice(self.src, last, body.start_byte()).replace("\\\n", "");
         let gap = gap.trim_start_matches([' ', '\t']);
         let rest = gap.strip_prefix(';').unwrap_or(gap);
-        if !(gap.starts_with([';', '\n']) && rest.bytes().all(|c| matches!(c, b' ' | b'\t' | b'\n')))
+        if !(gap.starts_with([';', '\n'])
+            && rest.bytes().all(|c| matches!(c, b' ' | b'\t' | b'\n')))
         {
             return None;
         }
@@ -1715,7 +1728,18 @@ impl<'s> Walker<'s> {
             ));
             return;
         }
+        // Inside a loop, a nested script is read once per pass: its text
+        // comes out of the budget for loops, and its commands count
+        // towards the bound on what loops expand to. Past either, the
+        // loops around it are read as written from their next pass on.
+        let looped = !self.bindings.is_empty();
+        if looped && !loops::reserve(script.len()) {
+            self.expanded = self.expanded.max(loops::MAX_COMMANDS + 1);
+        }
         let inner = analyze_nested(script, self.depth + 1);
+        if looped {
+            self.expanded = self.expanded.saturating_add(inner.commands.len());
+        }
         if self.unjudgeable.is_none() {
             self.unjudgeable = inner.unjudgeable;
         }

@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use crate::support::{Sandbox, code, json_lines, stderr, stdout};
+use crate::support::{Sandbox, code, json_lines, run_expecting, stderr, stdout};
 
 /// One client as the tests drive it.
 struct Client {
@@ -844,4 +844,95 @@ fn a_claude_code_ask_run_under_bypass_permissions_is_approved_client_auto() {
     assert_eq!(request["payload"]["principal"]["agent_id"], "agent-9");
     assert_eq!(request["payload"]["principal"]["agent_type"], "Plan");
     verify(&sandbox);
+}
+
+#[test]
+fn init_ignores_the_record_and_force_keeps_a_customised_policy() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".gitignore", "target/");
+    run_expecting(&mut sandbox.gavel(&["init", "claude-code"]), 0);
+    let ignore = sandbox.read(".gitignore");
+    assert!(ignore.starts_with("target/\n"), "{ignore}");
+    assert!(ignore.lines().any(|l| l == ".gavel/"), "{ignore}");
+    // Customised, then refreshed with --force: the policy is kept.
+    sandbox.write("gavel.toml", "name = \"mine\"\n");
+    let out = run_expecting(&mut sandbox.gavel(&["init", "claude-code", "--force"]), 0);
+    assert!(stdout(&out).contains("kept"), "{}", stdout(&out));
+    assert_eq!(sandbox.read("gavel.toml"), "name = \"mine\"\n");
+    assert_eq!(
+        sandbox.read(".gitignore").matches(".gavel/").count(),
+        1,
+        "added once"
+    );
+    run_expecting(
+        &mut sandbox.gavel(&["init", "claude-code", "--force", "--overwrite-policy"]),
+        0,
+    );
+    assert_eq!(
+        sandbox.read("gavel.toml"),
+        gavel::policy::CODING_AGENT_POLICY_TOML
+    );
+}
+
+/// `init` from a build folder warns; once that build is gone, `init --check`
+/// reports the hook that would leave the client ungoverned.
+#[test]
+fn init_from_a_build_folder_warns_and_check_reports_the_broken_hook() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    let build = sandbox.root.join("target/release");
+    std::fs::create_dir_all(&build).unwrap();
+    let copy = build.join("gavel");
+    std::fs::copy(env!("CARGO_BIN_EXE_gavel"), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(&copy)
+        .args(["init", "claude-code", "--workspace"])
+        .arg(&sandbox.ws)
+        .env("PATH", "/usr/bin:/bin")
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("build folder"), "{}", stderr(&out));
+    let check = |expect: i32| {
+        let out = std::process::Command::new(&copy)
+            .args(["init", "claude-code", "--check", "--workspace"])
+            .arg(&sandbox.ws)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), expect, "{}{}", stdout(&out), stderr(&out));
+        stdout(&out)
+    };
+    assert!(check(0).contains("ok: runs this gavel"));
+    // `cargo clean`: the binary the hooks name is gone.
+    std::fs::remove_file(&copy).unwrap();
+    let out = sandbox
+        .gavel(&["init", "claude-code", "--check"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(stdout(&out).contains("BROKEN"), "{}", stdout(&out));
+}
+
+/// With gavel on PATH, the hooks name `gavel`, which survives a rebuild.
+#[test]
+fn init_names_the_gavel_on_path() {
+    let sandbox = Sandbox::new();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_gavel"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let out = sandbox
+        .gavel(&["init", "claude-code"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let settings: Value = serde_json::from_str(&sandbox.read(".claude/settings.json")).unwrap();
+    assert_eq!(
+        installed_command(&settings, "PreToolUse"),
+        "gavel hook claude-code"
+    );
+    assert!(!stderr(&out).contains("build folder"), "{}", stderr(&out));
 }

@@ -913,6 +913,7 @@ impl Gen {
                 let var = self.pick(&["x", "_", "PS4"]);
                 format!("{var}='$({payload})'; echo ${{{var}@P}}")
             }
+            72..=77 => self.for_loop(),
             _ => self.compound(),
         };
         self.depth -= 1;
@@ -938,7 +939,7 @@ impl Gen {
             1 => format!("{{ {}}}", self.body()),
             2 => format!("if {}then {}fi", self.body(), self.body()),
             3 => format!("if false; then {}else {}fi", self.body(), self.body()),
-            4 => format!("for i in a b; do {}done", self.body()),
+            4 => self.for_loop(),
             5 => format!("for ((i=0;i<1;i++)); do {}done", self.body()),
             6 => format!("while false; do {}done", self.body()),
             7 => format!("until true; do {}done", self.body()),
@@ -959,6 +960,116 @@ impl Gen {
             }
             _ => format!("{} &", self.simple()),
         }
+    }
+
+    /// A `for` loop: mostly over words gavel expands (literal words,
+    /// globs), sometimes over words it must not (quoted blanks, braces,
+    /// expansions); its body uses the variable in every form, and
+    /// sometimes as a program, a wrapper's option or a `-c` script.
+    fn for_loop(&mut self) -> String {
+        let name = self.pick(&["x", "x", "f", "i", "HOME", "_", "F"]);
+        let mut items = Vec::new();
+        for _ in 0..1 + self.below(3) {
+            let item = if self.chance(80) {
+                self.pick(&[
+                    "a", "a.txt", "sub", "sub/", "-l", "-n", "-rf", "sudo", "x=1", "*", "*.txt",
+                    "sub/*", "?.txt", "[ab].txt", "'a.txt'", "\"sub\"", "s'u'b", "ls", "echo",
+                    "--", "5",
+                ])
+            } else {
+                self.pick(&[
+                    "'a b'",
+                    "{a,b}",
+                    "~",
+                    "$x",
+                    "\"$x\"",
+                    "$(sudo ls)",
+                    "`reboot`",
+                    "''",
+                    "a\\ b",
+                    "'*'",
+                    "\\*",
+                    "${x:-a}",
+                    "a\\$x",
+                    "'$x'",
+                ])
+            };
+            items.push(item.to_owned());
+        }
+        let header = if self.chance(5) {
+            format!("for {name}")
+        } else {
+            format!("for {name} in {}", items.join(" "))
+        };
+        let sep = self.pick(&["; ", "\n", " ;\n", ";\n\n", ";"]);
+        let n = 1 + self.below(3);
+        let mut body = String::new();
+        for i in 0..n {
+            let statement = if self.chance(15) {
+                self.statement()
+            } else {
+                self.loop_command(name)
+            };
+            if i > 0 && !body.ends_with('\n') {
+                body.push_str(self.pick(&["; ", "\n", " && ", " | ", " || "]));
+            }
+            body.push_str(&statement);
+        }
+        if !body.ends_with('\n') {
+            body.push_str(self.pick(&["; ", "\n", ";"]));
+        }
+        let tail = if self.chance(10) {
+            format!("; echo ${name}")
+        } else {
+            String::new()
+        };
+        format!("{header}{sep}do {body}done{tail}")
+    }
+
+    /// A simple command using the loop variable `name`.
+    fn loop_command(&mut self, name: &str) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        match self.below(100) {
+            0..=79 => parts.push(self.pick(ALLOWED).to_owned()),
+            80..=85 => parts.push(format!("${name}")),
+            86..=89 => {
+                parts.push(self.wrapper());
+                parts.push(self.pick(ALLOWED).to_owned());
+            }
+            90..=93 => {
+                let inner = self.pick(&["ls", "echo", "cat"]);
+                parts.push(format!("bash -c \"{inner} ${name}\""));
+            }
+            _ => parts.push(format!("nice ${name} 5 ls")),
+        }
+        for _ in 0..1 + self.below(3) {
+            let word = if self.chance(85) {
+                let form = self.pick(&[
+                    "\"$N\"",
+                    "$N",
+                    "${N}",
+                    "\"${N}\"",
+                    "$N/",
+                    "\"$N\"/b.txt",
+                    "'$N'",
+                    "\\$N",
+                    "x$N",
+                    "\"=== $N ===\"",
+                    "$N.txt",
+                    "${N}x",
+                    "$Nx",
+                    "\"$N\"*",
+                ]);
+                form.replace('N', name)
+            } else {
+                self.word()
+            };
+            parts.push(word);
+        }
+        if self.chance(10) {
+            parts.push(self.redirect());
+        }
+        parts.join(" ")
     }
 
     /// A simple command: sometimes an assignment or wrappers first, a
@@ -1406,31 +1517,35 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
     let policy = policy();
     let started = Instant::now();
     type Found = (usize, String, String);
-    let results: Vec<(usize, usize, usize, Vec<Found>)> = std::thread::scope(|scope| {
+    type Counts = (usize, usize, usize, usize, Vec<Found>);
+    let results: Vec<Counts> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|worker| {
                 let (harness, policy) = (&harness, &policy);
                 scope.spawn(move || {
-                    let (mut allowed, mut timeouts, mut found) = (0, 0, Vec::new());
+                    let (mut allowed, mut loops, mut timeouts, mut found) = (0, 0, 0, Vec::new());
                     let mine = (worker..cases).step_by(workers);
                     let generated = mine.len();
                     for case in mine {
                         let mut generator =
                             Gen::new(seed ^ (case as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
                         let command = generator.script();
+                        let looped = command.contains("for ") && command.contains(" in ");
                         match decide_and_run(harness, policy, &command, worker) {
                             Outcome::NotAllowed => {}
                             Outcome::Agreed { timed_out } => {
                                 allowed += 1;
+                                loops += usize::from(looped);
                                 timeouts += usize::from(timed_out);
                             }
                             Outcome::Counterexample(report) => {
                                 allowed += 1;
+                                loops += usize::from(looped);
                                 found.push((case, command, report));
                             }
                         }
                     }
-                    (generated, allowed, timeouts, found)
+                    (generated, allowed, loops, timeouts, found)
                 })
             })
             .collect();
@@ -1439,13 +1554,14 @@ fn generated_commands_that_gavel_allows_run_in_bash_exactly_as_parsed() {
     let elapsed = started.elapsed().as_secs_f64();
     let generated: usize = results.iter().map(|r| r.0).sum();
     let allowed: usize = results.iter().map(|r| r.1).sum();
-    let timeouts: usize = results.iter().map(|r| r.2).sum();
-    let mut found: Vec<&Found> = results.iter().flat_map(|r| &r.3).collect();
+    let loops: usize = results.iter().map(|r| r.2).sum();
+    let timeouts: usize = results.iter().map(|r| r.3).sum();
+    let mut found: Vec<&Found> = results.iter().flat_map(|r| &r.4).collect();
     found.sort_by_key(|f| f.0);
     say(&format!(
         "differential: seed {seed:#x}: {generated} commands generated, {allowed} allowed and run \
-         in bash ({:.1}%), {timeouts} killed after {}s, {} counterexamples, {elapsed:.1}s \
-         ({:.0} commands/s)",
+         in bash ({:.1}%; {loops} with a `for` loop), {timeouts} killed after {}s, {} \
+         counterexamples, {elapsed:.1}s ({:.0} commands/s)",
         100.0 * allowed as f64 / generated.max(1) as f64,
         RUN_LIMIT.as_secs(),
         found.len(),

@@ -10,11 +10,12 @@
 //! the preset's read-only programs, with their read-only and their
 //! dangerous options, abbreviations, `--`, hostile operands, globs,
 //! recursion and exclusion flags, redirections, pipelines, `cd` and stdin
-//! shapes. Each is decided under `gavel::policy::CODING_AGENT_POLICY_TOML`.
-//! Every command the preset **allows**, and only those, is run by
-//! `/usr/bin/bash -c` in a fresh copy of the fixture (decided again against
-//! that copy), with the real programs, under `strace -f`, with `HOME` a
-//! fresh folder outside the repository and a 2 s limit.
+//! shapes. Each is decided under `gavel::policy::CODING_AGENT_POLICY_TOML`
+//! in the pristine fixture. Every command the preset **allows**, and only
+//! those, is run by `/usr/bin/bash -c` in a fresh copy of the fixture (the
+//! same layout, on `/dev/shm` when there is one), with the real programs,
+//! under `strace -f`, with `HOME` and `TMPDIR` fresh folders outside the
+//! repository, stdin `/dev/null` and a 2 s limit.
 //!
 //! What is a failure, from the trace:
 //! 1. **A program ran** (or was tried) that the command does not name:
@@ -22,9 +23,11 @@
 //! 2. **A write**: an open with `O_WRONLY`, `O_RDWR`, `O_CREAT` or
 //!    `O_TRUNC`, or any other mutating call (rename, unlink, mkdir, chmod,
 //!    ..., clock setting), successful or not, on anything but `/dev/null`,
-//!    `/dev/tty` and `/dev/pts/*`. git's own index refresh
-//!    (`.git/index.lock` -> `.git/index`) under an allowed `git status` is
-//!    counted and reported, not failed.
+//!    `/dev/tty`, `/dev/pts/*` and, spelled so, `/dev/stdout`,
+//!    `/dev/stderr` and `/dev/fd/N` (the streams the caller gave the
+//!    command, harmless for gavel too). git's own index refresh
+//!    (`.git/index.lock` -> `.git/index`) under an allowed `git status` or
+//!    `git diff` is counted and reported, not failed (docs/shell.md).
 //! 3. **A read outside**: a successful open of a path that resolves outside
 //!    the repository copy, other than system files (the loader, `/usr`,
 //!    `/proc`, locale and terminfo files, git's system and `$HOME`
@@ -488,7 +491,7 @@ fn parse_call(text: &str) -> Option<Call> {
 struct Verdict {
     problems: Vec<String>,
     index_refreshes: usize,
-    /// The programs run (by basename), the first bash left out.
+    /// The programs that ran (by basename), the first bash left out.
     execs: Vec<String>,
     /// Files outside the repository read as system files, in short
     /// (`/usr/lib/...`, `$HOME/.gitconfig`): the harness's exceptions.
@@ -575,7 +578,10 @@ fn short_system(path: &Path, home: &Path) -> String {
         return format!("$HOME/{}", rest.display());
     }
     let parts: Vec<_> = path.components().skip(1).collect();
-    if parts.len() > 2 {
+    if matches!(parts.first(), Some(Component::Normal(top)) if *top == "proc" || *top == "sys") {
+        let top: PathBuf = parts[..1].iter().collect();
+        format!("/{}/...", top.display())
+    } else if parts.len() > 2 {
         let head: PathBuf = parts[..2].iter().collect();
         format!("/{}/...", head.display())
     } else {
@@ -603,9 +609,11 @@ fn check(case: &Case, commands: &[Vec<String>], ran: &Run) -> Verdict {
         // Debian's egrep and fgrep are `exec grep -E/-F "$@"` scripts.
         allowed.insert("grep");
     }
-    let git_status = commands
-        .iter()
-        .any(|c| c.first().is_some_and(|p| p == "git") && c.iter().any(|w| w == "status"));
+    // git's optional index refresh (`.git/index.lock` renamed over
+    // `.git/index`), which `status` and `diff` make: git's own cache.
+    let git_status = commands.iter().any(|c| {
+        c.first().is_some_and(|p| p == "git") && c.iter().any(|w| w == "status" || w == "diff")
+    });
     let repo = &case.repo;
     let record = repo.join(".gavel");
     let mut first_exec = true;
@@ -625,7 +633,9 @@ fn check(case: &Case, commands: &[Vec<String>], ran: &Run) -> Verdict {
                 first_exec = false;
                 let name = path.rsplit(|b| *b == b'/').next().unwrap_or_default();
                 let name = String::from_utf8_lossy(name);
-                verdict.execs.push(name.clone().into_owned());
+                if call.ok() {
+                    verdict.execs.push(name.clone().into_owned());
+                }
                 if !allowed.contains(name.as_ref()) {
                     let what = if name.starts_with("git-") {
                         "a git helper"
@@ -1529,6 +1539,8 @@ struct Tally {
     by_program: BTreeMap<String, usize>,
     executed: BTreeMap<String, usize>,
     system: BTreeSet<String>,
+    slowest: (Duration, String),
+    killed: Vec<String>,
     failures: Vec<(usize, String)>,
 }
 
@@ -1570,7 +1582,11 @@ fn generated_commands_the_preset_allows_only_read_inside_the_workspace() {
                         let command = generated(seed, case);
                         let clock = Instant::now();
                         let allowed = decide(pristine, policy, &command);
-                        tally.decide += clock.elapsed();
+                        let took = clock.elapsed();
+                        tally.decide += took;
+                        if took > tally.slowest.0 {
+                            tally.slowest = (took, command.clone());
+                        }
                         let Some(allowed) = allowed else {
                             continue;
                         };
@@ -1582,7 +1598,10 @@ fn generated_commands_the_preset_allows_only_read_inside_the_workspace() {
                         } = run_allowed(fixture, &command, &allowed);
                         tally.run += clock.elapsed();
                         tally.allowed += 1;
-                        tally.timeouts += usize::from(timed_out);
+                        if timed_out {
+                            tally.timeouts += 1;
+                            tally.killed.push(command.clone());
+                        }
                         tally.index_refreshes += usize::from(verdict.index_refreshes > 0);
                         for name in &verdict.execs {
                             *tally.executed.entry(name.clone()).or_default() += 1;
@@ -1618,6 +1637,10 @@ fn generated_commands_the_preset_allows_only_read_inside_the_workspace() {
             *total.executed.entry(program).or_default() += n;
         }
         total.system.extend(t.system);
+        total.killed.extend(t.killed);
+        if t.slowest.0 > total.slowest.0 {
+            total.slowest = t.slowest;
+        }
         total.failures.extend(t.failures);
     }
     total.failures.sort_by_key(|f| f.0);
@@ -1648,6 +1671,13 @@ fn generated_commands_the_preset_allows_only_read_inside_the_workspace() {
     say(&format!(
         "programs: allowed simple commands by program: {}",
         programs.join(", ")
+    ));
+    say(&format!(
+        "programs: slowest decision {:.2}s: {}; killed after {}s: {:?}",
+        total.slowest.0.as_secs_f64(),
+        total.slowest.1,
+        RUN_LIMIT.as_secs(),
+        total.killed
     ));
     say(&format!(
         "programs: programs executed under strace: {}",

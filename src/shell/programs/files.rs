@@ -289,7 +289,12 @@ const SORT: &[Opt] = &[
     long("debug", Arg::No, N),
     long("files0-from", Arg::Required, Does::ReadsList),
     both('k', "key", Arg::Required, N),
-    both('m', "merge", Arg::No, N),
+    both(
+        'm',
+        "merge",
+        Arg::No,
+        Does::Hazard("merges through temporary files it writes"),
+    ),
     both('o', "output", Arg::Required, Does::Writes),
     both('s', "stable", Arg::No, N),
     both('S', "buffer-size", Arg::Required, N),
@@ -521,12 +526,17 @@ fn date_check(parsed: &Parsed<'_>) -> Vec<String> {
         .collect()
 }
 
-/// `uniq IN OUT` writes OUT.
+/// `uniq IN OUT` writes OUT; an operand that is a pattern may expand to
+/// two names, the second then written (`uniq -d src/*.rs`).
 fn uniq_check(parsed: &Parsed<'_>) -> Vec<String> {
+    if let Some(out) = parsed.operands.get(1) {
+        return vec![format!("`uniq` writes its second operand `{out}`")];
+    }
     parsed
         .operands
-        .get(1)
-        .map(|out| format!("`uniq` writes its second operand `{out}`"))
+        .iter()
+        .find(|o| o.contains(['*', '?', '[', '{']))
+        .map(|o| format!("`uniq {o}`: a pattern may name two files, and the second is written"))
         .into_iter()
         .collect()
 }
@@ -556,6 +566,7 @@ const fn model(
         contents: true,
         follows: false,
         skips_hidden: false,
+        walk_default: None,
         summary,
         check: no_check,
     }
@@ -641,14 +652,14 @@ pub(crate) const MODELS: &[Model] = &[
             &["uniq"],
             UNIQ,
             Operands::Paths(None),
-            "every option, one operand (a second is written)",
+            "every option, one operand that is no pattern (a second is written)",
         )
     },
     model(
         &["sort"],
         SORT,
         Operands::Paths(None),
-        "every option but `-o`, `-T`, `--compress-program`, `--files0-from`",
+        "every option but `-o`, `-T`, `-m`, `--compress-program`, `--files0-from`",
     ),
     Model {
         walks: Walks::WhenAsked,

@@ -779,6 +779,7 @@ const fn sub(options: &'static [Opt], operands: Operands, summary: &'static str)
         contents: true,
         follows: false,
         skips_hidden: false,
+        walk_default: None,
         summary,
         check: no_check,
     }

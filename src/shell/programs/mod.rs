@@ -89,6 +89,9 @@ pub(crate) struct Model {
     pub follows: bool,
     /// Whether a walk skips dot names unless told not to (`rg`, `tree`).
     pub skips_hidden: bool,
+    /// The folder a walk starts from when no file is named (`grep -r`
+    /// reads `.`), where that differs from what the operands say.
+    pub walk_default: Option<&'static str>,
     /// What the model allows, one line for docs/shell.md.
     pub summary: &'static str,
     /// Hazards the table cannot express (an operand that sets the clock).
@@ -230,6 +233,7 @@ pub(crate) fn apply(model: &Model, program: &str, args: &[String]) -> Reading {
         Walks::WhenAsked => parsed.has(Does::Recurses) || parsed.has(Does::RecursesFollowing),
         Walks::Always => true,
     };
+    let default = default.or(model.walk_default.filter(|_| recursive));
     let roots: Vec<&str> = match (operands.is_empty(), default) {
         (true, Some(default)) => vec![default],
         _ => files.clone(),
