@@ -218,11 +218,14 @@ fn handle(
     let workspace = global.workspace()?;
     // A call is decided by a policy that loads, or nothing is recorded.
     let policy = match event.kind {
-        Kind::Pre(_) | Kind::Permission(_) => Some(global.policy(&workspace)?),
+        Kind::Pre(_) | Kind::Permission(_) => Some(global.calls_policy(&workspace)?),
         _ => None,
     };
     let fresh = !global.db_path()?.exists();
     let mut store = global.open_store()?;
+    if let Some(policy) = &policy {
+        super::Global::vouch_policy(policy, &store)?;
+    }
     let starts_session = matches!(
         event.kind,
         Kind::Lifecycle {

@@ -427,6 +427,29 @@ impl Global {
     }
 
     /// The policy gavel would use now: `--policy`, `$GAVEL_POLICY`, `gavel.toml`, built-in.
+    /// The policy for governed calls, as [`Global::policy`] finds it, with
+    /// its inline examples left for [`Global::vouch_policy`]: checking them
+    /// on every call would cost more than deciding it.
+    pub fn calls_policy(&self, workspace: &Workspace) -> anyhow::Result<Policy> {
+        if let Some(path) = &self.policy {
+            return Ok(Policy::load_unchecked(path)?);
+        }
+        let local = workspace.root().join("gavel.toml");
+        if local.exists() {
+            return Ok(Policy::load_unchecked(&local)?);
+        }
+        Ok(Policy::builtin())
+    }
+
+    /// Checks the inline examples of a policy `store` has not recorded
+    /// yet; one it recorded passed them when it was first used.
+    pub fn vouch_policy(policy: &Policy, store: &Store) -> anyhow::Result<()> {
+        if !store.knows_policy(&policy.reference().digest)? {
+            policy.check_examples()?;
+        }
+        Ok(())
+    }
+
     pub fn policy(&self, workspace: &Workspace) -> anyhow::Result<Policy> {
         if let Some(path) = &self.policy {
             return Ok(Policy::load(path)?);

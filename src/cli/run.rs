@@ -66,7 +66,7 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
         .unwrap_or_else(|| request.tool_use_id.clone());
     hint_tool_typo(&request.name);
     let workspace = global.workspace()?;
-    let policy = global.policy(&workspace)?;
+    let policy = global.calls_policy(&workspace)?;
     let context = args.limits.context(&workspace);
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
         .with_max_argument_bytes(global.max_argument_bytes)
@@ -75,6 +75,7 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
     let mut store = global.open_store()?;
     let principal = global.principal("cli", runner.workspace(), runner.policy(), &store);
     let runner = runner.with_principal(principal);
+    super::Global::vouch_policy(runner.policy(), &store)?;
     store.remember_policy(runner.policy())?;
     store.set_redaction(runner.policy().redaction());
     let outcome = runner

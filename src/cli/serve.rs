@@ -46,8 +46,9 @@ pub struct ServeArgs {
 
 pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     let workspace = global.workspace()?;
-    let policy = global.policy(&workspace)?;
+    let policy = global.calls_policy(&workspace)?;
     let mut store = global.open_store()?;
+    super::Global::vouch_policy(&policy, &store)?;
     store.remember_policy(&policy)?;
     store.set_redaction(policy.redaction());
     let context = args.limits.context(&workspace);

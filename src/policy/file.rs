@@ -276,6 +276,8 @@ pub(super) fn parse(
             digest: hex(&sha256(text.as_bytes())),
         },
         source: text.to_owned(),
+        origin: origin.to_owned(),
+        examples_checked: examples_mode == Examples::Check,
         rules,
         redact,
     })

@@ -105,6 +105,10 @@ pub struct RuleTrace {
 pub struct Policy {
     reference: PolicyRef,
     source: String,
+    /// Where it was loaded from, for errors.
+    origin: String,
+    /// Whether its inline examples were checked when it was loaded.
+    examples_checked: bool,
     rules: Vec<Rule>,
     redact: RedactSettings,
 }
@@ -140,17 +144,41 @@ impl Policy {
     pub fn builtin() -> Self {
         // The default policy is compiled in, and a test parses it with its
         // examples checked; it always parses.
-        file::parse(
+        let mut policy = file::parse(
             DEFAULT_POLICY_TOML,
             DEFAULT_POLICY_SOURCE,
             file::Examples::Skip,
         )
-        .expect("the built-in default policy is valid")
+        .expect("the built-in default policy is valid");
+        // A unit test checks its examples on every build.
+        policy.examples_checked = true;
+        policy
     }
 
     /// Parses and validates a policy from TOML text; `origin` names the file in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, PolicyError> {
         file::parse(text, origin, file::Examples::Check)
+    }
+
+    /// Reads and validates a policy file, leaving its inline examples
+    /// unchecked: the per-call path checks them only for a policy the log
+    /// has not recorded yet ([`Policy::check_examples`]), since a policy
+    /// once recorded passed them, and its digest pins its text.
+    pub fn load_unchecked(path: &std::path::Path) -> Result<Self, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        file::parse(&text, &path.display().to_string(), file::Examples::Skip)
+    }
+
+    /// Checks the inline examples of a policy loaded without them: an
+    /// example that fails refuses the policy, as at a checked load.
+    pub fn check_examples(&self) -> Result<(), PolicyError> {
+        if self.examples_checked {
+            return Ok(());
+        }
+        file::parse(&self.source, &self.origin, file::Examples::Check).map(|_| ())
     }
 
     /// Reads and validates a policy file.

@@ -487,6 +487,14 @@ impl AuditSink for Store {
 impl Store {
     /// Keeps the text of `policy` (once per digest), so `explain` and replay
     /// can show exactly what decided a recorded call.
+    /// Whether the log has recorded the policy with this digest.
+    pub fn knows_policy(&self, digest: &str) -> Result<bool, StoreError> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM policies WHERE digest = ?1")
+            .and_then(|mut s| s.exists([digest]))
+            .map_err(sql("looking up the policy"))
+    }
+
     pub fn remember_policy(&mut self, policy: &crate::policy::Policy) -> Result<(), StoreError> {
         let reference = policy.reference();
         // A read first: most runs find the policy known and need no write lock.

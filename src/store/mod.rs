@@ -418,7 +418,7 @@ fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
 }
 
 /// Sets whether commits on `conn` wait for the disk.
-fn set_synchronous(conn: &Connection, durability: Durability) -> Result<(), StoreError> {
+pub(super) fn set_synchronous(conn: &Connection, durability: Durability) -> Result<(), StoreError> {
     let sync = match durability {
         Durability::Full => "FULL",
         Durability::Normal => "NORMAL",

@@ -1022,7 +1022,14 @@ impl Store {
         let note = key.sign(checkpoint).map_err(|e| StoreError::Sign {
             detail: e.to_string(),
         })?;
-        self.conn
+        // A checkpoint need not wait for the disk: the rows it vouches for
+        // already did, and one lost to a crash is made again at the next
+        // call. (Under `Durability::Full` the next commit syncs it.)
+        let full = self.durability == Some(super::Durability::Full);
+        if full {
+            super::set_synchronous(&self.conn, super::Durability::Normal)?;
+        }
+        let inserted = self.conn
             .execute(
                 "INSERT INTO checkpoints (size, root, note, created_us, frontier) VALUES (?1, ?2, ?3, ?4, ?5)",
                 rusqlite::params![
@@ -1033,7 +1040,11 @@ impl Store {
                     frontier.concat()
                 ],
             )
-            .map_err(sql("storing a checkpoint"))?;
+            .map_err(sql("storing a checkpoint"));
+        if full {
+            super::set_synchronous(&self.conn, super::Durability::Full)?;
+        }
+        inserted?;
         Ok(note)
     }
 

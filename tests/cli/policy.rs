@@ -224,3 +224,40 @@ fn policy_show_builtin_starts_a_policy_even_over_an_empty_gavel_toml() {
     assert!(text.contains("gavel.toml in the workspace"), "{text}");
     assert!(text.contains("policy `gavel-default`"), "{text}");
 }
+
+/// Inline examples are checked once per policy a log records, not on every
+/// call; a policy whose example fails is still refused at its first call,
+/// by `run` and by a hook, and nothing runs.
+#[test]
+fn a_policy_with_a_failing_example_is_refused_at_its_first_governed_call() {
+    let sandbox = crate::support::Sandbox::new();
+    let policy = sandbox.root.join("bad.toml");
+    std::fs::write(
+        &policy,
+        r#"name = "bad"
+[[rules]]
+id = "r"
+action = "allow"
+tools = ["read_file"]
+path_scope = "inside"
+reason = "x"
+examples = [{ tool = "read_file", arguments = { path = "/etc/passwd" }, matches = true }]
+"#,
+    )
+    .unwrap();
+    let policy = policy.to_str().unwrap();
+    let err = crate::support::assert_one_line_error(&mut sandbox.gavel(&[
+        "run",
+        "read_file",
+        r#"{"path":"notes.txt"}"#,
+        "--policy",
+        policy,
+    ]));
+    assert!(err.contains("example 1"), "{err}");
+    assert!(
+        !sandbox.db.exists() || {
+            let log = crate::support::run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0);
+            log.stdout.is_empty()
+        }
+    );
+}
