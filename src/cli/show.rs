@@ -11,7 +11,7 @@ use gavel::policy::{EntryMatch, Policy, RuleTrace};
 use gavel::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoredEvent};
 
 use super::query::{ReadArgs, SchemaArg, format_time};
-use super::{Exit, FormatArgs, Global, render};
+use super::{Exit, FormatArgs, Global, Integrity, render};
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
@@ -83,18 +83,30 @@ fn call_source(
     call_id: &str,
     log: Option<&str>,
     schema: &SchemaArg,
-) -> anyhow::Result<(Store, CentralOrigin)> {
+) -> anyhow::Result<(Store, CentralOrigin, Option<Integrity>)> {
     #[cfg(feature = "postgres")]
     if let Some(url) = global.central_url() {
         let (store, log) = super::central_read::call_store(&url, schema, call_id, log)?;
-        return Ok((store, Some((log.host, log.origin))));
+        return Ok((store, Some((log.host, log.origin)), None));
     }
     if log.is_some() {
         anyhow::bail!("--log picks a log of a central store; give --db postgres://…");
     }
     schema.check_local()?;
     let _ = call_id; // only a central store is searched for the call before reading
-    Ok((global.read_store_with(read)?, None))
+    let (store, integrity) = global.read_store_checked(read)?;
+    if let Some(integrity) = &integrity {
+        integrity.warn();
+    }
+    Ok((store, None, integrity))
+}
+
+/// The line that says a call's rows may have been edited.
+fn unverified_line(integrity: &Integrity) -> String {
+    format!(
+        "!! UNVERIFIED: {}; this call's rows are past it, so what follows (arguments, parse, decision) may have been edited",
+        render::escape(&integrity.text)
+    )
 }
 
 /// Prints `value`, saying which enrolled host and log it comes from when central.
@@ -114,7 +126,7 @@ fn from_line(from: &CentralOrigin) -> anyhow::Result<()> {
 }
 
 pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
-    let (store, from) = call_source(
+    let (store, from, integrity) = call_source(
         global,
         args.read,
         &args.call_id,
@@ -127,7 +139,18 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
         emit(
             json!({
                 "call_id": args.call_id,
-                "events": events.iter().map(event_json).collect::<Vec<_>>(),
+                "events": events
+                    .iter()
+                    .map(|e| {
+                        let mut value = event_json(e);
+                        if let (Some(integrity), Some(object)) =
+                            (&integrity, value.as_object_mut())
+                        {
+                            object.insert("verified".into(), json!(!integrity.unverified(e.seq)));
+                        }
+                        value
+                    })
+                    .collect::<Vec<_>>(),
             }),
             &from,
         )?;
@@ -137,8 +160,13 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
     render::table(
         &["seq", "time", "kind", "payload", "leaf", "chain"],
         events.iter().map(|e| {
+            let mark = if integrity.as_ref().is_some_and(|i| i.unverified(e.seq)) {
+                " !!"
+            } else {
+                ""
+            };
             [
-                e.seq.to_string(),
+                format!("{}{mark}", e.seq),
                 format_time(e.ts_us),
                 e.kind.clone(),
                 render::cell(&String::from_utf8_lossy(&e.payload), 70),
@@ -147,6 +175,12 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
             ]
         }),
     )?;
+    if let Some(integrity) = integrity.filter(|i| events.iter().any(|e| i.unverified(e.seq))) {
+        render::line(&format!(
+            "!! rows marked `!!` are past the first row that does not verify ({}): they may have been edited",
+            render::escape(&integrity.text)
+        ))?;
+    }
     Ok(Exit::Ok)
 }
 
@@ -244,7 +278,7 @@ fn anomaly_lines(anomalies: &[AnomalyEntry]) -> Vec<String> {
 }
 
 pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
-    let (store, from) = call_source(
+    let (store, from, integrity) = call_source(
         global,
         args.read,
         &args.call_id,
@@ -313,10 +347,12 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         gavel::store::PolicyText::Mismatch => "tampered",
     };
 
+    let unverified = integrity.as_ref().filter(|i| i.unverified(call.seq));
     if args.format.is_json() {
         emit(
             json!({
                 "call_id": call.call_id,
+                "verified": unverified.is_none(),
                 "ts": format_time(call.ts_us),
                 "tool": call.tool,
                 "arguments": call.request.arguments,
@@ -341,14 +377,15 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::Ok);
     }
 
-    let mut text = vec![
+    let mut text: Vec<String> = unverified.map(unverified_line).into_iter().collect();
+    text.extend([
         format!("Call `{}` at {}", call.call_id, format_time(call.ts_us)),
         format!(
             "  asked to run `{}` with {}",
             call.tool,
             render::cell(&call.request.arguments.to_string(), 300)
         ),
-    ];
+    ]);
     if let Some(client) = &call.request.client {
         text.push(format!(
             "  (sent by {} as tool `{}`)",

@@ -147,9 +147,9 @@ fn report_of_the_demo_shows_each_section_with_the_numbers_of_stats() {
         "Top denied commands",
         "rm -rf .&#x2f;build",
         "scripts&#x2f;verify_chain.py",
-        // `gavel run` and the demo record no client: all 7 calls are `none`'s.
+        // `gavel run` and the demo record their principal's client, `cli`.
         r#"<table data-group="by_client"><tr><th>client</th><th class="n">calls</th></tr>
-<tr><td>none</td><td class="n">7</td></tr>"#,
+<tr><td>cli</td><td class="n">7</td></tr>"#,
     ] {
         assert!(html.contains(needle), "the report lacks `{needle}`");
     }

@@ -1053,6 +1053,20 @@ fn readers_mark_an_edited_row_and_audit_fails() {
     let stats = run_expecting(&mut sandbox.gavel(&["stats", "--json"]), 0);
     let stats = crate::support::json(&stats);
     assert_eq!(stats["verified"], false, "{stats}");
+
+    // `explain` and `show` say which call may have been edited.
+    let explain = run_expecting(&mut sandbox.gavel(&["explain", "r4"]), 0);
+    assert!(
+        stdout(&explain).starts_with("!! UNVERIFIED"),
+        "{}",
+        stdout(&explain)
+    );
+    let explain = run_expecting(&mut sandbox.gavel(&["explain", "r4", "--json"]), 0);
+    assert_eq!(crate::support::json(&explain)["verified"], false);
+    let explain = run_expecting(&mut sandbox.gavel(&["explain", "r1", "--json"]), 0);
+    assert_eq!(crate::support::json(&explain)["verified"], true);
+    let show = run_expecting(&mut sandbox.gavel(&["show", "r4"]), 0);
+    assert!(stdout(&show).contains("11 !!"), "{}", stdout(&show));
 }
 
 /// The first row read under the wrong type is tampering at seq 1, not a
