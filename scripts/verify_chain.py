@@ -17,7 +17,7 @@ import struct
 import sys
 
 APPLICATION_ID = 0x6761766C
-SCHEMA = 4
+SCHEMA = 5
 FORMATS = (1, 2)
 WHO = ("user", "host", "client", "session", "agent")
 
@@ -422,13 +422,15 @@ def verify_export(path, given, keys, report):
         raise Refused("not a gavel export")
     log_id, g = unhex(h.get("log_id")), unhex(h.get("genesis"))
     if log_id is None or g is None or len(g) != 32 or not isinstance(h.get("origin"), str) \
-            or not isinstance(h.get("format"), int) or not isinstance(h.get("whole_chain"), bool):
+            or not isinstance(h.get("whole_chain"), bool):
         raise Refused("malformed export header")
     whole = h["whole_chain"]
     report["whole_chain"] = whole
     if not whole and given is not None:
         raise Refused("a filtered export cannot prove a checkpoint")
-    if h["format"] not in FORMATS or isinstance(h["format"], bool):
+    # A `format` that is no integer (absent, "2", 2.5) names no known format.
+    if not isinstance(h.get("format"), int) or isinstance(h["format"], bool) \
+            or h["format"] not in FORMATS:
         raise Bad("unknown_format")
 
     def parsed(line):
@@ -532,6 +534,8 @@ def main(argv):
         elif e.problem in ("checkpoint_signature", "checkpoint_mismatch", "checkpoint_origin"):
             report.pop("checkpoint", None)
     report.pop("_chain", None)
+    # Whether a cut tail would be caught: a checkpoint vouches for a size.
+    report["tail_protected"] = "checkpoint" in report or report["stored_checkpoints"] > 0
     if as_json:
         print(json.dumps(report, sort_keys=True))
     elif report["ok"]:

@@ -22,6 +22,9 @@ use super::word::Known;
 /// At most this many words in a loop's list.
 pub(super) const MAX_ITEMS: usize = 64;
 
+/// Loops are expanded at most this many inside one another.
+pub(super) const MAX_DEPTH: usize = 8;
+
 /// At most this many simple commands are listed, by one reading of one
 /// script (the walk counts those of the scripts it runs with `sh -c`
 /// too), while a loop variable is bound; past it the loop is read as
@@ -183,6 +186,16 @@ pub(super) fn body_keeps(body: &str, name: &str) -> bool {
         bare = true;
     }
     !(bare && setter)
+}
+
+/// Whether a loop whose body's text is `body` may be expanded, once
+/// per word of `items`, within the budget, which this takes from: the
+/// scan of the body itself first, then every pass ([`pass_cost`]). Both
+/// readers decide with it, on the same text.
+pub(super) fn expandable(body: &str, name: &str, items: &[Item]) -> bool {
+    reserve(body.len())
+        && body_keeps(body, name)
+        && reserve(pass_cost(body, name, items).saturating_mul(items.len()))
 }
 
 /// How many times `body` refers to `name` as `$NAME` or `${NAME}` (as

@@ -19,7 +19,9 @@
 //! commands (substitutions inside `${...}`, backticks in heredoc bodies,
 //! `$((cmd) )`, nested backticks, `coproc`, a heredoc that ends earlier for
 //! bash), the walk reads the hidden text again as a script, bounded by
-//! [`MAX_NESTING`] and linear in the input overall.
+//! [`MAX_NESTING`] and linear in the input overall. A `for` loop over
+//! literal words and globs is read by both once per word, with the word
+//! in place of its variable (`loops.rs`), within bounds of its own.
 //!
 //! It must not know about policies, rules, approvals or the filesystem: it
 //! does no I/O, reads no clock and no environment, and decides nothing. It

@@ -678,6 +678,7 @@ impl<'s> Reader<'s> {
             return Ok(None);
         };
         if !loops::name_ok(&name)
+            || self.fors.len() >= loops::MAX_DEPTH
             || self.fors.iter().any(|f| f.name == name)
             || loops::lookup(&self.bindings, &name).is_some()
         {
@@ -761,12 +762,9 @@ impl<'s> Reader<'s> {
                 return self.close(Frame::For, "`done`");
             }
             let body = &self.src[last.body_start..at];
-            let cost =
-                loops::pass_cost(body, &last.name, &last.items).saturating_mul(last.items.len());
             let expandable = self.heredocs.is_empty()
-                && loops::body_keeps(body, &last.name)
                 && self.expanded <= loops::MAX_COMMANDS
-                && loops::reserve(cost);
+                && loops::expandable(body, &last.name, &last.items);
             if !expandable {
                 if !self.long() {
                     return Err(format!(

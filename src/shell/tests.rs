@@ -1567,6 +1567,18 @@ fn loop_expansion_is_bounded() {
     let got = analyze(&shells);
     assert!(!got.unprovable.is_empty());
     assert!(got.commands.len() < 20_000, "{}", got.commands.len());
+    // Loops nested deeply, or one after another, in a short script and in
+    // a long one.
+    let nest = |n: usize| {
+        let open: String = (0..n).map(|i| format!("for d{i} in a b; do ")).collect();
+        format!("{open}ls{}", "; done".repeat(n))
+    };
+    let many = |n: usize| vec!["for d in a b; do ls $d; done"; n].join("; ");
+    for script in [nest(600), nest(20_000), many(500), many(40_000)] {
+        let got = analyze(&script);
+        assert!(!got.unprovable.is_empty());
+        assert!(got.commands.len() <= 40_000 + 300, "{}", got.commands.len());
+    }
     assert!(
         started.elapsed() < std::time::Duration::from_secs(20),
         "{:?}",

@@ -1374,7 +1374,10 @@ impl<'s> Walker<'s> {
         let name = self
             .text(node.child_by_field_name("variable")?)
             .into_owned();
-        if !loops::name_ok(&name) || loops::lookup(&self.bindings, &name).is_some() {
+        if !loops::name_ok(&name)
+            || self.bindings.len() >= loops::MAX_DEPTH
+            || loops::lookup(&self.bindings, &name).is_some()
+        {
             return None;
         }
         let values: Vec<Node<'t>> = node.children_by_field_name("value", &mut cursor).collect();
@@ -1406,14 +1409,16 @@ impl<'s> Walker<'s> {
         if open.kind() != "do" || close.kind() != "done" || close.is_missing() {
             return None;
         }
-        let text = slice(self.src, open.end_byte(), close.start_byte());
-        if !loops::body_keeps(&text, &name) {
+        if self.expanded > loops::MAX_COMMANDS {
+            let phrase = format!(
+                "`for` loops expand to more than {} commands",
+                loops::MAX_COMMANDS
+            );
+            self.note(phrase);
             return None;
         }
-        let cost = loops::pass_cost(&text, &name, &items).saturating_mul(items.len());
-        if self.expanded > loops::MAX_COMMANDS || !loops::reserve(cost) {
-            let phrase = format!("the `for` loop over `{name}` is too large to expand");
-            self.note(phrase);
+        let text = slice(self.src, open.end_byte(), close.start_byte());
+        if !loops::expandable(&text, &name, &items) {
             return None;
         }
         let span = (node.start_byte(), node.end_byte());

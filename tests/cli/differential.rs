@@ -2,7 +2,8 @@
 //! bash does with it.
 //!
 //! Generated commands (quoting, every expansion form, heredocs, redirects,
-//! control bytes, wrappers with options, compound commands) are decided under
+//! control bytes, wrappers with options, compound commands, `for` loops over
+//! words gavel expands and words it must not) are decided under
 //! the allow-list policy `fixtures/shell/differential-policy.toml`. Every
 //! command gavel **allows**, and only those, is then run by
 //! `/usr/bin/bash -c` in a fresh throwaway folder, under `strace -f`, with

@@ -572,3 +572,46 @@ fn check_help_and_an_invalid_arguments_error_at_80_and_200_columns() {
             .bind(|| insta::assert_snapshot!(format!("usability_demo_refused_{columns}"), err));
     }
 }
+
+/// Help fits the terminal: no line of any command's `--help` is wider
+/// than an 80-column terminal (clap wraps to `COLUMNS`).
+#[test]
+fn help_fits_an_80_column_terminal() {
+    let sandbox = Sandbox::new();
+    let commands: &[&[&str]] = &[
+        &[],
+        &["check"],
+        &["run"],
+        &["policy", "lint"],
+        &["log"],
+        &["explain"],
+        &["replay"],
+        &["report"],
+        &["verify"],
+        &["audit"],
+        &["hook"],
+        &["init"],
+        &["serve"],
+        &["push"],
+        &["central", "init"],
+    ];
+    for command in commands {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let out = sandbox
+            .bare()
+            .args(&args)
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.lines().count() > 3, "{command:?}: {text}");
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "{command:?}: {} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
+}
