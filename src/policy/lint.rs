@@ -66,8 +66,8 @@ pub fn lint(policy: &Policy) -> Vec<Finding> {
         }
         if rule.action == Action::Allow && applies_to_bash(rule) {
             let shell_condition = rule.command_prefix.is_some() || rule.commands.is_some();
-            let scoped = rule.path_scope == Some(Scope::Inside)
-                || rules[..i].iter().any(|earlier| keeps_bash_inside(earlier));
+            let scoped =
+                rule.path_scope == Some(Scope::Inside) || rules[..i].iter().any(keeps_bash_inside);
             if shell_condition && !scoped {
                 findings.push(Finding {
                     kind: LintKind::UnscopedShellAllow,

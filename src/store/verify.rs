@@ -338,6 +338,9 @@ pub(crate) struct StoredCheckpoint {
     pub note: Option<String>,
 }
 
+/// A checkpoint signed, with its note, or why the log could not be signed.
+pub type Signed = Result<(Checkpoint, String), VerifyReport>;
+
 /// What a checkpoint vouches for: how to name it, its size and root.
 pub(crate) type Vouched = (String, u64, Hash);
 
@@ -1060,7 +1063,7 @@ impl Store {
         &mut self,
         key: &crate::checkpoint::SigningKey,
         every: u64,
-    ) -> Result<Option<Result<(Checkpoint, String), VerifyReport>>, StoreError> {
+    ) -> Result<Option<Signed>, StoreError> {
         let last: Option<i64> = self
             .conn
             .query_row("SELECT max(seq) FROM events", [], |r| r.get(0))

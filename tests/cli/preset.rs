@@ -15,7 +15,7 @@ use crate::support::{Sandbox, json, run_expecting};
 fn hostile() -> Sandbox {
     let sandbox = Sandbox::new();
     let preset = run_expecting(
-        &mut sandbox
+        sandbox
             .bare()
             .args(["policy", "show", "--preset", "coding-agent"]),
         0,
@@ -207,7 +207,7 @@ fn the_record_and_the_policy_stay_protected() {
 #[test]
 fn lint_warns_about_unscoped_and_unmodelled_shell_allows() {
     let sandbox = Sandbox::new();
-    let builtin = run_expecting(&mut sandbox.bare().args(["policy", "show", "--builtin"]), 0);
+    let builtin = run_expecting(sandbox.bare().args(["policy", "show", "--builtin"]), 0);
     let mut text = String::from_utf8(builtin.stdout).unwrap();
     text.push_str(
         "\n[[rules]]\nid = \"bash.grep\"\naction = \"allow\"\ntools = [\"bash\"]\n\

@@ -332,7 +332,7 @@ mod tests {
     #[test]
     fn gnu_forms_are_read_like_getopt() {
         let args = words(&["-vo", "out", "a", "--lines=3", "--compress=sh", "--", "-v"]);
-        let p = parse("t", &args, TABLE, Style::Gnu, false);
+        let p = parse("t", args, TABLE, Style::Gnu, false);
         assert!(p.problems.is_empty(), "{:?}", p.problems);
         assert_eq!(p.values(Does::Writes).collect::<Vec<_>>(), ["out"]);
         assert_eq!(p.values(Does::Runs).collect::<Vec<_>>(), ["sh"]);
