@@ -251,9 +251,11 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
         "\n4. gavel replay under a changed policy (markdown writes allowed, notes.txt private):",
     )?;
     print_table(&drift, false)?;
+    // Runnable as printed: the gavel on PATH, else this binary's path.
+    let gavel = super::gavel_command();
+    let db = gavel::clients::shell_word(&db.to_string_lossy());
     render::line(&format!(
-        "\nTry: gavel log --db {0}\n     gavel explain {1} --db {0}\n     gavel verify --db {0}",
-        db.display(),
+        "\nTry: {gavel} log --db {db}\n     {gavel} explain {} --db {db}\n     {gavel} verify --db {db}",
         call_id(3)
     ))?;
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })

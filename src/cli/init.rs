@@ -48,7 +48,7 @@ pub struct InitArgs {
 /// is this binary, else this binary's absolute path; and a warning when
 /// that path lies in a build folder.
 fn hook_program(this: &Path) -> (String, Option<String>) {
-    if let Some(on_path) = which("gavel")
+    if let Some(on_path) = super::which("gavel")
         && std::fs::canonicalize(&on_path).ok().as_deref() == Some(this)
     {
         return ("gavel".to_owned(), None);
@@ -67,19 +67,6 @@ fn hook_program(this: &Path) -> (String, Option<String>) {
         )
     });
     (shown, warning)
-}
-
-/// The first executable file named `name` on `PATH`.
-fn which(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| {
-                std::fs::metadata(candidate)
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-    })
 }
 
 /// The program each installed hook command of `client` in `settings` runs,
@@ -130,7 +117,7 @@ fn check(client: &dyn Client, hooks_path: &Path, this: &Path) -> anyhow::Result<
         let resolved = if program.contains('/') {
             Some(PathBuf::from(program))
         } else {
-            which(program)
+            super::which(program)
         };
         let verdict = match resolved.as_deref().map(std::fs::canonicalize) {
             Some(Ok(found)) if found == this => "ok: runs this gavel".to_owned(),

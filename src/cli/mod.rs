@@ -605,6 +605,31 @@ impl Global {
     }
 }
 
+/// The first executable file named `name` on `PATH`.
+pub fn which(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|candidate| {
+                std::fs::metadata(candidate)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    })
+}
+
+/// How a person runs this gavel from a shell: `gavel` when the `gavel` on
+/// `PATH` is this binary, else its absolute path (after `cargo run`).
+pub fn gavel_command() -> String {
+    let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+    let on_path = which("gavel").and_then(|p| std::fs::canonicalize(p).ok());
+    match (this, on_path) {
+        (Some(this), Some(found)) if this == found => "gavel".to_owned(),
+        (Some(this), _) => gavel::clients::shell_word(&this.to_string_lossy()),
+        (None, _) => "gavel".to_owned(),
+    }
+}
+
 /// The environment variable that sets how many new rows make an automatic
 /// checkpoint (`0` turns them off).
 pub const CHECKPOINT_EVERY_VAR: &str = "GAVEL_CHECKPOINT_EVERY";

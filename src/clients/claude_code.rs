@@ -212,7 +212,7 @@ impl Client for ClaudeCode {
 }
 
 /// `word` quoted for a shell command line when it needs to be.
-pub(crate) fn shell_word(word: &str) -> String {
+pub fn shell_word(word: &str) -> String {
     if !word.is_empty()
         && word
             .bytes()

@@ -17,6 +17,7 @@
 //! tools, bookkeeping tools) keeps its own name and input.
 
 pub mod claude_code;
+pub use claude_code::shell_word;
 pub mod codex;
 pub mod copilot;
 pub mod cursor;

@@ -89,3 +89,41 @@ fn demo_records_verifies_and_replays_its_session() {
     assert_eq!(log[3]["rule_id"], "bash.hard_deny");
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
 }
+
+/// The demo's closing hints run as printed, with no gavel on `PATH`.
+#[test]
+fn the_demos_closing_hints_run_as_printed() {
+    let sandbox = crate::support::Sandbox::new();
+    let dir = sandbox.root.join("demo");
+    let out = sandbox
+        .bare()
+        .args(["demo", "--dir", dir.to_str().unwrap()])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let hints: Vec<&str> = text
+        .split("Try: ")
+        .nth(1)
+        .expect("hints")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(hints.len(), 3, "{text}");
+    for hint in hints {
+        let run = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(hint)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "`{hint}`: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+}

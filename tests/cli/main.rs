@@ -21,6 +21,7 @@ mod preset;
 mod principal;
 mod programs;
 mod query;
+mod quickstart;
 mod real_clients;
 mod real_clients_model;
 mod redact;
