@@ -490,6 +490,7 @@ fn rechain_from(conn: &Connection, seq: i64) {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn push_ingest_then_a_second_push_adds_nothing() {
     let Some(team) = setup_hosts(1) else { return };
     let host = &team.hosts[0];
@@ -573,6 +574,7 @@ fn push_ingest_then_a_second_push_adds_nothing() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn cosigned_keeps_one_verified_line_per_accepted_checkpoint() {
     let Some(team) = setup_hosts(1) else { return };
     let host = &team.hosts[0];
@@ -658,6 +660,7 @@ fn cosigned_keeps_one_verified_line_per_accepted_checkpoint() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn an_offline_host_catches_up_with_nothing_lost() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
@@ -676,6 +679,7 @@ fn an_offline_host_catches_up_with_nothing_lost() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn host_role_can_only_fill_its_own_inbox() {
     let Some(team) = setup_hosts(2) else { return };
     append_calls(&team.hosts[0].db, 1, 2);
@@ -715,6 +719,7 @@ fn host_role_can_only_fill_its_own_inbox() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn a_rewritten_pushed_row_is_refused_naming_host_and_seq_on_every_push() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
@@ -792,6 +797,7 @@ fn a_rewritten_pushed_row_is_refused_naming_host_and_seq_on_every_push() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn an_edited_row_the_host_did_not_rechain_is_not_pushed() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
@@ -822,6 +828,7 @@ fn an_edited_row_the_host_did_not_rechain_is_not_pushed() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn refusal_evidence_is_capped_and_a_batch_is_one_central_leaf() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
@@ -863,6 +870,7 @@ fn refusal_evidence_is_capped_and_a_batch_is_one_central_leaf() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn one_hosts_error_does_not_stop_the_pass_and_unsigned_leaves_get_signed() {
     let Some(team) = setup_hosts(2) else { return };
     for i in 0..2 {
@@ -917,6 +925,7 @@ fn one_hosts_error_does_not_stop_the_pass_and_unsigned_leaves_get_signed() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn a_truncated_log_is_refused() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
@@ -938,6 +947,7 @@ fn a_truncated_log_is_refused() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn a_fork_that_does_not_continue_the_accepted_chain_is_refused() {
     let Some(team) = setup_hosts(1) else { return };
     let host = &team.hosts[0];
@@ -1043,6 +1053,7 @@ fn a_fork_that_does_not_continue_the_accepted_chain_is_refused() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn a_checkpoint_not_signed_by_the_enrolled_key_is_refused() {
     let Some(mut team) = setup_hosts(1) else {
         return;
@@ -1072,6 +1083,7 @@ fn a_checkpoint_not_signed_by_the_enrolled_key_is_refused() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn another_hosts_log_is_refused_as_unknown() {
     let Some(team) = setup_hosts(2) else { return };
     append_calls(&team.hosts[0].db, 1, 3);
@@ -1092,6 +1104,7 @@ fn another_hosts_log_is_refused_as_unknown() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn rows_without_a_checkpoint_do_not_claim_a_log_for_another_host() {
     let Some(team) = setup_hosts(2) else { return };
     append_calls(&team.hosts[0].db, 1, 3);
@@ -1136,6 +1149,7 @@ fn rows_without_a_checkpoint_do_not_claim_a_log_for_another_host() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn enroll_refuses_powerful_and_existing_roles() {
     let Some(team) = setup_hosts(0) else { return };
     expect(
@@ -1196,6 +1210,7 @@ fn enroll_refuses_powerful_and_existing_roles() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn a_v1_log_pushes_and_its_format_switch_verifies_centrally() {
     let Some(team) = setup_hosts(1) else { return };
     let db = &team.hosts[0].db;
@@ -1225,6 +1240,7 @@ fn a_v1_log_pushes_and_its_format_switch_verifies_centrally() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn init_refuses_another_key_and_a_newer_store() {
     let Some(team) = setup_hosts(0) else { return };
     expect(
@@ -1282,6 +1298,7 @@ fn init_refuses_another_key_and_a_newer_store() {
 /// for the first half catches up, a host that rewrote a pushed row is
 /// refused, a second push adds nothing, central sizes equal local sizes.
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn scale_twenty_hosts_push_concurrently() {
     let env = |name: &str, default: usize| {
         std::env::var(name)

@@ -218,6 +218,7 @@ pub fn every_chain_verifies_and_stats_add_up(team: &Team, differ: &[usize]) {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn central_log_and_stats_span_hosts_and_name_where_each_row_comes_from() {
     let Some(team) = team_with_calls(3, 40) else {
         return;
@@ -282,6 +283,7 @@ fn central_log_and_stats_span_hosts_and_name_where_each_row_comes_from() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn show_explain_replay_export_and_report_read_the_central_store() {
     let Some(team) = team_with_calls(2, 12) else {
         return;
@@ -358,6 +360,7 @@ fn show_explain_replay_export_and_report_read_the_central_store() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn central_verify_names_host_log_and_seq_of_every_kind_of_tampering() {
     let Some(team) = team_with_calls(2, 20) else {
         return;
@@ -480,6 +483,7 @@ fn central_verify_names_host_log_and_seq_of_every_kind_of_tampering() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn retention_drops_old_partitions_and_verify_starts_at_the_cut() {
     let Some(team) = team_with_calls(2, 10) else {
         return;
@@ -564,6 +568,7 @@ fn retention_drops_old_partitions_and_verify_starts_at_the_cut() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn central_read_errors_are_one_line() {
     let Some(team) = team_with_calls(1, 2) else {
         return;
@@ -601,6 +606,7 @@ fn central_read_errors_are_one_line() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn verify_refuses_rows_no_host_checkpoint_vouches_for() {
     let Some(team) = team_with_calls(2, 3) else {
         return;
@@ -638,6 +644,7 @@ fn verify_refuses_rows_no_host_checkpoint_vouches_for() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn verify_during_an_ingest_is_never_tampered() {
     let Some(team) = team_with_calls(2, 50) else {
         return;
@@ -672,6 +679,7 @@ fn verify_during_an_ingest_is_never_tampered() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn a_payload_jsonb_refuses_does_not_break_listings_for_everyone() {
     let Some(team) = setup_hosts(2) else {
         return;
@@ -729,6 +737,7 @@ fn gavel_run(team: &Team, i: usize, id: &str, args: &str) {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn retention_keeps_the_partitions_one_log_needs_and_drops_the_rest() {
     let Some(team) = team_with_calls(2, 10) else {
         return;
@@ -801,6 +810,7 @@ fn retention_keeps_the_partitions_one_log_needs_and_drops_the_rest() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
 fn schema_selects_the_store_on_the_reading_commands_as_on_central() {
     let Some(team) = team_with_calls(1, 3) else {
         return;

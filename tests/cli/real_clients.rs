@@ -397,6 +397,7 @@ fn claude_script(sandbox: &Sandbox) -> Vec<Step> {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn claude_code_denies_asks_and_allows_for_real() {
     let Some(bin) = installed("claude-code") else {
         return;
@@ -410,6 +411,7 @@ fn claude_code_denies_asks_and_allows_for_real() {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn claude_code_bypass_permissions_mode_still_denies_and_never_runs_an_ask() {
     let Some(bin) = installed("claude-code") else {
         return;
@@ -428,6 +430,7 @@ fn claude_code_bypass_permissions_mode_still_denies_and_never_runs_an_ask() {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn claude_code_fails_closed_on_a_broken_policy() {
     let Some(bin) = installed("claude-code") else {
         return;
@@ -468,6 +471,7 @@ fn claude_code_fails_closed_on_a_broken_policy() {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn claude_code_parallel_identical_reads_each_complete() {
     let Some(bin) = installed("claude-code") else {
         return;
@@ -534,6 +538,7 @@ hooks = true
 const CODEX_READ: &str = "cat notes.txt";
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn codex_denies_asks_and_allows_for_real() {
     let Some(bin) = installed("codex") else {
         return;
@@ -546,6 +551,7 @@ fn codex_denies_asks_and_allows_for_real() {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn codex_parallel_identical_reads_each_complete() {
     let Some(bin) = installed("codex") else {
         return;
@@ -588,6 +594,7 @@ fn gemini_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn gemini_denies_asks_and_allows_for_real() {
     let Some(bin) = installed("gemini") else {
         return;
@@ -600,6 +607,7 @@ fn gemini_denies_asks_and_allows_for_real() {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn gemini_parallel_identical_reads_each_complete() {
     let Some(bin) = installed("gemini") else {
         return;
@@ -656,6 +664,7 @@ fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn copilot_denies_asks_and_allows_for_real() {
     let Some(bin) = installed("copilot") else {
         return;
@@ -668,6 +677,7 @@ fn copilot_denies_asks_and_allows_for_real() {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn copilot_parallel_identical_reads_each_complete() {
     let Some(bin) = installed("copilot") else {
         return;
@@ -680,6 +690,7 @@ fn copilot_parallel_identical_reads_each_complete() {
 }
 
 #[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
 fn gavel_init_claude_code_allows_ls_and_git_status_without_a_prompt() {
     let Some(bin) = installed("claude-code") else {
         return;
