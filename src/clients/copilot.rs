@@ -22,6 +22,7 @@
 //! | `edit` | `edit_file` | `path`, `old_text` ← `old_str`, `new_text` ← `new_str` |
 //! | `glob` | `glob` | `pattern`, joined to `path` |
 //! | `grep` | `read_file` | `path` (default: the cwd) |
+//! | `Bash`, `Read`, `Write`, `Edit`, `MultiEdit`, `NotebookEdit`, `Glob`, `Grep` (its Claude-compatible hooks) | as Claude Code's | as Claude Code's |
 //! | anything else | its own name | its own input |
 
 use serde_json::{Map, Value, json};
@@ -151,6 +152,11 @@ impl Client for Copilot {
     fn map_tool(&self, call: &ToolCall, cwd: &str) -> (String, Value) {
         let f = Fields::of(call, cwd);
         match call.tool.as_str() {
+            // Copilot's Claude-compatible hooks name tools and arguments as
+            // Claude Code does.
+            "Bash" | "Read" | "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "Glob" | "Grep" => {
+                super::claude_code::ClaudeCode.map_tool(call, cwd)
+            }
             "bash" | "powershell" => f.bash("command"),
             "view" => f.read("path"),
             "create" => f.write("path", "file_text"),
@@ -236,6 +242,39 @@ mod tests {
                 json!({"path": "/ws/notes.md", "content": "hi"})
             )
         );
+    }
+
+    #[test]
+    fn claude_compatible_payloads_map_like_claude_codes() {
+        for (tool, input, name, arguments) in [
+            (
+                "Bash",
+                json!({"command": "sudo ls"}),
+                "bash",
+                json!({"command": "sudo ls"}),
+            ),
+            (
+                "Read",
+                json!({"file_path": "/ws/a.txt"}),
+                "read_file",
+                json!({"path": "/ws/a.txt"}),
+            ),
+        ] {
+            let event = Copilot
+                .parse(json!({
+                    "hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/ws",
+                    "tool_name": tool, "tool_input": input,
+                }))
+                .unwrap();
+            let Kind::Pre(call) = &event.kind else {
+                panic!("not a pre")
+            };
+            let (mapped, args) = Copilot.map_tool(call, "/ws");
+            assert_eq!(mapped, name, "{tool}");
+            for (key, value) in arguments.as_object().unwrap() {
+                assert_eq!(&args[key], value, "{tool}: {args}");
+            }
+        }
     }
 
     #[test]

@@ -42,6 +42,35 @@ const EVENTS: &[(&str, bool)] = &[
     ("SessionEnd", false),
 ];
 
+/// `call` with Gemini's older argument names read as today's: `absolute_path`
+/// as `file_path`, and a folder's `path` as `dir_path`; `None` when it
+/// uses today's names.
+fn older_names(call: &ToolCall) -> Option<ToolCall> {
+    let object = call.input.as_object()?;
+    let renames: &[(&str, &str)] = match call.tool.as_str() {
+        "read_file" | "write_file" | "replace" => &[("absolute_path", "file_path")],
+        "glob" | "grep_search" | "search_file_content" | "list_directory" => {
+            &[("path", "dir_path")]
+        }
+        _ => &[],
+    };
+    let mut input = object.clone();
+    let mut changed = false;
+    for (old, new) in renames {
+        if !input.contains_key(*new)
+            && let Some(value) = input.remove(*old)
+        {
+            input.insert((*new).to_owned(), value);
+            changed = true;
+        }
+    }
+    changed.then(|| ToolCall {
+        tool: call.tool.clone(),
+        input: Value::Object(input),
+        id: call.id.clone(),
+    })
+}
+
 impl Client for Gemini {
     fn name(&self) -> &'static str {
         "gemini"
@@ -102,6 +131,16 @@ impl Client for Gemini {
     }
 
     fn map_tool(&self, call: &ToolCall, cwd: &str) -> (String, Value) {
+        // Older Gemini CLI releases named the path `absolute_path` (and a
+        // folder `path`): read under today's names.
+        let renamed;
+        let call = match older_names(call) {
+            Some(newer) => {
+                renamed = newer;
+                &renamed
+            }
+            None => call,
+        };
         let f = Fields::of(call, cwd);
         match call.tool.as_str() {
             "run_shell_command" => f.bash("command"),
@@ -175,6 +214,25 @@ impl Client for Gemini {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn older_argument_names_are_read_as_todays() {
+        let call = ToolCall {
+            tool: "read_file".into(),
+            input: json!({"absolute_path": "/ws/a.txt"}),
+            id: None,
+        };
+        let (name, arguments) = Gemini.map_tool(&call, "/ws");
+        assert_eq!(name, "read_file");
+        assert_eq!(arguments["path"], "/ws/a.txt", "{arguments}");
+        let call = ToolCall {
+            tool: "list_directory".into(),
+            input: json!({"path": "src"}),
+            id: None,
+        };
+        let (_, arguments) = Gemini.map_tool(&call, "/ws");
+        assert!(arguments.to_string().contains("/ws/src"), "{arguments}");
+    }
 
     #[test]
     fn gemini_tools_map_onto_gavel_tools() {
