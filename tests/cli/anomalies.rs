@@ -290,7 +290,7 @@ fn audit_lists_every_anomaly_and_exits_4() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         crate::support::json(&out),
-        json!({"ok": true, "anomalies": []})
+        json!({"ok": true, "verified": true, "integrity": null, "anomalies": []})
     );
 }
 
