@@ -443,26 +443,25 @@ fn print_listing(
 
 pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
     let query = args.query.to_query()?;
-    let mut broken: Option<String> = None;
-    let mut checked = false;
-    let stats = match global.central_url() {
+    // `checked`: this command checked the log's recent rows (a local log
+    // without --no-verify); `broken`: what that check found.
+    let (stats, checked, broken) = match global.central_url() {
         #[cfg(feature = "postgres")]
         Some(url) => {
             let (mut client, log) = super::central_read::open(&url, &args.query)?;
-            gavel::central::query::stats(client.client(), &query, log.as_ref())?
+            let stats = gavel::central::query::stats(client.client(), &query, log.as_ref())?;
+            (stats, false, None)
         }
         _ => {
             args.query.check_local()?;
             let (store, integrity) = global.read_store_checked(args.query.read)?;
-            checked = !args.query.read.no_verify;
             if let Some(integrity) = &integrity {
                 integrity.refuse_filters(&query)?;
                 integrity.warn();
-                broken = Some(integrity.text.clone());
             }
             let stats = store.stats(&query)?;
             store.check_unchanged()?;
-            stats
+            (stats, !args.query.read.no_verify, integrity.map(|i| i.text))
         }
     };
     if args.format.is_json() {
