@@ -11,9 +11,10 @@
 //! Most payloads hold no secret, so the pass is built to cost little then:
 //! every detector names the literals any of its matches contains (its
 //! triggers), a single pass finds them all ([`Triggers`]), and a detector
-//! runs only on a text where one of its own triggers occurs. A serialized payload in which that pass (over its raw bytes)
-//! finds no trigger and no random-looking token is returned as it came,
-//! without being parsed or copied.
+//! runs only on a text where one of its own triggers occurs. A serialized
+//! payload in whose raw bytes that pass finds no trigger, and a scan finds
+//! no random-looking token, is returned as it came, without being parsed
+//! or copied.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -252,15 +253,19 @@ const _: () = assert!(BUILT_IN.len() <= 64);
 /// pair of adjacent bytes (ASCII lowercased) is looked up in a bit table of
 /// the pairs a trigger starts with, and only where one does are the few
 /// triggers starting so compared. Overlapping occurrences are all seen.
-/// Built in microseconds (a process records one call), and about twice as
-/// fast per byte as an Aho-Corasick automaton of the same triggers, which
-/// took 75 µs (as an NFA) to 370 µs (as a DFA) to build.
+/// Built in microseconds (a process records one call). On the machine of
+/// docs/performance.md it read about 1 ns a byte where an Aho-Corasick
+/// automaton of the same triggers (ASCII case-insensitive, so without a
+/// SIMD prefilter) read 2 to 3 ns a byte and took 75 µs (as an NFA) to
+/// 370 µs (as a DFA) to build.
 struct Triggers {
     /// Bit `a << 8 | b` is set when a trigger starts with the bytes `a`,
     /// `b` (lowercase).
     starts: Box<[u64; 1024]>,
     /// Every trigger, in the order of its first two bytes.
     list: Vec<Trigger>,
+    /// By first byte (lowercase): where its triggers start in `list`.
+    first: [u8; 256],
 }
 
 struct Trigger {
@@ -273,12 +278,25 @@ struct Trigger {
     any_case: u64,
     /// The detectors it triggers only where it is spelled exactly so.
     exact: Vec<(&'static str, u64)>,
+    /// The detectors it may trigger, spelled one way or another.
+    all: u64,
 }
 
 /// The index of [`Triggers::starts`] of two bytes.
 fn pair(a: u8, b: u8) -> usize {
-    usize::from(a.to_ascii_lowercase()) << 8 | usize::from(b.to_ascii_lowercase())
+    usize::from(LOWERCASE[usize::from(a)]) << 8 | usize::from(LOWERCASE[usize::from(b)])
 }
+
+/// Each byte, ASCII lowercased (a table is faster here than the arithmetic).
+static LOWERCASE: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = (byte as u8).to_ascii_lowercase();
+        byte += 1;
+    }
+    table
+};
 
 impl Triggers {
     /// The triggers of [`BUILT_IN`]; `None` if one is shorter than two
@@ -306,6 +324,7 @@ impl Triggers {
                             folded,
                             any_case: 0,
                             exact: Vec::new(),
+                            all: 0,
                         });
                         list.len() - 1
                     }
@@ -314,6 +333,7 @@ impl Triggers {
                     true => list[at].any_case |= bit,
                     false => list[at].exact.push((trigger, bit)),
                 }
+                list[at].all |= bit;
             }
         }
         list.sort_by_key(|t| t.start);
@@ -321,36 +341,51 @@ impl Triggers {
         for trigger in &list {
             starts[trigger.start >> 6] |= 1 << (trigger.start & 63);
         }
-        Some(Self { starts, list })
+        // (No more than 255 triggers: past that, the detectors search one by one.)
+        let mut first = [u8::MAX; 256];
+        for (at, trigger) in list.iter().enumerate().rev() {
+            first[trigger.start >> 8] = u8::try_from(at).ok()?;
+        }
+        Some(Self {
+            starts,
+            list,
+            first,
+        })
     }
 
-    /// Calls `stop` with the detectors of each trigger occurring in `text`
-    /// (in order of position), until it returns true.
-    fn scan(&self, text: &[u8], mut stop: impl FnMut(u64) -> bool) {
-        for (at, two) in text.windows(2).enumerate() {
-            let start = pair(two[0], two[1]);
-            if self.starts[start >> 6] & 1 << (start & 63) == 0 {
+    /// Whether a trigger can start with the two bytes whose index (see
+    /// [`pair`]) is `start`.
+    fn may_start(&self, start: usize) -> bool {
+        self.starts[start >> 6] & 1 << (start & 63) != 0
+    }
+
+    /// The detectors, among `wanted`, of the triggers occurring in `text`
+    /// at `at`, whose first two bytes are `start`.
+    fn at(&self, text: &[u8], at: usize, start: usize, wanted: u64) -> u64 {
+        let first = usize::from(self.first[start >> 8]);
+        let mut detectors = 0;
+        let same_first = self.list.get(first..).unwrap_or_default().iter();
+        for trigger in same_first.take_while(|t| t.start >> 8 == start >> 8) {
+            if trigger.start != start {
                 continue;
             }
-            let first = self.list.partition_point(|t| t.start < start);
-            for trigger in self.list[first..].iter().take_while(|t| t.start == start) {
-                let Some(bytes) = text.get(at..at + trigger.folded.len()) else {
-                    continue;
-                };
-                if !bytes.eq_ignore_ascii_case(&trigger.folded) {
-                    continue;
-                }
-                let mut detectors = trigger.any_case;
-                for &(exact, bit) in &trigger.exact {
-                    if bytes == exact.as_bytes() {
-                        detectors |= bit;
-                    }
-                }
-                if detectors != 0 && stop(detectors) {
-                    return;
+            if trigger.all & wanted == 0 {
+                continue;
+            }
+            let Some(bytes) = text.get(at..at + trigger.folded.len()) else {
+                continue;
+            };
+            if !bytes.eq_ignore_ascii_case(&trigger.folded) {
+                continue;
+            }
+            detectors |= trigger.any_case;
+            for &(exact, bit) in &trigger.exact {
+                if bytes == exact.as_bytes() {
+                    detectors |= bit;
                 }
             }
         }
+        detectors & wanted
     }
 
     /// The detectors (bit `i` for `DETECTORS[i]`) one of whose triggers
@@ -358,21 +393,16 @@ impl Triggers {
     fn hits(&self, text: &[u8]) -> u64 {
         let all = u64::MAX >> (64 - BUILT_IN.len().max(1));
         let mut hits = 0;
-        self.scan(text, |detectors| {
-            hits |= detectors;
-            hits == all
-        });
+        for (at, two) in text.windows(2).enumerate() {
+            let start = pair(two[0], two[1]);
+            if self.may_start(start) {
+                hits |= self.at(text, at, start, all & !hits);
+                if hits == all {
+                    break;
+                }
+            }
+        }
         hits
-    }
-
-    /// Whether any detector's trigger occurs in `text`.
-    fn any(&self, text: &[u8]) -> bool {
-        let mut any = false;
-        self.scan(text, |_| {
-            any = true;
-            true
-        });
-        any
     }
 }
 
@@ -420,37 +450,33 @@ fn nothing_to_detect(payload: &[u8]) -> bool {
     let Some(triggers) = TRIGGERS.as_ref() else {
         return false;
     };
-    if triggers.any(payload) {
-        return false;
-    }
-    // The tokens as the strings read unescaped: an escape other than
-    // `\u…` and `\/` stands for a character that is not a token's
-    // (`"`, `\\`, a control character), so it ends a token like the
-    // two bytes it is written with.
-    let random = |start: usize, end: usize| {
-        end - start >= ENTROPY_MIN_LEN && looks_random_bytes(&payload[start..end])
-    };
-    let mut at = 0;
-    let mut start = 0;
-    while at < payload.len() {
-        let byte = payload[at];
-        if is_token(byte) {
-            at += 1;
-            continue;
-        }
-        if random(start, at) {
+    // An escape stands for one character; but for `\u…` and `\/`, one
+    // that no trigger holds (`"`, `\\`, a control character), so a trigger
+    // of a string as it reads unescaped is in the raw bytes too. A
+    // backslash that is itself escaped (`\\u`) is taken for an escape as
+    // well, which only ever says no more often.
+    for (at, two) in payload.windows(2).enumerate() {
+        let start = pair(two[0], two[1]);
+        if triggers.may_start(start) && triggers.at(payload, at, start, u64::MAX) != 0 {
             return false;
         }
-        at += match byte {
-            b'\\' => match payload.get(at + 1) {
-                Some(b'u' | b'/') | None => return false,
-                Some(_) => 2,
-            },
-            _ => 1,
-        };
-        start = at;
+        if two[0] == b'\\' && matches!(two[1], b'u' | b'/') {
+            return false;
+        }
     }
-    !random(start, at)
+    !random_token(payload)
+}
+
+/// Whether a maximal run of token bytes of `payload`, a JSON text, looks
+/// random, or would once its string is unescaped (an escape's letter, as
+/// the `n` of `\n`, is no part of the token that follows it).
+fn random_token(payload: &[u8]) -> bool {
+    runs(payload).any(|(start, end)| {
+        looks_random_bytes(&payload[start..end])
+            || (start > 0
+                && payload[start - 1] == b'\\'
+                && looks_random_bytes(&payload[start + 1..end]))
+    })
 }
 
 /// The byte ranges of `text`'s maximal runs of token characters
@@ -458,19 +484,34 @@ fn nothing_to_detect(payload: &[u8]) -> bool {
 /// detector looks at. A plain scan, so that a payload with no secret never
 /// starts a regex engine.
 fn tokens(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let bytes = text.as_bytes();
-    let mut at = 0;
+    runs(text.as_bytes())
+}
+
+/// The byte ranges of the maximal runs of token bytes of `bytes` at least
+/// [`ENTROPY_MIN_LEN`] long, in order. Looks at one byte in
+/// [`ENTROPY_MIN_LEN`] (a run that long cannot fit between two of them)
+/// and around those that are token bytes only.
+fn runs(bytes: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut probe = ENTROPY_MIN_LEN - 1;
     std::iter::from_fn(move || {
-        while at < bytes.len() {
-            while at < bytes.len() && !is_token(bytes[at]) {
-                at += 1;
+        while probe < bytes.len() {
+            if !is_token(bytes[probe]) {
+                probe += ENTROPY_MIN_LEN;
+                continue;
             }
-            let start = at;
-            while at < bytes.len() && is_token(bytes[at]) {
-                at += 1;
+            let mut start = probe;
+            while start > 0 && is_token(bytes[start - 1]) {
+                start -= 1;
             }
-            if at - start >= ENTROPY_MIN_LEN {
-                return Some((start, at));
+            let mut end = probe + 1;
+            while end < bytes.len() && is_token(bytes[end]) {
+                end += 1;
+            }
+            // The next run that long starts after `end`, a byte that is
+            // not a token's, so it covers `end + ENTROPY_MIN_LEN`.
+            probe = end + ENTROPY_MIN_LEN;
+            if end - start >= ENTROPY_MIN_LEN {
+                return Some((start, end));
             }
         }
         None
@@ -1168,6 +1209,29 @@ mod reference {
             })
             .collect()
     }
+    /// The maximal runs of token characters at least [`ENTROPY_MIN_LEN`]
+    /// long, found byte by byte.
+    pub(super) fn tokens(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let bytes = text.as_bytes();
+        let is_token =
+            |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'=' | b'-');
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            while at < bytes.len() {
+                while at < bytes.len() && !is_token(bytes[at]) {
+                    at += 1;
+                }
+                let start = at;
+                while at < bytes.len() && is_token(bytes[at]) {
+                    at += 1;
+                }
+                if at - start >= ENTROPY_MIN_LEN {
+                    return Some((start, at));
+                }
+            }
+            None
+        })
+    }
 }
 
 #[cfg(test)]
@@ -1654,6 +1718,23 @@ mod same_as_before {
         }
 
         #[test]
+        fn long_tokens_are_found_as_before(
+            pieces in prop::collection::vec(
+                (
+                    prop_oneof!["[A-Za-z0-9+/=_-]{28,36}", "[A-Za-z0-9+/=_-]{0,70}"],
+                    "[ .:\\\\\"é]{1,2}",
+                ),
+                0..8,
+            )
+        ) {
+            let text: String = pieces.into_iter().map(|(token, gap)| token + &gap).collect();
+            prop_assert_eq!(
+                tokens(&text).collect::<Vec<_>>(),
+                reference::tokens(&text).collect::<Vec<_>>()
+            );
+        }
+
+        #[test]
         fn a_text_is_redacted_as_before(r in settings(), text in text()) {
             prop_assert_eq!(r.redact_str(&text), reference::redact_str(&r, &text));
             let mut value = serde_json::json!({"a": text, "b": [text.to_lowercase()]});
@@ -1674,6 +1755,22 @@ mod same_as_before {
             let before = reference::redact_batch(&r, payloads, &mut found_before);
             prop_assert_eq!(now, before);
             prop_assert_eq!(found, found_before);
+        }
+    }
+
+    #[test]
+    fn long_tokens_next_to_each_other_are_found_as_before() {
+        for a in 0..=66 {
+            for b in 0..=66 {
+                for c in [0, 31, 32, 33] {
+                    let text = format!("{} {}:{}", "x".repeat(a), "y".repeat(b), "z".repeat(c));
+                    assert_eq!(
+                        tokens(&text).collect::<Vec<_>>(),
+                        reference::tokens(&text).collect::<Vec<_>>(),
+                        "{a} {b} {c}"
+                    );
+                }
+            }
         }
     }
 
@@ -1721,10 +1818,17 @@ mod same_as_before {
             r#"{"a":"https:\/\/hooks.slack.com"}"#,
             r#"{"a":"Sk-x","b":"sk-"}"#,
             r#"{"a":"x\nwJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY9"}"#,
+            // Random once unescaped, not with the `n` of `\n` in front.
+            r#"{"a":"x\nBGr6wB1TnPMCroos6ajSsR8SQljnnBGiA5Jy8a"}"#,
             r#"{"a":"x","b":"ghp_"}"#,
             r#"{"a":"x","b":"AUTHORIZATION"}"#,
         ] {
             assert!(!nothing_to_detect(not_clean.as_bytes()), "{not_clean}");
+            let payload = not_clean.as_bytes().to_vec();
+            assert_eq!(
+                r.redact_batch(vec![Some(payload.clone())], &mut Vec::new()),
+                reference::redact_batch(&r, vec![Some(payload)], &mut Vec::new())
+            );
         }
         // A secret found earlier in the call is still looked for in it.
         let payload = br#"{"a":"cat /tmp/hunter2hunter2"}"#.to_vec();

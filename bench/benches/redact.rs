@@ -33,7 +33,8 @@ enum Lines {
     /// Words holding triggers (`key`, `pass`, `token`, `auth`, `-u`, `://`)
     /// but no secret.
     TriggerWords,
-    /// A directory listing with a token assignment every 4 KiB.
+    /// A directory listing with a token assignment every 4 KiB, from the
+    /// first line on.
     SecretEvery4KiB,
 }
 
@@ -44,7 +45,7 @@ fn payload(bytes: usize, lines: Lines) -> Vec<u8> {
     while content.len() < bytes {
         n += 1;
         match lines {
-            Lines::SecretEvery4KiB if n.is_multiple_of(64) => content.push_str(&format!(
+            Lines::SecretEvery4KiB if (n - 1).is_multiple_of(64) => content.push_str(&format!(
                 "export GITHUB_TOKEN=ghp_{:036}\n",
                 n * 7919 % 1_000_000_007
             )),
