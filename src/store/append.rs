@@ -78,6 +78,7 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("starting an append"))?;
+        let mut leaves = Vec::new();
         let seq = insert_all(
             &tx,
             &self.identity,
@@ -85,8 +86,10 @@ impl Store {
             self.redactor.as_ref(),
             &mut self.secrets,
             events,
+            &mut leaves,
         )?;
         tx.commit().map_err(sql("committing an append"))?;
+        self.appended.record(seq, leaves);
         Ok(seq)
     }
 
@@ -115,6 +118,7 @@ impl Store {
                 .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
                 .map_err(sql("reading a call's events"))?
         };
+        let mut leaves = Vec::new();
         let seq = insert_all(
             &tx,
             &self.identity,
@@ -122,8 +126,10 @@ impl Store {
             self.redactor.as_ref(),
             &mut self.secrets,
             &build(&existing),
+            &mut leaves,
         )?;
         tx.commit().map_err(sql("committing an append"))?;
+        self.appended.record(seq, leaves);
         Ok(seq)
     }
 }
@@ -188,6 +194,7 @@ impl Store {
             }
             calls
         };
+        let mut leaves = Vec::new();
         let seq = insert_all(
             &tx,
             &self.identity,
@@ -195,8 +202,10 @@ impl Store {
             self.redactor.as_ref(),
             &mut self.secrets,
             &build(&calls),
+            &mut leaves,
         )?;
         tx.commit().map_err(sql("committing an append"))?;
+        self.appended.record(seq, leaves);
         Ok(seq)
     }
 }
@@ -209,6 +218,7 @@ fn insert_all(
     redactor: Option<&crate::redact::Redactor>,
     secrets: &mut super::RecentSecrets,
     events: &[Event],
+    leaves: &mut Vec<Hash>,
 ) -> Result<u64, StoreError> {
     let log_id = &identity.log_id;
     let head: Option<(u64, Vec<u8>)> = tx
@@ -307,6 +317,7 @@ fn insert_all(
             };
             let leaf = fields.leaf_hash();
             previous = link(&previous, &leaf);
+            leaves.push(leaf);
             if let EventBody::Format(switch) = &event.body {
                 format = switch.format;
             }

@@ -463,9 +463,49 @@ pub struct Store {
     redactor: Option<crate::redact::Redactor>,
     /// Secrets found in the calls this process appended lately.
     secrets: RecentSecrets,
+    /// The leaves of the rows this process appended last.
+    appended: Appended,
     /// Whether `events` has the provenance columns (schema 4 on): a
     /// database opened read-only is never migrated, so an older one has not.
     provenance: bool,
+}
+
+/// The leaf hashes of the last run of rows this process appended, in seq
+/// order, so that a checkpoint of them needs no reading back (they are
+/// known good: this process hashed them). One run: an append that does not
+/// continue it starts a new one. Bounded; past [`Appended::MAX`] leaves it
+/// is dropped, and a checkpoint reads the rows as it would without it.
+#[derive(Debug, Default)]
+pub(crate) struct Appended {
+    /// The seq of `leaves[0]`.
+    first: u64,
+    leaves: Vec<crate::chain::Hash>,
+}
+
+impl Appended {
+    const MAX: usize = 1 << 16;
+
+    /// Notes the leaves of an append whose last row is `last`.
+    fn record(&mut self, last: u64, leaves: Vec<crate::chain::Hash>) {
+        let first = last + 1 - leaves.len() as u64;
+        if !self.leaves.is_empty() && self.first + self.leaves.len() as u64 == first {
+            self.leaves.extend(leaves);
+        } else {
+            self.first = first;
+            self.leaves = leaves;
+        }
+        if self.leaves.len() > Self::MAX {
+            self.leaves = Vec::new();
+        }
+    }
+
+    /// The leaves of the rows `from..=to`, when this process appended
+    /// them all.
+    pub(crate) fn rows(&self, from: u64, to: u64) -> Option<&[crate::chain::Hash]> {
+        let end = self.first + self.leaves.len() as u64;
+        (from >= self.first && from <= to + 1 && to + 1 == end && !self.leaves.is_empty())
+            .then(|| &self.leaves[(from - self.first) as usize..])
+    }
 }
 
 /// The secrets found in the events of recent calls, by call id, so that a
@@ -692,6 +732,7 @@ impl Store {
             _read_lock: None,
             redactor: None,
             secrets: RecentSecrets::default(),
+            appended: Appended::default(),
             provenance,
         })
     }

@@ -1096,6 +1096,20 @@ impl Store {
             return self.checkpoint(key).map(Some);
         };
         let start = builder.len() + 1;
+        // Rows this process appended itself need no reading back.
+        if let Some(leaves) = self.appended.rows(start, rows) {
+            let mut merkle = builder;
+            for leaf in leaves {
+                merkle.push(*leaf);
+            }
+            let checkpoint = Checkpoint {
+                origin: self.identity.origin.clone(),
+                size: merkle.len(),
+                root: merkle.root(),
+            };
+            let note = self.store_checkpoint(key, &checkpoint, merkle.frontier())?;
+            return Ok(Some(Ok((checkpoint, note))));
+        }
         let previous: Hash = if start == 1 {
             self.identity.genesis
         } else {
@@ -1286,5 +1300,66 @@ mod tests {
             })
             .unwrap();
         assert_eq!(report.root, Some(crate::checkpoint::merkle_root(&leaves)));
+    }
+
+    #[test]
+    fn incremental_checkpoints_equal_a_full_one_whoever_appended_the_rows() {
+        let (dir, mut store) = store_with(5);
+        let key = crate::checkpoint::SigningKey::generate("t").unwrap();
+        let root = |store: &Store| {
+            let options = VerifyOptions {
+                root: true,
+                ..VerifyOptions::default()
+            };
+            store.verify(&options, &mut |_| {}).unwrap().root.unwrap()
+        };
+        let event = |i: usize| {
+            Event::now(
+                "x",
+                None,
+                EventBody::Lifecycle(LifecycleRecord {
+                    event: "Stop".into(),
+                    data: serde_json::json!({ "i": i }),
+                }),
+            )
+        };
+        // The first checkpoint verifies the whole log.
+        let (first, _) = store
+            .checkpoint_since_last(&key, 1)
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!((first.size, first.root), (5, root(&store)));
+        // Rows this store appended: signed from the leaves it kept.
+        store.append(&[event(1), event(2)]).unwrap();
+        store.append(&[event(3)]).unwrap();
+        let (second, _) = store
+            .checkpoint_since_last(&key, 1)
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!((second.size, second.root), (8, root(&store)));
+        assert!(store.checkpoint_since_last(&key, 1).unwrap().is_none());
+        // Rows another writer appended in between: read back and checked.
+        let mut other = Store::open(&dir.path().join("a.db"), Durability::Normal).unwrap();
+        store.append(&[event(4)]).unwrap();
+        other.append(&[event(5)]).unwrap();
+        store.append(&[event(6)]).unwrap();
+        let (third, _) = store
+            .checkpoint_since_last(&key, 1)
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!((third.size, third.root), (11, root(&store)));
+        // And a forged row among them is found, not signed.
+        other.append(&[event(7)]).unwrap();
+        store.append(&[event(8)]).unwrap();
+        let raw = rusqlite::Connection::open(dir.path().join("a.db")).unwrap();
+        raw.execute_batch(
+            "DROP TRIGGER events_no_update; UPDATE events SET ts_us = ts_us + 1 WHERE seq = 12;",
+        )
+        .unwrap();
+        let refused = store.checkpoint_since_last(&key, 1).unwrap().unwrap();
+        assert_eq!(refused.unwrap_err().first_bad_seq, Some(12));
     }
 }

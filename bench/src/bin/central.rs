@@ -312,6 +312,7 @@ fn append_calls(db: &Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
                     paths: vec![],
                     shell: None,
                     shell_sha256: None,
+                    unprovable: vec![],
                 },
             }),
         ));
