@@ -4,7 +4,12 @@ and criterion's estimates, prints one table (figure | gavel | baseline |
 ratio | target | met?) with the machine and the size breakdown, and, given a
 docs file, writes the same between its `bench:begin` and `bench:end` markers.
 
-usage: report.py WORK CRITERION_DIR DOCS_FILE|-
+usage: report.py WORK CRITERION_DIR DOCS_FILE|- [BASELINE_JSON SAVE VERSION]
+
+With BASELINE_JSON, it also prints the per-call and stream ratios beside
+those of the previous release: measured in the same run when the script
+timed GAVEL_PREVIOUS_BIN, else as stored in BASELINE_JSON; with SAVE = 1 it
+stores this run's ratios there.
 """
 
 import json
@@ -13,6 +18,9 @@ import statistics
 import sys
 
 work, criterion, docs = sys.argv[1:4]
+baseline_file = sys.argv[4] if len(sys.argv) > 4 else None
+save = len(sys.argv) > 5 and sys.argv[5] == "1"
+version = sys.argv[6] if len(sys.argv) > 6 else "gavel"
 m = os.path.join(work, "m")
 
 
@@ -235,3 +243,76 @@ if docs != "-":
     with open(docs, "w") as f:
         f.write(head + begin + "\n" + text + "\n" + end + tail)
     print(f"[bench] wrote {docs}", file=sys.stderr)
+
+
+# --- against the previous release -----------------------------------------------
+def guard_ratios(prefix):
+    """Per-call ratios to the floor (lower is better) and the stream ratio to
+    its floor (higher is better), of this build or (prefix "prev_") of the
+    previous release as timed in this run."""
+    out = {}
+    for durability in ("full", "normal"):
+        run = load(f"{prefix}run_{durability}")
+        base = load(f"call_{durability}")
+        if run and base:
+            out[f"run_{durability}"] = run["median_s"] / base["median_s"]
+    hook_timing = load(f"{prefix}hook_full")
+    if hook_timing and call_full:
+        out["hook_full"] = hook_timing["median_s"] / call_full["median_s"]
+    rates = stream.get("previous" if prefix else "gavel") or []
+    if rates and stream["baseline"]:
+        out["stream"] = statistics.median(rates) / statistics.median(stream["baseline"])
+    return out
+
+
+if baseline_file:
+    ours = guard_ratios("")
+    previous = guard_ratios("prev_")
+    source = "timed in this run (GAVEL_PREVIOUS_BIN)"
+    if not previous and os.path.exists(baseline_file):
+        with open(baseline_file) as f:
+            stored = json.load(f)
+        previous = stored["ratios"]
+        source = f"stored in bench/baseline.json: {stored['binary']}, measured {stored['date']} on {stored['machine']}"
+    names = {
+        "run_full": "`gavel run` (full) / floor (a)",
+        "run_normal": "`gavel run` (normal) / floor (a)",
+        "hook_full": "`gavel hook` (full) / floor (a)",
+        "stream": "stream / floor (b)",
+    }
+    guard = [f"Against the previous release ({source}); cost > 1 means this build is slower:", ""]
+    guard.append("| figure | this build | previous release | cost |")
+    guard.append("|---|---|---|---|")
+    slower = []
+    for key, name in names.items():
+        if key not in ours:
+            continue
+        if key in previous:
+            cost = previous[key] / ours[key] if key == "stream" else ours[key] / previous[key]
+            cell = f"{cost:.2f}×"
+            if cost > 1.05:
+                slower.append(name)
+                cell += " slower"
+            guard.append(f"| {name} | {ours[key]:.2f}× | {previous[key]:.2f}× | {cell} |")
+        else:
+            guard.append(f"| {name} | {ours[key]:.2f}× | – | – |")
+    guard.append("")
+    if slower:
+        guard.append("Slower than the previous release by more than 5%: " + ", ".join(slower) + ".")
+        guard.append("")
+    print("\n".join(guard))
+    if save:
+        with open(baseline_file, "w") as f:
+            json.dump(
+                {
+                    "binary": version,
+                    "checkout": machine["commit"],
+                    "date": machine["date"],
+                    "machine": f"{machine['cpu']}, {machine['nproc']} cores",
+                    "ratios": {k: round(v, 3) for k, v in ours.items()},
+                },
+                f,
+                indent=2,
+            )
+            f.write("\n")
+        print(f"stored these ratios in {baseline_file}", file=sys.stderr)

@@ -4,24 +4,32 @@
 #
 #   scripts/bench.sh            full run: a log of BENCH_EVENTS (default 1,000,000)
 #                               events, then the table, written into docs/performance.md
-#   scripts/bench.sh --quick    smoke test: small sizes, few runs, docs untouched
+#   scripts/bench.sh --quick    the regression guard: small sizes, few runs, docs
+#                               untouched; the per-call and stream ratios of this
+#                               build beside those of the previous release
 #   scripts/bench.sh --no-docs  full run, print only
+#   --save-baseline             also store this run's ratios in bench/baseline.json,
+#                               as the previous release's (when cutting a release)
 #
 # Environment: BENCH_EVENTS (events in the big log), BENCH_KEEP=1 (keep the
 # temporary folder and say where), GAVEL_BIN (time another gavel binary),
-# CARGO_TARGET_DIR (honoured). Needs cargo, python3 and sqlite3 (installed
-# with apt-get when missing). Everything else it builds or generates.
+# GAVEL_PREVIOUS_BIN (the previous release's binary: timed in the same run,
+# else its ratios are read from bench/baseline.json), CARGO_TARGET_DIR
+# (honoured). Needs cargo, python3 and sqlite3 (installed with apt-get when
+# missing). Everything else it builds or generates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 QUICK=0
 DOCS=1
+SAVE=0
 for arg in "$@"; do
   case "$arg" in
     --quick) QUICK=1; DOCS=0 ;;
     --no-docs) DOCS=0 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --save-baseline) SAVE=1 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument \`$arg\`" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +61,10 @@ cargo build --profile dist --quiet -p gavel-bench --bins
 cargo bench --quiet -p gavel-bench --no-run 2>/dev/null
 B=$TARGET/dist
 GAVEL=${GAVEL_BIN:-$B/gavel}
+PREVIOUS=${GAVEL_PREVIOUS_BIN:-}
+if [[ -n $PREVIOUS && ! -x $PREVIOUS ]]; then
+  echo "bench.sh: GAVEL_PREVIOUS_BIN \`$PREVIOUS\` is not an executable" >&2; exit 2
+fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gavel-bench.XXXXXX")
 if [[ ${BENCH_KEEP:-0} == 1 ]]; then
@@ -75,11 +87,11 @@ put load_before "{\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 # Records a generated session in DB: through `gavel serve --stdio
 # --durability normal` when it exists, else in-process through
 # GovernedRunner + Store (gen-log). Prints the timing JSON.
-record() { # EVENTS PREFIX DB
+record() { # EVENTS PREFIX DB [GAVEL]
   if [[ $has_serve == 1 ]]; then
     "$B/gen-input" --workspace "$WS" --events "$1" --id-prefix "$2" --out "$WORK/$2.jsonl" >/dev/null
     timeit --runs 1 --warmup 0 --stdin "$WORK/$2.jsonl" -- \
-      "$GAVEL" serve --stdio --db "$3" --workspace "$WS" --durability normal
+      "${4:-$GAVEL}" serve --stdio --db "$3" --workspace "$WS" --durability normal
     rm -f "$WORK/$2.jsonl"
   else
     "$B/gen-log" --workspace "$WS" --db "$3" --events "$1" --id-prefix "$2"
@@ -98,7 +110,7 @@ put generate "{\"timing\":$gen,\"events\":$big_events,\"rate\":$(rate "$gen" "$b
 
 # --- (b) streamed recording ---------------------------------------------------
 log "streamed recording: $STREAM_RUNS x $STREAM_EVENTS events, gavel then baseline (b)"
-gavel_rates=(); base_rates=()
+gavel_rates=(); base_rates=(); prev_rates=()
 for r in $(seq "$STREAM_RUNS"); do
   db=$WORK/stream$r.db
   t=$(record "$STREAM_EVENTS" "s${r}_" "$db")
@@ -106,9 +118,14 @@ for r in $(seq "$STREAM_RUNS"); do
   t=$("$B/baseline-stream" --source "$WORK/stream1.db" --out "$WORK/base$r.db")
   base_rates+=("$(rate "$t" "$(count "$WORK/stream1.db")")")
   rm -f "$WORK/base$r.db"*
+  if [[ -n $PREVIOUS ]]; then
+    t=$(record "$STREAM_EVENTS" "p${r}_" "$WORK/prev$r.db" "$PREVIOUS")
+    prev_rates+=("$(rate "$t" "$(count "$WORK/prev$r.db")")")
+    rm -f "$WORK/prev$r.db"*
+  fi
   [[ $r == 1 ]] || rm -f "$db"*
 done
-put stream "{\"gavel\":[$(IFS=,; echo "${gavel_rates[*]}")],\"baseline\":[$(IFS=,; echo "${base_rates[*]}")]}"
+put stream "{\"gavel\":[$(IFS=,; echo "${gavel_rates[*]}")],\"baseline\":[$(IFS=,; echo "${base_rates[*]}")],\"previous\":[$(IFS=,; echo "${prev_rates[*]}")]}"
 
 # --- (a) one governed call ------------------------------------------------------
 log "one governed call: $CALL_RUNS runs each"
@@ -119,12 +136,16 @@ for d in full normal; do
   put "run_$d" "$(timeit --runs "$CALL_RUNS" --warmup 3 -- \
     "$GAVEL" run read_file '{"path":"a.txt"}' --workspace "$WS" --db "$CALL" --durability "$d" --json)"
   put "call_$d" "$(timeit --runs "$CALL_RUNS" --warmup 3 -- "$B/baseline-call" --db "$CALL" --durability "$d")"
+  [[ -z $PREVIOUS ]] || put "prev_run_$d" "$(timeit --runs "$CALL_RUNS" --warmup 3 -- \
+    "$PREVIOUS" run read_file '{"path":"a.txt"}' --workspace "$WS" --db "$CALL" --durability "$d" --json)"
 done
 if [[ $has_hook == 1 ]]; then
   printf '{"session_id":"s","transcript_path":"%s/t","cwd":"%s","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"%s/a.txt"},"tool_use_id":"toolu_{i}"}\n' \
     "$WORK" "$WS" "$WS" > "$WORK/hook.json"
   put hook_full "$(timeit --runs "$CALL_RUNS" --warmup 3 --stdin "$WORK/hook.json" -- \
     "$GAVEL" hook claude-code --db "$CALL" --workspace "$WS")"
+  [[ -z $PREVIOUS ]] || put prev_hook_full "$(timeit --runs "$CALL_RUNS" --warmup 3 --stdin "$WORK/hook.json" -- \
+    "$PREVIOUS" hook claude-code --db "$CALL" --workspace "$WS")"
 fi
 
 # --- (c) verify and replay ------------------------------------------------------
@@ -173,10 +194,12 @@ put load_after "{\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 log "criterion: decide (gavel vs regorus vs cedar) and chain hashing"
 cargo bench --quiet -p gavel-bench --bench decide -- "${CRITERION[@]}" >"$WORK/criterion-decide.txt" 2>&1
 cargo bench --quiet -p gavel-bench --bench chain -- "${CRITERION[@]}" >"$WORK/criterion-chain.txt" 2>&1
-log "criterion: decision time by input size (1 KiB .. 1 MiB)"
-cargo bench --quiet -p gavel-bench --bench scaling -- "${CRITERION[@]}" >"$WORK/criterion-scaling.txt" 2>&1
-log "criterion: the redaction pass by payload size (1 KiB .. 1 MiB)"
-cargo bench --quiet -p gavel-bench --bench redact -- "${CRITERION[@]}" >"$WORK/criterion-redact.txt" 2>&1
+if [[ $QUICK == 0 ]]; then
+  log "criterion: decision time by input size (1 KiB .. 1 MiB)"
+  cargo bench --quiet -p gavel-bench --bench scaling -- "${CRITERION[@]}" >"$WORK/criterion-scaling.txt" 2>&1
+  log "criterion: the redaction pass by payload size (1 KiB .. 1 MiB)"
+  cargo bench --quiet -p gavel-bench --bench redact -- "${CRITERION[@]}" >"$WORK/criterion-redact.txt" 2>&1
+fi
 
 
 # --- the machine ------------------------------------------------------------------------
@@ -193,4 +216,5 @@ json.dump({
 }, open(sys.argv[1], 'w'))
 EOF
 
-python3 "$ROOT/bench/report.py" "$WORK" "$TARGET/criterion" "$([[ $DOCS == 1 ]] && echo "$ROOT/docs/performance.md" || echo -)"
+python3 "$ROOT/bench/report.py" "$WORK" "$TARGET/criterion" "$([[ $DOCS == 1 ]] && echo "$ROOT/docs/performance.md" || echo -)" \
+  "$ROOT/bench/baseline.json" "$SAVE" "$("$GAVEL" --version)"
