@@ -3,7 +3,7 @@
 
 Usage: verify_chain.py [--json] [--checkpoint FILE] [--public-key KEY.pub ...] DB
        verify_chain.py [--json] [--checkpoint FILE] [--public-key KEY.pub ...] --export FILE
-       verify_chain.py --vector      print the documented test vector
+       verify_chain.py --vector      print the documented test vectors
 Prints the first problem (or `ok: N rows`), or with --json the report of
 `gavel verify --json`. Exit 0 intact, 1 tampered, 2 could not verify.
 Standard library only, except that --public-key needs the `cryptography` package.
@@ -56,13 +56,85 @@ def leaf(fmt, who, *fields):
     return hashlib.sha256(b"\x00" + enc(fmt, who, *fields)).digest()
 
 
+# ---- record-format.md: "JSON as gavel reads it" -----------------------------
+
+MAX_DEPTH = 127  # arrays and objects open at once
+
+
+def too_deep(text):
+    depth, in_string, escaped = 0, False, False
+    for c in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif c in "]}":
+            depth -= 1
+    return False
+
+
+def no_lone_surrogate(v):
+    if isinstance(v, str):
+        if any("\ud800" <= c <= "\udfff" for c in v):
+            raise ValueError("lone surrogate")
+    elif isinstance(v, list):
+        for x in v:
+            no_lone_surrogate(x)
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            no_lone_surrogate(k)
+            no_lone_surrogate(x)
+
+
+def loads(text):
+    """JSON as gavel reads it (ValueError when it is not JSON): RFC 8259, at
+    most 127 levels deep, no lone surrogate, finite numbers; integers in
+    -2**63 .. 2**64-1 stay integers, other numbers are doubles; a repeated
+    member keeps its last value."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("not UTF-8")
+    if too_deep(text):
+        raise ValueError("nested too deep")
+
+    def double(s):
+        try:
+            f = float(s)
+        except OverflowError:
+            raise ValueError("number out of range")
+        if f in (float("inf"), float("-inf")):
+            raise ValueError("number out of range")
+        return f
+
+    def num(s):
+        n = int(s)
+        return n if -2**63 <= n < 2**64 else double(s)
+
+    def nope(_):
+        raise ValueError("not JSON")
+    v = json.loads(text, parse_int=num, parse_float=double, parse_constant=nope)
+    no_lone_surrogate(v)
+    return v
+
+
 def switch_of(kind, payload):
-    """For a `format` row: the format its payload says (-1 when it says none)."""
+    """For a `format` row: the format its payload names (-1 when it names none)."""
     if kind != "format":
         return None
     try:
-        v = json.loads(payload.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        v = loads(payload)
+    except (ValueError, RecursionError):
         return -1
     f = v.get("format") if isinstance(v, dict) else None
     return f if isinstance(f, int) and not isinstance(f, bool) else -1
@@ -91,6 +163,7 @@ def vector():
     log_id = bytes(range(16))
     row = (1, log_id, 1764676800000000, "decision", "call-1", "bash", "deny", "bash.hard_deny", None, None,
            b'{"action":"deny"}')
+    leaves = []
     for fmt, who in ((1, (None,) * 5), (2, ("alice", "build-01", "claude-code", "s-1", None))):
         g = genesis(log_id, "gavel test", fmt)
         lf = leaf(fmt, who, *row)
@@ -98,6 +171,8 @@ def vector():
         print("genesis =", g.hex())
         print("leaf    =", lf.hex())
         print("chain   =", link(g, lf).hex())
+        leaves.append(lf)
+    print("two-leaf Merkle root =", merkle_root(leaves).hex())
 
 
 # ---- checkpoints.md: notes and keys ----------------------------------------
@@ -125,6 +200,17 @@ def parse_body(body):
     return lines[0], int(size), root
 
 
+# Unicode White_Space: what "white space" means in a key name and a blank export line.
+WHITE_SPACE = set("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | {
+    chr(c) for c in range(0x2000, 0x200B)}
+
+
+def key_name_ok(name):
+    """checkpoints.md, "Keys": non-empty, no white space, no `+`, no control character (Cc)."""
+    return bool(name) and not any(
+        c in WHITE_SPACE or c == "+" or c < " " or "\x7f" <= c <= "\x9f" for c in name)
+
+
 def split_note(note):
     """The signed text and the (name, key id, signature) lines of a note."""
     if any(c < " " and c != "\n" for c in note):
@@ -140,7 +226,7 @@ def split_note(note):
         if not line.startswith("\u2014 ") or " " not in line[2:]:
             raise ValueError("bad signature line")
         name, blob = line[2:].split(" ", 1)
-        if not name or any(c.isspace() or c == "+" or c < " " for c in name):
+        if not key_name_ok(name):
             raise ValueError("bad key name")
         blob = b64(blob)
         if len(blob) < 5:
@@ -151,11 +237,30 @@ def split_note(note):
     return text, lines
 
 
+def on_curve(public):
+    """Whether 32 bytes decode to an Ed25519 point (x^2 = (y^2-1)/(d y^2+1) has a root)."""
+    p = 2**255 - 19
+    d = -121665 * pow(121666, p - 2, p) % p
+    y = int.from_bytes(public, "little") & (2**255 - 1)
+    x2 = (y * y - 1) * pow(d * y * y + 1, p - 2, p) % p
+    return x2 == 0 or pow(x2, (p - 1) // 2, p) == 1
+
+
 def read_key(path):
-    name, key_id, key_b64 = open(path).read().strip().split("+", 2)
-    key = b64(key_b64)
-    if len(key) != 33 or key[0] != 1:
-        raise Refused(f"{path}: not an Ed25519 verifier key")
+    """A verifier key file (checkpoints.md, "Keys"); anything wrong with it is exit 2."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8").strip("".join(WHITE_SPACE))
+        if text.startswith("PRIVATE+KEY+"):
+            raise ValueError("a signer key, not a verifier key")
+        name, key_id, key_b64 = text.split("+", 2)
+        if not key_name_ok(name) or len(key_id) != 8 or any(c not in "0123456789abcdefABCDEF" for c in key_id):
+            raise ValueError("bad name or key id")
+        key = b64(key_b64)
+        if len(key) != 33 or key[0] != 1 or not on_curve(key[1:]):
+            raise ValueError("not an Ed25519 verifier key")
+    except (OSError, ValueError) as e:
+        raise Refused(f"{path}: {e}")
     kid = hashlib.sha256(name.encode() + b"\n" + key).digest()[:4]
     if kid.hex() != key_id.lower():
         raise Refused(f"{path}: key id does not match")
@@ -259,35 +364,68 @@ def utf8(v):
     return v.decode("utf-8") if isinstance(v, bytes) else None
 
 
+def sqlite_refused(e):
+    return Refused(f"cannot read the database: {e}")
+
+
 def verify_db(path, given, keys, report):
-    with open(path, "rb") as f:
-        header = f.read(100)
-    if not header:
-        raise Refused("empty file")
-    if len(header) < 100 or header[:16] != b"SQLite format 3\x00":
-        raise Refused("not a SQLite database")
-    if struct.unpack(">i", header[68:72])[0] != APPLICATION_ID or struct.unpack(">i", header[60:64])[0] > SCHEMA:
+    """record-format.md, "Files" and checks 1 to 5 on a database."""
+    import os
+    try:
+        with open(path, "rb") as f:
+            header = f.read(100)
+    except OSError as e:
+        raise Refused(str(e))
+    wal = os.path.exists(path + "-wal")
+    if not wal:
+        # The header decides, unless a -wal file makes it stale.
+        if not header:
+            raise Refused("empty file")
+        if len(header) < 100 or header[:16] != b"SQLite format 3\x00":
+            raise Refused("not a SQLite database")
+        if struct.unpack(">i", header[68:72])[0] != APPLICATION_ID:
+            raise Refused("not a gavel database")
+        if struct.unpack(">i", header[60:64])[0] > SCHEMA:
+            raise Refused("a newer schema than this verifier knows")
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db.text_factory = bytes
+        app_id, schema, objects = db.execute(
+            "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version),"
+            " (SELECT count(*) FROM sqlite_master)").fetchone()
+    except sqlite3.Error as e:
+        raise sqlite_refused(e)
+    if app_id != APPLICATION_ID or schema > SCHEMA:
         raise Refused("not a gavel database this verifier knows")
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    db.text_factory = bytes
-    meta = db.execute("SELECT id, typeof(id), log_id, typeof(log_id), origin, typeof(origin), format, typeof(format),"
-                      " typeof(created_us), genesis, typeof(genesis) FROM log_meta").fetchall()
-    # Step 1: the identity.
-    if len(meta) != 1:
+    report["_db"] = (db, schema)
+    # Step 1: the identity, up to its format.
+    try:
+        meta = db.execute("SELECT id, typeof(id), log_id, typeof(log_id), origin, typeof(origin), format, typeof(format),"
+                          " typeof(created_us), genesis, typeof(genesis) FROM log_meta").fetchall()
+    except sqlite3.Error:
+        raise Bad("identity_mismatch")
+    if not meta:
         raise Bad("identity_mismatch")
     mid, tid, log_id, tlog, origin, torigin, fmt, tfmt, tcreated, stored_genesis, tgen = meta[0]
     if (tid, tlog, torigin, tfmt, tcreated, tgen) != (b"integer", b"blob", b"text", b"integer", b"integer", b"blob") \
-            or mid != 1 or len(stored_genesis) != 32:
+            or mid != 1:
         raise Bad("identity_mismatch")
     try:
         origin = origin.decode("utf-8")
     except UnicodeDecodeError:
         raise Bad("identity_mismatch")
+    if len(stored_genesis) != 32 or len(meta) > 1:
+        raise Bad("identity_mismatch")
     if fmt not in FORMATS:
         raise Bad("unknown_format")
+    report["_identity_read"] = True
     stored = []
-    for size, tsize, root, troot, note, tnote in db.execute(
-            "SELECT size, typeof(size), root, typeof(root), note, typeof(note) FROM checkpoints ORDER BY id"):
+    try:
+        checkpoint_rows = db.execute(
+            "SELECT size, typeof(size), root, typeof(root), note, typeof(note) FROM checkpoints ORDER BY id").fetchall()
+    except sqlite3.Error as e:
+        raise sqlite_refused(e)
+    for size, tsize, root, troot, note, tnote in checkpoint_rows:
         try:
             note = note.decode("utf-8") if tnote == b"text" else None
         except UnicodeDecodeError:
@@ -300,33 +438,73 @@ def verify_db(path, given, keys, report):
         report["checkpoint"] = {"origin": given_cp[0], "size": given_cp[1], "holds": False}
     chain = Chain(stored_genesis, fmt)
     report["_chain"] = chain
-    cols = ["log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval", "status", "payload", "leaf",
-            "chain", *WHO]
     want = ["blob", "integer", "text", "text", "text?", "text?", "text?", "text?", "text?", "blob", "blob", "blob",
             *["text?"] * 5]
-    # A schema-3 database (before format 2) has no provenance columns: they read as NULL.
-    have = {r[1].decode() for r in db.execute("PRAGMA table_info(events)")}
-    sel = ", ".join(f"{c}, typeof({c})" if c in have else "NULL, 'null'" for c in cols)
-    for r in db.execute(f"SELECT seq, {sel} FROM events ORDER BY seq"):
-        seq, vals, types = r[0], r[1::2], [t.decode() if isinstance(t, bytes) else t for t in r[2::2]]
-        typed = all(t == w or (w == "text?" and t in ("text", "null")) for t, w in zip(types, want))
-        # Format 1 does not hash the provenance columns: they must be NULL there.
-        if chain.format == 1 and any(v is not None for v in vals[12:17]):
-            typed = False
-        lf = stored_leaf = stored_chain = switch = None
-        if typed:
-            try:
-                text = [None if v is None else v.decode("utf-8") for v in vals[2:9]]
-                who = [None if v is None else v.decode("utf-8") for v in vals[12:17]]
-            except UnicodeDecodeError:
+    try:
+        for r in db.execute(f"SELECT seq, {event_columns(schema)} FROM events ORDER BY seq"):
+            seq, vals, types = r[0], r[1::2], [t.decode() if isinstance(t, bytes) else t for t in r[2::2]]
+            typed = all(t == w or (w == "text?" and t in ("text", "null")) for t, w in zip(types, want))
+            # Format 1 does not hash the provenance columns: they must be NULL there.
+            if chain.format == 1 and any(v is not None for v in vals[12:17]):
                 typed = False
-        if typed:
-            lf = leaf(chain.format, who, seq, vals[0], vals[1], *text, vals[9])
-            stored_leaf, stored_chain = vals[10], vals[11]
-            switch = switch_of(text[0], vals[9])
-        chain.row(seq, typed, typed and vals[0] == log_id, lf, stored_leaf, stored_chain, None, switch)
+            lf = stored_leaf = stored_chain = switch = None
+            if typed:
+                try:
+                    text = [None if v is None else v.decode("utf-8") for v in vals[2:9]]
+                    who = [None if v is None else v.decode("utf-8") for v in vals[12:17]]
+                except UnicodeDecodeError:
+                    typed = False
+            if typed:
+                lf = leaf(chain.format, who, seq, vals[0], vals[1], *text, vals[9])
+                stored_leaf, stored_chain = vals[10], vals[11]
+                switch = switch_of(text[0], vals[9])
+            chain.row(seq, typed, typed and vals[0] == log_id, lf, stored_leaf, stored_chain, None, switch)
+    except sqlite3.Error as e:
+        raise sqlite_refused(e)
     chain.finish(vouched)
     return chain
+
+
+EVENT_COLUMNS = ["log_id", "ts_us", "kind", "call_id", "tool", "action", "rule_id", "approval", "status", "payload",
+                 "leaf", "chain", *WHO]
+
+
+def event_columns(schema):
+    """Each column and its typeof(); below schema 4 the provenance columns are not read: NULL."""
+    return ", ".join(f"{c}, typeof({c})" if c not in WHO or schema >= 4 else "NULL, 'null'" for c in EVENT_COLUMNS)
+
+
+def begins_mid_session(report):
+    """record-format.md, "The report": the note about a log a hook began mid-session."""
+    db, schema = report["_db"]
+    try:
+        row = db.execute(f"SELECT {event_columns(schema)} FROM events ORDER BY seq LIMIT 1").fetchone()
+    except sqlite3.Error:
+        return None
+    if row is None:
+        return None
+    vals, types = row[0::2], [t.decode() if isinstance(t, bytes) else t for t in row[1::2]]
+    want = ["blob", "integer", "text", "text", "text?", "text?", "text?", "text?", "text?", "blob", "blob", "blob",
+            *["text?"] * 5]
+    if not all(t == w or (w == "text?" and t in ("text", "null")) for t, w in zip(types, want)):
+        return None
+    try:
+        for v, t in zip(vals, types):
+            if t == "text":
+                v.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if vals[2] != b"lifecycle":
+        return None
+    try:
+        payload = loads(vals[9])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(payload, dict) or payload.get("event") != "LogStartedMidSession":
+        return None
+    data = payload.get("data")
+    data = data if isinstance(data, dict) else {}
+    return {"session_id": data.get("session_id"), "client": data.get("client")}
 
 
 # ---- record-format.md: exports ----------------------------------------------
@@ -335,17 +513,6 @@ def unhex(v):
     if not isinstance(v, str) or len(v) % 2 or any(c not in "0123456789abcdef" for c in v):
         return None
     return bytes.fromhex(v)
-
-
-def loads(text):
-    """JSON as gavel reads it: integers that fit 64 bits stay integers, others are floats."""
-    def num(s):
-        n = int(s)
-        return n if -2**63 <= n < 2**64 else float(n)
-
-    def nope(_):
-        raise ValueError("not JSON")
-    return json.loads(text, parse_int=num, parse_constant=nope)
 
 
 def same(a, b):
@@ -373,8 +540,9 @@ def event_row(v, log_id):
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0 or v.get("record") != "event":
         return None
     bad = (seq, False, False, None, None, None, None, None)
-    # Lines from before format 2 carry no `format`: they are format 1.
-    fmt = v.get("format", 1)
+    # Lines from before format 2 carry no `format` (absent or null): they are format 1.
+    fmt = v.get("format")
+    fmt = 1 if fmt is None else fmt
     if isinstance(fmt, bool) or fmt not in FORMATS:
         return bad
     who = [v.get(k) for k in WHO]
@@ -399,8 +567,8 @@ def event_row(v, log_id):
     else:
         return bad
     try:
-        parsed = loads(payload.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        parsed = loads(payload)
+    except (ValueError, RecursionError):
         parsed = None
     if not same(v.get("payload"), parsed):
         return bad
@@ -413,11 +581,51 @@ def event_row(v, log_id):
     return (seq, True, hashes[0] == log_id, lf, hashes[1], hashes[2], fmt, switch_of(strs[0], payload))
 
 
+def export_lines(path):
+    """record-format.md, "Reading the file": (number, text) of each line not skipped, read lazily;
+    a line that is not UTF-8 is exit 2 when it is reached."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Refused(str(e))
+    parts = data.split(b"\n")
+    for number, part in enumerate(parts, 1):
+        if number == len(parts) and not part:
+            return
+        if number < len(parts) and part.endswith(b"\r"):
+            part = part[:-1]
+        try:
+            text = part.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused(f"line {number} is not UTF-8")
+        if all(c in WHITE_SPACE for c in text):
+            continue
+        yield number, text
+
+
+def parse_line(text):
+    """A line's object; a line that is not JSON, or not an object, has no members."""
+    try:
+        v = loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def verify_export(path, given, keys, report):
-    lines = [l for l in open(path, encoding="utf-8").read().split("\n") if l.strip()]
-    if not lines:
+    lines = export_lines(path)
+    first = next(lines, None)
+    if first is None:
         raise Refused("empty export")
-    h = json.loads(lines[0])
+    try:
+        h = loads(first[1])
+    except (ValueError, RecursionError):
+        raise Refused("the first line is not JSON")
     if not isinstance(h, dict) or h.get("record") != "header" or h.get("export") != "gavel":
         raise Refused("not a gavel export")
     log_id, g = unhex(h.get("log_id")), unhex(h.get("genesis"))
@@ -428,22 +636,18 @@ def verify_export(path, given, keys, report):
     report["whole_chain"] = whole
     if not whole and given is not None:
         raise Refused("a filtered export cannot prove a checkpoint")
-    # A `format` that is no integer (absent, "2", 2.5) names no known format.
-    if not isinstance(h.get("format"), int) or isinstance(h["format"], bool) \
-            or h["format"] not in FORMATS:
+    # A `format` that is no integer (absent, null, "2", 2.0) names no known format.
+    if not is_int(h.get("format")) or h["format"] not in FORMATS:
         raise Bad("unknown_format")
-
-    def parsed(line):
-        try:
-            return json.loads(line)
-        except ValueError:
-            return None
-    values = [parsed(l) for l in lines[1:]]
-    stored = []
-    while values and isinstance(values[0], dict) and values[0].get("record") == "checkpoint":
-        c = values.pop(0)
+    # Checkpoint lines: right after the header, until the first line that is not one.
+    stored, pending = [], None
+    for _, text in lines:
+        c = parse_line(text)
+        if c.get("record") != "checkpoint":
+            pending = c
+            break
         size = c.get("size")
-        stored.append((size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
+        stored.append((size if is_int(size) and 0 <= size < 2**63 else None,
                        unhex(c.get("root")), c.get("note") if isinstance(c.get("note"), str) else None))
     if not whole and stored:
         raise Refused("a filtered export carries checkpoints")
@@ -451,6 +655,13 @@ def verify_export(path, given, keys, report):
     vouched, given_cp = check_notes(h["origin"], log_id, h["format"], g, given, stored, keys)
     if given_cp is not None:
         report["checkpoint"] = {"origin": given_cp[0], "size": given_cp[1], "holds": False}
+
+    def event_values():
+        if pending is not None:
+            yield pending
+        for _, text in lines:
+            yield parse_line(text)
+    values = event_values()
     if whole:
         chain = Chain(g, h["format"])
         report["_chain"] = chain
@@ -486,26 +697,38 @@ def verify_export(path, given, keys, report):
     return None
 
 
+def read_checkpoint_file(path):
+    """checkpoints.md: the note is the file's bytes exactly (UTF-8, no newline translation)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise Refused(f"cannot read checkpoint `{path}`: {e}")
+
+
 def main(argv):
     if argv == ["--vector"]:
         vector()
         return 0
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
     as_json, given, keys, export, db = False, None, [], None, None
-    it = iter(argv)
-    for a in it:
-        if a == "--json":
-            as_json = True
-        elif a == "--checkpoint":
-            given = open(next(it), encoding="utf-8").read()
-        elif a == "--public-key":
-            keys.append(read_key(next(it)))
-        elif a == "--export":
-            export = next(it)
-        else:
-            db = a
-    report = {"ok": True, "rows": 0, "first_bad_seq": None, "problem": None,
-              "signature_checked": bool(keys), "stored_checkpoints": 0}
+    report = {"ok": True, "rows": 0, "first_bad_seq": None, "problem": None, "stored_checkpoints": 0}
     try:
+        it = iter(argv)
+        for a in it:
+            if a == "--json":
+                as_json = True
+            elif a == "--checkpoint":
+                given = read_checkpoint_file(next(it))
+            elif a == "--public-key":
+                keys.append(read_key(next(it)))
+            elif a == "--export":
+                export = next(it)
+            else:
+                db = a
+        report["signature_checked"] = bool(keys)
         chain = verify_export(export, given, keys, report) if export else verify_db(db, given, keys, report)
         if chain is not None:
             report["rows"] = chain.rows
@@ -517,18 +740,20 @@ def main(argv):
     except Refused as e:
         print(f"verify_chain.py: {e}", file=sys.stderr)
         return 2
+    except StopIteration:
+        print("verify_chain.py: an option lacks its value", file=sys.stderr)
+        return 2
     except Bad as e:
         chain = report.get("_chain")
-        if chain is not None and e.problem != "checkpoint_root_mismatch" and e.problem != "checkpoint_truncated":
+        if chain is not None:
             report["rows"] = chain.rows
-        elif chain is not None:
-            report["rows"] = chain.rows
-            if "checkpoint" in report:
+            if e.problem in ("checkpoint_root_mismatch", "checkpoint_truncated") and "checkpoint" in report:
                 cp = report["checkpoint"]
                 root = base64.b64decode(split_note(given)[0].split("\n")[2])
                 cp["holds"] = cp["size"] <= chain.rows and merkle_root(chain.leaves[:cp["size"]]) == root
         report.update(ok=False, problem=e.problem, first_bad_seq=e.seq)
-        if e.problem in ("identity_mismatch", "unknown_format"):
+        if e.problem == "identity_mismatch" or (e.problem == "unknown_format" and e.seq is None):
+            # Check 1 failed: no checkpoint was read.
             report["stored_checkpoints"] = 0
             report.pop("checkpoint", None)
         elif e.problem in ("checkpoint_signature", "checkpoint_mismatch", "checkpoint_origin"):
@@ -536,6 +761,11 @@ def main(argv):
     report.pop("_chain", None)
     # Whether a cut tail would be caught: a checkpoint vouches for a size.
     report["tail_protected"] = "checkpoint" in report or report["stored_checkpoints"] > 0
+    if report.pop("_identity_read", False):
+        note = begins_mid_session(report)
+        if note is not None:
+            report["begins_mid_session"] = note
+    report.pop("_db", None)
     if as_json:
         print(json.dumps(report, sort_keys=True))
     elif report["ok"]:
