@@ -1486,6 +1486,11 @@ mod tests {
     }
 
     proptest::proptest! {
+        // Each case builds a workspace on disk: 64 cases in a plain run
+        // (`PROPTEST_CASES` sets more; CI runs 256).
+        #![proptest_config(proptest::test_runner::Config::with_cases(
+            std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(64)
+        ))]
         #[test]
         fn gathering_facts_never_panics(text in "[a-c ./*?{},\\[\\]$~>;&|-]{0,40}") {
             let (_dir, ws) = workspace();

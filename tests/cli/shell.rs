@@ -91,6 +91,7 @@ fn the_corpus_is_decided_as_expected_under_both_policies() {
 /// the middle and at the end of a long list, and before a construct the
 /// strict reader refuses.
 #[test]
+#[ignore = "slow: a plain `cargo test` leaves it out; `cargo test -- --ignored` (and CI) runs it"]
 fn denied_cases_stay_denied_inside_long_scripts() {
     let cases = corpus();
     let denied: Vec<&Case> = cases
