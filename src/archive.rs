@@ -10,6 +10,7 @@
 
 use std::io::BufRead;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::chain::{EventFields, Hash, Who, known_format, link};
@@ -118,6 +119,48 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 
 /// Whether two JSON values are the same: same types and members, numbers by
 /// value (integers exactly; otherwise as 64-bit floats).
+/// How deep an export line may nest: a line holds its event's payload one
+/// level below the top, and a payload may nest as deep as JSON that gavel
+/// reads at all (serde_json's 128 levels), so 128 would refuse a line of an
+/// honest log.
+const MAX_LINE_DEPTH: usize = 256;
+
+/// An export line as JSON, or null when it is not JSON or nests deeper than
+/// [`MAX_LINE_DEPTH`] (counted before parsing, so a hostile line cannot
+/// exhaust the stack).
+fn read_line(line: &str) -> Value {
+    if nesting(line.as_bytes()) > MAX_LINE_DEPTH {
+        return Value::Null;
+    }
+    let mut reader = serde_json::Deserializer::from_str(line);
+    reader.disable_recursion_limit();
+    Value::deserialize(&mut reader)
+        .and_then(|value| reader.end().map(|()| value))
+        .unwrap_or(Value::Null)
+}
+
+/// The deepest nesting of arrays and objects in a JSON text (strings
+/// skipped).
+fn nesting(text: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for &byte in text {
+        match (in_string, escaped, byte) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, _, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
@@ -352,7 +395,7 @@ pub fn verify_export(
     let mut stored = Vec::new();
     let mut pending: Option<(usize, Value)> = None;
     for (number, line) in lines.by_ref() {
-        let value: Value = serde_json::from_str(&line?).unwrap_or(Value::Null);
+        let value = read_line(&line?);
         if value["record"] == "checkpoint" {
             stored.push(StoredCheckpoint {
                 id: value["id"].as_i64().unwrap_or(-1),
@@ -398,14 +441,7 @@ pub fn verify_export(
     let events = pending
         .into_iter()
         .map(Ok)
-        .chain(lines.map(|(number, line)| {
-            line.map(|line| {
-                (
-                    number,
-                    serde_json::from_str::<Value>(&line).unwrap_or(Value::Null),
-                )
-            })
-        }));
+        .chain(lines.map(|(number, line)| line.map(|line| (number, read_line(&line)))));
     if whole_chain {
         let mut checker = Checker::new(header.genesis, &vouched, false, format as u32);
         for item in events {

@@ -673,3 +673,36 @@ fn explain_says_when_a_recorded_policy_text_fails_its_digest() {
     ));
     assert_eq!(value["policy_text"], "tampered");
 }
+
+#[test]
+fn the_export_of_a_deeply_nested_honest_call_verifies() {
+    // Arguments as deep as gavel reads at all: the export line holds them
+    // one level deeper than the database does.
+    let sandbox = Sandbox::new();
+    let depth = 125;
+    let args = format!(
+        r#"{{"path":"a.txt","x":{}1{}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let out = sandbox
+        .gavel(&["run", "read_file", &args, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some(), "{}", stderr(&out));
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+    let export = run_expecting(&mut sandbox.gavel(&["export"]), 0);
+    let file = sandbox.root.join("deep.jsonl");
+    std::fs::write(&file, &export.stdout).unwrap();
+    let (exit, report) = verify_export(&sandbox, &file, &[]);
+    assert_eq!((exit, &report["ok"]), (0, &json!(true)), "{report}");
+
+    // A line nested past any payload's depth is refused, not read.
+    let text = String::from_utf8(export.stdout).unwrap();
+    let deeper = text
+        .replacen(&"[".repeat(depth), &"[".repeat(depth + 200), 1)
+        .replacen(&"]".repeat(depth), &"]".repeat(depth + 200), 1);
+    std::fs::write(&file, deeper).unwrap();
+    let (exit, report) = verify_export(&sandbox, &file, &[]);
+    assert_eq!(exit, 1, "{report}");
+}
