@@ -221,9 +221,11 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     }
     render::line(&format!("gavel demo: workspace {}", dir.display()))?;
     render::line("\n1. Six calls through policy -> approval -> execution:")?;
-    render::table(
+    render::table_dropping(
         &["#", "step", "call", "action", "rule", "approval", "status"],
         rows,
+        // Narrow: approval, then status go first; the rule stays.
+        &[5, 6],
     )?;
     render::line(&format!(
         "\n2. Recorded as {} hash-chained events in {}",

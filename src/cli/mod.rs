@@ -96,6 +96,10 @@ pub struct Global {
         default_value_t = gavel::audit::DEFAULT_MAX_ARGUMENT_BYTES
     )]
     pub max_argument_bytes: u64,
+    /// Print tables whole, at their natural width: not fitted to the terminal, $COLUMNS,
+    /// or (when stdout is neither) 160 columns; `log` adds a `who` column
+    #[arg(long, global = true)]
+    pub wide: bool,
 }
 
 /// Limits on the built-in tools, for the commands that run them.
@@ -256,26 +260,44 @@ pub fn main() -> std::process::ExitCode {
 /// `--help` (a script that passes `--db` to every command keeps working).
 const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("check", &["db", "durability", "max_argument_bytes"]),
-    ("policy", &["db", "durability", "max_argument_bytes"]),
-    ("policy show", &["db", "durability", "max_argument_bytes"]),
+    (
+        "policy",
+        &["db", "durability", "max_argument_bytes", "wide"],
+    ),
+    (
+        "policy show",
+        &["db", "durability", "max_argument_bytes", "wide"],
+    ),
     (
         "policy validate",
-        &["db", "durability", "max_argument_bytes"],
+        &["db", "durability", "max_argument_bytes", "wide"],
     ),
     ("policy test", &["db", "durability", "max_argument_bytes"]),
-    ("policy lint", &["durability", "max_argument_bytes"]),
+    ("policy lint", &["durability", "max_argument_bytes", "wide"]),
     (
         "demo",
         &["workspace", "policy", "durability", "max_argument_bytes"],
     ),
     ("log", &["policy", "durability", "max_argument_bytes"]),
     ("show", &["policy", "durability", "max_argument_bytes"]),
-    ("explain", &["policy", "durability", "max_argument_bytes"]),
+    (
+        "explain",
+        &["policy", "durability", "max_argument_bytes", "wide"],
+    ),
     ("stats", &["policy", "durability", "max_argument_bytes"]),
-    ("export", &["policy", "durability", "max_argument_bytes"]),
+    (
+        "export",
+        &["policy", "durability", "max_argument_bytes", "wide"],
+    ),
     ("replay", &["durability", "max_argument_bytes"]),
-    ("report", &["policy", "durability", "max_argument_bytes"]),
-    ("verify", &["policy", "durability", "max_argument_bytes"]),
+    (
+        "report",
+        &["policy", "durability", "max_argument_bytes", "wide"],
+    ),
+    (
+        "verify",
+        &["policy", "durability", "max_argument_bytes", "wide"],
+    ),
     ("audit", &["policy", "durability", "max_argument_bytes"]),
     (
         "keygen",
@@ -287,27 +309,51 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
             "max_argument_bytes",
         ],
     ),
-    ("checkpoint", &["policy", "max_argument_bytes"]),
+    ("checkpoint", &["policy", "max_argument_bytes", "wide"]),
     (
         "init",
-        &["policy", "db", "durability", "max_argument_bytes"],
+        &["policy", "db", "durability", "max_argument_bytes", "wide"],
     ),
-    ("push", &["policy", "max_argument_bytes"]),
+    ("push", &["policy", "max_argument_bytes", "wide"]),
     (
         "central",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
     (
         "central init",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
     (
         "central enroll",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
     (
         "central ingest",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
     (
         "central logs",
@@ -315,8 +361,16 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ),
     (
         "central retain",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
+    ("hook", &["wide"]),
+    ("serve", &["wide"]),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -366,6 +420,7 @@ fn hide_inapplicable(
 
 fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     let global = cli.global;
+    render::set_wide(global.wide);
     match cli.command {
         Command::Check(args) => check::run(&global, args),
         Command::Run(args) => run::run(&global, args),

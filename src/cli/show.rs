@@ -157,7 +157,7 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::Ok);
     }
     from_line(&from)?;
-    render::table(
+    render::table_dropping(
         &["seq", "time", "kind", "payload", "leaf", "chain"],
         events.iter().map(|e| {
             let mark = if integrity.as_ref().is_some_and(|i| i.unverified(e.seq)) {
@@ -174,6 +174,8 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
                 short_hex(&e.chain),
             ]
         }),
+        // Narrow: the leaf hash, then the time go first; the chain hash stays.
+        &[4, 1],
     )?;
     if let Some(integrity) = integrity.filter(|i| events.iter().any(|e| i.unverified(e.seq))) {
         render::line(&format!(

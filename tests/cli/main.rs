@@ -34,5 +34,6 @@ mod shell;
 mod snapshots_human;
 mod store;
 mod support;
+mod tables;
 mod tamper;
 mod usability;
