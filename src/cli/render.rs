@@ -395,8 +395,26 @@ fn fit_rows(
         })
         .collect();
     let identifiers = vec![3; columns];
+    // A narrow column (a seq, a count, `yes`) is left whole until the
+    // last: wrapping it gains a column or two for a line.
+    let narrow = |c: usize| natural[c] <= NARROW;
+    let longest_word: Vec<usize> = (0..columns)
+        .map(|c| {
+            if narrow(c) {
+                natural[c]
+            } else {
+                longest_word[c]
+            }
+        })
+        .collect();
     let text_only: Vec<usize> = (0..columns)
-        .map(|c| if free_text[c] { 3 } else { widths[c] })
+        .map(|c| {
+            if free_text[c] && !narrow(c) {
+                3
+            } else {
+                widths[c]
+            }
+        })
         .collect();
     // Wrap at whole words, widest column first; then cut words, in free
     // text first.
@@ -421,6 +439,9 @@ fn fit_rows(
         })
         .collect()
 }
+
+/// A column this narrow is wrapped or cut only when nothing else can give.
+const NARROW: usize = 8;
 
 /// `text` on lines of at most `width` columns, broken at spaces only; a
 /// word longer than `width` is cut to it with `…`.
