@@ -10,6 +10,7 @@ mod central_read;
 mod central_retain;
 mod check;
 mod demo;
+mod doctor;
 mod export;
 mod hook;
 mod init;
@@ -226,6 +227,9 @@ pub enum Command {
     Hook(hook::HookArgs),
     /// Install gavel as a client's hooks, with a starting policy for coding agents
     Init(init::InitArgs),
+    /// Check a workspace end to end (hooks, policy, log, checkpoint, git, file modes)
+    /// and say what to fix; exit 1 if a check fails
+    Doctor(doctor::DoctorArgs),
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
     /// Ship this host's audit log to the team's central store (PostgreSQL)
@@ -370,6 +374,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
         ],
     ),
     ("hook", &["wide"]),
+    ("doctor", &["durability", "max_argument_bytes", "wide"]),
     ("serve", &["wide"]),
 ];
 
@@ -439,6 +444,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Checkpoint(args) => keys::checkpoint(&global, args),
         Command::Hook(args) => hook::run(&global, args),
         Command::Init(args) => init::run(&global, args),
+        Command::Doctor(args) => doctor::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
         #[cfg(feature = "postgres")]
         Command::Push(args) => push::run(&global, args),
@@ -660,24 +666,11 @@ impl Global {
     }
 }
 
-/// The first executable file named `name` on `PATH`.
-pub fn which(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| {
-                std::fs::metadata(candidate)
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-    })
-}
-
 /// How a person runs this gavel from a shell: `gavel` when the `gavel` on
 /// `PATH` is this binary, else its absolute path (after `cargo run`).
 pub fn gavel_command() -> String {
     let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
-    let on_path = which("gavel").and_then(|p| std::fs::canonicalize(p).ok());
+    let on_path = gavel::install::which("gavel").and_then(|p| std::fs::canonicalize(p).ok());
     match (this, on_path) {
         (Some(this), Some(found)) if this == found => "gavel".to_owned(),
         (Some(this), _) => gavel::clients::shell_word(&this.to_string_lossy()),

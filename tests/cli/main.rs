@@ -12,6 +12,7 @@ mod check;
 mod clients;
 mod demo;
 mod differential;
+mod doctor;
 mod format;
 mod hook;
 mod paths;
