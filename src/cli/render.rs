@@ -85,9 +85,9 @@ pub fn fit(text: &str, width: usize) -> Cow<'_, str> {
 /// control characters escaped, and a cell that does not fit is cut with
 /// `…`, never broken. To fit a narrow width, the `droppable` columns are
 /// left out in their order while the rest cannot fit with the `flexible`
-/// ones at their floors (up to the column's stage); then the flexible ones are narrowed in their
-/// order, each to its floor. A column that is neither (a rule id) keeps
-/// its width unless nothing else can give.
+/// ones at their floors (up to the column's stage); then the flexible
+/// ones are narrowed in their order, each to its floor. A column that is
+/// neither (a rule id) keeps its width unless nothing else can give.
 pub struct StreamTable {
     headers: Vec<String>,
     /// Per column: the longest a cell may be before the table is fitted.
@@ -223,7 +223,8 @@ impl StreamTable {
 
 /// The columns to show and their widths, from their natural widths, to
 /// fit `limit`: droppable columns are left out (in order) while the rest
-/// cannot fit with the flexible entries up to its stage applied; then the flexible
+/// cannot fit with the flexible entries up to its stage applied, and put
+/// back, most important first, where they then fit; then the flexible
 /// columns are narrowed in their order, each to its floor, then any
 /// column, widest first, to 3. A table that cannot fit stays at its
 /// narrowest.
@@ -367,7 +368,7 @@ fn fit_rows(
     };
     let word_width = |cell: &str| cell.split(' ').map(get_string_width).max().unwrap_or(0);
     let total = |w: &[usize]| w.iter().sum::<usize>() + 3 * w.len() + 1;
-    // Columns left out shift the ones after them: drop from the right.
+    // Each column left out shifts those after it: `at` is where it is now.
     let mut dropped: Vec<usize> = Vec::new();
     for &column in droppable {
         if total(&column_max(&rows, &word_width)) <= limit {
