@@ -97,8 +97,8 @@ pub struct Global {
         default_value_t = gavel::audit::DEFAULT_MAX_ARGUMENT_BYTES
     )]
     pub max_argument_bytes: u64,
-    /// Print tables whole, at their natural width: not fitted to the terminal, $COLUMNS,
-    /// or (when stdout is neither) 160 columns; `log` adds a `who` column
+    /// Print tables and text whole, at their natural width: not fitted to the terminal,
+    /// $COLUMNS, or (when stdout is neither) 160 columns; `log` adds a `who` column
     #[arg(long, global = true)]
     pub wide: bool,
 }
@@ -277,17 +277,14 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
         &["db", "durability", "max_argument_bytes", "wide"],
     ),
     ("policy test", &["db", "durability", "max_argument_bytes"]),
-    ("policy lint", &["durability", "max_argument_bytes", "wide"]),
+    ("policy lint", &["durability", "max_argument_bytes"]),
     (
         "demo",
         &["workspace", "policy", "durability", "max_argument_bytes"],
     ),
     ("log", &["policy", "durability", "max_argument_bytes"]),
     ("show", &["policy", "durability", "max_argument_bytes"]),
-    (
-        "explain",
-        &["policy", "durability", "max_argument_bytes", "wide"],
-    ),
+    ("explain", &["policy", "durability", "max_argument_bytes"]),
     ("stats", &["policy", "durability", "max_argument_bytes"]),
     (
         "export",
@@ -374,7 +371,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
         ],
     ),
     ("hook", &["wide"]),
-    ("doctor", &["durability", "max_argument_bytes", "wide"]),
+    ("doctor", &["durability", "max_argument_bytes"]),
     ("serve", &["wide"]),
 ];
 

@@ -521,10 +521,80 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Prints lines of human text, each escaped.
+/// Prints lines of human text, each escaped, and wrapped to [`width`]
+/// (see [`wrap_text`]).
 pub fn text(lines: &[String]) -> std::io::Result<()> {
-    let escaped: Vec<Cow<'_, str>> = lines.iter().map(|l| escape(l)).collect();
-    line(&escaped.join("\n"))
+    let limit = width();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    for l in lines {
+        let escaped = escape(l);
+        match limit {
+            Some(limit) if get_string_width(&escaped) > limit => {
+                out.extend(wrap_text(&escaped, limit));
+            }
+            _ => out.push(escaped.into_owned()),
+        }
+    }
+    line(&out.join("\n"))
+}
+
+/// A line of text on lines of at most `width` columns where its words
+/// allow: broken at spaces (the spaces between words kept as written),
+/// each further line indented four past the line's own indent. A word
+/// longer than a line is broken after a `|` or `,` (a list of
+/// alternatives) where it has one; else it is kept whole, past the width,
+/// for text is not cut.
+fn wrap_text(text: &str, width: usize) -> Vec<String> {
+    let indent = text.len() - text.trim_start_matches(' ').len();
+    let hanging = " ".repeat((indent + 4).min(width / 2));
+    // Each word with the spaces before it, as written (`fail  hooks`).
+    let mut words: std::collections::VecDeque<(usize, String)> = Default::default();
+    let mut gap = 0;
+    for piece in text[indent..].split(' ') {
+        if piece.is_empty() {
+            gap += 1;
+        } else {
+            words.push_back((if words.is_empty() { 0 } else { gap + 1 }, piece.to_owned()));
+            gap = 0;
+        }
+    }
+    let mut lines = Vec::new();
+    let mut current = " ".repeat(indent);
+    let mut fresh = true;
+    while let Some((gap, word)) = words.pop_front() {
+        let gap = if fresh { 0 } else { gap };
+        let room = width.saturating_sub(get_string_width(&current) + gap);
+        if get_string_width(&word) > room {
+            // Break a long word after a separator that fits here, if any.
+            let cut = word
+                .char_indices()
+                .filter(|&(at, c)| matches!(c, '|' | ',') && get_string_width(&word[..=at]) <= room)
+                .map(|(at, _)| at + 1)
+                .next_back()
+                .filter(|&at| at < word.len());
+            if let Some(at) = cut {
+                words.push_front((1, word[at..].to_owned()));
+                current.push_str(&" ".repeat(gap));
+                current.push_str(&word[..at]);
+                lines.push(std::mem::replace(&mut current, hanging.clone()));
+                fresh = true;
+                continue;
+            }
+            if !fresh {
+                lines.push(std::mem::replace(&mut current, hanging.clone()));
+                words.push_front((1, word));
+                fresh = true;
+                continue;
+            }
+        }
+        current.push_str(&" ".repeat(gap));
+        current.push_str(&word);
+        fresh = false;
+    }
+    if !fresh {
+        lines.push(current);
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -539,6 +609,31 @@ mod tests {
             "a\\u{1b}[2Jb\\nc\\u{7f}\\u{9b}\\u{202e}"
         );
         assert_eq!(cell("x\u{1b}]0;t\u{7}", 40), "x\\u{1b}]0;t\\u{7}");
+    }
+
+    #[test]
+    fn text_wraps_at_spaces_and_after_a_separator_of_a_long_list() {
+        let line =
+            "  - `bash.hard_deny` did not match: writes /dev/sd*|/dev/nvme*|/dev/hd*|/dev/vd*";
+        let wrapped = wrap_text(line, 40);
+        assert_eq!(
+            wrapped,
+            [
+                "  - `bash.hard_deny` did not match:",
+                "      writes /dev/sd*|/dev/nvme*|",
+                "      /dev/hd*|/dev/vd*",
+            ]
+        );
+        for l in &wrapped {
+            assert!(l.chars().count() <= 40, "{l}");
+        }
+        // Spaces between words are kept; a word with no place to break is kept whole.
+        assert_eq!(
+            wrap_text("fail  modes: a b", 12),
+            ["fail  modes:", "    a b"]
+        );
+        let long = format!("path `{}` resolved", "a".repeat(50));
+        assert_eq!(wrap_text(&long, 20)[1], format!("    `{}`", "a".repeat(50)));
     }
 
     #[test]

@@ -340,3 +340,36 @@ fn table_layouts_at_80_and_120_columns() {
         }
     }
 }
+
+/// Text output too (`explain`, `check --explain`), piped: lines wrap at
+/// spaces, and a long list after its `|`, within 160 columns; `--wide`
+/// keeps each line whole.
+#[test]
+fn explanations_fit_160_columns_piped_unless_wide() {
+    let sandbox = recorded();
+    let widest = |t: &str| t.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    for args in [
+        &["explain", "c4-bash-cancelled"][..],
+        &[
+            "check",
+            "bash",
+            r#"{"command":"head -5 notes.txt"}"#,
+            "--explain",
+        ],
+    ] {
+        let text = stdout(&run_expecting(&mut sandbox.gavel(args), 0));
+        assert!(widest(&text) <= 160, "{args:?}:\n{text}");
+        let mut wide_args = args.to_vec();
+        wide_args.push("--wide");
+        let wide = stdout(&run_expecting(&mut sandbox.gavel(&wide_args), 0));
+        assert!(widest(&wide) > 160, "{args:?}:\n{wide}");
+        // The same words, on more lines.
+        let words = |t: &str| {
+            t.split(|c: char| c.is_whitespace() || BORDERS.contains(&c) || c == '|')
+                .filter(|w| !w.is_empty() && !w.ends_with('…'))
+                .map(str::to_owned)
+                .collect::<HashSet<_>>()
+        };
+        assert!(words(&text).is_subset(&words(&wide)), "{args:?}");
+    }
+}
