@@ -266,7 +266,10 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
     let mut bases = vec![Base::Start];
     let mut every_base = bases.clone();
     for command in &analysis.commands {
-        let reading = programs::read(command).filter(|r| r.hazards.is_empty());
+        let reading = match judged(command) {
+            Judged::Modelled(reading) => Some(reading),
+            Judged::NotModelled | Judged::OutsideModel(_) => None,
+        };
         for base in &bases {
             for r in &command.redirects {
                 if operands::is_harmless_target(&r.target) {
@@ -359,6 +362,30 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
         for base in &every_base {
             collector.word(&redirect.target, base);
         }
+    }
+}
+
+/// How facts take the words of a simple command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judged {
+    /// A model proves the command a read: only the words it names as files
+    /// and folders are paths (listed with their use).
+    Modelled(programs::Reading),
+    /// No model of the program: any word may be a path, and each is
+    /// resolved and judged as one whose use is unknown (`access` absent).
+    NotModelled,
+    /// A model of the program, but this use is outside it (the phrases say
+    /// why): any word may be a path, as for [`Judged::NotModelled`].
+    OutsideModel(Vec<String>),
+}
+
+/// How [`Workspace::facts`] takes the words of `command`. Written operands
+/// and redirections are paths whatever this says.
+pub fn judged(command: &shell::SimpleCommand) -> Judged {
+    match programs::read(command) {
+        Some(reading) if reading.hazards.is_empty() => Judged::Modelled(reading),
+        Some(reading) => Judged::OutsideModel(reading.hazards),
+        None => Judged::NotModelled,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod clients;
 pub mod digest;
 pub mod facts;
 pub mod hooks;
+pub mod install;
 pub mod policy;
 pub mod principal;
 pub mod redact;

@@ -171,7 +171,7 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                render::table(
+                render::table_dropping(
                     &[
                         "seq", "time", "call", "tool", "anomaly", "decided", "recorded",
                         "reported", "detail",
@@ -193,6 +193,8 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
                             render::cell(&text(&f["detail"]), 80),
                         ]
                     }),
+                    // Narrow: recorded and reported status, then time, seq and tool go first.
+                    &[6, 7, 1, 0, 3],
                 )?;
                 render::line(&format!(
                     "!! {} anomal{}: tools ran outside what gavel decided",

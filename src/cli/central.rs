@@ -231,7 +231,12 @@ fn logs(global: &Global, args: LogsArgs) -> anyhow::Result<Exit> {
                 .unwrap_or_else(|| "-".into()),
         ]
     });
-    render::table(&["host", "log", "size", "last push", "last refusal"], rows)?;
+    render::table_dropping(
+        &["host", "log", "size", "last push", "last refusal"],
+        rows,
+        // Narrow: the last refusal goes first.
+        &[4],
+    )?;
     Ok(Exit::Ok)
 }
 

@@ -181,8 +181,12 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
 
     let json = args.format.is_json();
     let mut rows = Vec::new();
-    // Call ids unique to this run, so a demo can be run again into the same folder.
-    let run = format!("{:x}", chrono::Utc::now().timestamp_micros() & 0xffff_ffff);
+    // Call ids unique to this run, so a demo can be run again into the same
+    // folder; always 8 hex digits, so they line up.
+    let run = format!(
+        "{:08x}",
+        chrono::Utc::now().timestamp_micros() & 0xffff_ffff
+    );
     let call_id = |index: usize| format!("demo-{run}-{}", index + 1);
     for (index, step) in script().into_iter().enumerate() {
         let request = ToolRequest::new(call_id(index), step.tool, step.arguments);
@@ -221,9 +225,11 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     }
     render::line(&format!("gavel demo: workspace {}", dir.display()))?;
     render::line("\n1. Six calls through policy -> approval -> execution:")?;
-    render::table(
+    render::table_dropping(
         &["#", "step", "call", "action", "rule", "approval", "status"],
         rows,
+        // Narrow: approval, then status go first; the rule stays.
+        &[5, 6],
     )?;
     render::line(&format!(
         "\n2. Recorded as {} hash-chained events in {}",

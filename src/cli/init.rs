@@ -17,6 +17,7 @@ use clap::Args;
 use serde_json::{Map, Value};
 
 use gavel::clients::{self, Client};
+use gavel::install::{self, Hooks, Runs};
 use gavel::policy::CODING_AGENT_POLICY_TOML;
 
 use super::{Exit, Global, render};
@@ -48,18 +49,13 @@ pub struct InitArgs {
 /// is this binary, else this binary's absolute path; and a warning when
 /// that path lies in a build folder.
 fn hook_program(this: &Path) -> (String, Option<String>) {
-    if let Some(on_path) = super::which("gavel")
+    if let Some(on_path) = gavel::install::which("gavel")
         && std::fs::canonicalize(&on_path).ok().as_deref() == Some(this)
     {
         return ("gavel".to_owned(), None);
     }
     let shown = this.to_string_lossy().into_owned();
-    let in_build = this.components().any(|c| c.as_os_str() == "target")
-        && this
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|d| d == "release" || d == "debug" || d == "dist");
-    let warning = in_build.then(|| {
+    let warning = gavel::install::in_build_folder(this).then(|| {
         format!(
             "the hooks run `{shown}`, inside a build folder: after `cargo clean` they find no gavel \
              and the client runs its tools ungoverned. Install gavel on PATH (`cargo install --path .`) \
@@ -69,62 +65,37 @@ fn hook_program(this: &Path) -> (String, Option<String>) {
     (shown, warning)
 }
 
-/// The program each installed hook command of `client` in `settings` runs,
-/// as written.
-fn installed_programs(client: &dyn Client, settings: &Value) -> Vec<String> {
-    let marker = format!(" hook {}", client.name());
-    let mut found = Vec::new();
-    let mut stack = vec![settings];
-    while let Some(value) = stack.pop() {
-        match value {
-            Value::String(text) if text.contains(&marker) => {
-                if let Some(at) = text.find(&marker) {
-                    let program = text[..at].trim().trim_matches(['\'', '"']).to_owned();
-                    if !found.contains(&program) {
-                        found.push(program);
-                    }
-                }
-            }
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.values()),
-            _ => {}
-        }
-    }
-    found
-}
-
 /// `gavel init --check`: every installed hook command must run this gavel.
 fn check(client: &dyn Client, hooks_path: &Path, this: &Path) -> anyhow::Result<Exit> {
-    let Some(settings) = read_json(hooks_path)? else {
-        render::line(&format!(
-            "not installed: `{}` does not exist (`gavel init {}` installs the hooks)",
-            hooks_path.display(),
-            client.name()
-        ))?;
-        return Ok(Exit::Failed);
+    let programs = match install::hooks(client, hooks_path, this)? {
+        Hooks::NoFile => {
+            render::line(&format!(
+                "not installed: `{}` does not exist (`gavel init {}` installs the hooks)",
+                hooks_path.display(),
+                client.name()
+            ))?;
+            return Ok(Exit::Failed);
+        }
+        Hooks::NoGavelHook => {
+            render::line(&format!(
+                "not installed: `{}` has no `hook {}` command",
+                hooks_path.display(),
+                client.name()
+            ))?;
+            return Ok(Exit::Failed);
+        }
+        Hooks::Installed(programs) => programs,
     };
-    let programs = installed_programs(client, &settings);
-    if programs.is_empty() {
-        render::line(&format!(
-            "not installed: `{}` has no `hook {}` command",
-            hooks_path.display(),
-            client.name()
-        ))?;
-        return Ok(Exit::Failed);
-    }
     let mut broken = 0;
-    for program in &programs {
-        let resolved = if program.contains('/') {
-            Some(PathBuf::from(program))
-        } else {
-            super::which(program)
+    for (program, runs) in &programs {
+        let verdict = match runs {
+            Runs::This => "ok: runs this gavel".to_owned(),
+            Runs::Other(found) => format!("runs another binary, `{}`", found.display()),
+            Runs::Missing => {
+                "BROKEN: no such program; the client would run its tools ungoverned".to_owned()
+            }
         };
-        let verdict = match resolved.as_deref().map(std::fs::canonicalize) {
-            Some(Ok(found)) if found == this => "ok: runs this gavel".to_owned(),
-            Some(Ok(found)) => format!("runs another binary, `{}`", found.display()),
-            _ => "BROKEN: no such program; the client would run its tools ungoverned".to_owned(),
-        };
-        if !verdict.starts_with("ok") {
+        if *runs != Runs::This {
             broken += 1;
         }
         render::line(&format!("{}: `{program}`: {verdict}", hooks_path.display()))?;
@@ -197,7 +168,7 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
     let write_policy = !args.user && (!customised || args.overwrite_policy);
 
     // Check everything before writing anything.
-    let existing = read_json(&hooks_path)?;
+    let existing = install::read_settings(&hooks_path)?;
     if existing.is_some() && !args.force {
         bail!(
             "`{}` exists; --force adds gavel's hooks to it (replacing earlier gavel hooks, keeping the others)",
@@ -285,27 +256,6 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
         render::line(&format!("note: {note}"))?;
     }
     Ok(Exit::Ok)
-}
-
-/// The JSON object in `path`, `None` when there is no file.
-fn read_json(path: &Path) -> anyhow::Result<Option<Value>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(err).with_context(|| format!("cannot read `{}`", path.display())),
-    };
-    if text.trim().is_empty() {
-        return Ok(Some(Value::Object(Map::new())));
-    }
-    let value: Value = serde_json::from_str(&text)
-        .with_context(|| format!("`{}` is not JSON; fix or move it first", path.display()))?;
-    if !value.is_object() {
-        bail!(
-            "`{}` is not a JSON object; fix or move it first",
-            path.display()
-        );
-    }
-    Ok(Some(value))
 }
 
 /// `existing` with gavel's hooks for each event of `ours`: entries that

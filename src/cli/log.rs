@@ -29,9 +29,6 @@ pub struct LogArgs {
     /// calls; in JSON they have `"kind": "lifecycle"`
     #[arg(long)]
     pub events: bool,
-    /// Add a `who` column: the user, host and client of each call
-    #[arg(long)]
-    pub wide: bool,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -201,10 +198,18 @@ const HEADERS: [&str; 10] = [
     "reason",
 ];
 const CAPS: [usize; 10] = [19, 40, 24, 80, 6, 40, 12, 10, 40, 60];
-/// Narrowed first, in this order, to fit the terminal.
-const FLEXIBLE: [usize; 5] = [9, 8, 5, 1, 3];
-/// Left out, in this order, when the terminal is too narrow for them all.
-const DROPPABLE: [usize; 4] = [6, 9, 8, 5];
+/// Narrowed first, in this order, each to its floor, to fit the terminal:
+/// the free text (reason, anomaly), the id to 12, the call to 30, the id
+/// and tool, the call to 12. The rule is never narrowed: an id cut short
+/// names no rule.
+const FLEXIBLE: [(usize, usize); 7] =
+    [(9, 20), (8, 10), (1, 12), (3, 30), (1, 8), (2, 10), (3, 12)];
+/// Left out, in this order, when the terminal is too narrow for them all:
+/// reason, approval and anomaly while the call could not have 30 columns,
+/// then status and the rule while it could not have 12.
+const DROPPABLE: [(usize, usize); 5] = [(9, 4), (6, 4), (8, 4), (7, 7), (5, 7)];
+/// The `who` and `host` columns narrow before any other.
+const EXTRA_FLOOR: usize = 12;
 
 fn row(listed: &Listed, narrow: bool, local: bool, wide: bool) -> Vec<String> {
     let mut cells = row_cells(listed, narrow, local);
@@ -297,10 +302,11 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
         query.newest_first = true;
     }
     query.newest_first |= args.newest_first;
+    let wide = global.wide;
     #[cfg(feature = "postgres")]
     if let Some(url) = global.central_url() {
         let (mut client, log) = super::central_read::open(&url, &args.query)?;
-        return print_listing(&args, true, None, &mut |each| {
+        return print_listing(&args, wide, true, None, &mut |each| {
             gavel::central::query::for_each_listed(
                 client.client(),
                 &query,
@@ -325,7 +331,7 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
         integrity.refuse_filters(&query)?;
         integrity.warn();
     }
-    print_listing(&args, false, integrity.as_ref(), &mut |each| {
+    print_listing(&args, wide, false, integrity.as_ref(), &mut |each| {
         store.for_each_listed(&query, args.events, |listed| each(None, listed))?;
         Ok(store.check_unchanged()?)
     })
@@ -345,9 +351,11 @@ fn marked(mut value: Value, listed: &Listed, integrity: Option<&Integrity>) -> V
 }
 
 /// Prints the listing `rows` hands over, in the format asked for; with
-/// `central`, each row says which enrolled host and log it comes from.
+/// `central`, each row says which enrolled host and log it comes from;
+/// with `wide`, who made each call.
 fn print_listing(
     args: &LogArgs,
+    wide: bool,
     central: bool,
     integrity: Option<&Integrity>,
     rows: &mut dyn FnMut(&mut Each<'_>) -> anyhow::Result<()>,
@@ -376,22 +384,29 @@ fn print_listing(
             out.flush()?;
         }
         Format::Table => {
-            // Below 100 columns the year is left out of the time.
-            let narrow = render::width().is_some_and(|w| w < 100);
+            // At 100 columns or fewer the year is left out of the time.
+            let narrow = render::width().is_some_and(|w| w <= 100);
             let mut headers = HEADERS.to_vec();
             if args.local {
                 headers[0] = "time (local)";
             }
             let mut caps = CAPS.to_vec();
-            if args.wide {
+            let mut flexible = Vec::new();
+            if wide {
+                flexible.push((headers.len(), EXTRA_FLOOR));
                 headers.push("who");
                 caps.push(64);
             }
             if central {
+                flexible.push((headers.len(), EXTRA_FLOOR));
                 headers.push("host");
                 caps.push(32);
             }
-            let mut table = render::StreamTable::new(&headers, &caps, &FLEXIBLE, &DROPPABLE);
+            let stage = flexible.len();
+            flexible.extend(FLEXIBLE);
+            let droppable: Vec<(usize, usize)> =
+                DROPPABLE.iter().map(|&(c, s)| (c, s + stage)).collect();
+            let mut table = render::StreamTable::new(&headers, &caps, &flexible, &droppable);
             let mut anomalous = 0u64;
             let mut unverified = 0u64;
             rows(&mut |from, listed| {
@@ -400,7 +415,7 @@ fn print_listing(
                 {
                     anomalous += 1;
                 }
-                let mut cells = row(&listed, narrow, args.local, args.wide);
+                let mut cells = row(&listed, narrow, args.local, wide);
                 let seq = match &listed {
                     Listed::Call(entry) => entry.seq(),
                     Listed::Lifecycle(entry) => entry.seq,

@@ -10,6 +10,7 @@ mod central_read;
 mod central_retain;
 mod check;
 mod demo;
+mod doctor;
 mod export;
 mod hook;
 mod init;
@@ -96,6 +97,10 @@ pub struct Global {
         default_value_t = gavel::audit::DEFAULT_MAX_ARGUMENT_BYTES
     )]
     pub max_argument_bytes: u64,
+    /// Print tables and text whole, at their natural width: not fitted to the terminal,
+    /// $COLUMNS, or (when stdout is neither) 160 columns; `log` adds a `who` column
+    #[arg(long, global = true)]
+    pub wide: bool,
 }
 
 /// Limits on the built-in tools, for the commands that run them.
@@ -222,6 +227,9 @@ pub enum Command {
     Hook(hook::HookArgs),
     /// Install gavel as a client's hooks, with a starting policy for coding agents
     Init(init::InitArgs),
+    /// Check a workspace end to end (hooks, policy, log, checkpoint, git, file modes)
+    /// and say what to fix; exit 1 if a check fails
+    Doctor(doctor::DoctorArgs),
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
     /// Ship this host's audit log to the team's central store (PostgreSQL)
@@ -256,11 +264,17 @@ pub fn main() -> std::process::ExitCode {
 /// `--help` (a script that passes `--db` to every command keeps working).
 const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("check", &["db", "durability", "max_argument_bytes"]),
-    ("policy", &["db", "durability", "max_argument_bytes"]),
-    ("policy show", &["db", "durability", "max_argument_bytes"]),
+    (
+        "policy",
+        &["db", "durability", "max_argument_bytes", "wide"],
+    ),
+    (
+        "policy show",
+        &["db", "durability", "max_argument_bytes", "wide"],
+    ),
     (
         "policy validate",
-        &["db", "durability", "max_argument_bytes"],
+        &["db", "durability", "max_argument_bytes", "wide"],
     ),
     ("policy test", &["db", "durability", "max_argument_bytes"]),
     ("policy lint", &["durability", "max_argument_bytes"]),
@@ -272,10 +286,19 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("show", &["policy", "durability", "max_argument_bytes"]),
     ("explain", &["policy", "durability", "max_argument_bytes"]),
     ("stats", &["policy", "durability", "max_argument_bytes"]),
-    ("export", &["policy", "durability", "max_argument_bytes"]),
+    (
+        "export",
+        &["policy", "durability", "max_argument_bytes", "wide"],
+    ),
     ("replay", &["durability", "max_argument_bytes"]),
-    ("report", &["policy", "durability", "max_argument_bytes"]),
-    ("verify", &["policy", "durability", "max_argument_bytes"]),
+    (
+        "report",
+        &["policy", "durability", "max_argument_bytes", "wide"],
+    ),
+    (
+        "verify",
+        &["policy", "durability", "max_argument_bytes", "wide"],
+    ),
     ("audit", &["policy", "durability", "max_argument_bytes"]),
     (
         "keygen",
@@ -287,27 +310,51 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
             "max_argument_bytes",
         ],
     ),
-    ("checkpoint", &["policy", "max_argument_bytes"]),
+    ("checkpoint", &["policy", "max_argument_bytes", "wide"]),
     (
         "init",
-        &["policy", "db", "durability", "max_argument_bytes"],
+        &["policy", "db", "durability", "max_argument_bytes", "wide"],
     ),
-    ("push", &["policy", "max_argument_bytes"]),
+    ("push", &["policy", "max_argument_bytes", "wide"]),
     (
         "central",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
     (
         "central init",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
     (
         "central enroll",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
     (
         "central ingest",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
     (
         "central logs",
@@ -315,8 +362,17 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ),
     (
         "central retain",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        &[
+            "workspace",
+            "policy",
+            "durability",
+            "max_argument_bytes",
+            "wide",
+        ],
     ),
+    ("hook", &["wide"]),
+    ("doctor", &["durability", "max_argument_bytes"]),
+    ("serve", &["wide"]),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -411,6 +467,7 @@ fn hide_inapplicable(
 
 fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     let global = cli.global;
+    render::set_wide(global.wide);
     match cli.command {
         Command::Check(args) => check::run(&global, args),
         Command::Run(args) => run::run(&global, args),
@@ -429,6 +486,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Checkpoint(args) => keys::checkpoint(&global, args),
         Command::Hook(args) => hook::run(&global, args),
         Command::Init(args) => init::run(&global, args),
+        Command::Doctor(args) => doctor::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
         #[cfg(feature = "postgres")]
         Command::Push(args) => push::run(&global, args),
@@ -650,24 +708,11 @@ impl Global {
     }
 }
 
-/// The first executable file named `name` on `PATH`.
-pub fn which(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| {
-                std::fs::metadata(candidate)
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-    })
-}
-
 /// How a person runs this gavel from a shell: `gavel` when the `gavel` on
 /// `PATH` is this binary, else its absolute path (after `cargo run`).
 pub fn gavel_command() -> String {
     let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
-    let on_path = which("gavel").and_then(|p| std::fs::canonicalize(p).ok());
+    let on_path = gavel::install::which("gavel").and_then(|p| std::fs::canonicalize(p).ok());
     match (this, on_path) {
         (Some(this), Some(found)) if this == found => "gavel".to_owned(),
         (Some(this), _) => gavel::clients::shell_word(&this.to_string_lossy()),

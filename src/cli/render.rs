@@ -5,12 +5,27 @@ use std::io::Write;
 
 use tabled::builder::Builder;
 use tabled::grid::util::string::{get_char_width, get_string_width};
-use tabled::settings::peaker::PriorityMax;
-use tabled::settings::{Style, Width};
+use tabled::settings::Style;
 
-/// The width human output must fit: `$COLUMNS` when set, else the
-/// terminal's width when stdout is one; `None` (no limit) otherwise.
+/// The width output that is neither a terminal nor given `$COLUMNS`
+/// (a pipe, a file) is fitted to, unless `--wide`.
+pub const PIPED_WIDTH: usize = 160;
+
+/// `--wide`: tables keep their natural width whatever the terminal.
+static WIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets `--wide` for this process: no width limit for tables.
+pub fn set_wide(wide: bool) {
+    WIDE.store(wide, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The width human output must fit: `None` (no limit) with `--wide`;
+/// else `$COLUMNS` when set, else the terminal's width when stdout is
+/// one, else [`PIPED_WIDTH`].
 pub fn width() -> Option<usize> {
+    if WIDE.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
     if let Some(columns) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
@@ -18,7 +33,7 @@ pub fn width() -> Option<usize> {
     {
         return Some(columns);
     }
-    terminal_width()
+    Some(terminal_width().unwrap_or(PIPED_WIDTH))
 }
 
 #[cfg(unix)]
@@ -67,14 +82,22 @@ pub fn fit(text: &str, width: usize) -> Cow<'_, str> {
 /// `SAMPLE_WAIT`), fitted to
 /// [`width`], and a later cell longer than its column is cut with `…`.
 /// Memory stays constant however many rows follow. Cells are one line,
-/// control characters escaped. To fit a narrow width, the `droppable`
-/// columns are left out in their order, then the `flexible` ones narrowed.
+/// control characters escaped, and a cell that does not fit is cut with
+/// `…`, never broken. To fit a narrow width, the `droppable` columns are
+/// left out in their order while the rest cannot fit with the `flexible`
+/// ones at their floors (up to the column's stage); then the flexible
+/// ones are narrowed in their order, each to its floor. A column that is
+/// neither (a rule id) keeps its width unless nothing else can give.
 pub struct StreamTable {
     headers: Vec<String>,
     /// Per column: the longest a cell may be before the table is fitted.
     caps: Vec<usize>,
-    flexible: Vec<usize>,
-    droppable: Vec<usize>,
+    /// (column, the narrowest it is cut to), narrowed in this order; a
+    /// column listed twice narrows to its first floor, later to its second.
+    flexible: Vec<(usize, usize)>,
+    /// (column, stage): left out, in this order, while the table cannot
+    /// fit with the first `stage` flexible entries applied.
+    droppable: Vec<(usize, usize)>,
     /// The columns shown and their widths, once set.
     layout: Option<Vec<(usize, usize)>>,
     pending: Vec<Vec<String>>,
@@ -89,12 +112,16 @@ const SAMPLE: usize = 50;
 /// ...or fewer, once the first of them has waited this long (a filter
 /// that matches rarely still shows its first rows at once).
 const SAMPLE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
-/// A flexible column is narrowed to this before any other column is.
-const FLEX_FLOOR: usize = 10;
 
 impl StreamTable {
-    /// A table with these headers; `caps` bounds each column's width.
-    pub fn new(headers: &[&str], caps: &[usize], flexible: &[usize], droppable: &[usize]) -> Self {
+    /// A table with these headers; `caps` bounds each column's width;
+    /// `flexible` holds (column, floor) pairs in the order they narrow.
+    pub fn new(
+        headers: &[&str],
+        caps: &[usize],
+        flexible: &[(usize, usize)],
+        droppable: &[(usize, usize)],
+    ) -> Self {
         Self {
             headers: headers.iter().map(|h| (*h).to_owned()).collect(),
             caps: caps.to_vec(),
@@ -196,13 +223,15 @@ impl StreamTable {
 
 /// The columns to show and their widths, from their natural widths, to
 /// fit `limit`: droppable columns are left out (in order) while the rest
-/// cannot fit with the flexible ones at `FLEX_FLOOR` (but the last, whole); then the flexible
-/// columns are narrowed in their order to `FLEX_FLOOR`, then any column to
-/// 3. A table that cannot fit stays at its narrowest.
+/// cannot fit with the flexible entries up to its stage applied, and put
+/// back, most important first, where they then fit; then the flexible
+/// columns are narrowed in their order, each to its floor, then any
+/// column, widest first, to 3. A table that cannot fit stays at its
+/// narrowest.
 fn fit_layout(
     natural: &[usize],
-    flexible: &[usize],
-    droppable: &[usize],
+    flexible: &[(usize, usize)],
+    droppable: &[(usize, usize)],
     limit: Option<usize>,
 ) -> Vec<(usize, usize)> {
     let mut layout: Vec<(usize, usize)> = natural.iter().copied().enumerate().collect();
@@ -210,26 +239,38 @@ fn fit_layout(
         return layout;
     };
     let total = |l: &[(usize, usize)]| l.iter().map(|c| c.1).sum::<usize>() + 3 * l.len() + 1;
-    for dropped in droppable {
-        // The last flexible column (the one that matters most) whole, the others at their floor.
-        let narrowest: Vec<(usize, usize)> = layout
-            .iter()
-            .map(|&(c, w)| match flexible.iter().position(|f| *f == c) {
-                Some(at) if at + 1 < flexible.len() => (c, w.min(FLEX_FLOOR)),
-                _ => (c, w),
-            })
-            .collect();
-        if total(&narrowest) <= limit {
+    // As narrow as the first `stage` flexible entries make `layout`.
+    let narrowest = |layout: &[(usize, usize)], stage: usize| {
+        let mut narrow = layout.to_vec();
+        for &(column, floor) in flexible.iter().take(stage) {
+            if let Some((_, w)) = narrow.iter_mut().find(|(c, _)| *c == column) {
+                *w = (*w).min(floor);
+            }
+        }
+        total(&narrow)
+    };
+    let mut left_out = Vec::new();
+    for &(dropped, stage) in droppable {
+        if narrowest(&layout, stage) <= limit {
             break;
         }
-        layout.retain(|(c, _)| c != dropped);
+        layout.retain(|(c, _)| *c != dropped);
+        left_out.push((dropped, stage));
+    }
+    // A column left out for one that came after it may fit without that
+    // one: the most important first.
+    for &(column, stage) in left_out.iter().rev() {
+        let mut with = layout.clone();
+        with.push((column, natural[column]));
+        with.sort_unstable();
+        if narrowest(&with, stage) <= limit {
+            layout = with;
+        }
     }
     let mut excess = total(&layout).saturating_sub(limit);
-    // The flexible columns in their order, each down to its floor; then
-    // every column, widest first, down to 3.
-    for column in flexible {
-        if let Some((_, w)) = layout.iter_mut().find(|(c, _)| c == column) {
-            let cut = excess.min(w.saturating_sub(FLEX_FLOOR));
+    for &(column, floor) in flexible {
+        if let Some((_, w)) = layout.iter_mut().find(|(c, _)| *c == column) {
+            let cut = excess.min(w.saturating_sub(floor));
             *w -= cut;
             excess -= cut;
         }
@@ -251,46 +292,176 @@ fn one_line(text: &str) -> String {
     escape(&text.replace(['\n', '\r'], " ")).into_owned()
 }
 
-/// Prints a table with a header row.
+/// Prints a table with a header row, fitted to [`width`] (see [`fit_rows`]).
 pub fn table<I, R>(headers: &[&str], rows: I) -> std::io::Result<()>
 where
     I: IntoIterator<Item = R>,
     R: IntoIterator<Item = String>,
 {
-    let mut builder = Builder::new();
-    builder.push_record(headers.iter().map(|h| (*h).to_owned()));
-    for row in rows {
-        builder.push_record(row.into_iter().map(|cell| escape(&cell).into_owned()));
-    }
-    let mut table = builder.build();
-    table.with(Style::sharp());
-    fit_table(&mut table);
-    line(&table.to_string())
+    table_dropping(headers, rows, &[])
 }
 
-/// Prints a two-column table of field names and values.
+/// [`table`], leaving out the `droppable` columns, in their order, while
+/// the others cannot fit [`width`] with every word whole.
+pub fn table_dropping<I, R>(headers: &[&str], rows: I, droppable: &[usize]) -> std::io::Result<()>
+where
+    I: IntoIterator<Item = R>,
+    R: IntoIterator<Item = String>,
+{
+    let mut all = vec![headers.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>()];
+    all.extend(rows.into_iter().map(|row| {
+        row.into_iter()
+            .map(|cell| escape(&cell).into_owned())
+            .collect()
+    }));
+    print_grid(all, droppable)
+}
+
+/// Prints a two-column table of field names and values, fitted to [`width`].
 pub fn fields(pairs: &[(&str, String)]) -> std::io::Result<()> {
+    print_grid(
+        pairs
+            .iter()
+            .map(|(name, value)| vec![(*name).to_owned(), escape(value).into_owned()])
+            .collect(),
+        &[],
+    )
+}
+
+fn print_grid(rows: Vec<Vec<String>>, droppable: &[usize]) -> std::io::Result<()> {
     let mut builder = Builder::new();
-    for (name, value) in pairs {
-        builder.push_record([(*name).to_owned(), escape(value).into_owned()]);
+    for row in fit_rows(rows, droppable, width()) {
+        builder.push_record(row);
     }
     let mut table = builder.build();
     table.with(Style::sharp());
-    fit_table(&mut table);
     line(&table.to_string())
 }
 
-/// Narrows a table to [`width`], when there is one, by wrapping its widest
-/// columns first (at word boundaries where it can): a cell's text is kept
-/// whole, on more lines.
-fn fit_table(table: &mut tabled::Table) {
-    if let Some(limit) = width() {
-        table.with(
-            Width::wrap(limit)
-                .keep_words(true)
-                .priority(PriorityMax::right()),
-        );
+/// The cells of a table of one-line cells, laid out to fit `limit`
+/// columns: the `droppable` columns are left out, in their order, while
+/// the table cannot fit with every word whole; then its widest columns are
+/// wrapped, at spaces only, down to their longest word; if that is not
+/// enough, the widest columns are narrowed further (those of free text
+/// before those of single words, such as rule ids) and a word longer than
+/// its column is cut with `…`. A word is never broken across lines, so
+/// every word shown is whole or a prefix ending in `…`.
+fn fit_rows(
+    mut rows: Vec<Vec<String>>,
+    droppable: &[usize],
+    limit: Option<usize>,
+) -> Vec<Vec<String>> {
+    let Some(limit) = limit else {
+        return rows;
+    };
+    let column_max = |rows: &[Vec<String>], measure: &dyn Fn(&str) -> usize| -> Vec<usize> {
+        let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+        (0..columns)
+            .map(|c| {
+                rows.iter()
+                    .filter_map(|row| row.get(c))
+                    .map(|cell| measure(cell))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect()
+    };
+    let word_width = |cell: &str| cell.split(' ').map(get_string_width).max().unwrap_or(0);
+    let total = |w: &[usize]| w.iter().sum::<usize>() + 3 * w.len() + 1;
+    // Each column left out shifts those after it: `at` is where it is now.
+    let mut dropped: Vec<usize> = Vec::new();
+    for &column in droppable {
+        if total(&column_max(&rows, &word_width)) <= limit {
+            break;
+        }
+        let at = column - dropped.iter().filter(|d| **d < column).count();
+        for row in &mut rows {
+            if at < row.len() {
+                row.remove(at);
+            }
+        }
+        dropped.push(column);
     }
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let natural = column_max(&rows, &|cell| get_string_width(cell));
+    let longest_word = column_max(&rows, &word_width);
+    let mut widths = natural.clone();
+    // A column of single words (ids, rule ids, statuses) is cut last:
+    // free text says less per column.
+    let free_text: Vec<bool> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .skip(1)
+                .any(|row| row.get(c).is_some_and(|cell| cell.trim().contains(' ')))
+        })
+        .collect();
+    let identifiers = vec![3; columns];
+    // A narrow column (a seq, a count, `yes`) is left whole until the
+    // last: wrapping it gains a column or two for a line.
+    let narrow = |c: usize| natural[c] <= NARROW;
+    let longest_word: Vec<usize> = (0..columns)
+        .map(|c| {
+            if narrow(c) {
+                natural[c]
+            } else {
+                longest_word[c]
+            }
+        })
+        .collect();
+    let text_only: Vec<usize> = (0..columns)
+        .map(|c| {
+            if free_text[c] && !narrow(c) {
+                3
+            } else {
+                widths[c]
+            }
+        })
+        .collect();
+    // Wrap at whole words, widest column first; then cut words, in free
+    // text first.
+    for floor in [longest_word, text_only, identifiers] {
+        while total(&widths) > limit {
+            let widest = (0..columns)
+                .filter(|&c| widths[c] > floor[c].max(1))
+                .max_by_key(|&c| (widths[c], std::cmp::Reverse(c)));
+            let Some(c) = widest else { break };
+            widths[c] -= 1;
+        }
+    }
+    rows.into_iter()
+        .map(|row| {
+            row.into_iter()
+                .enumerate()
+                .map(|(c, cell)| match widths.get(c) {
+                    Some(&w) if get_string_width(&cell) > w => wrap_words(&cell, w),
+                    _ => cell,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A column this narrow is wrapped or cut only when nothing else can give.
+const NARROW: usize = 8;
+
+/// `text` on lines of at most `width` columns, broken at spaces only; a
+/// word longer than `width` is cut to it with `…`.
+fn wrap_words(text: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let word = fit(word, width);
+        let needed = get_string_width(&current) + 1 + get_string_width(&word);
+        if !current.is_empty() && needed > width {
+            lines.push(std::mem::take(&mut current));
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(&word);
+    }
+    lines.push(current);
+    lines.join("\n")
 }
 
 /// Prints one line to stdout.
@@ -350,10 +521,80 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Prints lines of human text, each escaped.
+/// Prints lines of human text, each escaped, and wrapped to [`width`]
+/// (see [`wrap_text`]).
 pub fn text(lines: &[String]) -> std::io::Result<()> {
-    let escaped: Vec<Cow<'_, str>> = lines.iter().map(|l| escape(l)).collect();
-    line(&escaped.join("\n"))
+    let limit = width();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    for l in lines {
+        let escaped = escape(l);
+        match limit {
+            Some(limit) if get_string_width(&escaped) > limit => {
+                out.extend(wrap_text(&escaped, limit));
+            }
+            _ => out.push(escaped.into_owned()),
+        }
+    }
+    line(&out.join("\n"))
+}
+
+/// A line of text on lines of at most `width` columns where its words
+/// allow: broken at spaces (the spaces between words kept as written),
+/// each further line indented four past the line's own indent. A word
+/// longer than a line is broken after a `|` or `,` (a list of
+/// alternatives) where it has one; else it is kept whole, past the width,
+/// for text is not cut.
+fn wrap_text(text: &str, width: usize) -> Vec<String> {
+    let indent = text.len() - text.trim_start_matches(' ').len();
+    let hanging = " ".repeat((indent + 4).min(width / 2));
+    // Each word with the spaces before it, as written (`fail  hooks`).
+    let mut words: std::collections::VecDeque<(usize, String)> = Default::default();
+    let mut gap = 0;
+    for piece in text[indent..].split(' ') {
+        if piece.is_empty() {
+            gap += 1;
+        } else {
+            words.push_back((if words.is_empty() { 0 } else { gap + 1 }, piece.to_owned()));
+            gap = 0;
+        }
+    }
+    let mut lines = Vec::new();
+    let mut current = " ".repeat(indent);
+    let mut fresh = true;
+    while let Some((gap, word)) = words.pop_front() {
+        let gap = if fresh { 0 } else { gap };
+        let room = width.saturating_sub(get_string_width(&current) + gap);
+        if get_string_width(&word) > room {
+            // Break a long word after a separator that fits here, if any.
+            let cut = word
+                .char_indices()
+                .filter(|&(at, c)| matches!(c, '|' | ',') && get_string_width(&word[..=at]) <= room)
+                .map(|(at, _)| at + 1)
+                .next_back()
+                .filter(|&at| at < word.len());
+            if let Some(at) = cut {
+                words.push_front((1, word[at..].to_owned()));
+                current.push_str(&" ".repeat(gap));
+                current.push_str(&word[..at]);
+                lines.push(std::mem::replace(&mut current, hanging.clone()));
+                fresh = true;
+                continue;
+            }
+            if !fresh {
+                lines.push(std::mem::replace(&mut current, hanging.clone()));
+                words.push_front((1, word));
+                fresh = true;
+                continue;
+            }
+        }
+        current.push_str(&" ".repeat(gap));
+        current.push_str(&word);
+        fresh = false;
+    }
+    if !fresh {
+        lines.push(current);
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -368,5 +609,75 @@ mod tests {
             "a\\u{1b}[2Jb\\nc\\u{7f}\\u{9b}\\u{202e}"
         );
         assert_eq!(cell("x\u{1b}]0;t\u{7}", 40), "x\\u{1b}]0;t\\u{7}");
+    }
+
+    #[test]
+    fn text_wraps_at_spaces_and_after_a_separator_of_a_long_list() {
+        let line =
+            "  - `bash.hard_deny` did not match: writes /dev/sd*|/dev/nvme*|/dev/hd*|/dev/vd*";
+        let wrapped = wrap_text(line, 40);
+        assert_eq!(
+            wrapped,
+            [
+                "  - `bash.hard_deny` did not match:",
+                "      writes /dev/sd*|/dev/nvme*|",
+                "      /dev/hd*|/dev/vd*",
+            ]
+        );
+        for l in &wrapped {
+            assert!(l.chars().count() <= 40, "{l}");
+        }
+        // Spaces between words are kept; a word with no place to break is kept whole.
+        assert_eq!(
+            wrap_text("fail  modes: a b", 12),
+            ["fail  modes:", "    a b"]
+        );
+        let long = format!("path `{}` resolved", "a".repeat(50));
+        assert_eq!(wrap_text(&long, 20)[1], format!("    `{}`", "a".repeat(50)));
+    }
+
+    #[test]
+    fn wrapping_keeps_words_whole_and_cuts_only_a_word_longer_than_the_column() {
+        assert_eq!(
+            wrap_words("gavel recorded no decision", 12),
+            "gavel\nrecorded no\ndecision"
+        );
+        assert_eq!(wrap_words("ran_without_decision", 10), "ran_witho…");
+    }
+
+    #[test]
+    fn tables_wrap_free_text_before_cutting_a_rule_id() {
+        let rows = vec![
+            vec!["rule".to_owned(), "why".to_owned()],
+            vec![
+                "path.write_requires_approval".to_owned(),
+                "write_file mutates workspace content".to_owned(),
+            ],
+        ];
+        // 28 + 10 + 7 columns of borders: the reason wraps, the rule stays.
+        let fitted = fit_rows(rows.clone(), &[], Some(45));
+        assert_eq!(fitted[1][0], "path.write_requires_approval");
+        assert_eq!(fitted[1][1], "write_file\nmutates\nworkspace\ncontent");
+        // Narrower: the free text is cut before the rule id.
+        let fitted = fit_rows(rows.clone(), &[], Some(40));
+        assert_eq!(fitted[1][0], "path.write_requires_approval");
+        // A droppable column goes before any word is cut.
+        let fitted = fit_rows(rows, &[1], Some(40));
+        assert_eq!(fitted[1], vec!["path.write_requires_approval".to_owned()]);
+    }
+
+    #[test]
+    fn stream_layout_drops_free_text_before_the_rule() {
+        // time (no year), id, tool, call, action, rule, status, reason
+        let natural = [14, 17, 10, 60, 6, 28, 9, 60];
+        let flexible = [(7, 20), (1, 12), (3, 30), (1, 8), (2, 10), (3, 12)];
+        let droppable = [(7, 3), (6, 6), (5, 6)];
+        let layout = fit_layout(&natural, &flexible, &droppable, Some(100));
+        let columns: Vec<usize> = layout.iter().map(|c| c.0).collect();
+        assert_eq!(columns, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(layout[5], (5, 28));
+        let total: usize = layout.iter().map(|c| c.1 + 3).sum::<usize>() + 1;
+        assert!(total <= 100);
+        assert_eq!(fit_layout(&natural, &flexible, &droppable, None).len(), 8);
     }
 }

@@ -157,7 +157,7 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::Ok);
     }
     from_line(&from)?;
-    render::table(
+    render::table_dropping(
         &["seq", "time", "kind", "payload", "leaf", "chain"],
         events.iter().map(|e| {
             let mark = if integrity.as_ref().is_some_and(|i| i.unverified(e.seq)) {
@@ -174,6 +174,8 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
                 short_hex(&e.chain),
             ]
         }),
+        // Narrow: the leaf hash, then the time go first; the chain hash stays.
+        &[4, 1],
     )?;
     if let Some(integrity) = integrity.filter(|i| events.iter().any(|e| i.unverified(e.seq))) {
         render::line(&format!(
@@ -426,17 +428,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             ));
         }
     }
-    for path in &decision.facts.paths {
-        let place = if path.inside { "inside" } else { "outside" };
-        let resolved = path
-            .resolved
-            .as_deref()
-            .unwrap_or("(could not be resolved)");
-        text.push(format!(
-            "  path `{}` resolved to `{resolved}`, {place} the workspace `{}`",
-            path.requested, decision.facts.workspace
-        ));
-    }
+    text.extend(path_lines(&decision.facts));
     if let Some(shell) = &decision.facts.shell {
         text.push("  the command runs, as parsed:".into());
         text.extend(super::check::parse_lines(shell));
@@ -520,4 +512,100 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
     from_line(&from)?;
     render::text(&text)?;
     Ok(Exit::Ok)
+}
+
+/// The paths a decision judged, for people: each word the facts took as a
+/// path, with its use and where it resolved; what could not be resolved;
+/// and, for a command gavel has no model of (or uses outside its model),
+/// that any of its words may be a path, naming only those that resolve
+/// outside the workspace. An option letter or a pattern is never listed as
+/// a path unless a model said it is one.
+fn path_lines(facts: &gavel::Facts) -> Vec<String> {
+    use gavel::facts::{Access, Judged};
+    let mut lines = Vec::new();
+    let judged: std::collections::HashSet<(&str, Option<&str>)> = facts
+        .paths
+        .iter()
+        .filter(|p| p.access.is_some())
+        .map(|p| (p.requested.as_str(), p.cwd.as_deref()))
+        .collect();
+    let from = |path: &gavel::facts::PathFact| {
+        path.cwd
+            .as_deref()
+            .map(|cwd| format!(" (from `{cwd}`)"))
+            .unwrap_or_default()
+    };
+    let workspace = &facts.workspace;
+    for path in &facts.paths {
+        let place = if path.inside { "inside" } else { "outside" };
+        match (path.access, &path.error, &path.resolved) {
+            (Some(access), _, Some(resolved)) => {
+                let use_ = match access {
+                    Access::Read => "read",
+                    Access::Write => "written",
+                };
+                lines.push(format!(
+                    "  path `{}`{} ({use_}) resolved to `{resolved}`, {place} the workspace `{workspace}`",
+                    path.requested,
+                    from(path)
+                ));
+            }
+            (_, Some(error), _) => lines.push(format!(
+                "  path `{}`{} could not be resolved: {error}",
+                path.requested,
+                from(path)
+            )),
+            (Some(_), None, None) => lines.push(format!(
+                "  path `{}`{} could not be resolved",
+                path.requested,
+                from(path)
+            )),
+            // A word of a command without a model: shown only when,
+            // taken as a path, it lies outside.
+            (None, None, resolved) => {
+                if path.inside || judged.contains(&(path.requested.as_str(), path.cwd.as_deref())) {
+                    continue;
+                }
+                lines.push(format!(
+                    "  word `{}`{}, if it is a path, is `{}`, outside the workspace `{workspace}`",
+                    path.requested,
+                    from(path),
+                    resolved.as_deref().unwrap_or("(could not be resolved)")
+                ));
+            }
+        }
+    }
+    let Some(shell) = &facts.shell else {
+        return lines;
+    };
+    let mut said = Vec::new();
+    for command in &shell.commands {
+        if command.args().is_empty() {
+            continue;
+        }
+        let why = match gavel::facts::judged(command) {
+            Judged::Modelled(_) => continue,
+            Judged::NotModelled if !gavel::shell::operands::operands(command).is_empty() => {
+                format!(
+                    "gavel knows only which paths `{}` writes",
+                    command.program()
+                )
+            }
+            Judged::NotModelled => format!("gavel has no model of `{}`", command.program()),
+            Judged::OutsideModel(hazards) => format!(
+                "this use of `{}` is outside gavel's model of it ({})",
+                command.program(),
+                hazards.join("; ")
+            ),
+        };
+        if said.contains(&why) {
+            continue;
+        }
+        lines.push(format!(
+            "  `{}`: {why}, so which of its words are paths is not known; the path rules took each word as one that might be",
+            render::cell(&command.words.join(" "), 120)
+        ));
+        said.push(why);
+    }
+    lines
 }

@@ -878,29 +878,24 @@ fn init_ignores_the_record_and_force_keeps_a_customised_policy() {
 /// reports the hook that would leave the client ungoverned.
 #[test]
 fn init_from_a_build_folder_warns_and_check_reports_the_broken_hook() {
-    use std::os::unix::fs::PermissionsExt;
     let sandbox = Sandbox::new();
-    let build = sandbox.root.join("target/release");
-    std::fs::create_dir_all(&build).unwrap();
-    let copy = build.join("gavel");
-    std::fs::copy(env!("CARGO_BIN_EXE_gavel"), &copy).unwrap();
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = std::process::Command::new(&copy)
-        .args(["init", "claude-code", "--workspace"])
-        .arg(&sandbox.ws)
-        .env("PATH", "/usr/bin:/bin")
-        .env("GAVEL_CHECKPOINT_EVERY", "0")
-        .output()
-        .unwrap();
+    let copy = crate::support::copy_gavel(&sandbox.root.join("target/release"));
+    let out = crate::support::output(
+        std::process::Command::new(&copy)
+            .args(["init", "claude-code", "--workspace"])
+            .arg(&sandbox.ws)
+            .env("PATH", "/usr/bin:/bin")
+            .env("GAVEL_CHECKPOINT_EVERY", "0"),
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stderr(&out).contains("build folder"), "{}", stderr(&out));
     let check = |expect: i32| {
-        let out = std::process::Command::new(&copy)
-            .args(["init", "claude-code", "--check", "--workspace"])
-            .arg(&sandbox.ws)
-            .env("PATH", "/usr/bin:/bin")
-            .output()
-            .unwrap();
+        let out = crate::support::output(
+            std::process::Command::new(&copy)
+                .args(["init", "claude-code", "--check", "--workspace"])
+                .arg(&sandbox.ws)
+                .env("PATH", "/usr/bin:/bin"),
+        );
         assert_eq!(code(&out), expect, "{}{}", stdout(&out), stderr(&out));
         stdout(&out)
     };

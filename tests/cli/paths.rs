@@ -329,3 +329,88 @@ fn huge_paths_and_patterns_are_decided_and_never_allowed() {
     let decision = policy.decide(&request, &workspace.facts(&request));
     assert_eq!(decision.rule_id, "path.read_allow");
 }
+
+/// `gavel explain` of a `bash` call recorded as rejected: its lines about paths.
+fn explained_paths(sandbox: &Sandbox, id: &str, command: &str) -> Vec<String> {
+    run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "bash",
+            &json!({ "command": command }).to_string(),
+            "--reject",
+            "--call-id",
+            id,
+        ]),
+        3,
+    );
+    let text = crate::support::stdout(&run_expecting(&mut sandbox.gavel(&["explain", id]), 0));
+    text.lines()
+        .take_while(|l| !l.starts_with("  the command runs"))
+        .filter(|l| l.contains("path") || l.contains("word `"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Issue 30: `explain` said "path `f` resolved to …/f" for `rm -rf`'s
+/// option letters, `head -5`'s count and `grep`'s pattern. It now lists
+/// only the words the facts judged as paths, with their use; for a program
+/// without a model it says so, and names only words that would lie outside.
+#[test]
+fn explain_lists_only_the_words_judged_as_paths() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir(sandbox.ws.join("foo")).unwrap();
+    let ws = sandbox.ws.display().to_string();
+
+    let rm = explained_paths(&sandbox, "rm", "rm -rf foo");
+    assert_eq!(
+        rm[0],
+        format!("  path `foo` (written) resolved to `{ws}/foo`, inside the workspace `{ws}`"),
+        "{rm:#?}"
+    );
+    assert!(
+        rm[1].contains("gavel knows only which paths `rm` writes"),
+        "{rm:#?}"
+    );
+    assert_eq!(rm.len(), 2, "{rm:#?}");
+
+    for (id, command) in [
+        ("head", "head -5 notes.txt"),
+        ("grep", "grep foo notes.txt"),
+    ] {
+        let lines = explained_paths(&sandbox, id, command);
+        assert_eq!(
+            lines,
+            [format!(
+                "  path `notes.txt` (read) resolved to `{ws}/notes.txt`, inside the workspace `{ws}`"
+            )],
+            "{command}"
+        );
+    }
+
+    // No model: no word is invented as a path; one that would lie outside is named.
+    let unknown = explained_paths(&sandbox, "frob", "frobtool -q a ../outside/secret.txt");
+    assert!(
+        unknown
+            .iter()
+            .all(|l| !l.contains("`-q`") && !l.contains("`a`") && !l.starts_with("  path")),
+        "{unknown:#?}"
+    );
+    assert!(
+        unknown.iter().any(|l| l
+            .starts_with("  word `../outside/secret.txt`, if it is a path, is `")
+            && l.contains("outside the workspace")),
+        "{unknown:#?}"
+    );
+    assert!(
+        unknown
+            .iter()
+            .any(|l| l.contains("gavel has no model of `frobtool`")),
+        "{unknown:#?}"
+    );
+    for line in rm.iter().chain(&unknown) {
+        assert!(
+            !line.contains("`-rf`") && !line.contains("path `f`"),
+            "{line}"
+        );
+    }
+}

@@ -294,10 +294,15 @@ fn log_table_fits_columns_and_is_closed() {
     let wide = table(&sandbox, Some("200"), &[]);
     assert!(wide.contains("│ c2-write-approved │"), "{wide}");
     assert!(wide.contains("│ sudo rm -rf / "), "{wide}");
-    // Not a terminal and no COLUMNS: nothing is narrowed.
+    // Not a terminal and no COLUMNS: 160 columns, the rule and approval kept.
     let free = table(&sandbox, None, &[]);
+    assert!(widest_line(&free) <= 160, "{free}");
     assert!(free.contains("path.write_requires_approval"), "{free}");
     assert!(free.contains("approval"), "{free}");
+    // --wide: nothing is narrowed.
+    let whole = table(&sandbox, None, &["--wide"]);
+    assert!(widest_line(&whole) > 160, "{whole}");
+    assert!(whole.contains("│ reason"), "{whole}");
 }
 
 #[test]

@@ -197,3 +197,28 @@ pub fn hook_payload(sandbox: &Sandbox, fixture: &str) -> Value {
         .replace("${WORKSPACE}", &sandbox.ws.to_string_lossy());
     serde_json::from_str(&text).unwrap()
 }
+
+/// A copy of the gavel under test at `dir/gavel`, executable.
+pub fn copy_gavel(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let copy = dir.join("gavel");
+    std::fs::copy(env!("CARGO_BIN_EXE_gavel"), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    copy
+}
+
+/// Runs `cmd`, again while its binary is busy: a binary just copied
+/// ([`copy_gavel`]) may still be held open by another test's child between
+/// its fork and its exec (`ETXTBSY`).
+pub fn output(cmd: &mut std::process::Command) -> Output {
+    for _ in 0..100 {
+        match cmd.output() {
+            Err(err) if err.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other.expect("run a command"),
+        }
+    }
+    panic!("the binary stayed busy");
+}
