@@ -585,6 +585,7 @@ impl Global {
         let broken = match store.check_recent() {
             Ok(report) if report.ok => None,
             Ok(report) => Some(Integrity {
+                log: None,
                 first_bad_seq: report.first_bad_seq,
                 text: format!(
                     "the log does not verify: {}{}: {}",
@@ -597,6 +598,7 @@ impl Global {
                 ),
             }),
             Err(err) => Some(Integrity {
+                log: None,
                 first_bad_seq: Some(1),
                 text: format!("could not check the chain: {err}"),
             }),
@@ -687,6 +689,8 @@ pub fn auto_checkpoint(store: &mut Store, every: u64) {
 /// What a reading command's check of the chain found wrong.
 #[derive(Debug, Clone)]
 pub struct Integrity {
+    /// The log it is about: `None` for the local log, a central log's origin.
+    pub log: Option<String>,
     /// Rows from this seq on are not verified (`None`: the log as a whole,
     /// e.g. a checkpoint that does not match).
     pub first_bad_seq: Option<u64>,
@@ -708,6 +712,14 @@ impl Integrity {
     /// Whether the row at `seq` is past the first bad one.
     pub fn unverified(&self, seq: u64) -> bool {
         self.first_bad_seq.is_none_or(|bad| seq >= bad)
+    }
+
+    /// Whether the row at `seq` of log `log` (`None`: the local log) is
+    /// past the first bad row of its log, as one of `found` says.
+    pub fn unverified_in(found: &[Integrity], log: Option<&str>, seq: u64) -> bool {
+        found
+            .iter()
+            .any(|i| i.log.as_deref().is_none_or(|l| Some(l) == log) && i.unverified(seq))
     }
 
     /// Refuses a filter on recorded columns over rows that do not verify:
