@@ -337,29 +337,79 @@ pub fn export(url: &str, args: &super::export::ExportArgs) -> anyhow::Result<Exi
     Ok(Exit::Ok)
 }
 
-/// `gavel report --db postgres://…`: the evidence report of one log (the
-/// one `--log` names, or the only one of `--host`), copied into memory.
-pub fn report_store(
-    url: &str,
-    args: &QueryArgs,
-) -> anyhow::Result<(Store, gavel::store::AuditQuery, String)> {
+/// One log's copy for `report`: the store, the query to run on it, the
+/// log, the label its page names the store by, and how many logs there are.
+pub type ReportLog<'a> =
+    dyn FnMut(Store, &gavel::store::AuditQuery, &LogRef, String, usize) -> anyhow::Result<()> + 'a;
+
+/// `gavel report --db postgres://…`: every selected log (the one `--log`
+/// names, every log of the enrolled `--host`, else all), copied into
+/// memory in turn from one snapshot and handed to `each`.
+pub fn report_logs(url: &str, args: &QueryArgs, each: &mut ReportLog<'_>) -> anyhow::Result<()> {
     let mut central = connect(url, &args.schema)?;
     let mut snapshot = query::snapshot(central.client())?;
     let (logs, query) = logs(&mut snapshot, args)?;
-    let log = match logs.as_slice() {
-        [one] => one,
-        [] => anyhow::bail!("no log of the central store matches"),
-        many => anyhow::bail!(
-            "a report covers one log and {} match ({}); pick one with --log or --host",
-            many.len(),
-            many.iter()
-                .take(5)
-                .map(|l| format!("{} of {}", l.origin, l.host))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    if logs.is_empty() {
+        anyhow::bail!("no log of the central store matches");
+    }
+    for log in &logs {
+        let store = query::mirror(&mut snapshot, log, None)?;
+        let label = format!("{} (host {}, log {})", redacted(url), log.host, log.origin);
+        each(store, &query, log, label, logs.len())?;
+    }
+    Ok(())
+}
+
+/// The logs `--log` (one) or `--host` (every log of that enrolled host)
+/// select, else every log; an error when a selector matches nothing.
+fn select_logs(
+    client: &mut impl postgres::GenericClient,
+    log: Option<&str>,
+    host: Option<&str>,
+) -> anyhow::Result<Vec<LogRef>> {
+    let mut logs = match log {
+        Some(selector) => vec![query::resolve_log(client, selector)?],
+        None => query::logs(client, None)?,
     };
-    let store = query::mirror(&mut snapshot, log, None)?;
-    let label = format!("{} (host {}, log {})", redacted(url), log.host, log.origin);
-    Ok((store, query, label))
+    if let Some(host) = host {
+        logs.retain(|l| l.host == host);
+        if logs.is_empty() {
+            anyhow::bail!(
+                "no log of the central store is of the enrolled host `{}`",
+                render::escape(host)
+            );
+        }
+    }
+    Ok(logs)
+}
+
+/// `gavel audit --db postgres://…`: every selected log (`--log`, the
+/// enrolled `--host`'s, else all), copied into memory from one snapshot,
+/// its chain verified in full and its anomalies listed, each told by host
+/// and log; exit 1 when any chain does not verify, else 4 when there are
+/// anomalies.
+pub fn audit(url: &str, args: &super::audit::AuditArgs) -> anyhow::Result<Exit> {
+    use super::audit::{FromLog, audit_store, print};
+    let mut central = connect(url, &args.schema)?;
+    let mut snapshot = query::snapshot(central.client())?;
+    let logs = select_logs(&mut snapshot, args.log.as_deref(), args.host.as_deref())?;
+    let mut audited = Vec::with_capacity(logs.len());
+    for log in &logs {
+        let store = query::mirror(&mut snapshot, log, None)?;
+        audited.push(audit_store(&store, args)?);
+    }
+    let named: Vec<(Option<FromLog<'_>>, super::audit::Audited)> = logs
+        .iter()
+        .zip(audited)
+        .map(|(log, audited)| {
+            (
+                Some(FromLog {
+                    host: &log.host,
+                    log: &log.origin,
+                }),
+                audited,
+            )
+        })
+        .collect();
+    print(args, &named)
 }
