@@ -20,7 +20,7 @@ pub enum CentralCommand {
     Enroll(EnrollArgs),
     /// Verify what hosts pushed and accept it (or refuse it, recording why)
     Ingest(IngestArgs),
-    /// List enrolled hosts and their logs: size, last push, last refusal
+    /// List enrolled hosts and their logs (also those only ever refused): state, size, last push, last refusal
     Logs(LogsArgs),
     /// Drop the monthly partitions of events before a month, marking where each log was cut
     Retain(super::central_retain::RetainArgs),

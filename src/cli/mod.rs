@@ -43,7 +43,8 @@ pub enum Exit {
     /// Done: decided, succeeded, intact, no drift.
     Ok = 0,
     /// The thing checked is bad: the tool failed, the log is tampered (`verify`, and
-    /// `audit` whatever it finds), drift found, a case failed.
+    /// `audit` whatever it finds), drift found, a case failed, a push refused
+    /// (`push --wait`) or a local log that diverges from what the central store accepted.
     Failed = 1,
     /// Usage error, unreadable input or any internal error.
     Error = 2,
@@ -525,7 +526,7 @@ impl Global {
     pub fn db_path(&self) -> anyhow::Result<PathBuf> {
         if self.central_url().is_some() {
             anyhow::bail!(if cfg!(feature = "postgres") {
-                "this command reads a local audit database; a central store (postgres://…) is read by log, show, explain, stats, replay, export, report and verify"
+                "this command reads a local audit database; a central store (postgres://…) is read by log, show, explain, stats, replay, export, report, audit and verify"
             } else {
                 "this gavel was built without the `postgres` feature: it cannot read a central store (postgres://…)"
             });
