@@ -165,6 +165,11 @@ fn report(args: &PushArgs, pushed: &Pushed, outcome: &serde_json::Value) -> anyh
             "signed": pushed.signed,
             "diverged": pushed.diverged,
             "cosigned": pushed.cosigned,
+            "standing_refusal": pushed.standing.as_ref().map(|r| serde_json::json!({
+                "problem": r.problem,
+                "detail": r.detail,
+                "first_seq": r.first_seq,
+            })),
             "outcome": outcome,
         }))?;
         return Ok(());

@@ -114,7 +114,20 @@ fn central(url: &str, args: &ReportArgs) -> anyhow::Result<Exit> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "report".into());
         let id = gavel::digest::hex(&log.log_id);
-        let name = format!("{stem}-{}-{}.html", log.host, &id[..id.len().min(12)]);
+        // Enrolled names are `[a-z][a-z0-9_]*`; what the database says is
+        // still kept to a file name.
+        let host: String = log
+            .host
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let name = format!("{stem}-{host}-{}.html", &id[..id.len().min(12)]);
         let path = args.html.with_file_name(&name);
         db = super::central_read::redacted(url);
         let mut page = write_page(&store, query, label, args, &path)?;
