@@ -92,7 +92,7 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
     args.schema.check_local()?;
     let store = global.read_store()?;
     let audited = audit_store(&store, &args)?;
-    print(&args, &[(None, audited)])
+    print(&args, false, &[(None, audited)])
 }
 
 /// Verifies `store`'s chain in full, then gathers its anomalies (those
@@ -188,11 +188,14 @@ fn located(mut value: Value, from: Option<&FromLog<'_>>) -> Value {
 }
 
 /// Prints what auditing each log found (one log, unnamed, for a local
-/// store; each named by host and log for a central one), and the exit
+/// store; each named by host and log for a `central` one), and the exit
 /// code: 1 when any chain does not verify, else 4 when there are
 /// anomalies, else 0.
-pub fn print(args: &AuditArgs, audited: &[(Option<FromLog<'_>>, Audited)]) -> anyhow::Result<Exit> {
-    let central = audited.iter().any(|(from, _)| from.is_some());
+pub fn print(
+    args: &AuditArgs,
+    central: bool,
+    audited: &[(Option<FromLog<'_>>, Audited)],
+) -> anyhow::Result<Exit> {
     let broken: Vec<Value> = audited
         .iter()
         .filter_map(|(from, a)| a.broken.clone().map(|b| located(b, from.as_ref())))

@@ -411,5 +411,5 @@ pub fn audit(url: &str, args: &super::audit::AuditArgs) -> anyhow::Result<Exit> 
             )
         })
         .collect();
-    print(args, &named)
+    print(args, true, &named)
 }

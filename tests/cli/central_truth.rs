@@ -437,6 +437,38 @@ fn report_and_audit_take_every_log_per_host_or_per_log() {
     let lines = stdout(&expect(&mut read(&team, &["audit", "--json"]), 1));
     assert!(lines.starts_with(r#"{"integrity""#), "{lines}");
     expect(&mut read(&team, &["audit", "--host", "h1"]), 0);
+    // A second completion of h1's call c1001, pushed and accepted: an
+    // anomaly of h1's log (exit 4), told by host and log.
+    let mut store =
+        gavel::store::Store::open(&team.hosts[1].db, gavel::store::Durability::Normal).unwrap();
+    store
+        .append(&[gavel::audit::Event::now(
+            "c1001",
+            Some("bash"),
+            gavel::audit::EventBody::Result(gavel::audit::ResultRecord::from_result(
+                &gavel::ToolResult {
+                    status: gavel::audit::ExecutionStatus::Succeeded,
+                    content: "again\n".into(),
+                    exit_code: Some(0),
+                    duration_ms: 1,
+                },
+            )),
+        )])
+        .unwrap();
+    drop(store);
+    push_all(&team, 1..2);
+    team.ingest(0);
+    let h1 = json_out(&expect(
+        &mut read(&team, &["audit", "--host", "h1", "--format", "json"]),
+        4,
+    ));
+    assert_eq!(h1["verified"], true, "{h1}");
+    assert_eq!(h1["anomalies"][0]["call_id"], "c1001", "{h1}");
+    assert_eq!(h1["anomalies"][0]["central"]["host"], "h1", "{h1}");
+    let table = stdout(&expect(&mut read(&team, &["audit", "--host", "h1"]), 4));
+    assert!(table.contains("c1001") && table.contains("host"), "{table}");
+    // A log that does not verify outranks anomalies elsewhere.
+    expect(&mut read(&team, &["audit"]), 1);
 
     let out = expect(
         &mut read(&team, &["report", "--html", index.to_str().unwrap()]),
