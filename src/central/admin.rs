@@ -286,39 +286,67 @@ impl Central {
 
     /// Every enrolled host with its logs (a host with none has one entry
     /// with `log_id` `None`), the last accepted push and the last refusal.
+    /// A log the central store never accepted a batch of but refused (a
+    /// checkpoint not signed by the enrolled key, another host's log, ...)
+    /// has its own entry (`accepted` false), so that no refused push is
+    /// invisible; `refused` says when a log's last refusal still stands.
     pub fn list_logs(&mut self) -> Result<Vec<LogListing>, CentralError> {
         let rows = self
             .client
             .query(
-                "SELECT h.host, h.role, l.log_id, l.origin, l.size, l.cut_size,
-                        (SELECT max(accepted_us) FROM checkpoints c WHERE c.log_id = l.log_id),
-                        r.at_us, r.problem, r.detail
+                "WITH listed AS (
+                     SELECT host, log_id, origin, size, cut_size, created_us, true AS accepted
+                       FROM logs
+                     UNION ALL
+                     SELECT DISTINCT f.host, f.log_id, 'gavel/' || encode(f.log_id, 'hex'),
+                            0::bigint, 0::bigint, NULL::bigint, false
+                       FROM refusals f
+                      WHERE f.log_id IS NOT NULL AND NOT EXISTS
+                            (SELECT 1 FROM logs l WHERE l.log_id = f.log_id AND l.host = f.host)
+                 )
+                 SELECT h.host, h.role, l.log_id, l.origin, l.size, l.cut_size,
+                        (SELECT max(accepted_us) FROM checkpoints c
+                          WHERE l.accepted AND c.log_id = l.log_id),
+                        r.at_us, r.problem, r.detail, r.first_seq, r.last_seq,
+                        coalesce(l.accepted, false)
                  FROM hosts h
-                 LEFT JOIN logs l ON l.host = h.host
+                 LEFT JOIN listed l ON l.host = h.host
                  LEFT JOIN LATERAL (
-                     SELECT at_us, problem, detail FROM refusals f
+                     SELECT at_us, problem, detail, first_seq, last_seq FROM refusals f
                      WHERE f.host = h.host AND (l.log_id IS NULL OR f.log_id = l.log_id OR f.log_id IS NULL)
                      ORDER BY f.id DESC LIMIT 1
                  ) r ON true
-                 ORDER BY h.host, l.created_us, l.log_id",
+                 ORDER BY h.host, coalesce(l.accepted, false) DESC, l.created_us, l.log_id",
                 &[],
             )
             .map_err(sql("listing logs"))?;
         Ok(rows
             .iter()
-            .map(|row| LogListing {
-                host: row.get(0),
-                role: row.get(1),
-                log_id: row.get::<_, Option<Vec<u8>>>(2),
-                origin: row.get(3),
-                size: row.get::<_, Option<i64>>(4).unwrap_or(0),
-                cut_size: row.get::<_, Option<i64>>(5).unwrap_or(0),
-                last_push_us: row.get(6),
-                last_refusal: row.get::<_, Option<i64>>(7).map(|at_us| Refused {
+            .map(|row| {
+                let size = row.get::<_, Option<i64>>(4).unwrap_or(0);
+                let last_refusal = row.get::<_, Option<i64>>(7).map(|at_us| Refused {
                     at_us,
                     problem: row.get(8),
                     detail: row.get(9),
-                }),
+                    first_seq: row.get(10),
+                    last_seq: row.get(11),
+                });
+                let log_id = row.get::<_, Option<Vec<u8>>>(2);
+                LogListing {
+                    host: row.get(0),
+                    role: row.get(1),
+                    refused: log_id.is_some()
+                        && last_refusal
+                            .as_ref()
+                            .is_some_and(|r| r.last_seq.is_none_or(|last| last > size)),
+                    log_id,
+                    origin: row.get(3),
+                    size,
+                    cut_size: row.get::<_, Option<i64>>(5).unwrap_or(0),
+                    last_push_us: row.get(6),
+                    accepted: row.get(12),
+                    last_refusal,
+                }
             })
             .collect())
     }
@@ -346,6 +374,12 @@ pub struct LogListing {
     pub cut_size: i64,
     pub last_push_us: Option<i64>,
     pub last_refusal: Option<Refused>,
+    /// Whether the central store accepted a batch of this log (else it
+    /// only refused pushes of it).
+    pub accepted: bool,
+    /// Whether the log's last refusal still stands: it refused rows the
+    /// store has not accepted since.
+    pub refused: bool,
 }
 
 /// A refusal, briefly.
@@ -354,4 +388,8 @@ pub struct Refused {
     pub at_us: i64,
     pub problem: String,
     pub detail: String,
+    /// The first seq it names (the first bad one, or the batch's first).
+    pub first_seq: Option<i64>,
+    /// The last seq of the refused batch.
+    pub last_seq: Option<i64>,
 }

@@ -144,6 +144,45 @@ pub struct HostRefusal {
     pub first_seq: Option<i64>,
 }
 
+impl std::fmt::Display for HostRefusal {
+    /// `rewritten at seq 5: …`: the problem, the first seq it names, the sentence.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.problem)?;
+        if let Some(seq) = self.first_seq {
+            write!(f, " at seq {seq}")?;
+        }
+        write!(f, ": {}", self.detail)
+    }
+}
+
+/// The newest refusal of `log_id` that still stands: the central store
+/// holds fewer rows of the log than the refused batch reached (a refusal
+/// of rows it accepted since is over).
+pub fn standing_refusal(
+    client: &mut Client,
+    inbox: &Inbox,
+    log_id: &[u8],
+    accepted: u64,
+) -> Result<Option<HostRefusal>, CentralError> {
+    let row = client
+        .query_opt(
+            &format!(
+                "SELECT id, problem, detail, first_seq FROM {}
+                  WHERE log_id = $1 AND (last_seq IS NULL OR last_seq > $2)
+                  ORDER BY id DESC LIMIT 1",
+                inbox.table("refusals")
+            ),
+            &[&log_id, &(accepted as i64)],
+        )
+        .map_err(sql("reading refusals"))?;
+    Ok(row.map(|row| HostRefusal {
+        id: row.get(0),
+        problem: row.get(1),
+        detail: row.get(2),
+        first_seq: row.get(3),
+    }))
+}
+
 /// What one push did.
 #[derive(Debug, Clone)]
 pub struct Pushed {
@@ -169,6 +208,9 @@ pub struct Pushed {
     pub cosigned: usize,
     /// The newest refusal id before this push (for `--wait`).
     pub refusals_before: i64,
+    /// The newest refusal of this log that still stands (the central store
+    /// has not accepted the rows it refused since), as it was before this push.
+    pub standing: Option<HostRefusal>,
 }
 
 /// `<db>.cosigned`: one JSON line per accepted checkpoint of this log.
@@ -203,6 +245,7 @@ pub fn push_with(
     let log_id = identity.log_id.clone();
     let head = read_head(client, &inbox, &log_id)?;
     let refusals_before = last_refusal_id(client, &inbox)?;
+    let standing = standing_refusal(client, &inbox, &log_id, head.size)?;
     let central = match central {
         Some(key) => key.clone(),
         None => read_central_verifier(client, &inbox)?,
@@ -258,6 +301,29 @@ pub fn push_with(
     let covered =
         already.is_some_and(|s| s as u64 >= local_size) || (!diverged && head.size >= local_size);
     let mut signed = false;
+    if !diverged && head.size > 0 && first > local_size && covered {
+        // Nothing to send: the rows the central store accepted must still
+        // be this log's (an edit that kept the chain column is found only
+        // by hashing the rows again).
+        let report = store.verify(&crate::store::VerifyOptions::default(), &mut |_| {})?;
+        if !report.ok {
+            let seq = report.first_bad_seq.unwrap_or(0);
+            return Err(CentralError::Push {
+                detail: format!(
+                    "the local log diverges from what the central store holds: it does not verify ({} at seq {seq}){}; not pushing it",
+                    report.problem.map_or("unknown", |p| p.as_str()),
+                    if seq <= head.size {
+                        format!(
+                            ", a row the central store accepted (it holds {} rows)",
+                            head.size
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            });
+        }
+    }
     let note = if covered || local_size == 0 {
         None
     } else if let Some(c) = usable {
@@ -374,6 +440,7 @@ pub fn push_with(
         diverged,
         cosigned,
         refusals_before,
+        standing,
     })
 }
 
@@ -566,12 +633,16 @@ impl Drop for Flock<'_> {
 }
 
 /// Waits until the central store accepted the log up to `size` or refused
-/// something after `refusals_before`; polls every `interval`, gives up at `deadline`.
+/// something after `refusals_before`; polls every 200 ms, gives up at
+/// `deadline` (naming the refusal of this log that still stands, if one
+/// does). A `diverged` log is never accepted (the central side refuses a
+/// rewritten or truncated log): only its refusal ends the wait.
 pub fn wait_for(
     client: &mut Client,
     log_id: &[u8],
     size: u64,
     refusals_before: i64,
+    diverged: bool,
     deadline: std::time::Instant,
 ) -> Result<Result<CentralHead, HostRefusal>, CentralError> {
     let inbox = find_inbox(client)?;
@@ -595,14 +666,21 @@ pub fn wait_for(
             }));
         }
         let head = read_head(client, &inbox, log_id)?;
-        if head.size >= size && head.cosigned.as_ref().is_some_and(|c| c.0 >= size) {
+        if !diverged && head.size >= size && head.cosigned.as_ref().is_some_and(|c| c.0 >= size) {
             return Ok(Ok(head));
         }
         if std::time::Instant::now() >= deadline {
+            let standing = standing_refusal(client, &inbox, log_id, head.size)?;
             return Err(CentralError::Push {
                 detail: format!(
-                    "the central store has not ingested the push yet (it holds {} of {size} rows)",
-                    head.size
+                    "the central store has not ingested the push yet (it holds {} of {size} rows){}",
+                    head.size,
+                    match standing {
+                        Some(refusal) => format!(
+                            "; it refused an earlier push of this log and has accepted nothing of it since: {refusal}"
+                        ),
+                        None => String::new(),
+                    }
                 ),
             });
         }

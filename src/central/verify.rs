@@ -16,6 +16,8 @@ use crate::checkpoint::{self, Checkpoint, MerkleBuilder, VerifierKey};
 use crate::digest::hex;
 use crate::store::{Checker, Problem, RowCheck, VerifyReport, row_format, switch_of};
 
+use super::query::LogRef;
+
 /// The outcome of verifying the central store.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CentralReport {
@@ -804,4 +806,146 @@ fn central_log(
     }
     report.central_checkpoints = vouched.len() as u64;
     Ok(Ok(()))
+}
+
+/// The newest rows of each log a reading command checks (as a local
+/// log's `check_recent` does).
+pub const RECENT_ROWS: u64 = 10_000;
+
+/// What a reading command's bounded check found wrong in one log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecentBreak {
+    /// The enrolled host of the log.
+    pub host: String,
+    /// The log's origin (`gavel/<hex id>`).
+    pub origin: String,
+    pub log_id: Vec<u8>,
+    /// A stable code, as `verify`'s (`content_mismatch`, `chain_break`,
+    /// `seq_gap`, `head_mismatch`, ...).
+    pub problem: String,
+    /// Rows of this log from this seq on are not verified.
+    pub first_bad_seq: u64,
+    pub detail: String,
+}
+
+/// A cheap check for a reading command over `logs`: each log's newest
+/// [`RECENT_ROWS`] rows (from its retention cut at the earliest), each
+/// against its leaf hash, its log id and the chain value of the row before
+/// it, and whether its rows end where its head says (size and chain). No
+/// signature is checked and older rows are not read: `gavel verify` reads
+/// everything. Returns the logs that do not pass, in the order given.
+pub fn check_recent(
+    client: &mut impl postgres::GenericClient,
+    logs: &[LogRef],
+) -> Result<Vec<RecentBreak>, ReadError> {
+    let mut broken = Vec::new();
+    for log in logs {
+        if let Some((problem, first_bad_seq, detail)) = check_log_recent(client, &log.log_id)? {
+            broken.push(RecentBreak {
+                host: log.host.clone(),
+                origin: log.origin.clone(),
+                log_id: log.log_id.clone(),
+                problem,
+                first_bad_seq,
+                detail,
+            });
+        }
+    }
+    Ok(broken)
+}
+
+/// `(problem, first bad seq, detail)` of one log's recent rows, if any.
+fn check_log_recent(
+    client: &mut impl postgres::GenericClient,
+    log_id: &[u8],
+) -> Result<Option<(String, u64, String)>, ReadError> {
+    let row = client
+        .query_one(
+            "SELECT l.format, l.genesis, l.size, l.chain, l.switch_seq, l.switch_format,
+                    coalesce(l.cut_size, 0), l.cut_chain,
+                    (SELECT max(e.seq) FROM events e WHERE e.log_id = l.log_id)
+               FROM logs l WHERE l.log_id = $1",
+            &[&log_id],
+        )
+        .map_err(sql("reading a log's head"))?;
+    let format = u32::try_from(row.get::<_, i32>(0)).unwrap_or(0);
+    let genesis: Vec<u8> = row.get(1);
+    let size = u64::try_from(row.get::<_, i64>(2)).unwrap_or(0);
+    let head_chain: Vec<u8> = row.get(3);
+    let switch = match (row.get::<_, Option<i64>>(4), row.get::<_, Option<i32>>(5)) {
+        (Some(at), Some(to)) => Some((
+            u64::try_from(at).unwrap_or(0),
+            u32::try_from(to).unwrap_or(0),
+        )),
+        _ => None,
+    };
+    let cut = u64::try_from(row.get::<_, i64>(6)).unwrap_or(0);
+    let cut_chain: Option<Vec<u8>> = row.get(7);
+    let last = row
+        .get::<_, Option<i64>>(8)
+        .map_or(cut, |seq| u64::try_from(seq).unwrap_or(0));
+    let start = (last.saturating_sub(RECENT_ROWS) + 1).max(cut + 1);
+    let before = start - 1;
+    let previous: Option<Vec<u8>> = if before == 0 {
+        Some(genesis)
+    } else if before == cut {
+        cut_chain
+    } else {
+        client
+            .query_opt(
+                "SELECT chain FROM events WHERE log_id = $1 AND seq = $2",
+                &[&log_id, &(before as i64)],
+            )
+            .map_err(sql("reading a chain value"))?
+            .map(|r| r.get(0))
+    };
+    let Some(Ok(previous)) = previous.as_deref().map(<Hash>::try_from) else {
+        return Ok(Some((
+            Problem::SeqGap.as_str().to_owned(),
+            before.max(1),
+            format!("the chain value after seq {before} is missing or not 32 bytes"),
+        )));
+    };
+    let mut checker = Checker::resume(previous, before, row_format(format, switch, start));
+    let mut rows = client
+        .query_raw(
+            "SELECT seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status,
+                    payload, leaf, chain, \"user\", host, client, session, agent
+               FROM events WHERE log_id = $1 AND seq >= $2 ORDER BY seq",
+            [
+                &log_id as &(dyn postgres::types::ToSql + Sync),
+                &(start as i64),
+            ],
+        )
+        .map_err(sql("scanning events"))?;
+    let mut last_chain = previous.to_vec();
+    while let Some(row) = rows.next().map_err(sql("scanning events"))? {
+        let check = row_check(&row, log_id, format, switch).map_err(sql("reading an event"))?;
+        let chain = match &check {
+            RowCheck::Row { chain, .. } => chain.clone(),
+            RowCheck::Malformed { .. } => Vec::new(),
+        };
+        if let Some(bad) = checker.row(check) {
+            return Ok(Some((
+                bad.problem.map_or("unknown", Problem::as_str).to_owned(),
+                bad.first_bad_seq.unwrap_or(start),
+                bad.detail.unwrap_or_default(),
+            )));
+        }
+        last_chain = chain;
+    }
+    drop(rows);
+    let rows = checker.rows();
+    if rows != size || (rows > cut && last_chain != head_chain) {
+        return Ok(Some((
+            "head_mismatch".to_owned(),
+            rows.min(size) + 1,
+            format!(
+                "the log's head says {size} rows (chain {}), its rows end at {rows} (chain {})",
+                short(&head_chain),
+                short(&last_chain)
+            ),
+        )));
+    }
+    Ok(None)
 }

@@ -33,8 +33,32 @@ pub struct AuditArgs {
     /// Only anomalies of this call
     #[arg(long = "call", value_name = "ID")]
     pub call: Option<String>,
+    /// With a central --db (postgres://…): only the logs of this enrolled host
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// With a central --db (postgres://…): only this log, by its id (hex) or
+    /// a prefix of its origin [default: every log]
+    #[arg(long, value_name = "ID|ORIGIN")]
+    pub log: Option<String>,
+    #[command(flatten)]
+    pub schema: super::query::SchemaArg,
     #[command(flatten)]
     pub format: FormatArgs,
+}
+
+/// Where the findings of a central store's log come from.
+pub struct FromLog<'a> {
+    /// The enrolled host.
+    pub host: &'a str,
+    /// The log's origin.
+    pub log: &'a str,
+}
+
+/// What auditing one log found: how its chain verified (`None`: it
+/// verifies), and its anomalies, in seq order.
+pub struct Audited {
+    pub broken: Option<Value>,
+    pub findings: Vec<Value>,
 }
 
 /// One finding: an anomaly event, or (logs written by an older gavel) a
@@ -58,8 +82,23 @@ fn finding_json(entry: &AnomalyEntry) -> Value {
 }
 
 pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = global.central_url() {
+        return super::central_read::audit(&url, &args);
+    }
+    if args.host.is_some() || args.log.is_some() {
+        anyhow::bail!("--host and --log pick logs of a central store; give --db postgres://…");
+    }
+    args.schema.check_local()?;
     let store = global.read_store()?;
-    let integrity = verify_store(&store, None)?;
+    let audited = audit_store(&store, &args)?;
+    print(&args, false, &[(None, audited)])
+}
+
+/// Verifies `store`'s chain in full, then gathers its anomalies (those
+/// `args` selects).
+pub fn audit_store(store: &gavel::store::Store, args: &AuditArgs) -> anyhow::Result<Audited> {
+    let integrity = verify_store(store, None)?;
     let broken = (!integrity.ok).then(|| {
         json!({
             "problem": integrity.problem.map(|p| p.as_str()),
@@ -134,32 +173,93 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
         }
     }
     findings.sort_by_key(|f| f["seq"].as_u64().unwrap_or(0));
+    Ok(Audited { broken, findings })
+}
 
+/// `value` with where it comes from, for a central store's log.
+fn located(mut value: Value, from: Option<&FromLog<'_>>) -> Value {
+    if let (Some(from), Some(object)) = (from, value.as_object_mut()) {
+        object.insert(
+            "central".into(),
+            json!({ "host": from.host, "log": from.log }),
+        );
+    }
+    value
+}
+
+/// Prints what auditing each log found (one log, unnamed, for a local
+/// store; each named by host and log for a `central` one), and the exit
+/// code: 1 when any chain does not verify, else 4 when there are
+/// anomalies, else 0.
+pub fn print(
+    args: &AuditArgs,
+    central: bool,
+    audited: &[(Option<FromLog<'_>>, Audited)],
+) -> anyhow::Result<Exit> {
+    let broken: Vec<Value> = audited
+        .iter()
+        .filter_map(|(from, a)| a.broken.clone().map(|b| located(b, from.as_ref())))
+        .collect();
+    let findings: Vec<Value> = audited
+        .iter()
+        .flat_map(|(from, a)| {
+            a.findings
+                .iter()
+                .map(move |f| located(f.clone(), from.as_ref()))
+        })
+        .collect();
     match args.format.get() {
         Format::Jsonl => {
-            if let Some(broken) = &broken {
+            for broken in &broken {
                 render::json(&json!({ "integrity": broken }))?;
             }
             for finding in &findings {
                 render::json(finding)?;
             }
         }
-        Format::Json => render::json(&json!({
-            "ok": findings.is_empty() && broken.is_none(),
-            "verified": broken.is_none(),
-            "integrity": broken,
-            "anomalies": findings,
-        }))?,
+        Format::Json => {
+            let mut value = json!({
+                "ok": findings.is_empty() && broken.is_empty(),
+                "verified": broken.is_empty(),
+                "integrity": broken.first(),
+                "anomalies": findings,
+            });
+            if central {
+                value["logs"] = audited
+                    .iter()
+                    .filter_map(|(from, a)| {
+                        let from = from.as_ref()?;
+                        Some(json!({
+                            "host": from.host,
+                            "log": from.log,
+                            "verified": a.broken.is_none(),
+                            "integrity": a.broken,
+                            "anomalies": a.findings.len(),
+                        }))
+                    })
+                    .collect();
+            }
+            render::json(&value)?;
+        }
         Format::Table => {
-            if let Some(broken) = &broken {
+            for broken in &broken {
+                let place = match (&broken["central"]["log"], &broken["central"]["host"]) {
+                    (Value::String(log), Value::String(host)) => {
+                        format!("log {log} of host `{host}`")
+                    }
+                    _ => "the log".to_owned(),
+                };
                 render::line(&format!(
-                    "!! the log does not verify: {} at seq {}: {}; what follows may have been edited (`gavel verify` for details)",
+                    "!! {} does not verify: {} at seq {}: {}; what follows may have been edited (`gavel verify` for details)",
+                    render::escape(&place),
                     broken["problem"].as_str().unwrap_or("unknown"),
                     broken["first_bad_seq"],
                     render::escape(broken["detail"].as_str().unwrap_or_default())
                 ))?;
             }
-            if findings.is_empty() && broken.is_some() {
+            if central && audited.is_empty() {
+                render::line("no logs match")?;
+            } else if findings.is_empty() && !broken.is_empty() {
                 render::line("No anomalies found in the rows as they are now.")?;
             } else if findings.is_empty() {
                 render::line(
@@ -171,17 +271,25 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
+                let mut headers = vec![
+                    "seq", "time", "call", "tool", "anomaly", "decided", "recorded", "reported",
+                    "detail",
+                ];
+                if central {
+                    headers.insert(0, "host");
+                }
+                // Narrow: recorded and reported status, then time, seq and tool go first.
+                let shift = usize::from(central);
+                let droppable: Vec<usize> = [6, 7, 1, 0, 3].iter().map(|i| i + shift).collect();
                 render::table_dropping(
-                    &[
-                        "seq", "time", "call", "tool", "anomaly", "decided", "recorded",
-                        "reported", "detail",
-                    ],
+                    &headers,
                     findings.iter().map(|f| {
                         let decided = match (&f["action"], &f["rule_id"]) {
                             (Value::String(a), Value::String(r)) => format!("{a} {r}"),
                             _ => "never".to_owned(),
                         };
-                        [
+                        let host = central.then(|| text(&f["central"]["host"]));
+                        host.into_iter().chain([
                             text(&f["seq"]),
                             text(&f["ts"]).get(..19).unwrap_or("").replace('T', " "),
                             text(&f["call_id"]),
@@ -191,10 +299,9 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
                             text(&f["recorded_status"]),
                             text(&f["reported_status"]),
                             render::cell(&text(&f["detail"]), 80),
-                        ]
+                        ])
                     }),
-                    // Narrow: recorded and reported status, then time, seq and tool go first.
-                    &[6, 7, 1, 0, 3],
+                    &droppable,
                 )?;
                 render::line(&format!(
                     "!! {} anomal{}: tools ran outside what gavel decided",
@@ -204,7 +311,7 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
             }
         }
     }
-    Ok(if broken.is_some() {
+    Ok(if !broken.is_empty() {
         Exit::Failed
     } else if findings.is_empty() {
         Exit::Ok

@@ -20,7 +20,7 @@ pub enum CentralCommand {
     Enroll(EnrollArgs),
     /// Verify what hosts pushed and accept it (or refuse it, recording why)
     Ingest(IngestArgs),
-    /// List enrolled hosts and their logs: size, last push, last refusal
+    /// List enrolled hosts and their logs (also those only ever refused): state, size, last push, last refusal
     Logs(LogsArgs),
     /// Drop the monthly partitions of events before a month, marking where each log was cut
     Retain(super::central_retain::RetainArgs),
@@ -202,10 +202,14 @@ fn logs(global: &Global, args: LogsArgs) -> anyhow::Result<Exit> {
                     "size": l.size,
                     "cut_size": l.cut_size,
                     "last_push_us": l.last_push_us,
+                    "accepted": l.accepted,
+                    "refused": l.refused,
                     "last_refusal": l.last_refusal.as_ref().map(|r| serde_json::json!({
                         "at_us": r.at_us,
                         "problem": r.problem,
                         "detail": r.detail,
+                        "first_seq": r.first_seq,
+                        "last_seq": r.last_seq,
                     })),
                 })
             })
@@ -223,20 +227,45 @@ fn logs(global: &Global, args: LogsArgs) -> anyhow::Result<Exit> {
         vec![
             l.host.clone(),
             l.origin.clone().unwrap_or_else(|| "-".into()),
+            match (l.log_id.is_some(), l.refused, l.accepted) {
+                (false, _, _) => "-".into(),
+                (true, true, _) => "REFUSED".into(),
+                (true, false, true) => "accepted".into(),
+                (true, false, false) => "-".into(),
+            },
             l.size.to_string(),
             time(l.last_push_us).unwrap_or_else(|| "-".into()),
             l.last_refusal
                 .as_ref()
-                .map(|r| format!("{} {}", time(Some(r.at_us)).unwrap_or_default(), r.problem))
+                .map(|r| {
+                    render::cell(
+                        &format!(
+                            "{} {}{}: {}",
+                            time(Some(r.at_us)).unwrap_or_default(),
+                            r.problem,
+                            r.first_seq
+                                .map(|seq| format!(" at seq {seq}"))
+                                .unwrap_or_default(),
+                            r.detail
+                        ),
+                        120,
+                    )
+                })
                 .unwrap_or_else(|| "-".into()),
         ]
     });
     render::table_dropping(
-        &["host", "log", "size", "last push", "last refusal"],
+        &["host", "log", "state", "size", "last push", "last refusal"],
         rows,
         // Narrow: the last refusal goes first.
-        &[4],
+        &[5],
     )?;
+    let refused = listing.iter().filter(|l| l.refused).count();
+    if refused > 0 {
+        render::line(&format!(
+            "!! {refused} log(s) REFUSED: the central store refused their last push and has accepted nothing of it since"
+        ))?;
+    }
     Ok(Exit::Ok)
 }
 

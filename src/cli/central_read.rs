@@ -14,7 +14,7 @@ use gavel::central::query::{self, LogRef};
 use gavel::store::Store;
 
 use super::query::{QueryArgs, SchemaArg};
-use super::{Exit, render};
+use super::{Exit, Integrity, render};
 
 /// The URL without its password, for messages.
 pub fn redacted(url: &str) -> String {
@@ -48,6 +48,51 @@ pub fn open(url: &str, args: &QueryArgs) -> anyhow::Result<(Central, Option<LogR
     Ok((central, log))
 }
 
+/// The bounded check of what a reading command reads (unless
+/// `--no-verify`): the newest rows of the log `--log` names, else of every
+/// log of the enrolled host `--host` names, else of every log; one
+/// [`Integrity`] per log that does not pass, naming its host, origin and
+/// first bad seq.
+pub fn check(
+    client: &mut impl postgres::GenericClient,
+    args: &QueryArgs,
+    log: Option<&LogRef>,
+) -> anyhow::Result<Vec<Integrity>> {
+    if args.read.no_verify {
+        return Ok(Vec::new());
+    }
+    let logs = match log {
+        Some(log) => vec![log.clone()],
+        None => {
+            let all = query::logs(client, None)?;
+            match &args.host {
+                Some(host) if all.iter().any(|l| l.host == *host) => {
+                    all.into_iter().filter(|l| l.host == *host).collect()
+                }
+                _ => all,
+            }
+        }
+    };
+    Ok(integrities(gavel::central::verify::check_recent(
+        client, &logs,
+    )?))
+}
+
+/// What [`gavel::central::verify::check_recent`] found, as reading commands show it.
+pub fn integrities(broken: Vec<gavel::central::verify::RecentBreak>) -> Vec<Integrity> {
+    broken
+        .into_iter()
+        .map(|b| Integrity {
+            text: format!(
+                "log {} of host `{}` does not verify: {} at seq {}: {}",
+                b.origin, b.host, b.problem, b.first_bad_seq, b.detail
+            ),
+            log: Some(b.origin),
+            first_bad_seq: Some(b.first_bad_seq),
+        })
+        .collect()
+}
+
 /// The logs a command that runs on copies runs over, and the query to run
 /// on each: the one log `--log` names, else every log of the enrolled host
 /// `--host` names (the filter is then met by the whole log), else every
@@ -71,13 +116,16 @@ pub fn logs(
 }
 
 /// For `show` and `explain`: an in-memory copy of the events of call
-/// `call_id` from the one log that holds it (`--log` when several do).
+/// `call_id` from the one log that holds it (`--log` when several do), and
+/// unless `no_verify`, what the bounded check of that log's newest rows
+/// found wrong (read in the same snapshot).
 pub fn call_store(
     url: &str,
     schema: &SchemaArg,
     call_id: &str,
     log: Option<&str>,
-) -> anyhow::Result<(Store, LogRef)> {
+    no_verify: bool,
+) -> anyhow::Result<(Store, LogRef, Option<Integrity>)> {
     let mut central = connect(url, schema)?;
     let mut snapshot = query::snapshot(central.client())?;
     let log = log
@@ -85,7 +133,17 @@ pub fn call_store(
         .transpose()?;
     let log = query::logs_of_call(&mut snapshot, call_id, log.as_ref())?;
     let store = query::mirror(&mut snapshot, &log, Some(call_id))?;
-    Ok((store, log))
+    let integrity = if no_verify {
+        None
+    } else {
+        integrities(gavel::central::verify::check_recent(
+            &mut snapshot,
+            std::slice::from_ref(&log),
+        )?)
+        .into_iter()
+        .next()
+    };
+    Ok((store, log, integrity))
 }
 
 /// `gavel verify --db postgres://…`: every log, checkpoint, cosignature and
@@ -279,29 +337,79 @@ pub fn export(url: &str, args: &super::export::ExportArgs) -> anyhow::Result<Exi
     Ok(Exit::Ok)
 }
 
-/// `gavel report --db postgres://…`: the evidence report of one log (the
-/// one `--log` names, or the only one of `--host`), copied into memory.
-pub fn report_store(
-    url: &str,
-    args: &QueryArgs,
-) -> anyhow::Result<(Store, gavel::store::AuditQuery, String)> {
+/// One log's copy for `report`: the store, the query to run on it, the
+/// log, the label its page names the store by, and how many logs there are.
+pub type ReportLog<'a> =
+    dyn FnMut(Store, &gavel::store::AuditQuery, &LogRef, String, usize) -> anyhow::Result<()> + 'a;
+
+/// `gavel report --db postgres://…`: every selected log (the one `--log`
+/// names, every log of the enrolled `--host`, else all), copied into
+/// memory in turn from one snapshot and handed to `each`.
+pub fn report_logs(url: &str, args: &QueryArgs, each: &mut ReportLog<'_>) -> anyhow::Result<()> {
     let mut central = connect(url, &args.schema)?;
     let mut snapshot = query::snapshot(central.client())?;
     let (logs, query) = logs(&mut snapshot, args)?;
-    let log = match logs.as_slice() {
-        [one] => one,
-        [] => anyhow::bail!("no log of the central store matches"),
-        many => anyhow::bail!(
-            "a report covers one log and {} match ({}); pick one with --log or --host",
-            many.len(),
-            many.iter()
-                .take(5)
-                .map(|l| format!("{} of {}", l.origin, l.host))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    if logs.is_empty() {
+        anyhow::bail!("no log of the central store matches");
+    }
+    for log in &logs {
+        let store = query::mirror(&mut snapshot, log, None)?;
+        let label = format!("{} (host {}, log {})", redacted(url), log.host, log.origin);
+        each(store, &query, log, label, logs.len())?;
+    }
+    Ok(())
+}
+
+/// The logs `--log` (one) or `--host` (every log of that enrolled host)
+/// select, else every log; an error when a selector matches nothing.
+fn select_logs(
+    client: &mut impl postgres::GenericClient,
+    log: Option<&str>,
+    host: Option<&str>,
+) -> anyhow::Result<Vec<LogRef>> {
+    let mut logs = match log {
+        Some(selector) => vec![query::resolve_log(client, selector)?],
+        None => query::logs(client, None)?,
     };
-    let store = query::mirror(&mut snapshot, log, None)?;
-    let label = format!("{} (host {}, log {})", redacted(url), log.host, log.origin);
-    Ok((store, query, label))
+    if let Some(host) = host {
+        logs.retain(|l| l.host == host);
+        if logs.is_empty() {
+            anyhow::bail!(
+                "no log of the central store is of the enrolled host `{}`",
+                render::escape(host)
+            );
+        }
+    }
+    Ok(logs)
+}
+
+/// `gavel audit --db postgres://…`: every selected log (`--log`, the
+/// enrolled `--host`'s, else all), copied into memory from one snapshot,
+/// its chain verified in full and its anomalies listed, each told by host
+/// and log; exit 1 when any chain does not verify, else 4 when there are
+/// anomalies.
+pub fn audit(url: &str, args: &super::audit::AuditArgs) -> anyhow::Result<Exit> {
+    use super::audit::{FromLog, audit_store, print};
+    let mut central = connect(url, &args.schema)?;
+    let mut snapshot = query::snapshot(central.client())?;
+    let logs = select_logs(&mut snapshot, args.log.as_deref(), args.host.as_deref())?;
+    let mut audited = Vec::with_capacity(logs.len());
+    for log in &logs {
+        let store = query::mirror(&mut snapshot, log, None)?;
+        audited.push(audit_store(&store, args)?);
+    }
+    let named: Vec<(Option<FromLog<'_>>, super::audit::Audited)> = logs
+        .iter()
+        .zip(audited)
+        .map(|(log, audited)| {
+            (
+                Some(FromLog {
+                    host: &log.host,
+                    log: &log.origin,
+                }),
+                audited,
+            )
+        })
+        .collect();
+    print(args, true, &named)
 }

@@ -306,7 +306,14 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
     #[cfg(feature = "postgres")]
     if let Some(url) = global.central_url() {
         let (mut client, log) = super::central_read::open(&url, &args.query)?;
-        return print_listing(&args, wide, true, None, &mut |each| {
+        let found = super::central_read::check(client.client(), &args.query, log.as_ref())?;
+        if let Some(first) = found.first() {
+            first.refuse_filters(&query)?;
+        }
+        for integrity in &found {
+            integrity.warn();
+        }
+        return print_listing(&args, wide, true, &found, &mut |each| {
             gavel::central::query::for_each_listed(
                 client.client(),
                 &query,
@@ -331,7 +338,8 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
         integrity.refuse_filters(&query)?;
         integrity.warn();
     }
-    print_listing(&args, wide, false, integrity.as_ref(), &mut |each| {
+    let found: Vec<Integrity> = integrity.into_iter().collect();
+    print_listing(&args, wide, false, &found, &mut |each| {
         store.for_each_listed(&query, args.events, |listed| each(None, listed))?;
         Ok(store.check_unchanged()?)
     })
@@ -339,15 +347,29 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
 
 /// Marks a row the chain check could not verify: `"verified": false` in
 /// JSON (and `true` for every verified row of a log that does not verify).
-fn marked(mut value: Value, listed: &Listed, integrity: Option<&Integrity>) -> Value {
-    if let (Some(integrity), Some(object)) = (integrity, value.as_object_mut()) {
+fn marked(mut value: Value, listed: &Listed, log: Option<&str>, found: &[Integrity]) -> Value {
+    if let (false, Some(object)) = (found.is_empty(), value.as_object_mut()) {
         let seq = match listed {
             Listed::Call(entry) => entry.seq(),
             Listed::Lifecycle(entry) => entry.seq,
         };
-        object.insert("verified".into(), json!(!integrity.unverified(seq)));
+        object.insert(
+            "verified".into(),
+            json!(!Integrity::unverified_in(found, log, seq)),
+        );
     }
     value
+}
+
+/// The JSON object of one listed row: where it comes from, and whether it verified.
+fn row_json(from: Option<RowOrigin<'_>>, listed: &Listed, found: &[Integrity]) -> Value {
+    let log = from.as_ref().map(|f| f.log.to_owned());
+    marked(
+        located(listed_json(listed), from),
+        listed,
+        log.as_deref(),
+        found,
+    )
 }
 
 /// Prints the listing `rows` hands over, in the format asked for; with
@@ -357,14 +379,14 @@ fn print_listing(
     args: &LogArgs,
     wide: bool,
     central: bool,
-    integrity: Option<&Integrity>,
+    found: &[Integrity],
     rows: &mut dyn FnMut(&mut Each<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<Exit> {
     let events = args.events;
     match args.format.get() {
         Format::Jsonl => {
             rows(&mut |from, listed| {
-                let value = marked(located(listed_json(&listed), from), &listed, integrity);
+                let value = row_json(from, &listed, found);
                 Ok(render::json(&value)?)
             })?;
         }
@@ -373,7 +395,7 @@ fn print_listing(
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut first = true;
             rows(&mut |from, listed| {
-                let value = marked(located(listed_json(&listed), from), &listed, integrity);
+                let value = row_json(from, &listed, found);
                 let text = serde_json::to_string_pretty(&value)?;
                 write!(out, "{}\n  ", if first { "[" } else { "," })?;
                 write!(out, "{}", text.replace('\n', "\n  "))?;
@@ -420,7 +442,7 @@ fn print_listing(
                     Listed::Call(entry) => entry.seq(),
                     Listed::Lifecycle(entry) => entry.seq,
                 };
-                if integrity.is_some_and(|i| i.unverified(seq)) {
+                if Integrity::unverified_in(found, from.as_ref().map(|f| f.log), seq) {
                     unverified += 1;
                     // The call column says so: the row may have been edited.
                     if let Some(cell) = cells.get_mut(1) {
@@ -458,14 +480,28 @@ fn print_listing(
 
 pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
     let query = args.query.to_query()?;
-    // `checked`: this command checked the log's recent rows (a local log
-    // without --no-verify); `broken`: what that check found.
+    // `checked`: this command checked the recent rows of what it read
+    // (not with --no-verify); `broken`: what that check found.
     let (stats, checked, broken) = match global.central_url() {
         #[cfg(feature = "postgres")]
         Some(url) => {
             let (mut client, log) = super::central_read::open(&url, &args.query)?;
+            let found = super::central_read::check(client.client(), &args.query, log.as_ref())?;
+            if let Some(first) = found.first() {
+                first.refuse_filters(&query)?;
+            }
+            for integrity in &found {
+                integrity.warn();
+            }
             let stats = gavel::central::query::stats(client.client(), &query, log.as_ref())?;
-            (stats, false, None)
+            let broken = (!found.is_empty()).then(|| {
+                found
+                    .iter()
+                    .map(|i| i.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            });
+            (stats, !args.query.read.no_verify, broken)
         }
         _ => {
             args.query.check_local()?;
@@ -481,8 +517,7 @@ pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
     };
     if args.format.is_json() {
         let mut value = serde_json::to_value(&stats)?;
-        // Only a local log's recent rows were checked here; a central
-        // store's reads say nothing they did not check.
+        // Only what was checked (not with --no-verify) says whether it verified.
         if let (true, Some(object)) = (checked, value.as_object_mut()) {
             object.insert("verified".into(), json!(broken.is_none()));
         }

@@ -44,7 +44,8 @@ pub enum Exit {
     /// Done: decided, succeeded, intact, no drift.
     Ok = 0,
     /// The thing checked is bad: the tool failed, the log is tampered (`verify`, and
-    /// `audit` whatever it finds), drift found, a case failed.
+    /// `audit` whatever it finds), drift found, a case failed, a push refused
+    /// (`push --wait`) or a local log that diverges from what the central store accepted.
     Failed = 1,
     /// Usage error, unreadable input or any internal error.
     Error = 2,
@@ -628,7 +629,7 @@ impl Global {
     pub fn db_path(&self) -> anyhow::Result<PathBuf> {
         if self.central_url().is_some() {
             anyhow::bail!(if cfg!(feature = "postgres") {
-                "this command reads a local audit database; a central store (postgres://…) is read by log, show, explain, stats, replay, export, report and verify"
+                "this command reads a local audit database; a central store (postgres://…) is read by log, show, explain, stats, replay, export, report, audit and verify"
             } else {
                 "this gavel was built without the `postgres` feature: it cannot read a central store (postgres://…)"
             });
@@ -688,6 +689,7 @@ impl Global {
         let broken = match store.check_recent() {
             Ok(report) if report.ok => None,
             Ok(report) => Some(Integrity {
+                log: None,
                 first_bad_seq: report.first_bad_seq,
                 text: format!(
                     "the log does not verify: {}{}: {}",
@@ -700,6 +702,7 @@ impl Global {
                 ),
             }),
             Err(err) => Some(Integrity {
+                log: None,
                 first_bad_seq: Some(1),
                 text: format!("could not check the chain: {err}"),
             }),
@@ -777,6 +780,8 @@ pub fn auto_checkpoint(store: &mut Store, every: u64) {
 /// What a reading command's check of the chain found wrong.
 #[derive(Debug, Clone)]
 pub struct Integrity {
+    /// The log it is about: `None` for the local log, a central log's origin.
+    pub log: Option<String>,
     /// Rows from this seq on are not verified (`None`: the log as a whole,
     /// e.g. a checkpoint that does not match).
     pub first_bad_seq: Option<u64>,
@@ -798,6 +803,14 @@ impl Integrity {
     /// Whether the row at `seq` is past the first bad one.
     pub fn unverified(&self, seq: u64) -> bool {
         self.first_bad_seq.is_none_or(|bad| seq >= bad)
+    }
+
+    /// Whether the row at `seq` of log `log` (`None`: the local log) is
+    /// past the first bad row of its log, as one of `found` says.
+    pub fn unverified_in(found: &[Integrity], log: Option<&str>, seq: u64) -> bool {
+        found
+            .iter()
+            .any(|i| i.log.as_deref().is_none_or(|l| Some(l) == log) && i.unverified(seq))
     }
 
     /// Refuses a filter on recorded columns over rows that do not verify:

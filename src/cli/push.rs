@@ -75,8 +75,31 @@ fn once(
         push::push_with(&mut store, &mut client, key, central).context("push failed")?;
     let mut exit = Exit::Ok;
     let mut outcome = serde_json::Value::Null;
+    let log = gavel::digest::hex(&pushed.log_id);
+    let short = &log[..log.len().min(12)];
+    if pushed.diverged {
+        // Sent whole for the central side to name the first differing row;
+        // it refuses a rewritten or truncated log on every push.
+        exit = Exit::Failed;
+        eprintln!(
+            "gavel: the local log {short} diverges from what the central store holds: {}; all of it was sent for the central side to name the first row that differs (`gavel push --wait` shows its refusal)",
+            if pushed.local_size < pushed.acked {
+                format!(
+                    "it has {} rows, the central store accepted {}",
+                    pushed.local_size, pushed.acked
+                )
+            } else {
+                format!(
+                    "its row at seq {} no longer has the chain value the central store accepted",
+                    pushed.acked
+                )
+            }
+        );
+    }
+    // Everything not accepted yet is waited for, whether sent now or by an
+    // earlier push (still in the inbox).
     if let Some(seconds) = args.wait
-        && (pushed.sent > 0 || pushed.checkpoint.is_some())
+        && (pushed.acked < pushed.local_size || pushed.diverged)
     {
         let target = pushed.checkpoint.unwrap_or(pushed.local_size);
         let deadline = Instant::now() + Duration::from_secs(seconds);
@@ -85,6 +108,7 @@ fn once(
             &pushed.log_id,
             target,
             pushed.refusals_before,
+            pushed.diverged,
             deadline,
         )? {
             Ok(head) => {
@@ -105,6 +129,10 @@ fn once(
             }
             Err(refusal) => {
                 exit = Exit::Failed;
+                eprintln!(
+                    "gavel: the central store refused the push of log {short}: {}",
+                    render::escape(&refusal.to_string())
+                );
                 outcome = serde_json::json!({
                     "refused": refusal.problem,
                     "detail": refusal.detail,
@@ -112,6 +140,12 @@ fn once(
                 });
             }
         }
+    }
+    if let (None, Some(refusal)) = (args.wait, &pushed.standing) {
+        eprintln!(
+            "gavel: warning: the central store refused an earlier push of log {short} and has accepted nothing of it since: {}",
+            render::escape(&refusal.to_string())
+        );
     }
     report(args, &pushed, &outcome)?;
     Ok(exit)
@@ -131,12 +165,26 @@ fn report(args: &PushArgs, pushed: &Pushed, outcome: &serde_json::Value) -> anyh
             "signed": pushed.signed,
             "diverged": pushed.diverged,
             "cosigned": pushed.cosigned,
+            "standing_refusal": pushed.standing.as_ref().map(|r| serde_json::json!({
+                "problem": r.problem,
+                "detail": r.detail,
+                "first_seq": r.first_seq,
+            })),
             "outcome": outcome,
         }))?;
         return Ok(());
     }
     let short = &log[..log.len().min(12)];
-    let mut text = if pushed.sent == 0 && pushed.checkpoint.is_none() {
+    let mut text = if pushed.sent == 0
+        && pushed.checkpoint.is_none()
+        && !pushed.diverged
+        && pushed.acked < pushed.local_size
+    {
+        format!(
+            "nothing new to send: log {short} of host `{}` has {} rows, the central store accepted {}; the rest waits in the inbox from an earlier push",
+            pushed.host, pushed.local_size, pushed.acked
+        )
+    } else if pushed.sent == 0 && pushed.checkpoint.is_none() {
         format!(
             "nothing new to push: log {short} of host `{}` has {} rows, the central store accepted {}",
             pushed.host, pushed.local_size, pushed.acked

@@ -79,30 +79,130 @@ fn write_with_mode(path: &std::path::Path, bytes: &[u8], mode: u32) -> std::io::
 }
 
 pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
-    let (store, query, db_label) = match global.central_url() {
-        #[cfg(feature = "postgres")]
-        Some(url) => super::central_read::report_store(&url, &args.query)?,
-        _ => {
-            args.query.check_local()?;
-            let store = global.read_store_with(args.query.read)?;
-            let label = store.path().display().to_string();
-            (store, args.query.to_query()?, label)
+    #[cfg(feature = "postgres")]
+    if let Some(url) = global.central_url() {
+        return central(&url, &args);
+    }
+    args.query.check_local()?;
+    let store = global.read_store_with(args.query.read)?;
+    let label = store.path().display().to_string();
+    let page = write_page(&store, &args.query.to_query()?, label, &args, &args.html)?;
+    Ok(if page.verified {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    })
+}
+
+/// `gavel report --db postgres://…`: the page of the one log selected
+/// (`--log`, or a `--host` with one), or for several, one page per log
+/// beside FILE (`STEM-HOST-LOGID.html`) and FILE an index linking them;
+/// exit 1 when any log does not verify.
+#[cfg(feature = "postgres")]
+fn central(url: &str, args: &ReportArgs) -> anyhow::Result<Exit> {
+    let mut entries = Vec::new();
+    let mut db = String::new();
+    super::central_read::report_logs(url, &args.query, &mut |store, query, log, label, total| {
+        if total == 1 {
+            let page = write_page(&store, query, label, args, &args.html)?;
+            entries.push(page);
+            return Ok(());
         }
-    };
+        let stem = args
+            .html
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "report".into());
+        let id = gavel::digest::hex(&log.log_id);
+        // Enrolled names are `[a-z][a-z0-9_]*`; what the database says is
+        // still kept to a file name.
+        let host: String = log
+            .host
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let name = format!("{stem}-{host}-{}.html", &id[..id.len().min(12)]);
+        let path = args.html.with_file_name(&name);
+        db = super::central_read::redacted(url);
+        let mut page = write_page(&store, query, label, args, &path)?;
+        page.entry = Some(report::IndexEntry {
+            host: log.host.clone(),
+            origin: log.origin.clone(),
+            page: name,
+            calls: page.calls,
+            verified: page.verified,
+            problem: page.problem.clone(),
+        });
+        entries.push(page);
+        Ok(())
+    })?;
+    let verified = entries.iter().all(|p| p.verified);
+    if entries.len() > 1 {
+        let index = report::Index {
+            generated: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            db,
+            filters: filters(&args.query),
+            logs: entries.into_iter().filter_map(|p| p.entry).collect(),
+        };
+        let html = report::render_index(&index)?;
+        write_with_mode(&args.html, html.as_bytes(), 0o600)
+            .with_context(|| format!("cannot write `{}`", args.html.display()))?;
+        writeln!(
+            std::io::stderr(),
+            "gavel: {}",
+            render::escape(&format!(
+                "wrote {}: the index of {} logs' pages{}",
+                args.html.display(),
+                index.logs.len(),
+                match index.logs.iter().filter(|l| !l.verified).count() {
+                    0 => String::new(),
+                    n => format!("; {n} of them do not verify"),
+                }
+            ))
+        )?;
+    }
+    Ok(if verified { Exit::Ok } else { Exit::Failed })
+}
+
+/// What writing one log's page found.
+struct Page {
+    calls: u64,
+    verified: bool,
+    /// `content_mismatch at seq 11`, when it does not verify.
+    problem: Option<String>,
+    /// Its line in the index, for a report over several logs.
+    entry: Option<report::IndexEntry>,
+}
+
+/// Writes the report of `store` (the calls `query` selects) to `path`,
+/// with the database named `db_label`, and says so on stderr.
+fn write_page(
+    store: &gavel::store::Store,
+    query: &gavel::store::AuditQuery,
+    db_label: String,
+    args: &ReportArgs,
+    path: &std::path::Path,
+) -> anyhow::Result<Page> {
     let compare = args
         .compare_policy
         .as_deref()
         .map(Policy::load)
         .transpose()?;
     let options = ReportOptions {
-        query: &query,
+        query,
         filters: filters(&args.query),
         compare: compare.as_ref(),
         generated: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
         db_label,
         row_cap: args.max_rows,
     };
-    let data = report::gather(&store, &options)?;
+    let data = report::gather(store, &options)?;
     store.check_unchanged()?;
     let page = report::render(&data)?;
     // The page holds what the record holds: it is no more readable than
@@ -110,28 +210,32 @@ pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
     let mode = std::fs::metadata(store.path())
         .map(|m| m.permissions().mode() & 0o666)
         .unwrap_or(0o600);
-    write_with_mode(&args.html, page.as_bytes(), mode)
-        .with_context(|| format!("cannot write `{}`", args.html.display()))?;
+    write_with_mode(path, page.as_bytes(), mode)
+        .with_context(|| format!("cannot write `{}`", path.display()))?;
     let mut note = format!(
         "wrote {} ({} calls, {} bytes)",
-        args.html.display(),
+        path.display(),
         data.stats.calls,
         page.len()
     );
-    if !data.verify.ok {
-        note.push_str(&format!(
-            "; the log does not verify: {}{}",
+    let problem = (!data.verify.ok).then(|| {
+        format!(
+            "{}{}",
             data.problem.unwrap_or("unknown"),
             data.verify
                 .first_bad_seq
                 .map(|seq| format!(" at seq {seq}"))
                 .unwrap_or_default()
-        ));
+        )
+    });
+    if let Some(problem) = &problem {
+        note.push_str(&format!("; the log does not verify: {problem}"));
     }
     writeln!(std::io::stderr(), "gavel: {}", render::escape(&note))?;
-    Ok(if data.verify.ok {
-        Exit::Ok
-    } else {
-        Exit::Failed
+    Ok(Page {
+        calls: data.stats.calls,
+        verified: data.verify.ok,
+        problem,
+        entry: None,
     })
 }

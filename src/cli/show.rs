@@ -86,8 +86,12 @@ fn call_source(
 ) -> anyhow::Result<(Store, CentralOrigin, Option<Integrity>)> {
     #[cfg(feature = "postgres")]
     if let Some(url) = global.central_url() {
-        let (store, log) = super::central_read::call_store(&url, schema, call_id, log)?;
-        return Ok((store, Some((log.host, log.origin)), None));
+        let (store, log, integrity) =
+            super::central_read::call_store(&url, schema, call_id, log, read.no_verify)?;
+        if let Some(integrity) = &integrity {
+            integrity.warn();
+        }
+        return Ok((store, Some((log.host, log.origin)), integrity));
     }
     if log.is_some() {
         anyhow::bail!("--log picks a log of a central store; give --db postgres://…");

@@ -22,6 +22,8 @@ pub use chart::Chart;
 
 /// The template, compiled into the binary.
 const TEMPLATE: &str = include_str!("report.html.j2");
+/// The index page of a report over several logs.
+const INDEX_TEMPLATE: &str = include_str!("index.html.j2");
 
 /// How many calls the table (and each detail list) shows at most; the
 /// counts always cover every selected call.
@@ -189,6 +191,32 @@ pub struct DriftExample {
     pub from: String,
     pub to: String,
     pub direction: String,
+}
+
+/// The index of a report over several logs (a central store's): one
+/// line per log, linking to its own page.
+#[derive(Debug, Serialize)]
+pub struct Index {
+    pub generated: String,
+    /// The store as the pages name it.
+    pub db: String,
+    pub filters: String,
+    pub logs: Vec<IndexEntry>,
+}
+
+/// One log's page, as the index lists it.
+#[derive(Debug, Serialize)]
+pub struct IndexEntry {
+    /// The enrolled host.
+    pub host: String,
+    pub origin: String,
+    /// The page's file name, beside the index.
+    pub page: String,
+    /// The calls its page counts.
+    pub calls: u64,
+    pub verified: bool,
+    /// What broke (`content_mismatch at seq 11`), when it does not verify.
+    pub problem: Option<String>,
 }
 
 /// `2026-12-03T08:04:35.123456Z`, the form `gavel log --json` uses.
@@ -583,6 +611,21 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
         .render(
             minijinja::context! { r => minijinja::Value::from(minijinja::value::Serde(report)) },
         )
+        .map_err(ReportError::Template)
+}
+
+/// The index page of a report over several logs: one self-contained
+/// HTML document.
+pub fn render_index(index: &Index) -> Result<String, ReportError> {
+    let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+    env.add_template("index.html", INDEX_TEMPLATE)
+        .map_err(ReportError::Template)?;
+    let template = env
+        .get_template("index.html")
+        .map_err(ReportError::Template)?;
+    template
+        .render(minijinja::context! { i => minijinja::Value::from(minijinja::value::Serde(index)) })
         .map_err(ReportError::Template)
 }
 

@@ -729,7 +729,8 @@ fn a_rewritten_pushed_row_is_refused_naming_host_and_seq_on_every_push() {
     // The host rewrites row 5, re-chains and re-signs: its log verifies locally.
     rewrite_row(db, 5);
     append_calls(db, 11, 2);
-    let pushed = team.push(0, 0);
+    // Sent whole, and the push says the log diverges (exit 1).
+    let pushed = team.push(0, 1);
     assert_eq!(pushed["diverged"], true, "{pushed}");
     assert_eq!(pushed["first_sent"], 1, "{pushed}");
     let refused = team.ingest(1);
@@ -857,7 +858,7 @@ fn refusal_evidence_is_capped_and_a_batch_is_one_central_leaf() {
     // A rewrite resending 1,200+ rows keeps 1,000 of them, from the first differing seq.
     rewrite_row(db, 5);
     append_calls(db, 5, 400);
-    team.push(0, 0);
+    team.push(0, 1);
     let refused = team.ingest(1);
     assert_eq!(refused["refused"][0]["rows"], 1000, "{refused}");
     let first: i64 = client
@@ -939,7 +940,7 @@ fn a_truncated_log_is_refused() {
     )
     .unwrap();
     drop(conn);
-    let pushed = team.push(0, 0);
+    let pushed = team.push(0, 1);
     assert_eq!(pushed["diverged"], true, "{pushed}");
     let refused = team.ingest(1);
     assert_eq!(refused["refused"][0]["problem"], "truncated", "{refused}");
@@ -1352,7 +1353,7 @@ fn scale_twenty_hosts_push_concurrently() {
                 assert!(matches!(code(&out), 0 | 1), "{}", stderr(&out));
             }
         });
-        push_all(&team, 0..hosts);
+        push_all_but_diverged(&team, 0..hosts, &[1]);
         phase("second half pushed");
         done.store(true, Ordering::Relaxed);
     });
@@ -1414,6 +1415,12 @@ fn scale_twenty_hosts_push_concurrently() {
 
 /// Pushes hosts `range` concurrently (`gavel push`, each its own process).
 pub fn push_all(team: &Team, range: std::ops::Range<usize>) {
+    push_all_but_diverged(team, range, &[]);
+}
+
+/// [`push_all`], where the hosts `diverged` rewrote rows they had pushed:
+/// their push sends everything and says the log diverges (exit 1).
+pub fn push_all_but_diverged(team: &Team, range: std::ops::Range<usize>, diverged: &[usize]) {
     std::thread::scope(|s| {
         for i in range {
             let host = &team.hosts[i];
@@ -1426,9 +1433,13 @@ pub fn push_all(team: &Team, range: std::ops::Range<usize>) {
                 "--db",
                 host.db.to_str().unwrap(),
             ]);
+            let expected = if diverged.contains(&i) { 1 } else { 0 };
             s.spawn(move || {
                 let out = cmd.output().unwrap();
-                assert_eq!(code(&out), 0, "push {}: {}", i, stderr(&out));
+                assert_eq!(code(&out), expected, "push {}: {}", i, stderr(&out));
+                if expected == 1 {
+                    assert!(stderr(&out).contains("diverges"), "{}", stderr(&out));
+                }
             });
         }
     });

@@ -8,6 +8,8 @@ mod authoring;
 mod central;
 #[cfg(feature = "postgres")]
 mod central_read;
+#[cfg(feature = "postgres")]
+mod central_truth;
 mod check;
 mod clients;
 mod demo;
