@@ -16,14 +16,17 @@
 //!
 //! | Copilot CLI | gavel | arguments |
 //! |---|---|---|
-//! | `bash`, `powershell` | `bash` | `command` |
-//! | `view` | `read_file` | `path` |
-//! | `create` | `write_file` | `path`, `content` ← `file_text` |
-//! | `edit` | `edit_file` | `path`, `old_text` ← `old_str`, `new_text` ← `new_str` |
-//! | `glob` | `glob` | `pattern`, joined to `path` |
-//! | `grep` | `read_file` | `path` (default: the cwd) |
-//! | `Bash`, `Read`, `Write`, `Edit`, `MultiEdit`, `NotebookEdit`, `Glob`, `Grep` (its Claude-compatible hooks) | as Claude Code's | as Claude Code's |
+//! | `bash`, `powershell` (`Bash`) | `bash` | `command` |
+//! | `view` (`Read`) | `read_file` | `path` |
+//! | `create` (`Write`) | `write_file` | `path`, `content` ← `file_text` |
+//! | `edit` (`Edit`) | `edit_file` | `path`, `old_text` ← `old_str`, `new_text` ← `new_str` |
+//! | `glob` (`Glob`) | `glob` | `pattern`, joined to `path` |
+//! | `grep` (`Grep`) | `read_file` | `path` (default: the cwd) |
 //! | anything else | its own name | its own input |
+//!
+//! The names in brackets are those of its Claude-compatible hooks (events
+//! named `PreToolUse`, …, in a hooks file): Claude Code's tool names, but
+//! Copilot's arguments (`Read` with `path`, `Write` with `file_text`).
 
 use serde_json::{Map, Value, json};
 
@@ -151,18 +154,16 @@ impl Client for Copilot {
 
     fn map_tool(&self, call: &ToolCall, cwd: &str) -> (String, Value) {
         let f = Fields::of(call, cwd);
+        // Copilot's Claude-compatible hooks (PascalCase events) name the
+        // tools as Claude Code does but keep Copilot's own arguments
+        // (`Read` with `path`, not `file_path`), as captured from 1.0.102.
         match call.tool.as_str() {
-            // Copilot's Claude-compatible hooks name tools and arguments as
-            // Claude Code does.
-            "Bash" | "Read" | "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "Glob" | "Grep" => {
-                super::claude_code::ClaudeCode.map_tool(call, cwd)
-            }
-            "bash" | "powershell" => f.bash("command"),
-            "view" => f.read("path"),
-            "create" => f.write("path", "file_text"),
-            "edit" => f.edit("path", "old_str", "new_str"),
-            "glob" => f.glob("pattern", "path"),
-            "grep" => f.search("path"),
+            "bash" | "powershell" | "Bash" => f.bash("command"),
+            "view" | "Read" => f.read("path"),
+            "create" | "Write" => f.write("path", "file_text"),
+            "edit" | "Edit" => f.edit("path", "old_str", "new_str"),
+            "glob" | "Glob" => f.glob("pattern", "path"),
+            "grep" | "Grep" => f.search("path"),
             other => (other.to_owned(), call.input.clone()),
         }
     }
@@ -244,8 +245,10 @@ mod tests {
         );
     }
 
+    /// Claude Code's tool names with Copilot's arguments, as Copilot CLI
+    /// 1.0.102 sends them to hooks registered for `PreToolUse`.
     #[test]
-    fn claude_compatible_payloads_map_like_claude_codes() {
+    fn claude_compatible_payloads_keep_copilots_arguments() {
         for (tool, input, name, arguments) in [
             (
                 "Bash",
@@ -255,14 +258,27 @@ mod tests {
             ),
             (
                 "Read",
-                json!({"file_path": "/ws/a.txt"}),
+                json!({"path": "/ws/a.txt"}),
                 "read_file",
                 json!({"path": "/ws/a.txt"}),
+            ),
+            (
+                "Write",
+                json!({"path": "/ws/b.txt", "file_text": "hi"}),
+                "write_file",
+                json!({"path": "/ws/b.txt", "content": "hi"}),
+            ),
+            (
+                "Edit",
+                json!({"path": "/ws/b.txt", "old_str": "hi", "new_str": "ho"}),
+                "edit_file",
+                json!({"path": "/ws/b.txt", "old_text": "hi", "new_text": "ho"}),
             ),
         ] {
             let event = Copilot
                 .parse(json!({
                     "hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/ws",
+                    "timestamp": "2026-12-04T09:36:21.570Z",
                     "tool_name": tool, "tool_input": input,
                 }))
                 .unwrap();

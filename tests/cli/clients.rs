@@ -931,34 +931,3 @@ fn init_names_the_gavel_on_path() {
     );
     assert!(!stderr(&out).contains("build folder"), "{}", stderr(&out));
 }
-
-/// Copilot CLI's Claude-compatible hook format (PascalCase events, Claude
-/// Code's tool names and fields) is decided like Claude Code's calls.
-#[test]
-fn copilot_claude_compatible_hooks_get_the_rule_that_decides() {
-    let sandbox = Sandbox::new();
-    let hook = |tool: &str, input: Value| {
-        let payload = json!({
-            "hook_event_name": "PreToolUse", "session_id": "s1",
-            "cwd": sandbox.ws.to_string_lossy(), "tool_name": tool, "tool_input": input,
-        });
-        let out = sandbox
-            .gavel(&["hook", "copilot"])
-            .write_stdin(payload.to_string())
-            .output()
-            .unwrap();
-        let answer: Value = serde_json::from_str(stdout(&out).trim()).unwrap_or(Value::Null);
-        (code(&out), answer)
-    };
-    let (exit, answer) = hook("Bash", json!({"command": "sudo ls"}));
-    assert_eq!(exit, 0);
-    assert_eq!(answer["permissionDecision"], "deny", "{answer}");
-    let reason = answer["permissionDecisionReason"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(reason.contains("bash.hard_deny"), "{reason}");
-    let notes = sandbox.ws.join("notes.txt").to_string_lossy().into_owned();
-    let (exit, answer) = hook("Read", json!({ "file_path": notes }));
-    assert_eq!(exit, 0);
-    assert_eq!(answer["permissionDecision"], "allow", "{answer}");
-}

@@ -9,7 +9,8 @@
 //! `gavel verify` and `gavel audit` must find the record whole. Each client
 //! also makes two identical reads in one model response (parallel calls,
 //! told apart only by their order where the client sends no call id), and
-//! both must complete. Claude Code
+//! both must complete. Copilot CLI runs both sessions twice: with its own
+//! camelCase hooks and with its Claude-compatible (PascalCase) ones. Claude Code
 //! also runs the session in `bypassPermissions` mode (its own checks off),
 //! and under a broken policy, where every call must be blocked (fail
 //! closed); and after `gavel init claude-code`, `ls` and `git status` must
@@ -619,33 +620,14 @@ fn gemini_parallel_identical_reads_each_complete() {
     check_parallel_reads(&sandbox, &server, &run, "notes.txt");
 }
 
-/// Runs `copilot -p` on the scripted `server` with gavel as its hooks.
-fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
+/// Runs `copilot -p` on the scripted `server` with `hooks` (a hooks file's
+/// JSON) as its personal hooks.
+fn copilot_run(sandbox: &Sandbox, bin: &Path, server: &ModelServer, hooks: &Value) -> Run {
     // Personal hooks: repository hooks (.github/hooks/) load in `-p` only
-    // with --trust-folder. Copilot's payloads carry no event name: the
-    // command says which.
+    // with --trust-folder.
     let copilot_home = sandbox.root.join("copilot-home");
     std::fs::create_dir_all(copilot_home.join("hooks")).unwrap();
-    let mut hooks = serde_json::Map::new();
-    for event in [
-        "sessionStart",
-        "userPromptSubmitted",
-        "preToolUse",
-        "postToolUse",
-        "postToolUseFailure",
-        "sessionEnd",
-    ] {
-        let command = hook_command(sandbox, "copilot", &format!(" --event {event}"), &policy());
-        hooks.insert(
-            event.into(),
-            json!([{ "type": "command", "bash": command, "timeoutSec": 60 }]),
-        );
-    }
-    std::fs::write(
-        copilot_home.join("hooks/gavel.json"),
-        json!({ "version": 1, "hooks": hooks }).to_string(),
-    )
-    .unwrap();
+    std::fs::write(copilot_home.join("hooks/gavel.json"), hooks.to_string()).unwrap();
 
     let mut cmd = client_command(sandbox, bin);
     // BYOK against the scripted Anthropic endpoint, offline (no GitHub
@@ -661,6 +643,55 @@ fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
         .env("COPILOT_MODEL", "claude-sonnet-4.5")
         .args(["-p", PROMPT, "--allow-all-tools"]);
     run_client(sandbox, cmd, "copilot", server)
+}
+
+/// Runs `copilot -p` on the scripted `server` with gavel as its hooks.
+fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
+    // Copilot's payloads carry no event name: the command says which.
+    let mut hooks = serde_json::Map::new();
+    for event in [
+        "sessionStart",
+        "userPromptSubmitted",
+        "preToolUse",
+        "postToolUse",
+        "postToolUseFailure",
+        "sessionEnd",
+    ] {
+        let command = hook_command(sandbox, "copilot", &format!(" --event {event}"), &policy());
+        hooks.insert(
+            event.into(),
+            json!([{ "type": "command", "bash": command, "timeoutSec": 60 }]),
+        );
+    }
+    copilot_run(
+        sandbox,
+        bin,
+        server,
+        &json!({ "version": 1, "hooks": hooks }),
+    )
+}
+
+/// Copilot's Claude-compatible hooks file: PascalCase events in Claude
+/// Code's nested `matcher` / `hooks` groups, every one to `command`.
+/// Copilot then sends snake_case payloads that name their event
+/// (`hook_event_name`), so the command needs no `--event`.
+fn copilot_claude_hooks(command: &str) -> Value {
+    let hook = json!([{ "type": "command", "command": command, "timeout": 60 }]);
+    let mut hooks = serde_json::Map::new();
+    for event in ["PreToolUse", "PostToolUse", "PostToolUseFailure"] {
+        hooks.insert(event.into(), json!([{ "matcher": "*", "hooks": hook }]));
+    }
+    for event in ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"] {
+        hooks.insert(event.into(), json!([{ "hooks": hook }]));
+    }
+    json!({ "hooks": hooks })
+}
+
+/// Runs `copilot -p` on the scripted `server` with `gavel hook copilot`
+/// as its Claude-compatible hooks.
+fn copilot_claude_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
+    let command = hook_command(sandbox, "copilot", "", &policy());
+    copilot_run(sandbox, bin, server, &copilot_claude_hooks(&command))
 }
 
 #[test]
@@ -686,6 +717,40 @@ fn copilot_parallel_identical_reads_each_complete() {
     let read = Step::tool("view", json!({ "path": sandbox.ws.join("notes.txt") }));
     let server = ModelServer::start(parallel_reads(read));
     let run = copilot_session(&sandbox, &bin, &server);
+    check_parallel_reads(&sandbox, &server, &run, "notes.txt");
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn copilot_claude_format_hooks_deny_ask_and_allow_for_real() {
+    let Some(bin) = installed("copilot") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    // The model calls Copilot's own tools; the hooks see them as `Bash` and `Read`.
+    let read = Step::tool("view", json!({ "path": sandbox.ws.join("notes.txt") }));
+    let server = ModelServer::start(script("bash", "command", read));
+    let run = copilot_claude_session(&sandbox, &bin, &server);
+    check_session(&sandbox, &server, &run, "notes.txt");
+    // The model is told which rule denied it.
+    let told = server.tool_result(0).unwrap_or_default();
+    assert!(
+        told.contains("bash.hard_deny"),
+        "the rule id did not reach the model: {told:?}\n{}",
+        server.summary()
+    );
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn copilot_claude_format_parallel_identical_reads_each_complete() {
+    let Some(bin) = installed("copilot") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let read = Step::tool("view", json!({ "path": sandbox.ws.join("notes.txt") }));
+    let server = ModelServer::start(parallel_reads(read));
+    let run = copilot_claude_session(&sandbox, &bin, &server);
     check_parallel_reads(&sandbox, &server, &run, "notes.txt");
 }
 
@@ -783,14 +848,38 @@ fn is_pre_event(event: &str) -> bool {
     matches!(event, "PreToolUse" | "preToolUse" | "BeforeTool")
 }
 
+/// The captured session `tag` of `client`, its payload files in order.
+fn captured_session(client: &str, tag: &str) -> Vec<PathBuf> {
+    fixtures_in(&format!("clients/real/{client}"), "json")
+        .into_iter()
+        .filter(|f| {
+            f.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{tag}-"))
+        })
+        .collect()
+}
+
+/// A captured payload with its placeholders filled in for `sandbox`.
+fn captured_payload(sandbox: &Sandbox, file: &Path) -> String {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .replace("${WORKSPACE}", &sandbox.ws.to_string_lossy())
+        .replace("${HOME}", &sandbox.root.join("home").to_string_lossy())
+        .replace(
+            "${COPILOT_HOME}",
+            &sandbox.root.join("copilot-home").to_string_lossy(),
+        )
+}
+
 #[test]
 fn captured_real_sessions_replay_through_the_hook_and_verify() {
     // Needs no client: the payloads the real CLIs sent, in their order
     // (fixtures/clients/real/<client>/), go through `gavel hook <client>`.
     for client in ["claude-code", "codex", "gemini", "copilot"] {
         let dir = format!("clients/real/{client}");
-        let files = fixtures_in(&dir, "json");
-        let tags: std::collections::BTreeSet<String> = files
+        let tags: std::collections::BTreeSet<String> = fixtures_in(&dir, "json")
             .iter()
             .map(|f| {
                 f.file_name()
@@ -804,21 +893,14 @@ fn captured_real_sessions_replay_through_the_hook_and_verify() {
             .collect();
         for tag in tags {
             let sandbox = Sandbox::new();
-            let home = sandbox.root.join("home");
-            for file in files.iter().filter(|f| {
-                f.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with(&format!("{tag}-"))
-            }) {
-                let event = captured_event(file);
-                let payload = std::fs::read_to_string(file)
-                    .unwrap()
-                    .replace("${WORKSPACE}", &sandbox.ws.to_string_lossy())
-                    .replace("${HOME}", &home.to_string_lossy());
+            for file in captured_session(client, &tag) {
+                let event = captured_event(&file);
+                let payload = captured_payload(&sandbox, &file);
                 let mut cmd = sandbox.gavel(&["hook", client]);
                 cmd.arg("--policy").arg(policy());
-                if client == "copilot" {
+                // Copilot's camelCase payloads do not name their event;
+                // its Claude-compatible ones do.
+                if client == "copilot" && !payload.contains("\"hook_event_name\"") {
                     cmd.args(["--event", &event]);
                 }
                 let output = cmd.write_stdin(payload).output().unwrap();
@@ -858,4 +940,64 @@ fn captured_real_sessions_replay_through_the_hook_and_verify() {
             }
         }
     }
+}
+
+#[test]
+fn copilot_claude_format_captured_payloads_get_the_rules_that_decide() {
+    // Needs no client: the session Copilot CLI sent to its Claude-compatible
+    // hooks (fixtures/clients/real/copilot/pascal-*), in order, to
+    // `gavel hook copilot` with no `--event`, as its hooks file runs it.
+    let sandbox = Sandbox::new();
+    let mut answers = Vec::new();
+    for file in captured_session("copilot", "pascal") {
+        let mut cmd = sandbox.gavel(&["hook", "copilot"]);
+        cmd.arg("--policy").arg(policy());
+        let output = cmd
+            .write_stdin(captured_payload(&sandbox, &file))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}: {}",
+            file.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        if is_pre_event(&captured_event(&file)) {
+            let answer: Value = serde_json::from_slice(&output.stdout)
+                .unwrap_or_else(|e| panic!("{}: no JSON answer ({e}): {output:?}", file.display()));
+            answers.push(answer);
+        }
+    }
+    let decisions: Vec<(&str, &str)> = answers
+        .iter()
+        .map(|a| {
+            (
+                a["permissionDecision"].as_str().unwrap_or_default(),
+                a["permissionDecisionReason"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    // `Bash` `sudo ls`, `Bash` `echo ran > ran.txt`, `Read` of notes.txt.
+    assert_eq!(decisions.len(), 3, "{answers:#?}");
+    assert_eq!(decisions[0].0, "deny", "{answers:#?}");
+    assert!(decisions[0].1.contains("[bash.hard_deny]"), "{answers:#?}");
+    assert_eq!(decisions[1].0, "deny", "{answers:#?}");
+    assert!(
+        decisions[1].1.contains("[bash.requires_approval]"),
+        "{answers:#?}"
+    );
+    assert_eq!(decisions[2].0, "allow", "{answers:#?}");
+
+    let context = "(replayed capture)";
+    let denied = call(&sandbox, DENIED, context);
+    assert_eq!(denied["rule_id"], "bash.hard_deny", "{denied:#}");
+    assert_eq!(denied["status"], "blocked", "{denied:#}");
+    // The read is governed as gavel's `read_file` and its completion matched.
+    let read = call(&sandbox, "notes.txt", context);
+    assert_eq!(read["tool"], "read_file", "{read:#}");
+    assert_eq!(read["action"], "allow", "{read:#}");
+    assert_eq!(read["status"], "succeeded", "{read:#}");
+    let verify = parse_json(&run_expecting(&mut sandbox.gavel(&["verify", "--json"]), 0));
+    assert_eq!(verify["ok"], true, "{verify:#}");
 }
