@@ -109,8 +109,8 @@ pub fn draw(rng: &mut Rng, n: u64) -> (&'static str, Value) {
             "edit_file",
             json!({
                 "path": "src/main.rs",
-                "old_string": "plausible source",
-                "new_string": "plausible source",
+                "old_text": "plausible source",
+                "new_text": "plausible source",
             }),
         ),
         76..91 => (
@@ -174,7 +174,7 @@ pub fn decide_requests() -> Vec<ToolRequest> {
         r(
             "d6",
             "edit_file",
-            json!({"path": "src/lib.rs", "old_string": "a", "new_string": "b"}),
+            json!({"path": "src/lib.rs", "old_text": "a", "new_text": "b"}),
         ),
         r("d7", "bash", json!({"command": "cargo test --workspace"})),
         r(
