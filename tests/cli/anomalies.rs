@@ -5,16 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Sandbox, code, hook_payload, json_lines, run_expecting, stderr, stdout};
-
-/// A Claude Code hook payload from `fixtures/clients/claude-code/` for one call.
-fn payload(sandbox: &Sandbox, fixture: &str, id: &str, tool: &str, input: Value) -> Value {
-    let mut value = hook_payload(sandbox, fixture);
-    value["tool_use_id"] = json!(id);
-    value["tool_name"] = json!(tool);
-    value["tool_input"] = input;
-    value
-}
+use crate::support::{Sandbox, code, json_lines, run_expecting, stderr, stdout, tool_payload};
 
 fn hook(sandbox: &Sandbox, payload: &Value) {
     run_expecting(
@@ -41,11 +32,11 @@ fn record_with_anomalies(sandbox: &Sandbox) {
     ] {
         hook(
             sandbox,
-            &payload(sandbox, "pre_tool_use.json", id, tool, input.clone()),
+            &tool_payload(sandbox, "pre_tool_use.json", id, tool, input.clone()),
         );
     }
     let post = |id: &str, tool: &str, input: &Value| {
-        payload(sandbox, "post_tool_use.json", id, tool, input.clone())
+        tool_payload(sandbox, "post_tool_use.json", id, tool, input.clone())
     };
     hook(sandbox, &post("t_clean", "Read", &read));
     hook(sandbox, &post("t_denied", "Bash", &sudo));

@@ -1414,6 +1414,17 @@ fn scale_twenty_hosts_push_concurrently() {
 }
 
 /// Pushes hosts `range` concurrently (`gavel push`, each its own process).
+/// A team of `n` hosts, each with `calls` calls pushed and ingested.
+pub fn team_with_calls(n: usize, calls: usize) -> Option<Team> {
+    let team = setup_hosts(n)?;
+    for (i, host) in team.hosts.iter().enumerate() {
+        append_calls(&host.db, i * 1000, calls);
+    }
+    push_all(&team, 0..n);
+    team.ingest(0);
+    Some(team)
+}
+
 pub fn push_all(team: &Team, range: std::ops::Range<usize>) {
     push_all_but_diverged(team, range, &[]);
 }

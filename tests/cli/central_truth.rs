@@ -8,19 +8,10 @@
 use postgres::Client;
 use serde_json::Value;
 
-use crate::central::{Team, append_calls, expect, json_out, push_all, setup_hosts};
+use crate::central::{
+    Team, append_calls, expect, json_out, push_all, setup_hosts, team_with_calls,
+};
 use crate::support::{stderr, stdout};
-
-/// A team of `n` hosts, each with `calls` calls pushed and ingested.
-fn team_with_calls(n: usize, calls: usize) -> Option<Team> {
-    let team = setup_hosts(n)?;
-    for (i, host) in team.hosts.iter().enumerate() {
-        append_calls(&host.db, i * 1000, calls);
-    }
-    push_all(&team, 0..n);
-    team.ingest(0);
-    Some(team)
-}
 
 /// `gavel ARGS --db <central URL>`.
 fn read(team: &Team, args: &[&str]) -> assert_cmd::Command {

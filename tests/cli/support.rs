@@ -186,6 +186,15 @@ pub fn record(sandbox: &Sandbox, call_id: &str, tool: &str, arguments: Value) {
     );
 }
 
+/// A Claude Code hook payload from `fixtures/clients/claude-code/` for one call.
+pub fn tool_payload(sandbox: &Sandbox, fixture: &str, id: &str, tool: &str, input: Value) -> Value {
+    let mut value = hook_payload(sandbox, fixture);
+    value["tool_use_id"] = serde_json::json!(id);
+    value["tool_name"] = serde_json::json!(tool);
+    value["tool_input"] = input;
+    value
+}
+
 /// A Claude Code hook payload from `fixtures/clients/claude-code/`, with the
 /// sandbox's workspace filled in.
 pub fn hook_payload(sandbox: &Sandbox, fixture: &str) -> Value {

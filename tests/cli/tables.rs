@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use crate::support::{Sandbox, fixture, hook_payload, run_expecting, stdout};
+use crate::support::{Sandbox, fixture, run_expecting, stdout, tool_payload};
 
 /// The box-drawing characters a table is made of.
 const BORDERS: &[char] = &['│', '┌', '┐', '└', '┘', '├', '┤', '┬', '┴', '┼', '─'];
@@ -72,15 +72,6 @@ fn assert_fits(what: &str, text: &str, columns: usize) {
     }
 }
 
-/// A Claude Code hook payload for one call.
-fn payload(sandbox: &Sandbox, fixture: &str, id: &str, tool: &str, input: Value) -> Value {
-    let mut value = hook_payload(sandbox, fixture);
-    value["tool_use_id"] = json!(id);
-    value["tool_name"] = json!(tool);
-    value["tool_input"] = input;
-    value
-}
-
 /// The reviewer's mix of calls, a long command, and two anomalies: a
 /// denied call that ran and a tool that ran without a decision.
 fn recorded() -> Sandbox {
@@ -98,28 +89,28 @@ fn recorded() -> Sandbox {
             0,
         );
     };
-    hook(payload(
+    hook(tool_payload(
         &sandbox,
         "pre_tool_use.json",
         "t_long",
         "Bash",
         long,
     ));
-    hook(payload(
+    hook(tool_payload(
         &sandbox,
         "pre_tool_use.json",
         "t_denied",
         "Bash",
         sudo.clone(),
     ));
-    hook(payload(
+    hook(tool_payload(
         &sandbox,
         "post_tool_use.json",
         "t_denied",
         "Bash",
         sudo,
     ));
-    hook(payload(
+    hook(tool_payload(
         &sandbox,
         "post_tool_use.json",
         "t_orphan",
