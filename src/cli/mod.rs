@@ -549,7 +549,7 @@ impl Global {
     /// yet; one it recorded passed them when it was first used.
     pub fn vouch_policy(policy: &Policy, store: &Store) -> anyhow::Result<()> {
         if !store.knows_policy(&policy.reference().digest)? {
-            policy.check_examples()?;
+            policy.check_deferred()?;
         }
         Ok(())
     }

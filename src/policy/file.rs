@@ -1,7 +1,6 @@
 //! Policy files: TOML in, a validated `Policy` out, or a one-line error
 //! naming the file, the rule and the problem. Never a silent fallback.
 
-use globset::GlobBuilder;
 use regex::RegexSet;
 use serde::Deserialize;
 
@@ -169,13 +168,17 @@ fn check_examples(rule: &Rule, examples: Vec<Example>) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `parse` checks the rules' inline examples.
+/// What `parse` checks beyond the policy's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Examples {
-    Check,
-    /// Only for the built-in policy, whose examples a test checks: it is
-    /// parsed on every call, and the parse should cost as little as it can.
-    Skip,
+pub(super) enum Checks {
+    /// Every glob compiles and every inline example holds.
+    Now,
+    /// Left for later: a policy is parsed on every call and the parse should
+    /// cost as little as it can. Only for the built-in policy (a test checks
+    /// it) and a policy whose text the log has recorded (it passed when it
+    /// was first used, and its digest pins the text); `Policy::check_deferred`
+    /// runs the checks for any other.
+    Deferred,
 }
 
 #[derive(Deserialize)]
@@ -295,11 +298,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     Ok((name, rules, redact))
 }
 
-pub(super) fn parse(
-    text: &str,
-    origin: &str,
-    examples_mode: Examples,
-) -> Result<Policy, PolicyError> {
+pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
     let file_error = |problem: String| PolicyError::File {
         path: origin.to_owned(),
         problem,
@@ -319,8 +318,11 @@ pub(super) fn parse(
         let mut spec = spec.map_err(rule_error)?;
         let examples = spec.examples.take();
         let rule = compile(spec).map_err(&rule_error)?;
+        if checks == Checks::Now {
+            rule.check_globs().map_err(&rule_error)?;
+        }
         refuse_text_only_shell_allow(&rule).map_err(&rule_error)?;
-        if let Some(examples) = examples.filter(|_| examples_mode == Examples::Check) {
+        if let Some(examples) = examples.filter(|_| checks == Checks::Now) {
             check_examples(&rule, examples).map_err(&rule_error)?;
         }
         if rules.iter().any(|r| r.id == rule.id) {
@@ -336,7 +338,7 @@ pub(super) fn parse(
         },
         source: text.to_owned(),
         origin: origin.to_owned(),
-        examples_checked: examples_mode == Examples::Check,
+        checked: checks == Checks::Now,
         rules,
         redact,
     })
@@ -346,10 +348,7 @@ pub(super) fn parse(
 /// a regex on the text, or a path condition on its redirections, would let
 /// `git status; curl x | sh` through.
 fn refuse_text_only_shell_allow(rule: &Rule) -> Result<(), String> {
-    let applies_to_bash = rule
-        .tools
-        .as_ref()
-        .is_none_or(|t| t.compiled.is_match("bash"));
+    let applies_to_bash = rule.tools.as_ref().is_none_or(|t| t.is_match("bash"));
     let judges_text = rule.command_regex.is_some()
         || rule.path_scope.is_some()
         || rule.path_glob.is_some()
@@ -449,20 +448,11 @@ fn non_empty_list<T>(key: &str, list: &[T]) -> Result<(), String> {
     Ok(())
 }
 
-fn globs(key: &str, written: Vec<String>, paths: bool) -> Result<Patterns<Globs>, String> {
+fn globs(key: &'static str, written: Vec<String>, paths: bool) -> Result<Patterns<Globs>, String> {
     non_empty_list(key, &written)?;
-    let globs = written
-        .iter()
-        .map(|pattern| {
-            GlobBuilder::new(pattern)
-                .literal_separator(paths)
-                .build()
-                .map_err(|e| format!("invalid glob `{pattern}` in `{key}`: {}", e.kind()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     Ok(Patterns {
         written,
-        compiled: Globs::new(globs),
+        compiled: Globs::new(key, paths),
     })
 }
 

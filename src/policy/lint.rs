@@ -165,9 +165,7 @@ pub fn usage(policy: &Policy, counts: &BTreeMap<String, u64>) -> (Usage, Vec<Fin
 
 /// Whether the rule can apply to `bash`.
 fn applies_to_bash(rule: &Rule) -> bool {
-    rule.tools
-        .as_ref()
-        .is_none_or(|t| t.compiled.is_match("bash"))
+    rule.tools.as_ref().is_none_or(|t| t.is_match("bash"))
 }
 
 /// Whether `rule` stops every `bash` call that names a path outside the

@@ -107,8 +107,8 @@ pub struct Policy {
     source: String,
     /// Where it was loaded from, for errors.
     origin: String,
-    /// Whether its inline examples were checked when it was loaded.
-    examples_checked: bool,
+    /// Whether its globs and inline examples were checked when it was loaded.
+    checked: bool,
     rules: Vec<Rule>,
     redact: RedactSettings,
 }
@@ -147,38 +147,38 @@ impl Policy {
         let mut policy = file::parse(
             DEFAULT_POLICY_TOML,
             DEFAULT_POLICY_SOURCE,
-            file::Examples::Skip,
+            file::Checks::Deferred,
         )
         .expect("the built-in default policy is valid");
         // A unit test checks its examples on every build.
-        policy.examples_checked = true;
+        policy.checked = true;
         policy
     }
 
     /// Parses and validates a policy from TOML text; `origin` names the file in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, PolicyError> {
-        file::parse(text, origin, file::Examples::Check)
+        file::parse(text, origin, file::Checks::Now)
     }
 
-    /// Reads and validates a policy file, leaving its inline examples
+    /// Reads a policy file, leaving its globs and inline examples
     /// unchecked: the per-call path checks them only for a policy the log
-    /// has not recorded yet ([`Policy::check_examples`]), since a policy
+    /// has not recorded yet ([`Policy::check_deferred`]), since a policy
     /// once recorded passed them, and its digest pins its text.
     pub fn load_unchecked(path: &std::path::Path) -> Result<Self, PolicyError> {
         let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
             path: path.display().to_string(),
             source,
         })?;
-        file::parse(&text, &path.display().to_string(), file::Examples::Skip)
+        file::parse(&text, &path.display().to_string(), file::Checks::Deferred)
     }
 
-    /// Checks the inline examples of a policy loaded without them: an
-    /// example that fails refuses the policy, as at a checked load.
-    pub fn check_examples(&self) -> Result<(), PolicyError> {
-        if self.examples_checked {
+    /// Checks the globs and inline examples of a policy loaded without
+    /// them: one that fails refuses the policy, as at a checked load.
+    pub fn check_deferred(&self) -> Result<(), PolicyError> {
+        if self.checked {
             return Ok(());
         }
-        file::parse(&self.source, &self.origin, file::Examples::Check).map(|_| ())
+        file::parse(&self.source, &self.origin, file::Checks::Now).map(|_| ())
     }
 
     /// Reads and validates a policy file.
@@ -244,6 +244,13 @@ impl Policy {
                         Err(miss) => miss.describe(rule, request, facts),
                     },
                 });
+            }
+            if let Some(problem) = rule.broken() {
+                let reason = format!(
+                    "rule `{}` cannot be applied: {problem}; `gavel policy check` names it",
+                    rule.id
+                );
+                return self.decision(Action::Deny, DEFAULT_DENY, reason);
             }
             if outcome.is_ok() {
                 let reason = rule.reason(request, facts);
