@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::approval::{ApprovalChannel, ApprovalStatus, CancelCause};
 use crate::facts::Facts;
-use crate::policy::{Action, PolicyRef};
+use crate::policy::{Action, LayerRef, PolicyRef, ShadowVerdict};
 use crate::principal::Principal;
 
 /// How execution ended.
@@ -234,6 +234,15 @@ pub struct DecisionRecord {
     pub rule_id: String,
     pub reason: String,
     pub policy: PolicyRef,
+    /// Under layered policies, the deciding layer (docs/record-format.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
+    /// Under layered policies, every layer consulted, top first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerRef>,
+    /// The verdicts of shadow policies on this call (never enforced).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
     pub facts: Facts,
 }
 

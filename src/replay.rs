@@ -498,6 +498,9 @@ pub fn replay_calls<E: From<StoreError>>(
             rule_id: call.decision.rule_id,
             reason: call.decision.reason,
             policy: call.decision.policy,
+            layer: call.decision.layer,
+            layers: call.decision.layers,
+            shadow: call.decision.shadow,
         };
         // Only a moved decision is looked at for markers: the common case
         // costs nothing.
@@ -599,6 +602,9 @@ mod tests {
                 name: "p".into(),
                 digest: "d".into(),
             },
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
         }
     }
 

@@ -20,7 +20,7 @@ use crate::audit::{
 };
 use crate::facts::{Facts, Workspace};
 use crate::hooks::{HookEvent, Hooks};
-use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy};
+use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy, ShadowVerdict};
 use crate::principal::Principal;
 use crate::request::ToolRequest;
 use crate::tools::{Registry, ToolContext};
@@ -73,6 +73,8 @@ pub struct GovernedRunner {
     max_argument_bytes: u64,
     /// Who the calls are made for: recorded in each request and on every row.
     principal: Option<std::sync::Arc<Principal>>,
+    /// Policies decided beside the enforced one, by name; never enforced.
+    shadows: Vec<(String, Policy)>,
 }
 
 /// A decision with the facts it was made on, and, for arguments over the
@@ -93,7 +95,15 @@ impl GovernedRunner {
             hooks: Hooks::new(),
             max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
             principal: None,
+            shadows: Vec::new(),
         }
+    }
+
+    /// Decides every call with each of `shadows` too, and records their
+    /// verdicts on the call's decision event; they are never enforced.
+    pub fn with_shadows(mut self, shadows: Vec<(String, Policy)>) -> Self {
+        self.shadows = shadows;
+        self
     }
 
     /// Records `principal` with every call: in the request payload, and as
@@ -168,6 +178,18 @@ impl GovernedRunner {
                     request.name, self.max_argument_bytes
                 ),
                 policy: self.policy.reference().clone(),
+                layer: None,
+                layers: self.policy.layer_refs(),
+                shadow: self
+                    .shadows
+                    .iter()
+                    .map(|(name, shadow)| ShadowVerdict {
+                        name: name.clone(),
+                        action: Action::Deny,
+                        rule_id: INVALID_ARGUMENTS.to_owned(),
+                        digest: shadow.reference().digest.clone(),
+                    })
+                    .collect(),
             };
             let facts = Facts {
                 workspace: self.workspace.root().to_string_lossy().into_owned(),
@@ -183,7 +205,12 @@ impl GovernedRunner {
             };
         }
         let facts = self.workspace.facts(request);
-        let decision = self.policy.decide(request, &facts);
+        let mut decision = self.policy.decide(request, &facts);
+        decision.shadow = self
+            .shadows
+            .iter()
+            .map(|(name, shadow)| shadow.shadow_verdict(name, request, &facts))
+            .collect();
         Decided {
             facts,
             decision,
@@ -354,6 +381,9 @@ pub fn decision_body(decision: &Decision, facts: &Facts) -> EventBody {
         rule_id: decision.rule_id.clone(),
         reason: decision.reason.clone(),
         policy: decision.policy.clone(),
+        layer: decision.layer.clone(),
+        layers: decision.layers.clone(),
+        shadow: decision.shadow.clone(),
         facts: facts.clone(),
     })
 }

@@ -530,39 +530,61 @@ impl Global {
         Workspace::open(&dir).with_context(|| format!("cannot open workspace `{}`", dir.display()))
     }
 
-    /// The policy gavel would use now: `--policy`, `$GAVEL_POLICY`, `gavel.toml`, built-in.
     /// The policy for governed calls, as [`Global::policy`] finds it, with
-    /// its inline examples left for [`Global::vouch_policy`]: checking them
-    /// on every call would cost more than deciding it.
+    /// its globs and inline examples left for [`Global::vouch_policy`]:
+    /// checking them on every call would cost more than deciding it.
     pub fn calls_policy(&self, workspace: &Workspace) -> anyhow::Result<Policy> {
-        if let Some(path) = &self.policy {
-            return Ok(Policy::load_unchecked(path)?);
-        }
-        let local = workspace.root().join("gavel.toml");
-        if local.exists() {
-            return Ok(Policy::load_unchecked(&local)?);
-        }
-        Ok(Policy::builtin())
+        let policy = if let Some(path) = &self.policy {
+            Policy::load_unchecked(path)?
+        } else {
+            let local = workspace.root().join("gavel.toml");
+            if local.exists() {
+                Policy::load_unchecked(&local)?
+            } else {
+                Policy::builtin()
+            }
+        };
+        Self::with_layers(policy, workspace)
     }
 
-    /// Checks the inline examples of a policy `store` has not recorded
-    /// yet; one it recorded passed them when it was first used.
+    /// Checks the globs and inline examples of a policy (and of each layer
+    /// above it) that `store` has not recorded yet; one it recorded passed
+    /// them when it was first used.
     pub fn vouch_policy(policy: &Policy, store: &Store) -> anyhow::Result<()> {
+        for layer in policy.layers() {
+            Self::vouch_policy(&layer.policy, store)?;
+        }
         if !store.knows_policy(&policy.reference().digest)? {
             policy.check_deferred()?;
         }
         Ok(())
     }
 
+    /// The policy gavel would use now: `--policy`, `$GAVEL_POLICY`,
+    /// `gavel.toml`, built-in; under the layers above it.
     pub fn policy(&self, workspace: &Workspace) -> anyhow::Result<Policy> {
-        if let Some(path) = &self.policy {
-            return Ok(Policy::load(path)?);
+        let policy = if let Some(path) = &self.policy {
+            Policy::load(path)?
+        } else {
+            let local = workspace.root().join("gavel.toml");
+            if local.exists() {
+                Policy::load(&local)?
+            } else {
+                Policy::builtin()
+            }
+        };
+        let layered = Self::with_layers(policy, workspace)?;
+        for layer in layered.layers() {
+            layer.policy.check_deferred()?;
         }
-        let local = workspace.root().join("gavel.toml");
-        if local.exists() {
-            return Ok(Policy::load(&local)?);
-        }
-        Ok(Policy::builtin())
+        Ok(layered)
+    }
+
+    /// `policy` under the layers above it (`gavel::layers`): a layer that
+    /// exists but cannot be used stops gavel.
+    fn with_layers(policy: Policy, workspace: &Workspace) -> anyhow::Result<Policy> {
+        let layers = gavel::layers::discover(workspace.root())?;
+        Ok(policy.with_layers(layers))
     }
 
     /// The principal of calls made through `client` in this process, with

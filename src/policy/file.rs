@@ -341,6 +341,7 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         checked: checks == Checks::Now,
         rules,
         redact,
+        above: Vec::new(),
     })
 }
 

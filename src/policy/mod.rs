@@ -8,6 +8,7 @@
 pub mod cases;
 mod commands;
 mod file;
+mod layered;
 pub mod lint;
 mod rule;
 
@@ -20,6 +21,7 @@ use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
 pub use file::{PLACEHOLDERS, PolicyError};
+pub use layered::{Layer, LayerRef, PROJECT_LAYER, ShadowVerdict};
 pub use rule::{EntryMatch, Rule};
 
 /// The built-in default policy, as shipped in the repository.
@@ -90,6 +92,16 @@ pub struct Decision {
     pub rule_id: String,
     pub reason: String,
     pub policy: PolicyRef,
+    /// Under layered policies: the layer whose rule decided (`system`,
+    /// `admin`, `user`, or `project`); absent with the project's policy alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
+    /// Under layered policies: every layer that was consulted, top first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerRef>,
+    /// What each shadow policy would have decided (never enforced).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
 }
 
 /// Why one rule did or did not match, for `check --explain` and `explain`.
@@ -98,6 +110,9 @@ pub struct RuleTrace {
     pub rule_id: String,
     pub matched: bool,
     pub detail: String,
+    /// The layer the rule belongs to, under layered policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
 }
 
 /// A loaded, validated policy.
@@ -111,6 +126,8 @@ pub struct Policy {
     checked: bool,
     rules: Vec<Rule>,
     redact: RedactSettings,
+    /// Layers above this policy, top first, that it cannot loosen.
+    above: Vec<Layer>,
 }
 
 /// What a policy's `[redact]` table asks of the record: plain settings,
@@ -224,7 +241,7 @@ impl Policy {
         &self,
         request: &ToolRequest,
         facts: &Facts,
-        mut trace: Option<&mut Vec<RuleTrace>>,
+        trace: Option<&mut Vec<RuleTrace>>,
     ) -> Decision {
         if let Some(problem) = request
             .schema_problem()
@@ -233,6 +250,23 @@ impl Policy {
         {
             return self.decision(Action::Deny, INVALID_ARGUMENTS, problem);
         }
+        if self.above.is_empty() {
+            return self
+                .first_match(request, facts, trace, None)
+                .unwrap_or_else(|| self.unmatched(request));
+        }
+        layered::decide(self, request, facts, trace)
+    }
+
+    /// The decision of the first rule that matches, if one does. `layer`
+    /// names the rules' layer in the trace.
+    fn first_match(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        mut trace: Option<&mut Vec<RuleTrace>>,
+        layer: Option<&str>,
+    ) -> Option<Decision> {
         for rule in &self.rules {
             let outcome = rule.matches(request, facts);
             if let Some(trace) = trace.as_deref_mut() {
@@ -243,6 +277,7 @@ impl Policy {
                         Ok(()) => "all conditions hold".to_owned(),
                         Err(miss) => miss.describe(rule, request, facts),
                     },
+                    layer: layer.map(str::to_owned),
                 });
             }
             if let Some(problem) = rule.broken() {
@@ -250,13 +285,18 @@ impl Policy {
                     "rule `{}` cannot be applied: {problem}; `gavel policy check` names it",
                     rule.id
                 );
-                return self.decision(Action::Deny, DEFAULT_DENY, reason);
+                return Some(self.decision(Action::Deny, DEFAULT_DENY, reason));
             }
             if outcome.is_ok() {
                 let reason = rule.reason(request, facts);
-                return self.decision(rule.action, &rule.id, reason);
+                return Some(self.decision(rule.action, &rule.id, reason));
             }
         }
+        None
+    }
+
+    /// The decision when no rule matched: a deny.
+    fn unmatched(&self, request: &ToolRequest) -> Decision {
         let reason = format!("no permission rule matched tool `{}`", request.name);
         self.decision(Action::Deny, DEFAULT_DENY, reason)
     }
@@ -267,6 +307,9 @@ impl Policy {
             rule_id: rule_id.to_owned(),
             reason,
             policy: self.reference.clone(),
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
         }
     }
 }

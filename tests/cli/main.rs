@@ -17,6 +17,7 @@ mod differential;
 mod doctor;
 mod format;
 mod hook;
+mod layers;
 mod paths;
 mod pipeline;
 mod policy;
