@@ -21,7 +21,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::policy::{Layer, Policy, PolicyError};
+use crate::policy::{Layer, Policy, PolicyError, Shadow};
 
 /// The system layer's file.
 pub const SYSTEM_POLICY: &str = "/etc/gavel/policy.toml";
@@ -48,6 +48,8 @@ pub enum LayerError {
         layer: &'static str,
         source: PolicyError,
     },
+    #[error("shadow policy `{name}`: {problem}")]
+    Shadow { name: String, problem: String },
 }
 
 /// Where each layer's file is looked for, top first.
@@ -162,4 +164,49 @@ fn check(layer: &'static str, path: &Path, workspace: &Path) -> Result<(), Layer
 fn current_uid() -> u32 {
     // SAFETY: geteuid cannot fail and has no preconditions.
     unsafe { libc::geteuid() }
+}
+
+/// The shadow policies of `policy`: the `[[shadow]]` entries of each layer
+/// above it and of its own file (each `path` relative to the file that
+/// names it), then `extra` files (`--shadow-policy`, named by their stem).
+/// A shadow that cannot be read stops gavel, as a layer does: a candidate
+/// policy that silently decided nothing would report nothing.
+pub fn shadows(policy: &Policy, extra: &[PathBuf]) -> Result<Vec<Shadow>, LayerError> {
+    let mut wanted: Vec<(String, PathBuf)> = Vec::new();
+    let named = policy
+        .layers()
+        .iter()
+        .map(|l| (&l.policy, Path::new(&l.path)))
+        .chain(std::iter::once((policy, Path::new(policy.origin()))));
+    for (holder, file) in named {
+        let base = file.parent().unwrap_or(Path::new("."));
+        for spec in holder.shadow_specs() {
+            wanted.push((spec.name.clone(), base.join(&spec.path)));
+        }
+    }
+    for path in extra {
+        let name = path
+            .file_stem()
+            .map_or_else(|| "shadow".to_owned(), |s| s.to_string_lossy().into_owned());
+        wanted.push((name, path.clone()));
+    }
+    let mut shadows: Vec<Shadow> = Vec::with_capacity(wanted.len());
+    for (name, path) in wanted {
+        if shadows.iter().any(|s| s.name == name) {
+            return Err(LayerError::Shadow {
+                name,
+                problem: "two shadows have this name".into(),
+            });
+        }
+        let policy = Policy::load_unchecked(&path).map_err(|e| LayerError::Shadow {
+            name: name.clone(),
+            problem: e.to_string(),
+        })?;
+        shadows.push(Shadow {
+            name,
+            path: path.display().to_string(),
+            policy,
+        });
+    }
+    Ok(shadows)
 }

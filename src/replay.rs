@@ -24,6 +24,9 @@ pub enum FactSource {
     Recorded,
     /// The filesystem as it is now, under the recorded workspace root.
     Live,
+    /// Not re-decided: the verdict a shadow policy recorded on each call,
+    /// with the facts of that moment (calls without one are left out).
+    Shadow,
 }
 
 /// How a decision moved.
@@ -474,24 +477,94 @@ pub fn replay_calls<E: From<StoreError>>(
     progress: &mut dyn FnMut(u64),
     on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
 ) -> Result<DriftReport, E> {
-    let mut drift = DriftBuilder::keeping(policy.reference().clone(), source, kept);
     // Live facts: each recorded workspace is opened (canonicalized) once.
     let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
     let mut parse_differs = 0;
+    let mut decide = |call: &DecidedCall, request: &ToolRequest| match source {
+        FactSource::Recorded | FactSource::Shadow => {
+            parse_differs += u64::from(call.parse_differs);
+            Some(policy.decide(request, &call.decision.facts))
+        }
+        FactSource::Live => {
+            let root = &call.decision.facts.workspace;
+            let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
+                Workspace::open(std::path::Path::new(root)).map_err(|e| e.to_string())
+            });
+            Some(policy.decide(request, &live_facts(root, workspace, request)))
+        }
+    };
+    let mut report = drift_calls(
+        store,
+        query,
+        DriftBuilder::keeping(policy.reference().clone(), source, kept),
+        &mut decide,
+        progress,
+        on_change,
+    )?;
+    report.parse_differs = parse_differs;
+    Ok(report)
+}
+
+/// What the shadow policy `name` recorded on the calls `query` selects,
+/// against what was enforced: the same report as a replay of that policy,
+/// made of the verdicts recorded live rather than re-decided. Calls without
+/// a verdict of `name` (recorded before it was added) are left out.
+pub fn shadow_calls<E: From<StoreError>>(
+    store: &Store,
+    query: &AuditQuery,
+    name: &str,
+    kept: Kept,
+    progress: &mut dyn FnMut(u64),
+    on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
+) -> Result<DriftReport, E> {
+    let mut digest: Option<String> = None;
+    let mut decide = |call: &DecidedCall, _: &ToolRequest| {
+        let verdict = call.decision.shadow.iter().find(|v| v.name == name)?;
+        digest.get_or_insert_with(|| verdict.digest.clone());
+        Some(Decision {
+            action: verdict.action,
+            rule_id: verdict.rule_id.clone(),
+            reason: String::new(),
+            policy: PolicyRef {
+                name: name.to_owned(),
+                digest: verdict.digest.clone(),
+            },
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
+        })
+    };
+    let current = PolicyRef {
+        name: name.to_owned(),
+        digest: String::new(),
+    };
+    let mut report = drift_calls(
+        store,
+        query,
+        DriftBuilder::keeping(current, FactSource::Shadow, kept),
+        &mut decide,
+        progress,
+        on_change,
+    )?;
+    report.policy.current.digest = digest.unwrap_or_default();
+    Ok(report)
+}
+
+/// Compares each call `query` selects with what `decide` makes of it now
+/// (`None`: the call is left out).
+fn drift_calls<E: From<StoreError>>(
+    store: &Store,
+    query: &AuditQuery,
+    mut drift: DriftBuilder,
+    decide: &mut dyn FnMut(&DecidedCall, &ToolRequest) -> Option<Decision>,
+    progress: &mut dyn FnMut(u64),
+    on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
+) -> Result<DriftReport, E> {
+    let kept = drift.kept;
     store.for_each_decided_call(query, |call| {
         let request = recorded_request(&call);
-        let now = match source {
-            FactSource::Recorded => {
-                parse_differs += u64::from(call.parse_differs);
-                policy.decide(&request, &call.decision.facts)
-            }
-            FactSource::Live => {
-                let root = &call.decision.facts.workspace;
-                let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
-                    Workspace::open(std::path::Path::new(root)).map_err(|e| e.to_string())
-                });
-                policy.decide(&request, &live_facts(root, workspace, &request))
-            }
+        let Some(now) = decide(&call, &request) else {
+            return Ok(());
         };
         let recorded = Decision {
             action: call.decision.action,
@@ -533,7 +606,6 @@ pub fn replay_calls<E: From<StoreError>>(
     })?;
     progress(drift.total);
     let mut report = drift.finish();
-    report.parse_differs = parse_differs;
     // Anomalies are few and indexed: each anomalous call is checked against
     // the selection, rather than the selection scanned for anomalies.
     let mut seen = std::collections::HashSet::new();

@@ -73,8 +73,6 @@ pub struct GovernedRunner {
     max_argument_bytes: u64,
     /// Who the calls are made for: recorded in each request and on every row.
     principal: Option<std::sync::Arc<Principal>>,
-    /// Policies decided beside the enforced one, by name; never enforced.
-    shadows: Vec<(String, Policy)>,
 }
 
 /// A decision with the facts it was made on, and, for arguments over the
@@ -95,15 +93,7 @@ impl GovernedRunner {
             hooks: Hooks::new(),
             max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
             principal: None,
-            shadows: Vec::new(),
         }
-    }
-
-    /// Decides every call with each of `shadows` too, and records their
-    /// verdicts on the call's decision event; they are never enforced.
-    pub fn with_shadows(mut self, shadows: Vec<(String, Policy)>) -> Self {
-        self.shadows = shadows;
-        self
     }
 
     /// Records `principal` with every call: in the request payload, and as
@@ -181,13 +171,14 @@ impl GovernedRunner {
                 layer: None,
                 layers: self.policy.layer_refs(),
                 shadow: self
-                    .shadows
+                    .policy
+                    .shadows()
                     .iter()
-                    .map(|(name, shadow)| ShadowVerdict {
-                        name: name.clone(),
+                    .map(|shadow| ShadowVerdict {
+                        name: shadow.name.clone(),
                         action: Action::Deny,
                         rule_id: INVALID_ARGUMENTS.to_owned(),
-                        digest: shadow.reference().digest.clone(),
+                        digest: shadow.policy.reference().digest.clone(),
                     })
                     .collect(),
             };
@@ -206,11 +197,8 @@ impl GovernedRunner {
         }
         let facts = self.workspace.facts(request);
         let mut decision = self.policy.decide(request, &facts);
-        decision.shadow = self
-            .shadows
-            .iter()
-            .map(|(name, shadow)| shadow.shadow_verdict(name, request, &facts))
-            .collect();
+        // Shadow policies decide on the same facts; never enforced.
+        decision.shadow = self.policy.shadow_verdicts(request, &facts);
         Decided {
             facts,
             decision,

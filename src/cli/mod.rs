@@ -82,6 +82,10 @@ pub struct Global {
     /// Policy file [default: $GAVEL_POLICY, else gavel.toml in the workspace, else built-in]
     #[arg(long, global = true, value_name = "FILE", env = "GAVEL_POLICY")]
     pub policy: Option<PathBuf>,
+    /// A policy decided beside the enforced one on every live call and recorded, never
+    /// enforced (repeatable; named by its file's stem)
+    #[arg(long = "shadow-policy", global = true, value_name = "FILE")]
+    pub shadow_policy: Vec<PathBuf>,
     /// Audit database [default: $GAVEL_DB, else .gavel/audit.db in the workspace]; the
     /// reading commands also take a central store, postgres://…
     #[arg(long, global = true, value_name = "FILE|URL", env = "GAVEL_DB")]
@@ -544,7 +548,7 @@ impl Global {
                 Policy::builtin()
             }
         };
-        Self::with_layers(policy, workspace)
+        self.with_layers(policy, workspace)
     }
 
     /// Checks the globs and inline examples of a policy (and of each layer
@@ -553,6 +557,9 @@ impl Global {
     pub fn vouch_policy(policy: &Policy, store: &Store) -> anyhow::Result<()> {
         for layer in policy.layers() {
             Self::vouch_policy(&layer.policy, store)?;
+        }
+        for shadow in policy.shadows() {
+            Self::vouch_policy(&shadow.policy, store)?;
         }
         if !store.knows_policy(&policy.reference().digest)? {
             policy.check_deferred()?;
@@ -573,18 +580,23 @@ impl Global {
                 Policy::builtin()
             }
         };
-        let layered = Self::with_layers(policy, workspace)?;
+        let layered = self.with_layers(policy, workspace)?;
         for layer in layered.layers() {
             layer.policy.check_deferred()?;
+        }
+        for shadow in layered.shadows() {
+            shadow.policy.check_deferred()?;
         }
         Ok(layered)
     }
 
-    /// `policy` under the layers above it (`gavel::layers`): a layer that
-    /// exists but cannot be used stops gavel.
-    fn with_layers(policy: Policy, workspace: &Workspace) -> anyhow::Result<Policy> {
+    /// `policy` under the layers above it (`gavel::layers`), with its
+    /// shadows: a layer or shadow that exists but cannot be used stops gavel.
+    fn with_layers(&self, policy: Policy, workspace: &Workspace) -> anyhow::Result<Policy> {
         let layers = gavel::layers::discover(workspace.root())?;
-        Ok(policy.with_layers(layers))
+        let policy = policy.with_layers(layers);
+        let shadows = gavel::layers::shadows(&policy, &self.shadow_policy)?;
+        Ok(policy.with_shadows(shadows))
     }
 
     /// The principal of calls made through `client` in this process, with

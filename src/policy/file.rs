@@ -217,12 +217,38 @@ fn redact_settings(spec: RedactFile) -> Result<super::RedactSettings, String> {
 }
 
 /// A policy file's name, its rules (each labelled by its id, else its
-/// place, and read or the reason it could not be), and its `[redact]` table.
+/// place, and read or the reason it could not be), its `[redact]` table and
+/// its `[[shadow]]` entries.
 type Read = (
     String,
     Vec<(String, Result<RuleFile, String>)>,
     super::RedactSettings,
+    Vec<ShadowSpec>,
 );
+
+/// A `[[shadow]]` entry: a policy decided beside this one on every live
+/// call, never enforced. `path` is relative to this policy's folder.
+#[derive(Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ShadowSpec {
+    pub name: String,
+    pub path: String,
+}
+
+fn check_shadows(shadows: &[ShadowSpec]) -> Result<(), String> {
+    for (i, shadow) in shadows.iter().enumerate() {
+        if shadow.name.trim().is_empty() || shadow.name.chars().any(char::is_whitespace) {
+            return Err("a `[[shadow]]` needs a `name` without spaces".into());
+        }
+        if shadow.path.trim().is_empty() {
+            return Err(format!("shadow `{}` needs a `path`", shadow.name));
+        }
+        if shadows[..i].iter().any(|s| s.name == shadow.name) {
+            return Err(format!("two shadows are named `{}`", shadow.name));
+        }
+    }
+    Ok(())
+}
 
 /// The whole file as one typed value. A file this reads is read exactly as
 /// [`read_table`] reads it, only faster (no table of values in between:
@@ -238,8 +264,11 @@ fn read_typed(text: &str) -> Option<Read> {
         #[serde(default)]
         rules: Vec<RuleFile>,
         redact: Option<RedactFile>,
+        #[serde(default)]
+        shadow: Vec<ShadowSpec>,
     }
     let file: PolicyFile = toml::from_str(text).ok()?;
+    check_shadows(&file.shadow).ok()?;
     if file.name.trim().is_empty() {
         return None;
     }
@@ -252,7 +281,7 @@ fn read_typed(text: &str) -> Option<Read> {
         .into_iter()
         .map(|rule| (rule.id.clone(), Ok(rule)))
         .collect();
-    Some((file.name, rules, redact))
+    Some((file.name, rules, redact, file.shadow))
 }
 
 /// The file read key by key, naming the first problem.
@@ -271,6 +300,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut name = None;
     let mut raw_rules = Vec::new();
     let mut redact = super::RedactSettings::default();
+    let mut shadows = Vec::new();
     for (key, value) in table {
         match (key.as_str(), value) {
             ("name", toml::Value::String(s)) if !s.trim().is_empty() => name = Some(s),
@@ -279,6 +309,11 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             ("rules", toml::Value::Array(rules)) => raw_rules = rules,
             ("rules", _) => return Err(file_error("`rules` must be an array of tables".into())),
             ("redact", value) => redact = parse_redact(value).map_err(file_error)?,
+            ("shadow", value) => {
+                shadows = Vec::<ShadowSpec>::deserialize(value)
+                    .map_err(|e| file_error(format!("[[shadow]]: {}", e.message())))?;
+                check_shadows(&shadows).map_err(file_error)?;
+            }
             (other, _) => return Err(file_error(format!("unknown key `{other}`"))),
         }
     }
@@ -295,7 +330,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact))
+    Ok((name, rules, redact, shadows))
 }
 
 pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
@@ -303,7 +338,7 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact) = match read_typed(text) {
+    let (name, specs, redact, shadow_specs) = match read_typed(text) {
         Some(read) => read,
         None => read_table(text, &file_error)?,
     };
@@ -342,6 +377,8 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         rules,
         redact,
         above: Vec::new(),
+        shadow_specs,
+        shadows: Vec::new(),
     })
 }
 

@@ -29,6 +29,16 @@ pub struct Layer {
     pub policy: Policy,
 }
 
+/// A policy decided beside the enforced one on every live call, never
+/// enforced: its verdicts are recorded on the call's decision event.
+#[derive(Debug, Clone)]
+pub struct Shadow {
+    pub name: String,
+    /// The file it was read from.
+    pub path: String,
+    pub policy: Policy,
+}
+
 /// One layer of a layered decision, as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LayerRef {
@@ -60,6 +70,35 @@ impl Policy {
     /// The layers above this policy, top first.
     pub fn layers(&self) -> &[Layer] {
         &self.above
+    }
+
+    /// This policy with `shadows` decided beside it on live calls.
+    pub fn with_shadows(mut self, shadows: Vec<Shadow>) -> Self {
+        self.shadows = shadows;
+        self
+    }
+
+    /// The shadow policies decided beside this one.
+    pub fn shadows(&self) -> &[Shadow] {
+        &self.shadows
+    }
+
+    /// The `[[shadow]]` entries of this policy's file, as written.
+    pub fn shadow_specs(&self) -> &[super::ShadowSpec] {
+        &self.shadow_specs
+    }
+
+    /// Where this policy was read from (`<built-in default>` for the built-in one).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// What each shadow policy decides on `request` with `facts`.
+    pub fn shadow_verdicts(&self, request: &ToolRequest, facts: &Facts) -> Vec<ShadowVerdict> {
+        self.shadows
+            .iter()
+            .map(|s| s.policy.shadow_verdict(&s.name, request, facts))
+            .collect()
     }
 
     /// Every layer a decision consults, top first, the project's last;

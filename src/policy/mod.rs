@@ -20,8 +20,8 @@ use serde_json::Value;
 use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
-pub use file::{PLACEHOLDERS, PolicyError};
-pub use layered::{Layer, LayerRef, PROJECT_LAYER, ShadowVerdict};
+pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec};
+pub use layered::{Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
 pub use rule::{EntryMatch, Rule};
 
 /// The built-in default policy, as shipped in the repository.
@@ -128,6 +128,10 @@ pub struct Policy {
     redact: RedactSettings,
     /// Layers above this policy, top first, that it cannot loosen.
     above: Vec<Layer>,
+    /// Its `[[shadow]]` entries, as written.
+    shadow_specs: Vec<ShadowSpec>,
+    /// The shadow policies decided beside it on live calls, loaded.
+    shadows: Vec<Shadow>,
 }
 
 /// What a policy's `[redact]` table asks of the record: plain settings,

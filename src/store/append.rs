@@ -511,6 +511,9 @@ impl Store {
         for layer in policy.layers() {
             self.remember_policy(&layer.policy)?;
         }
+        for shadow in policy.shadows() {
+            self.remember_policy(&shadow.policy)?;
+        }
         let reference = policy.reference();
         // A read first: most runs find the policy known and need no write lock.
         let known = self

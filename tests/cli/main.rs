@@ -34,6 +34,7 @@ mod report;
 mod reviewer;
 mod run;
 mod serve;
+mod shadow;
 mod shell;
 mod snapshots_human;
 mod store;
