@@ -480,18 +480,21 @@ pub fn replay_calls<E: From<StoreError>>(
     // Live facts: each recorded workspace is opened (canonicalized) once.
     let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
     let mut parse_differs = 0;
-    let mut decide = |call: &DecidedCall, request: &ToolRequest| match source {
-        FactSource::Recorded | FactSource::Shadow => {
-            parse_differs += u64::from(call.parse_differs);
-            Some(policy.decide(request, &call.decision.facts))
-        }
-        FactSource::Live => {
-            let root = &call.decision.facts.workspace;
-            let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
-                Workspace::open(std::path::Path::new(root)).map_err(|e| e.to_string())
-            });
-            Some(policy.decide(request, &live_facts(root, workspace, request)))
-        }
+    let mut decide = |call: &DecidedCall, request: &ToolRequest| {
+        let now = match source {
+            FactSource::Recorded | FactSource::Shadow => {
+                parse_differs += u64::from(call.parse_differs);
+                policy.decide(request, &call.decision.facts)
+            }
+            FactSource::Live => {
+                let root = &call.decision.facts.workspace;
+                let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
+                    Workspace::open(std::path::Path::new(root)).map_err(|e| e.to_string())
+                });
+                policy.decide(request, &live_facts(root, workspace, request))
+            }
+        };
+        Some((recorded_decision(call), now))
     };
     let mut report = drift_calls(
         store,
@@ -521,7 +524,7 @@ pub fn shadow_calls<E: From<StoreError>>(
     let mut decide = |call: &DecidedCall, _: &ToolRequest| {
         let verdict = call.decision.shadow.iter().find(|v| v.name == name)?;
         digest.get_or_insert_with(|| verdict.digest.clone());
-        Some(Decision {
+        let now = Decision {
             action: verdict.action,
             rule_id: verdict.rule_id.clone(),
             reason: String::new(),
@@ -532,7 +535,8 @@ pub fn shadow_calls<E: From<StoreError>>(
             layer: None,
             layers: Vec::new(),
             shadow: Vec::new(),
-        })
+        };
+        Some((recorded_decision(call), now))
     };
     let current = PolicyRef {
         name: name.to_owned(),
@@ -550,30 +554,60 @@ pub fn shadow_calls<E: From<StoreError>>(
     Ok(report)
 }
 
-/// Compares each call `query` selects with what `decide` makes of it now
-/// (`None`: the call is left out).
+/// What `old` and `new` decide on each call `query` selects, on its
+/// recorded facts: the recorded traffic's part of `policy diff`.
+pub fn diff_calls<E: From<StoreError>>(
+    store: &Store,
+    query: &AuditQuery,
+    old: &Policy,
+    new: &Policy,
+    kept: Kept,
+    progress: &mut dyn FnMut(u64),
+    on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
+) -> Result<DriftReport, E> {
+    let mut decide = |call: &DecidedCall, request: &ToolRequest| {
+        let facts = &call.decision.facts;
+        Some((old.decide(request, facts), new.decide(request, facts)))
+    };
+    drift_calls(
+        store,
+        query,
+        DriftBuilder::keeping(new.reference().clone(), FactSource::Recorded, kept),
+        &mut decide,
+        progress,
+        on_change,
+    )
+}
+
+/// The decision recorded for `call`.
+fn recorded_decision(call: &DecidedCall) -> Decision {
+    Decision {
+        action: call.decision.action,
+        rule_id: call.decision.rule_id.clone(),
+        reason: call.decision.reason.clone(),
+        policy: call.decision.policy.clone(),
+        layer: call.decision.layer.clone(),
+        layers: call.decision.layers.clone(),
+        shadow: call.decision.shadow.clone(),
+    }
+}
+
+/// Compares two decisions of each call `query` selects, as `decide` makes
+/// them: before (usually the recorded one) and now (`None`: the call is
+/// left out).
 fn drift_calls<E: From<StoreError>>(
     store: &Store,
     query: &AuditQuery,
     mut drift: DriftBuilder,
-    decide: &mut dyn FnMut(&DecidedCall, &ToolRequest) -> Option<Decision>,
+    decide: &mut dyn FnMut(&DecidedCall, &ToolRequest) -> Option<(Decision, Decision)>,
     progress: &mut dyn FnMut(u64),
     on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
 ) -> Result<DriftReport, E> {
     let kept = drift.kept;
     store.for_each_decided_call(query, |call| {
         let request = recorded_request(&call);
-        let Some(now) = decide(&call, &request) else {
+        let Some((recorded, now)) = decide(&call, &request) else {
             return Ok(());
-        };
-        let recorded = Decision {
-            action: call.decision.action,
-            rule_id: call.decision.rule_id,
-            reason: call.decision.reason,
-            policy: call.decision.policy,
-            layer: call.decision.layer,
-            layers: call.decision.layers,
-            shadow: call.decision.shadow,
         };
         // Only a moved decision is looked at for markers: the common case
         // costs nothing.

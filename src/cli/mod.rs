@@ -17,6 +17,7 @@ mod init;
 mod keys;
 mod log;
 mod policy_cmd;
+mod policy_diff;
 #[cfg(feature = "postgres")]
 mod push;
 mod query;

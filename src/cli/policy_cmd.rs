@@ -57,6 +57,17 @@ pub enum PolicyCommand {
         #[command(flatten)]
         format: FormatArgs,
     },
+    /// What changed from OLD to NEW: rules added, removed, moved, widened, narrowed; which
+    /// of a sample of generated requests and of the recorded calls decide differently
+    Diff {
+        old: PathBuf,
+        new: PathBuf,
+        /// Leave out the recorded calls
+        #[arg(long)]
+        no_log: bool,
+        #[command(flatten)]
+        format: FormatArgs,
+    },
     /// Run regression cases (TOML `[[cases]]` or JSON lines) against the current policy
     Test {
         /// The cases file (`.toml`, else JSON lines as written by `gavel export --requests`)
@@ -135,6 +146,12 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
             no_usage,
             format,
         } => return lint_cmd(global, file.as_deref(), strict, no_usage, format),
+        PolicyCommand::Diff {
+            old,
+            new,
+            no_log,
+            format,
+        } => return super::policy_diff::run(global, &old, &new, no_log, format),
         PolicyCommand::Test {
             cases,
             failures_only,

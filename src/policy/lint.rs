@@ -226,7 +226,7 @@ fn has_conditions(rule: &Rule) -> bool {
 }
 
 /// Whether every call `later` matches is provably matched by `earlier`.
-fn shadows(earlier: &Rule, later: &Rule) -> bool {
+pub(super) fn shadows(earlier: &Rule, later: &Rule) -> bool {
     // Path and command conditions of an allow rule need every fact (path,
     // simple command) to hold, the others just one: "all" implies "any"
     // (both need at least one fact), not the other way round. Tools, regex

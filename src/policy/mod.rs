@@ -7,6 +7,7 @@
 
 pub mod cases;
 mod commands;
+pub mod diff;
 mod file;
 mod layered;
 pub mod lint;
