@@ -592,6 +592,9 @@ fn recorded_decision(call: &DecidedCall) -> Decision {
     }
 }
 
+/// Makes a recorded call's two decisions to compare: before and now.
+type Decide<'a> = dyn FnMut(&DecidedCall, &ToolRequest) -> Option<(Decision, Decision)> + 'a;
+
 /// Compares two decisions of each call `query` selects, as `decide` makes
 /// them: before (usually the recorded one) and now (`None`: the call is
 /// left out).
@@ -599,7 +602,7 @@ fn drift_calls<E: From<StoreError>>(
     store: &Store,
     query: &AuditQuery,
     mut drift: DriftBuilder,
-    decide: &mut dyn FnMut(&DecidedCall, &ToolRequest) -> Option<(Decision, Decision)>,
+    decide: &mut Decide<'_>,
     progress: &mut dyn FnMut(u64),
     on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
 ) -> Result<DriftReport, E> {
