@@ -77,6 +77,11 @@ pub fn discover(workspace: &Path) -> Result<Vec<Layer>, LayerError> {
         let shown = path.display().to_string();
         match std::fs::symlink_metadata(&path) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            // A home this process cannot enter holds no defaults it could
+            // read; the layers a person does not own still fail closed.
+            Err(err) if layer == "user" && err.kind() == std::io::ErrorKind::PermissionDenied => {
+                continue;
+            }
             Err(source) => {
                 return Err(LayerError::Read {
                     layer,

@@ -104,7 +104,7 @@ pub struct Global {
     )]
     pub max_argument_bytes: u64,
     /// Print tables and text whole, at their natural width: not fitted to the terminal,
-    /// $COLUMNS, or (when stdout is neither) 160 columns; `log` adds a `who` column
+    /// $COLUMNS, or (when stdout is neither) 160 columns; `log` adds `who` and layer columns
     #[arg(long, global = true)]
     pub wide: bool,
 }

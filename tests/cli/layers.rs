@@ -303,3 +303,23 @@ fn an_admin_layer_not_owned_by_root_is_refused_and_one_that_is_holds() {
         "{err}"
     );
 }
+
+#[test]
+fn policy_show_layers_lists_every_layer_with_its_rules() {
+    let (sandbox, path) = layered(NO_CURL);
+    let out = sandbox
+        .gavel(&["policy", "show", "--layers"])
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let all = stdout(&out);
+    let text = &all[all.find('┌').unwrap()..];
+    let user = text.find("user").unwrap();
+    let project = text.find("project").unwrap();
+    assert!(user < project, "top first:\n{text}");
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(text.find("corp.no_curl").unwrap() < project, "{text}");
+    assert!(text.find("proj.shell").unwrap() > project, "{text}");
+    assert!(text.contains("shadows: none"), "{text}");
+}

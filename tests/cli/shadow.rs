@@ -137,6 +137,24 @@ fn a_shadow_records_a_verdict_on_every_call_and_reports_what_a_replay_of_it_woul
     // A name no call recorded compares nothing.
     let none = report(&["--shadow", "other"]);
     assert_eq!(none["total"], 0);
+
+    // The HTML report has the same counts in its shadow section.
+    let html_path = sandbox.root.join("report.html");
+    let out = sandbox
+        .bare()
+        .args(["report", "--html"])
+        .arg(&html_path)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    let section = &html[html
+        .find("<section id=\"shadows\">")
+        .expect("a shadow section")..];
+    assert!(section.contains("data-shadow=\"total\">1000<"), "{section}");
+    assert!(section.contains("strict.no_shell"));
 }
 
 #[test]
