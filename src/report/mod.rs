@@ -172,6 +172,8 @@ pub struct EventView {
 pub struct PolicyVersion {
     pub name: String,
     pub digest: String,
+    /// The layer it decided in (`system`, `admin`, `user`, `project`), under layers.
+    pub layer: Option<String>,
     pub first_seen: String,
     pub calls: u64,
     pub rules: Vec<String>,
@@ -442,6 +444,7 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
                     policies.push(PolicyVersion {
                         name: policy.name.clone(),
                         digest: policy.digest.clone(),
+                        layer: call.decision.layer.clone(),
                         first_seen: format_time(call.ts_us),
                         calls: 1,
                         rules: Vec::new(),

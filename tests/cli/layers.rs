@@ -32,15 +32,66 @@ commands = [{ program = ["curl", "ls"] }]
 reason = "curl and ls are fine here"
 "#;
 
+/// Which layer a test puts its policy in.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// `$XDG_CONFIG_HOME/gavel/policy.toml` (the sandbox's `config/`).
+    User,
+    /// The file `$GAVEL_ADMIN_POLICY` names; it must belong to root.
+    Admin,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::User => "user",
+            Kind::Admin => "admin",
+        }
+    }
+
+    /// The kinds this process can test: the admin layer only as root.
+    fn all() -> Vec<Kind> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            vec![Kind::User, Kind::Admin]
+        } else {
+            vec![Kind::User]
+        }
+    }
+}
+
 /// A sandbox whose project allows `curl`, with `text` as its user layer.
 fn layered(text: &str) -> (Sandbox, PathBuf) {
+    layered_as(Kind::User, text)
+}
+
+/// A sandbox whose project allows `curl`, with `text` in the layer `kind`.
+fn layered_as(kind: Kind, text: &str) -> (Sandbox, PathBuf) {
     let sandbox = Sandbox::new();
     sandbox.write("gavel.toml", PROJECT);
-    let dir = sandbox.root.join("config/gavel");
+    let dir = match kind {
+        Kind::User => sandbox.root.join("config/gavel"),
+        Kind::Admin => sandbox.root.join("etc/gavel"),
+    };
     std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = dir.join("policy.toml");
     std::fs::write(&path, text).unwrap();
     (sandbox, path)
+}
+
+/// `gavel ARGS` in `sandbox`, with the admin layer's variable set for `kind`.
+fn gavel(
+    sandbox: &Sandbox,
+    kind: Kind,
+    path: &std::path::Path,
+    args: &[&str],
+) -> assert_cmd::Command {
+    let mut cmd = sandbox.gavel(args);
+    if kind == Kind::Admin {
+        cmd.env("GAVEL_ADMIN_POLICY", path);
+    }
+    cmd
 }
 
 fn bash(command: &str) -> String {
@@ -49,31 +100,35 @@ fn bash(command: &str) -> String {
 
 #[test]
 fn a_layer_above_denies_what_the_project_allows_everywhere_a_call_is_decided() {
-    let (sandbox, _) = layered(NO_CURL);
+    for kind in Kind::all() {
+        denies_everywhere(kind);
+    }
+}
+
+fn denies_everywhere(kind: Kind) {
+    let (sandbox, path) = layered_as(kind, NO_CURL);
+    let gavel = |args: &[&str]| gavel(&sandbox, kind, &path, args);
     let curl = "curl -s https://example.com";
 
     // check
-    let out = sandbox
-        .gavel(&["check", "bash", &bash(curl), "--json"])
+    let out = gavel(&["check", "bash", &bash(curl), "--json"])
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let decided = json(&out);
     assert_eq!(decided["action"], "deny");
     assert_eq!(decided["rule_id"], "corp.no_curl");
-    assert_eq!(decided["layer"], "user");
+    assert_eq!(decided["layer"], kind.name());
 
     // What the layer does not name, the project decides.
-    let out = sandbox
-        .gavel(&["check", "bash", &bash("ls"), "--json"])
+    let out = gavel(&["check", "bash", &bash("ls"), "--json"])
         .output()
         .unwrap();
     assert_eq!(json(&out)["rule_id"], "proj.shell");
     assert_eq!(json(&out)["layer"], "project");
 
     // run: blocked, recorded with the deciding layer and every layer's digest.
-    let out = sandbox
-        .gavel(&["run", "bash", &bash(curl), "--json"])
+    let out = gavel(&["run", "bash", &bash(curl), "--json"])
         .output()
         .unwrap();
     assert_eq!(code(&out), 3, "{}", stderr(&out));
@@ -87,8 +142,7 @@ fn a_layer_above_denies_what_the_project_allows_everywhere_a_call_is_decided() {
         "permission_mode": "default", "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": curl}, "tool_use_id": "toolu_curl1"
     });
-    let out = sandbox
-        .gavel(&["hook", "claude-code"])
+    let out = gavel(&["hook", "claude-code"])
         .write_stdin(payload.to_string())
         .output()
         .unwrap();
@@ -105,8 +159,7 @@ fn a_layer_above_denies_what_the_project_allows_everywhere_a_call_is_decided() {
     // serve
     let line =
         json!({"type": "tool_use", "id": "serve_curl", "name": "bash", "input": {"command": curl}});
-    let out = sandbox
-        .gavel(&["serve", "--stdio"])
+    let out = gavel(&["serve", "--stdio"])
         .write_stdin(format!("{line}\n"))
         .output()
         .unwrap();
@@ -125,14 +178,14 @@ fn a_layer_above_denies_what_the_project_allows_everywhere_a_call_is_decided() {
     for decision in &decisions {
         let payload = &decision["payload"];
         assert_eq!(payload["rule_id"], "corp.no_curl", "{payload}");
-        assert_eq!(payload["layer"], "user");
+        assert_eq!(payload["layer"], kind.name());
         let layers: Vec<&str> = payload["layers"]
             .as_array()
             .unwrap()
             .iter()
             .map(|l| l["layer"].as_str().unwrap())
             .collect();
-        assert_eq!(layers, ["user", "project"]);
+        assert_eq!(layers, [kind.name(), "project"]);
         assert_eq!(payload["layers"][0]["digest"].as_str().unwrap().len(), 64);
     }
     let out = sandbox.gavel(&["verify"]).output().unwrap();
@@ -199,39 +252,46 @@ const SPOILED: &[(&str, Spoil)] = &[
     }),
 ];
 
+/// Only for the admin layer: a file root does not own.
+const NOT_ROOTS: (&str, Spoil) = ("not root", |_, path| {
+    std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap()
+});
+
 #[test]
 fn an_unusable_layer_stops_check_run_serve_and_every_hook_naming_the_file() {
-    for (problem, spoil) in SPOILED {
-        let (sandbox, path) = layered(NO_CURL);
+    let cases = Kind::all().into_iter().flat_map(|kind| {
+        let own = (kind == Kind::Admin).then_some(NOT_ROOTS);
+        SPOILED
+            .iter()
+            .copied()
+            .chain(own)
+            .map(move |case| (kind, case))
+    });
+    for (kind, (problem, spoil)) in cases {
+        let (sandbox, path) = layered_as(kind, NO_CURL);
         spoil(&sandbox, &path);
+        let gavel = |args: &[&str]| gavel(&sandbox, kind, &path, args);
         let shown = path.display().to_string();
         let refused = |out: &Output, what: &str| {
             let err = stderr(out);
-            assert_eq!(code(out), 2, "{problem}: {what}: {err}");
+            assert_eq!(code(out), 2, "{}: {problem}: {what}: {err}", kind.name());
             assert!(
                 err.contains(&shown) && err.contains(problem),
                 "{problem}: {what}: {err}"
             );
         };
         refused(
-            &sandbox
-                .gavel(&["check", "bash", &bash("ls")])
-                .output()
-                .unwrap(),
+            &gavel(&["check", "bash", &bash("ls")]).output().unwrap(),
             "check",
         );
         refused(
-            &sandbox
-                .gavel(&["run", "bash", &bash("ls")])
-                .output()
-                .unwrap(),
+            &gavel(&["run", "bash", &bash("ls")]).output().unwrap(),
             "run",
         );
         let line =
             json!({"type": "tool_use", "id": "s1", "name": "bash", "input": {"command": "ls"}});
         refused(
-            &sandbox
-                .gavel(&["serve", "--stdio"])
+            &gavel(&["serve", "--stdio"])
                 .write_stdin(format!("{line}\n"))
                 .output()
                 .unwrap(),
@@ -251,8 +311,7 @@ fn an_unusable_layer_stops_check_run_serve_and_every_hook_naming_the_file() {
             .replace("${WORKSPACE}", &sandbox.ws.to_string_lossy())
             .replace("${COMMAND}", "ls")
             .replace("${ID}", "h1");
-            let out = sandbox
-                .gavel(&["hook", client])
+            let out = gavel(&["hook", client])
                 .args(args)
                 .write_stdin(payload)
                 .output()
