@@ -523,6 +523,18 @@ mod tests {
                 super::super::CODING_AGENT_POLICY_TOML.to_owned(),
             ),
             ("no rules".to_owned(), "name = \"x\"".to_owned()),
+            (
+                "a shadow".to_owned(),
+                "name = \"x\"\n[[shadow]]\nname = \"next\"\npath = \"next.toml\"\n".to_owned(),
+            ),
+            (
+                "two shadows of one name".to_owned(),
+                "name = \"x\"\n[[shadow]]\nname = \"n\"\npath = \"a\"\n[[shadow]]\nname = \"n\"\npath = \"b\"\n".to_owned(),
+            ),
+            (
+                "a shadow without a path".to_owned(),
+                "name = \"x\"\n[[shadow]]\nname = \"n\"\n".to_owned(),
+            ),
             ("blank name".to_owned(), "name = \" \"".to_owned()),
             (
                 "numeric description".to_owned(),
