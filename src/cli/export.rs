@@ -20,6 +20,8 @@ use super::{Exit, Global, render};
 pub enum ExportFormat {
     Jsonl,
     Csv,
+    /// OCSF 1.9 events, one per row, each carrying its row (docs/siem.md)
+    Ocsf,
 }
 
 #[derive(Args, Debug)]
@@ -168,14 +170,29 @@ pub fn run_on(
             Some(ids)
         }
     };
+    let header = archive::header_line(store.identity(), selection.clone());
+    // OCSF: each checkpoint rides on the event of the row it ends at (one
+    // past the log's end, or of no row, on the last row).
+    let mut ends: std::collections::BTreeMap<u64, Vec<Value>> = Default::default();
     match args.format {
         ExportFormat::Csv if first => render::line(CSV_HEADER)?,
         ExportFormat::Csv => {}
         ExportFormat::Jsonl => {
-            render::json(&archive::header_line(store.identity(), selection.clone()))?;
+            render::json(&header)?;
             if selection.is_none() {
                 for row in store.checkpoint_rows()? {
                     render::json(&archive::checkpoint_line(&row))?;
+                }
+            }
+        }
+        ExportFormat::Ocsf => {
+            if selection.is_none() {
+                let last = store.last_seq()?.max(1);
+                for row in store.checkpoint_rows()? {
+                    let at = u64::try_from(row.size).unwrap_or(0).clamp(1, last);
+                    ends.entry(at)
+                        .or_default()
+                        .push(archive::checkpoint_line(&row));
                 }
             }
         }
@@ -204,6 +221,14 @@ pub fn run_on(
                 &event,
                 gavel::store::row_format(log_format, switch, event.seq),
             ))?,
+            ExportFormat::Ocsf => {
+                let line = archive::event_line(
+                    &event,
+                    gavel::store::row_format(log_format, switch, event.seq),
+                );
+                let checkpoints = ends.remove(&event.seq).unwrap_or_default();
+                render::json(&gavel::ocsf::event(&header, &line, &checkpoints))?
+            }
         }
         Ok(())
     })?;

@@ -18,6 +18,8 @@ mod doctor;
 mod format;
 mod hook;
 mod layers;
+mod ocsf;
+mod ocsf_schema;
 mod paths;
 mod pipeline;
 mod policy;
