@@ -19,6 +19,7 @@ pub mod hooks;
 pub mod install;
 pub mod layers;
 pub mod ocsf;
+pub mod otlp;
 pub mod policy;
 pub mod principal;
 pub mod redact;

@@ -22,6 +22,9 @@ pub enum ExportFormat {
     Csv,
     /// OCSF 1.9 events, one per row, each carrying its row (docs/siem.md)
     Ocsf,
+    /// OpenTelemetry traces as one OTLP/JSON request: an `execute_tool` span per call
+    #[value(name = "otlp-json")]
+    OtlpJson,
 }
 
 #[derive(Args, Debug)]
@@ -185,6 +188,7 @@ pub fn run_on(
                 }
             }
         }
+        ExportFormat::OtlpJson => {}
         ExportFormat::Ocsf => {
             if selection.is_none() {
                 let last = store.last_seq()?.max(1);
@@ -202,6 +206,8 @@ pub fn run_on(
     let log_format = store.identity().format;
     let switch = store.format_switch()?;
     let mut done = 0u64;
+    let mut spans = gavel::otlp::Spans::new();
+    let mut finished = Vec::new();
     store.for_each_event(|event| -> anyhow::Result<()> {
         done += 1;
         if let Some(bar) = &bar
@@ -229,6 +235,7 @@ pub fn run_on(
                 let checkpoints = ends.remove(&event.seq).unwrap_or_default();
                 render::json(&gavel::ocsf::event(&header, &line, &checkpoints))?
             }
+            ExportFormat::OtlpJson => finished.extend(spans.push(&event)),
         }
         Ok(())
     })?;
@@ -236,5 +243,9 @@ pub fn run_on(
         bar.finish_and_clear();
     }
     store.check_unchanged()?;
+    if args.format == ExportFormat::OtlpJson {
+        finished.extend(spans.finish());
+        render::json(&gavel::otlp::to_json(&finished))?;
+    }
     Ok(())
 }

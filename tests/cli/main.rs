@@ -20,6 +20,8 @@ mod hook;
 mod layers;
 mod ocsf;
 mod ocsf_schema;
+#[cfg(feature = "postgres")]
+mod otlp;
 mod paths;
 mod pipeline;
 mod policy;
