@@ -62,9 +62,16 @@ fn class_of(tool: Option<&str>) -> (Class, u64, &'static str) {
 }
 
 /// The OCSF event of the export line `line` (an `event` record), in an
-/// export whose header is `header`; `checkpoints` are the checkpoint lines
-/// of the checkpoints that end at this row.
-pub fn event(header: &Value, line: &Value, checkpoints: &[Value]) -> Value {
+/// export whose header is `header`; `previous` is the line of the row
+/// before it when the export holds that row (its leaf is the previous
+/// event's fingerprint); `checkpoints` are the checkpoint lines of the
+/// checkpoints that end at this row.
+pub fn event(
+    header: &Value,
+    line: &Value,
+    previous: Option<&Value>,
+    checkpoints: &[Value],
+) -> Value {
     let text = |key: &str| line[key].as_str();
     let tool = text("tool");
     let kind = text("kind").unwrap_or("");
@@ -142,7 +149,7 @@ pub fn event(header: &Value, line: &Value, checkpoints: &[Value]) -> Value {
     }
     put(
         "attestation_list",
-        json!([attestation(header, line, checkpoints)]),
+        json!([attestation(header, line, previous, checkpoints)]),
     );
     let mut unmapped = json!({"gavel": line, "gavel_export": header});
     if !checkpoints.is_empty() {
@@ -256,7 +263,12 @@ fn status(kind: &str, payload: &Value) -> Option<(u64, &'static str)> {
 /// The `record_integrity` profile's attestation of a row: its leaf as the
 /// fingerprint, the row before as `prev_event`, the log as the chain, and
 /// the checkpoints that end here as signatures.
-fn attestation(header: &Value, line: &Value, checkpoints: &[Value]) -> Value {
+fn attestation(
+    header: &Value,
+    line: &Value,
+    previous: Option<&Value>,
+    checkpoints: &[Value],
+) -> Value {
     let log_id = line["log_id"].as_str().unwrap_or("");
     let seq = line["seq"].as_u64().unwrap_or(0);
     let mut attestation = json!({
@@ -266,7 +278,15 @@ fn attestation(header: &Value, line: &Value, checkpoints: &[Value]) -> Value {
         "fingerprint": {"algorithm_id": SHA256, "algorithm": "SHA-256", "value": line["leaf"]},
     });
     if seq > 1 {
-        attestation["prev_event"] = json!({"uid": format!("{log_id}/{}", seq - 1)});
+        let mut prev = json!({"uid": format!("{log_id}/{}", seq - 1)});
+        if let Some(previous) = previous.filter(|p| p["seq"].as_u64() == Some(seq - 1)) {
+            prev["fingerprint"] = json!({
+                "algorithm_id": SHA256,
+                "algorithm": "SHA-256",
+                "value": previous["leaf"],
+            });
+        }
+        attestation["prev_event"] = prev;
     }
     if !checkpoints.is_empty() {
         attestation["signatures"] = checkpoints
@@ -338,6 +358,7 @@ pub fn verify(
     let limit = outcome.report.first_bad_seq.unwrap_or(u64::MAX);
     for (i, event) in events.iter().enumerate() {
         let line = &event["unmapped"]["gavel"];
+        let previous = i.checked_sub(1).map(|p| &events[p]["unmapped"]["gavel"]);
         let seq = line["seq"].as_u64().unwrap_or(i as u64 + 1);
         if seq >= limit {
             break;
@@ -347,7 +368,7 @@ pub fn verify(
             .cloned()
             .unwrap_or_default();
         let same_header = event["unmapped"]["gavel_export"] == header;
-        if !same_header || *event != self::event(&header, line, &checkpoints) {
+        if !same_header || *event != self::event(&header, line, previous, &checkpoints) {
             let signature_checked = outcome.report.signature_checked;
             outcome.report = crate::store::VerifyReport::bad(
                 i as u64,

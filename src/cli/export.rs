@@ -208,6 +208,8 @@ pub fn run_on(
     let mut done = 0u64;
     let mut spans = gavel::otlp::Spans::new();
     let mut finished = Vec::new();
+    // OCSF: the line of the row exported just before, for `prev_event`.
+    let mut previous: Option<Value> = None;
     store.for_each_event(|event| -> anyhow::Result<()> {
         done += 1;
         if let Some(bar) = &bar
@@ -233,7 +235,13 @@ pub fn run_on(
                     gavel::store::row_format(log_format, switch, event.seq),
                 );
                 let checkpoints = ends.remove(&event.seq).unwrap_or_default();
-                render::json(&gavel::ocsf::event(&header, &line, &checkpoints))?
+                render::json(&gavel::ocsf::event(
+                    &header,
+                    &line,
+                    previous.as_ref(),
+                    &checkpoints,
+                ))?;
+                previous = Some(line);
             }
             ExportFormat::OtlpJson => finished.extend(spans.push(&event)),
         }

@@ -60,6 +60,12 @@ fn every_event_of_the_demo_log_validates_against_the_ocsf_schema() {
         classes.insert(event["class_uid"].as_u64().unwrap());
     }
     assert_eq!(classes.into_iter().collect::<Vec<_>>(), [1001, 1007, 6003]);
+    // Each event names the one before by its fingerprint: the chain, readable in the SIEM.
+    for pair in events.windows(2) {
+        let before = &pair[0]["attestation_list"][0]["fingerprint"]["value"];
+        let named = &pair[1]["attestation_list"][0]["prev_event"]["fingerprint"]["value"];
+        assert_eq!(named, before);
+    }
     // The verdict rides on the decision's event.
     let decision = events
         .iter()
