@@ -292,15 +292,37 @@ fn attestation(
         attestation["signatures"] = checkpoints
             .iter()
             .map(|c| {
+                // A checkpoint the central store cosigned (`<db>.cosigned`).
+                let algorithm = if c["cosignature"].is_string() {
+                    "Ed25519 (C2SP signed note, cosigned)"
+                } else {
+                    "Ed25519 (C2SP signed note)"
+                };
                 json!({
                     "algorithm_id": 99,
-                    "algorithm": "Ed25519 (C2SP signed note)",
+                    "algorithm": algorithm,
                     "digest": {"algorithm_id": SHA256, "algorithm": "SHA-256", "value": c["root"]},
                 })
             })
             .collect();
     }
     attestation
+}
+
+/// The checkpoint lines of an OCSF export: `gavel export`'s, each with the
+/// central store's cosignature of it (from `<db>.cosigned`: the line whose
+/// `size` and `note` are the checkpoint's) as `cosignature`, where there is
+/// one.
+pub fn with_cosignatures(mut checkpoints: Vec<Value>, cosigned: &[Value]) -> Vec<Value> {
+    for checkpoint in &mut checkpoints {
+        if let Some(line) = cosigned
+            .iter()
+            .find(|c| c["size"] == checkpoint["size"] && c["note"] == checkpoint["note"])
+        {
+            checkpoint["cosignature"] = line["cosignature"].clone();
+        }
+    }
+    checkpoints
 }
 
 /// Verifies an OCSF export (`gavel export --format ocsf`) read from
@@ -345,6 +367,11 @@ pub fn verify(
             .into_iter()
             .flatten()
         {
+            // A cosignature rides along; the export's line is the rest.
+            let mut checkpoint = checkpoint.clone();
+            if let Some(object) = checkpoint.as_object_mut() {
+                object.remove("cosignature");
+            }
             rebuilt.push_str(&checkpoint.to_string());
             rebuilt.push('\n');
         }

@@ -88,6 +88,21 @@ fn csv_row(e: &StoredEvent) -> String {
     .join(",")
 }
 
+/// The central store's cosignatures of this log's checkpoints, kept by
+/// `gavel push` in `<db>.cosigned` (one JSON line each); none without it.
+fn cosigned_lines(db: &std::path::Path) -> anyhow::Result<Vec<Value>> {
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push(".cosigned");
+    match std::fs::read_to_string(db.with_file_name(name)) {
+        Ok(text) => Ok(text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(err) => Err(err.into()),
+    }
+}
+
 /// The filters given, as the export header records them; `None` when there are none.
 fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
     let resolved = query.to_query()?;
@@ -192,11 +207,14 @@ pub fn run_on(
         ExportFormat::Ocsf => {
             if selection.is_none() {
                 let last = store.last_seq()?.max(1);
+                let cosigned = cosigned_lines(store.path())?;
                 for row in store.checkpoint_rows()? {
                     let at = u64::try_from(row.size).unwrap_or(0).clamp(1, last);
-                    ends.entry(at)
-                        .or_default()
-                        .push(archive::checkpoint_line(&row));
+                    let line = gavel::ocsf::with_cosignatures(
+                        vec![archive::checkpoint_line(&row)],
+                        &cosigned,
+                    );
+                    ends.entry(at).or_default().extend(line);
                 }
             }
         }
