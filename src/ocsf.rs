@@ -112,9 +112,16 @@ pub fn event(
     );
     put("actor", actor(line));
     if let Some(client) = text("client") {
+        // The client, its version (on the request), the session, the subagent.
         let mut agent = json!({"name": client});
+        if let Some(version) = payload["principal"]["client_version"].as_str() {
+            agent["version"] = json!(version);
+        }
         if let Some(session) = text("session") {
             agent["uid"] = json!(session);
+        }
+        if let Some(subagent) = text("agent") {
+            agent["instance_uid"] = json!(subagent);
         }
         put("ai_agent", agent);
     }
