@@ -72,9 +72,10 @@ fn nanos(ts_us: i64) -> u64 {
 }
 
 /// A call being gathered from its rows.
-#[derive(Default)]
 struct Open {
-    span: Option<Span>,
+    span: Span,
+    /// The seq of its request, its key in [`Spans::order`].
+    request: u64,
 }
 
 /// Builds spans from a log's rows in seq order: a call's span is finished
@@ -98,12 +99,17 @@ impl Spans {
             "request" => {
                 let span = request_span(row, &payload);
                 self.order.insert(row.seq, row.call_id.clone());
-                self.open
-                    .insert(row.call_id.clone(), Open { span: Some(span) });
+                self.open.insert(
+                    row.call_id.clone(),
+                    Open {
+                        span,
+                        request: row.seq,
+                    },
+                );
                 None
             }
             "decision" => {
-                let span = self.open.get_mut(&row.call_id)?.span.as_mut()?;
+                let span = &mut self.open.get_mut(&row.call_id)?.span;
                 let mut attributes = vec![
                     s("gavel.rule_id", row.rule_id.clone().unwrap_or_default()),
                     s("gavel.action", row.action.clone().unwrap_or_default()),
@@ -129,7 +135,7 @@ impl Spans {
                 None
             }
             "approval" => {
-                let span = self.open.get_mut(&row.call_id)?.span.as_mut()?;
+                let span = &mut self.open.get_mut(&row.call_id)?.span;
                 let approval = row.approval.clone().unwrap_or_default();
                 if let Some((_, attributes)) = &mut span.guardrail {
                     attributes.retain(|(k, _)| k != "gavel.approval");
@@ -144,7 +150,9 @@ impl Spans {
                 None
             }
             "result" => {
-                let mut span = self.open.remove(&row.call_id)?.span?;
+                let open = self.open.remove(&row.call_id)?;
+                self.order.remove(&open.request);
+                let mut span = open.span;
                 let status = row.status.clone().unwrap_or_default();
                 span.end_ns = nanos(row.ts_us).max(span.start_ns);
                 span.ok = Some(status == "succeeded");
@@ -158,7 +166,6 @@ impl Spans {
                 span.attributes.push(s("gavel.status", status));
                 span.completed_at = row.seq;
                 span.complete = true;
-                self.order.retain(|_, id| *id != row.call_id);
                 Some(span)
             }
             _ => None,
@@ -170,7 +177,7 @@ impl Spans {
         let order = std::mem::take(&mut self.order);
         order
             .into_values()
-            .filter_map(|id| self.open.remove(&id)?.span)
+            .filter_map(|id| self.open.remove(&id).map(|open| open.span))
             .map(|mut span| {
                 span.attributes.push(s("gavel.status", "incomplete"));
                 span
