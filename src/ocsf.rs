@@ -332,44 +332,28 @@ pub fn with_cosignatures(mut checkpoints: Vec<Value>, cosigned: &[Value]) -> Vec
     checkpoints
 }
 
-/// Verifies an OCSF export (`gavel export --format ocsf`) read from
-/// `input`: the gavel export it carries is rebuilt (the header of the first
-/// event, the checkpoint lines in file order, one event line per event) and
-/// verified as an export is ([`crate::archive::verify_export`]); then every
-/// event must be exactly what its row maps to, so an edited field is found
-/// as a `content_mismatch` at its row. The first problem, by row, is the
-/// report's.
+/// Verifies the OCSF export (`gavel export --format ocsf`) in the file
+/// `path`: the gavel export its events carry is rebuilt (the header of the
+/// first event, the checkpoint lines in file order, one event line per
+/// event) and verified as an export is ([`crate::archive::verify_export`]);
+/// then every event must be exactly what its row maps to, so an edited
+/// field is found as a `content_mismatch` at its row. The first problem, by
+/// row, is the report's. The file is read three times, line by line, so a
+/// copy of any size is checked in constant memory.
 pub fn verify(
-    input: impl std::io::BufRead,
+    path: &std::path::Path,
     given: Option<crate::store::GivenCheckpoint<'_>>,
     keys: &[crate::checkpoint::VerifierKey],
 ) -> Result<crate::archive::ExportReport, crate::archive::ArchiveError> {
-    use crate::archive::{ArchiveError, read_line};
-    let mut events = Vec::new();
-    for line in input.lines() {
-        let line = line?;
-        if !line.trim().is_empty() {
-            events.push(read_line(&line));
-        }
-    }
-    let Some(header) = events
-        .first()
-        .map(|e| e["unmapped"]["gavel_export"].clone())
-    else {
-        return Err(ArchiveError::NotAnExport {
-            detail: "it holds no event".into(),
-        });
-    };
-    if !header.is_object() {
-        return Err(ArchiveError::NotAnExport {
-            detail: "its first event carries no gavel export header (unmapped.gavel_export)".into(),
-        });
-    }
-    // The gavel export the events carry, as `gavel export` writes it.
-    let mut rebuilt = header.to_string();
-    rebuilt.push('\n');
-    for event in &events {
-        for checkpoint in event["unmapped"]["gavel_checkpoints"]
+    use crate::archive::ArchiveError;
+    // First: the header, and the checkpoint lines the events carry.
+    let mut header: Option<Value> = None;
+    let mut checkpoints = Vec::new();
+    for event in events(path)? {
+        let event = event?;
+        let unmapped = &event["unmapped"];
+        header.get_or_insert_with(|| unmapped["gavel_export"].clone());
+        for checkpoint in unmapped["gavel_checkpoints"]
             .as_array()
             .into_iter()
             .flatten()
@@ -379,30 +363,44 @@ pub fn verify(
             if let Some(object) = checkpoint.as_object_mut() {
                 object.remove("cosignature");
             }
-            rebuilt.push_str(&checkpoint.to_string());
-            rebuilt.push('\n');
+            checkpoints.push(checkpoint);
         }
     }
-    for event in &events {
-        rebuilt.push_str(&event["unmapped"]["gavel"].to_string());
-        rebuilt.push('\n');
+    let Some(header) = header else {
+        return Err(ArchiveError::NotAnExport {
+            detail: "it holds no event".into(),
+        });
+    };
+    if !header.is_object() {
+        return Err(ArchiveError::NotAnExport {
+            detail: "its first event carries no gavel export header (unmapped.gavel_export)".into(),
+        });
     }
-    let mut outcome = crate::archive::verify_export(rebuilt.as_bytes(), given, keys)?;
-    // Each event as its row maps to, up to the first problem found.
+    // Then: the gavel export they carry, streamed to its verifier.
+    let head = std::iter::once(&header)
+        .chain(&checkpoints)
+        .map(|line| Ok(line.to_string().into_bytes()))
+        .collect::<Vec<_>>();
+    let rows =
+        events(path)?.map(|event| event.map(|e| e["unmapped"]["gavel"].to_string().into_bytes()));
+    let reader = std::io::BufReader::new(Lines::new(head.into_iter().chain(rows)));
+    let mut outcome = crate::archive::verify_export(reader, given, keys)?;
+    // Last: each event as its row maps to, up to the first problem found.
     let limit = outcome.report.first_bad_seq.unwrap_or(u64::MAX);
-    for (i, event) in events.iter().enumerate() {
+    let mut previous: Option<Value> = None;
+    for (i, event) in events(path)?.enumerate() {
+        let event = event?;
         let line = &event["unmapped"]["gavel"];
-        let previous = i.checked_sub(1).map(|p| &events[p]["unmapped"]["gavel"]);
         let seq = line["seq"].as_u64().unwrap_or(i as u64 + 1);
         if seq >= limit {
             break;
         }
-        let checkpoints: Vec<Value> = event["unmapped"]["gavel_checkpoints"]
+        let carried: Vec<Value> = event["unmapped"]["gavel_checkpoints"]
             .as_array()
             .cloned()
             .unwrap_or_default();
         let same_header = event["unmapped"]["gavel_export"] == header;
-        if !same_header || *event != self::event(&header, line, previous, &checkpoints) {
+        if !same_header || event != self::event(&header, line, previous.as_ref(), &carried) {
             let signature_checked = outcome.report.signature_checked;
             outcome.report = crate::store::VerifyReport::bad(
                 i as u64,
@@ -416,6 +414,54 @@ pub fn verify(
             outcome.report.signature_checked = signature_checked;
             break;
         }
+        previous = Some(line.clone());
     }
     Ok(outcome)
+}
+
+/// The events of the file at `path`, one per line that is not blank.
+fn events(path: &std::path::Path) -> std::io::Result<impl Iterator<Item = std::io::Result<Value>>> {
+    use std::io::BufRead;
+    let file = std::io::BufReader::new(std::fs::File::open(path)?);
+    Ok(file.lines().filter_map(|line| match line {
+        Ok(line) if line.trim().is_empty() => None,
+        Ok(line) => Some(Ok(crate::archive::read_line(&line))),
+        Err(err) => Some(Err(err)),
+    }))
+}
+
+/// Lines (without their newline) read as one text, each ended by a newline.
+struct Lines<I> {
+    lines: I,
+    current: Vec<u8>,
+    at: usize,
+}
+
+impl<I> Lines<I> {
+    fn new(lines: I) -> Self {
+        Lines {
+            lines,
+            current: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl<I: Iterator<Item = std::io::Result<Vec<u8>>>> std::io::Read for Lines<I> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.current.len() {
+            match self.lines.next() {
+                None => return Ok(0),
+                Some(line) => {
+                    self.current = line?;
+                    self.current.push(b'\n');
+                    self.at = 0;
+                }
+            }
+        }
+        let n = out.len().min(self.current.len() - self.at);
+        out[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
 }

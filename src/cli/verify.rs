@@ -112,9 +112,7 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
     });
     let json = args.format.is_json();
     if let Some(path) = &args.ocsf {
-        let file = std::fs::File::open(path)
-            .with_context(|| format!("cannot read OCSF export `{}`", path.display()))?;
-        let outcome = gavel::ocsf::verify(std::io::BufReader::new(file), given, &keys)
+        let outcome = gavel::ocsf::verify(path, given, &keys)
             .with_context(|| format!("OCSF export `{}`", path.display()))?;
         return print(&outcome.report, json, Some(outcome.whole_chain), None);
     }
