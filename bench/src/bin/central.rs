@@ -314,6 +314,9 @@ fn append_calls(db: &Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
                     shell_sha256: None,
                     unprovable: vec![],
                 },
+                layer: None,
+                layers: Vec::new(),
+                shadow: Vec::new(),
             }),
         ));
         batch.push(Event::now(
