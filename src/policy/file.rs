@@ -44,6 +44,7 @@ struct RuleFile {
     command_prefix: Option<Vec<Vec<String>>>,
     commands: Option<Vec<CommandFile>>,
     unprovable: Option<bool>,
+    definition_changed: Option<bool>,
     examples: Option<Vec<Example>>,
 }
 
@@ -178,6 +179,44 @@ pub(super) enum Examples {
     Skip,
 }
 
+/// One `[[paths]]` entry: which arguments of which tools are paths.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathsFile {
+    tools: Vec<String>,
+    #[serde(default)]
+    read: Vec<String>,
+    #[serde(default)]
+    write: Vec<String>,
+}
+
+/// Compiles the `[[paths]]` entries: each needs tools and at least one argument.
+fn path_arguments(specs: Vec<PathsFile>) -> Result<Vec<super::PathArguments>, String> {
+    specs
+        .into_iter()
+        .enumerate()
+        .map(|(index, spec)| {
+            let at = |problem: &str| format!("[[paths]] #{}: {problem}", index + 1);
+            if spec.tools.is_empty() {
+                return Err(at("`tools` must name at least one tool"));
+            }
+            if spec.read.is_empty() && spec.write.is_empty() {
+                return Err(at("name at least one argument in `read` or `write`"));
+            }
+            if spec.read.iter().chain(&spec.write).any(|a| a.is_empty()) {
+                return Err(at("an argument name must not be empty"));
+            }
+            Ok(super::PathArguments {
+                tools: globs("tools", spec.tools, false)
+                    .map_err(|e| at(&e))?
+                    .compiled,
+                read: spec.read,
+                write: spec.write,
+            })
+        })
+        .collect()
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RedactFile {
@@ -219,6 +258,7 @@ type Read = (
     String,
     Vec<(String, Result<RuleFile, String>)>,
     super::RedactSettings,
+    Vec<PathsFile>,
 );
 
 /// The whole file as one typed value. A file this reads is read exactly as
@@ -235,6 +275,8 @@ fn read_typed(text: &str) -> Option<Read> {
         #[serde(default)]
         rules: Vec<RuleFile>,
         redact: Option<RedactFile>,
+        #[serde(default)]
+        paths: Vec<PathsFile>,
     }
     let file: PolicyFile = toml::from_str(text).ok()?;
     if file.name.trim().is_empty() {
@@ -249,7 +291,7 @@ fn read_typed(text: &str) -> Option<Read> {
         .into_iter()
         .map(|rule| (rule.id.clone(), Ok(rule)))
         .collect();
-    Some((file.name, rules, redact))
+    Some((file.name, rules, redact, file.paths))
 }
 
 /// The file read key by key, naming the first problem.
@@ -268,6 +310,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut name = None;
     let mut raw_rules = Vec::new();
     let mut redact = super::RedactSettings::default();
+    let mut paths = Vec::new();
     for (key, value) in table {
         match (key.as_str(), value) {
             ("name", toml::Value::String(s)) if !s.trim().is_empty() => name = Some(s),
@@ -276,6 +319,10 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             ("rules", toml::Value::Array(rules)) => raw_rules = rules,
             ("rules", _) => return Err(file_error("`rules` must be an array of tables".into())),
             ("redact", value) => redact = parse_redact(value).map_err(file_error)?,
+            ("paths", value) => {
+                paths = Vec::<PathsFile>::deserialize(value)
+                    .map_err(|e| file_error(format!("[[paths]]: {}", e.message())))?;
+            }
             (other, _) => return Err(file_error(format!("unknown key `{other}`"))),
         }
     }
@@ -292,7 +339,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact))
+    Ok((name, rules, redact, paths))
 }
 
 pub(super) fn parse(
@@ -304,10 +351,11 @@ pub(super) fn parse(
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact) = match read_typed(text) {
+    let (name, specs, redact, paths) = match read_typed(text) {
         Some(read) => read,
         None => read_table(text, &file_error)?,
     };
+    let paths = path_arguments(paths).map_err(file_error)?;
 
     let mut rules: Vec<Rule> = Vec::with_capacity(specs.len());
     for (label, spec) in specs {
@@ -339,6 +387,7 @@ pub(super) fn parse(
         examples_checked: examples_mode == Examples::Check,
         rules,
         redact,
+        paths,
     })
 }
 
@@ -439,6 +488,7 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             })
             .transpose()?,
         unprovable: spec.unprovable,
+        definition_changed: spec.definition_changed,
     })
 }
 

@@ -111,6 +111,18 @@ pub struct Policy {
     examples_checked: bool,
     rules: Vec<Rule>,
     redact: RedactSettings,
+    /// `[[paths]]`: the arguments of other tools (an MCP server's) that are paths.
+    paths: Vec<PathArguments>,
+}
+
+/// One `[[paths]]` entry of a policy: the top-level arguments of the
+/// matching tools that name files, each read or written. Such a tool's
+/// calls get path facts like `read_file`'s `path` (`facts::Workspace::facts_with`).
+#[derive(Debug, Clone)]
+pub struct PathArguments {
+    tools: rule::Globs,
+    pub read: Vec<String>,
+    pub write: Vec<String>,
 }
 
 /// What a policy's `[redact]` table asks of the record: plain settings,
@@ -206,6 +218,25 @@ impl Policy {
     /// The policy's `[redact]` settings.
     pub fn redaction(&self) -> &RedactSettings {
         &self.redact
+    }
+
+    /// The arguments of `tool` that `[[paths]]` declares paths, each with
+    /// its use, in the order declared; empty for a tool no entry names.
+    pub fn path_arguments(&self, tool: &str) -> Vec<(String, crate::facts::Access)> {
+        let mut found = Vec::new();
+        for entry in self.paths.iter().filter(|p| p.tools.is_match(tool)) {
+            for (names, access) in [
+                (&entry.read, crate::facts::Access::Read),
+                (&entry.write, crate::facts::Access::Write),
+            ] {
+                for name in names {
+                    if !found.iter().any(|(n, a)| n == name && *a == access) {
+                        found.push((name.clone(), access));
+                    }
+                }
+            }
+        }
+        found
     }
 
     /// Decides `request` given `facts`. Pure: no prompt, no I/O.

@@ -18,6 +18,7 @@ fn facts_inside(path: &str) -> Facts {
         shell: None,
         shell_sha256: None,
         unprovable: Vec::new(),
+        mcp: None,
     }
 }
 
@@ -36,6 +37,7 @@ fn facts_outside(path: &str) -> Facts {
         shell: None,
         shell_sha256: None,
         unprovable: Vec::new(),
+        mcp: None,
     }
 }
 
@@ -46,6 +48,7 @@ fn no_paths() -> Facts {
         shell: None,
         shell_sha256: None,
         unprovable: Vec::new(),
+        mcp: None,
     }
 }
 

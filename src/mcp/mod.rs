@@ -1,0 +1,22 @@
+//! The MCP proxy (`gavel mcp`): gavel sits between an MCP client and a
+//! stdio MCP server, relays their newline-delimited JSON-RPC untouched, and
+//! puts every `tools/call` through the same pipeline as every other client
+//! (policy, approval, the chained record) before the server sees it.
+//!
+//! - [`jsonrpc`]: reading and writing JSON-RPC messages.
+//! - [`names`]: the server's name and the tool names (`mcp__NAME__TOOL`).
+//! - [`session`]: what each message means, without I/O.
+//! - [`definitions`]: tool definitions, digested and recorded once per change.
+//! - [`relay`]: the pipes, the threads and the clock.
+//! - [`wrap`]: putting a client's configured servers behind `gavel mcp`.
+//!
+//! It builds `ToolRequest`s and hands them to `GovernedRunner`; it knows
+//! nothing of the command line.
+
+pub mod definitions;
+pub mod jsonrpc;
+pub mod names;
+pub mod relay;
+pub mod session;
+
+pub use session::{Config, End, Out, Session};
