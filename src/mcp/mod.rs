@@ -19,4 +19,7 @@ pub mod names;
 pub mod relay;
 pub mod session;
 
+#[cfg(test)]
+mod tests;
+
 pub use session::{Config, End, Out, Session};

@@ -180,7 +180,7 @@ pub(super) enum Examples {
 }
 
 /// One `[[paths]]` entry: which arguments of which tools are paths.
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 struct PathsFile {
     tools: Vec<String>,
@@ -598,7 +598,9 @@ mod tests {
                 // Left to the table reader, which must find what is wrong:
                 // in the file, or in one of its rules.
                 None => assert!(
-                    table.map_or(true, |(_, rules, _)| rules.iter().any(|(_, r)| r.is_err())),
+                    table.map_or(true, |(_, rules, _, _)| rules
+                        .iter()
+                        .any(|(_, r)| r.is_err())),
                     "{name}: only the table reader reads it"
                 ),
             }
