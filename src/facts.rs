@@ -937,6 +937,55 @@ pub fn lexical_facts(request: &ToolRequest) -> Facts {
     gather(EXAMPLE_WORKSPACE.to_owned(), request, &Lexical)
 }
 
+/// [`lexical_facts`] with the paths a policy declares for the tool
+/// (`[[paths]]`), for its examples.
+pub fn lexical_facts_with(request: &ToolRequest, declared: &[(String, Access)]) -> Facts {
+    let mut facts = lexical_facts(request);
+    add_declared(&mut facts, request, declared, &Lexical);
+    facts
+}
+
+/// Adds to `facts` the arguments of `request` that `declared` names as
+/// paths: a string is one path, a list of strings one per entry; a
+/// declared argument that is present but neither is a path that cannot be
+/// resolved (outside, so no allow rule can match it).
+fn add_declared(
+    facts: &mut Facts,
+    request: &ToolRequest,
+    declared: &[(String, Access)],
+    resolver: &impl Resolver,
+) {
+    if declared.is_empty() {
+        return;
+    }
+    let workspace = facts.workspace.clone();
+    let mut collector = Collector::new(resolver, &workspace);
+    for (name, access) in declared {
+        collector.access = Some(*access);
+        let Some(value) = request.arguments.get(name) else {
+            continue;
+        };
+        let values: Vec<&Value> = match value {
+            Value::Array(items) => items.iter().collect(),
+            single => vec![single],
+        };
+        for value in values {
+            match value.as_str() {
+                Some(raw) => collector.push(resolver.fact(raw, raw, &Base::Start)),
+                None => {
+                    let mut fact = failed(
+                        &clip(&value.to_string()),
+                        format!("argument `{name}` is declared a path but is not a string"),
+                    );
+                    fact.access = Some(*access);
+                    collector.push(fact);
+                }
+            }
+        }
+    }
+    facts.paths.extend(collector.paths);
+}
+
 /// Resolution from text alone.
 struct Lexical;
 
@@ -1097,35 +1146,7 @@ impl Workspace {
     /// no allow rule can match it).
     pub fn facts_with(&self, request: &ToolRequest, declared: &[(String, Access)]) -> Facts {
         let mut facts = self.facts(request);
-        if declared.is_empty() {
-            return facts;
-        }
-        let workspace = facts.workspace.clone();
-        let mut collector = Collector::new(self, &workspace);
-        for (name, access) in declared {
-            collector.access = Some(*access);
-            let Some(value) = request.arguments.get(name) else {
-                continue;
-            };
-            let values: Vec<&Value> = match value {
-                Value::Array(items) => items.iter().collect(),
-                single => vec![single],
-            };
-            for value in values {
-                match value.as_str() {
-                    Some(raw) => collector.push(Resolver::fact(self, raw, raw, &Base::Start)),
-                    None => {
-                        let mut fact = failed(
-                            &clip(&value.to_string()),
-                            format!("argument `{name}` is declared a path but is not a string"),
-                        );
-                        fact.access = Some(*access);
-                        collector.push(fact);
-                    }
-                }
-            }
-        }
-        facts.paths.extend(collector.paths);
+        add_declared(&mut facts, request, declared, self);
         facts
     }
 

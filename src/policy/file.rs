@@ -143,12 +143,17 @@ fn empty_object() -> serde_json::Value {
 }
 
 /// Checks a rule's inline examples; the first that does not hold is the error.
-fn check_examples(rule: &Rule, examples: Vec<Example>) -> Result<(), String> {
+fn check_examples(
+    rule: &Rule,
+    examples: Vec<Example>,
+    paths: &[super::PathArguments],
+) -> Result<(), String> {
     for (index, example) in examples.into_iter().enumerate() {
         let request = ToolRequest::new("example", &example.tool, example.arguments);
-        let facts = example
-            .facts
-            .unwrap_or_else(|| crate::facts::lexical_facts(&request));
+        let facts = example.facts.unwrap_or_else(|| {
+            let declared = super::declared_paths(paths, &request.name);
+            crate::facts::lexical_facts_with(&request, &declared)
+        });
         let outcome = rule.matches(&request, &facts);
         let shown = format!(
             "example {} ({} {})",
@@ -369,7 +374,7 @@ pub(super) fn parse(
         let rule = compile(spec).map_err(&rule_error)?;
         refuse_text_only_shell_allow(&rule).map_err(&rule_error)?;
         if let Some(examples) = examples.filter(|_| examples_mode == Examples::Check) {
-            check_examples(&rule, examples).map_err(&rule_error)?;
+            check_examples(&rule, examples, &paths).map_err(&rule_error)?;
         }
         if rules.iter().any(|r| r.id == rule.id) {
             return Err(rule_error("duplicate rule id".into()));

@@ -223,22 +223,29 @@ impl Policy {
     /// The arguments of `tool` that `[[paths]]` declares paths, each with
     /// its use, in the order declared; empty for a tool no entry names.
     pub fn path_arguments(&self, tool: &str) -> Vec<(String, crate::facts::Access)> {
-        let mut found = Vec::new();
-        for entry in self.paths.iter().filter(|p| p.tools.is_match(tool)) {
-            for (names, access) in [
-                (&entry.read, crate::facts::Access::Read),
-                (&entry.write, crate::facts::Access::Write),
-            ] {
-                for name in names {
-                    if !found.iter().any(|(n, a)| n == name && *a == access) {
-                        found.push((name.clone(), access));
-                    }
+        declared_paths(&self.paths, tool)
+    }
+}
+
+/// The arguments of `tool` that `paths` declares, each with its use.
+fn declared_paths(paths: &[PathArguments], tool: &str) -> Vec<(String, crate::facts::Access)> {
+    let mut found = Vec::new();
+    for entry in paths.iter().filter(|p| p.tools.is_match(tool)) {
+        for (names, access) in [
+            (&entry.read, crate::facts::Access::Read),
+            (&entry.write, crate::facts::Access::Write),
+        ] {
+            for name in names {
+                if !found.iter().any(|(n, a)| n == name && *a == access) {
+                    found.push((name.clone(), access));
                 }
             }
         }
-        found
     }
+    found
+}
 
+impl Policy {
     /// Decides `request` given `facts`. Pure: no prompt, no I/O.
     pub fn decide(&self, request: &ToolRequest, facts: &Facts) -> Decision {
         self.evaluate(request, facts, None)

@@ -71,8 +71,11 @@ fn builtin_policy_loads_with_the_seed_rule_ids_in_order() {
             "bash.hard_deny",
             "path.protected",
             "path.outside_workspace",
+            "mcp.definition_changed",
             "path.read_allow",
             "path.write_requires_approval",
+            "mcp.filesystem_allowed_directories",
+            "mcp.requires_approval",
             "bash.unprovable",
             "bash.requires_approval"
         ]
@@ -183,7 +186,7 @@ fn explain_says_why_earlier_rules_did_not_match() {
     let request = ToolRequest::new("1", "write_file", json!({"path": "a.txt", "content": ""}));
     let (decision, trace) = policy.explain(&request, &facts_inside("a.txt"));
     assert_eq!(decision.rule_id, "path.write_requires_approval");
-    assert_eq!(trace.len(), 5);
+    assert_eq!(trace.len(), 6);
     assert!(
         trace[1]
             .detail
@@ -191,7 +194,14 @@ fn explain_says_why_earlier_rules_did_not_match() {
         "{:?}",
         trace[1]
     );
-    let trace = [&trace[0], &trace[2], &trace[3], &trace[4]];
+    assert!(
+        trace[3]
+            .detail
+            .contains("tool `write_file` is not one of [mcp__*]"),
+        "{:?}",
+        trace[3]
+    );
+    let trace = [&trace[0], &trace[2], &trace[4], &trace[5]];
     assert!(
         trace[0]
             .detail
@@ -201,7 +211,9 @@ fn explain_says_why_earlier_rules_did_not_match() {
     );
     assert!(trace[1].detail.contains("not outside"), "{:?}", trace[1]);
     assert!(
-        trace[2].detail.contains("not one of [read_file, glob]"),
+        trace[2]
+            .detail
+            .contains("not one of [read_file, glob, mcp__filesystem__read_file"),
         "{:?}",
         trace[2]
     );
