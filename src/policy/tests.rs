@@ -213,7 +213,7 @@ fn explain_says_why_earlier_rules_did_not_match() {
     assert!(
         trace[2]
             .detail
-            .contains("not one of [read_file, glob, mcp__filesystem__read_file"),
+            .contains("not one of [read_file, glob, mcp__filesystem__read_*"),
         "{:?}",
         trace[2]
     );

@@ -17,6 +17,7 @@ mod differential;
 mod doctor;
 mod format;
 mod hook;
+mod mcp;
 mod paths;
 mod pipeline;
 mod policy;
