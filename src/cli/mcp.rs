@@ -41,8 +41,13 @@ pub struct McpArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 600,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
-    /// The MCP server to run, after `--`
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The MCP server to run and its arguments (after `--`, or after gavel's
+    /// own options: everything from the first word that is not one is the server's)
+    #[arg(
+        value_name = "COMMAND",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     pub command: Vec<String>,
 }
 

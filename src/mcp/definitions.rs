@@ -161,6 +161,11 @@ impl Definitions {
         Ok(())
     }
 
+    /// Whether this session saw `tool` listed.
+    pub fn knows(&self, tool: &str) -> bool {
+        self.seen.contains_key(tool)
+    }
+
     /// The facts of a call to `tool`: its server, and the definition this
     /// session last saw listed (none when it listed none for it).
     pub fn facts(&self, tool: &str) -> Option<McpFacts> {

@@ -38,6 +38,12 @@ pub const CLIENT: &str = "mcp";
 
 /// The prefix of the ids of gavel's own requests to the client.
 const ASK_ID_PREFIX: &str = "gavel-ask-";
+/// The prefix of the ids of gavel's own `tools/list` requests to the server.
+const LIST_ID_PREFIX: &str = "gavel-list-";
+/// At most this many pages of a `tools/list` gavel asks for itself.
+const MAX_LIST_PAGES: u32 = 10;
+/// How long gavel waits for its own `tools/list` before deciding without it.
+const LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How a session is run.
 #[derive(Debug, Clone)]
@@ -97,6 +103,20 @@ struct Anomaly {
     client: ClientCall,
 }
 
+/// Client messages held while gavel lists the server's tools itself: a
+/// call to a tool whose definition this session has not seen is decided
+/// only once its definition is known (a client that kept the list from an
+/// earlier session is not asked to list it again).
+#[derive(Debug)]
+struct Held {
+    /// The id of gavel's `tools/list` request.
+    list_id: String,
+    pages: u32,
+    /// The client's lines, in order, from the call that started the listing.
+    queue: Vec<String>,
+    deadline: Instant,
+}
+
 /// One proxied session.
 pub struct Session {
     runner: GovernedRunner,
@@ -118,6 +138,9 @@ pub struct Session {
     lists: HashSet<String>,
     definitions: Definitions,
     next_ask: u64,
+    held: Option<Held>,
+    /// Whether a whole `tools/list` was seen in this session.
+    listed: bool,
 }
 
 impl Session {
@@ -137,6 +160,8 @@ impl Session {
             lists: HashSet::new(),
             definitions,
             next_ask: 0,
+            held: None,
+            listed: false,
         }
     }
 
@@ -147,7 +172,7 @@ impl Session {
 
     /// Whether any call waits for the server or for an approval.
     pub fn is_idle(&self) -> bool {
-        self.calls.is_empty() && self.asks.is_empty()
+        self.calls.is_empty() && self.asks.is_empty() && self.held.is_none()
     }
 
     /// When the next forwarded call or ask times out.
@@ -156,12 +181,17 @@ impl Session {
             .values()
             .map(|c| c.deadline)
             .chain(self.asks.values().map(|a| a.open.deadline))
+            .chain(self.held.as_ref().map(|h| h.deadline))
             .min()
     }
 
     /// A line from the client.
     pub fn from_client(&mut self, line: &str, now: Instant) -> Vec<Out> {
         if line.trim().is_empty() {
+            return Vec::new();
+        }
+        if let Some(held) = &mut self.held {
+            held.queue.push(line.to_owned());
             return Vec::new();
         }
         let value: Value = match serde_json::from_str(line) {
@@ -233,6 +263,13 @@ impl Session {
             return vec![Out::Client(line.to_owned())];
         };
         let key = jsonrpc::id_key(id);
+        if self
+            .held
+            .as_ref()
+            .is_some_and(|h| id.as_str() == Some(h.list_id.as_str()))
+        {
+            return self.listed_by_gavel(result);
+        }
         if let Some(call) = self.calls.remove(&key) {
             let result = server_result(result, error, call.started.elapsed());
             let mut out = self.finish(call, &result);
@@ -257,6 +294,9 @@ impl Session {
                     "cannot record the server's tool definitions: {err}"
                 )));
             }
+            if result.and_then(|r| r.get("nextCursor")).is_none() {
+                self.listed = true;
+            }
         }
         out.push(Out::Client(line.to_owned()));
         out
@@ -265,6 +305,12 @@ impl Session {
     /// Fails every forwarded call and ask whose time is up.
     pub fn expire(&mut self, now: Instant) -> Vec<Out> {
         let mut out = Vec::new();
+        if self.held.as_ref().is_some_and(|h| h.deadline <= now) {
+            out.push(Out::Note(
+                "the server did not list its tools in time; calls are decided without their definitions".to_owned(),
+            ));
+            out.extend(self.release(now));
+        }
         let late: Vec<String> = self
             .calls
             .iter()
@@ -309,7 +355,8 @@ impl Session {
     /// fail, asks are cancelled. When the server is gone the client is
     /// told, call by call.
     pub fn end(&mut self, end: End) -> Vec<Out> {
-        let mut out = Vec::new();
+        // Held lines are handled first: their calls are decided and recorded.
+        let mut out = self.release(Instant::now());
         let (message, cause) = match end {
             End::ServerGone => (
                 "gavel: the MCP server exited before answering",
@@ -357,6 +404,75 @@ impl Session {
             .map(str::to_owned);
     }
 
+    /// Lists the server's tools (page `pages`, after `cursor`) before the
+    /// held call is decided.
+    fn list_tools(
+        &mut self,
+        cursor: Option<&Value>,
+        queue: Vec<String>,
+        pages: u32,
+        now: Instant,
+    ) -> Vec<Out> {
+        self.next_ask += 1;
+        let list_id = format!("{LIST_ID_PREFIX}{}", self.next_ask);
+        let params = match cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let request = jsonrpc::request(&list_id, "tools/list", params);
+        self.held = Some(Held {
+            list_id,
+            pages,
+            queue,
+            deadline: now + self.config.timeout.min(LIST_TIMEOUT),
+        });
+        vec![Out::Server(request)]
+    }
+
+    /// The server's answer to gavel's own `tools/list`: never relayed.
+    fn listed_by_gavel(&mut self, result: Option<&Value>) -> Vec<Out> {
+        let now = Instant::now();
+        let mut out = Vec::new();
+        if let Some(tools) = result
+            .and_then(|r| r.get("tools"))
+            .and_then(Value::as_array)
+        {
+            let who = self.who.clone();
+            if let Err(err) = self.definitions.seen(tools, &mut self.store, who.as_ref()) {
+                out.push(Out::Note(format!(
+                    "cannot record the server's tool definitions: {err}"
+                )));
+            }
+        }
+        let cursor = result
+            .and_then(|r| r.get("nextCursor"))
+            .filter(|c| !c.is_null())
+            .cloned();
+        let pages = self.held.as_ref().map_or(0, |h| h.pages);
+        if let Some(cursor) = cursor
+            && pages < MAX_LIST_PAGES
+            && let Some(held) = self.held.take()
+        {
+            out.extend(self.list_tools(Some(&cursor), held.queue, pages + 1, now));
+            return out;
+        }
+        out.extend(self.release(now));
+        out
+    }
+
+    /// Ends a hold: the held lines are handled in order.
+    fn release(&mut self, now: Instant) -> Vec<Out> {
+        let Some(held) = self.held.take() else {
+            return Vec::new();
+        };
+        self.listed = true;
+        let mut out = Vec::new();
+        for line in held.queue {
+            out.extend(self.from_client(&line, now));
+        }
+        out
+    }
+
     /// A `tools/call`: decided and recorded, then sent on, refused or asked.
     fn call(&mut self, id: &Value, params: Option<&Value>, line: &str, now: Instant) -> Vec<Out> {
         let Some(tool) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
@@ -366,6 +482,9 @@ impl Session {
                 "gavel: tools/call needs `params.name`, a string",
             ))];
         };
+        if !self.listed && !self.definitions.knows(tool) {
+            return self.list_tools(None, vec![line.to_owned()], 1, now);
+        }
         let key = jsonrpc::id_key(id);
         if self.calls.contains_key(&key) || self.asks.values().any(|a| a.open.request_id == *id) {
             return vec![Out::Client(jsonrpc::error(

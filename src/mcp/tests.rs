@@ -76,10 +76,29 @@ fn session_with(store: Store, dir: tempfile::TempDir) -> Fixture {
     }
 }
 
+/// The tools the test server lists.
+fn tools_listed() -> String {
+    json!({"jsonrpc": "2.0", "id": "list", "result": {"tools": [
+        {"name": "read_file", "inputSchema": {"type": "object"}},
+        {"name": "write_file", "inputSchema": {"type": "object"}},
+        {"name": "echo", "inputSchema": {"type": "object"}},
+    ]}})
+    .to_string()
+}
+
+/// A session whose client has listed the server's tools.
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "a").unwrap();
-    session_with(Store::open_in_memory().unwrap(), dir)
+    let mut f = session_with(Store::open_in_memory().unwrap(), dir);
+    let list = r#"{"jsonrpc":"2.0","id":"list","method":"tools/list"}"#;
+    assert_eq!(
+        to_server(&f.session.from_client(list, Instant::now())),
+        [list]
+    );
+    let listed = tools_listed();
+    assert_eq!(to_client(&f.session.from_server(&listed)).len(), 1);
+    f
 }
 
 fn initialize(session: &mut Session, capabilities: Value) -> Vec<Out> {
@@ -319,6 +338,45 @@ fn malformed_messages_are_answered_not_fatal() {
     // A line from the server that is not JSON is relayed, with a note.
     assert!(out.contains(&Out::Client("not json".to_owned())));
     assert!(out.iter().any(|o| matches!(o, Out::Note(_))));
+}
+
+#[test]
+fn a_call_before_any_listing_waits_for_gavels_own_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+    let mut f = session_with(Store::open_in_memory().unwrap(), dir);
+    initialize(&mut f.session, json!({}));
+    let (line, out) = call(&mut f.session, json!(1), "echo", json!({}));
+    let list: Value = serde_json::from_str(to_server(&out)[0]).unwrap();
+    assert_eq!(list["method"], "tools/list");
+    assert!(
+        calls(&mut f.session).is_empty(),
+        "not decided before its definition is known"
+    );
+    // What the client sends meanwhile waits its turn.
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    assert!(f.session.from_client(ping, Instant::now()).is_empty());
+    let listed = tools_listed().replace("\"list\"", &list["id"].to_string());
+    let out = f.session.from_server(&listed);
+    assert!(
+        to_client(&out).is_empty(),
+        "gavel's own listing is not relayed"
+    );
+    assert_eq!(to_server(&out), [line.as_str(), ping]);
+    let recorded = &calls(&mut f.session)[0];
+    assert!(
+        recorded
+            .decision
+            .facts
+            .mcp
+            .as_ref()
+            .unwrap()
+            .definition_sha256
+            .is_some()
+    );
+    // Later calls are decided at once.
+    let (line, out) = call(&mut f.session, json!(3), "echo", json!({}));
+    assert_eq!(to_server(&out), [line.as_str()]);
 }
 
 #[test]
