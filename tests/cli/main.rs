@@ -18,6 +18,7 @@ mod doctor;
 mod format;
 mod hook;
 mod mcp;
+mod mcp_real;
 mod paths;
 mod pipeline;
 mod policy;

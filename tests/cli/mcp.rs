@@ -14,7 +14,7 @@ use super::support::{Sandbox, code, fixture, json as parse_json, json_lines, std
 
 /// The policy of these tests: echo-like tools allowed, `touch` asked, the
 /// built-in rule for changed definitions first.
-const POLICY: &str = r#"
+pub const POLICY: &str = r#"
 name = "mcp-cli-test"
 
 [[rules]]
