@@ -2,12 +2,15 @@
 //! gavel as its server; gavel starts COMMAND and relays JSON-RPC both ways,
 //! every `tools/call` decided, asked and recorded first (`gavel::mcp`).
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
 use gavel::GovernedRunner;
+use gavel::mcp::wrap::{self, WrapClient};
 use gavel::mcp::{Config, End, Session, names, relay};
 use gavel::tools::Registry;
 
@@ -52,11 +55,32 @@ pub struct McpArgs {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum McpAction {}
+pub enum McpAction {
+    /// Put every stdio MCP server of a client's project configuration behind
+    /// `gavel mcp` (Claude Code `.mcp.json`, Cursor `.cursor/mcp.json`, Gemini CLI
+    /// `.gemini/settings.json`); the file is kept first as FILE.gavel-backup
+    Wrap(WrapArgs),
+    /// Take the servers `wrap` put behind gavel back out
+    Unwrap(WrapArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct WrapArgs {
+    /// The client whose configuration to rewrite
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+        WrapClient::ALL.iter().map(|c| c.name())
+    ))]
+    pub client: String,
+    /// The configuration file [default: the client's project file in the workspace]
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
 
 pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
-    if let Some(action) = args.action {
-        match action {}
+    match args.action {
+        Some(McpAction::Wrap(wrap)) => return rewrite(global, &wrap, true),
+        Some(McpAction::Unwrap(wrap)) => return rewrite(global, &wrap, false),
+        None => {}
     }
     if args.command.is_empty() {
         anyhow::bail!("give the MCP server to run after `--`: gavel mcp -- COMMAND [ARGS…]");
@@ -99,4 +123,69 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
         End::ServerGone if ended.server_status == Some(0) => Exit::Ok,
         End::ServerGone => Exit::Failed,
     })
+}
+
+/// `gavel mcp wrap|unwrap CLIENT`: rewrites the client's configuration.
+fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<Exit> {
+    // The value parser admits only known names.
+    let client = WrapClient::by_name(&args.client)
+        .with_context(|| format!("unknown client `{}`", args.client))?;
+    let file = match &args.file {
+        Some(file) => file.clone(),
+        None => global.workspace()?.root().join(client.config_file()),
+    };
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read `{}`", file.display()))?;
+    let mut config: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("`{}` is not JSON", file.display()))?;
+    let done = if wrapping {
+        let gavel = std::env::current_exe().context("cannot find the gavel binary")?;
+        let gavel = gavel.canonicalize().unwrap_or(gavel);
+        wrap::wrap(&mut config, &gavel.to_string_lossy())
+    } else {
+        wrap::unwrap(&mut config)
+    }
+    .with_context(|| format!("cannot rewrite `{}`", file.display()))?;
+    if !done.changed.is_empty() {
+        if wrapping {
+            let backup = PathBuf::from(format!("{}.gavel-backup", file.display()));
+            if !backup.exists() {
+                std::fs::write(&backup, &text)
+                    .with_context(|| format!("cannot write the backup `{}`", backup.display()))?;
+            }
+        }
+        let mut out = serde_json::to_string_pretty(&config)?;
+        out.push('\n');
+        let temporary = PathBuf::from(format!("{}.gavel-tmp", file.display()));
+        std::fs::write(&temporary, out)
+            .with_context(|| format!("cannot write `{}`", temporary.display()))?;
+        std::fs::rename(&temporary, &file)
+            .with_context(|| format!("cannot replace `{}`", file.display()))?;
+    }
+    let verb = if wrapping { "wrapped" } else { "unwrapped" };
+    let mut stdout = std::io::stdout().lock();
+    let list = |names: &[String]| names.join(", ");
+    writeln!(
+        stdout,
+        "{}: {verb} {} server{}{}",
+        file.display(),
+        done.changed.len(),
+        if done.changed.len() == 1 { "" } else { "s" },
+        if done.changed.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", list(&done.changed))
+        },
+    )?;
+    if !done.unchanged.is_empty() {
+        writeln!(stdout, "already {verb}: {}", list(&done.unchanged))?;
+    }
+    if !done.skipped.is_empty() {
+        writeln!(
+            stdout,
+            "not stdio servers, left as they are: {}",
+            list(&done.skipped)
+        )?;
+    }
+    Ok(Exit::Ok)
 }

@@ -18,6 +18,7 @@ pub mod jsonrpc;
 pub mod names;
 pub mod relay;
 pub mod session;
+pub mod wrap;
 
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 //! where node is missing.
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -512,4 +513,112 @@ fn without_a_command_mcp_says_what_to_give() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn wrap_puts_a_projects_stdio_servers_behind_gavel_once_and_unwrap_restores_them() {
+    let sandbox = Sandbox::new();
+    let original = json!({"mcpServers": {
+        "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]},
+        "test": {"command": "node", "args": ["server.js"], "env": {"A": "1"}},
+        "remote": {"type": "http", "url": "https://example.com/mcp"},
+    }});
+    let file = sandbox.write(".mcp.json", &original.to_string());
+    let wrap = |verb: &str| {
+        let out = sandbox
+            .gavel(&["mcp", verb, "claude-code"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        super::support::stdout(&out)
+    };
+    let said = wrap("wrap");
+    assert!(
+        said.contains("wrapped 2 servers (filesystem, test)"),
+        "{said}"
+    );
+    assert!(said.contains("left as they are: remote"), "{said}");
+    let wrapped: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let test = &wrapped["mcpServers"]["test"];
+    assert_eq!(
+        Path::new(test["command"].as_str().unwrap())
+            .file_name()
+            .unwrap(),
+        "gavel"
+    );
+    assert_eq!(
+        test["args"],
+        json!(["mcp", "--name", "test", "--", "node", "server.js"])
+    );
+    assert_eq!(test["env"], json!({"A": "1"}));
+    assert_eq!(
+        wrapped["mcpServers"]["remote"],
+        original["mcpServers"]["remote"]
+    );
+    let backup = std::fs::read_to_string(sandbox.ws.join(".mcp.json.gavel-backup")).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&backup).unwrap(), original);
+    // Again: nothing changes.
+    assert!(wrap("wrap").contains("already wrapped: filesystem, test"));
+    let again: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(again, wrapped);
+    wrap("unwrap");
+    let restored: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(restored, original);
+}
+
+#[test]
+fn a_wrapped_server_runs_behind_gavel() {
+    if !node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let config = json!({"mcpServers": {"test": {
+        "command": "node", "args": [fixture("mcp/test-server.js")],
+    }}});
+    let file = sandbox.write(".mcp.json", &config.to_string());
+    let out = sandbox
+        .gavel(&["mcp", "wrap", "claude-code"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let wrapped: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let server = &wrapped["mcpServers"]["test"];
+    // Started as the client would start it: the command and its args, from the project.
+    let mut words = vec![server["command"].as_str().unwrap().to_owned()];
+    words.extend(
+        server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_owned()),
+    );
+    let mut child = Command::new(&words[0])
+        .args(&words[1..])
+        .current_dir(&sandbox.ws)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "echo", "arguments": {"text": "x"}}});
+    writeln!(child.stdin.take().unwrap(), "{call}").unwrap();
+    let answer: Value = serde_json::from_str(
+        BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .next()
+            .unwrap()
+            .unwrap()
+            .as_str(),
+    )
+    .unwrap();
+    child.wait().unwrap();
+    // The built-in policy asks about an MCP tool it does not know.
+    assert!(
+        text(&answer).contains("[mcp.requires_approval]"),
+        "{answer}"
+    );
+    assert!(sandbox.ws.join(".gavel/audit.db").exists());
 }
