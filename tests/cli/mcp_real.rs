@@ -331,3 +331,93 @@ fn claude_code_reads_is_denied_and_is_asked_through_gavel_mcp() {
     assert_eq!(asked["status"], "blocked", "{asked:#}");
     verify(&sandbox);
 }
+
+#[test]
+#[ignore = "needs the MCP programs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn after_wrap_a_claude_code_session_is_governed_on_both_servers() {
+    let Some((_, filesystem_bin)) = programs() else {
+        return;
+    };
+    let Some(claude) = installed("claude-code") else {
+        return;
+    };
+    if !node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let notes = sandbox.ws.join("notes.txt");
+    // The project as a user has it: two servers in .mcp.json.
+    let config = json!({"mcpServers": {
+        "filesystem": {"command": filesystem_bin, "args": [sandbox.ws]},
+        "test": {"command": "node", "args": [fixture("mcp/test-server.js")]},
+    }});
+    sandbox.write(".mcp.json", &config.to_string());
+    sandbox.write(
+        ".claude/settings.json",
+        &json!({"enableAllProjectMcpServers": true}).to_string(),
+    );
+    let out = sandbox
+        .bare()
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .args(["mcp", "wrap", "claude-code"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let server = ModelServer::start(vec![
+        Step::tool("mcp__filesystem__read_text_file", json!({"path": notes})),
+        Step::tool("mcp__test__echo", json!({"text": "through gavel"})),
+        Step::Text("All done.".to_owned()),
+    ]);
+    let mut cmd = claude_command(&sandbox, &claude, &server);
+    cmd.args(["--allowedTools", "mcp__filesystem", "mcp__test"]);
+    let run = run_client(&sandbox, cmd, "claude", &server);
+    let context = format!(
+        "--- stdout:\n{}\n--- stderr:\n{}\n--- model requests:\n{}",
+        tail(&run.stdout),
+        tail(&run.stderr),
+        server.summary()
+    );
+    let read = server.tool_result(0).unwrap_or_default();
+    assert!(
+        read.contains("hello from the workspace"),
+        "{read}\n{context}"
+    );
+    let echo = server.tool_result(1).unwrap_or_default();
+    assert!(echo.contains("mcp.requires_approval"), "{echo}\n{context}");
+
+    // Both servers' calls are in the project's own record, under the
+    // built-in policy, and it verifies.
+    let db = sandbox.ws.join(".gavel/audit.db");
+    let out = sandbox
+        .bare()
+        .arg("--db")
+        .arg(&db)
+        .args(["log", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let calls = super::support::json_lines(&out);
+    let rules: Vec<(&str, &str)> = calls
+        .iter()
+        .map(|c| (c["tool"].as_str().unwrap(), c["rule_id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            ("mcp__filesystem__read_text_file", "path.read_allow"),
+            ("mcp__test__echo", "mcp.requires_approval"),
+        ],
+        "{context}"
+    );
+    assert_ne!(calls[1]["approval"], "approved");
+    let out = sandbox
+        .bare()
+        .arg("--db")
+        .arg(&db)
+        .arg("verify")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
