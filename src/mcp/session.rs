@@ -211,12 +211,11 @@ impl Session {
                 params,
             } => self.call(id, params, line, now),
             Message::Request {
-                id,
                 method: "initialize",
                 params,
+                ..
             } => {
                 self.initialize(params);
-                self.lists.remove(&jsonrpc::id_key(id));
                 vec![Out::Server(line.to_owned())]
             }
             Message::Request {

@@ -532,3 +532,55 @@ fn protected_files_are_denied_through_any_argument() {
         decision.reason
     );
 }
+
+#[test]
+fn declared_path_arguments_are_checked_when_the_policy_loads() {
+    let base = "name = 'p'\n";
+    for (table, problem) in [
+        (
+            "[[paths]]\ntools = []\nread = ['path']\n",
+            "must name at least one tool",
+        ),
+        ("[[paths]]\ntools = ['t']\n", "at least one argument"),
+        (
+            "[[paths]]\ntools = ['t']\nread = ['']\n",
+            "must not be empty",
+        ),
+        (
+            "[[paths]]\ntools = ['t']\nread = ['p']\nother = 1\n",
+            "other",
+        ),
+    ] {
+        let err = Policy::from_toml(&format!("{base}{table}"), "p.toml").unwrap_err();
+        assert!(err.to_string().contains(problem), "{table}: {err}");
+    }
+    let policy = Policy::from_toml(
+        "name = 'p'\n[[paths]]\ntools = ['mcp__fs__*']\nread = ['path', 'paths']\n\
+         [[paths]]\ntools = ['mcp__fs__move']\nwrite = ['source', 'path']\n",
+        "p.toml",
+    )
+    .unwrap();
+    use crate::facts::Access::{Read, Write};
+    assert_eq!(
+        policy.path_arguments("mcp__fs__move"),
+        [
+            ("path".to_owned(), Read),
+            ("paths".to_owned(), Read),
+            ("source".to_owned(), Write),
+            ("path".to_owned(), Write),
+        ]
+    );
+    assert!(policy.path_arguments("read_file").is_empty());
+    // A declared argument that is not a path string is an unresolved path.
+    let request = ToolRequest::new("1", "mcp__fs__read", json!({"path": {"x": 1}}));
+    let facts = crate::facts::lexical_facts_with(&request, &policy.path_arguments(&request.name));
+    assert_eq!(facts.paths.len(), 1);
+    assert!(!facts.paths[0].inside);
+    assert!(
+        facts.paths[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("not a string")
+    );
+}

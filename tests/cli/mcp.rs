@@ -480,7 +480,11 @@ fn a_tool_description_that_changes_between_sessions_is_asked_and_an_anomaly() {
         .output()
         .unwrap();
     let explained = super::support::stdout(&explained);
-    assert!(explained.contains("definition"), "{explained}");
+    assert!(
+        explained.contains("under a changed definition of `echo` on MCP server `test`"),
+        "{explained}"
+    );
+    assert!(explained.contains("definition_changed"), "{explained}");
     verify(&sandbox);
 }
 
