@@ -626,3 +626,33 @@ fn a_wrapped_server_runs_behind_gavel() {
     );
     assert!(sandbox.ws.join(".gavel/audit.db").exists());
 }
+
+#[test]
+fn a_server_that_does_not_start_is_one_line_and_exit_2() {
+    let sandbox = Sandbox::new();
+    let out = sandbox
+        .bare()
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .args(["mcp", "--", "/nonexistent/server"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("cannot start the MCP server `/nonexistent/server`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_clients_end_ends_a_server_that_does_not_stop_by_itself() {
+    let sandbox = Sandbox::new();
+    let started = std::time::Instant::now();
+    // `sleep` never reads its input: only the kill after the grace period ends it.
+    let client = Client::start(&sandbox, &[], &[], &["sleep", "600"]);
+    assert_eq!(client.close(), Some(0));
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
