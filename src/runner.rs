@@ -103,6 +103,12 @@ impl GovernedRunner {
         self
     }
 
+    /// Replaces the principal of the calls to come (an MCP client names
+    /// itself only once the session has started).
+    pub fn set_principal(&mut self, principal: Principal) {
+        self.principal = Some(std::sync::Arc::new(principal));
+    }
+
     pub fn principal(&self) -> Option<&Principal> {
         self.principal.as_deref()
     }

@@ -396,11 +396,20 @@ impl Session {
             .and_then(Value::as_object)
             // 2025-11-25 names modes; an empty object means form mode.
             .is_some_and(|e| e.is_empty() || e.contains_key("form") || !e.contains_key("url"));
-        self.client_name = params
-            .and_then(|p| p.get("clientInfo"))
-            .and_then(|i| i.get("name"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let info = params.and_then(|p| p.get("clientInfo"));
+        let field = |name: &str| info.and_then(|i| i.get(name)).and_then(Value::as_str);
+        self.client_name = field("name").map(str::to_owned);
+        // The client the calls come through, as it names itself: the
+        // principal's `client_version` (its `client` stays `mcp`).
+        if let (Some(name), Some(principal)) = (field("name"), self.runner.principal()) {
+            let named = match field("version") {
+                Some(version) => format!("{name} {version}"),
+                None => name.to_owned(),
+            };
+            let principal = principal.clone().with_client_version(Some(&named));
+            self.runner.set_principal(principal);
+            self.who = self.runner.principal().cloned().map(Arc::new);
+        }
     }
 
     /// Lists the server's tools (page `pages`, after `cursor`) before the

@@ -281,6 +281,32 @@ fn an_ask_goes_to_the_client_as_an_elicitation_and_its_answer_is_recorded() {
 }
 
 #[test]
+fn elicitation_is_used_only_in_the_form_mode_the_client_declared() {
+    for (capabilities, asks) in [
+        (json!({"elicitation": {}}), true),
+        (json!({"elicitation": {"form": {}}}), true),
+        (json!({"elicitation": {"form": {}, "url": {}}}), true),
+        (json!({"elicitation": {"url": {}}}), false),
+        (json!({"sampling": {}}), false),
+    ] {
+        let mut f = fixture();
+        initialize(&mut f.session, capabilities.clone());
+        let (_, out) = call(
+            &mut f.session,
+            json!(1),
+            "write_file",
+            json!({"path": "b.txt"}),
+        );
+        let answer = &to_client(&out)[0];
+        assert_eq!(
+            answer["method"] == "elicitation/create",
+            asks,
+            "{capabilities}: {answer}"
+        );
+    }
+}
+
+#[test]
 fn a_call_the_server_does_not_answer_in_time_fails_and_its_late_answer_is_dropped() {
     let mut f = fixture();
     let (_, _) = call(&mut f.session, json!(9), "echo", json!({}));

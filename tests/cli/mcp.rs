@@ -314,6 +314,12 @@ fn an_ask_is_put_to_a_client_that_offers_elicitation_and_only_an_approval_runs_i
         "{}",
         super::support::stdout(&shown)
     );
+    // The client named itself in initialize: its name and version are the calls' client version.
+    assert!(
+        super::support::stdout(&shown).contains("gavel-test-client 1.0.0"),
+        "{}",
+        super::support::stdout(&shown)
+    );
     verify(&sandbox);
 }
 

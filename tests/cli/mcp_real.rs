@@ -329,6 +329,20 @@ fn claude_code_reads_is_denied_and_is_asked_through_gavel_mcp() {
     assert_eq!(asked["action"], "ask", "{asked:#}");
     assert_ne!(asked["approval"], "approved", "{asked:#}");
     assert_eq!(asked["status"], "blocked", "{asked:#}");
+    // Claude Code (2.1.328) declares `elicitation` and, in `-p` mode, answers
+    // gavel's request without approving: the ask is cancelled, through that channel.
+    assert_eq!(asked["approval"], "cancelled", "{asked:#}");
+    let told = server.tool_result(2).unwrap_or_default();
+    assert!(told.contains("approval=cancelled"), "{told}\n{context}");
+    let shown = sandbox
+        .gavel(&["show", asked["call_id"].as_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        super::support::stdout(&shown).contains("client_elicitation"),
+        "{}",
+        super::support::stdout(&shown)
+    );
     verify(&sandbox);
 }
 
