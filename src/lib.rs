@@ -17,6 +17,7 @@ pub mod digest;
 pub mod facts;
 pub mod hooks;
 pub mod install;
+pub mod layers;
 pub mod mcp;
 pub mod policy;
 pub mod principal;

@@ -20,7 +20,7 @@ use crate::audit::{
 };
 use crate::facts::{Facts, McpFacts, Workspace};
 use crate::hooks::{HookEvent, Hooks};
-use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy};
+use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy, ShadowVerdict};
 use crate::principal::Principal;
 use crate::request::ToolRequest;
 use crate::tools::{Registry, ToolContext};
@@ -179,6 +179,19 @@ impl GovernedRunner {
                     request.name, self.max_argument_bytes
                 ),
                 policy: self.policy.reference().clone(),
+                layer: None,
+                layers: self.policy.layer_refs(),
+                shadow: self
+                    .policy
+                    .shadows()
+                    .iter()
+                    .map(|shadow| ShadowVerdict {
+                        name: shadow.name.clone(),
+                        action: Action::Deny,
+                        rule_id: INVALID_ARGUMENTS.to_owned(),
+                        digest: shadow.policy.reference().digest.clone(),
+                    })
+                    .collect(),
             };
             let facts = Facts {
                 workspace: self.workspace.root().to_string_lossy().into_owned(),
@@ -201,7 +214,9 @@ impl GovernedRunner {
             self.workspace.facts_with(request, &declared)
         };
         facts.mcp = mcp;
-        let decision = self.policy.decide(request, &facts);
+        let mut decision = self.policy.decide(request, &facts);
+        // Shadow policies decide on the same facts; never enforced.
+        decision.shadow = self.policy.shadow_verdicts(request, &facts);
         Decided {
             facts,
             decision,
@@ -372,6 +387,9 @@ pub fn decision_body(decision: &Decision, facts: &Facts) -> EventBody {
         rule_id: decision.rule_id.clone(),
         reason: decision.reason.clone(),
         policy: decision.policy.clone(),
+        layer: decision.layer.clone(),
+        layers: decision.layers.clone(),
+        shadow: decision.shadow.clone(),
         facts: facts.clone(),
     })
 }

@@ -369,6 +369,9 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                 "rule_id": decision.rule_id,
                 "reason": decision.reason,
                 "policy": decision.policy,
+                "layer": decision.layer,
+                "layers": decision.layers,
+                "shadow": decision.shadow,
                 "facts": decision.facts,
                 "trace": trace,
                 "matched": matched,
@@ -491,6 +494,21 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
     text.push(format!("  {}", decision.reason));
     for line in super::check::match_lines(&matched, &decision.rule_id) {
         text.push(format!("  {line}"));
+    }
+    if let Some(layer) = &decision.layer {
+        text.push(format!(
+            "  in layer {}",
+            super::check::layer_line(layer, &decision.layers)
+        ));
+    }
+    for verdict in &decision.shadow {
+        text.push(format!(
+            "  shadow `{}` (sha256 {}, not enforced) would have decided: {} by rule `{}`",
+            verdict.name,
+            render::cell(&verdict.digest, 16),
+            verdict.action,
+            verdict.rule_id
+        ));
     }
     text.push(format!(
         "Approval: {}",

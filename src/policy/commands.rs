@@ -81,7 +81,7 @@ impl<'a> Resolutions<'a> {
     }
 
     /// Whether `text`, or any resolution of it, matches `globs`.
-    fn matches(&self, globs: &Globs, text: &str) -> bool {
+    fn matches(&self, globs: &Patterns<Globs>, text: &str) -> bool {
         globs.is_match(text)
             || self
                 .0
@@ -91,6 +91,13 @@ impl<'a> Resolutions<'a> {
 }
 
 impl CommandMatcher {
+    /// The matcher's glob lists.
+    pub(super) fn glob_lists(&self) -> impl Iterator<Item = &Patterns<Globs>> {
+        [&self.program, &self.args, &self.redirect, &self.writes]
+            .into_iter()
+            .flatten()
+    }
+
     fn matches(
         &self,
         command: &SimpleCommand,
@@ -104,7 +111,7 @@ impl CommandMatcher {
             return false;
         }
         if let Some(program) = &self.program
-            && !program.compiled.is_match(command.program())
+            && !program.is_match(command.program())
         {
             return false;
         }
@@ -116,7 +123,7 @@ impl CommandMatcher {
             return false;
         }
         if let Some(args) = &self.args
-            && !command.args().iter().any(|a| args.compiled.is_match(a))
+            && !command.args().iter().any(|a| args.is_match(a))
         {
             return false;
         }
@@ -125,7 +132,7 @@ impl CommandMatcher {
                 .redirects
                 .iter()
                 .filter(|r| r.writes())
-                .any(|r| resolutions.matches(&targets.compiled, &r.target));
+                .any(|r| resolutions.matches(targets, &r.target));
             if !hit {
                 return false;
             }
@@ -133,7 +140,7 @@ impl CommandMatcher {
         if let Some(targets) = &self.writes
             && !written_files(command)
                 .iter()
-                .any(|file| resolutions.matches(&targets.compiled, file))
+                .any(|file| resolutions.matches(targets, file))
         {
             return false;
         }

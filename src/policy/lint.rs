@@ -165,9 +165,7 @@ pub fn usage(policy: &Policy, counts: &BTreeMap<String, u64>) -> (Usage, Vec<Fin
 
 /// Whether the rule can apply to `bash`.
 fn applies_to_bash(rule: &Rule) -> bool {
-    rule.tools
-        .as_ref()
-        .is_none_or(|t| t.compiled.is_match("bash"))
+    rule.tools.as_ref().is_none_or(|t| t.is_match("bash"))
 }
 
 /// Whether `rule` stops every `bash` call that names a path outside the
@@ -230,7 +228,7 @@ fn has_conditions(rule: &Rule) -> bool {
 }
 
 /// Whether every call `later` matches is provably matched by `earlier`.
-fn shadows(earlier: &Rule, later: &Rule) -> bool {
+pub(super) fn shadows(earlier: &Rule, later: &Rule) -> bool {
     // Path and command conditions of an allow rule need every fact (path,
     // simple command) to hold, the others just one: "all" implies "any"
     // (both need at least one fact), not the other way round. Tools, regex

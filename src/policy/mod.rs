@@ -7,7 +7,9 @@
 
 pub mod cases;
 mod commands;
+pub mod diff;
 mod file;
+mod layered;
 pub mod lint;
 mod rule;
 
@@ -19,7 +21,8 @@ use serde_json::Value;
 use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
-pub use file::{PLACEHOLDERS, PolicyError};
+pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec};
+pub use layered::{Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
 pub use rule::{EntryMatch, Rule};
 
 /// The built-in default policy, as shipped in the repository.
@@ -90,6 +93,16 @@ pub struct Decision {
     pub rule_id: String,
     pub reason: String,
     pub policy: PolicyRef,
+    /// Under layered policies: the layer whose rule decided (`system`,
+    /// `admin`, `user`, or `project`); absent with the project's policy alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
+    /// Under layered policies: every layer that was consulted, top first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerRef>,
+    /// What each shadow policy would have decided (never enforced).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
 }
 
 /// Why one rule did or did not match, for `check --explain` and `explain`.
@@ -98,6 +111,9 @@ pub struct RuleTrace {
     pub rule_id: String,
     pub matched: bool,
     pub detail: String,
+    /// The layer the rule belongs to, under layered policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
 }
 
 /// A loaded, validated policy.
@@ -107,12 +123,18 @@ pub struct Policy {
     source: String,
     /// Where it was loaded from, for errors.
     origin: String,
-    /// Whether its inline examples were checked when it was loaded.
-    examples_checked: bool,
+    /// Whether its globs and inline examples were checked when it was loaded.
+    checked: bool,
     rules: Vec<Rule>,
     redact: RedactSettings,
     /// `[[paths]]`: the arguments of other tools (an MCP server's) that are paths.
     paths: Vec<PathArguments>,
+    /// Layers above this policy, top first, that it cannot loosen.
+    above: Vec<Layer>,
+    /// Its `[[shadow]]` entries, as written.
+    shadow_specs: Vec<ShadowSpec>,
+    /// The shadow policies decided beside it on live calls, loaded.
+    shadows: Vec<Shadow>,
 }
 
 /// One `[[paths]]` entry of a policy: the top-level arguments of the
@@ -120,7 +142,7 @@ pub struct Policy {
 /// calls get path facts like `read_file`'s `path` (`facts::Workspace::facts_with`).
 #[derive(Debug, Clone)]
 pub struct PathArguments {
-    tools: rule::Globs,
+    tools: rule::Patterns<rule::Globs>,
     pub read: Vec<String>,
     pub write: Vec<String>,
 }
@@ -159,38 +181,38 @@ impl Policy {
         let mut policy = file::parse(
             DEFAULT_POLICY_TOML,
             DEFAULT_POLICY_SOURCE,
-            file::Examples::Skip,
+            file::Checks::Deferred,
         )
         .expect("the built-in default policy is valid");
         // A unit test checks its examples on every build.
-        policy.examples_checked = true;
+        policy.checked = true;
         policy
     }
 
     /// Parses and validates a policy from TOML text; `origin` names the file in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, PolicyError> {
-        file::parse(text, origin, file::Examples::Check)
+        file::parse(text, origin, file::Checks::Now)
     }
 
-    /// Reads and validates a policy file, leaving its inline examples
+    /// Reads a policy file, leaving its globs and inline examples
     /// unchecked: the per-call path checks them only for a policy the log
-    /// has not recorded yet ([`Policy::check_examples`]), since a policy
+    /// has not recorded yet ([`Policy::check_deferred`]), since a policy
     /// once recorded passed them, and its digest pins its text.
     pub fn load_unchecked(path: &std::path::Path) -> Result<Self, PolicyError> {
         let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
             path: path.display().to_string(),
             source,
         })?;
-        file::parse(&text, &path.display().to_string(), file::Examples::Skip)
+        file::parse(&text, &path.display().to_string(), file::Checks::Deferred)
     }
 
-    /// Checks the inline examples of a policy loaded without them: an
-    /// example that fails refuses the policy, as at a checked load.
-    pub fn check_examples(&self) -> Result<(), PolicyError> {
-        if self.examples_checked {
+    /// Checks the globs and inline examples of a policy loaded without
+    /// them: one that fails refuses the policy, as at a checked load.
+    pub fn check_deferred(&self) -> Result<(), PolicyError> {
+        if self.checked {
             return Ok(());
         }
-        file::parse(&self.source, &self.origin, file::Examples::Check).map(|_| ())
+        file::parse(&self.source, &self.origin, file::Checks::Now).map(|_| ())
     }
 
     /// Reads and validates a policy file.
@@ -221,9 +243,25 @@ impl Policy {
     }
 
     /// The arguments of `tool` that `[[paths]]` declares paths, each with
-    /// its use, in the order declared; empty for a tool no entry names.
+    /// its use, in the order declared (the layers above first, then this
+    /// policy's); empty for a tool no entry names. The layers decide on the
+    /// same facts, so what any of them declares is a path for all; a
+    /// shadow's declarations are not (a shadow never changes what is enforced).
     pub fn path_arguments(&self, tool: &str) -> Vec<(String, crate::facts::Access)> {
-        declared_paths(&self.paths, tool)
+        let mut found = Vec::new();
+        for paths in self
+            .above
+            .iter()
+            .map(|layer| &layer.policy.paths)
+            .chain(std::iter::once(&self.paths))
+        {
+            for entry in declared_paths(paths, tool) {
+                if !found.contains(&entry) {
+                    found.push(entry);
+                }
+            }
+        }
+        found
     }
 }
 
@@ -262,7 +300,7 @@ impl Policy {
         &self,
         request: &ToolRequest,
         facts: &Facts,
-        mut trace: Option<&mut Vec<RuleTrace>>,
+        trace: Option<&mut Vec<RuleTrace>>,
     ) -> Decision {
         if let Some(problem) = request
             .schema_problem()
@@ -271,6 +309,23 @@ impl Policy {
         {
             return self.decision(Action::Deny, INVALID_ARGUMENTS, problem);
         }
+        if self.above.is_empty() {
+            return self
+                .first_match(request, facts, trace, None)
+                .unwrap_or_else(|| self.unmatched(request));
+        }
+        layered::decide(self, request, facts, trace)
+    }
+
+    /// The decision of the first rule that matches, if one does. `layer`
+    /// names the rules' layer in the trace.
+    fn first_match(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        mut trace: Option<&mut Vec<RuleTrace>>,
+        layer: Option<&str>,
+    ) -> Option<Decision> {
         for rule in &self.rules {
             let outcome = rule.matches(request, facts);
             if let Some(trace) = trace.as_deref_mut() {
@@ -281,13 +336,26 @@ impl Policy {
                         Ok(()) => "all conditions hold".to_owned(),
                         Err(miss) => miss.describe(rule, request, facts),
                     },
+                    layer: layer.map(str::to_owned),
                 });
+            }
+            if let Some(problem) = rule.broken() {
+                let reason = format!(
+                    "rule `{}` cannot be applied: {problem}; `gavel policy check` names it",
+                    rule.id
+                );
+                return Some(self.decision(Action::Deny, DEFAULT_DENY, reason));
             }
             if outcome.is_ok() {
                 let reason = rule.reason(request, facts);
-                return self.decision(rule.action, &rule.id, reason);
+                return Some(self.decision(rule.action, &rule.id, reason));
             }
         }
+        None
+    }
+
+    /// The decision when no rule matched: a deny.
+    fn unmatched(&self, request: &ToolRequest) -> Decision {
         let reason = format!("no permission rule matched tool `{}`", request.name);
         self.decision(Action::Deny, DEFAULT_DENY, reason)
     }
@@ -298,6 +366,9 @@ impl Policy {
             rule_id: rule_id.to_owned(),
             reason,
             policy: self.reference.clone(),
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
         }
     }
 }

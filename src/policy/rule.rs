@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
 use serde::{Deserialize, Serialize};
@@ -33,14 +33,19 @@ pub(super) struct Patterns<T> {
     pub compiled: T,
 }
 
-/// Globs checked when the policy loads and compiled into one set at their
-/// first use. A policy is loaded for every call, and most calls consult
-/// few of its globs: building a set of many globs (the built-in disk list)
-/// costs more than the rest of a decision.
+/// Globs as written, compiled at their first use. A policy is loaded for
+/// every call and most calls consult few of its globs: compiling them all
+/// (the built-in disk list) would cost more than the rest of a decision. A
+/// checked load ([`Policy::from_toml`], and the per-call path for a policy
+/// the log has not recorded yet) compiles every one, to refuse a bad glob
+/// with the rule and key that hold it.
 #[derive(Debug, Clone)]
 pub(super) struct Globs {
-    globs: Vec<Glob>,
-    compiled: OnceLock<Compiled>,
+    /// The policy key the globs come from, for errors.
+    key: &'static str,
+    /// Whether `*` stops at `/` (paths) or not (programs, arguments).
+    paths: bool,
+    compiled: OnceLock<Result<Compiled, String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -61,43 +66,80 @@ enum Patterned {
 }
 
 /// Whether `glob` matches only its own text.
-fn is_literal(glob: &Glob) -> bool {
-    !glob.glob().contains(['*', '?', '[', ']', '{', '}', '\\'])
+fn is_literal(glob: &str) -> bool {
+    !glob.contains(['*', '?', '[', ']', '{', '}', '\\'])
 }
 
 impl Globs {
-    pub(super) fn new(globs: Vec<Glob>) -> Self {
+    pub(super) fn new(key: &'static str, paths: bool) -> Self {
         Self {
-            globs,
+            key,
+            paths,
             compiled: OnceLock::new(),
         }
     }
 
+    fn compile(&self, written: &[String]) -> Result<Compiled, String> {
+        let (literals, patterned): (Vec<&String>, Vec<&String>) =
+            written.iter().partition(|g| is_literal(g));
+        let globs = patterned
+            .iter()
+            .map(|pattern| {
+                GlobBuilder::new(pattern)
+                    .literal_separator(self.paths)
+                    .build()
+                    .map_err(|e| {
+                        format!("invalid glob `{pattern}` in `{}`: {}", self.key, e.kind())
+                    })
+            })
+            .collect::<Result<Vec<Glob>, _>>()?;
+        let mut set = GlobSetBuilder::new();
+        for glob in &globs {
+            set.add(glob.clone());
+        }
+        Ok(Compiled {
+            literals: literals.into_iter().cloned().collect(),
+            patterns: match set.build() {
+                _ if globs.is_empty() => Patterned::None,
+                Ok(set) => Patterned::Set(set),
+                Err(_) => Patterned::Each(globs.iter().map(Glob::compile_matcher).collect()),
+            },
+        })
+    }
+}
+
+impl Patterns<Globs> {
+    fn compiled(&self) -> &Result<Compiled, String> {
+        self.compiled
+            .compiled
+            .get_or_init(|| self.compiled.compile(&self.written))
+    }
+
+    /// Whether `text` matches one of the globs; never, should they not
+    /// compile (a rule holding them then decides nothing: [`Rule::broken`]).
     pub(super) fn is_match(&self, text: &str) -> bool {
-        let compiled = self.compiled.get_or_init(|| {
-            let (literal, patterned): (Vec<&Glob>, Vec<&Glob>) =
-                self.globs.iter().partition(|g| is_literal(g));
-            let mut set = GlobSetBuilder::new();
-            for glob in &patterned {
-                set.add((*glob).clone());
-            }
-            Compiled {
-                literals: literal.iter().map(|g| g.glob().to_owned()).collect(),
-                patterns: match set.build() {
-                    _ if patterned.is_empty() => Patterned::None,
-                    Ok(set) => Patterned::Set(set),
-                    Err(_) => {
-                        Patterned::Each(patterned.iter().map(|g| g.compile_matcher()).collect())
-                    }
-                },
-            }
-        });
+        let Ok(compiled) = self.compiled() else {
+            return false;
+        };
         compiled.literals.contains(text)
             || match &compiled.patterns {
                 Patterned::None => false,
                 Patterned::Set(set) => set.is_match(text),
                 Patterned::Each(each) => each.iter().any(|m| m.is_match(text)),
             }
+    }
+
+    /// Compiles the globs now: the first that does not compile, named.
+    pub(super) fn check(&self) -> Result<(), String> {
+        self.compiled().as_ref().map(|_| ()).map_err(Clone::clone)
+    }
+
+    /// Why globs that were used did not compile, if they did not.
+    fn broken(&self) -> Option<&str> {
+        match self.compiled.compiled.get() {
+            Some(Err(problem)) => Some(problem),
+            _ => None,
+        }
     }
 }
 
@@ -139,7 +181,7 @@ impl Rule {
     /// `Ok` when every condition holds, else the first that does not.
     pub(super) fn matches(&self, request: &ToolRequest, facts: &Facts) -> Result<(), Miss> {
         if let Some(tools) = &self.tools
-            && !tools.compiled.is_match(&request.name)
+            && !tools.is_match(&request.name)
         {
             return Err(Miss::Tool);
         }
@@ -184,6 +226,27 @@ impl Rule {
         Ok(())
     }
 
+    /// Every glob list of the rule, the commands' included.
+    fn glob_lists(&self) -> impl Iterator<Item = &Patterns<Globs>> {
+        let matchers = self.command_prefix.iter().chain(&self.commands).flatten();
+        [&self.tools, &self.path_glob, &self.write_glob]
+            .into_iter()
+            .flatten()
+            .chain(matchers.flat_map(CommandMatcher::glob_lists))
+    }
+
+    /// Compiles every glob of the rule: the first that does not compile.
+    pub(super) fn check_globs(&self) -> Result<(), String> {
+        self.glob_lists().try_for_each(Patterns::check)
+    }
+
+    /// Why the rule cannot be applied: globs it used did not compile (a
+    /// policy checked by an earlier version of gavel whose globs this
+    /// version refuses). The decision is then a deny.
+    pub(super) fn broken(&self) -> Option<&str> {
+        self.glob_lists().find_map(Patterns::broken)
+    }
+
     /// Whether one path fact meets the rule's `path_scope`, `path_glob`
     /// and `write_glob`.
     fn path_condition_holds(&self, fact: &PathFact) -> bool {
@@ -200,15 +263,9 @@ impl Rule {
         let Some(rel) = fact.relative.as_deref() else {
             return false;
         };
-        let any_use = self
-            .path_glob
-            .as_ref()
-            .is_some_and(|g| g.compiled.is_match(rel));
+        let any_use = self.path_glob.as_ref().is_some_and(|g| g.is_match(rel));
         let written = fact.access != Some(Access::Read)
-            && self
-                .write_glob
-                .as_ref()
-                .is_some_and(|g| g.compiled.is_match(rel));
+            && self.write_glob.as_ref().is_some_and(|g| g.is_match(rel));
         any_use || written
     }
 

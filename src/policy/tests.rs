@@ -406,6 +406,43 @@ examples = [
     );
 }
 
+/// A per-call load leaves globs uncompiled until a rule uses them. A bad
+/// glob is still refused before any call is decided (`check_deferred`, run
+/// for a policy the log has not recorded), and should a policy reach a
+/// decision with one anyway, the rule holding it denies instead of
+/// deciding nothing.
+#[test]
+fn a_bad_glob_left_for_later_is_refused_and_never_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gavel.toml");
+    std::fs::write(
+        &path,
+        "name = 'x'\n\
+         [[rules]]\nid = 'docs.read'\naction = 'allow'\ntools = ['read_file']\n\
+         path_glob = ['docs/**', 'a[']\nreason = 'r'\n\
+         [[rules]]\nid = 'all.read'\naction = 'allow'\ntools = ['read_file']\nreason = 'r'\n",
+    )
+    .unwrap();
+    let policy = Policy::load_unchecked(&path).expect("the shape is fine");
+    let err = policy.check_deferred().unwrap_err().to_string();
+    assert!(
+        err.contains("rule `docs.read`: invalid glob `a[` in `path_glob`"),
+        "{err}"
+    );
+
+    let read = ToolRequest::new("1", "read_file", json!({"path": "docs/a.md"}));
+    let decision = policy.decide(&read, &facts_inside("docs/a.md"));
+    assert_eq!(decision.action, Action::Deny);
+    assert_eq!(decision.rule_id, "default.deny");
+    assert!(
+        decision
+            .reason
+            .contains("rule `docs.read` cannot be applied: invalid glob `a[`"),
+        "{}",
+        decision.reason
+    );
+}
+
 #[test]
 fn lexical_facts_for_examples_need_no_filesystem() {
     let request = ToolRequest::new("e", "read_file", json!({"path": "a/../../b"}));

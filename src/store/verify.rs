@@ -1084,6 +1084,9 @@ impl Store {
         if rows == 0 || rows < since.saturating_add(every.max(1)) {
             return Ok(None);
         }
+        // A log with no checkpoint yet whose every row this process
+        // appended: the Merkle tree starts empty, with nothing to read back.
+        let fresh = newest.is_none() && self.appended.rows(1, rows).is_some();
         let builder = newest.and_then(|(size, root, frontier)| {
             let hashes: Vec<Hash> = frontier?
                 .chunks(32)
@@ -1092,7 +1095,7 @@ impl Store {
             let builder = MerkleBuilder::from_frontier(size.max(0) as u64, hashes)?;
             (builder.root()[..] == root[..]).then_some(builder)
         });
-        let Some(builder) = builder else {
+        let Some(builder) = builder.or_else(|| fresh.then(MerkleBuilder::new)) else {
             return self.checkpoint(key).map(Some);
         };
         let start = builder.len() + 1;

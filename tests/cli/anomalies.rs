@@ -394,6 +394,9 @@ fn audit_finds_what_older_logs_recorded_without_anomaly_rows() {
                     rule_id: "bash.hard_deny".into(),
                     reason: "no".into(),
                     policy: gavel::policy::Policy::builtin().reference().clone(),
+                    layer: None,
+                    layers: Vec::new(),
+                    shadow: Vec::new(),
                     facts: Facts {
                         workspace: "/ws".into(),
                         paths: vec![],

@@ -836,3 +836,70 @@ fn schema_selects_the_store_on_the_reading_commands_as_on_central() {
     let err = stderr(&expect(&mut cmd, 2));
     assert!(err.contains("--schema selects"), "{err}");
 }
+
+/// `replay --shadow NAME` on the central store reads the verdicts a host's
+/// shadow policy recorded, as the host's own replay does.
+#[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
+fn replay_shadow_reads_the_recorded_verdicts_on_the_central_store() {
+    let Some(team) = setup_hosts(1) else {
+        return;
+    };
+    let ws = team.dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let strict = team.dir.path().join("strict.toml");
+    std::fs::write(
+        &strict,
+        "name = \"strict\"\n[[rules]]\nid = \"strict.no_shell\"\naction = \"deny\"\ntools = [\"bash\"]\nreason = \"no shell\"\n",
+    )
+    .unwrap();
+    let session: String = (0..20)
+        .map(|i| {
+            let (name, input) = if i % 2 == 0 {
+                ("bash", serde_json::json!({"command": "ls"}))
+            } else {
+                ("read_file", serde_json::json!({"path": "nope.txt"}))
+            };
+            serde_json::json!({"type": "tool_use", "id": format!("s{i}"), "name": name, "input": input})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    let host = &team.hosts[0];
+    let out = team
+        .gavel(&["serve", "--stdio", "--durability", "normal"])
+        .args([
+            "--db",
+            host.db.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+        ])
+        .arg(format!("--shadow-policy={}", strict.display()))
+        .write_stdin(session)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    push_all(&team, 0..1);
+    team.ingest(0);
+
+    let args = [
+        "replay",
+        "--shadow",
+        "strict",
+        "--json",
+        "--fail-on",
+        "never",
+    ];
+    let central = json_out(&expect(&mut team.read(&args), 0));
+    let local = json_out(&expect(
+        team.gavel(&args).args(["--db", host.db.to_str().unwrap()]),
+        0,
+    ));
+    let log = &central["logs"][0];
+    for key in ["total", "changed", "tightened", "loosened", "rerouted"] {
+        assert_eq!(log[key], local[key], "{key}");
+    }
+    // `ls` asked, reads allowed: strict denies both.
+    assert_eq!(log["total"], 20);
+    assert_eq!(log["tightened"], 20);
+}

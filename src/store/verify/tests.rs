@@ -173,7 +173,7 @@ fn incremental_checkpoints_equal_a_full_one_whoever_appended_the_rows() {
             }),
         )
     };
-    // The first checkpoint verifies the whole log.
+    // The first checkpoint of a log this store wrote whole: from its leaves.
     let (first, _) = store
         .checkpoint_since_last(&key, 1)
         .unwrap()
@@ -211,4 +211,34 @@ fn incremental_checkpoints_equal_a_full_one_whoever_appended_the_rows() {
     .unwrap();
     let refused = store.checkpoint_since_last(&key, 1).unwrap().unwrap();
     assert_eq!(refused.unwrap_err().first_bad_seq, Some(12));
+}
+
+/// The first checkpoint of a log that another writer also wrote reads the
+/// whole log back, so a row forged before it is found, not signed.
+#[test]
+fn a_first_checkpoint_over_rows_of_another_writer_checks_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.db");
+    let mut other = Store::open(&path, Durability::Normal).unwrap();
+    let mut store = Store::open(&path, Durability::Normal).unwrap();
+    let stop = |i: i32| {
+        Event::now(
+            "x",
+            None,
+            EventBody::Lifecycle(LifecycleRecord {
+                event: "Stop".into(),
+                data: serde_json::json!({ "i": i }),
+            }),
+        )
+    };
+    other.append(&[stop(1)]).unwrap();
+    store.append(&[stop(2), stop(3)]).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute_batch(
+        "DROP TRIGGER events_no_update; UPDATE events SET ts_us = ts_us + 1 WHERE seq = 1;",
+    )
+    .unwrap();
+    let key = crate::checkpoint::SigningKey::generate("t").unwrap();
+    let refused = store.checkpoint_since_last(&key, 1).unwrap().unwrap();
+    assert_eq!(refused.unwrap_err().first_bad_seq, Some(1));
 }
