@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 
 use gavel::GovernedRunner;
 use gavel::mcp::wrap::{self, WrapClient};
+use gavel::mcp::wrap_toml;
 use gavel::mcp::{Config, End, Session, names, relay};
 use gavel::tools::Registry;
 
@@ -56,9 +57,10 @@ pub struct McpArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum McpAction {
-    /// Put every stdio MCP server of a client's project configuration behind
-    /// `gavel mcp` (Claude Code `.mcp.json`, Cursor `.cursor/mcp.json`, Gemini CLI
-    /// `.gemini/settings.json`); the file is kept first as FILE.gavel-backup
+    /// Put every stdio MCP server of a client's configuration behind `gavel mcp`
+    /// (Claude Code `.mcp.json`, Cursor `.cursor/mcp.json`, Gemini CLI
+    /// `.gemini/settings.json`, Codex `.codex/config.toml` or `~/.codex/config.toml`);
+    /// the file is kept first as FILE.gavel-backup
     Wrap(WrapArgs),
     /// Take the servers `wrap` put behind gavel back out
     Unwrap(WrapArgs),
@@ -132,20 +134,29 @@ fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<E
         .with_context(|| format!("unknown client `{}`", args.client))?;
     let file = match &args.file {
         Some(file) => file.clone(),
-        None => global.workspace()?.root().join(client.config_file()),
+        None => config_file(global, client)?,
     };
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read `{}`", file.display()))?;
-    let mut config: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("`{}` is not JSON", file.display()))?;
-    let done = if wrapping {
-        let gavel = std::env::current_exe().context("cannot find the gavel binary")?;
-        let gavel = gavel.canonicalize().unwrap_or(gavel);
-        wrap::wrap(&mut config, &gavel.to_string_lossy())
+    let gavel = std::env::current_exe().context("cannot find the gavel binary")?;
+    let gavel = gavel.canonicalize().unwrap_or(gavel);
+    let gavel = gavel.to_string_lossy();
+    let (out, done) = if client == WrapClient::Codex {
+        wrap_toml::rewrite(&text, &gavel, wrapping)
+            .with_context(|| format!("cannot rewrite `{}`", file.display()))?
     } else {
-        wrap::unwrap(&mut config)
-    }
-    .with_context(|| format!("cannot rewrite `{}`", file.display()))?;
+        let mut config: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("`{}` is not JSON", file.display()))?;
+        let done = if wrapping {
+            wrap::wrap(&mut config, &gavel)
+        } else {
+            wrap::unwrap(&mut config)
+        }
+        .with_context(|| format!("cannot rewrite `{}`", file.display()))?;
+        let mut out = serde_json::to_string_pretty(&config)?;
+        out.push('\n');
+        (out, done)
+    };
     if !done.changed.is_empty() {
         if wrapping {
             let backup = PathBuf::from(format!("{}.gavel-backup", file.display()));
@@ -154,8 +165,6 @@ fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<E
                     .with_context(|| format!("cannot write the backup `{}`", backup.display()))?;
             }
         }
-        let mut out = serde_json::to_string_pretty(&config)?;
-        out.push('\n');
         let temporary = PathBuf::from(format!("{}.gavel-tmp", file.display()));
         std::fs::write(&temporary, out)
             .with_context(|| format!("cannot write `{}`", temporary.display()))?;
@@ -183,9 +192,25 @@ fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<E
     if !done.skipped.is_empty() {
         writeln!(
             stdout,
-            "not stdio servers, left as they are: {}",
+            "not stdio servers (or, in TOML, not `[mcp_servers.NAME]` tables), left as they are: {}",
             list(&done.skipped)
         )?;
     }
     Ok(Exit::Ok)
+}
+
+/// The client's configuration file: the project's; for Codex, the
+/// project's `.codex/config.toml` when there is one, else
+/// `$CODEX_HOME/config.toml` (`~/.codex/config.toml`).
+fn config_file(global: &Global, client: WrapClient) -> anyhow::Result<PathBuf> {
+    let project = global.workspace()?.root().join(client.config_file());
+    if client != WrapClient::Codex || project.exists() {
+        return Ok(project);
+    }
+    let home = std::env::var_os("CODEX_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
+        .context("no project .codex/config.toml, and neither CODEX_HOME nor HOME is set")?;
+    Ok(home.join("config.toml"))
 }

@@ -8,7 +8,8 @@
 //! - [`session`]: what each message means, without I/O.
 //! - [`definitions`]: tool definitions, digested and recorded once per change.
 //! - [`relay`]: the pipes, the threads and the clock.
-//! - [`wrap`]: putting a client's configured servers behind `gavel mcp`.
+//! - [`wrap`], [`wrap_toml`]: putting a client's configured servers behind
+//!   `gavel mcp` (JSON configurations, and Codex's TOML).
 //!
 //! It builds `ToolRequest`s and hands them to `GovernedRunner`; it knows
 //! nothing of the command line.
@@ -19,6 +20,7 @@ pub mod names;
 pub mod relay;
 pub mod session;
 pub mod wrap;
+pub mod wrap_toml;
 
 #[cfg(test)]
 mod tests;

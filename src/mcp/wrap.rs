@@ -16,13 +16,16 @@ pub enum WrapClient {
     ClaudeCode,
     Cursor,
     Gemini,
+    /// TOML, `[mcp_servers.NAME]` ([`super::wrap_toml`]).
+    Codex,
 }
 
 impl WrapClient {
-    pub const ALL: [WrapClient; 3] = [
+    pub const ALL: [WrapClient; 4] = [
         WrapClient::ClaudeCode,
         WrapClient::Cursor,
         WrapClient::Gemini,
+        WrapClient::Codex,
     ];
 
     pub fn name(self) -> &'static str {
@@ -30,6 +33,7 @@ impl WrapClient {
             WrapClient::ClaudeCode => "claude-code",
             WrapClient::Cursor => "cursor",
             WrapClient::Gemini => "gemini",
+            WrapClient::Codex => "codex",
         }
     }
 
@@ -43,6 +47,7 @@ impl WrapClient {
             WrapClient::ClaudeCode => ".mcp.json",
             WrapClient::Cursor => ".cursor/mcp.json",
             WrapClient::Gemini => ".gemini/settings.json",
+            WrapClient::Codex => ".codex/config.toml",
         }
     }
 }
@@ -82,6 +87,33 @@ pub fn is_wrapped(server: &Value) -> bool {
         })
 }
 
+/// The command and arguments that run the stdio server `name` behind
+/// `gavel`: `None` when it has no string `command`.
+pub fn wrapped(name: &str, server: &Value, gavel: &str) -> Option<(Value, Vec<Value>)> {
+    let command = server.get("command")?.as_str()?.to_owned();
+    let mut args = vec![
+        json!("mcp"),
+        json!("--name"),
+        json!(super::names::sanitize(name)),
+        json!("--"),
+        json!(command),
+    ];
+    if let Some(original) = server.get("args").and_then(Value::as_array) {
+        args.extend(original.iter().cloned());
+    }
+    Some((json!(gavel), args))
+}
+
+/// The command and arguments a wrapped server had before (no arguments:
+/// an empty list, for an `args` to leave out).
+pub fn unwrapped(server: &Value) -> Option<(Value, Vec<Value>)> {
+    let args = server.get("args")?.as_array()?;
+    let split = args.iter().position(|w| w.as_str() == Some("--"))?;
+    let mut original = args[split + 1..].iter();
+    let command = original.next()?.clone();
+    Some((command, original.cloned().collect()))
+}
+
 /// Puts every stdio server of `config` behind `gavel` (the path of the
 /// gavel binary to run).
 pub fn wrap(config: &mut Value, gavel: &str) -> Result<Rewrite, WrapError> {
@@ -89,18 +121,8 @@ pub fn wrap(config: &mut Value, gavel: &str) -> Result<Rewrite, WrapError> {
         if is_wrapped(server) {
             return Some(false);
         }
-        let command = server.get("command")?.as_str()?.to_owned();
-        let mut args = vec![
-            json!("mcp"),
-            json!("--name"),
-            json!(super::names::sanitize(name)),
-            json!("--"),
-            json!(command),
-        ];
-        if let Some(original) = server.get("args").and_then(Value::as_array) {
-            args.extend(original.iter().cloned());
-        }
-        server["command"] = json!(gavel);
+        let (command, args) = wrapped(name, server, gavel)?;
+        server["command"] = command;
         server["args"] = Value::Array(args);
         Some(true)
     })
@@ -112,11 +134,7 @@ pub fn unwrap(config: &mut Value) -> Result<Rewrite, WrapError> {
         if !is_wrapped(server) {
             return server.get("command").map(|_| false);
         }
-        let args = server.get("args")?.as_array()?.clone();
-        let split = args.iter().position(|w| w.as_str() == Some("--"))?;
-        let mut original = args[split + 1..].iter();
-        let command = original.next()?.clone();
-        let rest: Vec<Value> = original.cloned().collect();
+        let (command, rest) = unwrapped(server)?;
         server["command"] = command;
         match server.as_object_mut() {
             Some(object) if rest.is_empty() => {

@@ -662,3 +662,43 @@ fn the_clients_end_ends_a_server_that_does_not_stop_by_itself() {
     assert_eq!(client.close(), Some(0));
     assert!(started.elapsed() < Duration::from_secs(20));
 }
+
+#[test]
+fn wrap_codex_edits_its_toml_in_place_keeping_comments() {
+    let sandbox = Sandbox::new();
+    let codex_home = sandbox.root.join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let original = "# mine\n[mcp_servers.fs]\ncommand = \"npx\" # pinned below\nargs = [\"-y\", \"@modelcontextprotocol/server-filesystem@2026.8.31\", \".\"]\n";
+    let file = codex_home.join("config.toml");
+    std::fs::write(&file, original).unwrap();
+    let run = |verb: &str| {
+        let out = sandbox
+            .gavel(&["mcp", verb, "codex"])
+            .env("CODEX_HOME", &codex_home)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        super::support::stdout(&out)
+    };
+    assert!(run("wrap").contains("wrapped 1 server (fs)"));
+    let wrapped = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        wrapped.starts_with("# mine\n[mcp_servers.fs]\ncommand = \""),
+        "{wrapped}"
+    );
+    assert!(
+        wrapped.contains(r#"args = ["mcp", "--name", "fs", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "."]"#),
+        "{wrapped}"
+    );
+    assert!(run("wrap").contains("already wrapped: fs"));
+    run("unwrap");
+    let back = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        back.starts_with("# mine\n[mcp_servers.fs]\ncommand = \"npx\"\n"),
+        "{back}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(codex_home.join("config.toml.gavel-backup")).unwrap(),
+        original
+    );
+}
