@@ -315,6 +315,9 @@ fn append_calls(db: &Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
                     unprovable: vec![],
                     mcp: None,
                 },
+                layer: None,
+                layers: Vec::new(),
+                shadow: Vec::new(),
             }),
         ));
         batch.push(Event::now(
