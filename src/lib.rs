@@ -19,6 +19,8 @@ pub mod hooks;
 pub mod install;
 pub mod layers;
 pub mod mcp;
+pub mod ocsf;
+pub mod otlp;
 pub mod policy;
 pub mod principal;
 pub mod redact;

@@ -30,7 +30,8 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
     let policy = global.policy(&workspace)?;
     let request = ToolRequest::new("check", &args.tool, arguments);
     let facts = workspace.facts_with(&request, &policy.path_arguments(&request.name));
-    let (decision, trace) = policy.explain(&request, &facts);
+    let (mut decision, trace) = policy.explain(&request, &facts);
+    decision.shadow = policy.shadow_verdicts(&request, &facts);
     let matched = policy.entry_matches(&decision.rule_id, &request, &facts);
     let suggestion = hint_tool_typo(&request.name);
 
@@ -43,6 +44,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
             "policy": decision.policy,
             "layer": decision.layer,
             "layers": decision.layers,
+            "shadow": decision.shadow,
             "facts": facts,
             "trace": trace,
             "matched": matched,
@@ -66,6 +68,15 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
     ];
     if let Some(layer) = &decision.layer {
         fields.push(("layer", layer_line(layer, &decision.layers)));
+    }
+    for verdict in &decision.shadow {
+        fields.push((
+            "shadow",
+            format!(
+                "{}: {} by {} (not enforced)",
+                verdict.name, verdict.action, verdict.rule_id
+            ),
+        ));
     }
     render::fields(&fields)?;
     if args.explain {

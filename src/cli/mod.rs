@@ -21,6 +21,8 @@ mod policy_cmd;
 mod policy_diff;
 #[cfg(feature = "postgres")]
 mod push;
+#[cfg(feature = "postgres")]
+mod push_otlp;
 mod query;
 mod render;
 mod replay;

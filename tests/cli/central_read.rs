@@ -903,3 +903,52 @@ fn replay_shadow_reads_the_recorded_verdicts_on_the_central_store() {
     assert_eq!(log["total"], 20);
     assert_eq!(log["tightened"], 20);
 }
+
+/// An OCSF export carries the central store's cosignature of a checkpoint
+/// it has (`<db>.cosigned`), and still verifies.
+#[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
+fn an_ocsf_export_carries_the_central_cosignatures() {
+    let Some(team) = team_with_calls(1, 5) else {
+        return;
+    };
+    let host = &team.hosts[0];
+    // The push after the ingest fetches the cosignature.
+    push_all(&team, 0..1);
+    let cosigned = std::fs::read_to_string(format!("{}.cosigned", host.db.display())).unwrap();
+    assert!(!cosigned.trim().is_empty());
+    let out = expect(
+        &mut team.gavel(&[
+            "export",
+            "--format",
+            "ocsf",
+            "--db",
+            host.db.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let cosigned_events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| {
+            e["unmapped"]["gavel_checkpoints"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["cosignature"].is_string()))
+        })
+        .collect();
+    assert!(!cosigned_events.is_empty(), "{text}");
+    let signature = &cosigned_events[0]["attestation_list"][0]["signatures"][0];
+    assert!(
+        signature["algorithm"]
+            .as_str()
+            .unwrap()
+            .contains("cosigned")
+    );
+    let path = team.dir.path().join("h0.ocsf.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    expect(
+        &mut team.gavel(&["verify", "--ocsf", path.to_str().unwrap()]),
+        0,
+    );
+}

@@ -20,6 +20,10 @@ mod hook;
 mod layers;
 mod mcp;
 mod mcp_real;
+mod ocsf;
+mod ocsf_schema;
+#[cfg(feature = "postgres")]
+mod otlp;
 mod paths;
 mod pipeline;
 mod policy;

@@ -183,6 +183,14 @@ fn a_shadow_named_in_the_policy_file_is_decided_beside_it() {
         decision["payload"]["shadow"][0]["rule_id"],
         "strict.no_shell"
     );
+    // `check` says what the shadow would decide, too.
+    let out = sandbox
+        .gavel(&["check", "bash", r#"{"command":"ls"}"#, "--json"])
+        .output()
+        .unwrap();
+    let checked = json(&out);
+    assert_eq!(checked["action"], "allow");
+    assert_eq!(checked["shadow"][0]["rule_id"], "strict.no_shell");
 
     // A shadow that cannot be read stops gavel, naming it.
     std::fs::remove_file(sandbox.ws.join("candidates/strict.toml")).unwrap();
