@@ -73,6 +73,9 @@ pub enum ApprovalChannel {
     ClientAuto,
     /// A library caller's own approver.
     Api,
+    /// An MCP client's answer to gavel's `elicitation/create` request
+    /// (`gavel mcp`); the client may answer it without asking a person.
+    ClientElicitation,
 }
 
 impl ApprovalChannel {
@@ -84,6 +87,7 @@ impl ApprovalChannel {
             ApprovalChannel::ClientPrompt => "client_prompt",
             ApprovalChannel::ClientAuto => "client_auto",
             ApprovalChannel::Api => "api",
+            ApprovalChannel::ClientElicitation => "client_elicitation",
         }
     }
 }

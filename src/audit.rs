@@ -345,16 +345,20 @@ pub enum AnomalyKind {
     AmbiguousCompletion,
     /// A new call came with the id of a call already recorded; it was refused.
     ReusedCallId,
+    /// An MCP call ran (or was refused) under a tool definition that changed
+    /// since the log last saw it (`gavel mcp`).
+    DefinitionChanged,
 }
 
 impl AnomalyKind {
-    pub const ALL: [AnomalyKind; 6] = [
+    pub const ALL: [AnomalyKind; 7] = [
         AnomalyKind::RanDespiteDeny,
         AnomalyKind::RanWithoutDecision,
         AnomalyKind::CompletionMismatch,
         AnomalyKind::SecondCompletion,
         AnomalyKind::AmbiguousCompletion,
         AnomalyKind::ReusedCallId,
+        AnomalyKind::DefinitionChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -365,6 +369,7 @@ impl AnomalyKind {
             AnomalyKind::SecondCompletion => "second_completion",
             AnomalyKind::AmbiguousCompletion => "ambiguous_completion",
             AnomalyKind::ReusedCallId => "reused_call_id",
+            AnomalyKind::DefinitionChanged => "definition_changed",
         }
     }
 
@@ -381,6 +386,7 @@ impl AnomalyKind {
             AnomalyKind::SecondCompletion => "second completion",
             AnomalyKind::AmbiguousCompletion => "completion more than one call could own",
             AnomalyKind::ReusedCallId => "refused: reused call id",
+            AnomalyKind::DefinitionChanged => "tool definition changed since the log last saw it",
         }
     }
 }

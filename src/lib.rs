@@ -18,6 +18,7 @@ pub mod facts;
 pub mod hooks;
 pub mod install;
 pub mod layers;
+pub mod mcp;
 pub mod ocsf;
 pub mod otlp;
 pub mod policy;

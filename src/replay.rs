@@ -432,14 +432,22 @@ pub fn recorded_request(call: &DecidedCall) -> ToolRequest {
 }
 
 /// Re-gathers facts for a recorded call from the filesystem as it is now,
-/// in its recorded workspace `root` (opened, or the error opening it).
+/// in its recorded workspace `root` (opened, or the error opening it), with
+/// the paths `policy` declares for its tool. What an MCP proxy knew of the
+/// tool's definition (`recorded.mcp`) is not on the filesystem: it is kept.
 pub fn live_facts(
     root: &str,
     workspace: &Result<Workspace, String>,
     request: &ToolRequest,
+    policy: &Policy,
+    recorded: &Facts,
 ) -> Facts {
     match workspace {
-        Ok(workspace) => workspace.facts(request),
+        Ok(workspace) => {
+            let mut facts = workspace.facts_with(request, &policy.path_arguments(&request.name));
+            facts.mcp = recorded.mcp.clone();
+            facts
+        }
         // The recorded workspace is gone: nothing in it can be resolved, so
         // every path fails closed, as it would for a live call.
         Err(err) => Facts::unresolvable(root, request, err),
@@ -491,7 +499,8 @@ pub fn replay_calls<E: From<StoreError>>(
                 let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
                     Workspace::open(std::path::Path::new(root)).map_err(|e| e.to_string())
                 });
-                policy.decide(request, &live_facts(root, workspace, request))
+                let facts = live_facts(root, workspace, request, policy, &call.decision.facts);
+                policy.decide(request, &facts)
             }
         };
         Some((recorded_decision(call), now))

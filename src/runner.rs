@@ -18,7 +18,7 @@ use crate::audit::{
     ApprovalRecord, AuditError, AuditSink, ClientCall, DEFAULT_MAX_ARGUMENT_BYTES, DecisionRecord,
     Event, EventBody, ExecutionStatus, JsonMeasure, RequestRecord, ResultRecord, ToolResult,
 };
-use crate::facts::{Facts, Workspace};
+use crate::facts::{Facts, McpFacts, Workspace};
 use crate::hooks::{HookEvent, Hooks};
 use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy, ShadowVerdict};
 use crate::principal::Principal;
@@ -103,6 +103,12 @@ impl GovernedRunner {
         self
     }
 
+    /// Replaces the principal of the calls to come (an MCP client names
+    /// itself only once the session has started).
+    pub fn set_principal(&mut self, principal: Principal) {
+        self.principal = Some(std::sync::Arc::new(principal));
+    }
+
     pub fn principal(&self) -> Option<&Principal> {
         self.principal.as_deref()
     }
@@ -142,13 +148,18 @@ impl GovernedRunner {
 
     /// Decides a request without asking or running anything.
     pub fn decide(&self, request: &ToolRequest) -> (Facts, Decision) {
-        let decided = self.decide_sized(request, None);
+        let decided = self.decide_sized(request, None, None);
         (decided.facts, decided.decision)
     }
 
     /// Decides `request`, refusing arguments (or a client input) over the
     /// size limit before anything looks at their content.
-    fn decide_sized(&self, request: &ToolRequest, client: Option<&ClientCall>) -> Decided {
+    fn decide_sized(
+        &self,
+        request: &ToolRequest,
+        client: Option<&ClientCall>,
+        mcp: Option<McpFacts>,
+    ) -> Decided {
         let size = JsonMeasure::size(&request.arguments);
         let too_large = size > self.max_argument_bytes;
         let client_bytes = client
@@ -188,6 +199,7 @@ impl GovernedRunner {
                 shell: None,
                 shell_sha256: None,
                 unprovable: Vec::new(),
+                mcp,
             };
             return Decided {
                 facts,
@@ -195,7 +207,13 @@ impl GovernedRunner {
                 oversized: too_large.then(|| JsonMeasure::of(&request.arguments)),
             };
         }
-        let facts = self.workspace.facts(request);
+        let declared = self.policy.path_arguments(&request.name);
+        let mut facts = if declared.is_empty() {
+            self.workspace.facts(request)
+        } else {
+            self.workspace.facts_with(request, &declared)
+        };
+        facts.mcp = mcp;
         let mut decision = self.policy.decide(request, &facts);
         // Shadow policies decide on the same facts; never enforced.
         decision.shadow = self.policy.shadow_verdicts(request, &facts);
@@ -220,7 +238,7 @@ impl GovernedRunner {
         audit: &mut dyn AuditSink,
     ) -> Result<CallOutcome, AuditError> {
         self.hooks.emit(HookEvent::PreToolUse(request));
-        let decided = self.decide_sized(request, client.as_ref());
+        let decided = self.decide_sized(request, client.as_ref(), None);
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
         audit.append(&write_ahead(call_id, request, client, &decided, who))?;
@@ -395,6 +413,10 @@ pub enum AskRoute {
     /// refused (`cancelled` with cause `no_tty`, `blocked`), and `why` is
     /// the result's content.
     Refuse { why: String },
+    /// The caller asks through a channel of its own (an MCP client's
+    /// elicitation) and records the answer itself: nothing beyond the
+    /// request and the decision is written now.
+    Elsewhere,
 }
 
 impl GovernedRunner {
@@ -414,8 +436,22 @@ impl GovernedRunner {
         ask: AskRoute,
         audit: &mut dyn AuditSink,
     ) -> Result<(Facts, Decision), AuditError> {
+        self.decide_and_record_with(call_id, request, client, None, ask, audit)
+    }
+
+    /// [`GovernedRunner::decide_and_record`] with what the MCP proxy knows
+    /// of the call's tool (`mcp`, recorded in the decision's facts).
+    pub fn decide_and_record_with(
+        &self,
+        call_id: &str,
+        request: &ToolRequest,
+        client: Option<ClientCall>,
+        mcp: Option<McpFacts>,
+        ask: AskRoute,
+        audit: &mut dyn AuditSink,
+    ) -> Result<(Facts, Decision), AuditError> {
         self.hooks.emit(HookEvent::PreToolUse(request));
-        let decided = self.decide_sized(request, client.as_ref());
+        let decided = self.decide_sized(request, client.as_ref(), mcp);
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
         let mut events = write_ahead(call_id, request, client, &decided, who).to_vec();
@@ -456,6 +492,7 @@ impl GovernedRunner {
                 events.push(approval(record));
                 events.push(blocked(why));
             }
+            (Action::Ask, AskRoute::Elsewhere) => {}
             // A deny is final: the client will not run the call.
             (Action::Deny, _) => events.push(blocked(blocked_content(
                 &decision,

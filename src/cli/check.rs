@@ -29,7 +29,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
     let workspace = global.workspace()?;
     let policy = global.policy(&workspace)?;
     let request = ToolRequest::new("check", &args.tool, arguments);
-    let facts = workspace.facts(&request);
+    let facts = workspace.facts_with(&request, &policy.path_arguments(&request.name));
     let (mut decision, trace) = policy.explain(&request, &facts);
     decision.shadow = policy.shadow_verdicts(&request, &facts);
     let matched = policy.entry_matches(&decision.rule_id, &request, &facts);

@@ -497,7 +497,7 @@ fn print_listing(
             }
             if anomalous > 0 {
                 render::line(&format!(
-                    "!! {anomalous} call(s) with anomalies: a tool ran outside what gavel decided; `gavel audit` lists them"
+                    "!! {anomalous} call(s) with anomalies: a tool ran outside what gavel decided, or under a changed MCP tool definition; `gavel audit` lists them"
                 ))?;
             }
             if unverified > 0 {
@@ -569,7 +569,7 @@ pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
     render::line(&format!("{} calls", stats.calls))?;
     if stats.anomalous_calls > 0 {
         render::line(&format!(
-            "!! {} call(s) with anomalies: a tool ran outside what gavel decided; `gavel audit` lists them",
+            "!! {} call(s) with anomalies: a tool ran outside what gavel decided, or under a changed MCP tool definition; `gavel audit` lists them",
             stats.anomalous_calls
         ))?;
     }

@@ -16,6 +16,7 @@ mod hook;
 mod init;
 mod keys;
 mod log;
+mod mcp;
 mod policy_cmd;
 mod policy_diff;
 #[cfg(feature = "postgres")]
@@ -240,6 +241,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
+    /// Run an MCP server behind gavel: every tools/call decided, asked and recorded
+    Mcp(mcp::McpArgs),
     /// Ship this host's audit log to the team's central store (PostgreSQL)
     #[cfg(feature = "postgres")]
     Push(push::PushArgs),
@@ -381,6 +384,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("hook", &["wide"]),
     ("doctor", &["durability", "max_argument_bytes"]),
     ("serve", &["wide"]),
+    ("mcp", &["wide"]),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -496,6 +500,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Init(args) => init::run(&global, args),
         Command::Doctor(args) => doctor::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
+        Command::Mcp(args) => mcp::run(&global, args),
         #[cfg(feature = "postgres")]
         Command::Push(args) => push::run(&global, args),
         #[cfg(feature = "postgres")]

@@ -367,7 +367,10 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
     for (index, case) in cases.iter().enumerate() {
         let facts = match &case.facts {
             Some(facts) => facts.clone(),
-            None => workspace.facts(&case.request(index)),
+            None => {
+                let request = case.request(index);
+                workspace.facts_with(&request, &policy.path_arguments(&request.name))
+            }
         };
         let got = policy.decide_case(case, index, &facts);
         let pass = case.passes(&got);

@@ -435,6 +435,22 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             ));
         }
     }
+    if let Some(mcp) = &decision.facts.mcp {
+        text.push(match (&mcp.definition_sha256, &mcp.previous_sha256) {
+            (Some(now), Some(before)) => format!(
+                "  under a changed definition of `{}` on MCP server `{}`: sha256 {now}, the log held {before}",
+                mcp.tool, mcp.server
+            ),
+            (Some(now), None) => format!(
+                "  under the definition of `{}` on MCP server `{}` with sha256 {now}",
+                mcp.tool, mcp.server
+            ),
+            (None, _) => format!(
+                "  on MCP server `{}`, its definition of `{}` not listed to gavel",
+                mcp.server, mcp.tool
+            ),
+        });
+    }
     text.extend(path_lines(&decision.facts));
     if let Some(shell) = &decision.facts.shell {
         text.push("  the command runs, as parsed:".into());

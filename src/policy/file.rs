@@ -43,6 +43,7 @@ struct RuleFile {
     command_prefix: Option<Vec<Vec<String>>>,
     commands: Option<Vec<CommandFile>>,
     unprovable: Option<bool>,
+    definition_changed: Option<bool>,
     examples: Option<Vec<Example>>,
 }
 
@@ -141,12 +142,17 @@ fn empty_object() -> serde_json::Value {
 }
 
 /// Checks a rule's inline examples; the first that does not hold is the error.
-fn check_examples(rule: &Rule, examples: Vec<Example>) -> Result<(), String> {
+fn check_examples(
+    rule: &Rule,
+    examples: Vec<Example>,
+    paths: &[super::PathArguments],
+) -> Result<(), String> {
     for (index, example) in examples.into_iter().enumerate() {
         let request = ToolRequest::new("example", &example.tool, example.arguments);
-        let facts = example
-            .facts
-            .unwrap_or_else(|| crate::facts::lexical_facts(&request));
+        let facts = example.facts.unwrap_or_else(|| {
+            let declared = super::declared_paths(paths, &request.name);
+            crate::facts::lexical_facts_with(&request, &declared)
+        });
         let outcome = rule.matches(&request, &facts);
         let shown = format!(
             "example {} ({} {})",
@@ -179,6 +185,42 @@ pub(super) enum Checks {
     /// was first used, and its digest pins the text); `Policy::check_deferred`
     /// runs the checks for any other.
     Deferred,
+}
+
+/// One `[[paths]]` entry: which arguments of which tools are paths.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct PathsFile {
+    tools: Vec<String>,
+    #[serde(default)]
+    read: Vec<String>,
+    #[serde(default)]
+    write: Vec<String>,
+}
+
+/// Compiles the `[[paths]]` entries: each needs tools and at least one argument.
+fn path_arguments(specs: Vec<PathsFile>) -> Result<Vec<super::PathArguments>, String> {
+    specs
+        .into_iter()
+        .enumerate()
+        .map(|(index, spec)| {
+            let at = |problem: &str| format!("[[paths]] #{}: {problem}", index + 1);
+            if spec.tools.is_empty() {
+                return Err(at("`tools` must name at least one tool"));
+            }
+            if spec.read.is_empty() && spec.write.is_empty() {
+                return Err(at("name at least one argument in `read` or `write`"));
+            }
+            if spec.read.iter().chain(&spec.write).any(|a| a.is_empty()) {
+                return Err(at("an argument name must not be empty"));
+            }
+            Ok(super::PathArguments {
+                tools: globs("tools", spec.tools, false).map_err(|e| at(&e))?,
+                read: spec.read,
+                write: spec.write,
+            })
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -224,6 +266,7 @@ type Read = (
     Vec<(String, Result<RuleFile, String>)>,
     super::RedactSettings,
     Vec<ShadowSpec>,
+    Vec<PathsFile>,
 );
 
 /// A `[[shadow]]` entry: a policy decided beside this one on every live
@@ -266,6 +309,8 @@ fn read_typed(text: &str) -> Option<Read> {
         redact: Option<RedactFile>,
         #[serde(default)]
         shadow: Vec<ShadowSpec>,
+        #[serde(default)]
+        paths: Vec<PathsFile>,
     }
     let file: PolicyFile = toml::from_str(text).ok()?;
     check_shadows(&file.shadow).ok()?;
@@ -281,7 +326,7 @@ fn read_typed(text: &str) -> Option<Read> {
         .into_iter()
         .map(|rule| (rule.id.clone(), Ok(rule)))
         .collect();
-    Some((file.name, rules, redact, file.shadow))
+    Some((file.name, rules, redact, file.shadow, file.paths))
 }
 
 /// The file read key by key, naming the first problem.
@@ -301,6 +346,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut raw_rules = Vec::new();
     let mut redact = super::RedactSettings::default();
     let mut shadows = Vec::new();
+    let mut paths = Vec::new();
     for (key, value) in table {
         match (key.as_str(), value) {
             ("name", toml::Value::String(s)) if !s.trim().is_empty() => name = Some(s),
@@ -313,6 +359,10 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
                 shadows = Vec::<ShadowSpec>::deserialize(value)
                     .map_err(|e| file_error(format!("[[shadow]]: {}", e.message())))?;
                 check_shadows(&shadows).map_err(file_error)?;
+            }
+            ("paths", value) => {
+                paths = Vec::<PathsFile>::deserialize(value)
+                    .map_err(|e| file_error(format!("[[paths]]: {}", e.message())))?;
             }
             (other, _) => return Err(file_error(format!("unknown key `{other}`"))),
         }
@@ -330,7 +380,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact, shadows))
+    Ok((name, rules, redact, shadows, paths))
 }
 
 pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
@@ -338,10 +388,19 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact, shadow_specs) = match read_typed(text) {
+    let (name, specs, redact, shadow_specs, paths) = match read_typed(text) {
         Some(read) => read,
         None => read_table(text, &file_error)?,
     };
+    let paths = path_arguments(paths).map_err(file_error)?;
+    if checks == Checks::Now {
+        for (index, entry) in paths.iter().enumerate() {
+            entry
+                .tools
+                .check()
+                .map_err(|e| file_error(format!("[[paths]] #{}: {e}", index + 1)))?;
+        }
+    }
 
     let mut rules: Vec<Rule> = Vec::with_capacity(specs.len());
     for (label, spec) in specs {
@@ -358,7 +417,7 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         }
         refuse_text_only_shell_allow(&rule).map_err(&rule_error)?;
         if let Some(examples) = examples.filter(|_| checks == Checks::Now) {
-            check_examples(&rule, examples).map_err(&rule_error)?;
+            check_examples(&rule, examples, &paths).map_err(&rule_error)?;
         }
         if rules.iter().any(|r| r.id == rule.id) {
             return Err(rule_error("duplicate rule id".into()));
@@ -376,6 +435,7 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         checked: checks == Checks::Now,
         rules,
         redact,
+        paths,
         above: Vec::new(),
         shadow_specs,
         shadows: Vec::new(),
@@ -476,6 +536,7 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             })
             .transpose()?,
         unprovable: spec.unprovable,
+        definition_changed: spec.definition_changed,
     })
 }
 
@@ -588,7 +649,7 @@ mod tests {
                 // Left to the table reader, which must find what is wrong:
                 // in the file, or in one of its rules.
                 None => assert!(
-                    table.map_or(true, |(_, rules, _, _)| rules
+                    table.map_or(true, |(_, rules, _, _, _)| rules
                         .iter()
                         .any(|(_, r)| r.is_err())),
                     "{name}: only the table reader reads it"

@@ -127,12 +127,24 @@ pub struct Policy {
     checked: bool,
     rules: Vec<Rule>,
     redact: RedactSettings,
+    /// `[[paths]]`: the arguments of other tools (an MCP server's) that are paths.
+    paths: Vec<PathArguments>,
     /// Layers above this policy, top first, that it cannot loosen.
     above: Vec<Layer>,
     /// Its `[[shadow]]` entries, as written.
     shadow_specs: Vec<ShadowSpec>,
     /// The shadow policies decided beside it on live calls, loaded.
     shadows: Vec<Shadow>,
+}
+
+/// One `[[paths]]` entry of a policy: the top-level arguments of the
+/// matching tools that name files, each read or written. Such a tool's
+/// calls get path facts like `read_file`'s `path` (`facts::Workspace::facts_with`).
+#[derive(Debug, Clone)]
+pub struct PathArguments {
+    tools: rule::Patterns<rule::Globs>,
+    pub read: Vec<String>,
+    pub write: Vec<String>,
 }
 
 /// What a policy's `[redact]` table asks of the record: plain settings,
@@ -230,6 +242,48 @@ impl Policy {
         &self.redact
     }
 
+    /// The arguments of `tool` that `[[paths]]` declares paths, each with
+    /// its use, in the order declared (the layers above first, then this
+    /// policy's); empty for a tool no entry names. The layers decide on the
+    /// same facts, so what any of them declares is a path for all; a
+    /// shadow's declarations are not (a shadow never changes what is enforced).
+    pub fn path_arguments(&self, tool: &str) -> Vec<(String, crate::facts::Access)> {
+        let mut found = Vec::new();
+        for paths in self
+            .above
+            .iter()
+            .map(|layer| &layer.policy.paths)
+            .chain(std::iter::once(&self.paths))
+        {
+            for entry in declared_paths(paths, tool) {
+                if !found.contains(&entry) {
+                    found.push(entry);
+                }
+            }
+        }
+        found
+    }
+}
+
+/// The arguments of `tool` that `paths` declares, each with its use.
+fn declared_paths(paths: &[PathArguments], tool: &str) -> Vec<(String, crate::facts::Access)> {
+    let mut found = Vec::new();
+    for entry in paths.iter().filter(|p| p.tools.is_match(tool)) {
+        for (names, access) in [
+            (&entry.read, crate::facts::Access::Read),
+            (&entry.write, crate::facts::Access::Write),
+        ] {
+            for name in names {
+                if !found.iter().any(|(n, a)| n == name && *a == access) {
+                    found.push((name.clone(), access));
+                }
+            }
+        }
+    }
+    found
+}
+
+impl Policy {
     /// Decides `request` given `facts`. Pure: no prompt, no I/O.
     pub fn decide(&self, request: &ToolRequest, facts: &Facts) -> Decision {
         self.evaluate(request, facts, None)

@@ -64,6 +64,7 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
                 shell: None,
                 shell_sha256: None,
                 unprovable: Vec::new(),
+                mcp: None,
             },
         }),
     )

@@ -403,6 +403,7 @@ fn audit_finds_what_older_logs_recorded_without_anomaly_rows() {
                         shell: None,
                         shell_sha256: None,
                         unprovable: Vec::new(),
+                        mcp: None,
                     },
                 }),
             ),

@@ -356,6 +356,7 @@ pub fn append_calls(db: &Path, first: usize, n: usize) {
                     shell: None,
                     shell_sha256: None,
                     unprovable: Vec::new(),
+                    mcp: None,
                 },
             }),
         ));

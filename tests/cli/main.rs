@@ -18,6 +18,8 @@ mod doctor;
 mod format;
 mod hook;
 mod layers;
+mod mcp;
+mod mcp_real;
 mod ocsf;
 mod ocsf_schema;
 #[cfg(feature = "postgres")]
