@@ -5,7 +5,8 @@
 //!
 //! - [`jsonrpc`]: reading and writing JSON-RPC messages.
 //! - [`names`]: the server's name and the tool names (`mcp__NAME__TOOL`).
-//! - [`session`]: what each message means, without I/O.
+//! - [`session`]: what each message means, without I/O; [`results`]: a
+//!   call's result from the server's answer, and gavel's elicitation.
 //! - [`definitions`]: tool definitions, digested and recorded once per change.
 //! - [`relay`]: the pipes, the threads and the clock.
 //! - [`wrap`], [`wrap_toml`]: putting a client's configured servers behind
@@ -18,6 +19,7 @@ pub mod definitions;
 pub mod jsonrpc;
 pub mod names;
 pub mod relay;
+pub mod results;
 pub mod session;
 pub mod wrap;
 pub mod wrap_toml;
