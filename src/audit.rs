@@ -534,14 +534,11 @@ impl AuditSink for Vec<Event> {
     }
 }
 
-/// Holds back what nothing waits for, and writes it with the next batch, or
-/// at `flush`: each call's `result`, and a rejected or cancelled approval
-/// (after which the call does not run). A stream of calls then costs one
-/// commit per call instead of two or three. Requests, decisions and
-/// approvals a call runs on are never held back, so write-ahead is
-/// unchanged; a process killed with events held back leaves that call
-/// `incomplete`, as if it had been killed while the tool ran or the person
-/// was still being asked.
+/// Holds each call's `result` back and writes it with the next batch, or at
+/// `flush`: a stream of calls then costs one commit per call instead of two.
+/// Requests, decisions and approvals are never held back, so write-ahead is
+/// unchanged; a process killed with a result held back leaves that call
+/// `incomplete`, as if it had been killed while the tool ran.
 pub struct DeferredResults<'a> {
     inner: &'a mut dyn AuditSink,
     pending: Vec<Event>,
@@ -568,16 +565,10 @@ impl<'a> DeferredResults<'a> {
 
 impl AuditSink for DeferredResults<'_> {
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
-        if events.iter().all(|e| match &e.body {
-            EventBody::Result(_) => true,
-            EventBody::Approval(a) => {
-                matches!(
-                    a.status,
-                    ApprovalStatus::Rejected | ApprovalStatus::Cancelled
-                )
-            }
-            _ => false,
-        }) {
+        if events
+            .iter()
+            .all(|e| matches!(e.body, EventBody::Result(_)))
+        {
             self.pending.extend_from_slice(events);
             return Ok(());
         }
@@ -674,46 +665,6 @@ mod tests {
             assert_eq!(AnomalyKind::parse(kind.as_str()), Some(kind));
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
         }
-    }
-
-    fn approval(status: ApprovalStatus) -> Event {
-        event(EventBody::Approval(ApprovalRecord {
-            status,
-            channel: None,
-            approver: None,
-            cause: None,
-        }))
-    }
-
-    #[test]
-    fn an_approval_the_call_runs_on_is_written_at_once_a_refusal_waits() {
-        let mut sink = Batches::default();
-        let mut deferred = DeferredResults::new(&mut sink);
-        deferred.append(&[request()]).unwrap();
-        deferred
-            .append(&[approval(ApprovalStatus::Approved)])
-            .unwrap();
-        deferred.append(&[result()]).unwrap();
-        deferred.append(&[request()]).unwrap();
-        deferred
-            .append(&[approval(ApprovalStatus::Rejected)])
-            .unwrap();
-        deferred.append(&[result()]).unwrap();
-        deferred.append(&[request()]).unwrap();
-        deferred
-            .append(&[approval(ApprovalStatus::Cancelled)])
-            .unwrap();
-        deferred.flush().unwrap();
-        assert_eq!(
-            sink.batches,
-            [
-                vec!["request"],
-                vec!["approval"],
-                vec!["result", "request"],
-                vec!["approval", "result", "request"],
-                vec!["approval"],
-            ]
-        );
     }
 
     #[test]
