@@ -519,22 +519,29 @@ pub(crate) struct RecentSecrets {
 impl RecentSecrets {
     const MAX_CALLS: usize = 1024;
 
-    /// The secrets known for any of `calls`.
+    /// The secrets known for any of `calls`, each once (a call's events
+    /// in one batch would otherwise take its secrets once per event, and
+    /// the list would double with every batch it is in).
     fn take(&self, calls: &[&str]) -> Vec<(String, String)> {
-        let mut found = Vec::new();
+        let mut found: Vec<(String, String)> = Vec::new();
         for call in calls {
-            if let Some(secrets) = self.by_call.get(*call) {
-                found.extend(secrets.iter().cloned());
+            for secret in self.by_call.get(*call).into_iter().flatten() {
+                if !found.contains(secret) {
+                    found.push(secret.clone());
+                }
             }
         }
         found
     }
 
-    /// Remembers `found` for each of `calls` (only when anything was found).
-    fn keep(&mut self, calls: &[&str], found: Vec<(String, String)>) {
+    /// Remembers `found` (each once) for each of `calls` (only when
+    /// anything was found).
+    fn keep(&mut self, calls: &[&str], mut found: Vec<(String, String)>) {
         if found.is_empty() {
             return;
         }
+        let mut seen = std::collections::HashSet::new();
+        found.retain(|secret| seen.insert(secret.clone()));
         if self.by_call.len() >= Self::MAX_CALLS {
             self.by_call.clear();
         }

@@ -577,3 +577,18 @@ fn anomalies_sit_beside_the_first_result_and_ungoverned_calls_are_listed() {
     assert_eq!(stats.by_status[UNGOVERNED], 1);
     assert!(verify(&store).ok);
 }
+
+/// A call whose events share one batch took its secrets once per event,
+/// and the list doubled with each batch it was in (a session of asked
+/// shell commands with secrets in them ran out of memory in `serve`).
+#[test]
+fn recent_secrets_are_kept_once_however_often_a_call_appears() {
+    let mut secrets = super::RecentSecrets::default();
+    let secret = |s: &str| (s.to_owned(), "kind".to_owned());
+    secrets.keep(&["a", "a"], vec![secret("one"), secret("one")]);
+    for _ in 0..64 {
+        let found = secrets.take(&["a", "a", "b", "b"]);
+        secrets.keep(&["a", "a", "b", "b"], found);
+    }
+    assert_eq!(secrets.take(&["a", "b", "a"]), vec![secret("one")]);
+}
