@@ -249,6 +249,22 @@ pub struct ApprovalRecord {
     /// For `cancelled`: why no answer could be had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<CancelCause>,
+    /// For `pending` in the queue (channel `queue`): when the wait ends,
+    /// microseconds since the Unix epoch, UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_us: Option<i64>,
+    /// For an answer from the queue (channel `cli` or `web`): SHA-256 (hex)
+    /// of the compact JSON of the request's recorded `arguments`, the
+    /// arguments the answer is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_sha256: Option<String>,
+    /// For an answer from the queue: the digest of the policy that asked
+    /// (the decision's `policy.digest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_digest: Option<String>,
+    /// For an answer from the queue: why, in the answerer's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl ApprovalRecord {
@@ -259,6 +275,10 @@ impl ApprovalRecord {
             channel: Some(channel),
             approver: None,
             cause: None,
+            until_us: None,
+            arguments_sha256: None,
+            policy_digest: None,
+            reason: None,
         }
     }
 }
@@ -662,12 +682,9 @@ mod tests {
     }
 
     fn approval(status: ApprovalStatus) -> Event {
-        event(EventBody::Approval(ApprovalRecord {
-            status,
-            channel: None,
-            approver: None,
-            cause: None,
-        }))
+        let mut record = ApprovalRecord::new(status, ApprovalChannel::Api);
+        record.channel = None;
+        event(EventBody::Approval(record))
     }
 
     #[test]

@@ -208,29 +208,31 @@ impl GovernedRunner {
         let decided = self.decide_sized(request, client.as_ref());
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
-        audit.append(&write_ahead(call_id, request, client, &decided, who))?;
+        let mut ahead = write_ahead(call_id, request, client, &decided, who).to_vec();
+        // An approver answered through the record (the pending queue) has
+        // its `pending` row written ahead with the request, in one commit.
+        if decided.decision.action == Action::Ask
+            && let Some(pending) = approver.pending(call_id)
+        {
+            ahead.push(Event::now(call_id, tool, EventBody::Approval(pending)).by(who));
+        }
+        audit.append(&ahead)?;
         let Decided {
             facts, decision, ..
         } = decided;
 
-        let resolution = approval::resolve(request, decision, approver);
-        if resolution.approval != ApprovalStatus::NotRequired {
+        let resolution = approval::resolve_call(call_id, request, decision, approver);
+        if resolution.approval != ApprovalStatus::NotRequired && !approver.recorded() {
             let answer = resolution.answer.clone();
-            audit.append(&[Event::now(
-                call_id,
-                tool,
-                EventBody::Approval(ApprovalRecord {
-                    status: resolution.approval,
-                    channel: Some(
-                        answer
-                            .as_ref()
-                            .map_or(approval::ApprovalChannel::Api, |a| a.channel),
-                    ),
-                    approver: answer.as_ref().and_then(|a| a.approver.clone()),
-                    cause: answer.and_then(|a| a.cause),
-                }),
-            )
-            .by(who)])?;
+            let mut record = ApprovalRecord::new(
+                resolution.approval,
+                answer
+                    .as_ref()
+                    .map_or(approval::ApprovalChannel::Api, |a| a.channel),
+            );
+            record.approver = answer.as_ref().and_then(|a| a.approver.clone());
+            record.cause = answer.and_then(|a| a.cause);
+            audit.append(&[Event::now(call_id, tool, EventBody::Approval(record)).by(who)])?;
         }
         self.hooks
             .emit(HookEvent::PermissionDecision(request, &resolution));
@@ -377,6 +379,10 @@ pub enum AskRoute {
     /// refused (`cancelled` with cause `no_tty`, `blocked`), and `why` is
     /// the result's content.
     Refuse { why: String },
+    /// The pending queue will answer (`--ask wait`): recorded `pending`
+    /// (channel `queue`) until `until_us`, for `gavel approve`, `gavel
+    /// reject` or the approval page to answer while the hook waits.
+    Queue { until_us: i64 },
 }
 
 impl GovernedRunner {
@@ -427,6 +433,12 @@ impl GovernedRunner {
                     approval::ApprovalChannel::ClientPrompt,
                 );
                 record.approver = approver;
+                events.push(approval(record));
+            }
+            (Action::Ask, AskRoute::Queue { until_us }) => {
+                let mut record =
+                    ApprovalRecord::new(ApprovalStatus::Pending, approval::ApprovalChannel::Queue);
+                record.until_us = Some(until_us);
                 events.push(approval(record));
             }
             (Action::Ask, AskRoute::Refuse { why }) => {

@@ -1,6 +1,7 @@
 //! The command line: a thin layer over the library. Only this module knows
 //! about clap, tables and anyhow; every subcommand has its own file.
 
+mod approve;
 mod audit;
 #[cfg(feature = "postgres")]
 mod central;
@@ -16,6 +17,7 @@ mod hook;
 mod init;
 mod keys;
 mod log;
+mod pending;
 mod policy_cmd;
 #[cfg(feature = "postgres")]
 mod push;
@@ -138,6 +140,31 @@ impl ToolLimits {
     }
 }
 
+/// `--ask wait[=DURATION]`: an asked call waits in the pending queue for
+/// `gavel approve` / `gavel reject` (or the approval page), for at most
+/// DURATION; unanswered, it is `cancelled` (cause `timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AskWait(pub Option<std::time::Duration>);
+
+impl AskWait {
+    /// The wait, or `default` for a bare `wait`.
+    pub fn or(self, default: std::time::Duration) -> std::time::Duration {
+        self.0.unwrap_or(default)
+    }
+}
+
+/// Reads `wait` or `wait=DURATION` (`60s`, `5m`, `1h`).
+pub fn parse_ask_wait(text: &str) -> Result<AskWait, String> {
+    match text.split_once('=') {
+        None if text == "wait" => Ok(AskWait(None)),
+        Some(("wait", duration)) => gavel::approvals::parse_wait(duration).map(|d| AskWait(Some(d))),
+        _ => Err(format!("`{text}` is not `wait` or `wait=DURATION` (e.g. wait=60s)")),
+    }
+}
+
+/// How long a bare `--ask wait` waits where the client sets no limit (`run`, `serve`).
+pub const DEFAULT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// `--durability`: `full` syncs every commit; `normal` survives a crash of gavel but not a power loss.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DurabilityArg {
@@ -233,6 +260,12 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
+    /// The calls waiting for approval in the pending queue (`--ask wait`)
+    Pending(pending::PendingArgs),
+    /// Approve a call waiting in the pending queue, from another terminal
+    Approve(approve::AnswerArgs),
+    /// Reject a call waiting in the pending queue, from another terminal
+    Reject(approve::AnswerArgs),
     /// Ship this host's audit log to the team's central store (PostgreSQL)
     #[cfg(feature = "postgres")]
     Push(push::PushArgs),
@@ -374,6 +407,9 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("hook", &["wide"]),
     ("doctor", &["durability", "max_argument_bytes"]),
     ("serve", &["wide"]),
+    ("pending", &["policy", "durability", "max_argument_bytes"]),
+    ("approve", &["policy", "max_argument_bytes", "wide"]),
+    ("reject", &["policy", "max_argument_bytes", "wide"]),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -489,6 +525,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Init(args) => init::run(&global, args),
         Command::Doctor(args) => doctor::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
+        Command::Pending(args) => pending::run(&global, args),
+        Command::Approve(args) => approve::approve(&global, args),
+        Command::Reject(args) => approve::reject(&global, args),
         #[cfg(feature = "postgres")]
         Command::Push(args) => push::run(&global, args),
         #[cfg(feature = "postgres")]
@@ -656,6 +695,16 @@ impl Global {
             );
         }
         Ok(store)
+    }
+
+    /// A second connection to the audit database, for a call that waits in
+    /// the pending queue (it polls while the first one stays free).
+    pub fn open_queue_store(&self) -> anyhow::Result<Store> {
+        let durability = match self.durability {
+            DurabilityArg::Full => Durability::Full,
+            DurabilityArg::Normal => Durability::Normal,
+        };
+        Ok(Store::open(&self.db_path()?, durability)?)
     }
 
     /// Opens an existing audit database read-only, for a reading command.

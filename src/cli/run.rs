@@ -8,6 +8,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::approval::{Approver, Fixed, TerminalApprover};
+use gavel::approvals::QueueApprover;
 use gavel::runner::new_call_id;
 use gavel::store::StoreError;
 use gavel::tools::Registry;
@@ -36,6 +37,12 @@ pub struct RunArgs {
     /// Reject calls the policy asks about, without a prompt
     #[arg(long)]
     pub reject: bool,
+    /// `wait[=DURATION]`: an asked call waits in the pending queue until `gavel approve` or
+    /// `gavel reject` answers it from another terminal, or DURATION ends (default 10m;
+    /// then cancelled, cause timeout)
+    #[arg(long, value_name = "wait[=DURATION]", value_parser = super::parse_ask_wait,
+          conflicts_with_all = ["approve", "reject"])]
+    pub ask: Option<super::AskWait>,
     /// The call id to record [default: generated]
     #[arg(long, value_name = "ID")]
     pub call_id: Option<String>,
@@ -71,9 +78,15 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
         .with_max_argument_bytes(global.max_argument_bytes)
         .with_context(context);
-    let mut approver = approver(&args);
     let mut store = global.open_store()?;
     let principal = global.principal("cli", runner.workspace(), runner.policy(), &store);
+    let mut approver: Box<dyn Approver> = match args.ask {
+        Some(wait) => Box::new(
+            QueueApprover::new(global.open_queue_store()?, wait.or(super::DEFAULT_WAIT))
+                .with_principal(principal.clone()),
+        ),
+        None => approver(&args),
+    };
     let runner = runner.with_principal(principal);
     super::Global::vouch_policy(runner.policy(), &store)?;
     store.remember_policy(runner.policy())?;

@@ -3,6 +3,7 @@
 //! files. One test binary, one module per area.
 
 mod anomalies;
+mod approvals;
 mod authoring;
 #[cfg(feature = "postgres")]
 mod central;

@@ -1,0 +1,252 @@
+//! The pending queue through the real binary: a call run with `--ask wait`
+//! waits in the record until `gavel approve` / `gavel reject` answers it
+//! from another process, or its wait ends.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// `gavel ARGS --workspace WS --db DB` started in the background.
+fn spawn(sandbox: &Sandbox, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(args)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .current_dir(&sandbox.root)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start gavel")
+}
+
+/// The calls `gavel pending --json` lists, once at least `n` are listed.
+pub fn wait_for_pending(sandbox: &Sandbox, n: usize) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let output = run_expecting(&mut sandbox.gavel(&["pending", "--json"]), 0);
+        let listed = json_lines(&output);
+        if listed.len() >= n {
+            return listed;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no call became pending"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn finish(child: Child) -> (i32, Value, String) {
+    let output = child.wait_with_output().unwrap();
+    let err = stderr(&output);
+    (code(&output), json(&output), err)
+}
+
+/// The payload of call `id`'s approval rows, in order.
+fn approvals(sandbox: &Sandbox, id: &str) -> Vec<Value> {
+    let output = run_expecting(&mut sandbox.gavel(&["show", id, "--json"]), 0);
+    let text = stdout(&output);
+    let shown: Value = serde_json::from_str(&text).unwrap_or_else(|_| {
+        Value::Array(
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+        )
+    });
+    let events = shown
+        .get("events")
+        .cloned()
+        .unwrap_or(shown)
+        .as_array()
+        .cloned()
+        .unwrap();
+    events
+        .into_iter()
+        .filter(|e| e["kind"] == "approval")
+        .map(|e| e["payload"].clone())
+        .collect()
+}
+
+fn write_args() -> String {
+    json!({"path": "out.txt", "content": "approved content\n"}).to_string()
+}
+
+#[test]
+fn run_waits_until_gavel_approve_from_another_process_lets_it_run() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let child = spawn(
+        &sandbox,
+        &["run", "write_file", &args, "--ask", "wait=30s", "--json"],
+    );
+    let listed = wait_for_pending(&sandbox, 1);
+    let call = &listed[0];
+    let id = call["call_id"].as_str().unwrap().to_owned();
+    assert_eq!(call["tool"], "write_file");
+    assert_eq!(call["rule_id"], "path.write_requires_approval");
+    assert_eq!(call["arguments"]["path"], "out.txt");
+    assert!(!sandbox.ws.join("out.txt").exists(), "ran before approval");
+    let answered = run_expecting(
+        &mut sandbox.gavel(&["approve", &id, "--yes", "--json"]),
+        0,
+    );
+    assert_eq!(json(&answered)["channel"], "cli");
+    let (code, outcome, err) = finish(child);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(outcome["approval"], "approved");
+    assert_eq!(outcome["status"], "succeeded");
+    assert_eq!(sandbox.read("out.txt"), "approved content\n");
+    let rows = approvals(&sandbox, &id);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["status"], "pending");
+    assert_eq!(rows[0]["channel"], "queue");
+    assert_eq!(rows[1]["status"], "approved");
+    assert_eq!(rows[1]["channel"], "cli");
+    assert!(rows[1]["approver"].as_str().is_some_and(|a| !a.is_empty()));
+    assert_eq!(rows[1]["arguments_sha256"], call["arguments_sha256"]);
+    // Nothing waits any more, and a second answer is refused.
+    assert!(wait_for_pending_now(&sandbox).is_empty());
+    let line = assert_one_line_error(&mut sandbox.gavel(&["reject", &id, "--yes"]));
+    assert!(line.contains("already approved"), "{line}");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+fn wait_for_pending_now(sandbox: &Sandbox) -> Vec<Value> {
+    json_lines(&run_expecting(&mut sandbox.gavel(&["pending", "--json"]), 0))
+}
+
+#[test]
+fn gavel_reject_blocks_the_waiting_call_with_its_reason() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let child = spawn(
+        &sandbox,
+        &["run", "write_file", &args, "--ask", "wait=30s", "--json"],
+    );
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    run_expecting(
+        &mut sandbox.gavel(&["reject", &id, "--yes", "--reason", "not now"]),
+        0,
+    );
+    let (code, outcome, _) = finish(child);
+    assert_eq!(code, 3);
+    assert_eq!(outcome["approval"], "rejected");
+    assert_eq!(outcome["status"], "blocked");
+    assert!(!sandbox.ws.join("out.txt").exists());
+    let rows = approvals(&sandbox, &id);
+    assert_eq!(rows.last().unwrap()["reason"], "not now");
+    assert_eq!(rows.last().unwrap()["channel"], "cli");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+#[test]
+fn an_unanswered_wait_ends_cancelled_by_timeout() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let started = Instant::now();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "write_file", &args, "--ask", "wait=1s", "--json"]),
+        3,
+    );
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    let outcome = json(&output);
+    assert_eq!(outcome["approval"], "cancelled");
+    assert_eq!(outcome["status"], "blocked");
+    let id = outcome["call_id"].as_str().unwrap();
+    let rows = approvals(&sandbox, id);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1]["status"], "cancelled");
+    assert_eq!(rows[1]["channel"], "queue");
+    assert_eq!(rows[1]["cause"], "timeout");
+    // Too late to answer.
+    let line = assert_one_line_error(&mut sandbox.gavel(&["approve", id, "--yes"]));
+    assert!(line.contains("already cancelled"), "{line}");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+#[test]
+fn an_answer_for_other_arguments_is_refused() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let child = spawn(
+        &sandbox,
+        &["run", "write_file", &args, "--ask", "wait=30s", "--json"],
+    );
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let other = "0".repeat(64);
+    let line = assert_one_line_error(&mut sandbox.gavel(&[
+        "approve", &id, "--yes", "--digest", &other,
+    ]));
+    assert!(line.contains("other arguments"), "{line}");
+    // Still waiting; a right answer still works.
+    assert_eq!(wait_for_pending_now(&sandbox).len(), 1);
+    run_expecting(&mut sandbox.gavel(&["reject", &id, "--yes"]), 0);
+    let (code, _, _) = finish(child);
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn answering_a_call_that_never_waited_is_a_one_line_error() {
+    let sandbox = Sandbox::new();
+    run_expecting(
+        &mut sandbox.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#, "--call-id", "r1"]),
+        0,
+    );
+    let line = assert_one_line_error(&mut sandbox.gavel(&["approve", "r1", "--yes"]));
+    assert!(line.contains("not waiting"), "{line}");
+    let line = assert_one_line_error(&mut sandbox.gavel(&["approve", "nope", "--yes"]));
+    assert!(line.contains("nope"), "{line}");
+    let line = assert_one_line_error(&mut sandbox.gavel(&[
+        "run", "read_file", "{}", "--ask", "wait=soon",
+    ]));
+    assert!(line.contains("wait=soon") || line.contains("soon"), "{line}");
+}
+
+#[test]
+fn serve_waits_in_the_queue_instead_of_asking_on_its_stream() {
+    let sandbox = Sandbox::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(["serve", "--stdio", "--ask", "wait=30s", "--workspace"])
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let stdin = child.stdin.as_mut().unwrap();
+        let line = json!({"type": "tool_use", "id": "s1", "name": "write_file",
+                          "input": {"path": "s.txt", "content": "from serve\n"}});
+        writeln!(stdin, "{line}").unwrap();
+    }
+    wait_for_pending(&sandbox, 1);
+    run_expecting(&mut sandbox.gavel(&["approve", "s1", "--yes"]), 0);
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["approval"], "approved");
+    assert_eq!(lines[0]["status"], "succeeded");
+    assert_eq!(sandbox.read("s.txt"), "from serve\n");
+}
