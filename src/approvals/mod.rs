@@ -214,20 +214,22 @@ pub fn check_answer(
         return Err(not_pending("an answer approves or rejects"));
     }
     let Some(pending) = pending_of(events) else {
-        let last = events
+        let approval = events
             .iter()
             .rev()
-            .find(|e| e.kind == "approval" || e.kind == "result");
-        let detail = match last {
-            Some(e) if e.kind == "result" => format!(
-                "it already has its result: {}",
-                e.status.as_deref().unwrap_or("?")
-            ),
-            Some(e) => format!(
-                "its approval is already {}",
-                e.approval.as_deref().unwrap_or("?")
-            ),
-            None => "it was not asked through the queue (--ask wait)".to_owned(),
+            .find(|e| e.kind == "approval")
+            .and_then(|e| e.approval.clone());
+        let result = events
+            .iter()
+            .find(|e| e.kind == "result")
+            .and_then(|e| e.status.clone());
+        let detail = match (approval, result) {
+            (Some(approval), Some(result)) => {
+                format!("its approval is already {approval}, its result {result}")
+            }
+            (Some(approval), None) => format!("its approval is already {approval}"),
+            (None, Some(result)) => format!("it was not asked; its result is {result}"),
+            (None, None) => "it was not asked through the queue (--ask wait)".to_owned(),
         };
         return Err(not_pending(&detail));
     };

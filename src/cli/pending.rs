@@ -15,9 +15,13 @@ pub struct PendingArgs {
 }
 
 pub fn run(global: &Global, args: PendingArgs) -> anyhow::Result<Exit> {
-    let store = global.read_store()?;
     let now = chrono::Utc::now().timestamp_micros();
-    let waiting = approvals::pending(&store, now)?;
+    // No log yet: nothing can be waiting in it.
+    let waiting = if global.db_path()?.exists() {
+        approvals::pending(&global.read_store()?, now)?
+    } else {
+        Vec::new()
+    };
     match args.format.get() {
         Format::Table if waiting.is_empty() => {
             render::line("no calls are waiting for approval")?;
