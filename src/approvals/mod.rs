@@ -104,8 +104,7 @@ pub fn pending_of(events: &[StoredEvent]) -> Option<Pending> {
     let EventBody::Request(req) = EventBody::from_json("request", &request.payload).ok()? else {
         return None;
     };
-    let EventBody::Decision(dec) = EventBody::from_json("decision", &decision.payload).ok()?
-    else {
+    let EventBody::Decision(dec) = EventBody::from_json("decision", &decision.payload).ok()? else {
         return None;
     };
     Some(Pending {
@@ -176,9 +175,7 @@ pub fn answer(
                 record.arguments_sha256 = Some(pending.arguments_sha256.clone());
                 record.policy_digest = Some(pending.policy_digest.clone());
                 record.reason = answer.reason.clone();
-                vec![
-                    Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by),
-                ]
+                vec![Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by)]
             }
             Err(_) => Vec::new(),
         };
@@ -350,8 +347,9 @@ pub fn wait(
                 let mut record =
                     ApprovalRecord::new(ApprovalStatus::Cancelled, ApprovalChannel::Queue);
                 record.cause = Some(CancelCause::Timeout);
-                let mut append =
-                    vec![Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by)];
+                let mut append = vec![
+                    Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by),
+                ];
                 append.extend(also(&pending.tool).into_iter().map(|e| e.by(by)));
                 append
             })?;

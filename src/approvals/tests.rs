@@ -68,22 +68,24 @@ fn an_answer_for_other_arguments_is_refused_and_nothing_is_written() {
     let before = store.event_count().unwrap();
     let other = arguments_digest(&json!({"path": "b.txt", "content": "x"}));
     let err = answer(&mut store, "c1", &yes(Some(&other)), None, NOW - 1).unwrap_err();
-    assert!(matches!(err, ApprovalsError::ArgumentsMismatch { .. }), "{err}");
+    assert!(
+        matches!(err, ApprovalsError::ArgumentsMismatch { .. }),
+        "{err}"
+    );
     assert_eq!(store.event_count().unwrap(), before);
 }
 
 #[test]
 fn exactly_one_answer_wins() {
     let (mut store, _dir) = queued(NOW);
-    let digest = pending(&store, NOW - 1).unwrap()[0].arguments_sha256.clone();
+    let digest = pending(&store, NOW - 1).unwrap()[0]
+        .arguments_sha256
+        .clone();
     answer(&mut store, "c1", &yes(Some(&digest)), None, NOW - 1).unwrap();
     let mut no = yes(None);
     no.status = ApprovalStatus::Rejected;
     let err = answer(&mut store, "c1", &no, None, NOW - 1).unwrap_err();
-    assert!(
-        err.to_string().contains("already approved"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("already approved"), "{err}");
     assert!(pending(&store, NOW - 1).unwrap().is_empty());
     let waited = wait(&mut store, "c1", POLL, None, &|_| Vec::new());
     // The pending row is no longer the last: the call is not waiting any more.

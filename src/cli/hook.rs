@@ -17,9 +17,10 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Context as _;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::{Value, json};
 
+use gavel::approvals;
 use gavel::audit::{
     AnomalyKind, AnomalyRecord, ApprovalRecord, ClientCall, Event, EventBody, INLINE_CLIENT_INPUT,
     LifecycleRecord, ResultRecord, ToolResult,
@@ -46,8 +47,12 @@ pub struct HookArgs {
     /// What an `ask` becomes: `auto` hands it to the client's prompt where the
     /// client always can (Claude Code, Cursor) and denies it as "needs approval"
     /// elsewhere; `prompt` also hands it over where the client prompts only in
-    /// interactive sessions (Gemini CLI, Copilot CLI); `deny` never hands it over
-    #[arg(long, value_enum, default_value_t = AskArg::Auto)]
+    /// interactive sessions (Gemini CLI, Copilot CLI); `deny` never hands it over;
+    /// `wait[=DURATION]` keeps the hook waiting in the pending queue until `gavel
+    /// approve` / `gavel reject` answers from another terminal, or DURATION ends
+    /// (default: 10 s less than the client's hook timeout; then denied, cancelled/timeout)
+    #[arg(long, value_name = "auto|prompt|deny|wait[=DURATION]", value_parser = parse_ask,
+          default_value = "auto")]
     pub ask: AskArg,
     /// The event name, for payloads that do not carry it (Copilot's camelCase hooks)
     #[arg(long, value_name = "NAME")]
@@ -55,11 +60,32 @@ pub struct HookArgs {
 }
 
 /// `--ask`.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AskArg {
     Auto,
     Prompt,
     Deny,
+    Wait(super::AskWait),
+}
+
+fn parse_ask(text: &str) -> Result<AskArg, String> {
+    match text {
+        "auto" => Ok(AskArg::Auto),
+        "prompt" => Ok(AskArg::Prompt),
+        "deny" => Ok(AskArg::Deny),
+        _ if text.starts_with("wait") => super::parse_ask_wait(text).map(AskArg::Wait),
+        _ => Err(format!(
+            "`{text}` is not one of auto, prompt, deny, wait[=DURATION]"
+        )),
+    }
+}
+
+/// How long a hook of `client` waits for an answer under `--ask wait`.
+pub fn hook_wait(client: &str, wait: super::AskWait) -> std::time::Duration {
+    let limit = clients::hook_timeout(client).default;
+    wait.or(limit
+        .saturating_sub(std::time::Duration::from_secs(10))
+        .max(std::time::Duration::from_secs(1)))
 }
 
 pub fn run(global: &Global, args: HookArgs) -> anyhow::Result<Exit> {
@@ -67,6 +93,73 @@ pub fn run(global: &Global, args: HookArgs) -> anyhow::Result<Exit> {
     let client = clients::by_name(&args.client)
         .with_context(|| format!("unknown client `{}`", args.client))?;
     Ok(hook(client, global, &args))
+}
+
+/// Waits in the pending queue for the answer to `call_id` and says what the
+/// client is to do: run it (approved), or not (rejected, or no answer in
+/// time), with its `blocked` result recorded.
+fn waited_reply(
+    store: &mut Store,
+    call_id: &str,
+    decision: &gavel::Decision,
+    who: &Arc<Principal>,
+) -> anyhow::Result<Reply> {
+    let blocked = |tool: &str, status: ApprovalStatus| {
+        Event::now(
+            call_id,
+            Some(tool),
+            EventBody::Result(ResultRecord::from_result(&ToolResult {
+                status: ExecutionStatus::Blocked,
+                content: gavel::runner::blocked_content(decision, status),
+                exit_code: None,
+                duration_ms: 0,
+            })),
+        )
+        .by(Some(who))
+    };
+    let waited = approvals::wait(store, call_id, approvals::POLL, Some(who), &|tool| {
+        vec![blocked(tool, ApprovalStatus::Cancelled)]
+    })?;
+    let by = waited
+        .approver
+        .as_deref()
+        .map(|a| format!(" by {a}"))
+        .unwrap_or_default();
+    Ok(match waited.status {
+        ApprovalStatus::Approved => Reply::Allow {
+            reason: format!(
+                "{} (approved{by} via {})",
+                clients::decision_reason(decision),
+                waited.channel.as_str()
+            ),
+        },
+        ApprovalStatus::Rejected => {
+            let tool = store
+                .call_events(call_id)?
+                .first()
+                .and_then(|e| e.tool.clone())
+                .unwrap_or_default();
+            store.append(&[blocked(&tool, ApprovalStatus::Rejected)])?;
+            Reply::Deny {
+                reason: format!(
+                    "{} (rejected{by} via {}{})",
+                    clients::decision_reason(decision),
+                    waited.channel.as_str(),
+                    waited
+                        .reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+            }
+        }
+        _ => Reply::Deny {
+            reason: format!(
+                "{} (needs approval: nobody answered in time; cancelled)",
+                clients::decision_reason(decision)
+            ),
+        },
+    })
 }
 
 /// The exit code of a fatal signal, and what to print on stdout then.
@@ -267,15 +360,22 @@ fn handle(
                     Err(_) => workspace,
                 };
                 let prompt = match args.ask {
-                    AskArg::Deny => false,
+                    AskArg::Deny | AskArg::Wait(_) => false,
                     AskArg::Prompt => client.can_prompt(context, AskMode::Prompt),
                     AskArg::Auto => client.can_prompt(context, AskMode::Deny),
                 };
-                let route = match prompt {
-                    true => AskRoute::ClientPrompt {
+                let wait = match args.ask {
+                    AskArg::Wait(wait) => Some(hook_wait(client.name(), wait)),
+                    _ => None,
+                };
+                let route = match (prompt, wait) {
+                    (_, Some(wait)) => AskRoute::Queue {
+                        until_us: approvals::until_us(wait),
+                    },
+                    (true, None) => AskRoute::ClientPrompt {
                         approver: context.user.clone(),
                     },
-                    false => AskRoute::Refuse {
+                    (false, None) => AskRoute::Refuse {
                         why: format!(
                             "needs approval: {} cannot ask a person from this hook, so gavel refused the call",
                             client.name()
@@ -315,6 +415,9 @@ fn handle(
                 let reply = match decision.action {
                     Action::Allow => Reply::Allow { reason },
                     Action::Deny => Reply::Deny { reason },
+                    Action::Ask if wait.is_some() => {
+                        waited_reply(&mut store, &call_id, &decision, &who)?
+                    }
                     Action::Ask if prompt => Reply::Ask { reason },
                     Action::Ask => Reply::Deny {
                         reason: clients::needs_approval_reason(&decision, client.name()),

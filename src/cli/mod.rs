@@ -157,8 +157,12 @@ impl AskWait {
 pub fn parse_ask_wait(text: &str) -> Result<AskWait, String> {
     match text.split_once('=') {
         None if text == "wait" => Ok(AskWait(None)),
-        Some(("wait", duration)) => gavel::approvals::parse_wait(duration).map(|d| AskWait(Some(d))),
-        _ => Err(format!("`{text}` is not `wait` or `wait=DURATION` (e.g. wait=60s)")),
+        Some(("wait", duration)) => {
+            gavel::approvals::parse_wait(duration).map(|d| AskWait(Some(d)))
+        }
+        _ => Err(format!(
+            "`{text}` is not `wait` or `wait=DURATION` (e.g. wait=60s)"
+        )),
     }
 }
 

@@ -27,7 +27,16 @@ pub fn run(global: &Global, args: PendingArgs) -> anyhow::Result<Exit> {
             render::line("no calls are waiting for approval")?;
         }
         Format::Table => render::table(
-            &["call", "who", "tool", "arguments", "rule", "reason", "age", "left"],
+            &[
+                "call",
+                "who",
+                "tool",
+                "arguments",
+                "rule",
+                "reason",
+                "age",
+                "left",
+            ],
             waiting.iter().map(|p| {
                 vec![
                     p.call_id.clone(),

@@ -95,10 +95,7 @@ fn run_waits_until_gavel_approve_from_another_process_lets_it_run() {
     assert_eq!(call["rule_id"], "path.write_requires_approval");
     assert_eq!(call["arguments"]["path"], "out.txt");
     assert!(!sandbox.ws.join("out.txt").exists(), "ran before approval");
-    let answered = run_expecting(
-        &mut sandbox.gavel(&["approve", &id, "--yes", "--json"]),
-        0,
-    );
+    let answered = run_expecting(&mut sandbox.gavel(&["approve", &id, "--yes", "--json"]), 0);
     assert_eq!(json(&answered)["channel"], "cli");
     let (code, outcome, err) = finish(child);
     assert_eq!(code, 0, "{err}");
@@ -121,7 +118,10 @@ fn run_waits_until_gavel_approve_from_another_process_lets_it_run() {
 }
 
 fn wait_for_pending_now(sandbox: &Sandbox) -> Vec<Value> {
-    json_lines(&run_expecting(&mut sandbox.gavel(&["pending", "--json"]), 0))
+    json_lines(&run_expecting(
+        &mut sandbox.gavel(&["pending", "--json"]),
+        0,
+    ))
 }
 
 #[test]
@@ -189,9 +189,8 @@ fn an_answer_for_other_arguments_is_refused() {
         .unwrap()
         .to_owned();
     let other = "0".repeat(64);
-    let line = assert_one_line_error(&mut sandbox.gavel(&[
-        "approve", &id, "--yes", "--digest", &other,
-    ]));
+    let line =
+        assert_one_line_error(&mut sandbox.gavel(&["approve", &id, "--yes", "--digest", &other]));
     assert!(line.contains("other arguments"), "{line}");
     // Still waiting; a right answer still works.
     assert_eq!(wait_for_pending_now(&sandbox).len(), 1);
@@ -204,7 +203,13 @@ fn an_answer_for_other_arguments_is_refused() {
 fn answering_a_call_that_never_waited_is_a_one_line_error() {
     let sandbox = Sandbox::new();
     run_expecting(
-        &mut sandbox.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#, "--call-id", "r1"]),
+        &mut sandbox.gavel(&[
+            "run",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+            "--call-id",
+            "r1",
+        ]),
         0,
     );
     let line = assert_one_line_error(&mut sandbox.gavel(&["approve", "r1", "--yes"]));
@@ -250,4 +255,101 @@ fn serve_waits_in_the_queue_instead_of_asking_on_its_stream() {
     assert_eq!(lines[0]["approval"], "approved");
     assert_eq!(lines[0]["status"], "succeeded");
     assert_eq!(sandbox.read("s.txt"), "from serve\n");
+}
+
+/// `gavel hook CLIENT --ask ASK` started in the background on a `shell_pre`
+/// payload running `command` (an ask under the coding-agent policy).
+fn spawn_hook(sandbox: &Sandbox, client: &str, ask: &str, command: &str, id: &str) -> Child {
+    let mut args = vec!["hook", client, "--ask", ask];
+    if client == "copilot" {
+        args.extend(["--event", "preToolUse"]);
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(&args)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let payload = crate::clients::payload(sandbox, client, "shell_pre", command, id);
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.as_bytes())
+            .unwrap();
+    }
+    child
+}
+
+fn coding_agent_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", gavel::policy::CODING_AGENT_POLICY_TOML);
+    sandbox
+}
+
+/// The `log --json` row of the only call.
+fn only_call(sandbox: &Sandbox) -> Value {
+    let calls = json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0));
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    calls[0].clone()
+}
+
+#[test]
+fn every_client_hook_waits_until_gavel_approve_lets_the_call_run() {
+    for client in ["claude-code", "codex", "gemini", "copilot", "cursor"] {
+        let sandbox = coding_agent_sandbox();
+        let child = spawn_hook(&sandbox, client, "wait=30s", "touch made.txt", "w1");
+        let listed = wait_for_pending(&sandbox, 1);
+        assert_eq!(listed[0]["rule_id"], "bash.requires_approval", "{client}");
+        let id = listed[0]["call_id"].as_str().unwrap().to_owned();
+        run_expecting(&mut sandbox.gavel(&["approve", &id, "--yes"]), 0);
+        let output = child.wait_with_output().unwrap();
+        let (answer, reason) = crate::clients::decision(client, &output);
+        assert_eq!(answer, "allow", "{client}: {reason}");
+        let call = only_call(&sandbox);
+        assert_eq!(call["approval"], "approved", "{client}");
+        run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+    }
+}
+
+#[test]
+fn a_rejected_or_unanswered_hook_call_is_denied_and_blocked() {
+    let sandbox = coding_agent_sandbox();
+    let child = spawn_hook(&sandbox, "codex", "wait=30s", "touch made.txt", "r1");
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    run_expecting(
+        &mut sandbox.gavel(&["reject", &id, "--yes", "--reason", "no touching"]),
+        0,
+    );
+    let output = child.wait_with_output().unwrap();
+    let (answer, reason) = crate::clients::decision("codex", &output);
+    assert_eq!(answer, "deny");
+    assert!(reason.contains("no touching"), "{reason}");
+    let call = only_call(&sandbox);
+    assert_eq!(call["approval"], "rejected");
+    assert_eq!(call["status"], "blocked");
+
+    let sandbox = coding_agent_sandbox();
+    let child = spawn_hook(&sandbox, "gemini", "wait=1s", "touch made.txt", "t1");
+    let output = child.wait_with_output().unwrap();
+    let (answer, reason) = crate::clients::decision("gemini", &output);
+    assert_eq!(answer, "deny");
+    assert!(reason.contains("nobody answered in time"), "{reason}");
+    let call = only_call(&sandbox);
+    assert_eq!(call["approval"], "cancelled");
+    assert_eq!(call["status"], "blocked");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
 }
