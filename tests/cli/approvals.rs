@@ -353,3 +353,65 @@ fn a_rejected_or_unanswered_hook_call_is_denied_and_blocked() {
     assert_eq!(call["status"], "blocked");
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
 }
+
+/// Every spelling of an approval command the agent's `bash` might use.
+const SELF_APPROVALS: &[&str] = &[
+    "gavel approve call_1 --yes",
+    "gavel reject call_1",
+    "gavel revoke g1",
+    "gavel approvals --listen 127.0.0.1:8080",
+    "gavel --db .gavel/audit.db approve call_1",
+    "env gavel approve call_1",
+    "env GAVEL_DB=/tmp/x.db gavel approve call_1",
+    "nohup gavel approve call_1",
+    "timeout 5 gavel approve call_1",
+    "nice -n 5 gavel approve call_1",
+    "command gavel approve call_1",
+    "exec gavel approve call_1",
+    "sh -c 'gavel approve call_1'",
+    "bash -c \"gavel reject call_1\"",
+    "bash -lc 'cd . && gavel approve call_1'",
+    "./target/release/gavel approve call_1",
+    "/usr/local/bin/gavel approve call_1",
+    "../gavel/target/debug/gavel approve call_1",
+    "echo ok; gavel approve call_1",
+    "echo $(gavel approve call_1)",
+    "true && gavel approve call_1 --yes",
+    "echo call_1 | xargs gavel approve",
+];
+
+#[test]
+fn the_agents_own_bash_cannot_approve_under_either_builtin_policy() {
+    let sandbox = Sandbox::new();
+    let preset = sandbox.root.join("coding-agent.toml");
+    std::fs::write(&preset, gavel::policy::CODING_AGENT_POLICY_TOML).unwrap();
+    let preset = preset.display().to_string();
+    for policy in [None, Some(preset.as_str())] {
+        for command in SELF_APPROVALS {
+            let args = json!({ "command": command }).to_string();
+            let mut cmd = sandbox.gavel(&["check", "bash", &args, "--json"]);
+            if let Some(policy) = policy {
+                cmd.args(["--policy", policy]);
+            }
+            let report = json(&run_expecting(&mut cmd, 0));
+            assert_eq!(
+                report["action"], "deny",
+                "{command} under {policy:?}: {report}"
+            );
+            assert_eq!(
+                report["rule_id"], "bash.self_approval",
+                "{command} under {policy:?}: {report}"
+            );
+        }
+        // Reading the queue is not answering it.
+        for command in ["gavel pending", "echo gavel approve", "gavel log"] {
+            let args = json!({ "command": command }).to_string();
+            let mut cmd = sandbox.gavel(&["check", "bash", &args, "--json"]);
+            if let Some(policy) = policy {
+                cmd.args(["--policy", policy]);
+            }
+            let report = json(&run_expecting(&mut cmd, 0));
+            assert_ne!(report["rule_id"], "bash.self_approval", "{command}");
+        }
+    }
+}
