@@ -80,14 +80,6 @@ fn parse_ask(text: &str) -> Result<AskArg, String> {
     }
 }
 
-/// How long a hook of `client` waits for an answer under `--ask wait`.
-pub fn hook_wait(client: &str, wait: super::AskWait) -> std::time::Duration {
-    let limit = clients::hook_timeout(client).default;
-    wait.or(limit
-        .saturating_sub(std::time::Duration::from_secs(10))
-        .max(std::time::Duration::from_secs(1)))
-}
-
 pub fn run(global: &Global, args: HookArgs) -> anyhow::Result<Exit> {
     // The value parser admits only known names.
     let client = clients::by_name(&args.client)
@@ -365,7 +357,7 @@ fn handle(
                     AskArg::Auto => client.can_prompt(context, AskMode::Deny),
                 };
                 let wait = match args.ask {
-                    AskArg::Wait(wait) => Some(hook_wait(client.name(), wait)),
+                    AskArg::Wait(wait) => Some(super::hook_wait_for(client.name(), wait)),
                     _ => None,
                 };
                 let route = match (prompt, wait) {

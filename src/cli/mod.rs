@@ -166,6 +166,15 @@ pub fn parse_ask_wait(text: &str) -> Result<AskWait, String> {
     }
 }
 
+/// How long a hook of `client` waits for an answer under `--ask wait`: as
+/// asked, or 10 s less than the client's hook timeout.
+pub fn hook_wait_for(client: &str, wait: AskWait) -> std::time::Duration {
+    let limit = gavel::clients::hook_timeout(client).default;
+    wait.or(limit
+        .saturating_sub(std::time::Duration::from_secs(10))
+        .max(std::time::Duration::from_secs(1)))
+}
+
 /// How long a bare `--ask wait` waits where the client sets no limit (`run`, `serve`).
 pub const DEFAULT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 

@@ -183,7 +183,9 @@ fn explain_says_why_earlier_rules_did_not_match() {
     assert_eq!(decision.rule_id, "path.write_requires_approval");
     assert_eq!(trace.len(), 6);
     assert!(
-        trace[1].detail.contains("tool `write_file` is not one of [bash]"),
+        trace[1]
+            .detail
+            .contains("tool `write_file` is not one of [bash]"),
         "{:?}",
         trace[1]
     );

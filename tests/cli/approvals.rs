@@ -415,3 +415,72 @@ fn the_agents_own_bash_cannot_approve_under_either_builtin_policy() {
         }
     }
 }
+
+#[test]
+fn init_with_ask_wait_sets_each_clients_hook_timeout_above_the_wait() {
+    let cases: &[(&str, &str, &str, u64)] = &[
+        ("claude-code", ".claude/settings.json", "timeout", 75),
+        ("codex", ".codex/hooks.json", "timeout", 75),
+        ("gemini", ".gemini/settings.json", "timeout", 75_000),
+        ("copilot", ".github/hooks/gavel.json", "timeoutSec", 75),
+    ];
+    for (client, path, key, timeout) in cases {
+        let sandbox = Sandbox::new();
+        let output = run_expecting(
+            &mut sandbox.gavel(&["init", client, "--ask", "wait=60s"]),
+            0,
+        );
+        assert!(
+            !stderr(&output).contains("may outlast"),
+            "{}",
+            stderr(&output)
+        );
+        let hooks_path = sandbox.ws.join(path);
+        let text = std::fs::read_to_string(&hooks_path)
+            .unwrap_or_else(|_| panic!("{client}: no {}", hooks_path.display()));
+        let hooks: Value = serde_json::from_str(&text).unwrap();
+        let mut entries = Vec::new();
+        collect_entries(&hooks, &mut entries);
+        assert!(!entries.is_empty(), "{client}: {text}");
+        for entry in entries {
+            let command = entry
+                .get("command")
+                .or_else(|| entry.get("bash"))
+                .and_then(Value::as_str)
+                .unwrap();
+            assert!(command.contains("--ask wait=60s"), "{client}: {command}");
+            assert_eq!(entry[*key], json!(timeout), "{client}: {entry}");
+        }
+    }
+    // Cursor has no timeout gavel can set: a wait past its limit is warned about.
+    let sandbox = Sandbox::new();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["init", "cursor", "--ask", "wait=60s"]),
+        0,
+    );
+    assert!(
+        stderr(&output).contains("may outlast"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Every hook entry (an object with a gavel `command` or `bash`) in `value`.
+fn collect_entries(value: &Value, into: &mut Vec<Value>) {
+    match value {
+        Value::Object(object) => {
+            let runs_gavel = ["command", "bash"].iter().any(|field| {
+                object
+                    .get(*field)
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| c.contains(" hook "))
+            });
+            if runs_gavel {
+                into.push(value.clone());
+            }
+            object.values().for_each(|v| collect_entries(v, into));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_entries(v, into)),
+        _ => {}
+    }
+}
