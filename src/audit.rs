@@ -441,6 +441,10 @@ pub enum EventBody {
     Lifecycle(LifecycleRecord),
     Anomaly(AnomalyRecord),
     Format(FormatRecord),
+    /// A grant created with an approval (`crate::approvals::grants`).
+    Grant(crate::approvals::grants::GrantRecord),
+    /// A grant's revocation.
+    Revocation(crate::approvals::grants::RevocationRecord),
 }
 
 impl EventBody {
@@ -454,6 +458,8 @@ impl EventBody {
             EventBody::Lifecycle(_) => "lifecycle",
             EventBody::Anomaly(_) => "anomaly",
             EventBody::Format(_) => crate::chain::FORMAT_KIND,
+            EventBody::Grant(_) => "grant",
+            EventBody::Revocation(_) => "revocation",
         }
     }
 
@@ -467,6 +473,8 @@ impl EventBody {
             EventBody::Lifecycle(r) => serde_json::to_vec(r),
             EventBody::Anomaly(r) => serde_json::to_vec(r),
             EventBody::Format(r) => serde_json::to_vec(r),
+            EventBody::Grant(r) => serde_json::to_vec(r),
+            EventBody::Revocation(r) => serde_json::to_vec(r),
         };
         // These records hold only strings, numbers and JSON values with string keys,
         // which serde_json always serializes.
@@ -484,6 +492,8 @@ impl EventBody {
             "lifecycle" => EventBody::Lifecycle(serde_json::from_slice(payload).map_err(err)?),
             "anomaly" => EventBody::Anomaly(serde_json::from_slice(payload).map_err(err)?),
             "format" => EventBody::Format(serde_json::from_slice(payload).map_err(err)?),
+            "grant" => EventBody::Grant(serde_json::from_slice(payload).map_err(err)?),
+            "revocation" => EventBody::Revocation(serde_json::from_slice(payload).map_err(err)?),
             other => return Err(format!("unknown event kind `{other}`")),
         })
     }

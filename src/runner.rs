@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::approval::{self, ApprovalStatus, Approver, Resolution};
+use crate::approvals::grants::GrantSource;
 use crate::audit::{
     ApprovalRecord, AuditError, AuditSink, ClientCall, DEFAULT_MAX_ARGUMENT_BYTES, DecisionRecord,
     Event, EventBody, ExecutionStatus, JsonMeasure, RequestRecord, ResultRecord, ToolResult,
@@ -73,6 +74,8 @@ pub struct GovernedRunner {
     max_argument_bytes: u64,
     /// Who the calls are made for: recorded in each request and on every row.
     principal: Option<std::sync::Arc<Principal>>,
+    /// Grants in force, consulted only when the policy asks.
+    grants: Option<Box<dyn GrantSource>>,
 }
 
 /// A decision with the facts it was made on, and, for arguments over the
@@ -93,7 +96,16 @@ impl GovernedRunner {
             hooks: Hooks::new(),
             max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
             principal: None,
+            grants: None,
         }
+    }
+
+    /// Consults `grants` for every call the policy asks about (and only
+    /// then): a covering grant's decision (`allow` by `grant.<ID>`) is
+    /// recorded instead of the ask.
+    pub fn with_grants(mut self, grants: Box<dyn GrantSource>) -> Self {
+        self.grants = Some(grants);
+        self
     }
 
     /// Records `principal` with every call: in the request payload, and as
@@ -183,7 +195,15 @@ impl GovernedRunner {
             };
         }
         let facts = self.workspace.facts(request);
-        let decision = self.policy.decide(request, &facts);
+        let mut decision = self.policy.decide(request, &facts);
+        if decision.action == Action::Ask
+            && let Some(grants) = &self.grants
+        {
+            let session = self.principal.as_ref().and_then(|p| p.session.as_deref());
+            if let Some(granted) = grants.cover(request, &facts, &decision, session) {
+                decision = granted;
+            }
+        }
         Decided {
             facts,
             decision,

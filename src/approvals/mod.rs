@@ -17,6 +17,8 @@
 //! Deciding which calls wait is the policy's business and knows nothing of
 //! this; this module knows the store, not the terminal.
 
+pub mod grants;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,6 +50,16 @@ pub enum ApprovalsError {
         recorded: String,
         given: String,
     },
+    #[error("cannot grant {what} for call `{call_id}`: {why}")]
+    Grant {
+        call_id: String,
+        what: String,
+        why: String,
+    },
+    #[error("no grant `{grant}` in the record")]
+    UnknownGrant { grant: String },
+    #[error("grant `{grant}` is already revoked")]
+    AlreadyRevoked { grant: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -153,6 +165,220 @@ pub struct QueueAnswer {
     /// The digest of the arguments the person was shown; `None` when the
     /// answer is for the call's recorded arguments as they stand.
     pub arguments_sha256: Option<String>,
+    /// With an approval: a grant to create with it.
+    pub grant: Option<GrantAsk>,
+}
+
+/// The scope a person asks a grant for, before it is read off the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantKind {
+    /// This exact call.
+    Call,
+    /// The call's program and subcommand (`cargo test`), any arguments.
+    Command,
+    /// The call's tool, on paths under this glob.
+    Paths(String),
+}
+
+/// A grant to create with an approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantAsk {
+    pub kind: GrantKind,
+    /// Limit it to the call's client session.
+    pub session: bool,
+    /// Limit it to this long from now.
+    pub lasts: Option<Duration>,
+    /// Limit it to this many calls.
+    pub uses: Option<u64>,
+}
+
+/// The scope `kind` names for the call `events` describe.
+fn scope_for(
+    call_id: &str,
+    kind: &GrantKind,
+    pending: &Pending,
+    events: &[StoredEvent],
+) -> Result<grants::Scope, ApprovalsError> {
+    let refuse = |why: &str| ApprovalsError::Grant {
+        call_id: call_id.to_owned(),
+        what: match kind {
+            GrantKind::Call => "this call".to_owned(),
+            GrantKind::Command => "its command".to_owned(),
+            GrantKind::Paths(glob) => format!("paths under `{glob}`"),
+        },
+        why: why.to_owned(),
+    };
+    match kind {
+        GrantKind::Call => Ok(grants::Scope::Call {
+            tool: pending.tool.clone(),
+            arguments_sha256: pending.arguments_sha256.clone(),
+        }),
+        GrantKind::Paths(glob) => {
+            if pending.tool == "bash" {
+                return Err(refuse(
+                    "a path grant is for file tools; grant a command instead",
+                ));
+            }
+            globset::Glob::new(glob).map_err(|e| refuse(&format!("invalid glob: {e}")))?;
+            Ok(grants::Scope::Paths {
+                tool: pending.tool.clone(),
+                glob: glob.clone(),
+            })
+        }
+        GrantKind::Command => {
+            if pending.tool != "bash" {
+                return Err(refuse("only a `bash` call has a command"));
+            }
+            let facts = events
+                .iter()
+                .find(|e| e.kind == "decision")
+                .and_then(|e| match EventBody::from_json("decision", &e.payload) {
+                    Ok(EventBody::Decision(d)) => d.facts.shell,
+                    _ => None,
+                })
+                .ok_or_else(|| refuse("its parse is not in the record"))?;
+            let prefix = |words: &[String]| -> Vec<String> {
+                match words.get(1) {
+                    Some(sub) if !sub.starts_with('-') => words[..2].to_vec(),
+                    _ => words[..1].to_vec(),
+                }
+            };
+            let mut prefixes: Vec<Vec<String>> = facts
+                .commands
+                .iter()
+                .filter(|c| !c.words.is_empty())
+                .map(|c| prefix(&c.words))
+                .collect();
+            prefixes.dedup();
+            match prefixes.as_slice() {
+                [words] if facts.unprovable.is_empty() => Ok(grants::Scope::Command {
+                    words: words.clone(),
+                }),
+                [_] => Err(refuse("the command is not fully provable")),
+                _ => Err(refuse(
+                    "it runs several programs; grant this exact call instead",
+                )),
+            }
+        }
+    }
+}
+
+/// The grants of the record, each with its revocation and uses so far.
+pub fn grants(store: &Store) -> Result<Vec<grants::Grant>, StoreError> {
+    let mut found: Vec<grants::Grant> = Vec::new();
+    for row in store.grant_rows()? {
+        match EventBody::from_json(&row.kind, &row.payload) {
+            Ok(EventBody::Grant(record)) => found.push(grants::Grant {
+                record,
+                seq: row.seq,
+                created_us: row.ts_us,
+                revoked: None,
+                used: 0,
+            }),
+            Ok(EventBody::Revocation(revocation)) => {
+                if let Some(grant) = found
+                    .iter_mut()
+                    .find(|g| g.record.grant == revocation.grant && g.revoked.is_none())
+                {
+                    grant.revoked = Some(revocation);
+                }
+            }
+            _ => {}
+        }
+    }
+    for grant in &mut found {
+        grant.used = store.decisions_by_rule(&format!(
+            "{}{}",
+            grants::GRANT_RULE_PREFIX,
+            grant.record.grant
+        ))?;
+    }
+    Ok(found)
+}
+
+/// Records the revocation of `grant`, in one transaction with the check
+/// that it exists and is not revoked yet.
+pub fn revoke(
+    store: &mut Store,
+    grant: &str,
+    revoked_by: &str,
+    channel: ApprovalChannel,
+    reason: Option<String>,
+    by: Option<&Arc<Principal>>,
+) -> Result<grants::GrantRecord, ApprovalsError> {
+    let call_id = format!("{}{grant}", grants::GRANT_CALL_PREFIX);
+    let mut outcome = Err(ApprovalsError::UnknownGrant {
+        grant: grant.to_owned(),
+    });
+    store.append_for_call(&call_id, |rows| {
+        let record = rows
+            .iter()
+            .find_map(|r| match EventBody::from_json(&r.kind, &r.payload) {
+                Ok(EventBody::Grant(g)) => Some(g),
+                _ => None,
+            });
+        let Some(record) = record else {
+            return Vec::new();
+        };
+        if rows.iter().any(|r| r.kind == "revocation") {
+            outcome = Err(ApprovalsError::AlreadyRevoked {
+                grant: grant.to_owned(),
+            });
+            return Vec::new();
+        }
+        outcome = Ok(record);
+        vec![
+            Event::now(
+                &call_id,
+                None,
+                EventBody::Revocation(grants::RevocationRecord {
+                    grant: grant.to_owned(),
+                    revoked_by: revoked_by.to_owned(),
+                    channel,
+                    reason: reason.clone(),
+                }),
+            )
+            .by(by),
+        ]
+    })?;
+    outcome
+}
+
+/// The grants of a log, read when a call is asked (never for allow or
+/// deny): a [`grants::GrantSource`] over its own read-only connection,
+/// opened at the first ask.
+pub struct StoreGrants {
+    path: std::path::PathBuf,
+    store: std::cell::OnceCell<Option<Store>>,
+}
+
+impl StoreGrants {
+    pub fn new(path: &std::path::Path) -> Self {
+        Self {
+            path: path.to_owned(),
+            store: std::cell::OnceCell::new(),
+        }
+    }
+}
+
+impl grants::GrantSource for StoreGrants {
+    fn cover(
+        &self,
+        request: &ToolRequest,
+        facts: &crate::facts::Facts,
+        decision: &Decision,
+        session: Option<&str>,
+    ) -> Option<Decision> {
+        let store = self
+            .store
+            .get_or_init(|| Store::open_read_only(&self.path).ok())
+            .as_ref()?;
+        // A grant that cannot be read covers nothing: the call is asked.
+        let all = grants(store).ok()?;
+        let now = chrono::Utc::now().timestamp_micros();
+        grants::covering(&all, request, facts, decision, session, now)
+            .map(|grant| grants::granted(grant, decision))
+    }
 }
 
 /// Records `answer` for `call_id`, in one transaction with the check that
@@ -170,16 +396,37 @@ pub fn answer(
         let checked = check_answer(call_id, events, answer, now_us);
         let append = match &checked {
             Ok(pending) => {
+                let grant = match (&answer.grant, answer.status) {
+                    (Some(ask), ApprovalStatus::Approved) => {
+                        match grant_record(call_id, ask, pending, events, answer, now_us) {
+                            Ok(record) => Some(record),
+                            Err(err) => {
+                                outcome = Some(Err(err));
+                                return Vec::new();
+                            }
+                        }
+                    }
+                    _ => None,
+                };
                 let mut record = ApprovalRecord::new(answer.status, answer.channel);
                 record.approver = Some(answer.approver.clone());
                 record.arguments_sha256 = Some(pending.arguments_sha256.clone());
                 record.policy_digest = Some(pending.policy_digest.clone());
                 record.reason = answer.reason.clone();
-                vec![Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by)]
+                let mut append = vec![
+                    Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by),
+                ];
+                if let Some(grant) = grant {
+                    let grant_call = format!("{}{}", grants::GRANT_CALL_PREFIX, grant.grant);
+                    append.push(Event::now(&grant_call, None, EventBody::Grant(grant)).by(by));
+                }
+                append
             }
             Err(_) => Vec::new(),
         };
-        outcome = Some(checked);
+        if outcome.is_none() {
+            outcome = Some(checked);
+        }
         append
     })?;
     outcome.unwrap_or_else(|| {
@@ -187,6 +434,41 @@ pub fn answer(
             call_id: call_id.to_owned(),
             detail: "it could not be read".into(),
         })
+    })
+}
+
+/// The grant `ask` creates with the approval of the call `events` describe.
+fn grant_record(
+    call_id: &str,
+    ask: &GrantAsk,
+    pending: &Pending,
+    events: &[StoredEvent],
+    answer: &QueueAnswer,
+    now_us: i64,
+) -> Result<grants::GrantRecord, ApprovalsError> {
+    let scope = scope_for(call_id, &ask.kind, pending, events)?;
+    let session = match (ask.session, &pending.session) {
+        (false, _) => None,
+        (true, Some(session)) => Some(session.clone()),
+        (true, None) => {
+            return Err(ApprovalsError::Grant {
+                call_id: call_id.to_owned(),
+                what: "a session grant".to_owned(),
+                why: "the call was made outside a client session".to_owned(),
+            });
+        }
+    };
+    Ok(grants::GrantRecord {
+        grant: grants::new_grant_id(),
+        scope,
+        session,
+        until_us: ask
+            .lasts
+            .map(|d| now_us.saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX))),
+        uses: ask.uses,
+        created_by: answer.approver.clone(),
+        channel: answer.channel,
+        call_id: call_id.to_owned(),
     })
 }
 

@@ -40,6 +40,7 @@ fn yes(digest: Option<&str>) -> QueueAnswer {
         approver: "alice".into(),
         reason: None,
         arguments_sha256: digest.map(str::to_owned),
+        grant: None,
     }
 }
 

@@ -11,7 +11,7 @@ use clap::Args;
 use serde_json::json;
 
 use gavel::approval::{ApprovalChannel, ApprovalStatus};
-use gavel::approvals::{self, QueueAnswer};
+use gavel::approvals::{self, GrantAsk, GrantKind, QueueAnswer};
 use gavel::principal::Principal;
 
 use super::{Exit, FormatArgs, Global, render};
@@ -30,6 +30,22 @@ pub struct AnswerArgs {
     /// Do not ask for confirmation on a terminal
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// With the approval, grant the same again: `call` (this exact call), `command` (its
+    /// program and subcommand, e.g. `cargo test`, with any arguments inside the workspace),
+    /// or `paths=GLOB` (its file tool on paths under GLOB)
+    #[arg(long, value_name = "call|command|paths=GLOB", value_parser = parse_grant)]
+    pub grant: Option<GrantKind>,
+    /// Limit the grant to the call's client session [default when the call has one]
+    #[arg(long, requires = "grant")]
+    pub session: bool,
+    /// Limit the grant to DURATION from now (`30m`, `8h`) [default 1h without a session]
+    #[arg(long = "for", value_name = "DURATION", requires = "grant",
+          value_parser = gavel::approvals::parse_wait)]
+    pub lasts: Option<std::time::Duration>,
+    /// Limit the grant to N calls
+    #[arg(long, value_name = "N", requires = "grant",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub uses: Option<u64>,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -57,6 +73,7 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
             approver: String::new(),
             reason: None,
             arguments_sha256: args.digest.clone(),
+            grant: None,
         },
         now,
     )?;
@@ -86,6 +103,9 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
         }
     }
     let principal = Arc::new(Principal::current("cli").with_host_id_beside(store.path()));
+    if args.grant.is_some() && status != ApprovalStatus::Approved {
+        anyhow::bail!("--grant goes with an approval, not a rejection");
+    }
     let answered = approvals::answer(
         &mut store,
         &args.call_id,
@@ -96,10 +116,30 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
             reason: args.reason.clone(),
             // Bound to what was shown, whatever was asked for.
             arguments_sha256: Some(shown.arguments_sha256.clone()),
+            grant: args.grant.clone().map(|kind| {
+                let limited = args.session || args.lasts.is_some() || args.uses.is_some();
+                GrantAsk {
+                    kind,
+                    session: args.session || (!limited && shown.session.is_some()),
+                    lasts: args.lasts.or_else(|| {
+                        (!limited && shown.session.is_none())
+                            .then_some(std::time::Duration::from_secs(3600))
+                    }),
+                    uses: args.uses,
+                }
+            }),
         },
         Some(&principal),
         chrono::Utc::now().timestamp_micros(),
     )?;
+    // The grant, if one was made, is the newest one this approval created.
+    let granted = match args.grant {
+        Some(_) => approvals::grants(&store)?
+            .into_iter()
+            .rev()
+            .find(|g| g.record.call_id == answered.call_id),
+        None => None,
+    };
     if args.format.is_json() {
         render::json(&json!({
             "call_id": answered.call_id,
@@ -108,6 +148,7 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
             "approver": principal.user,
             "arguments_sha256": answered.arguments_sha256,
             "policy_digest": answered.policy_digest,
+            "grant": granted.as_ref().map(|g| json!(g)),
         }))?;
     } else {
         render::line(&format!(
@@ -120,6 +161,14 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
             render::escape(&answered.tool),
             render::escape(&principal.user)
         ))?;
+        if let Some(grant) = &granted {
+            render::line(&format!(
+                "granted {}: {} (`gavel revoke {}` ends it)",
+                grant.record.grant,
+                render::escape(&grant.record.scope.describe()),
+                grant.record.grant
+            ))?;
+        }
     }
     Ok(Exit::Ok)
 }
@@ -130,4 +179,13 @@ fn capitalized(word: &str) -> String {
         .next()
         .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
         .unwrap_or_default()
+}
+
+fn parse_grant(text: &str) -> Result<GrantKind, String> {
+    match text.split_once('=') {
+        None if text == "call" => Ok(GrantKind::Call),
+        None if text == "command" => Ok(GrantKind::Command),
+        Some(("paths", glob)) if !glob.is_empty() => Ok(GrantKind::Paths(glob.to_owned())),
+        _ => Err(format!("`{text}` is not `call`, `command` or `paths=GLOB`")),
+    }
 }

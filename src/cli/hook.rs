@@ -376,7 +376,8 @@ fn handle(
                 };
                 let runner = GovernedRunner::new(policy, workspace, Registry::empty())
                     .with_max_argument_bytes(global.max_argument_bytes)
-                    .with_principal(Principal::clone(&who));
+                    .with_principal(Principal::clone(&who))
+                    .with_grants(Box::new(approvals::StoreGrants::new(store.path())));
                 let decided = runner.decide_and_record(
                     &call_id,
                     &request,

@@ -13,6 +13,7 @@ mod check;
 mod demo;
 mod doctor;
 mod export;
+mod grants;
 mod hook;
 mod init;
 mod keys;
@@ -279,6 +280,10 @@ pub enum Command {
     Approve(approve::AnswerArgs),
     /// Reject a call waiting in the pending queue, from another terminal
     Reject(approve::AnswerArgs),
+    /// The grants in the record (`approve --grant`): scope, limits, uses, state
+    Grants(grants::GrantsArgs),
+    /// Record a grant's revocation: calls it covered are asked again
+    Revoke(grants::RevokeArgs),
     /// Ship this host's audit log to the team's central store (PostgreSQL)
     #[cfg(feature = "postgres")]
     Push(push::PushArgs),
@@ -423,6 +428,8 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("pending", &["policy", "durability", "max_argument_bytes"]),
     ("approve", &["policy", "max_argument_bytes", "wide"]),
     ("reject", &["policy", "max_argument_bytes", "wide"]),
+    ("grants", &["policy", "durability", "max_argument_bytes"]),
+    ("revoke", &["policy", "max_argument_bytes", "wide"]),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -541,6 +548,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Pending(args) => pending::run(&global, args),
         Command::Approve(args) => approve::approve(&global, args),
         Command::Reject(args) => approve::reject(&global, args),
+        Command::Grants(args) => grants::list(&global, args),
+        Command::Revoke(args) => grants::revoke(&global, args),
         #[cfg(feature = "postgres")]
         Command::Push(args) => push::run(&global, args),
         #[cfg(feature = "postgres")]

@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::approval::{Approver, Fixed, TerminalApprover};
-use gavel::approvals::QueueApprover;
+use gavel::approvals::{QueueApprover, StoreGrants};
 use gavel::runner::new_call_id;
 use gavel::store::StoreError;
 use gavel::tools::Registry;
@@ -87,7 +87,9 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
         ),
         None => approver(&args),
     };
-    let runner = runner.with_principal(principal);
+    let runner = runner
+        .with_principal(principal)
+        .with_grants(Box::new(StoreGrants::new(store.path())));
     super::Global::vouch_policy(runner.policy(), &store)?;
     store.remember_policy(runner.policy())?;
     store.set_redaction(runner.policy().redaction());

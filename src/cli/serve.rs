@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::approval::{ApprovalChannel, CancelCause};
-use gavel::approvals::QueueApprover;
+use gavel::approvals::{QueueApprover, StoreGrants};
 use gavel::audit::DeferredResults;
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, Approver, CallOutcome, Decision, GovernedRunner, ToolRequest};
@@ -69,7 +69,8 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
         .with_max_argument_bytes(global.max_argument_bytes)
         .with_context(context)
-        .with_principal(principal);
+        .with_principal(principal)
+        .with_grants(Box::new(StoreGrants::new(store.path())));
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
     let mut audit = DeferredResults::new(&mut store);

@@ -46,4 +46,29 @@ impl Store {
             })
             .map_err(sql("reading a call's answers"))
     }
+
+    /// Every `grant` and `revocation` row, in seq order: a range of the
+    /// `call_id` index (their call ids are `grant/<ID>`), never a scan.
+    pub fn grant_rows(&self) -> Result<Vec<StoredEvent>, StoreError> {
+        let text = format!(
+            "SELECT {} FROM events WHERE call_id >= 'grant/' AND call_id < 'grant0'
+             AND kind IN ('grant', 'revocation') ORDER BY seq",
+            self.event_columns()
+        );
+        self.conn
+            .prepare_cached(&text)
+            .and_then(|mut s| {
+                s.query_map([], StoredEvent::from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(sql("reading grants"))
+    }
+
+    /// How many calls were decided by `rule_id` (a grant's `grant.<ID>`).
+    pub fn decisions_by_rule(&self, rule_id: &str) -> Result<u64, StoreError> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM events WHERE kind = 'decision' AND rule_id = ?1")
+            .and_then(|mut s| s.query_row([rule_id], |r| r.get(0)))
+            .map_err(sql("counting a grant's uses"))
+    }
 }
