@@ -173,3 +173,107 @@ fn waits_parse_as_documented() {
         assert!(parse_wait(bad).is_err(), "{bad}");
     }
 }
+
+mod grant_matching {
+    use super::*;
+    use crate::approvals::grants::{Grant, GrantRecord, Scope, covering};
+
+    fn grant(scope: Scope) -> Grant {
+        Grant {
+            record: GrantRecord {
+                grant: "g1".into(),
+                scope,
+                session: Some("s1".into()),
+                until_us: Some(NOW + 10),
+                uses: Some(2),
+                created_by: "alice".into(),
+                channel: ApprovalChannel::Cli,
+                call_id: "c0".into(),
+            },
+            seq: 1,
+            created_us: NOW - 10,
+            revoked: None,
+            used: 0,
+        }
+    }
+
+    /// The decision and facts of `command` under the built-in policy, in a
+    /// temporary workspace.
+    fn decided(
+        command: &str,
+    ) -> (
+        ToolRequest,
+        crate::facts::Facts,
+        Decision,
+        tempfile::TempDir,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::open(dir.path()).unwrap();
+        let request = ToolRequest::new("c", "bash", json!({ "command": command }));
+        let facts = workspace.facts(&request);
+        let decision = Policy::builtin().decide(&request, &facts);
+        (request, facts, decision, dir)
+    }
+
+    #[test]
+    fn a_command_grant_covers_only_an_asked_provable_command_in_its_limits() {
+        let grants = [grant(Scope::Command {
+            words: vec!["cargo".into(), "test".into()],
+        })];
+        let (request, facts, decision, _dir) = decided("cargo test --lib x");
+        assert_eq!(decision.action, crate::Action::Ask);
+        assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_some());
+        // Another session, the end of its time, its uses, a revocation.
+        assert!(covering(&grants, &request, &facts, &decision, Some("s2"), NOW).is_none());
+        assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW + 10).is_none());
+        let mut used = grants.clone();
+        used[0].used = 2;
+        assert!(covering(&used, &request, &facts, &decision, Some("s1"), NOW).is_none());
+        let mut revoked = grants.clone();
+        revoked[0].revoked = Some(crate::approvals::grants::RevocationRecord {
+            grant: "g1".into(),
+            revoked_by: "bob".into(),
+            channel: ApprovalChannel::Cli,
+            reason: None,
+        });
+        assert!(covering(&revoked, &request, &facts, &decision, Some("s1"), NOW).is_none());
+        for command in [
+            "cargo build",
+            "cargo test; ls",
+            "cargo test > out",
+            "cargo test $(cat x)",
+            "PATH=/tmp cargo test",
+            "./cargo test",
+            "sudo cargo test",
+            "cargo test /etc/passwd",
+        ] {
+            let (request, facts, decision, _dir) = decided(command);
+            assert!(
+                covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_none(),
+                "{command}: {decision:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_grant_never_turns_a_deny_into_an_allow() {
+        let grants = [grant(Scope::Command {
+            words: vec!["rm".into()],
+        })];
+        let (request, facts, decision, _dir) = decided("rm -rf build");
+        assert_eq!(decision.action, crate::Action::Deny);
+        assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_none());
+    }
+
+    #[test]
+    fn a_call_grant_covers_the_same_arguments_only() {
+        let (request, facts, decision, _dir) = decided("make all");
+        let grants = [grant(Scope::Call {
+            tool: "bash".into(),
+            arguments_sha256: arguments_digest(&request.arguments),
+        })];
+        assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_some());
+        let (other, facts, decision, _dir) = decided("make clean");
+        assert!(covering(&grants, &other, &facts, &decision, Some("s1"), NOW).is_none());
+    }
+}

@@ -59,6 +59,9 @@ pub fn reject(global: &Global, args: AnswerArgs) -> anyhow::Result<Exit> {
 }
 
 fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::Result<Exit> {
+    if args.grant.is_some() && status != ApprovalStatus::Approved {
+        anyhow::bail!("--grant goes with an approval, not a rejection");
+    }
     let mut store = global.open_store()?;
     let now = chrono::Utc::now().timestamp_micros();
     let events = store
@@ -103,9 +106,6 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
         }
     }
     let principal = Arc::new(Principal::current("cli").with_host_id_beside(store.path()));
-    if args.grant.is_some() && status != ApprovalStatus::Approved {
-        anyhow::bail!("--grant goes with an approval, not a rejection");
-    }
     let answered = approvals::answer(
         &mut store,
         &args.call_id,

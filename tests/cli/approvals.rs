@@ -484,3 +484,154 @@ fn collect_entries(value: &Value, into: &mut Vec<Value>) {
         _ => {}
     }
 }
+
+/// `gavel hook codex` on one `shell_pre` payload; the answer and its reason.
+fn codex_pre(sandbox: &Sandbox, command: &str, id: &str, args: &[&str]) -> (String, String) {
+    let payload = crate::clients::payload(sandbox, "codex", "shell_pre", command, id);
+    let output = sandbox
+        .gavel(&["hook", "codex"])
+        .args(args)
+        .write_stdin(payload)
+        .output()
+        .unwrap();
+    crate::clients::decision("codex", &output)
+}
+
+/// The `log --json` row of the call whose command is `command`.
+fn logged(sandbox: &Sandbox, id: &str) -> Value {
+    let calls = json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0));
+    calls
+        .into_iter()
+        .find(|c| c["call_id"] == format!("call_{id}"))
+        .unwrap_or_else(|| panic!("no call {id}"))
+}
+
+#[test]
+fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
+    let sandbox = coding_agent_sandbox();
+    // The first `cargo test` waits; approved with a grant for `cargo test` this session.
+    let child = spawn_hook(&sandbox, "codex", "wait=30s", "cargo test", "g0");
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answered = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "approve",
+            &id,
+            "--yes",
+            "--json",
+            "--grant",
+            "command",
+            "--session",
+        ]),
+        0,
+    ));
+    let grant = answered["grant"]["grant"].as_str().unwrap().to_owned();
+    assert_eq!(
+        answered["grant"]["scope"],
+        json!({"type": "command", "words": ["cargo", "test"]})
+    );
+    let (answer, _) = crate::clients::decision("codex", &child.wait_with_output().unwrap());
+    assert_eq!(answer, "allow");
+
+    // The next three run without anybody asked, each citing the grant.
+    for (n, command) in [
+        "cargo test",
+        "cargo test --lib grants",
+        "cargo test -q -- --nocapture",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("g{}", n + 1);
+        let (answer, reason) = codex_pre(&sandbox, command, &id, &[]);
+        assert_eq!(answer, "allow", "{command}: {reason}");
+        let call = logged(&sandbox, &id);
+        assert_eq!(call["action"], "allow", "{command}");
+        assert_eq!(call["rule_id"], format!("grant.{grant}"), "{command}");
+        assert!(
+            call["reason"]
+                .as_str()
+                .unwrap()
+                .contains("bash.requires_approval"),
+            "{call}"
+        );
+    }
+    // What the grant never covers: another program, an unprovable or
+    // outside command, a write by redirection, another session.
+    for (command, id) in [
+        ("cargo build", "n1"),
+        ("cargo test $(cat x)", "n2"),
+        ("cargo test > out.txt", "n3"),
+        ("cargo test --manifest-path /etc/Cargo.toml", "n4"),
+        ("cargo test && rm -f a", "n5"),
+    ] {
+        let (answer, _) = codex_pre(&sandbox, command, id, &[]);
+        assert_eq!(answer, "deny", "{command}");
+        assert!(
+            !logged(&sandbox, id)["rule_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("grant."),
+            "{command}"
+        );
+    }
+    let listed = json_lines(&run_expecting(&mut sandbox.gavel(&["grants", "--json"]), 0));
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["used"], 3);
+    assert_eq!(listed[0]["state"], "active");
+
+    // Revoked: the fourth is asked again (denied as "needs approval" under Codex).
+    run_expecting(
+        &mut sandbox.gavel(&["revoke", &grant, "--reason", "done"]),
+        0,
+    );
+    let (answer, reason) = codex_pre(&sandbox, "cargo test", "g4", &[]);
+    assert_eq!(answer, "deny", "{reason}");
+    assert_eq!(logged(&sandbox, "g4")["rule_id"], "bash.requires_approval");
+    let listed = json_lines(&run_expecting(&mut sandbox.gavel(&["grants", "--json"]), 0));
+    assert_eq!(listed[0]["state"], "revoked");
+    assert_eq!(listed[0]["revoked"]["reason"], "done");
+    let line = assert_one_line_error(&mut sandbox.gavel(&["revoke", &grant]));
+    assert!(line.contains("already revoked"), "{line}");
+
+    // Replay lists the calls the grant allowed, with their grant.
+    let report = json(&run_expecting(
+        &mut sandbox.gavel(&["replay", "--format", "json"]),
+        1,
+    ));
+    let text = report.to_string();
+    for id in ["call_g1", "call_g2", "call_g3"] {
+        assert!(text.contains(id), "{id} not in {text}");
+    }
+    assert!(text.contains(&format!("grant.{grant}")), "{text}");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+#[test]
+fn another_session_is_not_covered_by_a_session_grant() {
+    let sandbox = coding_agent_sandbox();
+    let child = spawn_hook(&sandbox, "codex", "wait=30s", "cargo test", "s0");
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    run_expecting(
+        &mut sandbox.gavel(&["approve", &id, "--yes", "--grant", "command", "--session"]),
+        0,
+    );
+    child.wait_with_output().unwrap();
+    let payload = crate::clients::payload(&sandbox, "codex", "shell_pre", "cargo test", "s1")
+        .replace("019a7c2e-5b1d-7f30-9a64-3c2d1e0f4b8a", "another-session");
+    let output = sandbox
+        .gavel(&["hook", "codex"])
+        .write_stdin(payload)
+        .output()
+        .unwrap();
+    let (answer, _) = crate::clients::decision("codex", &output);
+    assert_eq!(answer, "deny");
+    // A rejection cannot carry a grant.
+    let line = assert_one_line_error(&mut sandbox.gavel(&["reject", "x", "--grant", "call"]));
+    assert!(line.contains("--grant goes with an approval"), "{line}");
+}
