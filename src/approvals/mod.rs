@@ -18,6 +18,7 @@
 //! this; this module knows the store, not the terminal.
 
 pub mod grants;
+pub mod page;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! The command line: a thin layer over the library. Only this module knows
 //! about clap, tables and anyhow; every subcommand has its own file.
 
+mod approvals_page;
 mod approve;
 mod audit;
 #[cfg(feature = "postgres")]
@@ -280,6 +281,8 @@ pub enum Command {
     Approve(approve::AnswerArgs),
     /// Reject a call waiting in the pending queue, from another terminal
     Reject(approve::AnswerArgs),
+    /// Serve the approval page: waiting calls live, approve / reject / grant by click
+    Approvals(approvals_page::ApprovalsArgs),
     /// The grants in the record (`approve --grant`): scope, limits, uses, state
     Grants(grants::GrantsArgs),
     /// Record a grant's revocation: calls it covered are asked again
@@ -429,6 +432,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("approve", &["policy", "max_argument_bytes", "wide"]),
     ("reject", &["policy", "max_argument_bytes", "wide"]),
     ("grants", &["policy", "durability", "max_argument_bytes"]),
+    ("approvals", &["policy", "max_argument_bytes", "wide"]),
     ("revoke", &["policy", "max_argument_bytes", "wide"]),
 ];
 
@@ -548,6 +552,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Pending(args) => pending::run(&global, args),
         Command::Approve(args) => approve::approve(&global, args),
         Command::Reject(args) => approve::reject(&global, args),
+        Command::Approvals(args) => approvals_page::run(&global, args),
         Command::Grants(args) => grants::list(&global, args),
         Command::Revoke(args) => grants::revoke(&global, args),
         #[cfg(feature = "postgres")]
