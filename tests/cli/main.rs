@@ -4,6 +4,7 @@
 
 mod anomalies;
 mod approvals;
+mod approvals_page;
 mod authoring;
 #[cfg(feature = "postgres")]
 mod central;
