@@ -769,29 +769,7 @@ fn writeln_stderr(line: &str) -> std::io::Result<()> {
 }
 
 /// Reads a wait such as `60s`, `5m`, `1h`, `90` (seconds) or `500ms`.
-pub fn parse_wait(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration such as 60s, 5m or 1h"))?;
-    let duration = match unit {
-        "" | "s" => Duration::from_secs(n),
-        "ms" => Duration::from_millis(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "h" => Duration::from_secs(n.saturating_mul(3600)),
-        _ => return Err(format!("`{text}` is not a duration such as 60s, 5m or 1h")),
-    };
-    if duration.is_zero() || duration > Duration::from_secs(7 * 24 * 3600) {
-        return Err(format!(
-            "`{text}`: a wait is more than zero and at most a week"
-        ));
-    }
-    Ok(duration)
-}
+pub use crate::policy::parse_wait;
 
 #[cfg(test)]
 mod tests;

@@ -51,9 +51,9 @@ pub struct HookArgs {
     /// `wait[=DURATION]` keeps the hook waiting in the pending queue until `gavel
     /// approve` / `gavel reject` answers from another terminal, or DURATION ends
     /// (default: 10 s less than the client's hook timeout; then denied, cancelled/timeout)
-    #[arg(long, value_name = "auto|prompt|deny|wait[=DURATION]", value_parser = parse_ask,
-          default_value = "auto")]
-    pub ask: AskArg,
+    /// [default: `wait=…` when the policy's `[approval] wait` sets one, else `auto`]
+    #[arg(long, value_name = "auto|prompt|deny|wait[=DURATION]", value_parser = parse_ask)]
+    pub ask: Option<AskArg>,
     /// The event name, for payloads that do not carry it (Copilot's camelCase hooks)
     #[arg(long, value_name = "NAME")]
     pub event: Option<String>,
@@ -351,12 +351,16 @@ fn handle(
                     Ok(inside_cwd) => inside_cwd,
                     Err(_) => workspace,
                 };
-                let prompt = match args.ask {
+                let ask = args.ask.unwrap_or(match policy.approval_wait() {
+                    Some(wait) => AskArg::Wait(super::AskWait(Some(wait))),
+                    None => AskArg::Auto,
+                });
+                let prompt = match ask {
                     AskArg::Deny | AskArg::Wait(_) => false,
                     AskArg::Prompt => client.can_prompt(context, AskMode::Prompt),
                     AskArg::Auto => client.can_prompt(context, AskMode::Deny),
                 };
-                let wait = match args.ask {
+                let wait = match ask {
                     AskArg::Wait(wait) => Some(super::hook_wait_for(client.name(), wait)),
                     _ => None,
                 };

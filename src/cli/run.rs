@@ -39,7 +39,7 @@ pub struct RunArgs {
     pub reject: bool,
     /// `wait[=DURATION]`: an asked call waits in the pending queue until `gavel approve` or
     /// `gavel reject` answers it from another terminal, or DURATION ends (default 10m;
-    /// then cancelled, cause timeout)
+    /// then cancelled, cause timeout) [default: the policy's `[approval] wait`, if any]
     #[arg(long, value_name = "wait[=DURATION]", value_parser = super::parse_ask_wait,
           conflicts_with_all = ["approve", "reject"])]
     pub ask: Option<super::AskWait>,
@@ -80,7 +80,11 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
         .with_context(context);
     let mut store = global.open_store()?;
     let principal = global.principal("cli", runner.workspace(), runner.policy(), &store);
-    let mut approver: Box<dyn Approver> = match args.ask {
+    let policy_wait = (!args.approve && !args.reject)
+        .then(|| runner.policy().approval_wait())
+        .flatten()
+        .map(|wait| super::AskWait(Some(wait)));
+    let mut approver: Box<dyn Approver> = match args.ask.or(policy_wait) {
         Some(wait) => Box::new(
             QueueApprover::new(global.open_queue_store()?, wait.or(super::DEFAULT_WAIT))
                 .with_principal(principal.clone()),

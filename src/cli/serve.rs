@@ -59,7 +59,10 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     store.set_redaction(policy.redaction());
     let context = args.limits.context(&workspace);
     let principal = global.principal("serve", &workspace, &policy, &store);
-    let mut queue = match args.ask {
+    let mut queue = match args.ask.or(policy
+        .approval_wait()
+        .map(|wait| super::AskWait(Some(wait))))
+    {
         Some(wait) => Some(
             QueueApprover::new(global.open_queue_store()?, wait.or(super::DEFAULT_WAIT))
                 .with_principal(principal.clone()),

@@ -222,7 +222,20 @@ type Read = (
     String,
     Vec<(String, Result<RuleFile, String>)>,
     super::RedactSettings,
+    Option<std::time::Duration>,
 );
+
+/// The `[approval]` table: `wait`, how long an asked call waits in the
+/// pending queue when no `--ask` says otherwise.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalFile {
+    wait: String,
+}
+
+fn approval_wait(spec: ApprovalFile) -> Result<std::time::Duration, String> {
+    super::parse_wait(&spec.wait).map_err(|e| format!("[approval]: wait {e}"))
+}
 
 /// The whole file as one typed value. A file this reads is read exactly as
 /// [`read_table`] reads it, only faster (no table of values in between:
@@ -238,6 +251,7 @@ fn read_typed(text: &str) -> Option<Read> {
         #[serde(default)]
         rules: Vec<RuleFile>,
         redact: Option<RedactFile>,
+        approval: Option<ApprovalFile>,
     }
     let file: PolicyFile = toml::from_str(text).ok()?;
     if file.name.trim().is_empty() {
@@ -252,7 +266,11 @@ fn read_typed(text: &str) -> Option<Read> {
         .into_iter()
         .map(|rule| (rule.id.clone(), Ok(rule)))
         .collect();
-    Some((file.name, rules, redact))
+    let wait = match file.approval {
+        Some(spec) => Some(approval_wait(spec).ok()?),
+        None => None,
+    };
+    Some((file.name, rules, redact, wait))
 }
 
 /// The file read key by key, naming the first problem.
@@ -271,6 +289,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut name = None;
     let mut raw_rules = Vec::new();
     let mut redact = super::RedactSettings::default();
+    let mut wait = None;
     for (key, value) in table {
         match (key.as_str(), value) {
             ("name", toml::Value::String(s)) if !s.trim().is_empty() => name = Some(s),
@@ -279,6 +298,11 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             ("rules", toml::Value::Array(rules)) => raw_rules = rules,
             ("rules", _) => return Err(file_error("`rules` must be an array of tables".into())),
             ("redact", value) => redact = parse_redact(value).map_err(file_error)?,
+            ("approval", value) => {
+                let spec = ApprovalFile::deserialize(value)
+                    .map_err(|e| file_error(format!("[approval]: {}", e.message())))?;
+                wait = Some(approval_wait(spec).map_err(file_error)?);
+            }
             (other, _) => return Err(file_error(format!("unknown key `{other}`"))),
         }
     }
@@ -295,7 +319,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact))
+    Ok((name, rules, redact, wait))
 }
 
 pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
@@ -303,7 +327,7 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact) = match read_typed(text) {
+    let (name, specs, redact, approval_wait) = match read_typed(text) {
         Some(read) => read,
         None => read_table(text, &file_error)?,
     };
@@ -341,6 +365,7 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         checked: checks == Checks::Now,
         rules,
         redact,
+        approval_wait,
     })
 }
 

@@ -635,3 +635,36 @@ fn another_session_is_not_covered_by_a_session_grant() {
     let line = assert_one_line_error(&mut sandbox.gavel(&["reject", "x", "--grant", "call"]));
     assert!(line.contains("--grant goes with an approval"), "{line}");
 }
+
+#[test]
+fn the_policys_approval_wait_makes_asked_calls_wait_without_a_flag() {
+    let sandbox = Sandbox::new();
+    let text = format!(
+        "{}\n[approval]\nwait = \"1s\"\n",
+        gavel::policy::DEFAULT_POLICY_TOML
+    );
+    sandbox.write("gavel.toml", &text);
+    let args = write_args();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "write_file", &args, "--json"]),
+        3,
+    );
+    let outcome = json(&output);
+    assert_eq!(outcome["approval"], "cancelled");
+    let rows = approvals(&sandbox, outcome["call_id"].as_str().unwrap());
+    assert_eq!(rows[0]["channel"], "queue");
+    assert_eq!(rows[1]["cause"], "timeout");
+    // A flag still wins.
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "write_file", &args, "--reject", "--json"]),
+        3,
+    );
+    assert_eq!(json(&output)["approval"], "rejected");
+    // A wait that is not one is refused with the policy.
+    sandbox.write("gavel.toml", &text.replace("\"1s\"", "\"soon\""));
+    let line = assert_one_line_error(&mut sandbox.gavel(&["policy", "validate"]));
+    assert!(
+        line.contains("[approval]: wait `soon` is not a duration"),
+        "{line}"
+    );
+}

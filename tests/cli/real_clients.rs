@@ -1017,7 +1017,10 @@ fn copilot_claude_format_captured_payloads_get_the_rules_that_decide() {
 /// While a client session runs: answers the first call that waits in the
 /// pending queue with `gavel approve` or `gavel reject` from this other
 /// process, or leaves it unanswered (`None`).
-fn answer_when_pending(sandbox: &Sandbox, verb: Option<&'static str>) -> std::thread::JoinHandle<Option<String>> {
+fn answer_when_pending(
+    sandbox: &Sandbox,
+    verb: Option<&'static str>,
+) -> std::thread::JoinHandle<Option<String>> {
     let gavel = env!("CARGO_BIN_EXE_gavel");
     let (ws, db) = (sandbox.ws.clone(), sandbox.db.clone());
     std::thread::spawn(move || {
@@ -1071,7 +1074,10 @@ fn check_waited(sandbox: &Sandbox, server: &ModelServer, run: &Run, verb: Option
     );
     let asked = call(sandbox, "echo ran", &context);
     let id = asked["call_id"].as_str().unwrap();
-    let shown = parse_json(&run_expecting(&mut sandbox.gavel(&["show", id, "--json"]), 0));
+    let shown = parse_json(&run_expecting(
+        &mut sandbox.gavel(&["show", id, "--json"]),
+        0,
+    ));
     let events = shown.get("events").cloned().unwrap_or(shown);
     let approvals: Vec<Value> = events
         .as_array()
@@ -1080,25 +1086,37 @@ fn check_waited(sandbox: &Sandbox, server: &ModelServer, run: &Run, verb: Option
         .filter(|e| e["kind"] == "approval")
         .map(|e| e["payload"].clone())
         .collect();
-    assert_eq!(approvals[0]["status"], "pending", "{approvals:?}\n{context}");
+    assert_eq!(
+        approvals[0]["status"], "pending",
+        "{approvals:?}\n{context}"
+    );
     assert_eq!(approvals[0]["channel"], "queue", "{approvals:?}\n{context}");
     match verb {
         Some("approve") => {
             assert_eq!(asked["approval"], "approved", "{asked:#}\n{context}");
             assert_eq!(asked["status"], "succeeded", "{asked:#}\n{context}");
             assert_eq!(approvals[1]["channel"], "cli", "{approvals:?}");
-            assert!(sandbox.ws.join("ran.txt").exists(), "the approved write did not run\n{context}");
+            assert!(
+                sandbox.ws.join("ran.txt").exists(),
+                "the approved write did not run\n{context}"
+            );
         }
         Some(_) => {
             assert_eq!(asked["approval"], "rejected", "{asked:#}\n{context}");
             assert_eq!(asked["status"], "blocked", "{asked:#}\n{context}");
-            assert!(!sandbox.ws.join("ran.txt").exists(), "a rejected write ran\n{context}");
+            assert!(
+                !sandbox.ws.join("ran.txt").exists(),
+                "a rejected write ran\n{context}"
+            );
         }
         None => {
             assert_eq!(asked["approval"], "cancelled", "{asked:#}\n{context}");
             assert_eq!(asked["status"], "blocked", "{asked:#}\n{context}");
             assert_eq!(approvals[1]["cause"], "timeout", "{approvals:?}");
-            assert!(!sandbox.ws.join("ran.txt").exists(), "an unanswered write ran\n{context}");
+            assert!(
+                !sandbox.ws.join("ran.txt").exists(),
+                "an unanswered write ran\n{context}"
+            );
         }
     }
     let verify = parse_json(&run_expecting(&mut sandbox.gavel(&["verify", "--json"]), 0));
@@ -1111,7 +1129,11 @@ fn codex_asked_write_waits_for_gavel_approve_from_another_process() {
     let Some(bin) = installed("codex") else {
         return;
     };
-    for (verb, wait) in [(Some("approve"), "60s"), (Some("reject"), "60s"), (None, "2s")] {
+    for (verb, wait) in [
+        (Some("approve"), "60s"),
+        (Some("reject"), "60s"),
+        (None, "2s"),
+    ] {
         let sandbox = Sandbox::new();
         let server = ModelServer::start(asked_write("exec_command", "cmd"));
         let answerer = answer_when_pending(&sandbox, verb);
@@ -1127,7 +1149,11 @@ fn gemini_asked_write_waits_for_gavel_approve_from_another_process() {
     let Some(bin) = installed("gemini") else {
         return;
     };
-    for (verb, wait) in [(Some("approve"), "60s"), (Some("reject"), "60s"), (None, "2s")] {
+    for (verb, wait) in [
+        (Some("approve"), "60s"),
+        (Some("reject"), "60s"),
+        (None, "2s"),
+    ] {
         let sandbox = Sandbox::new();
         let server = ModelServer::start(asked_write("run_shell_command", "command"));
         let answerer = answer_when_pending(&sandbox, verb);
