@@ -528,6 +528,10 @@ mod tests {
                 "name = \"x\"\n[redact]\npatterns = [\"(\"]".to_owned(),
             ),
             (
+                "approval wait".to_owned(),
+                "name = \"x\"\n[approval]\nwait = \"90s\"".to_owned(),
+            ),
+            (
                 "rule without id".to_owned(),
                 "name = \"x\"\n[[rules]]\naction = \"deny\"\nreason = \"r\"".to_owned(),
             ),
@@ -563,7 +567,9 @@ mod tests {
                 // Left to the table reader, which must find what is wrong:
                 // in the file, or in one of its rules.
                 None => assert!(
-                    table.map_or(true, |(_, rules, _)| rules.iter().any(|(_, r)| r.is_err())),
+                    table.map_or(true, |(_, rules, _, _)| rules
+                        .iter()
+                        .any(|(_, r)| r.is_err())),
                     "{name}: only the table reader reads it"
                 ),
             }
