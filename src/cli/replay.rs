@@ -43,6 +43,10 @@ pub struct ReplayArgs {
     /// direction) as it is found; the counts go to stderr
     #[arg(long)]
     pub calls: bool,
+    /// Re-decide calls a grant allowed by the policy alone (by default, one the
+    /// policy still asks about stays allowed by its grant)
+    #[arg(long)]
+    pub no_grants: bool,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -81,12 +85,17 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
     };
     let streaming = args.calls;
     let mut changes = Vec::new();
-    let report = replay::replay_calls(
+    let report = replay::replay_calls_with(
         &store,
         &args.query.to_query()?,
         &policy,
         source,
         kept,
+        if args.no_grants {
+            replay::Grants::Ignored
+        } else {
+            replay::Grants::AsRecorded
+        },
         &mut |n| {
             if let Some(bar) = &bar {
                 bar.set_position(n);
@@ -194,6 +203,26 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
         report.tightened,
         report.rerouted
     ))?;
+    if report.granted > 0 {
+        let shown: Vec<String> = report
+            .granted_calls
+            .iter()
+            .take(10)
+            .map(|g| {
+                format!(
+                    "{} (grant {})",
+                    render::escape(&g.call_id),
+                    render::escape(&g.grant)
+                )
+            })
+            .collect();
+        render::line(&format!(
+            "  {} call(s) allowed by a grant: {}{}",
+            report.granted,
+            shown.join(", "),
+            if report.granted > 10 { ", …" } else { "" }
+        ))?;
+    }
     if report.parse_differs > 0 {
         render::line(&format!(
             "  {} long command(s) parse differently now than when decided (their parse was recorded by digest); they were replayed on today's parse",

@@ -596,16 +596,40 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     let line = assert_one_line_error(&mut sandbox.gavel(&["revoke", &grant]));
     assert!(line.contains("already revoked"), "{line}");
 
-    // Replay lists the calls the grant allowed, with their grant.
+    // Replay lists the calls the grant allowed, with their grant: the policy
+    // still asks about them, so their grant allows them again (no drift)...
     let report = json(&run_expecting(
         &mut sandbox.gavel(&["replay", "--format", "json"]),
+        0,
+    ));
+    assert_eq!(report["granted"], 3, "{report}");
+    let granted: Vec<(&str, &str)> = report["granted_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["call_id"].as_str().unwrap(), g["grant"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        granted,
+        [
+            ("call_g1", grant.as_str()),
+            ("call_g2", grant.as_str()),
+            ("call_g3", grant.as_str())
+        ]
+    );
+    assert_eq!(
+        report["granted_calls"][0]["now"]["rule_id"],
+        "bash.requires_approval"
+    );
+    assert_eq!(report["changed"], 0, "{report}");
+    // ... and without grants, they are drift from allow to ask.
+    let report = json(&run_expecting(
+        &mut sandbox.gavel(&["replay", "--format", "json", "--no-grants"]),
         1,
     ));
-    let text = report.to_string();
-    for id in ["call_g1", "call_g2", "call_g3"] {
-        assert!(text.contains(id), "{id} not in {text}");
-    }
-    assert!(text.contains(&format!("grant.{grant}")), "{text}");
+    assert_eq!(report["tightened"], 3, "{report}");
+    let table = stdout(&run_expecting(&mut sandbox.gavel(&["replay"]), 0));
+    assert!(table.contains("3 call(s) allowed by a grant"), "{table}");
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
 }
 
