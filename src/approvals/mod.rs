@@ -654,7 +654,9 @@ pub fn wait(
 /// `gavel reject` or the approval page, for at most `wait`. Every answer it
 /// returns is already in the record.
 pub struct QueueApprover {
-    store: Store,
+    store: Option<Store>,
+    /// Where to open `store` at the first ask, when it was not given.
+    path: Option<(std::path::PathBuf, crate::store::Durability)>,
     wait: Duration,
     poll: Duration,
     principal: Option<Arc<Principal>>,
@@ -666,7 +668,26 @@ impl QueueApprover {
     /// Waits on `store` (its own connection to the call's database).
     pub fn new(store: Store, wait: Duration) -> Self {
         Self {
-            store,
+            store: Some(store),
+            path: None,
+            wait,
+            poll: POLL,
+            principal: None,
+            last: None,
+            recorded: false,
+        }
+    }
+
+    /// Waits on its own connection to the database at `path`, opened at
+    /// the first ask: a call that is not asked never opens it.
+    pub fn opening(
+        path: &std::path::Path,
+        durability: crate::store::Durability,
+        wait: Duration,
+    ) -> Self {
+        Self {
+            store: None,
+            path: Some((path.to_owned(), durability)),
             wait,
             poll: POLL,
             principal: None,
@@ -689,6 +710,20 @@ impl QueueApprover {
     /// How the last wait ended.
     pub fn last(&self) -> Option<&Waited> {
         self.last.as_ref()
+    }
+
+    fn store(&mut self) -> Result<&mut Store, ApprovalsError> {
+        if self.store.is_none()
+            && let Some((path, durability)) = &self.path
+        {
+            self.store = Some(Store::open(path, *durability)?);
+        }
+        self.store
+            .as_mut()
+            .ok_or_else(|| ApprovalsError::NotPending {
+                call_id: String::new(),
+                detail: "no record to wait on".into(),
+            })
     }
 }
 
@@ -716,13 +751,11 @@ impl Approver for QueueApprover {
             "gavel: call `{call_id}` waits for approval (up to {}s): `gavel pending`, then `gavel approve {call_id}` or `gavel reject {call_id}`",
             self.wait.as_secs()
         ));
-        match wait(
-            &mut self.store,
-            call_id,
-            self.poll,
-            self.principal.as_ref(),
-            &|_| Vec::new(),
-        ) {
+        let (poll, principal) = (self.poll, self.principal.clone());
+        let waited = self
+            .store()
+            .and_then(|store| wait(store, call_id, poll, principal.as_ref(), &|_| Vec::new()));
+        match waited {
             Ok(waited) => {
                 self.recorded = true;
                 let status = waited.status;

@@ -724,14 +724,12 @@ impl Global {
         Ok(store)
     }
 
-    /// A second connection to the audit database, for a call that waits in
-    /// the pending queue (it polls while the first one stays free).
-    pub fn open_queue_store(&self) -> anyhow::Result<Store> {
-        let durability = match self.durability {
+    /// The durability `--durability` asks for.
+    pub fn durability(&self) -> Durability {
+        match self.durability {
             DurabilityArg::Full => Durability::Full,
             DurabilityArg::Normal => Durability::Normal,
-        };
-        Ok(Store::open(&self.db_path()?, durability)?)
+        }
     }
 
     /// Opens an existing audit database read-only, for a reading command.

@@ -86,8 +86,12 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
         .map(|wait| super::AskWait(Some(wait)));
     let mut approver: Box<dyn Approver> = match args.ask.or(policy_wait) {
         Some(wait) => Box::new(
-            QueueApprover::new(global.open_queue_store()?, wait.or(super::DEFAULT_WAIT))
-                .with_principal(principal.clone()),
+            QueueApprover::opening(
+                store.path(),
+                global.durability(),
+                wait.or(super::DEFAULT_WAIT),
+            )
+            .with_principal(principal.clone()),
         ),
         None => approver(&args),
     };

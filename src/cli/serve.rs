@@ -64,8 +64,12 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
         .map(|wait| super::AskWait(Some(wait))))
     {
         Some(wait) => Some(
-            QueueApprover::new(global.open_queue_store()?, wait.or(super::DEFAULT_WAIT))
-                .with_principal(principal.clone()),
+            QueueApprover::opening(
+                store.path(),
+                global.durability(),
+                wait.or(super::DEFAULT_WAIT),
+            )
+            .with_principal(principal.clone()),
         ),
         None => None,
     };
