@@ -59,20 +59,17 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     store.set_redaction(policy.redaction());
     let context = args.limits.context(&workspace);
     let principal = global.principal("serve", &workspace, &policy, &store);
-    let mut queue = match args.ask.or(policy
+    let wait = args.ask.or(policy
         .approval_wait()
-        .map(|wait| super::AskWait(Some(wait))))
-    {
-        Some(wait) => Some(
-            QueueApprover::opening(
-                store.path(),
-                global.durability(),
-                wait.or(super::DEFAULT_WAIT),
-            )
-            .with_principal(principal.clone()),
-        ),
-        None => None,
-    };
+        .map(|wait| super::AskWait(Some(wait))));
+    let mut queue = wait.map(|wait| {
+        QueueApprover::opening(
+            store.path(),
+            global.durability(),
+            wait.or(super::DEFAULT_WAIT),
+        )
+        .with_principal(principal.clone())
+    });
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
         .with_max_argument_bytes(global.max_argument_bytes)
         .with_context(context)
