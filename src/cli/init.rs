@@ -309,8 +309,19 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
             key.display()
         ))?;
     }
+    let waits = args.ask.map(|ask| super::hook_wait_for(client.name(), ask));
     for note in &config.notes {
+        // With --ask wait, asks are no longer denied for want of a prompt.
+        if waits.is_some() && note.starts_with("asks are denied") {
+            continue;
+        }
         render::line(&format!("note: {note}"))?;
+    }
+    if let Some(wait) = waits {
+        render::line(&format!(
+            "note: asks wait up to {} s in the pending queue: `gavel pending` lists them, `gavel approve ID` or `gavel reject ID` answers from another terminal",
+            wait.as_secs().max(1)
+        ))?;
     }
     Ok(Exit::Ok)
 }
