@@ -630,6 +630,20 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     assert_eq!(report["tightened"], 3, "{report}");
     let table = stdout(&run_expecting(&mut sandbox.gavel(&["replay"]), 0));
     assert!(table.contains("3 call(s) allowed by a grant"), "{table}");
+    // The evidence report shows the grant, its uses and its revocation.
+    let html = sandbox.root.join("report.html");
+    run_expecting(
+        &mut sandbox.gavel(&["report", "--html", html.to_str().unwrap()]),
+        0,
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let row_at = page
+        .find(&format!("<tr data-grant=\"{grant}\">"))
+        .unwrap_or_else(|| panic!("no row for {grant}"));
+    let row = &page[row_at..row_at + page[row_at..].find("</tr>").unwrap()];
+    assert!(row.contains("<td>revoked</td>"), "{row}");
+    assert!(row.contains("<td class=\"n\">3</td>"), "{row}");
+    assert!(row.contains(": done"), "{row}");
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
 }
 
