@@ -644,6 +644,9 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     assert!(row.contains("<td>revoked</td>"), "{row}");
     assert!(row.contains("<td class=\"n\">3</td>"), "{row}");
     assert!(row.contains(": done"), "{row}");
+    // The independent verifier reads the queue, grant and revocation rows as gavel does.
+    let report = crate::store::both_agree_db(&sandbox, "grants", &[], &sandbox.db);
+    assert_eq!(report["ok"], true, "{report}");
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
 }
 
