@@ -2,7 +2,7 @@
 //! bound to the recorded arguments, exactly one answer, and waits that end
 //! on an answer or on their deadline.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::facts::Workspace;
@@ -266,6 +266,39 @@ mod grant_matching {
     }
 
     #[test]
+    fn a_paths_grant_covers_its_tool_under_its_glob_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/deep")).unwrap();
+        let workspace = Workspace::open(dir.path()).unwrap();
+        let grants = [grant(Scope::Paths {
+            tool: "write_file".into(),
+            glob: "src/*".into(),
+        })];
+        let decide = |path: &str| {
+            let request =
+                ToolRequest::new("c", "write_file", json!({"path": path, "content": "x"}));
+            let facts = workspace.facts(&request);
+            let decision = Policy::builtin().decide(&request, &facts);
+            (request, facts, decision)
+        };
+        let (request, facts, decision) = decide("src/a.rs");
+        assert_eq!(decision.action, crate::Action::Ask);
+        assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_some());
+        for path in [
+            "src/deep/b.rs",
+            "README.md",
+            "../outside.txt",
+            ".gavel/audit.db",
+        ] {
+            let (request, facts, decision) = decide(path);
+            assert!(
+                covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_none(),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
     fn a_call_grant_covers_the_same_arguments_only() {
         let (request, facts, decision, _dir) = decided("make all");
         let grants = [grant(Scope::Call {
@@ -275,5 +308,126 @@ mod grant_matching {
         assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_some());
         let (other, facts, decision, _dir) = decided("make clean");
         assert!(covering(&grants, &other, &facts, &decision, Some("s1"), NOW).is_none());
+    }
+}
+
+mod page {
+    use super::*;
+    use crate::approvals::page::{PageConfig, Request, handle};
+
+    fn config() -> PageConfig {
+        PageConfig {
+            token: "t0ken".into(),
+            name: "alice-web".into(),
+            hosts: vec!["127.0.0.1:9".into()],
+            principal: Arc::new(Principal::current("web")),
+        }
+    }
+
+    fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Request {
+        Request {
+            method: method.into(),
+            path: path.into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_page_answers_only_its_host_its_token_and_its_origin() {
+        let far = chrono::Utc::now().timestamp_micros() + 60_000_000;
+        let (mut store, _dir) = queued(far);
+        let config = config();
+        let host = ("host", "127.0.0.1:9");
+        let token = ("x-gavel-token", "t0ken");
+        let get = |h: &[(&str, &str)]| request("GET", "/api/pending", h, "");
+        assert_eq!(
+            handle(&config, &mut store, &request("GET", "/", &[host], "")).status,
+            200
+        );
+        assert_eq!(handle(&config, &mut store, &get(&[host])).status, 403);
+        assert_eq!(
+            handle(
+                &config,
+                &mut store,
+                &get(&[host, ("x-gavel-token", "t0kem")])
+            )
+            .status,
+            403
+        );
+        assert_eq!(
+            handle(&config, &mut store, &get(&[("host", "evil:9"), token])).status,
+            421
+        );
+        assert_eq!(
+            handle(
+                &config,
+                &mut store,
+                &get(&[host, token, ("sec-fetch-site", "cross-site")])
+            )
+            .status,
+            403
+        );
+        let listed = handle(&config, &mut store, &get(&[host, token]));
+        assert_eq!(listed.status, 200);
+        let listed: Value = serde_json::from_slice(&listed.body).unwrap();
+        let digest = listed[0]["arguments_sha256"].as_str().unwrap().to_owned();
+        let body =
+            json!({"call_id": "c1", "approved": true, "arguments_sha256": digest, "grant": "call"})
+                .to_string();
+        let json_type = ("content-type", "application/json");
+        let origin = ("origin", "http://127.0.0.1:9");
+        let post = |h: &[(&str, &str)]| request("POST", "/api/answer", h, &body);
+        assert_eq!(
+            handle(&config, &mut store, &post(&[host, token, json_type])).status,
+            403
+        );
+        assert_eq!(
+            handle(
+                &config,
+                &mut store,
+                &post(&[host, token, json_type, ("origin", "http://evil")])
+            )
+            .status,
+            403
+        );
+        assert_eq!(
+            handle(&config, &mut store, &post(&[host, token, origin])).status,
+            415
+        );
+        let answered = handle(
+            &config,
+            &mut store,
+            &post(&[host, token, json_type, origin]),
+        );
+        assert_eq!(
+            answered.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&answered.body)
+        );
+        // Recorded with channel `web`, the token's name, and the grant it asked for.
+        let last = store.call_events("c1").unwrap().pop().unwrap();
+        let record = last.payload_json();
+        assert_eq!(record["channel"], "web");
+        assert_eq!(record["approver"], "alice-web");
+        let made = grants(&store).unwrap();
+        assert_eq!(made.len(), 1);
+        assert_eq!(made[0].record.channel, ApprovalChannel::Web);
+        assert_eq!(made[0].record.created_by, "alice-web");
+        assert!(matches!(made[0].record.scope, grants::Scope::Call { .. }));
+        // A second answer is a conflict, not a second row.
+        assert_eq!(
+            handle(
+                &config,
+                &mut store,
+                &post(&[host, token, json_type, origin])
+            )
+            .status,
+            409
+        );
     }
 }
