@@ -1009,6 +1009,9 @@ mod tests {
             &["hook", "claude-code"],
             &["hook", "copilot", "--event", "preToolUse", "--db", "a.db"],
             &["hook", "gemini", "--ask", "deny", "--workspace", "/w"],
+            &["hook", "codex", "--ask", "wait=60s"],
+            &["hook", "claude-code", "--ask", "wait"],
+            &["run", "write_file", "{}", "--ask", "wait=5m", "--json"],
         ];
         for line in lines {
             let words = words(line);
