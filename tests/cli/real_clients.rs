@@ -16,6 +16,11 @@
 //! closed); and after `gavel init claude-code`, `ls` and `git status` must
 //! run without a prompt.
 //!
+//! Codex, Gemini CLI and Copilot CLI also run with `hook --ask wait`: the
+//! asked write waits in the pending queue while another process answers it
+//! with `gavel approve` (it runs, `succeeded`, approval channel `cli`),
+//! `gavel reject` (blocked), or not at all (`cancelled`, cause `timeout`).
+//!
 //! The CLIs come from `scripts/install-clients` (into `$GAVEL_CLIENTS_CACHE`,
 //! default `target/clients`). Without them a test says so and passes, unless
 //! `GAVEL_REQUIRE_CLIENTS=1` (set by `.ci/run`), which makes it fail. A test
@@ -659,6 +664,12 @@ fn copilot_run(sandbox: &Sandbox, bin: &Path, server: &ModelServer, hooks: &Valu
 
 /// Runs `copilot -p` on the scripted `server` with gavel as its hooks.
 fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
+    copilot_session_with(sandbox, bin, server, "")
+}
+
+/// [`copilot_session`] with `extra` after each hook command (`--ask wait=60s`),
+/// and Copilot's hook timeout above any wait.
+fn copilot_session_with(sandbox: &Sandbox, bin: &Path, server: &ModelServer, extra: &str) -> Run {
     // Copilot's payloads carry no event name: the command says which.
     let mut hooks = serde_json::Map::new();
     for event in [
@@ -669,10 +680,15 @@ fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
         "postToolUseFailure",
         "sessionEnd",
     ] {
-        let command = hook_command(sandbox, "copilot", &format!(" --event {event}"), &policy());
+        let command = hook_command(
+            sandbox,
+            "copilot",
+            &format!(" --event {event}{extra}"),
+            &policy(),
+        );
         hooks.insert(
             event.into(),
-            json!([{ "type": "command", "bash": command, "timeoutSec": 60 }]),
+            json!([{ "type": "command", "bash": command, "timeoutSec": 90 }]),
         );
     }
     copilot_run(
@@ -1158,6 +1174,26 @@ fn gemini_asked_write_waits_for_gavel_approve_from_another_process() {
         let server = ModelServer::start(asked_write("run_shell_command", "command"));
         let answerer = answer_when_pending(&sandbox, verb);
         let run = gemini_session_with(&sandbox, &bin, &server, &format!(" --ask wait={wait}"));
+        assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
+        check_waited(&sandbox, &server, &run, verb);
+    }
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn copilot_asked_write_waits_for_gavel_approve_from_another_process() {
+    let Some(bin) = installed("copilot") else {
+        return;
+    };
+    for (verb, wait) in [
+        (Some("approve"), "60s"),
+        (Some("reject"), "60s"),
+        (None, "2s"),
+    ] {
+        let sandbox = Sandbox::new();
+        let server = ModelServer::start(asked_write("bash", "command"));
+        let answerer = answer_when_pending(&sandbox, verb);
+        let run = copilot_session_with(&sandbox, &bin, &server, &format!(" --ask wait={wait}"));
         assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
         check_waited(&sandbox, &server, &run, verb);
     }
