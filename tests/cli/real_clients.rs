@@ -16,7 +16,7 @@
 //! closed); and after `gavel init claude-code`, `ls` and `git status` must
 //! run without a prompt.
 //!
-//! Codex, Gemini CLI and Copilot CLI also run with `hook --ask wait`: the
+//! Claude Code, Codex, Gemini CLI and Copilot CLI also run with `hook --ask wait`: the
 //! asked write waits in the pending queue while another process answers it
 //! with `gavel approve` (it runs, `succeeded`, approval channel `cli`),
 //! `gavel reject` (blocked), or not at all (`cancelled`, cause `timeout`).
@@ -1194,6 +1194,47 @@ fn copilot_asked_write_waits_for_gavel_approve_from_another_process() {
         let server = ModelServer::start(asked_write("bash", "command"));
         let answerer = answer_when_pending(&sandbox, verb);
         let run = copilot_session_with(&sandbox, &bin, &server, &format!(" --ask wait={wait}"));
+        assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
+        check_waited(&sandbox, &server, &run, verb);
+    }
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn claude_code_asked_write_waits_for_gavel_approve_from_another_process() {
+    let Some(bin) = installed("claude-code") else {
+        return;
+    };
+    for (verb, wait) in [
+        (Some("approve"), "60s"),
+        (Some("reject"), "60s"),
+        (None, "2s"),
+    ] {
+        let sandbox = Sandbox::new();
+        let server = ModelServer::start(asked_write("Bash", "command"));
+        let command = hook_command(
+            &sandbox,
+            "claude-code",
+            &format!(" --ask wait={wait}"),
+            &policy(),
+        );
+        let mut settings = claude_settings(&command);
+        // Claude Code's hook timeout (seconds) above the wait.
+        for groups in settings["hooks"].as_object_mut().unwrap().values_mut() {
+            for group in groups.as_array_mut().unwrap() {
+                for hook in group["hooks"].as_array_mut().unwrap() {
+                    hook["timeout"] = json!(90);
+                }
+            }
+        }
+        sandbox.write(".claude/settings.json", &settings.to_string());
+        let answerer = answer_when_pending(&sandbox, verb);
+        let run = run_client(
+            &sandbox,
+            claude_command(&sandbox, &bin, &server),
+            "claude",
+            &server,
+        );
         assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
         check_waited(&sandbox, &server, &run, verb);
     }
