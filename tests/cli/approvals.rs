@@ -582,6 +582,23 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     assert_eq!(listed[0]["used"], 3);
     assert_eq!(listed[0]["state"], "active");
 
+    // `explain` names the grant that allowed a call.
+    let explained = stdout(&run_expecting(
+        &mut sandbox.gavel(&["explain", "call_g2"]),
+        0,
+    ));
+    assert!(
+        explained.contains(&format!(
+            "Grant: `{grant}` (`cargo test` with any arguments)"
+        )),
+        "{explained}"
+    );
+    let explained = json(&run_expecting(
+        &mut sandbox.gavel(&["explain", "call_g2", "--json"]),
+        0,
+    ));
+    assert_eq!(explained["grant"]["grant"], grant.as_str());
+
     // Revoked: the fourth is asked again (denied as "needs approval" under Codex).
     run_expecting(
         &mut sandbox.gavel(&["revoke", &grant, "--reason", "done"]),
