@@ -205,7 +205,8 @@ pub fn granted(grant: &Grant, asked: &Decision) -> Decision {
             asked.rule_id,
             asked.reason
         ),
-        policy: asked.policy.clone(),
+        // Whatever else the decision carries (its policy) stays the asked one's.
+        ..asked.clone()
     }
 }
 
