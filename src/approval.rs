@@ -80,6 +80,9 @@ pub enum ApprovalChannel {
     Cli,
     /// The approval page (`gavel approvals --listen`).
     Web,
+    /// An MCP client's answer to gavel's `elicitation/create` request
+    /// (`gavel mcp`); the client may answer it without asking a person.
+    ClientElicitation,
 }
 
 impl ApprovalChannel {
@@ -94,6 +97,7 @@ impl ApprovalChannel {
             ApprovalChannel::Queue => "queue",
             ApprovalChannel::Cli => "cli",
             ApprovalChannel::Web => "web",
+            ApprovalChannel::ClientElicitation => "client_elicitation",
         }
     }
 }

@@ -128,7 +128,7 @@ const MAX_LINE_DEPTH: usize = 256;
 /// An export line as JSON, or null when it is not JSON or nests deeper than
 /// [`MAX_LINE_DEPTH`] (counted before parsing, so a hostile line cannot
 /// exhaust the stack).
-fn read_line(line: &str) -> Value {
+pub(crate) fn read_line(line: &str) -> Value {
     if nesting(line.as_bytes()) > MAX_LINE_DEPTH {
         return Value::Null;
     }

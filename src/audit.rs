@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::approval::{ApprovalChannel, ApprovalStatus, CancelCause};
 use crate::facts::Facts;
-use crate::policy::{Action, PolicyRef};
+use crate::policy::{Action, LayerRef, PolicyRef, ShadowVerdict};
 use crate::principal::Principal;
 
 /// How execution ended.
@@ -234,6 +234,15 @@ pub struct DecisionRecord {
     pub rule_id: String,
     pub reason: String,
     pub policy: PolicyRef,
+    /// Under layered policies, the deciding layer (docs/record-format.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
+    /// Under layered policies, every layer consulted, top first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerRef>,
+    /// The verdicts of shadow policies on this call (never enforced).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
     pub facts: Facts,
 }
 
@@ -356,16 +365,20 @@ pub enum AnomalyKind {
     AmbiguousCompletion,
     /// A new call came with the id of a call already recorded; it was refused.
     ReusedCallId,
+    /// An MCP call ran (or was refused) under a tool definition that changed
+    /// since the log last saw it (`gavel mcp`).
+    DefinitionChanged,
 }
 
 impl AnomalyKind {
-    pub const ALL: [AnomalyKind; 6] = [
+    pub const ALL: [AnomalyKind; 7] = [
         AnomalyKind::RanDespiteDeny,
         AnomalyKind::RanWithoutDecision,
         AnomalyKind::CompletionMismatch,
         AnomalyKind::SecondCompletion,
         AnomalyKind::AmbiguousCompletion,
         AnomalyKind::ReusedCallId,
+        AnomalyKind::DefinitionChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -376,6 +389,7 @@ impl AnomalyKind {
             AnomalyKind::SecondCompletion => "second_completion",
             AnomalyKind::AmbiguousCompletion => "ambiguous_completion",
             AnomalyKind::ReusedCallId => "reused_call_id",
+            AnomalyKind::DefinitionChanged => "definition_changed",
         }
     }
 
@@ -392,6 +406,7 @@ impl AnomalyKind {
             AnomalyKind::SecondCompletion => "second completion",
             AnomalyKind::AmbiguousCompletion => "completion more than one call could own",
             AnomalyKind::ReusedCallId => "refused: reused call id",
+            AnomalyKind::DefinitionChanged => "tool definition changed since the log last saw it",
         }
     }
 }

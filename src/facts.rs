@@ -42,6 +42,35 @@ pub struct Facts {
     /// gavel's record, a folder too big to check for symlinks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unprovable: Vec<String>,
+    /// For a call through `gavel mcp`: the server, the tool, and the digest
+    /// of the tool definition the call ran under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpFacts>,
+}
+
+/// What the proxy knows of an MCP call's tool (`gavel mcp`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpFacts {
+    /// The server's name (`NAME` in `mcp__NAME__TOOL`).
+    pub server: String,
+    /// The tool's name as the server gave it.
+    pub tool: String,
+    /// SHA-256 (hex) of the tool's definition as the server last listed
+    /// it in this session; absent when it listed none for this tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_sha256: Option<String>,
+    /// The digest the log held for this tool before this session's
+    /// listing changed it: set exactly when the definition changed since
+    /// the log last saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_sha256: Option<String>,
+}
+
+impl McpFacts {
+    /// Whether the tool's definition changed since the log last saw it.
+    pub fn definition_changed(&self) -> bool {
+        self.previous_sha256.is_some()
+    }
 }
 
 /// How a request uses a path.
@@ -108,6 +137,7 @@ impl Facts {
             shell: None,
             shell_sha256: None,
             unprovable: Vec::new(),
+            mcp: None,
         }
     }
 
@@ -125,6 +155,7 @@ impl Facts {
                 shell: None,
                 shell_sha256: Some(parse_digest(shell)),
                 unprovable: self.unprovable.clone(),
+                mcp: self.mcp.clone(),
             },
             _ => self.clone(),
         }
@@ -247,6 +278,7 @@ fn gather(workspace: String, request: &ToolRequest, resolver: &impl Resolver) ->
         shell: shell_analysis,
         shell_sha256: None,
         unprovable,
+        mcp: None,
     }
 }
 
@@ -905,6 +937,55 @@ pub fn lexical_facts(request: &ToolRequest) -> Facts {
     gather(EXAMPLE_WORKSPACE.to_owned(), request, &Lexical)
 }
 
+/// [`lexical_facts`] with the paths a policy declares for the tool
+/// (`[[paths]]`), for its examples.
+pub fn lexical_facts_with(request: &ToolRequest, declared: &[(String, Access)]) -> Facts {
+    let mut facts = lexical_facts(request);
+    add_declared(&mut facts, request, declared, &Lexical);
+    facts
+}
+
+/// Adds to `facts` the arguments of `request` that `declared` names as
+/// paths: a string is one path, a list of strings one per entry; a
+/// declared argument that is present but neither is a path that cannot be
+/// resolved (outside, so no allow rule can match it).
+fn add_declared(
+    facts: &mut Facts,
+    request: &ToolRequest,
+    declared: &[(String, Access)],
+    resolver: &impl Resolver,
+) {
+    if declared.is_empty() {
+        return;
+    }
+    let workspace = facts.workspace.clone();
+    let mut collector = Collector::new(resolver, &workspace);
+    for (name, access) in declared {
+        collector.access = Some(*access);
+        let Some(value) = request.arguments.get(name) else {
+            continue;
+        };
+        let values: Vec<&Value> = match value {
+            Value::Array(items) => items.iter().collect(),
+            single => vec![single],
+        };
+        for value in values {
+            match value.as_str() {
+                Some(raw) => collector.push(resolver.fact(raw, raw, &Base::Start)),
+                None => {
+                    let mut fact = failed(
+                        &clip(&value.to_string()),
+                        format!("argument `{name}` is declared a path but is not a string"),
+                    );
+                    fact.access = Some(*access);
+                    collector.push(fact);
+                }
+            }
+        }
+    }
+    facts.paths.extend(collector.paths);
+}
+
 /// Resolution from text alone.
 struct Lexical;
 
@@ -1055,6 +1136,18 @@ impl Workspace {
     /// Gathers the facts for `request` from the filesystem as it is now.
     pub fn facts(&self, request: &ToolRequest) -> Facts {
         gather(self.root.to_string_lossy().into_owned(), request, self)
+    }
+
+    /// [`Workspace::facts`], plus the arguments a policy declares to be
+    /// paths for this tool (`[[paths]]`, e.g. an MCP server's `path`): each
+    /// is a path read or written. An argument that is a string is one path,
+    /// a list of strings is one path per entry; a declared argument that is
+    /// present but neither is a path that cannot be resolved (outside, so
+    /// no allow rule can match it).
+    pub fn facts_with(&self, request: &ToolRequest, declared: &[(String, Access)]) -> Facts {
+        let mut facts = self.facts(request);
+        add_declared(&mut facts, request, declared, self);
+        facts
     }
 
     /// Resolves `scoped` (the part of `requested` that names a path) and

@@ -24,6 +24,9 @@ pub enum FactSource {
     Recorded,
     /// The filesystem as it is now, under the recorded workspace root.
     Live,
+    /// Not re-decided: the verdict a shadow policy recorded on each call,
+    /// with the facts of that moment (calls without one are left out).
+    Shadow,
 }
 
 /// How a decision moved.
@@ -461,14 +464,22 @@ pub fn recorded_request(call: &DecidedCall) -> ToolRequest {
 }
 
 /// Re-gathers facts for a recorded call from the filesystem as it is now,
-/// in its recorded workspace `root` (opened, or the error opening it).
+/// in its recorded workspace `root` (opened, or the error opening it), with
+/// the paths `policy` declares for its tool. What an MCP proxy knew of the
+/// tool's definition (`recorded.mcp`) is not on the filesystem: it is kept.
 pub fn live_facts(
     root: &str,
     workspace: &Result<Workspace, String>,
     request: &ToolRequest,
+    policy: &Policy,
+    recorded: &Facts,
 ) -> Facts {
     match workspace {
-        Ok(workspace) => workspace.facts(request),
+        Ok(workspace) => {
+            let mut facts = workspace.facts_with(request, &policy.path_arguments(&request.name));
+            facts.mcp = recorded.mcp.clone();
+            facts
+        }
         // The recorded workspace is gone: nothing in it can be resolved, so
         // every path fails closed, as it would for a live call.
         Err(err) => Facts::unresolvable(root, request, err),
@@ -531,31 +542,25 @@ pub fn replay_calls_with<E: From<StoreError>>(
     on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
 ) -> Result<DriftReport, E> {
     let mut granted_calls = Vec::new();
-    let mut drift = DriftBuilder::keeping(policy.reference().clone(), source, kept);
     // Live facts: each recorded workspace is opened (canonicalized) once.
     let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
     let mut parse_differs = 0;
-    store.for_each_decided_call(query, |call| {
-        let request = recorded_request(&call);
+    let mut decide = |call: &DecidedCall, request: &ToolRequest| {
         let now = match source {
-            FactSource::Recorded => {
+            FactSource::Recorded | FactSource::Shadow => {
                 parse_differs += u64::from(call.parse_differs);
-                policy.decide(&request, &call.decision.facts)
+                policy.decide(request, &call.decision.facts)
             }
             FactSource::Live => {
                 let root = &call.decision.facts.workspace;
                 let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
                     Workspace::open(std::path::Path::new(root)).map_err(|e| e.to_string())
                 });
-                policy.decide(&request, &live_facts(root, workspace, &request))
+                let facts = live_facts(root, workspace, request, policy, &call.decision.facts);
+                policy.decide(request, &facts)
             }
         };
-        let recorded = Decision {
-            action: call.decision.action,
-            rule_id: call.decision.rule_id,
-            reason: call.decision.reason,
-            policy: call.decision.policy,
-        };
+        let recorded = recorded_decision(call);
         // A grant answers only an ask: while the policy still asks, the
         // grant that allowed the call allows it again.
         let now = match recorded
@@ -581,6 +586,126 @@ pub fn replay_calls_with<E: From<StoreError>>(
                 }
             }
             None => now,
+        };
+        Some((recorded, now))
+    };
+    let mut report = drift_calls(
+        store,
+        query,
+        DriftBuilder::keeping(policy.reference().clone(), source, kept),
+        &mut decide,
+        progress,
+        on_change,
+    )?;
+    report.parse_differs = parse_differs;
+    report.granted = granted_calls.len() as u64;
+    report.granted_calls = granted_calls;
+    Ok(report)
+}
+
+/// What the shadow policy `name` recorded on the calls `query` selects,
+/// against what was enforced: the same report as a replay of that policy,
+/// made of the verdicts recorded live rather than re-decided. Calls without
+/// a verdict of `name` (recorded before it was added) are left out.
+pub fn shadow_calls<E: From<StoreError>>(
+    store: &Store,
+    query: &AuditQuery,
+    name: &str,
+    kept: Kept,
+    progress: &mut dyn FnMut(u64),
+    on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
+) -> Result<DriftReport, E> {
+    let mut digest: Option<String> = None;
+    let mut decide = |call: &DecidedCall, _: &ToolRequest| {
+        let verdict = call.decision.shadow.iter().find(|v| v.name == name)?;
+        digest.get_or_insert_with(|| verdict.digest.clone());
+        let now = Decision {
+            action: verdict.action,
+            rule_id: verdict.rule_id.clone(),
+            reason: String::new(),
+            policy: PolicyRef {
+                name: name.to_owned(),
+                digest: verdict.digest.clone(),
+            },
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
+        };
+        Some((recorded_decision(call), now))
+    };
+    let current = PolicyRef {
+        name: name.to_owned(),
+        digest: String::new(),
+    };
+    let mut report = drift_calls(
+        store,
+        query,
+        DriftBuilder::keeping(current, FactSource::Shadow, kept),
+        &mut decide,
+        progress,
+        on_change,
+    )?;
+    report.policy.current.digest = digest.unwrap_or_default();
+    Ok(report)
+}
+
+/// What `old` and `new` decide on each call `query` selects, on its
+/// recorded facts: the recorded traffic's part of `policy diff`.
+pub fn diff_calls<E: From<StoreError>>(
+    store: &Store,
+    query: &AuditQuery,
+    old: &Policy,
+    new: &Policy,
+    kept: Kept,
+    progress: &mut dyn FnMut(u64),
+    on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
+) -> Result<DriftReport, E> {
+    let mut decide = |call: &DecidedCall, request: &ToolRequest| {
+        let facts = &call.decision.facts;
+        Some((old.decide(request, facts), new.decide(request, facts)))
+    };
+    drift_calls(
+        store,
+        query,
+        DriftBuilder::keeping(new.reference().clone(), FactSource::Recorded, kept),
+        &mut decide,
+        progress,
+        on_change,
+    )
+}
+
+/// The decision recorded for `call`.
+fn recorded_decision(call: &DecidedCall) -> Decision {
+    Decision {
+        action: call.decision.action,
+        rule_id: call.decision.rule_id.clone(),
+        reason: call.decision.reason.clone(),
+        policy: call.decision.policy.clone(),
+        layer: call.decision.layer.clone(),
+        layers: call.decision.layers.clone(),
+        shadow: call.decision.shadow.clone(),
+    }
+}
+
+/// Makes a recorded call's two decisions to compare: before and now.
+type Decide<'a> = dyn FnMut(&DecidedCall, &ToolRequest) -> Option<(Decision, Decision)> + 'a;
+
+/// Compares two decisions of each call `query` selects, as `decide` makes
+/// them: before (usually the recorded one) and now (`None`: the call is
+/// left out).
+fn drift_calls<E: From<StoreError>>(
+    store: &Store,
+    query: &AuditQuery,
+    mut drift: DriftBuilder,
+    decide: &mut Decide<'_>,
+    progress: &mut dyn FnMut(u64),
+    on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
+) -> Result<DriftReport, E> {
+    let kept = drift.kept;
+    store.for_each_decided_call(query, |call| {
+        let request = recorded_request(&call);
+        let Some((recorded, now)) = decide(&call, &request) else {
+            return Ok(());
         };
         // Only a moved decision is looked at for markers: the common case
         // costs nothing.
@@ -613,9 +738,6 @@ pub fn replay_calls_with<E: From<StoreError>>(
     })?;
     progress(drift.total);
     let mut report = drift.finish();
-    report.parse_differs = parse_differs;
-    report.granted = granted_calls.len() as u64;
-    report.granted_calls = granted_calls;
     // Anomalies are few and indexed: each anomalous call is checked against
     // the selection, rather than the selection scanned for anomalies.
     let mut seen = std::collections::HashSet::new();
@@ -684,6 +806,9 @@ mod tests {
                 name: "p".into(),
                 digest: "d".into(),
             },
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
         }
     }
 

@@ -19,9 +19,9 @@ use crate::audit::{
     ApprovalRecord, AuditError, AuditSink, ClientCall, DEFAULT_MAX_ARGUMENT_BYTES, DecisionRecord,
     Event, EventBody, ExecutionStatus, JsonMeasure, RequestRecord, ResultRecord, ToolResult,
 };
-use crate::facts::{Facts, Workspace};
+use crate::facts::{Facts, McpFacts, Workspace};
 use crate::hooks::{HookEvent, Hooks};
-use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy};
+use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy, ShadowVerdict};
 use crate::principal::Principal;
 use crate::request::ToolRequest;
 use crate::tools::{Registry, ToolContext};
@@ -115,6 +115,12 @@ impl GovernedRunner {
         self
     }
 
+    /// Replaces the principal of the calls to come (an MCP client names
+    /// itself only once the session has started).
+    pub fn set_principal(&mut self, principal: Principal) {
+        self.principal = Some(std::sync::Arc::new(principal));
+    }
+
     pub fn principal(&self) -> Option<&Principal> {
         self.principal.as_deref()
     }
@@ -154,13 +160,18 @@ impl GovernedRunner {
 
     /// Decides a request without asking or running anything.
     pub fn decide(&self, request: &ToolRequest) -> (Facts, Decision) {
-        let decided = self.decide_sized(request, None);
+        let decided = self.decide_sized(request, None, None);
         (decided.facts, decided.decision)
     }
 
     /// Decides `request`, refusing arguments (or a client input) over the
     /// size limit before anything looks at their content.
-    fn decide_sized(&self, request: &ToolRequest, client: Option<&ClientCall>) -> Decided {
+    fn decide_sized(
+        &self,
+        request: &ToolRequest,
+        client: Option<&ClientCall>,
+        mcp: Option<McpFacts>,
+    ) -> Decided {
         let size = JsonMeasure::size(&request.arguments);
         let too_large = size > self.max_argument_bytes;
         let client_bytes = client
@@ -180,6 +191,19 @@ impl GovernedRunner {
                     request.name, self.max_argument_bytes
                 ),
                 policy: self.policy.reference().clone(),
+                layer: None,
+                layers: self.policy.layer_refs(),
+                shadow: self
+                    .policy
+                    .shadows()
+                    .iter()
+                    .map(|shadow| ShadowVerdict {
+                        name: shadow.name.clone(),
+                        action: Action::Deny,
+                        rule_id: INVALID_ARGUMENTS.to_owned(),
+                        digest: shadow.policy.reference().digest.clone(),
+                    })
+                    .collect(),
             };
             let facts = Facts {
                 workspace: self.workspace.root().to_string_lossy().into_owned(),
@@ -187,6 +211,7 @@ impl GovernedRunner {
                 shell: None,
                 shell_sha256: None,
                 unprovable: Vec::new(),
+                mcp,
             };
             return Decided {
                 facts,
@@ -194,8 +219,16 @@ impl GovernedRunner {
                 oversized: too_large.then(|| JsonMeasure::of(&request.arguments)),
             };
         }
-        let facts = self.workspace.facts(request);
+        let declared = self.policy.path_arguments(&request.name);
+        let mut facts = if declared.is_empty() {
+            self.workspace.facts(request)
+        } else {
+            self.workspace.facts_with(request, &declared)
+        };
+        facts.mcp = mcp;
         let mut decision = self.policy.decide(request, &facts);
+        // Shadow policies decide on the same facts; never enforced.
+        decision.shadow = self.policy.shadow_verdicts(request, &facts);
         if decision.action == Action::Ask
             && let Some(grants) = &self.grants
         {
@@ -225,7 +258,7 @@ impl GovernedRunner {
         audit: &mut dyn AuditSink,
     ) -> Result<CallOutcome, AuditError> {
         self.hooks.emit(HookEvent::PreToolUse(request));
-        let decided = self.decide_sized(request, client.as_ref());
+        let decided = self.decide_sized(request, client.as_ref(), None);
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
         let mut ahead = write_ahead(call_id, request, client, &decided, who).to_vec();
@@ -376,6 +409,9 @@ pub fn decision_body(decision: &Decision, facts: &Facts) -> EventBody {
         rule_id: decision.rule_id.clone(),
         reason: decision.reason.clone(),
         policy: decision.policy.clone(),
+        layer: decision.layer.clone(),
+        layers: decision.layers.clone(),
+        shadow: decision.shadow.clone(),
         facts: facts.clone(),
     })
 }
@@ -403,6 +439,10 @@ pub enum AskRoute {
     /// (channel `queue`) until `until_us`, for `gavel approve`, `gavel
     /// reject` or the approval page to answer while the hook waits.
     Queue { until_us: i64 },
+    /// The caller asks through a channel of its own (an MCP client's
+    /// elicitation) and records the answer itself: nothing beyond the
+    /// request and the decision is written now.
+    Elsewhere,
 }
 
 impl GovernedRunner {
@@ -422,8 +462,22 @@ impl GovernedRunner {
         ask: AskRoute,
         audit: &mut dyn AuditSink,
     ) -> Result<(Facts, Decision), AuditError> {
+        self.decide_and_record_with(call_id, request, client, None, ask, audit)
+    }
+
+    /// [`GovernedRunner::decide_and_record`] with what the MCP proxy knows
+    /// of the call's tool (`mcp`, recorded in the decision's facts).
+    pub fn decide_and_record_with(
+        &self,
+        call_id: &str,
+        request: &ToolRequest,
+        client: Option<ClientCall>,
+        mcp: Option<McpFacts>,
+        ask: AskRoute,
+        audit: &mut dyn AuditSink,
+    ) -> Result<(Facts, Decision), AuditError> {
         self.hooks.emit(HookEvent::PreToolUse(request));
-        let decided = self.decide_sized(request, client.as_ref());
+        let decided = self.decide_sized(request, client.as_ref(), mcp);
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
         let mut events = write_ahead(call_id, request, client, &decided, who).to_vec();
@@ -470,6 +524,7 @@ impl GovernedRunner {
                 events.push(approval(record));
                 events.push(blocked(why));
             }
+            (Action::Ask, AskRoute::Elsewhere) => {}
             // A deny is final: the client will not run the call.
             (Action::Deny, _) => events.push(blocked(blocked_content(
                 &decision,

@@ -304,7 +304,7 @@ pub fn print(
                     &droppable,
                 )?;
                 render::line(&format!(
-                    "!! {} anomal{}: tools ran outside what gavel decided",
+                    "!! {} anomal{}: tools ran outside what gavel decided, or under a changed MCP tool definition",
                     findings.len(),
                     if findings.len() == 1 { "y" } else { "ies" }
                 ))?;

@@ -260,29 +260,40 @@ pub fn replay(
     for log in &logs {
         let store = query::mirror(&mut snapshot, log, None)?;
         let mut changes = Vec::new();
-        let report = gavel::replay::replay_calls(
-            &store,
-            &query,
-            &policy,
-            source,
-            kept,
-            &mut |_| {},
-            &mut |change| -> anyhow::Result<()> {
-                if args.calls {
-                    let mut value = serde_json::to_value(change)?;
-                    if let Some(object) = value.as_object_mut() {
-                        object.insert(
-                            "central".into(),
-                            serde_json::json!({ "host": log.host, "log": log.origin }),
-                        );
-                    }
-                    render::json(&value)?;
-                } else if kept == Kept::All {
-                    changes.push(change.clone());
+        let mut on_change = |change: &gavel::replay::ChangedCall| -> anyhow::Result<()> {
+            if args.calls {
+                let mut value = serde_json::to_value(change)?;
+                if let Some(object) = value.as_object_mut() {
+                    object.insert(
+                        "central".into(),
+                        serde_json::json!({ "host": log.host, "log": log.origin }),
+                    );
                 }
-                Ok(())
-            },
-        )?;
+                render::json(&value)?;
+            } else if kept == Kept::All {
+                changes.push(change.clone());
+            }
+            Ok(())
+        };
+        let report = match &args.shadow {
+            Some(name) => gavel::replay::shadow_calls(
+                &store,
+                &query,
+                name,
+                kept,
+                &mut |_| {},
+                &mut on_change,
+            )?,
+            None => gavel::replay::replay_calls(
+                &store,
+                &query,
+                &policy,
+                source,
+                kept,
+                &mut |_| {},
+                &mut on_change,
+            )?,
+        };
         failing += super::replay::failing(&report, args.fail_on, args.allow_undecidable);
         if args.calls {
             eprintln!(

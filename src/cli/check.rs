@@ -29,8 +29,9 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
     let workspace = global.workspace()?;
     let policy = global.policy(&workspace)?;
     let request = ToolRequest::new("check", &args.tool, arguments);
-    let facts = workspace.facts(&request);
-    let (decision, trace) = policy.explain(&request, &facts);
+    let facts = workspace.facts_with(&request, &policy.path_arguments(&request.name));
+    let (mut decision, trace) = policy.explain(&request, &facts);
+    decision.shadow = policy.shadow_verdicts(&request, &facts);
     let matched = policy.entry_matches(&decision.rule_id, &request, &facts);
     let suggestion = hint_tool_typo(&request.name);
 
@@ -41,6 +42,9 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
             "rule_id": decision.rule_id,
             "reason": decision.reason,
             "policy": decision.policy,
+            "layer": decision.layer,
+            "layers": decision.layers,
+            "shadow": decision.shadow,
             "facts": facts,
             "trace": trace,
             "matched": matched,
@@ -48,7 +52,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
         }))?;
         return Ok(Exit::Ok);
     }
-    render::fields(&[
+    let mut fields = vec![
         ("tool", request.name.clone()),
         ("action", decision.action.to_string()),
         ("rule", decision.rule_id.clone()),
@@ -61,7 +65,20 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
                 render::cell(&decision.policy.digest, 12)
             ),
         ),
-    ])?;
+    ];
+    if let Some(layer) = &decision.layer {
+        fields.push(("layer", layer_line(layer, &decision.layers)));
+    }
+    for verdict in &decision.shadow {
+        fields.push((
+            "shadow",
+            format!(
+                "{}: {} by {} (not enforced)",
+                verdict.name, verdict.action, verdict.rule_id
+            ),
+        ));
+    }
+    render::fields(&fields)?;
     if args.explain {
         let mut text = Vec::new();
         if let Some(shell) = &facts.shell {
@@ -77,7 +94,10 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
             trace.iter().enumerate().map(|(i, t)| {
                 [
                     (i + 1).to_string(),
-                    t.rule_id.clone(),
+                    match &t.layer {
+                        Some(layer) => format!("[{layer}] {}", t.rule_id),
+                        None => t.rule_id.clone(),
+                    },
                     if t.matched { "yes" } else { "no" }.to_owned(),
                     t.detail.clone(),
                 ]
@@ -85,6 +105,16 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
         )?;
     }
     Ok(Exit::Ok)
+}
+
+/// The deciding layer and every layer consulted, for people:
+/// `user (of user ab12…, project cd34…)`.
+pub(super) fn layer_line(layer: &str, layers: &[gavel::policy::LayerRef]) -> String {
+    let all: Vec<String> = layers
+        .iter()
+        .map(|l| format!("{} {}", l.layer, render::cell(&l.digest, 8)))
+        .collect();
+    format!("{layer} (of {})", all.join(", "))
 }
 
 /// A shell command's parse, for people: each simple command with its

@@ -248,6 +248,28 @@ fn policy(report: &mut Report, global: &Global, workspace: &gavel::Workspace) {
     };
     let name = &policy.reference().name;
     report.ok("policy", format!("`{name}` from {origin} loads"));
+    if !policy.layers().is_empty() {
+        let layers: Vec<String> = policy
+            .layers()
+            .iter()
+            .map(|l| format!("{} `{}`", l.name, l.path))
+            .collect();
+        report.ok(
+            "policy layers",
+            format!("{} above it; it cannot loosen them", layers.join(", ")),
+        );
+    }
+    if !policy.shadows().is_empty() {
+        let shadows: Vec<String> = policy
+            .shadows()
+            .iter()
+            .map(|s| format!("`{}` ({})", s.name, s.path))
+            .collect();
+        report.ok(
+            "shadow policies",
+            format!("{} decided beside it, never enforced", shadows.join(", ")),
+        );
+    }
     let findings = lint::lint(&policy);
     match findings.first() {
         None => report.ok("policy lint", "no findings".to_owned()),

@@ -20,6 +20,11 @@ use super::{Exit, Global, render};
 pub enum ExportFormat {
     Jsonl,
     Csv,
+    /// OCSF 1.9 events, one per row, each carrying its row (docs/siem.md)
+    Ocsf,
+    /// OpenTelemetry traces as one OTLP/JSON request: an `execute_tool` span per call
+    #[value(name = "otlp-json")]
+    OtlpJson,
 }
 
 #[derive(Args, Debug)]
@@ -81,6 +86,21 @@ fn csv_row(e: &StoredEvent) -> String {
         opt(&e.agent),
     ]
     .join(",")
+}
+
+/// The central store's cosignatures of this log's checkpoints, kept by
+/// `gavel push` in `<db>.cosigned` (one JSON line each); none without it.
+fn cosigned_lines(db: &std::path::Path) -> anyhow::Result<Vec<Value>> {
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push(".cosigned");
+    match std::fs::read_to_string(db.with_file_name(name)) {
+        Ok(text) => Ok(text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// The filters given, as the export header records them; `None` when there are none.
@@ -168,14 +188,33 @@ pub fn run_on(
             Some(ids)
         }
     };
+    let header = archive::header_line(store.identity(), selection.clone());
+    // OCSF: each checkpoint rides on the event of the row it ends at (one
+    // past the log's end, or of no row, on the last row).
+    let mut ends: std::collections::BTreeMap<u64, Vec<Value>> = Default::default();
     match args.format {
         ExportFormat::Csv if first => render::line(CSV_HEADER)?,
         ExportFormat::Csv => {}
         ExportFormat::Jsonl => {
-            render::json(&archive::header_line(store.identity(), selection.clone()))?;
+            render::json(&header)?;
             if selection.is_none() {
                 for row in store.checkpoint_rows()? {
                     render::json(&archive::checkpoint_line(&row))?;
+                }
+            }
+        }
+        ExportFormat::OtlpJson => {}
+        ExportFormat::Ocsf => {
+            if selection.is_none() {
+                let last = store.last_seq()?.max(1);
+                let cosigned = cosigned_lines(store.path())?;
+                for row in store.checkpoint_rows()? {
+                    let at = u64::try_from(row.size).unwrap_or(0).clamp(1, last);
+                    let line = gavel::ocsf::with_cosignatures(
+                        vec![archive::checkpoint_line(&row)],
+                        &cosigned,
+                    );
+                    ends.entry(at).or_default().extend(line);
                 }
             }
         }
@@ -185,6 +224,10 @@ pub fn run_on(
     let log_format = store.identity().format;
     let switch = store.format_switch()?;
     let mut done = 0u64;
+    let mut spans = gavel::otlp::Spans::new();
+    let mut finished = Vec::new();
+    // OCSF: the line of the row exported just before, for `prev_event`.
+    let mut previous: Option<Value> = None;
     store.for_each_event(|event| -> anyhow::Result<()> {
         done += 1;
         if let Some(bar) = &bar
@@ -204,6 +247,21 @@ pub fn run_on(
                 &event,
                 gavel::store::row_format(log_format, switch, event.seq),
             ))?,
+            ExportFormat::Ocsf => {
+                let line = archive::event_line(
+                    &event,
+                    gavel::store::row_format(log_format, switch, event.seq),
+                );
+                let checkpoints = ends.remove(&event.seq).unwrap_or_default();
+                render::json(&gavel::ocsf::event(
+                    &header,
+                    &line,
+                    previous.as_ref(),
+                    &checkpoints,
+                ))?;
+                previous = Some(line);
+            }
+            ExportFormat::OtlpJson => finished.extend(spans.push(&event)),
         }
         Ok(())
     })?;
@@ -211,5 +269,9 @@ pub fn run_on(
         bar.finish_and_clear();
     }
     store.check_unchanged()?;
+    if args.format == ExportFormat::OtlpJson {
+        finished.extend(spans.finish());
+        render::json(&gavel::otlp::to_json(&finished))?;
+    }
     Ok(())
 }

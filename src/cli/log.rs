@@ -43,7 +43,7 @@ pub struct StatsArgs {
 
 /// The JSON object for one recorded call.
 pub fn call_json(call: &CallSummary) -> Value {
-    json!({
+    let mut value = json!({
         "call_id": call.call_id,
         "ts": format_time(call.ts_us),
         "tool": call.tool,
@@ -56,7 +56,32 @@ pub fn call_json(call: &CallSummary) -> Value {
         "anomalies": call.anomalies,
         "policy": call.decision.policy,
         "principal": call.request.principal,
-    })
+    });
+    // Under layered policies and with shadows only: other logs keep their shape.
+    if let Some(layer) = &call.decision.layer {
+        value["layer"] = json!(layer);
+    }
+    if !call.decision.shadow.is_empty() {
+        value["shadow"] = json!(call.decision.shadow);
+    }
+    value
+}
+
+/// The deciding layer and the shadows' verdicts, in one cell:
+/// `admin; strict: deny strict.no_shell`.
+fn layer_text(call: &CallSummary) -> String {
+    let mut parts: Vec<String> = call.decision.layer.iter().cloned().collect();
+    parts.extend(
+        call.decision
+            .shadow
+            .iter()
+            .map(|v| format!("{}: {} {}", v.name, v.action, v.rule_id)),
+    );
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join("; ")
+    }
 }
 
 /// Who made a call, in one cell: `user@host via client`, with the subagent.
@@ -214,10 +239,14 @@ const EXTRA_FLOOR: usize = 12;
 fn row(listed: &Listed, narrow: bool, local: bool, wide: bool) -> Vec<String> {
     let mut cells = row_cells(listed, narrow, local);
     if wide {
-        cells.push(match listed {
-            Listed::Call(CallEntry::Decided(c)) => who_text(c.request.principal.as_ref()),
-            _ => "-".to_owned(),
-        });
+        let (who, layer) = match listed {
+            Listed::Call(CallEntry::Decided(c)) => {
+                (who_text(c.request.principal.as_ref()), layer_text(c))
+            }
+            _ => ("-".to_owned(), "-".to_owned()),
+        };
+        cells.push(who);
+        cells.push(layer);
     }
     cells
 }
@@ -418,6 +447,9 @@ fn print_listing(
                 flexible.push((headers.len(), EXTRA_FLOOR));
                 headers.push("who");
                 caps.push(64);
+                flexible.push((headers.len(), EXTRA_FLOOR));
+                headers.push("layer, shadows");
+                caps.push(64);
             }
             if central {
                 flexible.push((headers.len(), EXTRA_FLOOR));
@@ -465,7 +497,7 @@ fn print_listing(
             }
             if anomalous > 0 {
                 render::line(&format!(
-                    "!! {anomalous} call(s) with anomalies: a tool ran outside what gavel decided; `gavel audit` lists them"
+                    "!! {anomalous} call(s) with anomalies: a tool ran outside what gavel decided, or under a changed MCP tool definition; `gavel audit` lists them"
                 ))?;
             }
             if unverified > 0 {
@@ -537,7 +569,7 @@ pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
     render::line(&format!("{} calls", stats.calls))?;
     if stats.anomalous_calls > 0 {
         render::line(&format!(
-            "!! {} call(s) with anomalies: a tool ran outside what gavel decided; `gavel audit` lists them",
+            "!! {} call(s) with anomalies: a tool ran outside what gavel decided, or under a changed MCP tool definition; `gavel audit` lists them",
             stats.anomalous_calls
         ))?;
     }

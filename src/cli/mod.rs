@@ -19,10 +19,14 @@ mod hook;
 mod init;
 mod keys;
 mod log;
+mod mcp;
 mod pending;
 mod policy_cmd;
+mod policy_diff;
 #[cfg(feature = "postgres")]
 mod push;
+#[cfg(feature = "postgres")]
+mod push_otlp;
 mod query;
 mod render;
 mod replay;
@@ -86,6 +90,10 @@ pub struct Global {
     /// Policy file [default: $GAVEL_POLICY, else gavel.toml in the workspace, else built-in]
     #[arg(long, global = true, value_name = "FILE", env = "GAVEL_POLICY")]
     pub policy: Option<PathBuf>,
+    /// A policy decided beside the enforced one on every live call and recorded, never
+    /// enforced (repeatable; named by its file's stem)
+    #[arg(long = "shadow-policy", global = true, value_name = "FILE")]
+    pub shadow_policy: Vec<PathBuf>,
     /// Audit database [default: $GAVEL_DB, else .gavel/audit.db in the workspace]; the
     /// reading commands also take a central store, postgres://…
     #[arg(long, global = true, value_name = "FILE|URL", env = "GAVEL_DB")]
@@ -103,7 +111,7 @@ pub struct Global {
     )]
     pub max_argument_bytes: u64,
     /// Print tables and text whole, at their natural width: not fitted to the terminal,
-    /// $COLUMNS, or (when stdout is neither) 160 columns; `log` adds a `who` column
+    /// $COLUMNS, or (when stdout is neither) 160 columns; `log` adds `who` and layer columns
     #[arg(long, global = true)]
     pub wide: bool,
 }
@@ -287,6 +295,8 @@ pub enum Command {
     Grants(grants::GrantsArgs),
     /// Record a grant's revocation: calls it covered are asked again
     Revoke(grants::RevokeArgs),
+    /// Run an MCP server behind gavel: every tools/call decided, asked and recorded
+    Mcp(mcp::McpArgs),
     /// Ship this host's audit log to the team's central store (PostgreSQL)
     #[cfg(feature = "postgres")]
     Push(push::PushArgs),
@@ -434,6 +444,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("grants", &["policy", "durability", "max_argument_bytes"]),
     ("approvals", &["policy", "max_argument_bytes", "wide"]),
     ("revoke", &["policy", "max_argument_bytes", "wide"]),
+    ("mcp", &["wide"]),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -555,6 +566,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Approvals(args) => approvals_page::run(&global, args),
         Command::Grants(args) => grants::list(&global, args),
         Command::Revoke(args) => grants::revoke(&global, args),
+        Command::Mcp(args) => mcp::run(&global, args),
         #[cfg(feature = "postgres")]
         Command::Push(args) => push::run(&global, args),
         #[cfg(feature = "postgres")]
@@ -596,39 +608,69 @@ impl Global {
         Workspace::open(&dir).with_context(|| format!("cannot open workspace `{}`", dir.display()))
     }
 
-    /// The policy gavel would use now: `--policy`, `$GAVEL_POLICY`, `gavel.toml`, built-in.
     /// The policy for governed calls, as [`Global::policy`] finds it, with
-    /// its inline examples left for [`Global::vouch_policy`]: checking them
-    /// on every call would cost more than deciding it.
+    /// its globs and inline examples left for [`Global::vouch_policy`]:
+    /// checking them on every call would cost more than deciding it.
     pub fn calls_policy(&self, workspace: &Workspace) -> anyhow::Result<Policy> {
-        if let Some(path) = &self.policy {
-            return Ok(Policy::load_unchecked(path)?);
-        }
-        let local = workspace.root().join("gavel.toml");
-        if local.exists() {
-            return Ok(Policy::load_unchecked(&local)?);
-        }
-        Ok(Policy::builtin())
+        let policy = if let Some(path) = &self.policy {
+            Policy::load_unchecked(path)?
+        } else {
+            let local = workspace.root().join("gavel.toml");
+            if local.exists() {
+                Policy::load_unchecked(&local)?
+            } else {
+                Policy::builtin()
+            }
+        };
+        self.with_layers(policy, workspace)
     }
 
-    /// Checks the inline examples of a policy `store` has not recorded
-    /// yet; one it recorded passed them when it was first used.
+    /// Checks the globs and inline examples of a policy (and of each layer
+    /// above it) that `store` has not recorded yet; one it recorded passed
+    /// them when it was first used.
     pub fn vouch_policy(policy: &Policy, store: &Store) -> anyhow::Result<()> {
+        for layer in policy.layers() {
+            Self::vouch_policy(&layer.policy, store)?;
+        }
+        for shadow in policy.shadows() {
+            Self::vouch_policy(&shadow.policy, store)?;
+        }
         if !store.knows_policy(&policy.reference().digest)? {
             policy.check_deferred()?;
         }
         Ok(())
     }
 
+    /// The policy gavel would use now: `--policy`, `$GAVEL_POLICY`,
+    /// `gavel.toml`, built-in; under the layers above it.
     pub fn policy(&self, workspace: &Workspace) -> anyhow::Result<Policy> {
-        if let Some(path) = &self.policy {
-            return Ok(Policy::load(path)?);
+        let policy = if let Some(path) = &self.policy {
+            Policy::load(path)?
+        } else {
+            let local = workspace.root().join("gavel.toml");
+            if local.exists() {
+                Policy::load(&local)?
+            } else {
+                Policy::builtin()
+            }
+        };
+        let layered = self.with_layers(policy, workspace)?;
+        for layer in layered.layers() {
+            layer.policy.check_deferred()?;
         }
-        let local = workspace.root().join("gavel.toml");
-        if local.exists() {
-            return Ok(Policy::load(&local)?);
+        for shadow in layered.shadows() {
+            shadow.policy.check_deferred()?;
         }
-        Ok(Policy::builtin())
+        Ok(layered)
+    }
+
+    /// `policy` under the layers above it (`gavel::layers`), with its
+    /// shadows: a layer or shadow that exists but cannot be used stops gavel.
+    fn with_layers(&self, policy: Policy, workspace: &Workspace) -> anyhow::Result<Policy> {
+        let layers = gavel::layers::discover(workspace.root())?;
+        let policy = policy.with_layers(layers);
+        let shadows = gavel::layers::shadows(&policy, &self.shadow_policy)?;
+        Ok(policy.with_shadows(shadows))
     }
 
     /// The principal of calls made through `client` in this process, with

@@ -29,6 +29,10 @@ pub enum PolicyCommand {
               value_parser = clap::builder::PossibleValuesParser::new(
                   gavel::policy::PRESETS.iter().map(|(name, _)| *name)))]
         preset: Option<String>,
+        /// Print every layer in force (system, admin, user, the project's) and the shadows,
+        /// with each layer's rules in the order they are tried
+        #[arg(long, conflicts_with_all = ["builtin", "preset"])]
+        layers: bool,
     },
     /// Check that a policy file loads; prints its name, digest and rule count, and
     /// `policy lint`'s warnings on stderr
@@ -54,6 +58,17 @@ pub enum PolicyCommand {
         /// Skip the usage report over the recorded log
         #[arg(long)]
         no_usage: bool,
+        #[command(flatten)]
+        format: FormatArgs,
+    },
+    /// What changed from OLD to NEW: rules added, removed, moved, widened, narrowed; which
+    /// of a sample of generated requests and of the recorded calls decide differently
+    Diff {
+        old: PathBuf,
+        new: PathBuf,
+        /// Leave out the recorded calls
+        #[arg(long)]
+        no_log: bool,
         #[command(flatten)]
         format: FormatArgs,
     },
@@ -86,6 +101,10 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
         }
         PolicyCommand::Show { builtin: true, .. } => {
             render::line(gavel::policy::DEFAULT_POLICY_TOML.trim_end())?;
+        }
+        PolicyCommand::Show { layers: true, .. } => {
+            let workspace = global.workspace()?;
+            show_layers(&global.policy(&workspace)?)?;
         }
         PolicyCommand::Show { builtin: false, .. } => {
             let workspace = global.workspace()?;
@@ -135,6 +154,12 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
             no_usage,
             format,
         } => return lint_cmd(global, file.as_deref(), strict, no_usage, format),
+        PolicyCommand::Diff {
+            old,
+            new,
+            no_log,
+            format,
+        } => return super::policy_diff::run(global, &old, &new, no_log, format),
         PolicyCommand::Test {
             cases,
             failures_only,
@@ -153,6 +178,64 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// Every layer, top first, with its rules; then the shadows.
+fn show_layers(policy: &Policy) -> std::io::Result<()> {
+    render::line(
+        "A call is decided by each layer; the strictest decision wins (deny over ask over \
+         allow), the higher layer's among equals. A layer above the project abstains \
+         where none of its rules matches; the project's denies what none of its rules names.",
+    )?;
+    let layers = policy
+        .layers()
+        .iter()
+        .map(|l| (l.name.as_str(), l.path.as_str(), &l.policy))
+        .chain(std::iter::once((
+            gavel::policy::PROJECT_LAYER,
+            policy.origin(),
+            policy,
+        )));
+    let mut rows = Vec::new();
+    for (layer, path, layer_policy) in layers {
+        rows.push([
+            layer.to_owned(),
+            format!(
+                "{} ({}, sha256 {})",
+                render::escape(path),
+                render::escape(&layer_policy.reference().name),
+                render::cell(&layer_policy.reference().digest, 12)
+            ),
+            String::new(),
+        ]);
+        for rule in layer_policy.rules() {
+            rows.push([
+                String::new(),
+                format!("  {}", rule.id),
+                rule.action.to_string(),
+            ]);
+        }
+    }
+    render::table(&["layer", "file / rule", "action"], rows)?;
+    if policy.shadows().is_empty() {
+        render::line("shadows: none")?;
+    } else {
+        render::table(
+            &["shadow", "file", "rules"],
+            policy.shadows().iter().map(|s| {
+                [
+                    s.name.clone(),
+                    format!(
+                        "{} (sha256 {})",
+                        render::escape(&s.path),
+                        render::cell(&s.policy.reference().digest, 12)
+                    ),
+                    s.policy.rules().len().to_string(),
+                ]
+            }),
+        )?;
+    }
+    Ok(())
 }
 
 fn lint_cmd(
@@ -284,7 +367,10 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
     for (index, case) in cases.iter().enumerate() {
         let facts = match &case.facts {
             Some(facts) => facts.clone(),
-            None => workspace.facts(&case.request(index)),
+            None => {
+                let request = case.request(index);
+                workspace.facts_with(&request, &policy.path_arguments(&request.name))
+            }
         };
         let got = policy.decide_case(case, index, &facts);
         let pass = case.passes(&got);

@@ -14,11 +14,29 @@ use super::{Exit, FormatArgs, Global, render};
 #[derive(Args, Debug)]
 pub struct PushArgs {
     /// The central store, as the host's role: postgres://ROLE@HOST/DB (what `gavel central enroll` printed)
-    #[arg(long, value_name = "URL", env = "GAVEL_PUSH_URL")]
-    pub to: String,
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GAVEL_PUSH_URL",
+        required_unless_present = "otlp"
+    )]
+    pub to: Option<String>,
     /// This host's checkpoint signing key (from `gavel keygen`; its .pub was enrolled)
-    #[arg(long, value_name = "KEY", env = "GAVEL_PUSH_KEY")]
-    pub key: PathBuf,
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "GAVEL_PUSH_KEY",
+        required_unless_present = "otlp"
+    )]
+    pub key: Option<PathBuf>,
+    /// Send the calls as OpenTelemetry traces to this OTLP/HTTP endpoint instead
+    /// (…/v1/traces is added unless given): each completed call once, resuming where the
+    /// last push stopped
+    #[arg(long, value_name = "URL", conflicts_with = "to")]
+    pub otlp: Option<String>,
+    /// A header for the OTLP endpoint, e.g. `Authorization=Bearer …` (repeatable)
+    #[arg(long, value_name = "NAME=VALUE", requires = "otlp")]
+    pub otlp_header: Vec<String>,
     /// Keep pushing every SECONDS until interrupted (errors are reported and retried)
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub every: Option<u64>,
@@ -34,7 +52,13 @@ pub struct PushArgs {
 }
 
 pub fn run(global: &Global, args: PushArgs) -> anyhow::Result<Exit> {
-    let key = checkpoint::read_signing_key(&args.key)?;
+    if let Some(url) = &args.otlp {
+        return super::push_otlp::run(global, url, &args.otlp_header, args.every, &args.format);
+    }
+    let (Some(_), Some(key)) = (&args.to, &args.key) else {
+        anyhow::bail!("push needs --to and --key (or --otlp URL)");
+    };
+    let key = checkpoint::read_signing_key(key)?;
     let central = args
         .central_key
         .as_deref()
@@ -70,7 +94,8 @@ fn once(
     central: Option<&checkpoint::VerifierKey>,
 ) -> anyhow::Result<Exit> {
     let mut store = global.open_store()?;
-    let (mut client, _) = gavel::central::open_client(&args.to)?;
+    let to = args.to.as_deref().unwrap_or_default();
+    let (mut client, _) = gavel::central::open_client(to)?;
     let mut pushed =
         push::push_with(&mut store, &mut client, key, central).context("push failed")?;
     let mut exit = Exit::Ok;

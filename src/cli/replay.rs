@@ -29,6 +29,10 @@ pub struct ReplayArgs {
     /// Re-gather facts from the filesystem as it is now instead of using the recorded ones
     #[arg(long)]
     pub live: bool,
+    /// Do not re-decide: compare what was enforced with the verdicts the shadow policy
+    /// NAME recorded on each live call (calls without one are left out)
+    #[arg(long, value_name = "NAME", conflicts_with = "live")]
+    pub shadow: Option<String>,
     /// Replay even if the chain does not verify (the output says so)
     #[arg(long)]
     pub skip_verify: bool,
@@ -69,13 +73,6 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
             );
         }
     }
-    let workspace = global.workspace()?;
-    let policy = global.policy(&workspace)?;
-    let source = if args.live {
-        FactSource::Live
-    } else {
-        FactSource::Recorded
-    };
     let bar = progress_bar(&store, "replaying")?;
     // JSON lists every changed call; a table shows only examples.
     let kept = if args.format.is_json() && !args.calls {
@@ -85,31 +82,48 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
     };
     let streaming = args.calls;
     let mut changes = Vec::new();
-    let report = replay::replay_calls_with(
-        &store,
-        &args.query.to_query()?,
-        &policy,
-        source,
-        kept,
-        if args.no_grants {
-            replay::Grants::Ignored
-        } else {
-            replay::Grants::AsRecorded
-        },
-        &mut |n| {
-            if let Some(bar) = &bar {
-                bar.set_position(n);
-            }
-        },
-        &mut |change| -> anyhow::Result<()> {
-            if streaming {
-                render::json(&serde_json::to_value(change)?)?;
-            } else if kept == Kept::All {
-                changes.push(change.clone());
-            }
-            Ok(())
-        },
-    )?;
+    let mut progress = |n| {
+        if let Some(bar) = &bar {
+            bar.set_position(n);
+        }
+    };
+    let mut on_change = |change: &replay::ChangedCall| -> anyhow::Result<()> {
+        if streaming {
+            render::json(&serde_json::to_value(change)?)?;
+        } else if kept == Kept::All {
+            changes.push(change.clone());
+        }
+        Ok(())
+    };
+    let query = args.query.to_query()?;
+    let report = match &args.shadow {
+        Some(name) => {
+            replay::shadow_calls(&store, &query, name, kept, &mut progress, &mut on_change)?
+        }
+        None => {
+            let workspace = global.workspace()?;
+            let policy = global.policy(&workspace)?;
+            let source = if args.live {
+                FactSource::Live
+            } else {
+                FactSource::Recorded
+            };
+            replay::replay_calls_with(
+                &store,
+                &query,
+                &policy,
+                source,
+                kept,
+                if args.no_grants {
+                    replay::Grants::Ignored
+                } else {
+                    replay::Grants::AsRecorded
+                },
+                &mut progress,
+                &mut on_change,
+            )?
+        }
+    };
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -184,16 +198,26 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
         render::line("WARNING: the chain was not verified (--skip-verify)")?;
     }
     let current = &report.policy.current;
-    render::line(&format!(
-        "Replayed {} calls under policy `{}` (sha256 {}) with {} facts",
-        report.total,
-        render::escape(&current.name),
-        render::cell(&current.digest, 16),
-        match report.facts {
-            FactSource::Recorded => "recorded",
-            FactSource::Live => "live",
-        }
-    ))?;
+    let facts = match report.facts {
+        FactSource::Recorded => "recorded",
+        FactSource::Live => "live",
+        FactSource::Shadow => "",
+    };
+    render::line(&if report.facts == FactSource::Shadow {
+        format!(
+            "Compared {} calls with what shadow policy `{}` (sha256 {}) decided on them live",
+            report.total,
+            render::escape(&current.name),
+            render::cell(&current.digest, 16),
+        )
+    } else {
+        format!(
+            "Replayed {} calls under policy `{}` (sha256 {}) with {facts} facts",
+            report.total,
+            render::escape(&current.name),
+            render::cell(&current.digest, 16),
+        )
+    })?;
     render::line(&format!(
         "  unchanged {} (reason changed {}), changed {}: loosened {}, tightened {}, rerouted {}",
         report.unchanged,

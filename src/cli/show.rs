@@ -379,6 +379,9 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                 "rule_id": decision.rule_id,
                 "reason": decision.reason,
                 "policy": decision.policy,
+                "layer": decision.layer,
+                "layers": decision.layers,
+                "shadow": decision.shadow,
                 "facts": decision.facts,
                 "trace": trace,
                 "matched": matched,
@@ -443,6 +446,22 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             ));
         }
     }
+    if let Some(mcp) = &decision.facts.mcp {
+        text.push(match (&mcp.definition_sha256, &mcp.previous_sha256) {
+            (Some(now), Some(before)) => format!(
+                "  under a changed definition of `{}` on MCP server `{}`: sha256 {now}, the log held {before}",
+                mcp.tool, mcp.server
+            ),
+            (Some(now), None) => format!(
+                "  under the definition of `{}` on MCP server `{}` with sha256 {now}",
+                mcp.tool, mcp.server
+            ),
+            (None, _) => format!(
+                "  on MCP server `{}`, its definition of `{}` not listed to gavel",
+                mcp.server, mcp.tool
+            ),
+        });
+    }
     text.extend(path_lines(&decision.facts));
     if let Some(shell) = &decision.facts.shell {
         text.push("  the command runs, as parsed:".into());
@@ -486,6 +505,21 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
     text.push(format!("  {}", decision.reason));
     for line in super::check::match_lines(&matched, &decision.rule_id) {
         text.push(format!("  {line}"));
+    }
+    if let Some(layer) = &decision.layer {
+        text.push(format!(
+            "  in layer {}",
+            super::check::layer_line(layer, &decision.layers)
+        ));
+    }
+    for verdict in &decision.shadow {
+        text.push(format!(
+            "  shadow `{}` (sha256 {}, not enforced) would have decided: {} by rule `{}`",
+            verdict.name,
+            render::cell(&verdict.digest, 16),
+            verdict.action,
+            verdict.rule_id
+        ));
     }
     if let Some(g) = &grant {
         text.push(format!(

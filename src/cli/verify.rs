@@ -27,6 +27,10 @@ pub struct VerifyArgs {
     /// Verify this JSON-lines export (`gavel export`) instead of a database
     #[arg(long, value_name = "FILE")]
     pub export: Option<PathBuf>,
+    /// Verify this OCSF export (`gavel export --format ocsf`, e.g. a SIEM's copy) instead
+    /// of a database: its chain, its checkpoints, and that no event was edited
+    #[arg(long, value_name = "FILE", conflicts_with = "export")]
+    pub ocsf: Option<PathBuf>,
     #[command(flatten)]
     pub schema: super::query::SchemaArg,
     #[command(flatten)]
@@ -80,6 +84,7 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
     #[cfg(feature = "postgres")]
     if let Some(url) = global.central_url()
         && args.export.is_none()
+        && args.ocsf.is_none()
     {
         return super::central_read::verify(&url, &args);
     }
@@ -106,6 +111,11 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
         note,
     });
     let json = args.format.is_json();
+    if let Some(path) = &args.ocsf {
+        let outcome = gavel::ocsf::verify(path, given, &keys)
+            .with_context(|| format!("OCSF export `{}`", path.display()))?;
+        return print(&outcome.report, json, Some(outcome.whole_chain), None);
+    }
     if let Some(path) = &args.export {
         let file = std::fs::File::open(path)
             .with_context(|| format!("cannot read export `{}`", path.display()))?;

@@ -43,6 +43,7 @@ struct RuleFile {
     command_prefix: Option<Vec<Vec<String>>>,
     commands: Option<Vec<CommandFile>>,
     unprovable: Option<bool>,
+    definition_changed: Option<bool>,
     examples: Option<Vec<Example>>,
 }
 
@@ -141,12 +142,17 @@ fn empty_object() -> serde_json::Value {
 }
 
 /// Checks a rule's inline examples; the first that does not hold is the error.
-fn check_examples(rule: &Rule, examples: Vec<Example>) -> Result<(), String> {
+fn check_examples(
+    rule: &Rule,
+    examples: Vec<Example>,
+    paths: &[super::PathArguments],
+) -> Result<(), String> {
     for (index, example) in examples.into_iter().enumerate() {
         let request = ToolRequest::new("example", &example.tool, example.arguments);
-        let facts = example
-            .facts
-            .unwrap_or_else(|| crate::facts::lexical_facts(&request));
+        let facts = example.facts.unwrap_or_else(|| {
+            let declared = super::declared_paths(paths, &request.name);
+            crate::facts::lexical_facts_with(&request, &declared)
+        });
         let outcome = rule.matches(&request, &facts);
         let shown = format!(
             "example {} ({} {})",
@@ -179,6 +185,42 @@ pub(super) enum Checks {
     /// was first used, and its digest pins the text); `Policy::check_deferred`
     /// runs the checks for any other.
     Deferred,
+}
+
+/// One `[[paths]]` entry: which arguments of which tools are paths.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct PathsFile {
+    tools: Vec<String>,
+    #[serde(default)]
+    read: Vec<String>,
+    #[serde(default)]
+    write: Vec<String>,
+}
+
+/// Compiles the `[[paths]]` entries: each needs tools and at least one argument.
+fn path_arguments(specs: Vec<PathsFile>) -> Result<Vec<super::PathArguments>, String> {
+    specs
+        .into_iter()
+        .enumerate()
+        .map(|(index, spec)| {
+            let at = |problem: &str| format!("[[paths]] #{}: {problem}", index + 1);
+            if spec.tools.is_empty() {
+                return Err(at("`tools` must name at least one tool"));
+            }
+            if spec.read.is_empty() && spec.write.is_empty() {
+                return Err(at("name at least one argument in `read` or `write`"));
+            }
+            if spec.read.iter().chain(&spec.write).any(|a| a.is_empty()) {
+                return Err(at("an argument name must not be empty"));
+            }
+            Ok(super::PathArguments {
+                tools: globs("tools", spec.tools, false).map_err(|e| at(&e))?,
+                read: spec.read,
+                write: spec.write,
+            })
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -217,13 +259,40 @@ fn redact_settings(spec: RedactFile) -> Result<super::RedactSettings, String> {
 }
 
 /// A policy file's name, its rules (each labelled by its id, else its
-/// place, and read or the reason it could not be), and its `[redact]` table.
+/// place, and read or the reason it could not be), its `[redact]` table and
+/// its `[[shadow]]` entries.
 type Read = (
     String,
     Vec<(String, Result<RuleFile, String>)>,
     super::RedactSettings,
+    Vec<ShadowSpec>,
+    Vec<PathsFile>,
     Option<std::time::Duration>,
 );
+
+/// A `[[shadow]]` entry: a policy decided beside this one on every live
+/// call, never enforced. `path` is relative to this policy's folder.
+#[derive(Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ShadowSpec {
+    pub name: String,
+    pub path: String,
+}
+
+fn check_shadows(shadows: &[ShadowSpec]) -> Result<(), String> {
+    for (i, shadow) in shadows.iter().enumerate() {
+        if shadow.name.trim().is_empty() || shadow.name.chars().any(char::is_whitespace) {
+            return Err("a `[[shadow]]` needs a `name` without spaces".into());
+        }
+        if shadow.path.trim().is_empty() {
+            return Err(format!("shadow `{}` needs a `path`", shadow.name));
+        }
+        if shadows[..i].iter().any(|s| s.name == shadow.name) {
+            return Err(format!("two shadows are named `{}`", shadow.name));
+        }
+    }
+    Ok(())
+}
 
 /// The `[approval]` table: `wait`, how long an asked call waits in the
 /// pending queue when no `--ask` says otherwise.
@@ -252,8 +321,13 @@ fn read_typed(text: &str) -> Option<Read> {
         rules: Vec<RuleFile>,
         redact: Option<RedactFile>,
         approval: Option<ApprovalFile>,
+        #[serde(default)]
+        shadow: Vec<ShadowSpec>,
+        #[serde(default)]
+        paths: Vec<PathsFile>,
     }
     let file: PolicyFile = toml::from_str(text).ok()?;
+    check_shadows(&file.shadow).ok()?;
     if file.name.trim().is_empty() {
         return None;
     }
@@ -270,7 +344,7 @@ fn read_typed(text: &str) -> Option<Read> {
         Some(spec) => Some(approval_wait(spec).ok()?),
         None => None,
     };
-    Some((file.name, rules, redact, wait))
+    Some((file.name, rules, redact, file.shadow, file.paths, wait))
 }
 
 /// The file read key by key, naming the first problem.
@@ -290,6 +364,8 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut raw_rules = Vec::new();
     let mut redact = super::RedactSettings::default();
     let mut wait = None;
+    let mut shadows = Vec::new();
+    let mut paths = Vec::new();
     for (key, value) in table {
         match (key.as_str(), value) {
             ("name", toml::Value::String(s)) if !s.trim().is_empty() => name = Some(s),
@@ -302,6 +378,15 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
                 let spec = ApprovalFile::deserialize(value)
                     .map_err(|e| file_error(format!("[approval]: {}", e.message())))?;
                 wait = Some(approval_wait(spec).map_err(file_error)?);
+            }
+            ("shadow", value) => {
+                shadows = Vec::<ShadowSpec>::deserialize(value)
+                    .map_err(|e| file_error(format!("[[shadow]]: {}", e.message())))?;
+                check_shadows(&shadows).map_err(file_error)?;
+            }
+            ("paths", value) => {
+                paths = Vec::<PathsFile>::deserialize(value)
+                    .map_err(|e| file_error(format!("[[paths]]: {}", e.message())))?;
             }
             (other, _) => return Err(file_error(format!("unknown key `{other}`"))),
         }
@@ -319,7 +404,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact, wait))
+    Ok((name, rules, redact, shadows, paths, wait))
 }
 
 pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
@@ -327,10 +412,19 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact, approval_wait) = match read_typed(text) {
+    let (name, specs, redact, shadow_specs, paths, approval_wait) = match read_typed(text) {
         Some(read) => read,
         None => read_table(text, &file_error)?,
     };
+    let paths = path_arguments(paths).map_err(file_error)?;
+    if checks == Checks::Now {
+        for (index, entry) in paths.iter().enumerate() {
+            entry
+                .tools
+                .check()
+                .map_err(|e| file_error(format!("[[paths]] #{}: {e}", index + 1)))?;
+        }
+    }
 
     let mut rules: Vec<Rule> = Vec::with_capacity(specs.len());
     for (label, spec) in specs {
@@ -347,7 +441,7 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         }
         refuse_text_only_shell_allow(&rule).map_err(&rule_error)?;
         if let Some(examples) = examples.filter(|_| checks == Checks::Now) {
-            check_examples(&rule, examples).map_err(&rule_error)?;
+            check_examples(&rule, examples, &paths).map_err(&rule_error)?;
         }
         if rules.iter().any(|r| r.id == rule.id) {
             return Err(rule_error("duplicate rule id".into()));
@@ -365,6 +459,10 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         checked: checks == Checks::Now,
         rules,
         redact,
+        paths,
+        above: Vec::new(),
+        shadow_specs,
+        shadows: Vec::new(),
         approval_wait,
     })
 }
@@ -463,6 +561,7 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             })
             .transpose()?,
         unprovable: spec.unprovable,
+        definition_changed: spec.definition_changed,
     })
 }
 
@@ -510,6 +609,18 @@ mod tests {
                 super::super::CODING_AGENT_POLICY_TOML.to_owned(),
             ),
             ("no rules".to_owned(), "name = \"x\"".to_owned()),
+            (
+                "a shadow".to_owned(),
+                "name = \"x\"\n[[shadow]]\nname = \"next\"\npath = \"next.toml\"\n".to_owned(),
+            ),
+            (
+                "two shadows of one name".to_owned(),
+                "name = \"x\"\n[[shadow]]\nname = \"n\"\npath = \"a\"\n[[shadow]]\nname = \"n\"\npath = \"b\"\n".to_owned(),
+            ),
+            (
+                "a shadow without a path".to_owned(),
+                "name = \"x\"\n[[shadow]]\nname = \"n\"\n".to_owned(),
+            ),
             ("blank name".to_owned(), "name = \" \"".to_owned()),
             (
                 "numeric description".to_owned(),
@@ -567,7 +678,7 @@ mod tests {
                 // Left to the table reader, which must find what is wrong:
                 // in the file, or in one of its rules.
                 None => assert!(
-                    table.map_or(true, |(_, rules, _, _)| rules
+                    table.map_or(true, |(_, rules, _, _, _, _)| rules
                         .iter()
                         .any(|(_, r)| r.is_err())),
                     "{name}: only the table reader reads it"

@@ -180,6 +180,7 @@ fn keeps_bash_inside(rule: &Rule) -> bool {
         && rule.command_prefix.is_none()
         && rule.commands.is_none()
         && rule.unprovable.is_none()
+        && rule.definition_changed.is_none()
 }
 
 /// The programs an allow rule names that have no model, as written.
@@ -223,10 +224,11 @@ fn has_conditions(rule: &Rule) -> bool {
         || rule.command_prefix.is_some()
         || rule.commands.is_some()
         || rule.unprovable.is_some()
+        || rule.definition_changed.is_some()
 }
 
 /// Whether every call `later` matches is provably matched by `earlier`.
-fn shadows(earlier: &Rule, later: &Rule) -> bool {
+pub(super) fn shadows(earlier: &Rule, later: &Rule) -> bool {
     // Path and command conditions of an allow rule need every fact (path,
     // simple command) to hold, the others just one: "all" implies "any"
     // (both need at least one fact), not the other way round. Tools, regex
@@ -247,6 +249,8 @@ fn shadows(earlier: &Rule, later: &Rule) -> bool {
         && matchers_cover(&earlier.command_prefix, &later.command_prefix)
         && matchers_cover(&earlier.commands, &later.commands)
         && (earlier.unprovable.is_none() || earlier.unprovable == later.unprovable)
+        && (earlier.definition_changed.is_none()
+            || earlier.definition_changed == later.definition_changed)
 }
 
 fn tools_cover(earlier: &Rule, later: &Rule) -> bool {

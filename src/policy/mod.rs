@@ -7,7 +7,9 @@
 
 pub mod cases;
 mod commands;
+pub mod diff;
 mod file;
+mod layered;
 pub mod lint;
 mod rule;
 
@@ -19,7 +21,8 @@ use serde_json::Value;
 use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
-pub use file::{PLACEHOLDERS, PolicyError};
+pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec};
+pub use layered::{Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
 pub use rule::{EntryMatch, Rule};
 
 /// The built-in default policy, as shipped in the repository.
@@ -90,6 +93,16 @@ pub struct Decision {
     pub rule_id: String,
     pub reason: String,
     pub policy: PolicyRef,
+    /// Under layered policies: the layer whose rule decided (`system`,
+    /// `admin`, `user`, or `project`); absent with the project's policy alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
+    /// Under layered policies: every layer that was consulted, top first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerRef>,
+    /// What each shadow policy would have decided (never enforced).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
 }
 
 /// Why one rule did or did not match, for `check --explain` and `explain`.
@@ -98,6 +111,9 @@ pub struct RuleTrace {
     pub rule_id: String,
     pub matched: bool,
     pub detail: String,
+    /// The layer the rule belongs to, under layered policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
 }
 
 /// A loaded, validated policy.
@@ -114,6 +130,24 @@ pub struct Policy {
     /// `[approval] wait`: how long an asked call waits in the pending queue
     /// when the command line does not say (`--ask`).
     approval_wait: Option<std::time::Duration>,
+    /// `[[paths]]`: the arguments of other tools (an MCP server's) that are paths.
+    paths: Vec<PathArguments>,
+    /// Layers above this policy, top first, that it cannot loosen.
+    above: Vec<Layer>,
+    /// Its `[[shadow]]` entries, as written.
+    shadow_specs: Vec<ShadowSpec>,
+    /// The shadow policies decided beside it on live calls, loaded.
+    shadows: Vec<Shadow>,
+}
+
+/// One `[[paths]]` entry of a policy: the top-level arguments of the
+/// matching tools that name files, each read or written. Such a tool's
+/// calls get path facts like `read_file`'s `path` (`facts::Workspace::facts_with`).
+#[derive(Debug, Clone)]
+pub struct PathArguments {
+    tools: rule::Patterns<rule::Globs>,
+    pub read: Vec<String>,
+    pub write: Vec<String>,
 }
 
 /// What a policy's `[redact]` table asks of the record: plain settings,
@@ -216,6 +250,48 @@ impl Policy {
         self.approval_wait
     }
 
+    /// The arguments of `tool` that `[[paths]]` declares paths, each with
+    /// its use, in the order declared (the layers above first, then this
+    /// policy's); empty for a tool no entry names. The layers decide on the
+    /// same facts, so what any of them declares is a path for all; a
+    /// shadow's declarations are not (a shadow never changes what is enforced).
+    pub fn path_arguments(&self, tool: &str) -> Vec<(String, crate::facts::Access)> {
+        let mut found = Vec::new();
+        for paths in self
+            .above
+            .iter()
+            .map(|layer| &layer.policy.paths)
+            .chain(std::iter::once(&self.paths))
+        {
+            for entry in declared_paths(paths, tool) {
+                if !found.contains(&entry) {
+                    found.push(entry);
+                }
+            }
+        }
+        found
+    }
+}
+
+/// The arguments of `tool` that `paths` declares, each with its use.
+fn declared_paths(paths: &[PathArguments], tool: &str) -> Vec<(String, crate::facts::Access)> {
+    let mut found = Vec::new();
+    for entry in paths.iter().filter(|p| p.tools.is_match(tool)) {
+        for (names, access) in [
+            (&entry.read, crate::facts::Access::Read),
+            (&entry.write, crate::facts::Access::Write),
+        ] {
+            for name in names {
+                if !found.iter().any(|(n, a)| n == name && *a == access) {
+                    found.push((name.clone(), access));
+                }
+            }
+        }
+    }
+    found
+}
+
+impl Policy {
     /// Decides `request` given `facts`. Pure: no prompt, no I/O.
     pub fn decide(&self, request: &ToolRequest, facts: &Facts) -> Decision {
         self.evaluate(request, facts, None)
@@ -232,7 +308,7 @@ impl Policy {
         &self,
         request: &ToolRequest,
         facts: &Facts,
-        mut trace: Option<&mut Vec<RuleTrace>>,
+        trace: Option<&mut Vec<RuleTrace>>,
     ) -> Decision {
         if let Some(problem) = request
             .schema_problem()
@@ -241,6 +317,23 @@ impl Policy {
         {
             return self.decision(Action::Deny, INVALID_ARGUMENTS, problem);
         }
+        if self.above.is_empty() {
+            return self
+                .first_match(request, facts, trace, None)
+                .unwrap_or_else(|| self.unmatched(request));
+        }
+        layered::decide(self, request, facts, trace)
+    }
+
+    /// The decision of the first rule that matches, if one does. `layer`
+    /// names the rules' layer in the trace.
+    fn first_match(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        mut trace: Option<&mut Vec<RuleTrace>>,
+        layer: Option<&str>,
+    ) -> Option<Decision> {
         for rule in &self.rules {
             let outcome = rule.matches(request, facts);
             if let Some(trace) = trace.as_deref_mut() {
@@ -251,6 +344,7 @@ impl Policy {
                         Ok(()) => "all conditions hold".to_owned(),
                         Err(miss) => miss.describe(rule, request, facts),
                     },
+                    layer: layer.map(str::to_owned),
                 });
             }
             if let Some(problem) = rule.broken() {
@@ -258,13 +352,18 @@ impl Policy {
                     "rule `{}` cannot be applied: {problem}; `gavel policy check` names it",
                     rule.id
                 );
-                return self.decision(Action::Deny, DEFAULT_DENY, reason);
+                return Some(self.decision(Action::Deny, DEFAULT_DENY, reason));
             }
             if outcome.is_ok() {
                 let reason = rule.reason(request, facts);
-                return self.decision(rule.action, &rule.id, reason);
+                return Some(self.decision(rule.action, &rule.id, reason));
             }
         }
+        None
+    }
+
+    /// The decision when no rule matched: a deny.
+    fn unmatched(&self, request: &ToolRequest) -> Decision {
         let reason = format!("no permission rule matched tool `{}`", request.name);
         self.decision(Action::Deny, DEFAULT_DENY, reason)
     }
@@ -275,6 +374,9 @@ impl Policy {
             rule_id: rule_id.to_owned(),
             reason,
             policy: self.reference.clone(),
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
         }
     }
 }

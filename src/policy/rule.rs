@@ -157,6 +157,9 @@ pub struct Rule {
     pub(super) command_prefix: Option<Vec<CommandMatcher>>,
     pub(super) commands: Option<Vec<CommandMatcher>>,
     pub(super) unprovable: Option<bool>,
+    /// `definition_changed`: holds when the MCP tool's definition changed
+    /// (`true`) or did not (`false`) since the log last saw it.
+    pub(super) definition_changed: Option<bool>,
 }
 
 /// The first condition of a rule that did not hold.
@@ -171,6 +174,7 @@ pub(super) enum Miss {
     CommandPrefix(ShellMiss),
     Commands(ShellMiss),
     Unprovable(ShellMiss),
+    DefinitionChanged,
 }
 
 impl Rule {
@@ -212,6 +216,12 @@ impl Rule {
         }
         if let Some(wanted) = self.unprovable {
             commands::check_unprovable(wanted, facts).map_err(Miss::Unprovable)?;
+        }
+        if let Some(wanted) = self.definition_changed {
+            let changed = facts.mcp.as_ref().is_some_and(|m| m.definition_changed());
+            if changed != wanted {
+                return Err(Miss::DefinitionChanged);
+            }
         }
         Ok(())
     }
@@ -391,6 +401,16 @@ impl Miss {
                 miss.describe(rule.commands.as_deref().unwrap_or_default(), facts)
             }
             Miss::Unprovable(miss) => miss.describe(&[], facts),
+            Miss::DefinitionChanged => match rule.definition_changed {
+                Some(true) => format!(
+                    "the definition of `{}` did not change since the log last saw it",
+                    request.name
+                ),
+                _ => format!(
+                    "the definition of `{}` changed since the log last saw it",
+                    request.name
+                ),
+            },
             Miss::CommandRegex => format!(
                 "command matches none of {}",
                 list(

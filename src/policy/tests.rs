@@ -18,6 +18,7 @@ fn facts_inside(path: &str) -> Facts {
         shell: None,
         shell_sha256: None,
         unprovable: Vec::new(),
+        mcp: None,
     }
 }
 
@@ -36,6 +37,7 @@ fn facts_outside(path: &str) -> Facts {
         shell: None,
         shell_sha256: None,
         unprovable: Vec::new(),
+        mcp: None,
     }
 }
 
@@ -46,6 +48,7 @@ fn no_paths() -> Facts {
         shell: None,
         shell_sha256: None,
         unprovable: Vec::new(),
+        mcp: None,
     }
 }
 
@@ -69,8 +72,11 @@ fn builtin_policy_loads_with_the_seed_rule_ids_in_order() {
             "bash.self_approval",
             "path.protected",
             "path.outside_workspace",
+            "mcp.definition_changed",
             "path.read_allow",
             "path.write_requires_approval",
+            "mcp.filesystem_allowed_directories",
+            "mcp.requires_approval",
             "bash.unprovable",
             "bash.requires_approval"
         ]
@@ -181,7 +187,7 @@ fn explain_says_why_earlier_rules_did_not_match() {
     let request = ToolRequest::new("1", "write_file", json!({"path": "a.txt", "content": ""}));
     let (decision, trace) = policy.explain(&request, &facts_inside("a.txt"));
     assert_eq!(decision.rule_id, "path.write_requires_approval");
-    assert_eq!(trace.len(), 6);
+    assert_eq!(trace.len(), 7);
     assert!(
         trace[1]
             .detail
@@ -196,7 +202,14 @@ fn explain_says_why_earlier_rules_did_not_match() {
         "{:?}",
         trace[2]
     );
-    let trace = [&trace[0], &trace[3], &trace[4], &trace[5]];
+    assert!(
+        trace[4]
+            .detail
+            .contains("tool `write_file` is not one of [mcp__*]"),
+        "{:?}",
+        trace[4]
+    );
+    let trace = [&trace[0], &trace[3], &trace[5], &trace[6]];
     assert!(
         trace[0]
             .detail
@@ -206,7 +219,9 @@ fn explain_says_why_earlier_rules_did_not_match() {
     );
     assert!(trace[1].detail.contains("not outside"), "{:?}", trace[1]);
     assert!(
-        trace[2].detail.contains("not one of [read_file, glob]"),
+        trace[2]
+            .detail
+            .contains("not one of [read_file, glob, mcp__filesystem__read_*"),
         "{:?}",
         trace[2]
     );
@@ -560,5 +575,57 @@ fn protected_files_are_denied_through_any_argument() {
         decision.reason.contains("`.gavel/audit.db`"),
         "{}",
         decision.reason
+    );
+}
+
+#[test]
+fn declared_path_arguments_are_checked_when_the_policy_loads() {
+    let base = "name = 'p'\n";
+    for (table, problem) in [
+        (
+            "[[paths]]\ntools = []\nread = ['path']\n",
+            "must name at least one tool",
+        ),
+        ("[[paths]]\ntools = ['t']\n", "at least one argument"),
+        (
+            "[[paths]]\ntools = ['t']\nread = ['']\n",
+            "must not be empty",
+        ),
+        (
+            "[[paths]]\ntools = ['t']\nread = ['p']\nother = 1\n",
+            "other",
+        ),
+    ] {
+        let err = Policy::from_toml(&format!("{base}{table}"), "p.toml").unwrap_err();
+        assert!(err.to_string().contains(problem), "{table}: {err}");
+    }
+    let policy = Policy::from_toml(
+        "name = 'p'\n[[paths]]\ntools = ['mcp__fs__*']\nread = ['path', 'paths']\n\
+         [[paths]]\ntools = ['mcp__fs__move']\nwrite = ['source', 'path']\n",
+        "p.toml",
+    )
+    .unwrap();
+    use crate::facts::Access::{Read, Write};
+    assert_eq!(
+        policy.path_arguments("mcp__fs__move"),
+        [
+            ("path".to_owned(), Read),
+            ("paths".to_owned(), Read),
+            ("source".to_owned(), Write),
+            ("path".to_owned(), Write),
+        ]
+    );
+    assert!(policy.path_arguments("read_file").is_empty());
+    // A declared argument that is not a path string is an unresolved path.
+    let request = ToolRequest::new("1", "mcp__fs__read", json!({"path": {"x": 1}}));
+    let facts = crate::facts::lexical_facts_with(&request, &policy.path_arguments(&request.name));
+    assert_eq!(facts.paths.len(), 1);
+    assert!(!facts.paths[0].inside);
+    assert!(
+        facts.paths[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("not a string")
     );
 }

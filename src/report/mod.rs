@@ -96,6 +96,9 @@ pub struct Report {
     pub row_cap: usize,
     pub policies: Vec<PolicyVersion>,
     pub drift: Option<Drift>,
+    /// What each shadow policy recorded on the selected calls, against
+    /// what was enforced (`gavel replay --shadow NAME`).
+    pub shadows: Vec<Drift>,
     /// The grants of the log (`approve --grant`), with their uses and revocations.
     pub grants: Vec<GrantView>,
 }
@@ -225,6 +228,8 @@ pub struct EventView {
 pub struct PolicyVersion {
     pub name: String,
     pub digest: String,
+    /// The layer it decided in (`system`, `admin`, `user`, `project`), under layers.
+    pub layer: Option<String>,
     pub first_seen: String,
     pub calls: u64,
     pub rules: Vec<String>,
@@ -455,6 +460,7 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
     let mut anomalies: Vec<CallRow> = Vec::new();
     let mut policies: Vec<PolicyVersion> = Vec::new();
     let mut policy_index: HashMap<String, usize> = HashMap::new();
+    let mut shadow_names: Vec<String> = Vec::new();
     let (mut first, mut last) = (None, None);
     // One read of the log: the counts are `Store::stats`'s, the rest is
     // gathered from the same calls as they are counted.
@@ -481,6 +487,11 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
                 Action::Ask => *asked.entry(summary()).or_default() += 1,
                 Action::Allow => {}
             }
+            for verdict in &call.decision.shadow {
+                if !shadow_names.contains(&verdict.name) {
+                    shadow_names.push(verdict.name.clone());
+                }
+            }
             let policy = &call.decision.policy;
             match policy_index.get(&policy.digest) {
                 Some(&i) => policies[i].calls += 1,
@@ -489,6 +500,7 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
                     policies.push(PolicyVersion {
                         name: policy.name.clone(),
                         digest: policy.digest.clone(),
+                        layer: call.decision.layer.clone(),
                         first_seen: format_time(call.ts_us),
                         calls: 1,
                         rules: Vec::new(),
@@ -563,19 +575,7 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
                 &mut |_| {},
                 &mut |_| Ok::<_, StoreError>(()),
             )?;
-            let examples = report
-                .transitions
-                .iter()
-                .flat_map(|t| t.examples.iter())
-                .map(|c| DriftExample {
-                    call_id: c.call_id.clone(),
-                    tool: c.tool.clone(),
-                    arguments: c.arguments.clone(),
-                    from: format!("{} ({})", c.from.action.as_str(), c.from.rule_id),
-                    to: format!("{} ({})", c.to.action.as_str(), c.to.rule_id),
-                    direction: format!("{:?}", c.direction).to_lowercase(),
-                })
-                .collect();
+            let examples = examples_of(&report);
             Some(Drift {
                 policy: policy.reference().name.clone(),
                 digest: policy.reference().digest.clone(),
@@ -585,6 +585,26 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
         }
         None => None,
     };
+    // What each shadow policy decided on the selected calls, live.
+    let shadows = shadow_names
+        .into_iter()
+        .map(|name| {
+            let report = replay::shadow_calls(
+                store,
+                options.query,
+                &name,
+                Kept::Examples,
+                &mut |_| {},
+                &mut |_| Ok::<_, StoreError>(()),
+            )?;
+            Ok(Drift {
+                policy: name,
+                digest: report.policy.current.digest.clone(),
+                examples: examples_of(&report),
+                report,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
     let groups = vec![
         group("action", "by_action", &stats.by_action),
         group("rule", "by_rule", &stats.by_rule),
@@ -630,8 +650,26 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
         policies,
         drift,
         grants: grant_views(store)?,
+        shadows,
         db,
     })
+}
+
+/// The example calls of each transition, for the drift tables.
+fn examples_of(report: &DriftReport) -> Vec<DriftExample> {
+    report
+        .transitions
+        .iter()
+        .flat_map(|t| t.examples.iter())
+        .map(|c| DriftExample {
+            call_id: c.call_id.clone(),
+            tool: c.tool.clone(),
+            arguments: c.arguments.clone(),
+            from: format!("{} ({})", c.from.action.as_str(), c.from.rule_id),
+            to: format!("{} ({})", c.to.action.as_str(), c.to.rule_id),
+            direction: format!("{:?}", c.direction).to_lowercase(),
+        })
+        .collect()
 }
 
 fn group(name: &'static str, key: &'static str, counts: &BTreeMap<String, u64>) -> Group {

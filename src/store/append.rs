@@ -498,8 +498,6 @@ impl AuditSink for Store {
 }
 
 impl Store {
-    /// Keeps the text of `policy` (once per digest), so `explain` and replay
-    /// can show exactly what decided a recorded call.
     /// Whether the log has recorded the policy with this digest.
     pub fn knows_policy(&self, digest: &str) -> Result<bool, StoreError> {
         self.conn
@@ -508,7 +506,16 @@ impl Store {
             .map_err(sql("looking up the policy"))
     }
 
+    /// Keeps the text of `policy` and of the layers above it (once per
+    /// digest), so `explain` and replay can show exactly what decided a
+    /// recorded call.
     pub fn remember_policy(&mut self, policy: &crate::policy::Policy) -> Result<(), StoreError> {
+        for layer in policy.layers() {
+            self.remember_policy(&layer.policy)?;
+        }
+        for shadow in policy.shadows() {
+            self.remember_policy(&shadow.policy)?;
+        }
         let reference = policy.reference();
         // A read first: most runs find the policy known and need no write lock.
         let known = self

@@ -55,12 +55,16 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
             rule_id: rule_id.to_owned(),
             reason: format!("decided by {rule_id}"),
             policy: Policy::builtin().reference().clone(),
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
             facts: Facts {
                 workspace: "/ws".into(),
                 paths: vec![],
                 shell: None,
                 shell_sha256: None,
                 unprovable: Vec::new(),
+                mcp: None,
             },
         }),
     )

@@ -347,12 +347,16 @@ pub fn append_calls(db: &Path, first: usize, n: usize) {
                 },
                 reason: "test".into(),
                 policy: policy.clone(),
+                layer: None,
+                layers: Vec::new(),
+                shadow: Vec::new(),
                 facts: Facts {
                     workspace: "/ws".into(),
                     paths: vec![],
                     shell: None,
                     shell_sha256: None,
                     unprovable: Vec::new(),
+                    mcp: None,
                 },
             }),
         ));

@@ -836,3 +836,119 @@ fn schema_selects_the_store_on_the_reading_commands_as_on_central() {
     let err = stderr(&expect(&mut cmd, 2));
     assert!(err.contains("--schema selects"), "{err}");
 }
+
+/// `replay --shadow NAME` on the central store reads the verdicts a host's
+/// shadow policy recorded, as the host's own replay does.
+#[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
+fn replay_shadow_reads_the_recorded_verdicts_on_the_central_store() {
+    let Some(team) = setup_hosts(1) else {
+        return;
+    };
+    let ws = team.dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let strict = team.dir.path().join("strict.toml");
+    std::fs::write(
+        &strict,
+        "name = \"strict\"\n[[rules]]\nid = \"strict.no_shell\"\naction = \"deny\"\ntools = [\"bash\"]\nreason = \"no shell\"\n",
+    )
+    .unwrap();
+    let session: String = (0..20)
+        .map(|i| {
+            let (name, input) = if i % 2 == 0 {
+                ("bash", serde_json::json!({"command": "ls"}))
+            } else {
+                ("read_file", serde_json::json!({"path": "nope.txt"}))
+            };
+            serde_json::json!({"type": "tool_use", "id": format!("s{i}"), "name": name, "input": input})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    let host = &team.hosts[0];
+    let out = team
+        .gavel(&["serve", "--stdio", "--durability", "normal"])
+        .args([
+            "--db",
+            host.db.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+        ])
+        .arg(format!("--shadow-policy={}", strict.display()))
+        .write_stdin(session)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    push_all(&team, 0..1);
+    team.ingest(0);
+
+    let args = [
+        "replay",
+        "--shadow",
+        "strict",
+        "--json",
+        "--fail-on",
+        "never",
+    ];
+    let central = json_out(&expect(&mut team.read(&args), 0));
+    let local = json_out(&expect(
+        team.gavel(&args).args(["--db", host.db.to_str().unwrap()]),
+        0,
+    ));
+    let log = &central["logs"][0];
+    for key in ["total", "changed", "tightened", "loosened", "rerouted"] {
+        assert_eq!(log[key], local[key], "{key}");
+    }
+    // `ls` asked, reads allowed: strict denies both.
+    assert_eq!(log["total"], 20);
+    assert_eq!(log["tightened"], 20);
+}
+
+/// An OCSF export carries the central store's cosignature of a checkpoint
+/// it has (`<db>.cosigned`), and still verifies.
+#[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
+fn an_ocsf_export_carries_the_central_cosignatures() {
+    let Some(team) = team_with_calls(1, 5) else {
+        return;
+    };
+    let host = &team.hosts[0];
+    // The push after the ingest fetches the cosignature.
+    push_all(&team, 0..1);
+    let cosigned = std::fs::read_to_string(format!("{}.cosigned", host.db.display())).unwrap();
+    assert!(!cosigned.trim().is_empty());
+    let out = expect(
+        &mut team.gavel(&[
+            "export",
+            "--format",
+            "ocsf",
+            "--db",
+            host.db.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let cosigned_events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| {
+            e["unmapped"]["gavel_checkpoints"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["cosignature"].is_string()))
+        })
+        .collect();
+    assert!(!cosigned_events.is_empty(), "{text}");
+    let signature = &cosigned_events[0]["attestation_list"][0]["signatures"][0];
+    assert!(
+        signature["algorithm"]
+            .as_str()
+            .unwrap()
+            .contains("cosigned")
+    );
+    let path = team.dir.path().join("h0.ocsf.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    expect(
+        &mut team.gavel(&["verify", "--ocsf", path.to_str().unwrap()]),
+        0,
+    );
+}

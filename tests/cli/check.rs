@@ -32,6 +32,7 @@ fn check_json_reports_tool_action_rule_reason_policy_and_trace() {
             "bash.self_approval",
             "path.protected",
             "path.outside_workspace",
+            "mcp.definition_changed",
             "path.read_allow"
         ]
     );

@@ -39,6 +39,8 @@ fn gavel(sandbox: &Sandbox, binary: &Path, args: &[&str]) -> Command {
         .arg(&sandbox.ws)
         .current_dir(&sandbox.ws)
         .env("HOME", sandbox.root.join("home"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("GAVEL_ADMIN_POLICY")
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env_remove("GAVEL_DB")
         .env_remove("GAVEL_POLICY")
@@ -218,6 +220,44 @@ fn doctor_says_what_is_missing_in_an_empty_workspace() {
             .unwrap()
             .contains("gavel checkpoint --key"),
         "{checkpoint}"
+    );
+}
+
+/// A layer above the project is named; one that cannot be used fails the
+/// policy check, naming its file (every call would fail closed).
+#[test]
+fn doctor_names_the_layers_and_fails_on_an_unusable_one() {
+    let sandbox = repo();
+    let bin = copy_gavel(&sandbox.root.join("bin"));
+    let dir = sandbox.root.join("home/.config/gavel");
+    std::fs::create_dir_all(&dir).unwrap();
+    let layer = dir.join("policy.toml");
+    std::fs::write(
+        &layer,
+        "name = \"mine\"\n[[rules]]\nid = \"mine.no_curl\"\naction = \"deny\"\ntools = [\"bash\"]\ncommands = [{ program = [\"curl\"] }]\nreason = \"no\"\n",
+    )
+    .unwrap();
+    let (_, checks) = doctor(&sandbox, &bin);
+    let layers = status(&checks, "policy layers");
+    assert_eq!(layers["status"], "ok", "{layers}");
+    assert!(
+        layers["message"]
+            .as_str()
+            .unwrap()
+            .contains(&layer.display().to_string()),
+        "{layers}"
+    );
+    std::fs::write(&layer, "name = \"mine\"\nrules = 3\n").unwrap();
+    let (exit, checks) = doctor(&sandbox, &bin);
+    assert_eq!(exit, 1);
+    let policy = status(&checks, "policy");
+    assert_eq!(policy["status"], "fail", "{policy}");
+    assert!(
+        policy["message"]
+            .as_str()
+            .unwrap()
+            .contains(&layer.display().to_string()),
+        "{policy}"
     );
 }
 

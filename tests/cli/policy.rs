@@ -6,7 +6,7 @@ use std::path::Path;
 use gavel::policy::DEFAULT_POLICY_TOML;
 
 use crate::support::{
-    Sandbox, assert_one_line_error, fixture, fixtures_in, json, run_expecting, stdout,
+    Sandbox, assert_one_line_error, code, fixture, fixtures_in, json, run_expecting, stderr, stdout,
 };
 
 /// The rule that decided `deploy {}` under the given command.
@@ -175,7 +175,7 @@ fn policy_show_round_trips_through_validate_with_the_same_digest() {
         validated.starts_with("ok: policy `gavel-default`"),
         "{validated}"
     );
-    assert!(validated.contains("8 rules"), "{validated}");
+    assert!(validated.contains("11 rules"), "{validated}");
     assert!(validated.contains(digest), "{validated}");
 
     // Used as the workspace's policy, it decides exactly as the built-in one.
@@ -260,4 +260,66 @@ examples = [{ tool = "read_file", arguments = { path = "/etc/passwd" }, matches 
             log.stdout.is_empty()
         }
     );
+}
+
+/// `policy diff`: the rule that changed, the sample requests and the
+/// recorded calls it moves.
+#[test]
+fn policy_diff_names_the_changed_rules_and_the_decisions_they_move() {
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", gavel::policy::CODING_AGENT_POLICY_TOML);
+    let out = sandbox
+        .gavel(&["run", "bash", r#"{"command":"git --version"}"#, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let old = sandbox.ws.join("gavel.toml");
+    let new = sandbox.root.join("new.toml");
+    let text = gavel::policy::CODING_AGENT_POLICY_TOML;
+    let first = text.find("[[rules]]").unwrap();
+    std::fs::write(
+        &new,
+        format!(
+            "{}[[rules]]\nid = \"corp.no_git\"\naction = \"deny\"\ntools = [\"bash\"]\ncommands = [{{ program = [\"git\"] }}]\nreason = \"no git\"\n\n{}",
+            &text[..first],
+            &text[first..]
+        ),
+    )
+    .unwrap();
+    let out = sandbox
+        .gavel(&["policy", "diff", "--format", "json"])
+        .arg(&old)
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let diff = json(&out);
+    assert_eq!(diff["rules"][0]["rule_id"], "corp.no_git");
+    assert_eq!(diff["rules"][0]["kind"], "added");
+    assert_eq!(
+        diff["rules"].as_array().unwrap().len(),
+        1,
+        "{}",
+        diff["rules"]
+    );
+    let changed = diff["sample"]["changed"].as_array().unwrap();
+    assert!(!changed.is_empty());
+    assert!(
+        changed
+            .iter()
+            .all(|c| c["to"] == serde_json::json!(["deny", "corp.no_git"]))
+    );
+    assert_eq!(diff["log"]["total"], 1);
+    assert_eq!(diff["log"]["tightened"], 1);
+    // The same policy twice: nothing moves.
+    let out = sandbox
+        .gavel(&["policy", "diff", "--format", "json", "--no-log"])
+        .arg(&old)
+        .arg(&old)
+        .output()
+        .unwrap();
+    let same = json(&out);
+    assert_eq!(same["rules"], serde_json::json!([]));
+    assert_eq!(same["sample"]["changed"], serde_json::json!([]));
+    assert_eq!(same["log"], serde_json::Value::Null);
 }

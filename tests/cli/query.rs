@@ -442,6 +442,7 @@ fn explain_write_call_lists_the_earlier_rules_that_did_not_match() {
             ("bash.self_approval", false),
             ("path.protected", false),
             ("path.outside_workspace", false),
+            ("mcp.definition_changed", false),
             ("path.read_allow", false),
             ("path.write_requires_approval", true),
         ]

@@ -83,7 +83,7 @@ fn cache() -> PathBuf {
 }
 
 /// Skips the test (with `why` on stderr), or fails it under `GAVEL_REQUIRE_CLIENTS=1`.
-fn skip_unless_required(why: &str) {
+pub(super) fn skip_unless_required(why: &str) {
     if std::env::var("GAVEL_REQUIRE_CLIENTS").is_ok_and(|v| v == "1") {
         panic!("GAVEL_REQUIRE_CLIENTS=1, but {why}");
     }
@@ -92,7 +92,7 @@ fn skip_unless_required(why: &str) {
 
 /// The installed binary of `client` at its pinned version, or `None` when
 /// the test must skip.
-fn installed(client: &str) -> Option<PathBuf> {
+pub(super) fn installed(client: &str) -> Option<PathBuf> {
     let pin = pin(client);
     let dir = cache().join(client);
     let bin = dir.join("node_modules/.bin").join(&pin.bin);
@@ -117,7 +117,7 @@ fn installed(client: &str) -> Option<PathBuf> {
 }
 
 /// `s` quoted for a POSIX shell.
-fn shell_word(s: &Path) -> String {
+pub(super) fn shell_word(s: &Path) -> String {
     format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"))
 }
 
@@ -140,7 +140,7 @@ fn hook_command(sandbox: &Sandbox, client: &str, extra: &str, policy: &Path) -> 
 
 /// A command for a client: a clean environment (PATH only, for node, and a
 /// HOME of its own in the sandbox), run from the workspace.
-fn client_command(sandbox: &Sandbox, bin: &Path) -> Command {
+pub(super) fn client_command(sandbox: &Sandbox, bin: &Path) -> Command {
     let home = sandbox.root.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let mut cmd = Command::new(bin);
@@ -154,14 +154,19 @@ fn client_command(sandbox: &Sandbox, bin: &Path) -> Command {
 }
 
 /// What a client run printed.
-struct Run {
-    stdout: String,
-    stderr: String,
+pub(super) struct Run {
+    pub(super) stdout: String,
+    pub(super) stderr: String,
 }
 
 /// Runs `cmd` to its end within `SESSION_TIMEOUT`, insisting on exit 0;
 /// failures show the client's output and what the model server saw.
-fn run_client(sandbox: &Sandbox, mut cmd: Command, what: &str, server: &ModelServer) -> Run {
+pub(super) fn run_client(
+    sandbox: &Sandbox,
+    mut cmd: Command,
+    what: &str,
+    server: &ModelServer,
+) -> Run {
     let out_path = sandbox.root.join(format!("{what}.stdout"));
     let err_path = sandbox.root.join(format!("{what}.stderr"));
     cmd.stdout(std::fs::File::create(&out_path).unwrap())
@@ -195,7 +200,7 @@ fn run_client(sandbox: &Sandbox, mut cmd: Command, what: &str, server: &ModelSer
 }
 
 /// About the last 4000 bytes of `text` (cut at a character boundary).
-fn tail(text: &str) -> &str {
+pub(super) fn tail(text: &str) -> &str {
     let start = text.len().saturating_sub(4000);
     let start = (start..=text.len())
         .find(|&i| text.is_char_boundary(i))
@@ -343,7 +348,7 @@ fn claude_settings(command: &str) -> Value {
 }
 
 /// `claude -p` in the workspace against `server`.
-fn claude_command(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Command {
+pub(super) fn claude_command(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Command {
     let mut cmd = client_command(sandbox, bin);
     cmd.env("ANTHROPIC_BASE_URL", &server.url)
         .env("ANTHROPIC_API_KEY", "sk-ant-scripted")

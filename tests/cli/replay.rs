@@ -349,7 +349,7 @@ fn check_explain_says_why_each_earlier_rule_did_not_match() {
     );
     assert!(text.contains("is not outside the workspace"), "{text}");
     assert!(
-        text.contains("tool `write_file` is not one of [read_file, glob]"),
+        text.contains("tool `write_file` is not one of [read_file, glob, mcp__filesystem__read_*"),
         "{text}"
     );
 }

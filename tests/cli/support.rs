@@ -75,6 +75,10 @@ impl Sandbox {
         // Automatic checkpoints change what a log holds: the tests that
         // want them set `GAVEL_CHECKPOINT_EVERY` themselves.
         cmd.env("GAVEL_CHECKPOINT_EVERY", "0");
+        // Layers above the project: none but what a test puts there (the
+        // user layer under `config/`, the admin layer by name).
+        cmd.env("XDG_CONFIG_HOME", self.root.join("config"))
+            .env_remove("GAVEL_ADMIN_POLICY");
         cmd.env_remove("GAVEL_POLICY")
             .env_remove("GAVEL_DB")
             .env_remove("COLUMNS")

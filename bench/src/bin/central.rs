@@ -313,7 +313,11 @@ fn append_calls(db: &Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
                     shell: None,
                     shell_sha256: None,
                     unprovable: vec![],
+                    mcp: None,
                 },
+                layer: None,
+                layers: Vec::new(),
+                shadow: Vec::new(),
             }),
         ));
         batch.push(Event::now(

@@ -1,0 +1,216 @@
+//! `gavel mcp -- COMMAND [ARGS…]`: a stdio MCP proxy. The client starts
+//! gavel as its server; gavel starts COMMAND and relays JSON-RPC both ways,
+//! every `tools/call` decided, asked and recorded first (`gavel::mcp`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+
+use gavel::GovernedRunner;
+use gavel::mcp::wrap::{self, WrapClient};
+use gavel::mcp::wrap_toml;
+use gavel::mcp::{Config, End, Session, names, relay};
+use gavel::tools::Registry;
+
+use super::{Exit, Global};
+
+/// The protocol, shown by `gavel mcp --help`.
+const PROTOCOL: &str = "\
+Every message is relayed untouched except tools/call, which is decided first
+(tool name mcp__NAME__TOOL) and recorded write-ahead in the audit log:
+  allow  sent to the server; its response completes the call (succeeded, or
+         failed for isError, a JSON-RPC error, the timeout or the server's exit)
+  deny   answered by gavel as a tool result with isError, its rule id and
+         reason; the server never sees it
+  ask    asked through elicitation/create when the client declared the
+         elicitation capability (recorded with channel client_elicitation);
+         otherwise refused as \"needs approval\" and recorded cancelled
+Tool definitions from tools/list are digested and recorded once per change;
+a call under a definition that changed is the anomaly definition_changed.";
+
+#[derive(Args, Debug)]
+#[command(after_help = PROTOCOL, args_conflicts_with_subcommands = true)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub action: Option<McpAction>,
+    /// The server's name in tool names (mcp__NAME__TOOL) [default: from the
+    /// command: its package or program, without `mcp-server-`/`server-`]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Fail a call the server has not answered, and cancel an approval not
+    /// given, after SECONDS
+    #[arg(long, value_name = "SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
+    /// The MCP server to run and its arguments (after `--`, or after gavel's
+    /// own options: everything from the first word that is not one is the server's)
+    #[arg(
+        value_name = "COMMAND",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum McpAction {
+    /// Put every stdio MCP server of a client's configuration behind `gavel mcp`
+    /// (Claude Code `.mcp.json`, Cursor `.cursor/mcp.json`, Gemini CLI
+    /// `.gemini/settings.json`, Codex `.codex/config.toml` or `~/.codex/config.toml`);
+    /// the file is kept first as FILE.gavel-backup
+    Wrap(WrapArgs),
+    /// Take the servers `wrap` put behind gavel back out
+    Unwrap(WrapArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct WrapArgs {
+    /// The client whose configuration to rewrite
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+        WrapClient::ALL.iter().map(|c| c.name())
+    ))]
+    pub client: String,
+    /// The configuration file [default: the client's project file in the workspace]
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
+    match args.action {
+        Some(McpAction::Wrap(wrap)) => return rewrite(global, &wrap, true),
+        Some(McpAction::Unwrap(wrap)) => return rewrite(global, &wrap, false),
+        None => {}
+    }
+    if args.command.is_empty() {
+        anyhow::bail!("give the MCP server to run after `--`: gavel mcp -- COMMAND [ARGS…]");
+    }
+    let server = match &args.name {
+        Some(name) => names::sanitize(name),
+        None => names::server_name(&args.command),
+    };
+    let workspace = global.workspace()?;
+    let policy = global.calls_policy(&workspace)?;
+    let mut store = global.open_store()?;
+    Global::vouch_policy(&policy, &store)?;
+    store.remember_policy(&policy)?;
+    store.set_redaction(policy.redaction());
+    let session_id = gavel::runner::new_call_id().replacen("call_", "mcp_", 1);
+    let principal = global
+        .principal("mcp", &workspace, &policy, &store)
+        .with_session(Some(&session_id));
+    let runner = GovernedRunner::new(policy, workspace, Registry::empty())
+        .with_max_argument_bytes(global.max_argument_bytes)
+        .with_principal(principal);
+    let config = Config {
+        server,
+        timeout: Duration::from_secs(args.timeout),
+        session_id,
+    };
+    let mut session = Session::new(runner, store, config);
+    let ended = relay::run(
+        &mut session,
+        &args.command,
+        std::io::stdin(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+    )
+    .context("gavel mcp")?;
+    // The session's end: a signed checkpoint vouches for what it recorded.
+    super::auto_checkpoint(session.store_mut(), 1);
+    Ok(match ended.by {
+        End::ClientGone => Exit::Ok,
+        End::ServerGone if ended.server_status == Some(0) => Exit::Ok,
+        End::ServerGone => Exit::Failed,
+    })
+}
+
+/// `gavel mcp wrap|unwrap CLIENT`: rewrites the client's configuration.
+fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<Exit> {
+    // The value parser admits only known names.
+    let client = WrapClient::by_name(&args.client)
+        .with_context(|| format!("unknown client `{}`", args.client))?;
+    let file = match &args.file {
+        Some(file) => file.clone(),
+        None => config_file(global, client)?,
+    };
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read `{}`", file.display()))?;
+    let gavel = std::env::current_exe().context("cannot find the gavel binary")?;
+    let gavel = gavel.canonicalize().unwrap_or(gavel);
+    let gavel = gavel.to_string_lossy();
+    let (out, done) = if client == WrapClient::Codex {
+        wrap_toml::rewrite(&text, &gavel, wrapping)
+            .with_context(|| format!("cannot rewrite `{}`", file.display()))?
+    } else {
+        let mut config: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("`{}` is not JSON", file.display()))?;
+        let done = if wrapping {
+            wrap::wrap(&mut config, &gavel)
+        } else {
+            wrap::unwrap(&mut config)
+        }
+        .with_context(|| format!("cannot rewrite `{}`", file.display()))?;
+        let mut out = serde_json::to_string_pretty(&config)?;
+        out.push('\n');
+        (out, done)
+    };
+    if !done.changed.is_empty() {
+        if wrapping {
+            let backup = PathBuf::from(format!("{}.gavel-backup", file.display()));
+            if !backup.exists() {
+                std::fs::write(&backup, &text)
+                    .with_context(|| format!("cannot write the backup `{}`", backup.display()))?;
+            }
+        }
+        let temporary = PathBuf::from(format!("{}.gavel-tmp", file.display()));
+        std::fs::write(&temporary, out)
+            .with_context(|| format!("cannot write `{}`", temporary.display()))?;
+        std::fs::rename(&temporary, &file)
+            .with_context(|| format!("cannot replace `{}`", file.display()))?;
+    }
+    let verb = if wrapping { "wrapped" } else { "unwrapped" };
+    let mut stdout = std::io::stdout().lock();
+    let list = |names: &[String]| names.join(", ");
+    writeln!(
+        stdout,
+        "{}: {verb} {} server{}{}",
+        file.display(),
+        done.changed.len(),
+        if done.changed.len() == 1 { "" } else { "s" },
+        if done.changed.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", list(&done.changed))
+        },
+    )?;
+    if !done.unchanged.is_empty() {
+        writeln!(stdout, "already {verb}: {}", list(&done.unchanged))?;
+    }
+    if !done.skipped.is_empty() {
+        writeln!(
+            stdout,
+            "not stdio servers (or, in TOML, not `[mcp_servers.NAME]` tables), left as they are: {}",
+            list(&done.skipped)
+        )?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// The client's configuration file: the project's; for Codex, the
+/// project's `.codex/config.toml` when there is one, else
+/// `$CODEX_HOME/config.toml` (`~/.codex/config.toml`).
+fn config_file(global: &Global, client: WrapClient) -> anyhow::Result<PathBuf> {
+    let project = global.workspace()?.root().join(client.config_file());
+    if client != WrapClient::Codex || project.exists() {
+        return Ok(project);
+    }
+    let home = std::env::var_os("CODEX_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
+        .context("no project .codex/config.toml, and neither CODEX_HOME nor HOME is set")?;
+    Ok(home.join("config.toml"))
+}

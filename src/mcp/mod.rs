@@ -1,0 +1,28 @@
+//! The MCP proxy (`gavel mcp`): gavel sits between an MCP client and a
+//! stdio MCP server, relays their newline-delimited JSON-RPC untouched, and
+//! puts every `tools/call` through the same pipeline as every other client
+//! (policy, approval, the chained record) before the server sees it.
+//!
+//! - [`jsonrpc`]: reading and writing JSON-RPC messages.
+//! - [`names`]: the server's name and the tool names (`mcp__NAME__TOOL`).
+//! - [`session`]: what each message means, without I/O.
+//! - [`definitions`]: tool definitions, digested and recorded once per change.
+//! - [`relay`]: the pipes, the threads and the clock.
+//! - [`wrap`], [`wrap_toml`]: putting a client's configured servers behind
+//!   `gavel mcp` (JSON configurations, and Codex's TOML).
+//!
+//! It builds `ToolRequest`s and hands them to `GovernedRunner`; it knows
+//! nothing of the command line.
+
+pub mod definitions;
+pub mod jsonrpc;
+pub mod names;
+pub mod relay;
+pub mod session;
+pub mod wrap;
+pub mod wrap_toml;
+
+#[cfg(test)]
+mod tests;
+
+pub use session::{Config, End, Out, Session};
