@@ -726,3 +726,67 @@ fn the_policys_approval_wait_makes_asked_calls_wait_without_a_flag() {
         "{line}"
     );
 }
+
+/// `gavel ARGS` with its stdin on a terminal (util-linux `script`), fed `input`.
+fn on_a_terminal(sandbox: &Sandbox, args: &str, input: &str) -> Option<(i32, String)> {
+    let script = ["/usr/bin/script", "/bin/script"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(script) = script else {
+        eprintln!("SKIPPED: `script` (util-linux) is not installed");
+        return None;
+    };
+    let command = format!(
+        "{} {args} --workspace {} --db {}",
+        env!("CARGO_BIN_EXE_gavel"),
+        sandbox.ws.display(),
+        sandbox.db.display()
+    );
+    let mut child = Command::new(script)
+        .args(["-qec", &command, "/dev/null"])
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    Some((code(&output), stdout(&output)))
+}
+
+#[test]
+fn gavel_approve_on_a_terminal_shows_the_call_and_records_only_a_yes() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let child = spawn(
+        &sandbox,
+        &["run", "write_file", &args, "--ask", "wait=30s", "--json"],
+    );
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let Some((code_no, shown)) = on_a_terminal(&sandbox, &format!("approve {id}"), "n\n") else {
+        run_expecting(&mut sandbox.gavel(&["reject", &id, "--yes"]), 0);
+        return;
+    };
+    assert_eq!(code_no, 1, "{shown}");
+    assert!(shown.contains("Approve this call? [y/N]"), "{shown}");
+    assert!(shown.contains("\"path\":\"out.txt\""), "{shown}");
+    assert!(shown.contains("nothing recorded"), "{shown}");
+    assert_eq!(wait_for_pending_now(&sandbox).len(), 1, "a no was recorded");
+    let (code_yes, shown) = on_a_terminal(&sandbox, &format!("approve {id}"), "y\n").unwrap();
+    assert_eq!(code_yes, 0, "{shown}");
+    let (code, outcome, _) = finish(child);
+    assert_eq!(code, 0);
+    assert_eq!(outcome["status"], "succeeded");
+}
