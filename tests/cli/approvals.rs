@@ -777,6 +777,7 @@ fn gavel_approve_on_a_terminal_shows_the_call_and_records_only_a_yes() {
         .to_owned();
     let Some((code_no, shown)) = on_a_terminal(&sandbox, &format!("approve {id}"), "n\n") else {
         run_expecting(&mut sandbox.gavel(&["reject", &id, "--yes"]), 0);
+        finish(child);
         return;
     };
     assert_eq!(code_no, 1, "{shown}");
