@@ -73,6 +73,13 @@ pub enum ApprovalChannel {
     ClientAuto,
     /// A library caller's own approver.
     Api,
+    /// Waiting in gavel's pending queue (`--ask wait`): the `pending` row of
+    /// an asked call, and its `cancelled` row when the wait ends unanswered.
+    Queue,
+    /// `gavel approve` / `gavel reject` from another process.
+    Cli,
+    /// The approval page (`gavel approvals --listen`).
+    Web,
     /// An MCP client's answer to gavel's `elicitation/create` request
     /// (`gavel mcp`); the client may answer it without asking a person.
     ClientElicitation,
@@ -87,6 +94,9 @@ impl ApprovalChannel {
             ApprovalChannel::ClientPrompt => "client_prompt",
             ApprovalChannel::ClientAuto => "client_auto",
             ApprovalChannel::Api => "api",
+            ApprovalChannel::Queue => "queue",
+            ApprovalChannel::Cli => "cli",
+            ApprovalChannel::Web => "web",
             ApprovalChannel::ClientElicitation => "client_elicitation",
         }
     }
@@ -157,6 +167,30 @@ pub trait Approver {
     fn cause(&self) -> Option<CancelCause> {
         None
     }
+
+    /// For an approver that is answered through the record (the pending
+    /// queue): the `pending` approval row to write ahead with the request
+    /// and decision of `call_id`, so another process can find and answer it.
+    fn pending(&mut self, _call_id: &str) -> Option<crate::audit::ApprovalRecord> {
+        None
+    }
+
+    /// Answers the ask of `call_id`; approvers that do not need the call's
+    /// id answer through [`Approver::approve`].
+    fn approve_call(
+        &mut self,
+        _call_id: &str,
+        request: &ToolRequest,
+        decision: &Decision,
+    ) -> ApprovalStatus {
+        self.approve(request, decision)
+    }
+
+    /// Whether the last answer is already in the record (written by whoever
+    /// answered, or by the approver itself): the runner then does not write it.
+    fn recorded(&self) -> bool {
+        false
+    }
 }
 
 impl<F> Approver for F
@@ -186,10 +220,20 @@ pub fn resolve(
     decision: Decision,
     approver: &mut dyn Approver,
 ) -> Resolution {
+    resolve_call(&request.tool_use_id, request, decision, approver)
+}
+
+/// [`resolve`] for the call recorded as `call_id`.
+pub fn resolve_call(
+    call_id: &str,
+    request: &ToolRequest,
+    decision: Decision,
+    approver: &mut dyn Approver,
+) -> Resolution {
     let (approval, allowed) = match decision.action {
         Action::Allow => (ApprovalStatus::NotRequired, true),
         Action::Deny => (ApprovalStatus::NotRequired, false),
-        Action::Ask => match approver.approve(request, &decision) {
+        Action::Ask => match approver.approve_call(call_id, request, &decision) {
             ApprovalStatus::Approved => (ApprovalStatus::Approved, true),
             ApprovalStatus::Rejected => (ApprovalStatus::Rejected, false),
             _ => (ApprovalStatus::Cancelled, false),

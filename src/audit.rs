@@ -258,6 +258,22 @@ pub struct ApprovalRecord {
     /// For `cancelled`: why no answer could be had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<CancelCause>,
+    /// For `pending` in the queue (channel `queue`): when the wait ends,
+    /// microseconds since the Unix epoch, UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_us: Option<i64>,
+    /// For an answer from the queue (channel `cli` or `web`): SHA-256 (hex)
+    /// of the compact JSON of the request's recorded `arguments`, the
+    /// arguments the answer is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_sha256: Option<String>,
+    /// For an answer from the queue: the digest of the policy that asked
+    /// (the decision's `policy.digest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_digest: Option<String>,
+    /// For an answer from the queue: why, in the answerer's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl ApprovalRecord {
@@ -268,6 +284,10 @@ impl ApprovalRecord {
             channel: Some(channel),
             approver: None,
             cause: None,
+            until_us: None,
+            arguments_sha256: None,
+            policy_digest: None,
+            reason: None,
         }
     }
 }
@@ -436,6 +456,10 @@ pub enum EventBody {
     Lifecycle(LifecycleRecord),
     Anomaly(AnomalyRecord),
     Format(FormatRecord),
+    /// A grant created with an approval (`crate::approvals::grants`).
+    Grant(crate::approvals::grants::GrantRecord),
+    /// A grant's revocation.
+    Revocation(crate::approvals::grants::RevocationRecord),
 }
 
 impl EventBody {
@@ -449,6 +473,8 @@ impl EventBody {
             EventBody::Lifecycle(_) => "lifecycle",
             EventBody::Anomaly(_) => "anomaly",
             EventBody::Format(_) => crate::chain::FORMAT_KIND,
+            EventBody::Grant(_) => "grant",
+            EventBody::Revocation(_) => "revocation",
         }
     }
 
@@ -462,6 +488,8 @@ impl EventBody {
             EventBody::Lifecycle(r) => serde_json::to_vec(r),
             EventBody::Anomaly(r) => serde_json::to_vec(r),
             EventBody::Format(r) => serde_json::to_vec(r),
+            EventBody::Grant(r) => serde_json::to_vec(r),
+            EventBody::Revocation(r) => serde_json::to_vec(r),
         };
         // These records hold only strings, numbers and JSON values with string keys,
         // which serde_json always serializes.
@@ -479,6 +507,8 @@ impl EventBody {
             "lifecycle" => EventBody::Lifecycle(serde_json::from_slice(payload).map_err(err)?),
             "anomaly" => EventBody::Anomaly(serde_json::from_slice(payload).map_err(err)?),
             "format" => EventBody::Format(serde_json::from_slice(payload).map_err(err)?),
+            "grant" => EventBody::Grant(serde_json::from_slice(payload).map_err(err)?),
+            "revocation" => EventBody::Revocation(serde_json::from_slice(payload).map_err(err)?),
             other => return Err(format!("unknown event kind `{other}`")),
         })
     }

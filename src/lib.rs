@@ -6,6 +6,7 @@
 //! audit record.
 
 pub mod approval;
+pub mod approvals;
 pub mod archive;
 pub mod audit;
 #[cfg(feature = "postgres")]

@@ -159,6 +159,36 @@ pub struct DriftReport {
     pub undecidable_loosened: u64,
     /// Them (all, or the first few when only examples are kept), with why.
     pub undecidable_calls: Vec<UndecidableCall>,
+    /// Calls a grant allowed (`grant.<ID>`): unless replayed without
+    /// grants, one the policy still asks about is allowed by its grant again
+    /// (the grant answered that ask), so it is unchanged.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub granted: u64,
+    /// Them, each with its grant, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub granted_calls: Vec<GrantedCall>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A call a grant allowed, and what the current policy says of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GrantedCall {
+    pub call_id: String,
+    pub grant: String,
+    /// The current policy's own decision (before any grant).
+    pub now: Verdict,
+}
+
+/// Whether a replay counts the grants recorded in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grants {
+    /// A call a grant allowed that the policy still asks about stays allowed by it.
+    AsRecorded,
+    /// Every call is re-decided by the policy alone (`--no-grants`).
+    Ignored,
 }
 
 /// A call counted under `undecidable` instead of drift.
@@ -418,6 +448,8 @@ impl DriftBuilder {
             undecidable: self.undecidable_count,
             undecidable_loosened: self.undecidable_loosened,
             undecidable_calls: self.undecidable,
+            granted: 0,
+            granted_calls: Vec::new(),
         }
     }
 }
@@ -485,6 +517,31 @@ pub fn replay_calls<E: From<StoreError>>(
     progress: &mut dyn FnMut(u64),
     on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
 ) -> Result<DriftReport, E> {
+    replay_calls_with(
+        store,
+        query,
+        policy,
+        source,
+        kept,
+        Grants::AsRecorded,
+        progress,
+        on_change,
+    )
+}
+
+/// [`replay_calls`], counting the log's grants as `grants` says.
+#[allow(clippy::too_many_arguments)]
+pub fn replay_calls_with<E: From<StoreError>>(
+    store: &Store,
+    query: &AuditQuery,
+    policy: &Policy,
+    source: FactSource,
+    kept: Kept,
+    grants: Grants,
+    progress: &mut dyn FnMut(u64),
+    on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
+) -> Result<DriftReport, E> {
+    let mut granted_calls = Vec::new();
     // Live facts: each recorded workspace is opened (canonicalized) once.
     let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
     let mut parse_differs = 0;
@@ -503,7 +560,34 @@ pub fn replay_calls<E: From<StoreError>>(
                 policy.decide(request, &facts)
             }
         };
-        Some((recorded_decision(call), now))
+        let recorded = recorded_decision(call);
+        // A grant answers only an ask: while the policy still asks, the
+        // grant that allowed the call allows it again.
+        let now = match recorded
+            .rule_id
+            .strip_prefix(crate::approvals::grants::GRANT_RULE_PREFIX)
+        {
+            Some(grant) => {
+                granted_calls.push(GrantedCall {
+                    call_id: call.call_id.clone(),
+                    grant: grant.to_owned(),
+                    now: Verdict {
+                        action: now.action,
+                        rule_id: now.rule_id.clone(),
+                    },
+                });
+                if grants == Grants::AsRecorded && now.action == Action::Ask {
+                    Decision {
+                        policy: now.policy,
+                        ..recorded.clone()
+                    }
+                } else {
+                    now
+                }
+            }
+            None => now,
+        };
+        Some((recorded, now))
     };
     let mut report = drift_calls(
         store,
@@ -514,6 +598,8 @@ pub fn replay_calls<E: From<StoreError>>(
         on_change,
     )?;
     report.parse_differs = parse_differs;
+    report.granted = granted_calls.len() as u64;
+    report.granted_calls = granted_calls;
     Ok(report)
 }
 

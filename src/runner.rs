@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::approval::{self, ApprovalStatus, Approver, Resolution};
+use crate::approvals::grants::GrantSource;
 use crate::audit::{
     ApprovalRecord, AuditError, AuditSink, ClientCall, DEFAULT_MAX_ARGUMENT_BYTES, DecisionRecord,
     Event, EventBody, ExecutionStatus, JsonMeasure, RequestRecord, ResultRecord, ToolResult,
@@ -73,6 +74,8 @@ pub struct GovernedRunner {
     max_argument_bytes: u64,
     /// Who the calls are made for: recorded in each request and on every row.
     principal: Option<std::sync::Arc<Principal>>,
+    /// Grants in force, consulted only when the policy asks.
+    grants: Option<Box<dyn GrantSource>>,
 }
 
 /// A decision with the facts it was made on, and, for arguments over the
@@ -93,7 +96,16 @@ impl GovernedRunner {
             hooks: Hooks::new(),
             max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
             principal: None,
+            grants: None,
         }
+    }
+
+    /// Consults `grants` for every call the policy asks about (and only
+    /// then): a covering grant's decision (`allow` by `grant.<ID>`) is
+    /// recorded instead of the ask.
+    pub fn with_grants(mut self, grants: Box<dyn GrantSource>) -> Self {
+        self.grants = Some(grants);
+        self
     }
 
     /// Records `principal` with every call: in the request payload, and as
@@ -217,6 +229,14 @@ impl GovernedRunner {
         let mut decision = self.policy.decide(request, &facts);
         // Shadow policies decide on the same facts; never enforced.
         decision.shadow = self.policy.shadow_verdicts(request, &facts);
+        if decision.action == Action::Ask
+            && let Some(grants) = &self.grants
+        {
+            let session = self.principal.as_ref().and_then(|p| p.session.as_deref());
+            if let Some(granted) = grants.cover(request, &facts, &decision, session) {
+                decision = granted;
+            }
+        }
         Decided {
             facts,
             decision,
@@ -241,29 +261,31 @@ impl GovernedRunner {
         let decided = self.decide_sized(request, client.as_ref(), None);
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
-        audit.append(&write_ahead(call_id, request, client, &decided, who))?;
+        let mut ahead = write_ahead(call_id, request, client, &decided, who).to_vec();
+        // An approver answered through the record (the pending queue) has
+        // its `pending` row written ahead with the request, in one commit.
+        if decided.decision.action == Action::Ask
+            && let Some(pending) = approver.pending(call_id)
+        {
+            ahead.push(Event::now(call_id, tool, EventBody::Approval(pending)).by(who));
+        }
+        audit.append(&ahead)?;
         let Decided {
             facts, decision, ..
         } = decided;
 
-        let resolution = approval::resolve(request, decision, approver);
-        if resolution.approval != ApprovalStatus::NotRequired {
+        let resolution = approval::resolve_call(call_id, request, decision, approver);
+        if resolution.approval != ApprovalStatus::NotRequired && !approver.recorded() {
             let answer = resolution.answer.clone();
-            audit.append(&[Event::now(
-                call_id,
-                tool,
-                EventBody::Approval(ApprovalRecord {
-                    status: resolution.approval,
-                    channel: Some(
-                        answer
-                            .as_ref()
-                            .map_or(approval::ApprovalChannel::Api, |a| a.channel),
-                    ),
-                    approver: answer.as_ref().and_then(|a| a.approver.clone()),
-                    cause: answer.and_then(|a| a.cause),
-                }),
-            )
-            .by(who)])?;
+            let mut record = ApprovalRecord::new(
+                resolution.approval,
+                answer
+                    .as_ref()
+                    .map_or(approval::ApprovalChannel::Api, |a| a.channel),
+            );
+            record.approver = answer.as_ref().and_then(|a| a.approver.clone());
+            record.cause = answer.and_then(|a| a.cause);
+            audit.append(&[Event::now(call_id, tool, EventBody::Approval(record)).by(who)])?;
         }
         self.hooks
             .emit(HookEvent::PermissionDecision(request, &resolution));
@@ -413,6 +435,10 @@ pub enum AskRoute {
     /// refused (`cancelled` with cause `no_tty`, `blocked`), and `why` is
     /// the result's content.
     Refuse { why: String },
+    /// The pending queue will answer (`--ask wait`): recorded `pending`
+    /// (channel `queue`) until `until_us`, for `gavel approve`, `gavel
+    /// reject` or the approval page to answer while the hook waits.
+    Queue { until_us: i64 },
     /// The caller asks through a channel of its own (an MCP client's
     /// elicitation) and records the answer itself: nothing beyond the
     /// request and the decision is written now.
@@ -481,6 +507,12 @@ impl GovernedRunner {
                     approval::ApprovalChannel::ClientPrompt,
                 );
                 record.approver = approver;
+                events.push(approval(record));
+            }
+            (Action::Ask, AskRoute::Queue { until_us }) => {
+                let mut record =
+                    ApprovalRecord::new(ApprovalStatus::Pending, approval::ApprovalChannel::Queue);
+                record.until_us = Some(until_us);
                 events.push(approval(record));
             }
             (Action::Ask, AskRoute::Refuse { why }) => {

@@ -17,9 +17,10 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Context as _;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::{Value, json};
 
+use gavel::approvals;
 use gavel::audit::{
     AnomalyKind, AnomalyRecord, ApprovalRecord, ClientCall, Event, EventBody, INLINE_CLIENT_INPUT,
     LifecycleRecord, ResultRecord, ToolResult,
@@ -46,20 +47,37 @@ pub struct HookArgs {
     /// What an `ask` becomes: `auto` hands it to the client's prompt where the
     /// client always can (Claude Code, Cursor) and denies it as "needs approval"
     /// elsewhere; `prompt` also hands it over where the client prompts only in
-    /// interactive sessions (Gemini CLI, Copilot CLI); `deny` never hands it over
-    #[arg(long, value_enum, default_value_t = AskArg::Auto)]
-    pub ask: AskArg,
+    /// interactive sessions (Gemini CLI, Copilot CLI); `deny` never hands it over;
+    /// `wait[=DURATION]` keeps the hook waiting in the pending queue until `gavel
+    /// approve` / `gavel reject` answers from another terminal, or DURATION ends
+    /// (default: 10 s less than the client's hook timeout; then denied, cancelled/timeout)
+    /// [default: `wait=…` when the policy's `[approval] wait` sets one, else `auto`]
+    #[arg(long, value_name = "auto|prompt|deny|wait[=DURATION]", value_parser = parse_ask)]
+    pub ask: Option<AskArg>,
     /// The event name, for payloads that do not carry it (Copilot's camelCase hooks)
     #[arg(long, value_name = "NAME")]
     pub event: Option<String>,
 }
 
 /// `--ask`.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AskArg {
     Auto,
     Prompt,
     Deny,
+    Wait(super::AskWait),
+}
+
+fn parse_ask(text: &str) -> Result<AskArg, String> {
+    match text {
+        "auto" => Ok(AskArg::Auto),
+        "prompt" => Ok(AskArg::Prompt),
+        "deny" => Ok(AskArg::Deny),
+        _ if text.starts_with("wait") => super::parse_ask_wait(text).map(AskArg::Wait),
+        _ => Err(format!(
+            "`{text}` is not one of auto, prompt, deny, wait[=DURATION]"
+        )),
+    }
 }
 
 pub fn run(global: &Global, args: HookArgs) -> anyhow::Result<Exit> {
@@ -67,6 +85,73 @@ pub fn run(global: &Global, args: HookArgs) -> anyhow::Result<Exit> {
     let client = clients::by_name(&args.client)
         .with_context(|| format!("unknown client `{}`", args.client))?;
     Ok(hook(client, global, &args))
+}
+
+/// Waits in the pending queue for the answer to `call_id` and says what the
+/// client is to do: run it (approved), or not (rejected, or no answer in
+/// time), with its `blocked` result recorded.
+fn waited_reply(
+    store: &mut Store,
+    call_id: &str,
+    decision: &gavel::Decision,
+    who: &Arc<Principal>,
+) -> anyhow::Result<Reply> {
+    let blocked = |tool: &str, status: ApprovalStatus| {
+        Event::now(
+            call_id,
+            Some(tool),
+            EventBody::Result(ResultRecord::from_result(&ToolResult {
+                status: ExecutionStatus::Blocked,
+                content: gavel::runner::blocked_content(decision, status),
+                exit_code: None,
+                duration_ms: 0,
+            })),
+        )
+        .by(Some(who))
+    };
+    let waited = approvals::wait(store, call_id, approvals::POLL, Some(who), &|tool| {
+        vec![blocked(tool, ApprovalStatus::Cancelled)]
+    })?;
+    let by = waited
+        .approver
+        .as_deref()
+        .map(|a| format!(" by {a}"))
+        .unwrap_or_default();
+    Ok(match waited.status {
+        ApprovalStatus::Approved => Reply::Allow {
+            reason: format!(
+                "{} (approved{by} via {})",
+                clients::decision_reason(decision),
+                waited.channel.as_str()
+            ),
+        },
+        ApprovalStatus::Rejected => {
+            let tool = store
+                .call_events(call_id)?
+                .first()
+                .and_then(|e| e.tool.clone())
+                .unwrap_or_default();
+            store.append(&[blocked(&tool, ApprovalStatus::Rejected)])?;
+            Reply::Deny {
+                reason: format!(
+                    "{} (rejected{by} via {}{})",
+                    clients::decision_reason(decision),
+                    waited.channel.as_str(),
+                    waited
+                        .reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+            }
+        }
+        _ => Reply::Deny {
+            reason: format!(
+                "{} (needs approval: nobody answered in time; cancelled)",
+                clients::decision_reason(decision)
+            ),
+        },
+    })
 }
 
 /// The exit code of a fatal signal, and what to print on stdout then.
@@ -266,16 +351,27 @@ fn handle(
                     Ok(inside_cwd) => inside_cwd,
                     Err(_) => workspace,
                 };
-                let prompt = match args.ask {
-                    AskArg::Deny => false,
+                let ask = args.ask.unwrap_or(match policy.approval_wait() {
+                    Some(wait) => AskArg::Wait(super::AskWait(Some(wait))),
+                    None => AskArg::Auto,
+                });
+                let prompt = match ask {
+                    AskArg::Deny | AskArg::Wait(_) => false,
                     AskArg::Prompt => client.can_prompt(context, AskMode::Prompt),
                     AskArg::Auto => client.can_prompt(context, AskMode::Deny),
                 };
-                let route = match prompt {
-                    true => AskRoute::ClientPrompt {
+                let wait = match ask {
+                    AskArg::Wait(wait) => Some(super::hook_wait_for(client.name(), wait)),
+                    _ => None,
+                };
+                let route = match (prompt, wait) {
+                    (_, Some(wait)) => AskRoute::Queue {
+                        until_us: approvals::until_us(wait),
+                    },
+                    (true, None) => AskRoute::ClientPrompt {
                         approver: context.user.clone(),
                     },
-                    false => AskRoute::Refuse {
+                    (false, None) => AskRoute::Refuse {
                         why: format!(
                             "needs approval: {} cannot ask a person from this hook, so gavel refused the call",
                             client.name()
@@ -284,7 +380,8 @@ fn handle(
                 };
                 let runner = GovernedRunner::new(policy, workspace, Registry::empty())
                     .with_max_argument_bytes(global.max_argument_bytes)
-                    .with_principal(Principal::clone(&who));
+                    .with_principal(Principal::clone(&who))
+                    .with_grants(Box::new(approvals::StoreGrants::new(store.path())));
                 let decided = runner.decide_and_record(
                     &call_id,
                     &request,
@@ -315,6 +412,9 @@ fn handle(
                 let reply = match decision.action {
                     Action::Allow => Reply::Allow { reason },
                     Action::Deny => Reply::Deny { reason },
+                    Action::Ask if wait.is_some() => {
+                        waited_reply(&mut store, &call_id, &decision, &who)?
+                    }
                     Action::Ask if prompt => Reply::Ask { reason },
                     Action::Ask => Reply::Deny {
                         reason: clients::needs_approval_reason(&decision, client.name()),

@@ -43,6 +43,56 @@ pub struct InitArgs {
     /// (exit 1 when one does not)
     #[arg(long, conflicts_with_all = ["force", "overwrite_policy"])]
     pub check: bool,
+    /// `wait[=DURATION]`: the hooks let an asked call wait in the pending queue for
+    /// `gavel approve` / `gavel reject` (`hook --ask wait`); the client's hook timeout
+    /// is set above DURATION where the client has a key for it
+    #[arg(long, value_name = "wait[=DURATION]", value_parser = super::parse_ask_wait)]
+    pub ask: Option<super::AskWait>,
+}
+
+/// Makes every gavel hook command of `config` wait in the pending queue for
+/// `wait`, with the client's hook timeout set above it where the client has
+/// a key for it; a warning when it has none and `wait` passes its limit.
+fn with_wait(client: &dyn Client, json: &mut Value, wait: std::time::Duration) -> Option<String> {
+    let limit = clients::hook_timeout(client.name());
+    let marker = format!(" hook {}", client.name());
+    let secs = wait.as_secs().max(1);
+    let timeout = secs + 15;
+    fn walk(value: &mut Value, each: &mut dyn FnMut(&mut Map<String, Value>)) {
+        match value {
+            Value::Object(object) => {
+                each(object);
+                for child in object.values_mut() {
+                    walk(child, each);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, each)),
+            _ => {}
+        }
+    }
+    walk(json, &mut |entry| {
+        for field in ["command", "bash"] {
+            let Some(Value::String(command)) = entry.get_mut(field) else {
+                continue;
+            };
+            if !command.contains(&marker) {
+                continue;
+            }
+            command.push_str(&format!(" --ask wait={secs}s"));
+            if let Some((key, millis)) = limit.key {
+                let value = if millis { timeout * 1000 } else { timeout };
+                entry.insert(key.to_owned(), Value::from(value));
+            }
+        }
+    });
+    (limit.key.is_none() && wait + std::time::Duration::from_secs(5) > limit.default).then(|| {
+        format!(
+            "{} has no hook timeout gavel can set, and it may stop a hook after about {} s: \
+             a wait of {secs} s may outlast it (a shorter --ask wait=DURATION is safer)",
+            client.name(),
+            limit.default.as_secs()
+        )
+    })
 }
 
 /// The command the hooks run gavel by: `gavel` when the `gavel` on `PATH`
@@ -145,7 +195,11 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
         .and_then(std::fs::canonicalize)
         .context("cannot find the path of this gavel binary")?;
     let (program, warning) = hook_program(&gavel);
-    let config = client.hook_config(&program);
+    let mut config = client.hook_config(&program);
+    let wait_warning = args
+        .ask
+        .map(|ask| super::hook_wait_for(client.name(), ask))
+        .and_then(|wait| with_wait(client, &mut config.json, wait));
     let hooks_path = if args.user {
         let Some(user_path) = config.user_path else {
             bail!(
@@ -233,6 +287,9 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
     if let Some(warning) = &warning {
         let _ = writeln!(std::io::stderr(), "gavel: warning: {warning}");
     }
+    if let Some(warning) = &wait_warning {
+        let _ = writeln!(std::io::stderr(), "gavel: warning: {warning}");
+    }
     if !args.user {
         // The key gavel signs its automatic checkpoints with, beside the
         // database (which the first hook creates): every hook then leaves
@@ -252,8 +309,19 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
             key.display()
         ))?;
     }
+    let waits = args.ask.map(|ask| super::hook_wait_for(client.name(), ask));
     for note in &config.notes {
+        // With --ask wait, asks are no longer denied for want of a prompt.
+        if waits.is_some() && note.starts_with("asks are denied") {
+            continue;
+        }
         render::line(&format!("note: {note}"))?;
+    }
+    if let Some(wait) = waits {
+        render::line(&format!(
+            "note: asks wait up to {} s in the pending queue: `gavel pending` lists them, `gavel approve ID` or `gavel reject ID` answers from another terminal",
+            wait.as_secs().max(1)
+        ))?;
     }
     Ok(Exit::Ok)
 }

@@ -1,6 +1,8 @@
 //! The command line: a thin layer over the library. Only this module knows
 //! about clap, tables and anyhow; every subcommand has its own file.
 
+mod approvals_page;
+mod approve;
 mod audit;
 #[cfg(feature = "postgres")]
 mod central;
@@ -12,11 +14,13 @@ mod check;
 mod demo;
 mod doctor;
 mod export;
+mod grants;
 mod hook;
 mod init;
 mod keys;
 mod log;
 mod mcp;
+mod pending;
 mod policy_cmd;
 mod policy_diff;
 #[cfg(feature = "postgres")]
@@ -146,6 +150,44 @@ impl ToolLimits {
     }
 }
 
+/// `--ask wait[=DURATION]`: an asked call waits in the pending queue for
+/// `gavel approve` / `gavel reject` (or the approval page), for at most
+/// DURATION; unanswered, it is `cancelled` (cause `timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AskWait(pub Option<std::time::Duration>);
+
+impl AskWait {
+    /// The wait, or `default` for a bare `wait`.
+    pub fn or(self, default: std::time::Duration) -> std::time::Duration {
+        self.0.unwrap_or(default)
+    }
+}
+
+/// Reads `wait` or `wait=DURATION` (`60s`, `5m`, `1h`).
+pub fn parse_ask_wait(text: &str) -> Result<AskWait, String> {
+    match text.split_once('=') {
+        None if text == "wait" => Ok(AskWait(None)),
+        Some(("wait", duration)) => {
+            gavel::approvals::parse_wait(duration).map(|d| AskWait(Some(d)))
+        }
+        _ => Err(format!(
+            "`{text}` is not `wait` or `wait=DURATION` (e.g. wait=60s)"
+        )),
+    }
+}
+
+/// How long a hook of `client` waits for an answer under `--ask wait`: as
+/// asked, or 10 s less than the client's hook timeout.
+pub fn hook_wait_for(client: &str, wait: AskWait) -> std::time::Duration {
+    let limit = gavel::clients::hook_timeout(client).default;
+    wait.or(limit
+        .saturating_sub(std::time::Duration::from_secs(10))
+        .max(std::time::Duration::from_secs(1)))
+}
+
+/// How long a bare `--ask wait` waits where the client sets no limit (`run`, `serve`).
+pub const DEFAULT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// `--durability`: `full` syncs every commit; `normal` survives a crash of gavel but not a power loss.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DurabilityArg {
@@ -241,6 +283,18 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Govern tool calls over JSON lines: requests in, results out, asks as approval requests
     Serve(serve::ServeArgs),
+    /// The calls waiting for approval in the pending queue (`--ask wait`)
+    Pending(pending::PendingArgs),
+    /// Approve a call waiting in the pending queue, from another terminal
+    Approve(approve::AnswerArgs),
+    /// Reject a call waiting in the pending queue, from another terminal
+    Reject(approve::AnswerArgs),
+    /// Serve the approval page: waiting calls live, approve / reject / grant by click
+    Approvals(approvals_page::ApprovalsArgs),
+    /// The grants in the record (`approve --grant`): scope, limits, uses, state
+    Grants(grants::GrantsArgs),
+    /// Record a grant's revocation: calls it covered are asked again
+    Revoke(grants::RevokeArgs),
     /// Run an MCP server behind gavel: every tools/call decided, asked and recorded
     Mcp(mcp::McpArgs),
     /// Ship this host's audit log to the team's central store (PostgreSQL)
@@ -384,6 +438,12 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("hook", &["wide"]),
     ("doctor", &["durability", "max_argument_bytes"]),
     ("serve", &["wide"]),
+    ("pending", &["policy", "durability", "max_argument_bytes"]),
+    ("approve", &["policy", "max_argument_bytes", "wide"]),
+    ("reject", &["policy", "max_argument_bytes", "wide"]),
+    ("grants", &["policy", "durability", "max_argument_bytes"]),
+    ("approvals", &["policy", "max_argument_bytes", "wide"]),
+    ("revoke", &["policy", "max_argument_bytes", "wide"]),
     ("mcp", &["wide"]),
 ];
 
@@ -500,6 +560,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Init(args) => init::run(&global, args),
         Command::Doctor(args) => doctor::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
+        Command::Pending(args) => pending::run(&global, args),
+        Command::Approve(args) => approve::approve(&global, args),
+        Command::Reject(args) => approve::reject(&global, args),
+        Command::Approvals(args) => approvals_page::run(&global, args),
+        Command::Grants(args) => grants::list(&global, args),
+        Command::Revoke(args) => grants::revoke(&global, args),
         Command::Mcp(args) => mcp::run(&global, args),
         #[cfg(feature = "postgres")]
         Command::Push(args) => push::run(&global, args),
@@ -698,6 +764,14 @@ impl Global {
             );
         }
         Ok(store)
+    }
+
+    /// The durability `--durability` asks for.
+    pub fn durability(&self) -> Durability {
+        match self.durability {
+            DurabilityArg::Full => Durability::Full,
+            DurabilityArg::Normal => Durability::Normal,
+        }
     }
 
     /// Opens an existing audit database read-only, for a reading command.
@@ -977,6 +1051,9 @@ mod tests {
             &["hook", "claude-code"],
             &["hook", "copilot", "--event", "preToolUse", "--db", "a.db"],
             &["hook", "gemini", "--ask", "deny", "--workspace", "/w"],
+            &["hook", "codex", "--ask", "wait=60s"],
+            &["hook", "claude-code", "--ask", "wait"],
+            &["run", "write_file", "{}", "--ask", "wait=5m", "--json"],
         ];
         for line in lines {
             let words = words(line);

@@ -47,6 +47,10 @@ pub struct ReplayArgs {
     /// direction) as it is found; the counts go to stderr
     #[arg(long)]
     pub calls: bool,
+    /// Re-decide calls a grant allowed by the policy alone (by default, one the
+    /// policy still asks about stays allowed by its grant)
+    #[arg(long)]
+    pub no_grants: bool,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -104,12 +108,17 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
             } else {
                 FactSource::Recorded
             };
-            replay::replay_calls(
+            replay::replay_calls_with(
                 &store,
                 &query,
                 &policy,
                 source,
                 kept,
+                if args.no_grants {
+                    replay::Grants::Ignored
+                } else {
+                    replay::Grants::AsRecorded
+                },
                 &mut progress,
                 &mut on_change,
             )?
@@ -218,6 +227,26 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
         report.tightened,
         report.rerouted
     ))?;
+    if report.granted > 0 {
+        let shown: Vec<String> = report
+            .granted_calls
+            .iter()
+            .take(10)
+            .map(|g| {
+                format!(
+                    "{} (grant {})",
+                    render::escape(&g.call_id),
+                    render::escape(&g.grant)
+                )
+            })
+            .collect();
+        render::line(&format!(
+            "  {} call(s) allowed by a grant: {}{}",
+            report.granted,
+            shown.join(", "),
+            if report.granted > 10 { ", …" } else { "" }
+        ))?;
+    }
     if report.parse_differs > 0 {
         render::line(&format!(
             "  {} long command(s) parse differently now than when decided (their parse was recorded by digest); they were replayed on today's parse",

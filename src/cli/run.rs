@@ -8,6 +8,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::approval::{Approver, Fixed, TerminalApprover};
+use gavel::approvals::{QueueApprover, StoreGrants};
 use gavel::runner::new_call_id;
 use gavel::store::StoreError;
 use gavel::tools::Registry;
@@ -36,6 +37,12 @@ pub struct RunArgs {
     /// Reject calls the policy asks about, without a prompt
     #[arg(long)]
     pub reject: bool,
+    /// `wait[=DURATION]`: an asked call waits in the pending queue until `gavel approve` or
+    /// `gavel reject` answers it from another terminal, or DURATION ends (default 10m;
+    /// then cancelled, cause timeout) [default: the policy's `[approval] wait`, if any]
+    #[arg(long, value_name = "wait[=DURATION]", value_parser = super::parse_ask_wait,
+          conflicts_with_all = ["approve", "reject"])]
+    pub ask: Option<super::AskWait>,
     /// The call id to record [default: generated]
     #[arg(long, value_name = "ID")]
     pub call_id: Option<String>,
@@ -71,10 +78,26 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
         .with_max_argument_bytes(global.max_argument_bytes)
         .with_context(context);
-    let mut approver = approver(&args);
     let mut store = global.open_store()?;
     let principal = global.principal("cli", runner.workspace(), runner.policy(), &store);
-    let runner = runner.with_principal(principal);
+    let policy_wait = (!args.approve && !args.reject)
+        .then(|| runner.policy().approval_wait())
+        .flatten()
+        .map(|wait| super::AskWait(Some(wait)));
+    let mut approver: Box<dyn Approver> = match args.ask.or(policy_wait) {
+        Some(wait) => Box::new(
+            QueueApprover::opening(
+                store.path(),
+                global.durability(),
+                wait.or(super::DEFAULT_WAIT),
+            )
+            .with_principal(principal.clone()),
+        ),
+        None => approver(&args),
+    };
+    let runner = runner
+        .with_principal(principal)
+        .with_grants(Box::new(StoreGrants::new(store.path())));
     super::Global::vouch_policy(runner.policy(), &store)?;
     store.remember_policy(runner.policy())?;
     store.set_redaction(runner.policy().redaction());

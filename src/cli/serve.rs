@@ -10,6 +10,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::approval::{ApprovalChannel, CancelCause};
+use gavel::approvals::{QueueApprover, StoreGrants};
 use gavel::audit::DeferredResults;
 use gavel::tools::Registry;
 use gavel::{ApprovalStatus, Approver, CallOutcome, Decision, GovernedRunner, ToolRequest};
@@ -40,6 +41,11 @@ pub struct ServeArgs {
     /// Speak JSON lines on stdin and stdout (the only transport)
     #[arg(long, required = true)]
     pub stdio: bool,
+    /// `wait[=DURATION]`: instead of an `approval_request` line, an asked call waits in the
+    /// pending queue until `gavel approve` or `gavel reject` answers it from another terminal,
+    /// or DURATION ends (default 10m; then cancelled, cause timeout)
+    #[arg(long, value_name = "wait[=DURATION]", value_parser = super::parse_ask_wait)]
+    pub ask: Option<super::AskWait>,
     #[command(flatten)]
     pub limits: ToolLimits,
 }
@@ -53,10 +59,22 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     store.set_redaction(policy.redaction());
     let context = args.limits.context(&workspace);
     let principal = global.principal("serve", &workspace, &policy, &store);
+    let wait = args.ask.or(policy
+        .approval_wait()
+        .map(|wait| super::AskWait(Some(wait))));
+    let mut queue = wait.map(|wait| {
+        QueueApprover::opening(
+            store.path(),
+            global.durability(),
+            wait.or(super::DEFAULT_WAIT),
+        )
+        .with_principal(principal.clone())
+    });
     let runner = GovernedRunner::new(policy, workspace, Registry::builtin())
         .with_max_argument_bytes(global.max_argument_bytes)
         .with_context(context)
-        .with_principal(principal);
+        .with_principal(principal)
+        .with_grants(Box::new(StoreGrants::new(store.path())));
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
     let mut audit = DeferredResults::new(&mut store);
@@ -66,6 +84,7 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
         &mut input,
         &mut output,
         &stdin_has_data,
+        queue.as_mut(),
     )?;
     drop(audit);
     // The session's end: a signed checkpoint vouches for what it recorded.
@@ -95,6 +114,7 @@ pub fn serve(
     input: &mut dyn BufRead,
     output: &mut dyn Write,
     input_ready: &dyn Fn() -> bool,
+    mut queue: Option<&mut QueueApprover>,
 ) -> std::io::Result<()> {
     // A request that arrived while a call waited for its approval: it
     // cancelled that call and is handled next.
@@ -133,7 +153,11 @@ pub fn serve(
             early: &mut early,
             cause: None,
         };
-        let reply = match runner.run(&call_id, &request, None, &mut approver, audit) {
+        let approver: &mut dyn Approver = match queue.as_deref_mut() {
+            Some(queue) => queue,
+            None => &mut approver,
+        };
+        let reply = match runner.run(&call_id, &request, None, approver, audit) {
             Ok(outcome) if outcome.record_error.is_some() => {
                 let mut line = outcome_line(&outcome);
                 line["recorded"] = json!(false);

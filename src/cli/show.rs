@@ -353,6 +353,16 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         gavel::store::PolicyText::Mismatch => "tampered",
     };
 
+    // The grant that allowed the call, when one did.
+    let grant = match decision
+        .rule_id
+        .strip_prefix(gavel::approvals::grants::GRANT_RULE_PREFIX)
+    {
+        Some(id) => gavel::approvals::grants(&store)?
+            .into_iter()
+            .find(|g| g.record.grant == id),
+        None => None,
+    };
     let unverified = integrity.as_ref().filter(|i| i.unverified(call.seq));
     if args.format.is_json() {
         emit(
@@ -380,6 +390,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                 "status": call.status,
                 "result": result,
                 "anomalies": anomalies,
+                "grant": grant,
             }),
             &from,
         )?;
@@ -508,6 +519,21 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             render::cell(&verdict.digest, 16),
             verdict.action,
             verdict.rule_id
+        ));
+    }
+    if let Some(g) = &grant {
+        text.push(format!(
+            "Grant: `{}` ({}), given by {} via {} with the approval of call `{}`; used {} time(s){}",
+            g.record.grant,
+            g.record.scope.describe(),
+            g.record.created_by,
+            g.record.channel.as_str(),
+            g.record.call_id,
+            g.used,
+            match &g.revoked {
+                Some(r) => format!("; revoked since by {}", r.revoked_by),
+                None => String::new(),
+            }
         ));
     }
     text.push(format!(

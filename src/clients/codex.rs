@@ -180,7 +180,7 @@ impl Client for Codex {
                 "asks are denied as \"needs approval\": a Codex hook cannot ask a person, so under \
                  the coding-agent policy Codex can read and run read-only commands but every write \
                  and every other command is refused; allow what it should do without asking in \
-                 gavel.toml"
+                 gavel.toml, or let asks wait for `gavel approve` (`gavel init codex --ask wait=60s`)"
                     .to_owned(),
             ],
         }

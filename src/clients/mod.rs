@@ -48,6 +48,49 @@ pub fn by_name(name: &str) -> Option<&'static dyn Client> {
     CLIENTS.iter().copied().find(|client| client.name() == name)
 }
 
+/// How long a client lets a hook command run before it gives up on it, and
+/// the key of a hook entry that sets it: what `--ask wait` must stay under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookTimeout {
+    /// The limit when the hook entry sets none.
+    pub default: std::time::Duration,
+    /// The hook entry's key that sets the limit, and whether it counts
+    /// milliseconds (else seconds); `None` where gavel knows of no such key.
+    pub key: Option<(&'static str, bool)>,
+}
+
+/// Each client's hook timeout (docs/approvals.md cites where each is from).
+pub fn hook_timeout(client: &str) -> HookTimeout {
+    use std::time::Duration;
+    match client {
+        // Claude Code: `timeout`, seconds; 60 s by default in the versions gavel was tested with.
+        "claude-code" => HookTimeout {
+            default: Duration::from_secs(60),
+            key: Some(("timeout", false)),
+        },
+        // Codex: `timeout`, seconds (codex-rs/config hook_config.rs); 600 s when unset.
+        "codex" => HookTimeout {
+            default: Duration::from_secs(600),
+            key: Some(("timeout", false)),
+        },
+        // Gemini CLI: `timeout`, milliseconds; DEFAULT_HOOK_TIMEOUT = 60000 in the pinned bundle.
+        "gemini" => HookTimeout {
+            default: Duration::from_secs(60),
+            key: Some(("timeout", true)),
+        },
+        // Copilot CLI: `timeoutSec`; `gavel init` writes 30.
+        "copilot" => HookTimeout {
+            default: Duration::from_secs(30),
+            key: Some(("timeoutSec", false)),
+        },
+        // Cursor: no documented key gavel relies on; assume the shortest limit above.
+        _ => HookTimeout {
+            default: Duration::from_secs(30),
+            key: None,
+        },
+    }
+}
+
 /// Why a hook input could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {

@@ -267,6 +267,7 @@ type Read = (
     super::RedactSettings,
     Vec<ShadowSpec>,
     Vec<PathsFile>,
+    Option<std::time::Duration>,
 );
 
 /// A `[[shadow]]` entry: a policy decided beside this one on every live
@@ -293,6 +294,18 @@ fn check_shadows(shadows: &[ShadowSpec]) -> Result<(), String> {
     Ok(())
 }
 
+/// The `[approval]` table: `wait`, how long an asked call waits in the
+/// pending queue when no `--ask` says otherwise.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalFile {
+    wait: String,
+}
+
+fn approval_wait(spec: ApprovalFile) -> Result<std::time::Duration, String> {
+    super::parse_wait(&spec.wait).map_err(|e| format!("[approval]: wait {e}"))
+}
+
 /// The whole file as one typed value. A file this reads is read exactly as
 /// [`read_table`] reads it, only faster (no table of values in between:
 /// about a tenth of the built-in policy's read); any problem and it returns
@@ -307,6 +320,7 @@ fn read_typed(text: &str) -> Option<Read> {
         #[serde(default)]
         rules: Vec<RuleFile>,
         redact: Option<RedactFile>,
+        approval: Option<ApprovalFile>,
         #[serde(default)]
         shadow: Vec<ShadowSpec>,
         #[serde(default)]
@@ -326,7 +340,11 @@ fn read_typed(text: &str) -> Option<Read> {
         .into_iter()
         .map(|rule| (rule.id.clone(), Ok(rule)))
         .collect();
-    Some((file.name, rules, redact, file.shadow, file.paths))
+    let wait = match file.approval {
+        Some(spec) => Some(approval_wait(spec).ok()?),
+        None => None,
+    };
+    Some((file.name, rules, redact, file.shadow, file.paths, wait))
 }
 
 /// The file read key by key, naming the first problem.
@@ -345,6 +363,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut name = None;
     let mut raw_rules = Vec::new();
     let mut redact = super::RedactSettings::default();
+    let mut wait = None;
     let mut shadows = Vec::new();
     let mut paths = Vec::new();
     for (key, value) in table {
@@ -355,6 +374,11 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             ("rules", toml::Value::Array(rules)) => raw_rules = rules,
             ("rules", _) => return Err(file_error("`rules` must be an array of tables".into())),
             ("redact", value) => redact = parse_redact(value).map_err(file_error)?,
+            ("approval", value) => {
+                let spec = ApprovalFile::deserialize(value)
+                    .map_err(|e| file_error(format!("[approval]: {}", e.message())))?;
+                wait = Some(approval_wait(spec).map_err(file_error)?);
+            }
             ("shadow", value) => {
                 shadows = Vec::<ShadowSpec>::deserialize(value)
                     .map_err(|e| file_error(format!("[[shadow]]: {}", e.message())))?;
@@ -380,7 +404,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact, shadows, paths))
+    Ok((name, rules, redact, shadows, paths, wait))
 }
 
 pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
@@ -388,7 +412,7 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact, shadow_specs, paths) = match read_typed(text) {
+    let (name, specs, redact, shadow_specs, paths, approval_wait) = match read_typed(text) {
         Some(read) => read,
         None => read_table(text, &file_error)?,
     };
@@ -439,6 +463,7 @@ pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, 
         above: Vec::new(),
         shadow_specs,
         shadows: Vec::new(),
+        approval_wait,
     })
 }
 
@@ -614,6 +639,10 @@ mod tests {
                 "name = \"x\"\n[redact]\npatterns = [\"(\"]".to_owned(),
             ),
             (
+                "approval wait".to_owned(),
+                "name = \"x\"\n[approval]\nwait = \"90s\"".to_owned(),
+            ),
+            (
                 "rule without id".to_owned(),
                 "name = \"x\"\n[[rules]]\naction = \"deny\"\nreason = \"r\"".to_owned(),
             ),
@@ -649,7 +678,7 @@ mod tests {
                 // Left to the table reader, which must find what is wrong:
                 // in the file, or in one of its rules.
                 None => assert!(
-                    table.map_or(true, |(_, rules, _, _, _)| rules
+                    table.map_or(true, |(_, rules, _, _, _, _)| rules
                         .iter()
                         .any(|(_, r)| r.is_err())),
                     "{name}: only the table reader reads it"

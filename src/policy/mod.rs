@@ -127,6 +127,9 @@ pub struct Policy {
     checked: bool,
     rules: Vec<Rule>,
     redact: RedactSettings,
+    /// `[approval] wait`: how long an asked call waits in the pending queue
+    /// when the command line does not say (`--ask`).
+    approval_wait: Option<std::time::Duration>,
     /// `[[paths]]`: the arguments of other tools (an MCP server's) that are paths.
     paths: Vec<PathArguments>,
     /// Layers above this policy, top first, that it cannot loosen.
@@ -240,6 +243,11 @@ impl Policy {
     /// The policy's `[redact]` settings.
     pub fn redaction(&self) -> &RedactSettings {
         &self.redact
+    }
+
+    /// `[approval] wait`, when the policy sets it.
+    pub fn approval_wait(&self) -> Option<std::time::Duration> {
+        self.approval_wait
     }
 
     /// The arguments of `tool` that `[[paths]]` declares paths, each with
@@ -433,3 +441,30 @@ fn json_kind(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests;
+
+/// Reads a wait such as `60s`, `5m`, `1h`, `90` (seconds) or `500ms`: more
+/// than zero, at most a week.
+pub fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
+    use std::time::Duration;
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration such as 60s, 5m or 1h"))?;
+    let duration = match unit {
+        "" | "s" => Duration::from_secs(n),
+        "ms" => Duration::from_millis(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => return Err(format!("`{text}` is not a duration such as 60s, 5m or 1h")),
+    };
+    if duration.is_zero() || duration > Duration::from_secs(7 * 24 * 3600) {
+        return Err(format!(
+            "`{text}`: a wait is more than zero and at most a week"
+        ));
+    }
+    Ok(duration)
+}

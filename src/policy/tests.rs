@@ -69,6 +69,7 @@ fn builtin_policy_loads_with_the_seed_rule_ids_in_order() {
         ids,
         [
             "bash.hard_deny",
+            "bash.self_approval",
             "path.protected",
             "path.outside_workspace",
             "mcp.definition_changed",
@@ -186,22 +187,29 @@ fn explain_says_why_earlier_rules_did_not_match() {
     let request = ToolRequest::new("1", "write_file", json!({"path": "a.txt", "content": ""}));
     let (decision, trace) = policy.explain(&request, &facts_inside("a.txt"));
     assert_eq!(decision.rule_id, "path.write_requires_approval");
-    assert_eq!(trace.len(), 6);
+    assert_eq!(trace.len(), 7);
     assert!(
         trace[1]
+            .detail
+            .contains("tool `write_file` is not one of [bash]"),
+        "{:?}",
+        trace[1]
+    );
+    assert!(
+        trace[2]
             .detail
             .contains("matches none of [.gavel, .gavel/**, gavel.toml (written)]"),
         "{:?}",
-        trace[1]
+        trace[2]
     );
     assert!(
-        trace[3]
+        trace[4]
             .detail
             .contains("tool `write_file` is not one of [mcp__*]"),
         "{:?}",
-        trace[3]
+        trace[4]
     );
-    let trace = [&trace[0], &trace[2], &trace[4], &trace[5]];
+    let trace = [&trace[0], &trace[3], &trace[5], &trace[6]];
     assert!(
         trace[0]
             .detail

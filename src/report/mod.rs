@@ -99,6 +99,62 @@ pub struct Report {
     /// What each shadow policy recorded on the selected calls, against
     /// what was enforced (`gavel replay --shadow NAME`).
     pub shadows: Vec<Drift>,
+    /// The grants of the log (`approve --grant`), with their uses and revocations.
+    pub grants: Vec<GrantView>,
+}
+
+/// One grant as the page shows it.
+#[derive(Debug, Serialize)]
+pub struct GrantView {
+    pub grant: String,
+    pub scope: String,
+    pub limits: String,
+    pub created: String,
+    pub created_by: String,
+    pub call_id: String,
+    pub used: u64,
+    pub state: &'static str,
+    /// Who revoked it, and why, when it was revoked.
+    pub revoked: Option<String>,
+}
+
+fn grant_views(store: &Store) -> Result<Vec<GrantView>, StoreError> {
+    let now = chrono::Utc::now().timestamp_micros();
+    Ok(crate::approvals::grants(store)?
+        .into_iter()
+        .map(|g| {
+            let mut limits = Vec::new();
+            if let Some(session) = &g.record.session {
+                limits.push(format!("session {session}"));
+            }
+            if let Some(until) = g.record.until_us {
+                limits.push(format!("until {}", format_time(until)));
+            }
+            if let Some(uses) = g.record.uses {
+                limits.push(format!("{uses} uses"));
+            }
+            GrantView {
+                state: g.state(now),
+                grant: g.record.grant.clone(),
+                scope: g.record.scope.describe(),
+                limits: limits.join(", "),
+                created: format_time(g.created_us),
+                created_by: format!("{} via {}", g.record.created_by, g.record.channel.as_str()),
+                call_id: g.record.call_id.clone(),
+                used: g.used,
+                revoked: g.revoked.as_ref().map(|r| {
+                    format!(
+                        "by {}{}",
+                        r.revoked_by,
+                        r.reason
+                            .as_deref()
+                            .map(|why| format!(": {why}"))
+                            .unwrap_or_default()
+                    )
+                }),
+            }
+        })
+        .collect())
 }
 
 #[derive(Debug, Serialize)]
@@ -593,6 +649,7 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
         row_cap: options.row_cap,
         policies,
         drift,
+        grants: grant_views(store)?,
         shadows,
         db,
     })

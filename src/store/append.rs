@@ -33,7 +33,9 @@ fn columns(body: &EventBody) -> Columns<'_> {
         EventBody::Request(_)
         | EventBody::Lifecycle(_)
         | EventBody::Anomaly(_)
-        | EventBody::Format(_) => {}
+        | EventBody::Format(_)
+        | EventBody::Grant(_)
+        | EventBody::Revocation(_) => {}
     }
     columns
 }

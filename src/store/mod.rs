@@ -12,6 +12,7 @@ mod append;
 mod migrate;
 mod mirror;
 mod query;
+mod queue;
 mod ship;
 mod verify;
 

@@ -29,6 +29,7 @@ fn check_json_reports_tool_action_rule_reason_policy_and_trace() {
         ids,
         [
             "bash.hard_deny",
+            "bash.self_approval",
             "path.protected",
             "path.outside_workspace",
             "mcp.definition_changed",

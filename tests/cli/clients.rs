@@ -66,7 +66,13 @@ fn sandbox() -> Sandbox {
 }
 
 /// A payload template of `client`, filled in.
-fn payload(sandbox: &Sandbox, client: &str, template: &str, command: &str, id: &str) -> String {
+pub(crate) fn payload(
+    sandbox: &Sandbox,
+    client: &str,
+    template: &str,
+    command: &str,
+    id: &str,
+) -> String {
     let path = crate::support::fixture(&format!("clients/{client}/{template}.json"));
     std::fs::read_to_string(path)
         .unwrap()
@@ -86,7 +92,7 @@ fn hook(sandbox: &Sandbox, client: &str, args: &[&str], stdin: &str) -> Output {
 
 /// The decision a client's answer carries, and its reason; a Codex
 /// answer that says nothing lets the call run.
-fn decision(client: &str, out: &Output) -> (String, String) {
+pub(crate) fn decision(client: &str, out: &Output) -> (String, String) {
     assert_eq!(code(out), 0, "{client}: {}", stderr(out));
     let text = stdout(out);
     if text.trim().is_empty() {

@@ -3,6 +3,8 @@
 //! files. One test binary, one module per area.
 
 mod anomalies;
+mod approvals;
+mod approvals_page;
 mod authoring;
 #[cfg(feature = "postgres")]
 mod central;

@@ -175,7 +175,7 @@ fn policy_show_round_trips_through_validate_with_the_same_digest() {
         validated.starts_with("ok: policy `gavel-default`"),
         "{validated}"
     );
-    assert!(validated.contains("10 rules"), "{validated}");
+    assert!(validated.contains("11 rules"), "{validated}");
     assert!(validated.contains(digest), "{validated}");
 
     // Used as the workspace's policy, it decides exactly as the built-in one.

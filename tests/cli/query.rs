@@ -439,6 +439,7 @@ fn explain_write_call_lists_the_earlier_rules_that_did_not_match() {
         trace,
         [
             ("bash.hard_deny", false),
+            ("bash.self_approval", false),
             ("path.protected", false),
             ("path.outside_workspace", false),
             ("mcp.definition_changed", false),

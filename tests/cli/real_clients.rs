@@ -16,6 +16,11 @@
 //! closed); and after `gavel init claude-code`, `ls` and `git status` must
 //! run without a prompt.
 //!
+//! Claude Code, Codex, Gemini CLI and Copilot CLI also run with `hook --ask wait`: the
+//! asked write waits in the pending queue while another process answers it
+//! with `gavel approve` (it runs, `succeeded`, approval channel `cli`),
+//! `gavel reject` (blocked), or not at all (`cancelled`, cause `timeout`).
+//!
 //! The CLIs come from `scripts/install-clients` (into `$GAVEL_CLIENTS_CACHE`,
 //! default `target/clients`). Without them a test says so and passes, unless
 //! `GAVEL_REQUIRE_CLIENTS=1` (set by `.ci/run`), which makes it fail. A test
@@ -493,6 +498,12 @@ fn claude_code_parallel_identical_reads_each_complete() {
 
 /// Runs `codex exec` on the scripted `server` with gavel as its hooks.
 fn codex_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
+    codex_session_with(sandbox, bin, server, "")
+}
+
+/// [`codex_session`] with `extra` after `hook codex` (`--ask wait=60s`),
+/// and Codex's hook timeout above any wait.
+fn codex_session_with(sandbox: &Sandbox, bin: &Path, server: &ModelServer, extra: &str) -> Run {
     let codex_home = sandbox.root.join("codex-home");
     std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::write(
@@ -514,8 +525,8 @@ hooks = true
         ),
     )
     .unwrap();
-    let command = hook_command(sandbox, "codex", "", &policy());
-    let hook = json!([{ "hooks": [{ "type": "command", "command": command }] }]);
+    let command = hook_command(sandbox, "codex", extra, &policy());
+    let hook = json!([{ "hooks": [{ "type": "command", "command": command, "timeout": 90 }] }]);
     let hooks = json!({ "hooks": {
         "SessionStart": hook, "UserPromptSubmit": hook, "PreToolUse": hook,
         "PermissionRequest": hook, "PostToolUse": hook, "Stop": hook,
@@ -571,8 +582,14 @@ fn codex_parallel_identical_reads_each_complete() {
 
 /// Runs `gemini -p` on the scripted `server` with gavel as its hooks.
 fn gemini_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
-    let command = hook_command(sandbox, "gemini", "", &policy());
-    let hook = json!([{ "type": "command", "command": command }]);
+    gemini_session_with(sandbox, bin, server, "")
+}
+
+/// [`gemini_session`] with `extra` after `hook gemini` (`--ask wait=60s`),
+/// and Gemini's hook timeout (milliseconds) above any wait.
+fn gemini_session_with(sandbox: &Sandbox, bin: &Path, server: &ModelServer, extra: &str) -> Run {
+    let command = hook_command(sandbox, "gemini", extra, &policy());
+    let hook = json!([{ "type": "command", "command": command, "timeout": 90_000 }]);
     let mut hooks = serde_json::Map::new();
     for event in ["BeforeTool", "AfterTool"] {
         hooks.insert(event.into(), json!([{ "matcher": ".*", "hooks": hook }]));
@@ -652,6 +669,12 @@ fn copilot_run(sandbox: &Sandbox, bin: &Path, server: &ModelServer, hooks: &Valu
 
 /// Runs `copilot -p` on the scripted `server` with gavel as its hooks.
 fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
+    copilot_session_with(sandbox, bin, server, "")
+}
+
+/// [`copilot_session`] with `extra` after each hook command (`--ask wait=60s`),
+/// and Copilot's hook timeout above any wait.
+fn copilot_session_with(sandbox: &Sandbox, bin: &Path, server: &ModelServer, extra: &str) -> Run {
     // Copilot's payloads carry no event name: the command says which.
     let mut hooks = serde_json::Map::new();
     for event in [
@@ -662,10 +685,15 @@ fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
         "postToolUseFailure",
         "sessionEnd",
     ] {
-        let command = hook_command(sandbox, "copilot", &format!(" --event {event}"), &policy());
+        let command = hook_command(
+            sandbox,
+            "copilot",
+            &format!(" --event {event}{extra}"),
+            &policy(),
+        );
         hooks.insert(
             event.into(),
-            json!([{ "type": "command", "bash": command, "timeoutSec": 60 }]),
+            json!([{ "type": "command", "bash": command, "timeoutSec": 90 }]),
         );
     }
     copilot_run(
@@ -1005,4 +1033,214 @@ fn copilot_claude_format_captured_payloads_get_the_rules_that_decide() {
     assert_eq!(read["status"], "succeeded", "{read:#}");
     let verify = parse_json(&run_expecting(&mut sandbox.gavel(&["verify", "--json"]), 0));
     assert_eq!(verify["ok"], true, "{verify:#}");
+}
+
+/// While a client session runs: answers the first call that waits in the
+/// pending queue with `gavel approve` or `gavel reject` from this other
+/// process, or leaves it unanswered (`None`).
+fn answer_when_pending(
+    sandbox: &Sandbox,
+    verb: Option<&'static str>,
+) -> std::thread::JoinHandle<Option<String>> {
+    let gavel = env!("CARGO_BIN_EXE_gavel");
+    let (ws, db) = (sandbox.ws.clone(), sandbox.db.clone());
+    std::thread::spawn(move || {
+        let verb = verb?;
+        let started = std::time::Instant::now();
+        while started.elapsed() < SESSION_TIMEOUT {
+            let output = Command::new(gavel)
+                .args(["pending", "--json", "--workspace"])
+                .arg(&ws)
+                .arg("--db")
+                .arg(&db)
+                .output()
+                .ok()?;
+            let listed: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            if let Some(id) = listed.first().and_then(|c| c["call_id"].as_str()) {
+                let answered = Command::new(gavel)
+                    .args([verb, id, "--yes", "--workspace"])
+                    .arg(&ws)
+                    .arg("--db")
+                    .arg(&db)
+                    .status()
+                    .ok()?;
+                assert!(answered.success(), "gavel {verb} {id} failed");
+                return Some(id.to_owned());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        None
+    })
+}
+
+/// The model asks for the ask-level write, then says it is done.
+fn asked_write(shell: &str, shell_input: &str) -> Vec<Step> {
+    vec![
+        Step::tool(shell, json!({ shell_input: ASKED })),
+        Step::Text("All done.".to_owned()),
+    ]
+}
+
+/// The asked write's call after `verb` (or no answer): run, channel `cli`,
+/// for an approval; blocked otherwise; the record whole.
+fn check_waited(sandbox: &Sandbox, server: &ModelServer, run: &Run, verb: Option<&str>) {
+    let context = format!(
+        "--- client stdout:\n{}\n--- client stderr:\n{}\n--- model requests:\n{}",
+        tail(&run.stdout),
+        tail(&run.stderr),
+        server.summary()
+    );
+    let asked = call(sandbox, "echo ran", &context);
+    let id = asked["call_id"].as_str().unwrap();
+    let shown = parse_json(&run_expecting(
+        &mut sandbox.gavel(&["show", id, "--json"]),
+        0,
+    ));
+    let events = shown.get("events").cloned().unwrap_or(shown);
+    let approvals: Vec<Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "approval")
+        .map(|e| e["payload"].clone())
+        .collect();
+    assert_eq!(
+        approvals[0]["status"], "pending",
+        "{approvals:?}\n{context}"
+    );
+    assert_eq!(approvals[0]["channel"], "queue", "{approvals:?}\n{context}");
+    match verb {
+        Some("approve") => {
+            assert_eq!(asked["approval"], "approved", "{asked:#}\n{context}");
+            assert_eq!(asked["status"], "succeeded", "{asked:#}\n{context}");
+            assert_eq!(approvals[1]["channel"], "cli", "{approvals:?}");
+            assert!(
+                sandbox.ws.join("ran.txt").exists(),
+                "the approved write did not run\n{context}"
+            );
+        }
+        Some(_) => {
+            assert_eq!(asked["approval"], "rejected", "{asked:#}\n{context}");
+            assert_eq!(asked["status"], "blocked", "{asked:#}\n{context}");
+            assert!(
+                !sandbox.ws.join("ran.txt").exists(),
+                "a rejected write ran\n{context}"
+            );
+        }
+        None => {
+            assert_eq!(asked["approval"], "cancelled", "{asked:#}\n{context}");
+            assert_eq!(asked["status"], "blocked", "{asked:#}\n{context}");
+            assert_eq!(approvals[1]["cause"], "timeout", "{approvals:?}");
+            assert!(
+                !sandbox.ws.join("ran.txt").exists(),
+                "an unanswered write ran\n{context}"
+            );
+        }
+    }
+    let verify = parse_json(&run_expecting(&mut sandbox.gavel(&["verify", "--json"]), 0));
+    assert_eq!(verify["ok"], true, "{verify:#}");
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn codex_asked_write_waits_for_gavel_approve_from_another_process() {
+    let Some(bin) = installed("codex") else {
+        return;
+    };
+    for (verb, wait) in [
+        (Some("approve"), "60s"),
+        (Some("reject"), "60s"),
+        (None, "2s"),
+    ] {
+        let sandbox = Sandbox::new();
+        let server = ModelServer::start(asked_write("exec_command", "cmd"));
+        let answerer = answer_when_pending(&sandbox, verb);
+        let run = codex_session_with(&sandbox, &bin, &server, &format!(" --ask wait={wait}"));
+        assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
+        check_waited(&sandbox, &server, &run, verb);
+    }
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn gemini_asked_write_waits_for_gavel_approve_from_another_process() {
+    let Some(bin) = installed("gemini") else {
+        return;
+    };
+    for (verb, wait) in [
+        (Some("approve"), "60s"),
+        (Some("reject"), "60s"),
+        (None, "2s"),
+    ] {
+        let sandbox = Sandbox::new();
+        let server = ModelServer::start(asked_write("run_shell_command", "command"));
+        let answerer = answer_when_pending(&sandbox, verb);
+        let run = gemini_session_with(&sandbox, &bin, &server, &format!(" --ask wait={wait}"));
+        assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
+        check_waited(&sandbox, &server, &run, verb);
+    }
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn copilot_asked_write_waits_for_gavel_approve_from_another_process() {
+    let Some(bin) = installed("copilot") else {
+        return;
+    };
+    for (verb, wait) in [
+        (Some("approve"), "60s"),
+        (Some("reject"), "60s"),
+        (None, "2s"),
+    ] {
+        let sandbox = Sandbox::new();
+        let server = ModelServer::start(asked_write("bash", "command"));
+        let answerer = answer_when_pending(&sandbox, verb);
+        let run = copilot_session_with(&sandbox, &bin, &server, &format!(" --ask wait={wait}"));
+        assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
+        check_waited(&sandbox, &server, &run, verb);
+    }
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn claude_code_asked_write_waits_for_gavel_approve_from_another_process() {
+    let Some(bin) = installed("claude-code") else {
+        return;
+    };
+    for (verb, wait) in [
+        (Some("approve"), "60s"),
+        (Some("reject"), "60s"),
+        (None, "2s"),
+    ] {
+        let sandbox = Sandbox::new();
+        let server = ModelServer::start(asked_write("Bash", "command"));
+        let command = hook_command(
+            &sandbox,
+            "claude-code",
+            &format!(" --ask wait={wait}"),
+            &policy(),
+        );
+        let mut settings = claude_settings(&command);
+        // Claude Code's hook timeout (seconds) above the wait.
+        for groups in settings["hooks"].as_object_mut().unwrap().values_mut() {
+            for group in groups.as_array_mut().unwrap() {
+                for hook in group["hooks"].as_array_mut().unwrap() {
+                    hook["timeout"] = json!(90);
+                }
+            }
+        }
+        sandbox.write(".claude/settings.json", &settings.to_string());
+        let answerer = answer_when_pending(&sandbox, verb);
+        let run = run_client(
+            &sandbox,
+            claude_command(&sandbox, &bin, &server),
+            "claude",
+            &server,
+        );
+        assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
+        check_waited(&sandbox, &server, &run, verb);
+    }
 }

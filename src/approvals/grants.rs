@@ -1,0 +1,234 @@
+//! Grants: "yes, and the same again" as chained, revocable records. A grant
+//! is created with an approval (`gavel approve CALL --grant …`), has a scope
+//! (this exact call; a program and subcommand inside the workspace; a file
+//! tool with paths under a glob) and limits (a session, an end time, a
+//! number of uses), and is consulted only for a call the policy **asks**
+//! about: it can never turn a deny (a hard deny, `path.protected`, the
+//! workspace boundary) into an allow, and it never covers a command gavel
+//! could not prove (anything unprovable, redirections that write,
+//! assignments, a program given by path, paths outside the workspace).
+//!
+//! Matching here is pure: it is handed the grants in force, the request,
+//! its facts, its decision and the clock, and opens nothing.
+
+use globset::GlobBuilder;
+use serde::{Deserialize, Serialize};
+
+use crate::approval::ApprovalChannel;
+use crate::facts::Facts;
+use crate::policy::{Action, Decision};
+use crate::request::ToolRequest;
+
+/// The prefix of a grant's rows' `call_id` (`grant/<ID>`).
+pub const GRANT_CALL_PREFIX: &str = "grant/";
+
+/// The prefix of the `rule_id` of a call a grant allowed (`grant.<ID>`).
+pub const GRANT_RULE_PREFIX: &str = "grant.";
+
+/// What a grant covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Scope {
+    /// This exact call again: the same tool with the same arguments.
+    Call {
+        tool: String,
+        arguments_sha256: String,
+    },
+    /// `bash` running only this program and subcommand (`cargo test`), with
+    /// any arguments, every path inside the workspace.
+    Command { words: Vec<String> },
+    /// A file tool whose every path, relative to the workspace, matches `glob`.
+    Paths { tool: String, glob: String },
+}
+
+impl Scope {
+    /// The scope in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Scope::Call { tool, .. } => format!("this exact `{tool}` call"),
+            Scope::Command { words } => format!("`{}` with any arguments", words.join(" ")),
+            Scope::Paths { tool, glob } => format!("`{tool}` on paths under `{glob}`"),
+        }
+    }
+}
+
+/// The payload of a `grant` row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantRecord {
+    /// The grant's id (the row's `call_id` is `grant/<id>`).
+    pub grant: String,
+    pub scope: Scope,
+    /// Only calls of this client session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Only until then (microseconds since the epoch, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_us: Option<i64>,
+    /// Only this many calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uses: Option<u64>,
+    /// Who created it, and how.
+    pub created_by: String,
+    pub channel: ApprovalChannel,
+    /// The call whose approval created it.
+    pub call_id: String,
+}
+
+/// The payload of a `revocation` row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevocationRecord {
+    pub grant: String,
+    pub revoked_by: String,
+    pub channel: ApprovalChannel,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A grant as the record has it now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    #[serde(flatten)]
+    pub record: GrantRecord,
+    /// The seq of its `grant` row.
+    pub seq: u64,
+    pub created_us: i64,
+    /// Its revocation, when it was revoked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked: Option<RevocationRecord>,
+    /// The calls it allowed so far.
+    pub used: u64,
+}
+
+impl Grant {
+    /// Whether it may still cover a call at `now_us`; why not, when not.
+    pub fn state(&self, now_us: i64) -> &'static str {
+        if self.revoked.is_some() {
+            "revoked"
+        } else if self.record.until_us.is_some_and(|u| u <= now_us) {
+            "expired"
+        } else if self.record.uses.is_some_and(|n| self.used >= n) {
+            "used up"
+        } else {
+            "active"
+        }
+    }
+}
+
+/// The first grant of `grants` in force at `now_us` that covers `request`
+/// (decided `decision` on `facts`, in client session `session`). Pure.
+pub fn covering<'g>(
+    grants: &'g [Grant],
+    request: &ToolRequest,
+    facts: &Facts,
+    decision: &Decision,
+    session: Option<&str>,
+    now_us: i64,
+) -> Option<&'g Grant> {
+    if decision.action != Action::Ask || !provable(facts) {
+        return None;
+    }
+    grants.iter().find(|grant| {
+        grant.state(now_us) == "active"
+            && grant
+                .record
+                .session
+                .as_deref()
+                .is_none_or(|s| Some(s) == session)
+            && covers(&grant.record.scope, request, facts)
+    })
+}
+
+/// Whether nothing about the call is unproven and every path it names lies
+/// inside the workspace.
+fn provable(facts: &Facts) -> bool {
+    let shell_proven = facts.shell.as_ref().is_none_or(|shell| {
+        shell.unprovable.is_empty()
+            && shell.unjudgeable.is_none()
+            && shell.bare_redirects.is_empty()
+    });
+    facts.unprovable.is_empty()
+        && facts.shell_sha256.is_none()
+        && shell_proven
+        && facts.paths.iter().all(|p| p.inside && p.error.is_none())
+}
+
+/// Whether `scope` covers `request` on `facts` (already provable).
+fn covers(scope: &Scope, request: &ToolRequest, facts: &Facts) -> bool {
+    match scope {
+        Scope::Call {
+            tool,
+            arguments_sha256,
+        } => {
+            request.name == *tool
+                && super::arguments_digest(&request.arguments) == *arguments_sha256
+        }
+        Scope::Command { words } => {
+            let Some(shell) = facts.shell.as_ref().filter(|_| request.name == "bash") else {
+                return false;
+            };
+            !words.is_empty()
+                && !shell.commands.is_empty()
+                && shell.commands.iter().all(|command| {
+                    command.words.starts_with(words)
+                        && command.path.is_none()
+                        && command.assignments.is_empty()
+                        && command.redirects.iter().all(|r| !r.writes())
+                })
+        }
+        Scope::Paths { tool, glob } => {
+            let Ok(glob) = GlobBuilder::new(glob).literal_separator(true).build() else {
+                return false;
+            };
+            let glob = glob.compile_matcher();
+            request.name == *tool
+                && !facts.paths.is_empty()
+                && facts
+                    .paths
+                    .iter()
+                    .all(|p| p.relative.as_deref().is_some_and(|r| glob.is_match(r)))
+        }
+    }
+}
+
+/// The decision a call covered by `grant` is recorded with: `allow` by
+/// `grant.<ID>`, its reason citing the grant and the rule that asked.
+pub fn granted(grant: &Grant, asked: &Decision) -> Decision {
+    Decision {
+        action: Action::Allow,
+        rule_id: format!("{GRANT_RULE_PREFIX}{}", grant.record.grant),
+        reason: format!(
+            "allowed by grant {} ({}, given by {} via {}); the policy asked [{}]: {}",
+            grant.record.grant,
+            grant.record.scope.describe(),
+            grant.record.created_by,
+            grant.record.channel.as_str(),
+            asked.rule_id,
+            asked.reason
+        ),
+        // Whatever else the decision carries (its policy) stays the asked one's.
+        ..asked.clone()
+    }
+}
+
+/// What the runner consults when the policy asks: the grant that covers the
+/// call, if any, as the decision to record instead.
+pub trait GrantSource {
+    fn cover(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        decision: &Decision,
+        session: Option<&str>,
+    ) -> Option<Decision>;
+}
+
+/// A fresh grant id: `g` and 8 random hex digits.
+pub fn new_grant_id() -> String {
+    let mut bytes = [0u8; 4];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness: the clock's microseconds still make a usable id.
+        let now = chrono::Utc::now().timestamp_micros() as u32;
+        bytes = now.to_be_bytes();
+    }
+    format!("g{}", crate::digest::hex(&bytes))
+}

@@ -1,0 +1,808 @@
+//! Approvals that reach a person: the pending queue (`--ask wait`), and the
+//! answers given to it from another process (`gavel approve`, `gavel
+//! reject`). With `approval.rs`, the only code that resolves an `ask`.
+//!
+//! An asked call waits in the record: its `pending` approval row (channel
+//! `queue`, with `until_us`) is written ahead with its request and
+//! decision. An answer is an `approved` or `rejected` row appended by
+//! whoever answered, bound to the call id **and** to the digest of the
+//! call's recorded arguments and of the policy that asked
+//! (`arguments_sha256`, `policy_digest`): an answer given for other
+//! arguments is refused before it is written, and one found in the record
+//! that does not match is ignored by the waiting call. The check and the
+//! append happen in one `BEGIN IMMEDIATE` transaction, so exactly one
+//! answer wins, and a wait that ends unanswered records `cancelled`
+//! (cause `timeout`) the same way: an answer that came first wins over it.
+//!
+//! Deciding which calls wait is the policy's business and knows nothing of
+//! this; this module knows the store, not the terminal.
+
+pub mod grants;
+pub mod page;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::approval::{ApprovalChannel, ApprovalStatus, Approver, CancelCause};
+use crate::audit::{ApprovalRecord, Event, EventBody, JsonMeasure};
+use crate::policy::Decision;
+use crate::principal::Principal;
+use crate::request::ToolRequest;
+use crate::store::{Store, StoreError, StoredEvent};
+
+/// How often a waiting call looks for its answer.
+pub const POLL: Duration = Duration::from_millis(150);
+
+/// Why an answer could not be given, or a wait could not be kept.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalsError {
+    #[error("call `{call_id}` is not waiting for an answer ({detail})")]
+    NotPending { call_id: String, detail: String },
+    #[error("call `{call_id}` stopped waiting at {until}; nothing was recorded")]
+    Expired { call_id: String, until: String },
+    #[error(
+        "refusing to answer call `{call_id}`: its recorded arguments have digest `{recorded}`, not `{given}` (the answer was for other arguments)"
+    )]
+    ArgumentsMismatch {
+        call_id: String,
+        recorded: String,
+        given: String,
+    },
+    #[error("cannot grant {what} for call `{call_id}`: {why}")]
+    Grant {
+        call_id: String,
+        what: String,
+        why: String,
+    },
+    #[error("no grant `{grant}` in the record")]
+    UnknownGrant { grant: String },
+    #[error("grant `{grant}` is already revoked")]
+    AlreadyRevoked { grant: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A call waiting in the queue, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pending {
+    pub call_id: String,
+    /// The seq of its `pending` row.
+    pub seq: u64,
+    pub tool: String,
+    /// The arguments as recorded (redacted), exactly what the policy judged
+    /// less the secrets taken out before storing.
+    pub arguments: Value,
+    /// SHA-256 (hex) of `arguments` as compact JSON: what an answer binds to.
+    pub arguments_sha256: String,
+    /// The digest of the policy that asked.
+    pub policy_digest: String,
+    pub rule_id: String,
+    pub reason: String,
+    /// Who made the call (the row's provenance), where recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// When it was asked, microseconds since the epoch.
+    pub asked_us: i64,
+    /// When its wait ends, microseconds since the epoch.
+    pub until_us: i64,
+}
+
+/// The call `events` (all of one call, in seq order) describe, when it is
+/// waiting in the queue: its last approval row is `pending` with channel
+/// `queue` and nothing (no answer, no result) came after it. Pure.
+pub fn pending_of(events: &[StoredEvent]) -> Option<Pending> {
+    let (at, row) = events
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, e)| e.kind == "approval" || e.kind == "result")?;
+    if row.kind != "approval" || row.approval.as_deref() != Some("pending") {
+        return None;
+    }
+    let EventBody::Approval(record) = EventBody::from_json("approval", &row.payload).ok()? else {
+        return None;
+    };
+    if record.channel != Some(ApprovalChannel::Queue) {
+        return None;
+    }
+    let request = events[..at].iter().find(|e| e.kind == "request")?;
+    let decision = events[..at].iter().find(|e| e.kind == "decision")?;
+    let EventBody::Request(req) = EventBody::from_json("request", &request.payload).ok()? else {
+        return None;
+    };
+    let EventBody::Decision(dec) = EventBody::from_json("decision", &decision.payload).ok()? else {
+        return None;
+    };
+    Some(Pending {
+        call_id: row.call_id.clone(),
+        seq: row.seq,
+        tool: request.tool.clone().unwrap_or_default(),
+        arguments_sha256: arguments_digest(&req.arguments),
+        arguments: req.arguments,
+        policy_digest: dec.policy.digest,
+        rule_id: dec.rule_id,
+        reason: dec.reason,
+        user: request.user.clone(),
+        client: request.client.clone(),
+        session: request.session.clone(),
+        asked_us: request.ts_us,
+        until_us: record.until_us.unwrap_or(row.ts_us),
+    })
+}
+
+/// The digest an answer binds to: SHA-256 of the recorded arguments'
+/// compact JSON (keys sorted).
+pub fn arguments_digest(arguments: &Value) -> String {
+    JsonMeasure::of(arguments).sha256
+}
+
+/// The calls waiting in the queue now (their wait not yet over), oldest first.
+pub fn pending(store: &Store, now_us: i64) -> Result<Vec<Pending>, StoreError> {
+    Ok(store
+        .queued_calls()?
+        .iter()
+        .filter_map(|events| pending_of(events))
+        .filter(|p| p.until_us > now_us)
+        .collect())
+}
+
+/// An answer to a waiting call.
+#[derive(Debug, Clone)]
+pub struct QueueAnswer {
+    /// `Approved` or `Rejected`.
+    pub status: ApprovalStatus,
+    /// `cli` or `web`.
+    pub channel: ApprovalChannel,
+    /// Who answered: the OS user, or the web token's name.
+    pub approver: String,
+    pub reason: Option<String>,
+    /// The digest of the arguments the person was shown; `None` when the
+    /// answer is for the call's recorded arguments as they stand.
+    pub arguments_sha256: Option<String>,
+    /// With an approval: a grant to create with it.
+    pub grant: Option<GrantAsk>,
+}
+
+/// The scope a person asks a grant for, before it is read off the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantKind {
+    /// This exact call.
+    Call,
+    /// The call's program and subcommand (`cargo test`), any arguments.
+    Command,
+    /// The call's tool, on paths under this glob.
+    Paths(String),
+}
+
+/// A grant to create with an approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantAsk {
+    pub kind: GrantKind,
+    /// Limit it to the call's client session.
+    pub session: bool,
+    /// Limit it to this long from now.
+    pub lasts: Option<Duration>,
+    /// Limit it to this many calls.
+    pub uses: Option<u64>,
+}
+
+/// The scope `kind` names for the call `events` describe.
+fn scope_for(
+    call_id: &str,
+    kind: &GrantKind,
+    pending: &Pending,
+    events: &[StoredEvent],
+) -> Result<grants::Scope, ApprovalsError> {
+    let refuse = |why: &str| ApprovalsError::Grant {
+        call_id: call_id.to_owned(),
+        what: match kind {
+            GrantKind::Call => "this call".to_owned(),
+            GrantKind::Command => "its command".to_owned(),
+            GrantKind::Paths(glob) => format!("paths under `{glob}`"),
+        },
+        why: why.to_owned(),
+    };
+    match kind {
+        GrantKind::Call => Ok(grants::Scope::Call {
+            tool: pending.tool.clone(),
+            arguments_sha256: pending.arguments_sha256.clone(),
+        }),
+        GrantKind::Paths(glob) => {
+            if pending.tool == "bash" {
+                return Err(refuse(
+                    "a path grant is for file tools; grant a command instead",
+                ));
+            }
+            globset::Glob::new(glob).map_err(|e| refuse(&format!("invalid glob: {e}")))?;
+            Ok(grants::Scope::Paths {
+                tool: pending.tool.clone(),
+                glob: glob.clone(),
+            })
+        }
+        GrantKind::Command => {
+            if pending.tool != "bash" {
+                return Err(refuse("only a `bash` call has a command"));
+            }
+            let facts = events
+                .iter()
+                .find(|e| e.kind == "decision")
+                .and_then(|e| match EventBody::from_json("decision", &e.payload) {
+                    Ok(EventBody::Decision(d)) => d.facts.shell,
+                    _ => None,
+                })
+                .ok_or_else(|| refuse("its parse is not in the record"))?;
+            let prefix = |words: &[String]| -> Vec<String> {
+                match words.get(1) {
+                    Some(sub) if !sub.starts_with('-') => words[..2].to_vec(),
+                    _ => words[..1].to_vec(),
+                }
+            };
+            let mut prefixes: Vec<Vec<String>> = facts
+                .commands
+                .iter()
+                .filter(|c| !c.words.is_empty())
+                .map(|c| prefix(&c.words))
+                .collect();
+            prefixes.dedup();
+            match prefixes.as_slice() {
+                [words] if facts.unprovable.is_empty() => Ok(grants::Scope::Command {
+                    words: words.clone(),
+                }),
+                [_] => Err(refuse("the command is not fully provable")),
+                _ => Err(refuse(
+                    "it runs several programs; grant this exact call instead",
+                )),
+            }
+        }
+    }
+}
+
+/// The grants of the record, each with its revocation and uses so far.
+pub fn grants(store: &Store) -> Result<Vec<grants::Grant>, StoreError> {
+    let mut found: Vec<grants::Grant> = Vec::new();
+    for row in store.grant_rows()? {
+        match EventBody::from_json(&row.kind, &row.payload) {
+            Ok(EventBody::Grant(record)) => found.push(grants::Grant {
+                record,
+                seq: row.seq,
+                created_us: row.ts_us,
+                revoked: None,
+                used: 0,
+            }),
+            Ok(EventBody::Revocation(revocation)) => {
+                if let Some(grant) = found
+                    .iter_mut()
+                    .find(|g| g.record.grant == revocation.grant && g.revoked.is_none())
+                {
+                    grant.revoked = Some(revocation);
+                }
+            }
+            _ => {}
+        }
+    }
+    for grant in &mut found {
+        grant.used = store.decisions_by_rule(&format!(
+            "{}{}",
+            grants::GRANT_RULE_PREFIX,
+            grant.record.grant
+        ))?;
+    }
+    Ok(found)
+}
+
+/// Records the revocation of `grant`, in one transaction with the check
+/// that it exists and is not revoked yet.
+pub fn revoke(
+    store: &mut Store,
+    grant: &str,
+    revoked_by: &str,
+    channel: ApprovalChannel,
+    reason: Option<String>,
+    by: Option<&Arc<Principal>>,
+) -> Result<grants::GrantRecord, ApprovalsError> {
+    let call_id = format!("{}{grant}", grants::GRANT_CALL_PREFIX);
+    let mut outcome = Err(ApprovalsError::UnknownGrant {
+        grant: grant.to_owned(),
+    });
+    store.append_for_call(&call_id, |rows| {
+        let record = rows
+            .iter()
+            .find_map(|r| match EventBody::from_json(&r.kind, &r.payload) {
+                Ok(EventBody::Grant(g)) => Some(g),
+                _ => None,
+            });
+        let Some(record) = record else {
+            return Vec::new();
+        };
+        if rows.iter().any(|r| r.kind == "revocation") {
+            outcome = Err(ApprovalsError::AlreadyRevoked {
+                grant: grant.to_owned(),
+            });
+            return Vec::new();
+        }
+        outcome = Ok(record);
+        vec![
+            Event::now(
+                &call_id,
+                None,
+                EventBody::Revocation(grants::RevocationRecord {
+                    grant: grant.to_owned(),
+                    revoked_by: revoked_by.to_owned(),
+                    channel,
+                    reason: reason.clone(),
+                }),
+            )
+            .by(by),
+        ]
+    })?;
+    outcome
+}
+
+/// The grants of a log, read when a call is asked (never for allow or
+/// deny): a [`grants::GrantSource`] over its own read-only connection,
+/// opened at the first ask.
+pub struct StoreGrants {
+    path: std::path::PathBuf,
+    store: std::cell::OnceCell<Option<Store>>,
+}
+
+impl StoreGrants {
+    pub fn new(path: &std::path::Path) -> Self {
+        Self {
+            path: path.to_owned(),
+            store: std::cell::OnceCell::new(),
+        }
+    }
+}
+
+impl grants::GrantSource for StoreGrants {
+    fn cover(
+        &self,
+        request: &ToolRequest,
+        facts: &crate::facts::Facts,
+        decision: &Decision,
+        session: Option<&str>,
+    ) -> Option<Decision> {
+        let store = self
+            .store
+            .get_or_init(|| Store::open_read_only(&self.path).ok())
+            .as_ref()?;
+        // A grant that cannot be read covers nothing: the call is asked.
+        let all = grants(store).ok()?;
+        let now = chrono::Utc::now().timestamp_micros();
+        grants::covering(&all, request, facts, decision, session, now)
+            .map(|grant| grants::granted(grant, decision))
+    }
+}
+
+/// Records `answer` for `call_id`, in one transaction with the check that
+/// the call is still waiting and its recorded arguments are the ones the
+/// answer is for. Returns the call as it was waiting.
+pub fn answer(
+    store: &mut Store,
+    call_id: &str,
+    answer: &QueueAnswer,
+    by: Option<&Arc<Principal>>,
+    now_us: i64,
+) -> Result<Pending, ApprovalsError> {
+    let mut outcome: Option<Result<Pending, ApprovalsError>> = None;
+    store.append_for_call(call_id, |events| {
+        let checked = check_answer(call_id, events, answer, now_us);
+        let append = match &checked {
+            Ok(pending) => {
+                let grant = match (&answer.grant, answer.status) {
+                    (Some(ask), ApprovalStatus::Approved) => {
+                        match grant_record(call_id, ask, pending, events, answer, now_us) {
+                            Ok(record) => Some(record),
+                            Err(err) => {
+                                outcome = Some(Err(err));
+                                return Vec::new();
+                            }
+                        }
+                    }
+                    _ => None,
+                };
+                let mut record = ApprovalRecord::new(answer.status, answer.channel);
+                record.approver = Some(answer.approver.clone());
+                record.arguments_sha256 = Some(pending.arguments_sha256.clone());
+                record.policy_digest = Some(pending.policy_digest.clone());
+                record.reason = answer.reason.clone();
+                let mut append = vec![
+                    Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by),
+                ];
+                if let Some(grant) = grant {
+                    let grant_call = format!("{}{}", grants::GRANT_CALL_PREFIX, grant.grant);
+                    append.push(Event::now(&grant_call, None, EventBody::Grant(grant)).by(by));
+                }
+                append
+            }
+            Err(_) => Vec::new(),
+        };
+        if outcome.is_none() {
+            outcome = Some(checked);
+        }
+        append
+    })?;
+    outcome.unwrap_or_else(|| {
+        Err(ApprovalsError::NotPending {
+            call_id: call_id.to_owned(),
+            detail: "it could not be read".into(),
+        })
+    })
+}
+
+/// The grant `ask` creates with the approval of the call `events` describe.
+fn grant_record(
+    call_id: &str,
+    ask: &GrantAsk,
+    pending: &Pending,
+    events: &[StoredEvent],
+    answer: &QueueAnswer,
+    now_us: i64,
+) -> Result<grants::GrantRecord, ApprovalsError> {
+    let scope = scope_for(call_id, &ask.kind, pending, events)?;
+    let session = match (ask.session, &pending.session) {
+        (false, _) => None,
+        (true, Some(session)) => Some(session.clone()),
+        (true, None) => {
+            return Err(ApprovalsError::Grant {
+                call_id: call_id.to_owned(),
+                what: "a session grant".to_owned(),
+                why: "the call was made outside a client session".to_owned(),
+            });
+        }
+    };
+    Ok(grants::GrantRecord {
+        grant: grants::new_grant_id(),
+        scope,
+        session,
+        until_us: ask
+            .lasts
+            .map(|d| now_us.saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX))),
+        uses: ask.uses,
+        created_by: answer.approver.clone(),
+        channel: answer.channel,
+        call_id: call_id.to_owned(),
+    })
+}
+
+/// Whether `answer` may be recorded for the call `events` describe. Pure.
+pub fn check_answer(
+    call_id: &str,
+    events: &[StoredEvent],
+    answer: &QueueAnswer,
+    now_us: i64,
+) -> Result<Pending, ApprovalsError> {
+    let not_pending = |detail: &str| ApprovalsError::NotPending {
+        call_id: call_id.to_owned(),
+        detail: detail.to_owned(),
+    };
+    if events.is_empty() {
+        return Err(not_pending("no such call in the record"));
+    }
+    if !matches!(
+        answer.status,
+        ApprovalStatus::Approved | ApprovalStatus::Rejected
+    ) {
+        return Err(not_pending("an answer approves or rejects"));
+    }
+    let Some(pending) = pending_of(events) else {
+        let approval = events
+            .iter()
+            .rev()
+            .find(|e| e.kind == "approval")
+            .and_then(|e| e.approval.clone());
+        let result = events
+            .iter()
+            .find(|e| e.kind == "result")
+            .and_then(|e| e.status.clone());
+        let detail = match (approval, result) {
+            (Some(approval), Some(result)) => {
+                format!("its approval is already {approval}, its result {result}")
+            }
+            (Some(approval), None) => format!("its approval is already {approval}"),
+            (None, Some(result)) => format!("it was not asked; its result is {result}"),
+            (None, None) => "it was not asked through the queue (--ask wait)".to_owned(),
+        };
+        return Err(not_pending(&detail));
+    };
+    if pending.until_us <= now_us {
+        return Err(ApprovalsError::Expired {
+            call_id: call_id.to_owned(),
+            until: chrono::DateTime::from_timestamp_micros(pending.until_us)
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                .unwrap_or_default(),
+        });
+    }
+    if let Some(given) = &answer.arguments_sha256
+        && *given != pending.arguments_sha256
+    {
+        return Err(ApprovalsError::ArgumentsMismatch {
+            call_id: call_id.to_owned(),
+            recorded: pending.arguments_sha256,
+            given: given.clone(),
+        });
+    }
+    Ok(pending)
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waited {
+    /// `Approved`, `Rejected` or `Cancelled`.
+    pub status: ApprovalStatus,
+    pub channel: ApprovalChannel,
+    pub approver: Option<String>,
+    pub reason: Option<String>,
+    pub cause: Option<CancelCause>,
+}
+
+/// The answer among `rows` (approval and result rows after the pending
+/// one) bound to `pending`, if any; a result means the wait is over too. Pure.
+fn answer_in(rows: &[StoredEvent], pending: &Pending) -> Option<Waited> {
+    for row in rows {
+        if row.kind == "result" {
+            return Some(Waited {
+                status: ApprovalStatus::Cancelled,
+                channel: ApprovalChannel::Queue,
+                approver: None,
+                reason: None,
+                cause: Some(CancelCause::Superseded),
+            });
+        }
+        let Ok(EventBody::Approval(record)) = EventBody::from_json("approval", &row.payload) else {
+            continue;
+        };
+        match record.status {
+            ApprovalStatus::Approved | ApprovalStatus::Rejected => {
+                let bound = record.arguments_sha256.as_deref()
+                    == Some(pending.arguments_sha256.as_str())
+                    && record.policy_digest.as_deref() == Some(pending.policy_digest.as_str());
+                if bound {
+                    return Some(Waited {
+                        status: record.status,
+                        channel: record.channel.unwrap_or(ApprovalChannel::Api),
+                        approver: record.approver,
+                        reason: record.reason,
+                        cause: None,
+                    });
+                }
+            }
+            ApprovalStatus::Cancelled => {
+                return Some(Waited {
+                    status: ApprovalStatus::Cancelled,
+                    channel: record.channel.unwrap_or(ApprovalChannel::Queue),
+                    approver: None,
+                    reason: None,
+                    cause: record.cause,
+                });
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Waits for the answer to `call_id`, which must be waiting in the queue,
+/// polling the record every `poll`. When its wait ends unanswered, records
+/// `cancelled` (channel `queue`, cause `timeout`) followed by `also` (a
+/// hook's `blocked` result), in one transaction that an answer recorded
+/// first wins over.
+pub fn wait(
+    store: &mut Store,
+    call_id: &str,
+    poll: Duration,
+    by: Option<&Arc<Principal>>,
+    also: &dyn Fn(&str) -> Vec<Event>,
+) -> Result<Waited, ApprovalsError> {
+    let events = store.call_events(call_id)?;
+    let Some(pending) = pending_of(&events) else {
+        return Err(ApprovalsError::NotPending {
+            call_id: call_id.to_owned(),
+            detail: "it has no pending row in the queue".into(),
+        });
+    };
+    loop {
+        let rows = store.answers_after(call_id, pending.seq)?;
+        if let Some(waited) = answer_in(&rows, &pending) {
+            return Ok(waited);
+        }
+        let now = chrono::Utc::now().timestamp_micros();
+        if now >= pending.until_us {
+            let mut answered = None;
+            store.append_for_call(call_id, |events| {
+                let after: Vec<StoredEvent> = events
+                    .iter()
+                    .filter(|e| e.seq > pending.seq)
+                    .cloned()
+                    .collect();
+                answered = answer_in(&after, &pending);
+                if answered.is_some() {
+                    return Vec::new();
+                }
+                let mut record =
+                    ApprovalRecord::new(ApprovalStatus::Cancelled, ApprovalChannel::Queue);
+                record.cause = Some(CancelCause::Timeout);
+                let mut append = vec![
+                    Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by),
+                ];
+                append.extend(also(&pending.tool).into_iter().map(|e| e.by(by)));
+                append
+            })?;
+            return Ok(answered.unwrap_or(Waited {
+                status: ApprovalStatus::Cancelled,
+                channel: ApprovalChannel::Queue,
+                approver: None,
+                reason: None,
+                cause: Some(CancelCause::Timeout),
+            }));
+        }
+        let left = Duration::from_micros(u64::try_from(pending.until_us - now).unwrap_or(0));
+        std::thread::sleep(poll.min(left));
+    }
+}
+
+/// An [`Approver`] answered through the pending queue: it writes the
+/// `pending` row ahead with the call, then waits for `gavel approve`,
+/// `gavel reject` or the approval page, for at most `wait`. Every answer it
+/// returns is already in the record.
+pub struct QueueApprover {
+    store: Option<Store>,
+    /// Where to open `store` at the first ask, when it was not given.
+    path: Option<(std::path::PathBuf, crate::store::Durability)>,
+    wait: Duration,
+    poll: Duration,
+    principal: Option<Arc<Principal>>,
+    last: Option<Waited>,
+    recorded: bool,
+}
+
+impl QueueApprover {
+    /// Waits on `store` (its own connection to the call's database).
+    pub fn new(store: Store, wait: Duration) -> Self {
+        Self {
+            store: Some(store),
+            path: None,
+            wait,
+            poll: POLL,
+            principal: None,
+            last: None,
+            recorded: false,
+        }
+    }
+
+    /// Waits on its own connection to the database at `path`, opened at
+    /// the first ask: a call that is not asked never opens it.
+    pub fn opening(
+        path: &std::path::Path,
+        durability: crate::store::Durability,
+        wait: Duration,
+    ) -> Self {
+        Self {
+            store: None,
+            path: Some((path.to_owned(), durability)),
+            wait,
+            poll: POLL,
+            principal: None,
+            last: None,
+            recorded: false,
+        }
+    }
+
+    /// Rows it writes (a timeout) are on behalf of `principal`.
+    pub fn with_principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(Arc::new(principal));
+        self
+    }
+
+    pub fn with_poll(mut self, poll: Duration) -> Self {
+        self.poll = poll;
+        self
+    }
+
+    /// How the last wait ended.
+    pub fn last(&self) -> Option<&Waited> {
+        self.last.as_ref()
+    }
+
+    fn store(&mut self) -> Result<&mut Store, ApprovalsError> {
+        if self.store.is_none()
+            && let Some((path, durability)) = &self.path
+        {
+            self.store = Some(Store::open(path, *durability)?);
+        }
+        self.store
+            .as_mut()
+            .ok_or_else(|| ApprovalsError::NotPending {
+                call_id: String::new(),
+                detail: "no record to wait on".into(),
+            })
+    }
+}
+
+/// The end of a wait of `wait` from now, in microseconds since the epoch.
+pub fn until_us(wait: Duration) -> i64 {
+    chrono::Utc::now()
+        .timestamp_micros()
+        .saturating_add(i64::try_from(wait.as_micros()).unwrap_or(i64::MAX))
+}
+
+impl Approver for QueueApprover {
+    fn approve(&mut self, request: &ToolRequest, decision: &Decision) -> ApprovalStatus {
+        let call_id = request.tool_use_id.clone();
+        self.approve_call(&call_id, request, decision)
+    }
+
+    fn pending(&mut self, _call_id: &str) -> Option<ApprovalRecord> {
+        let mut record = ApprovalRecord::new(ApprovalStatus::Pending, ApprovalChannel::Queue);
+        record.until_us = Some(until_us(self.wait));
+        Some(record)
+    }
+
+    fn approve_call(&mut self, call_id: &str, _: &ToolRequest, _: &Decision) -> ApprovalStatus {
+        let _ = writeln_stderr(&format!(
+            "gavel: call `{call_id}` waits for approval (up to {}s): `gavel pending`, then `gavel approve {call_id}` or `gavel reject {call_id}`",
+            self.wait.as_secs()
+        ));
+        let (poll, principal) = (self.poll, self.principal.clone());
+        let waited = self
+            .store()
+            .and_then(|store| wait(store, call_id, poll, principal.as_ref(), &|_| Vec::new()));
+        match waited {
+            Ok(waited) => {
+                self.recorded = true;
+                let status = waited.status;
+                self.last = Some(waited);
+                status
+            }
+            Err(err) => {
+                let _ = writeln_stderr(&format!("gavel: cannot wait for an approval: {err}"));
+                self.recorded = false;
+                self.last = Some(Waited {
+                    status: ApprovalStatus::Cancelled,
+                    channel: ApprovalChannel::Queue,
+                    approver: None,
+                    reason: None,
+                    cause: Some(CancelCause::Error),
+                });
+                ApprovalStatus::Cancelled
+            }
+        }
+    }
+
+    fn channel(&self) -> ApprovalChannel {
+        self.last
+            .as_ref()
+            .map_or(ApprovalChannel::Queue, |w| w.channel)
+    }
+
+    fn approver(&self) -> Option<String> {
+        self.last.as_ref().and_then(|w| w.approver.clone())
+    }
+
+    fn cause(&self) -> Option<CancelCause> {
+        self.last.as_ref().and_then(|w| w.cause)
+    }
+
+    fn recorded(&self) -> bool {
+        self.recorded
+    }
+}
+
+fn writeln_stderr(line: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    writeln!(std::io::stderr(), "{line}")
+}
+
+/// Reads a wait such as `60s`, `5m`, `1h`, `90` (seconds) or `500ms`.
+pub use crate::policy::parse_wait;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,793 @@
+//! The pending queue through the real binary: a call run with `--ask wait`
+//! waits in the record until `gavel approve` / `gavel reject` answers it
+//! from another process, or its wait ends.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// `gavel ARGS --workspace WS --db DB` started in the background.
+fn spawn(sandbox: &Sandbox, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(args)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .current_dir(&sandbox.root)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start gavel")
+}
+
+/// The calls `gavel pending --json` lists, once at least `n` are listed.
+pub fn wait_for_pending(sandbox: &Sandbox, n: usize) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let output = run_expecting(&mut sandbox.gavel(&["pending", "--json"]), 0);
+        let listed = json_lines(&output);
+        if listed.len() >= n {
+            return listed;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no call became pending"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn finish(child: Child) -> (i32, Value, String) {
+    let output = child.wait_with_output().unwrap();
+    let err = stderr(&output);
+    (code(&output), json(&output), err)
+}
+
+/// The payload of call `id`'s approval rows, in order.
+fn approvals(sandbox: &Sandbox, id: &str) -> Vec<Value> {
+    let output = run_expecting(&mut sandbox.gavel(&["show", id, "--json"]), 0);
+    let text = stdout(&output);
+    let shown: Value = serde_json::from_str(&text).unwrap_or_else(|_| {
+        Value::Array(
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+        )
+    });
+    let events = shown
+        .get("events")
+        .cloned()
+        .unwrap_or(shown)
+        .as_array()
+        .cloned()
+        .unwrap();
+    events
+        .into_iter()
+        .filter(|e| e["kind"] == "approval")
+        .map(|e| e["payload"].clone())
+        .collect()
+}
+
+fn write_args() -> String {
+    json!({"path": "out.txt", "content": "approved content\n"}).to_string()
+}
+
+#[test]
+fn run_waits_until_gavel_approve_from_another_process_lets_it_run() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let child = spawn(
+        &sandbox,
+        &["run", "write_file", &args, "--ask", "wait=30s", "--json"],
+    );
+    let listed = wait_for_pending(&sandbox, 1);
+    let call = &listed[0];
+    let id = call["call_id"].as_str().unwrap().to_owned();
+    assert_eq!(call["tool"], "write_file");
+    assert_eq!(call["rule_id"], "path.write_requires_approval");
+    assert_eq!(call["arguments"]["path"], "out.txt");
+    assert!(!sandbox.ws.join("out.txt").exists(), "ran before approval");
+    let answered = run_expecting(&mut sandbox.gavel(&["approve", &id, "--yes", "--json"]), 0);
+    assert_eq!(json(&answered)["channel"], "cli");
+    let (code, outcome, err) = finish(child);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(outcome["approval"], "approved");
+    assert_eq!(outcome["status"], "succeeded");
+    assert_eq!(sandbox.read("out.txt"), "approved content\n");
+    let rows = approvals(&sandbox, &id);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["status"], "pending");
+    assert_eq!(rows[0]["channel"], "queue");
+    assert_eq!(rows[1]["status"], "approved");
+    assert_eq!(rows[1]["channel"], "cli");
+    assert!(rows[1]["approver"].as_str().is_some_and(|a| !a.is_empty()));
+    assert_eq!(rows[1]["arguments_sha256"], call["arguments_sha256"]);
+    // Nothing waits any more, and a second answer is refused.
+    assert!(wait_for_pending_now(&sandbox).is_empty());
+    let line = assert_one_line_error(&mut sandbox.gavel(&["reject", &id, "--yes"]));
+    assert!(line.contains("already approved"), "{line}");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+fn wait_for_pending_now(sandbox: &Sandbox) -> Vec<Value> {
+    json_lines(&run_expecting(
+        &mut sandbox.gavel(&["pending", "--json"]),
+        0,
+    ))
+}
+
+#[test]
+fn gavel_reject_blocks_the_waiting_call_with_its_reason() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let child = spawn(
+        &sandbox,
+        &["run", "write_file", &args, "--ask", "wait=30s", "--json"],
+    );
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    run_expecting(
+        &mut sandbox.gavel(&["reject", &id, "--yes", "--reason", "not now"]),
+        0,
+    );
+    let (code, outcome, _) = finish(child);
+    assert_eq!(code, 3);
+    assert_eq!(outcome["approval"], "rejected");
+    assert_eq!(outcome["status"], "blocked");
+    assert!(!sandbox.ws.join("out.txt").exists());
+    let rows = approvals(&sandbox, &id);
+    assert_eq!(rows.last().unwrap()["reason"], "not now");
+    assert_eq!(rows.last().unwrap()["channel"], "cli");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+#[test]
+fn an_unanswered_wait_ends_cancelled_by_timeout() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let started = Instant::now();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "write_file", &args, "--ask", "wait=1s", "--json"]),
+        3,
+    );
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    let outcome = json(&output);
+    assert_eq!(outcome["approval"], "cancelled");
+    assert_eq!(outcome["status"], "blocked");
+    let id = outcome["call_id"].as_str().unwrap();
+    let rows = approvals(&sandbox, id);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1]["status"], "cancelled");
+    assert_eq!(rows[1]["channel"], "queue");
+    assert_eq!(rows[1]["cause"], "timeout");
+    // Too late to answer.
+    let line = assert_one_line_error(&mut sandbox.gavel(&["approve", id, "--yes"]));
+    assert!(line.contains("already cancelled"), "{line}");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+#[test]
+fn an_answer_for_other_arguments_is_refused() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let child = spawn(
+        &sandbox,
+        &["run", "write_file", &args, "--ask", "wait=30s", "--json"],
+    );
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let other = "0".repeat(64);
+    let line =
+        assert_one_line_error(&mut sandbox.gavel(&["approve", &id, "--yes", "--digest", &other]));
+    assert!(line.contains("other arguments"), "{line}");
+    // Still waiting; a right answer still works.
+    assert_eq!(wait_for_pending_now(&sandbox).len(), 1);
+    run_expecting(&mut sandbox.gavel(&["reject", &id, "--yes"]), 0);
+    let (code, _, _) = finish(child);
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn answering_a_call_that_never_waited_is_a_one_line_error() {
+    let sandbox = Sandbox::new();
+    run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+            "--call-id",
+            "r1",
+        ]),
+        0,
+    );
+    let line = assert_one_line_error(&mut sandbox.gavel(&["approve", "r1", "--yes"]));
+    assert!(line.contains("not waiting"), "{line}");
+    let line = assert_one_line_error(&mut sandbox.gavel(&["approve", "nope", "--yes"]));
+    assert!(line.contains("nope"), "{line}");
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "read_file", "{}", "--ask", "wait=soon"]),
+        2,
+    );
+    assert!(stderr(&output).contains("`soon` is not a duration"));
+}
+
+#[test]
+fn serve_waits_in_the_queue_instead_of_asking_on_its_stream() {
+    let sandbox = Sandbox::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(["serve", "--stdio", "--ask", "wait=30s", "--workspace"])
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let stdin = child.stdin.as_mut().unwrap();
+        let line = json!({"type": "tool_use", "id": "s1", "name": "write_file",
+                          "input": {"path": "s.txt", "content": "from serve\n"}});
+        writeln!(stdin, "{line}").unwrap();
+    }
+    wait_for_pending(&sandbox, 1);
+    run_expecting(&mut sandbox.gavel(&["approve", "s1", "--yes"]), 0);
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["approval"], "approved");
+    assert_eq!(lines[0]["status"], "succeeded");
+    assert_eq!(sandbox.read("s.txt"), "from serve\n");
+}
+
+/// `gavel hook CLIENT --ask ASK` started in the background on a `shell_pre`
+/// payload running `command` (an ask under the coding-agent policy).
+fn spawn_hook(sandbox: &Sandbox, client: &str, ask: &str, command: &str, id: &str) -> Child {
+    let mut args = vec!["hook", client, "--ask", ask];
+    if client == "copilot" {
+        args.extend(["--event", "preToolUse"]);
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(&args)
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let payload = crate::clients::payload(sandbox, client, "shell_pre", command, id);
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.as_bytes())
+            .unwrap();
+    }
+    child
+}
+
+fn coding_agent_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", gavel::policy::CODING_AGENT_POLICY_TOML);
+    sandbox
+}
+
+/// The `log --json` row of the only call.
+fn only_call(sandbox: &Sandbox) -> Value {
+    let calls = json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0));
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    calls[0].clone()
+}
+
+#[test]
+fn every_client_hook_waits_until_gavel_approve_lets_the_call_run() {
+    for client in ["claude-code", "codex", "gemini", "copilot", "cursor"] {
+        let sandbox = coding_agent_sandbox();
+        let child = spawn_hook(&sandbox, client, "wait=30s", "touch made.txt", "w1");
+        let listed = wait_for_pending(&sandbox, 1);
+        assert_eq!(listed[0]["rule_id"], "bash.requires_approval", "{client}");
+        let id = listed[0]["call_id"].as_str().unwrap().to_owned();
+        run_expecting(&mut sandbox.gavel(&["approve", &id, "--yes"]), 0);
+        let output = child.wait_with_output().unwrap();
+        let (answer, reason) = crate::clients::decision(client, &output);
+        assert_eq!(answer, "allow", "{client}: {reason}");
+        let call = only_call(&sandbox);
+        assert_eq!(call["approval"], "approved", "{client}");
+        run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+    }
+}
+
+#[test]
+fn a_rejected_or_unanswered_hook_call_is_denied_and_blocked() {
+    let sandbox = coding_agent_sandbox();
+    let child = spawn_hook(&sandbox, "codex", "wait=30s", "touch made.txt", "r1");
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    run_expecting(
+        &mut sandbox.gavel(&["reject", &id, "--yes", "--reason", "no touching"]),
+        0,
+    );
+    let output = child.wait_with_output().unwrap();
+    let (answer, reason) = crate::clients::decision("codex", &output);
+    assert_eq!(answer, "deny");
+    assert!(reason.contains("no touching"), "{reason}");
+    let call = only_call(&sandbox);
+    assert_eq!(call["approval"], "rejected");
+    assert_eq!(call["status"], "blocked");
+
+    let sandbox = coding_agent_sandbox();
+    let child = spawn_hook(&sandbox, "gemini", "wait=1s", "touch made.txt", "t1");
+    let output = child.wait_with_output().unwrap();
+    let (answer, reason) = crate::clients::decision("gemini", &output);
+    assert_eq!(answer, "deny");
+    assert!(reason.contains("nobody answered in time"), "{reason}");
+    let call = only_call(&sandbox);
+    assert_eq!(call["approval"], "cancelled");
+    assert_eq!(call["status"], "blocked");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+/// Every spelling of an approval command the agent's `bash` might use.
+const SELF_APPROVALS: &[&str] = &[
+    "gavel approve call_1 --yes",
+    "gavel reject call_1",
+    "gavel revoke g1",
+    "gavel approvals --listen 127.0.0.1:8080",
+    "gavel --db .gavel/audit.db approve call_1",
+    "env gavel approve call_1",
+    "env GAVEL_DB=/tmp/x.db gavel approve call_1",
+    "nohup gavel approve call_1",
+    "timeout 5 gavel approve call_1",
+    "nice -n 5 gavel approve call_1",
+    "command gavel approve call_1",
+    "exec gavel approve call_1",
+    "sh -c 'gavel approve call_1'",
+    "bash -c \"gavel reject call_1\"",
+    "bash -lc 'cd . && gavel approve call_1'",
+    "./target/release/gavel approve call_1",
+    "/usr/local/bin/gavel approve call_1",
+    "../gavel/target/debug/gavel approve call_1",
+    "echo ok; gavel approve call_1",
+    "echo $(gavel approve call_1)",
+    "true && gavel approve call_1 --yes",
+    "echo call_1 | xargs gavel approve",
+];
+
+#[test]
+fn the_agents_own_bash_cannot_approve_under_either_builtin_policy() {
+    let sandbox = Sandbox::new();
+    let preset = sandbox.root.join("coding-agent.toml");
+    std::fs::write(&preset, gavel::policy::CODING_AGENT_POLICY_TOML).unwrap();
+    let preset = preset.display().to_string();
+    for policy in [None, Some(preset.as_str())] {
+        for command in SELF_APPROVALS {
+            let args = json!({ "command": command }).to_string();
+            let mut cmd = sandbox.gavel(&["check", "bash", &args, "--json"]);
+            if let Some(policy) = policy {
+                cmd.args(["--policy", policy]);
+            }
+            let report = json(&run_expecting(&mut cmd, 0));
+            assert_eq!(
+                report["action"], "deny",
+                "{command} under {policy:?}: {report}"
+            );
+            assert_eq!(
+                report["rule_id"], "bash.self_approval",
+                "{command} under {policy:?}: {report}"
+            );
+        }
+        // Reading the queue is not answering it.
+        for command in ["gavel pending", "echo gavel approve", "gavel log"] {
+            let args = json!({ "command": command }).to_string();
+            let mut cmd = sandbox.gavel(&["check", "bash", &args, "--json"]);
+            if let Some(policy) = policy {
+                cmd.args(["--policy", policy]);
+            }
+            let report = json(&run_expecting(&mut cmd, 0));
+            assert_ne!(report["rule_id"], "bash.self_approval", "{command}");
+        }
+    }
+}
+
+#[test]
+fn init_with_ask_wait_sets_each_clients_hook_timeout_above_the_wait() {
+    let cases: &[(&str, &str, &str, u64)] = &[
+        ("claude-code", ".claude/settings.json", "timeout", 75),
+        ("codex", ".codex/hooks.json", "timeout", 75),
+        ("gemini", ".gemini/settings.json", "timeout", 75_000),
+        ("copilot", ".github/hooks/gavel.json", "timeoutSec", 75),
+    ];
+    for (client, path, key, timeout) in cases {
+        let sandbox = Sandbox::new();
+        let output = run_expecting(
+            &mut sandbox.gavel(&["init", client, "--ask", "wait=60s"]),
+            0,
+        );
+        assert!(
+            !stderr(&output).contains("may outlast"),
+            "{}",
+            stderr(&output)
+        );
+        let hooks_path = sandbox.ws.join(path);
+        let text = std::fs::read_to_string(&hooks_path)
+            .unwrap_or_else(|_| panic!("{client}: no {}", hooks_path.display()));
+        let hooks: Value = serde_json::from_str(&text).unwrap();
+        let mut entries = Vec::new();
+        collect_entries(&hooks, &mut entries);
+        assert!(!entries.is_empty(), "{client}: {text}");
+        for entry in entries {
+            let command = entry
+                .get("command")
+                .or_else(|| entry.get("bash"))
+                .and_then(Value::as_str)
+                .unwrap();
+            assert!(command.contains("--ask wait=60s"), "{client}: {command}");
+            assert_eq!(entry[*key], json!(timeout), "{client}: {entry}");
+        }
+    }
+    // Cursor has no timeout gavel can set: a wait past its limit is warned about.
+    let sandbox = Sandbox::new();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["init", "cursor", "--ask", "wait=60s"]),
+        0,
+    );
+    assert!(
+        stderr(&output).contains("may outlast"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Every hook entry (an object with a gavel `command` or `bash`) in `value`.
+fn collect_entries(value: &Value, into: &mut Vec<Value>) {
+    match value {
+        Value::Object(object) => {
+            let runs_gavel = ["command", "bash"].iter().any(|field| {
+                object
+                    .get(*field)
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| c.contains(" hook "))
+            });
+            if runs_gavel {
+                into.push(value.clone());
+            }
+            object.values().for_each(|v| collect_entries(v, into));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_entries(v, into)),
+        _ => {}
+    }
+}
+
+/// `gavel hook codex` on one `shell_pre` payload; the answer and its reason.
+fn codex_pre(sandbox: &Sandbox, command: &str, id: &str, args: &[&str]) -> (String, String) {
+    let payload = crate::clients::payload(sandbox, "codex", "shell_pre", command, id);
+    let output = sandbox
+        .gavel(&["hook", "codex"])
+        .args(args)
+        .write_stdin(payload)
+        .output()
+        .unwrap();
+    crate::clients::decision("codex", &output)
+}
+
+/// The `log --json` row of the call whose command is `command`.
+fn logged(sandbox: &Sandbox, id: &str) -> Value {
+    let calls = json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0));
+    calls
+        .into_iter()
+        .find(|c| c["call_id"] == format!("call_{id}"))
+        .unwrap_or_else(|| panic!("no call {id}"))
+}
+
+#[test]
+fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
+    let sandbox = coding_agent_sandbox();
+    // The first `cargo test` waits; approved with a grant for `cargo test` this session.
+    let child = spawn_hook(&sandbox, "codex", "wait=30s", "cargo test", "g0");
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answered = json(&run_expecting(
+        &mut sandbox.gavel(&[
+            "approve",
+            &id,
+            "--yes",
+            "--json",
+            "--grant",
+            "command",
+            "--session",
+        ]),
+        0,
+    ));
+    let grant = answered["grant"]["grant"].as_str().unwrap().to_owned();
+    assert_eq!(
+        answered["grant"]["scope"],
+        json!({"type": "command", "words": ["cargo", "test"]})
+    );
+    let (answer, _) = crate::clients::decision("codex", &child.wait_with_output().unwrap());
+    assert_eq!(answer, "allow");
+
+    // The next three run without anybody asked, each citing the grant.
+    for (n, command) in [
+        "cargo test",
+        "cargo test --lib grants",
+        "cargo test -q -- --nocapture",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("g{}", n + 1);
+        let (answer, reason) = codex_pre(&sandbox, command, &id, &[]);
+        assert_eq!(answer, "allow", "{command}: {reason}");
+        let call = logged(&sandbox, &id);
+        assert_eq!(call["action"], "allow", "{command}");
+        assert_eq!(call["rule_id"], format!("grant.{grant}"), "{command}");
+        assert!(
+            call["reason"]
+                .as_str()
+                .unwrap()
+                .contains("bash.requires_approval"),
+            "{call}"
+        );
+    }
+    // What the grant never covers: another program, an unprovable or
+    // outside command, a write by redirection, another session.
+    for (command, id) in [
+        ("cargo build", "n1"),
+        ("cargo test $(cat x)", "n2"),
+        ("cargo test > out.txt", "n3"),
+        ("cargo test --manifest-path /etc/Cargo.toml", "n4"),
+        ("cargo test && rm -f a", "n5"),
+    ] {
+        let (answer, _) = codex_pre(&sandbox, command, id, &[]);
+        assert_eq!(answer, "deny", "{command}");
+        assert!(
+            !logged(&sandbox, id)["rule_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("grant."),
+            "{command}"
+        );
+    }
+    let listed = json_lines(&run_expecting(&mut sandbox.gavel(&["grants", "--json"]), 0));
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["used"], 3);
+    assert_eq!(listed[0]["state"], "active");
+
+    // `explain` names the grant that allowed a call.
+    let explained = stdout(&run_expecting(
+        &mut sandbox.gavel(&["explain", "call_g2"]),
+        0,
+    ));
+    assert!(
+        explained.contains(&format!(
+            "Grant: `{grant}` (`cargo test` with any arguments)"
+        )),
+        "{explained}"
+    );
+    let explained = json(&run_expecting(
+        &mut sandbox.gavel(&["explain", "call_g2", "--json"]),
+        0,
+    ));
+    assert_eq!(explained["grant"]["grant"], grant.as_str());
+
+    // Revoked: the fourth is asked again (denied as "needs approval" under Codex).
+    run_expecting(
+        &mut sandbox.gavel(&["revoke", &grant, "--reason", "done"]),
+        0,
+    );
+    let (answer, reason) = codex_pre(&sandbox, "cargo test", "g4", &[]);
+    assert_eq!(answer, "deny", "{reason}");
+    assert_eq!(logged(&sandbox, "g4")["rule_id"], "bash.requires_approval");
+    let listed = json_lines(&run_expecting(&mut sandbox.gavel(&["grants", "--json"]), 0));
+    assert_eq!(listed[0]["state"], "revoked");
+    assert_eq!(listed[0]["revoked"]["reason"], "done");
+    let line = assert_one_line_error(&mut sandbox.gavel(&["revoke", &grant]));
+    assert!(line.contains("already revoked"), "{line}");
+
+    // Replay lists the calls the grant allowed, with their grant: the policy
+    // still asks about them, so their grant allows them again (no drift)...
+    let report = json(&run_expecting(
+        &mut sandbox.gavel(&["replay", "--format", "json"]),
+        0,
+    ));
+    assert_eq!(report["granted"], 3, "{report}");
+    let granted: Vec<(&str, &str)> = report["granted_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["call_id"].as_str().unwrap(), g["grant"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        granted,
+        [
+            ("call_g1", grant.as_str()),
+            ("call_g2", grant.as_str()),
+            ("call_g3", grant.as_str())
+        ]
+    );
+    assert_eq!(
+        report["granted_calls"][0]["now"]["rule_id"],
+        "bash.requires_approval"
+    );
+    assert_eq!(report["changed"], 0, "{report}");
+    // ... and without grants, they are drift from allow to ask.
+    let report = json(&run_expecting(
+        &mut sandbox.gavel(&["replay", "--format", "json", "--no-grants"]),
+        1,
+    ));
+    assert_eq!(report["tightened"], 3, "{report}");
+    let table = stdout(&run_expecting(&mut sandbox.gavel(&["replay"]), 0));
+    assert!(table.contains("3 call(s) allowed by a grant"), "{table}");
+    // The evidence report shows the grant, its uses and its revocation.
+    let html = sandbox.root.join("report.html");
+    run_expecting(
+        &mut sandbox.gavel(&["report", "--html", html.to_str().unwrap()]),
+        0,
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let row_at = page
+        .find(&format!("<tr data-grant=\"{grant}\">"))
+        .unwrap_or_else(|| panic!("no row for {grant}"));
+    let row = &page[row_at..row_at + page[row_at..].find("</tr>").unwrap()];
+    assert!(row.contains("<td>revoked</td>"), "{row}");
+    assert!(row.contains("<td class=\"n\">3</td>"), "{row}");
+    assert!(row.contains(": done"), "{row}");
+    // The independent verifier reads the queue, grant and revocation rows as gavel does.
+    let report = crate::store::both_agree_db(&sandbox, "grants", &[], &sandbox.db);
+    assert_eq!(report["ok"], true, "{report}");
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+#[test]
+fn another_session_is_not_covered_by_a_session_grant() {
+    let sandbox = coding_agent_sandbox();
+    let child = spawn_hook(&sandbox, "codex", "wait=30s", "cargo test", "s0");
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    run_expecting(
+        &mut sandbox.gavel(&["approve", &id, "--yes", "--grant", "command", "--session"]),
+        0,
+    );
+    child.wait_with_output().unwrap();
+    let payload = crate::clients::payload(&sandbox, "codex", "shell_pre", "cargo test", "s1")
+        .replace("019a7c2e-5b1d-7f30-9a64-3c2d1e0f4b8a", "another-session");
+    let output = sandbox
+        .gavel(&["hook", "codex"])
+        .write_stdin(payload)
+        .output()
+        .unwrap();
+    let (answer, _) = crate::clients::decision("codex", &output);
+    assert_eq!(answer, "deny");
+    // A rejection cannot carry a grant.
+    let line = assert_one_line_error(&mut sandbox.gavel(&["reject", "x", "--grant", "call"]));
+    assert!(line.contains("--grant goes with an approval"), "{line}");
+}
+
+#[test]
+fn the_policys_approval_wait_makes_asked_calls_wait_without_a_flag() {
+    let sandbox = Sandbox::new();
+    let text = format!(
+        "{}\n[approval]\nwait = \"1s\"\n",
+        gavel::policy::DEFAULT_POLICY_TOML
+    );
+    sandbox.write("gavel.toml", &text);
+    let args = write_args();
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "write_file", &args, "--json"]),
+        3,
+    );
+    let outcome = json(&output);
+    assert_eq!(outcome["approval"], "cancelled");
+    let rows = approvals(&sandbox, outcome["call_id"].as_str().unwrap());
+    assert_eq!(rows[0]["channel"], "queue");
+    assert_eq!(rows[1]["cause"], "timeout");
+    // A flag still wins.
+    let output = run_expecting(
+        &mut sandbox.gavel(&["run", "write_file", &args, "--reject", "--json"]),
+        3,
+    );
+    assert_eq!(json(&output)["approval"], "rejected");
+    // A wait that is not one is refused with the policy.
+    sandbox.write("gavel.toml", &text.replace("\"1s\"", "\"soon\""));
+    let line = assert_one_line_error(&mut sandbox.gavel(&["policy", "validate"]));
+    assert!(
+        line.contains("[approval]: wait `soon` is not a duration"),
+        "{line}"
+    );
+}
+
+/// `gavel ARGS` with its stdin on a terminal (util-linux `script`), fed `input`.
+fn on_a_terminal(sandbox: &Sandbox, args: &str, input: &str) -> Option<(i32, String)> {
+    let script = ["/usr/bin/script", "/bin/script"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(script) = script else {
+        eprintln!("SKIPPED: `script` (util-linux) is not installed");
+        return None;
+    };
+    let command = format!(
+        "{} {args} --workspace {} --db {}",
+        env!("CARGO_BIN_EXE_gavel"),
+        sandbox.ws.display(),
+        sandbox.db.display()
+    );
+    let mut child = Command::new(script)
+        .args(["-qec", &command, "/dev/null"])
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    Some((code(&output), stdout(&output)))
+}
+
+#[test]
+fn gavel_approve_on_a_terminal_shows_the_call_and_records_only_a_yes() {
+    let sandbox = Sandbox::new();
+    let args = write_args();
+    let child = spawn(
+        &sandbox,
+        &["run", "write_file", &args, "--ask", "wait=30s", "--json"],
+    );
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let Some((code_no, shown)) = on_a_terminal(&sandbox, &format!("approve {id}"), "n\n") else {
+        run_expecting(&mut sandbox.gavel(&["reject", &id, "--yes"]), 0);
+        finish(child);
+        return;
+    };
+    assert_eq!(code_no, 1, "{shown}");
+    assert!(shown.contains("Approve this call? [y/N]"), "{shown}");
+    assert!(shown.contains("\"path\":\"out.txt\""), "{shown}");
+    assert!(shown.contains("nothing recorded"), "{shown}");
+    assert_eq!(wait_for_pending_now(&sandbox).len(), 1, "a no was recorded");
+    let (code_yes, shown) = on_a_terminal(&sandbox, &format!("approve {id}"), "y\n").unwrap();
+    assert_eq!(code_yes, 0, "{shown}");
+    let (code, outcome, _) = finish(child);
+    assert_eq!(code, 0);
+    assert_eq!(outcome["status"], "succeeded");
+}
