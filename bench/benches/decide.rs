@@ -151,6 +151,8 @@ decision := {"action": "deny", "rule_id": "request.invalid_arguments", "reason":
     read_allow
 } else := {"action": "ask", "rule_id": "path.write_requires_approval", "reason": sprintf("%s mutates workspace content and requires user approval", [input.tool])} if {
     write_ask
+} else := {"action": "ask", "rule_id": "mcp.requires_approval", "reason": sprintf("%s is an MCP tool; approval required", [input.tool])} if {
+    startswith(input.tool, "mcp__")
 } else := {"action": "ask", "rule_id": "bash.unprovable", "reason": sprintf("cannot prove what this command runs (%s); approval required", [concat(", ", shell.unprovable)])} if {
     input.tool == "bash"
     unprovable
@@ -227,11 +229,15 @@ when {{ resource in {reads} && {any_path} && !context.path_inside.contains(false
 permit(principal, action == Action::"call", resource)
 when {{ resource in {writes} && context.path_inside.contains(true) }};
 
-@order("5") @action("ask") @rule("bash.unprovable")
+@order("5") @action("ask") @rule("mcp.requires_approval")
+permit(principal, action == Action::"call", resource)
+when {{ context.tool like "mcp__*" }};
+
+@order("6") @action("ask") @rule("bash.unprovable")
 permit(principal, action == Action::"call", resource == Tool::"bash")
 when {{ context.unprovable }};
 
-@order("6") @action("ask") @rule("bash.requires_approval")
+@order("7") @action("ask") @rule("bash.requires_approval")
 permit(principal, action == Action::"call", resource == Tool::"bash");
 "#,
         hard_deny = cedar_hard_deny()
@@ -304,6 +310,7 @@ impl Cedar {
         let context = Context::from_json_value(
             json!({
                 "arguments_are_object": request.arguments.is_object(),
+                "tool": request.name,
                 "arguments": arguments,
                 "path_inside": inside,
                 "unprovable": facts.shell.as_ref().is_some_and(|s| !s.unprovable.is_empty()),
