@@ -68,7 +68,7 @@ pub enum AskArg {
     Wait(super::AskWait),
 }
 
-fn parse_ask(text: &str) -> Result<AskArg, String> {
+pub(super) fn parse_ask(text: &str) -> Result<AskArg, String> {
     match text {
         "auto" => Ok(AskArg::Auto),
         "prompt" => Ok(AskArg::Prompt),
@@ -213,7 +213,10 @@ fn hook(client: &dyn Client, global: &Global, args: &HookArgs) -> Exit {
         std::io::stdin()
             .read_to_string(&mut text)
             .context("cannot read the hook input from stdin")?;
-        handle(client, global, args, &text)
+        match super::resident::forward(client, global, args, &text) {
+            Some(answer) => Ok(answer),
+            None => handle(client, global, args, &text),
+        }
     }));
     let _ = std::panic::take_hook();
     let answer = match outcome {
@@ -256,7 +259,7 @@ fn exit(code: u8) -> Exit {
 }
 
 /// The client's fail-closed answer for the event `text` names, if it names one.
-fn fail(client: &dyn Client, args: &HookArgs, text: &str, message: &str) -> Answer {
+pub(super) fn fail(client: &dyn Client, args: &HookArgs, text: &str, message: &str) -> Answer {
     let named = serde_json::from_str::<Value>(text).ok().and_then(|v| {
         ["hook_event_name", "hookEventName"]
             .iter()
@@ -265,12 +268,8 @@ fn fail(client: &dyn Client, args: &HookArgs, text: &str, message: &str) -> Answ
     client.fail_closed(named.or_else(|| args.event.clone()).as_deref(), message)
 }
 
-fn handle(
-    client: &dyn Client,
-    global: &Global,
-    args: &HookArgs,
-    text: &str,
-) -> anyhow::Result<Answer> {
+/// The client's event in `text` (named by `--event` when it does not say).
+fn parse_event(client: &dyn Client, args: &HookArgs, text: &str) -> anyhow::Result<HookEvent> {
     let mut value: Value =
         serde_json::from_str(text).map_err(|source| HookError::NotJson { source })?;
     if let (Some(event), Some(object)) = (&args.event, value.as_object_mut())
@@ -279,17 +278,14 @@ fn handle(
     {
         object.insert("hook_event_name".into(), Value::String(event.clone()));
     }
-    let event = client.parse(value)?;
-    let context = &event.context;
-    FATAL_EXIT.store(
-        i32::from(client.fail_closed(Some(&context.event), "").exit),
-        Ordering::Relaxed,
-    );
+    Ok(client.parse(value)?)
+}
 
-    // The workspace is pinned for the whole session: --workspace, else the
-    // project the client was started in (its environment variable, or the
-    // project it reports), and only then the hook's cwd, which follows the
-    // agent's `cd`.
+/// `global` with the workspace pinned for the whole session: --workspace,
+/// else the project the client was started in (its environment variable,
+/// or the project it reports), and only then the hook's cwd, which follows
+/// the agent's `cd`.
+fn pin_workspace(client: &dyn Client, global: &Global, context: &Context) -> Global {
     let mut global = global.clone();
     if global.workspace.is_none() {
         let project = client
@@ -300,14 +296,44 @@ fn handle(
             .or_else(|| context.project_dir.as_ref().map(PathBuf::from));
         global.workspace = Some(project.unwrap_or_else(|| PathBuf::from(&context.cwd)));
     }
+    global
+}
+
+/// The options the event in `text` would be handled with, the workspace
+/// pinned (for handing the event to a resident gavel).
+pub(super) fn pinned(
+    client: &dyn Client,
+    global: &Global,
+    args: &HookArgs,
+    text: &str,
+) -> anyhow::Result<Global> {
+    let event = parse_event(client, args, text)?;
+    Ok(pin_workspace(client, global, &event.context))
+}
+
+/// Handles one event: the answer for the client.
+pub(super) fn handle(
+    client: &dyn Client,
+    global: &Global,
+    args: &HookArgs,
+    text: &str,
+) -> anyhow::Result<Answer> {
+    let event = parse_event(client, args, text)?;
+    let context = &event.context;
+    FATAL_EXIT.store(
+        i32::from(client.fail_closed(Some(&context.event), "").exit),
+        Ordering::Relaxed,
+    );
+    let global = pin_workspace(client, global, context);
     let workspace = global.workspace()?;
     // A call is decided by a policy that loads, or nothing is recorded.
     let policy = match event.kind {
         Kind::Pre(_) | Kind::Permission(_) => Some(global.calls_policy(&workspace)?),
         _ => None,
     };
-    let fresh = !global.db_path()?.exists();
     let mut store = global.open_store()?;
+    // A log with nothing in it yet (new, or made by a resident gavel).
+    let fresh = store.last_seq()? == 0;
     if let Some(policy) = &policy {
         super::Global::vouch_policy(policy, &store)?;
     }
@@ -511,6 +537,7 @@ fn handle(
     // signed checkpoint, so a cut tail is caught (docs/checkpoints.md).
     if answer.is_ok() {
         super::auto_checkpoint(&mut store, 1);
+        global.keep_store(store);
     }
     answer
 }

@@ -32,6 +32,7 @@ mod query;
 mod render;
 mod replay;
 mod report;
+mod resident;
 mod run;
 mod serve;
 mod show;
@@ -114,6 +115,9 @@ pub struct Global {
     /// $COLUMNS, or (when stdout is neither) 160 columns; `log` adds `who` and layer columns
     #[arg(long, global = true)]
     pub wide: bool,
+    /// Stores kept open between calls by a resident gavel (`serve --socket`).
+    #[arg(skip)]
+    pub kept: Option<std::sync::Arc<resident::StorePool>>,
 }
 
 /// Limits on the built-in tools, for the commands that run them.
@@ -633,6 +637,9 @@ impl Global {
     /// Opens the audit database for appending, creating it on first use.
     pub fn open_store(&self) -> anyhow::Result<Store> {
         let path = self.db_path()?;
+        if let Some(store) = self.kept.as_ref().and_then(|pool| pool.take(&path)) {
+            return Ok(store);
+        }
         let durability = match self.durability {
             DurabilityArg::Full => Durability::Full,
             DurabilityArg::Normal => Durability::Normal,
@@ -646,6 +653,13 @@ impl Global {
             );
         }
         Ok(store)
+    }
+
+    /// Keeps `store` open for the next call, in a resident gavel; else closes it.
+    pub fn keep_store(&self, store: Store) {
+        if let Some(pool) = &self.kept {
+            pool.keep(store);
+        }
     }
 
     /// The durability `--durability` asks for.

@@ -38,9 +38,24 @@ Durability: every call is recorded before it is asked about or run.
 #[derive(Args, Debug)]
 #[command(after_help = PROTOCOL)]
 pub struct ServeArgs {
-    /// Speak JSON lines on stdin and stdout (the only transport)
-    #[arg(long, required = true)]
+    /// Speak JSON lines on stdin and stdout
+    #[arg(long, required_unless_present = "socket", conflicts_with = "socket")]
     pub stdio: bool,
+    /// Stay resident and answer `gavel hook` calls on a Unix socket (default
+    /// `<db>.sock`), keeping the database open and the policy parsed; a hook
+    /// that finds no answer there runs the call in its own process
+    #[arg(
+        long,
+        value_name = "PATH",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        value_parser = socket_path
+    )]
+    pub socket: Option<std::path::PathBuf>,
+    /// With --socket: stop after no hook came for DURATION (e.g. 30m, 8h)
+    #[arg(long, value_name = "DURATION", requires = "socket", value_parser = gavel::approvals::parse_wait)]
+    pub idle: Option<std::time::Duration>,
     /// `wait[=DURATION]`: instead of an `approval_request` line, an asked call waits in the
     /// pending queue until `gavel approve` or `gavel reject` answers it from another terminal,
     /// or DURATION ends (default 10m; then cancelled, cause timeout)
@@ -51,6 +66,11 @@ pub struct ServeArgs {
 }
 
 pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
+    if let Some(socket) = args.socket {
+        let socket = Some(socket).filter(|s| !s.as_os_str().is_empty());
+        let idle = args.idle.unwrap_or(std::time::Duration::MAX);
+        return super::resident::listen(global, socket, idle);
+    }
     let workspace = global.workspace()?;
     let policy = global.calls_policy(&workspace)?;
     let mut store = global.open_store()?;
@@ -90,6 +110,11 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     // The session's end: a signed checkpoint vouches for what it recorded.
     super::auto_checkpoint(&mut store, 1);
     Ok(Exit::Ok)
+}
+
+/// `--socket`'s value; empty (a bare `--socket`) for the default.
+fn socket_path(text: &str) -> Result<std::path::PathBuf, String> {
+    Ok(text.into())
 }
 
 /// Whether a read of stdin would return at once (data or end of input).

@@ -1,6 +1,9 @@
 //! Policy files: TOML in, a validated `Policy` out, or a one-line error
 //! naming the file, the rule and the problem. Never a silent fallback.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
 use regex::RegexSet;
 use serde::Deserialize;
 
@@ -407,7 +410,42 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     Ok((name, rules, redact, shadows, paths, wait))
 }
 
+/// Parses kept by text, once a resident process asked for them.
+static MEMO: OnceLock<Mutex<HashMap<(String, String, bool), Policy>>> = OnceLock::new();
+
+/// How many parses the memo keeps before it starts over: a long-lived
+/// process whose policy files keep changing must not grow without bound.
+const MEMO_SIZE: usize = 64;
+
+/// Makes every later parse of a text this process parsed before a clone of
+/// that parse. For a process that reads the same policy files on every call
+/// (`gavel serve --socket`): the files are still read, and the layers'
+/// ownership and modes still checked, each time; only their TOML is not
+/// parsed again. Parsing is a pure function of the text, the origin named
+/// in errors and the checks asked for, which together are the key.
+pub fn memoize_parses() {
+    MEMO.get_or_init(Mutex::default);
+}
+
 pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
+    let Some(memo) = MEMO.get() else {
+        return parse_text(text, origin, checks);
+    };
+    let key = (text.to_owned(), origin.to_owned(), checks == Checks::Now);
+    if let Some(kept) = memo.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(kept);
+    }
+    let policy = parse_text(text, origin, checks)?;
+    if let Ok(mut memo) = memo.lock() {
+        if memo.len() >= MEMO_SIZE {
+            memo.clear();
+        }
+        memo.insert(key, policy.clone());
+    }
+    Ok(policy)
+}
+
+fn parse_text(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
     let file_error = |problem: String| PolicyError::File {
         path: origin.to_owned(),
         problem,

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
-pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec};
+pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec, memoize_parses};
 pub use layered::{Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
 pub use rule::{EntryMatch, Rule};
 

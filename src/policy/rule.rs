@@ -7,7 +7,7 @@
 //! than it names, and never deny or ask less than it names.
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
@@ -45,7 +45,9 @@ pub(super) struct Globs {
     key: &'static str,
     /// Whether `*` stops at `/` (paths) or not (programs, arguments).
     paths: bool,
-    compiled: OnceLock<Result<Compiled, String>>,
+    /// Shared by the policy's clones: a resident process that hands out a
+    /// kept parse compiles each glob once (`policy::memoize_parses`).
+    compiled: Arc<OnceLock<Result<Compiled, String>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -75,7 +77,7 @@ impl Globs {
         Self {
             key,
             paths,
-            compiled: OnceLock::new(),
+            compiled: Arc::new(OnceLock::new()),
         }
     }
 

@@ -38,6 +38,7 @@ mod real_clients;
 mod real_clients_model;
 mod redact;
 mod replay;
+mod resident;
 mod report;
 mod reviewer;
 mod run;

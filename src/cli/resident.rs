@@ -1,0 +1,402 @@
+//! A resident gavel: `gavel serve --socket` keeps the audit database open
+//! and the policy parsed, and `gavel hook <client>` hands its event to it
+//! over a Unix socket beside the database (`<db>.sock`) instead of doing
+//! the whole call in a fresh process.
+//!
+//! The resident process runs the same hook code on the same inputs: the
+//! hook sends its event text, the options it resolved (absolute paths) and
+//! the environment the call path reads; the resident process answers only
+//! when all of it is what it would use itself (its database, its gavel
+//! version, the same layer variables), and says "do it yourself" otherwise,
+//! before recording anything. A hook that finds no resident process, or is
+//! told to do it itself, runs the call in its own process exactly as
+//! before. One that loses the resident process mid-call gives the client's
+//! fail-closed answer: the call may have been recorded, and must not be
+//! recorded twice.
+//!
+//! Only a process of the same user is answered (`SO_PEERCRED`), and a hook
+//! talks only to a socket its own user owns.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use gavel::clients::{Answer, Client};
+use gavel::store::Store;
+
+use super::hook::{self, AskArg, HookArgs};
+use super::{DurabilityArg, Exit, Global};
+
+/// The environment variables the call path reads after the options are
+/// resolved (the layers, the principal, the checkpoint interval): the
+/// resident process answers a hook only when its own values are the same.
+const ENV: &[&str] = &[
+    "HOME",
+    "USER",
+    "XDG_CONFIG_HOME",
+    gavel::layers::ADMIN_POLICY_VAR,
+    "GAVEL_POLICY",
+    super::CHECKPOINT_EVERY_VAR,
+];
+
+/// The largest request line a resident process reads (a hook's event with
+/// the client's whole tool input in it).
+const MAX_REQUEST: u64 = 256 << 20;
+
+/// The socket of the resident process for the database `db`.
+pub fn socket_for(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".sock");
+    PathBuf::from(name)
+}
+
+/// What a hook sends: one JSON line.
+#[derive(Serialize, Deserialize)]
+struct Request {
+    gavel: String,
+    client: String,
+    ask: Option<String>,
+    event: Option<String>,
+    workspace: PathBuf,
+    policy: Option<PathBuf>,
+    shadow_policy: Vec<PathBuf>,
+    db: PathBuf,
+    durability_normal: bool,
+    max_argument_bytes: u64,
+    env: Vec<(String, Option<String>)>,
+    input: String,
+}
+
+/// What the resident process answers: the hook's answer, or why the hook
+/// is to run the call itself.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Reply {
+    Answer {
+        stdout: Option<String>,
+        stderr: Option<String>,
+        exit: u8,
+    },
+    Yourself {
+        why: String,
+    },
+}
+
+fn env_now() -> Vec<(String, Option<String>)> {
+    ENV.iter()
+        .map(|name| {
+            let value = std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+            ((*name).to_owned(), value)
+        })
+        .collect()
+}
+
+fn ask_text(ask: AskArg) -> String {
+    match ask {
+        AskArg::Auto => "auto".to_owned(),
+        AskArg::Prompt => "prompt".to_owned(),
+        AskArg::Deny => "deny".to_owned(),
+        AskArg::Wait(super::AskWait(None)) => "wait".to_owned(),
+        AskArg::Wait(super::AskWait(Some(wait))) => format!("wait={}ms", wait.as_millis()),
+    }
+}
+
+/// Hands the hook's event to the resident process of its database, if one
+/// answers: `None` when the hook is to run the call itself.
+pub fn forward(client: &dyn Client, global: &Global, args: &HookArgs, text: &str) -> Option<Answer> {
+    // The options as the call itself would resolve them: a hook whose event
+    // does not parse, or whose workspace does not open, fails in-process.
+    let pinned = hook::pinned(client, global, args, text).ok()?;
+    let db = pinned.db_path().ok()?;
+    let socket = socket_for(&db);
+    let owned = std::fs::symlink_metadata(&socket).ok()?;
+    // SAFETY: getuid(2) cannot fail and touches no memory.
+    if !owned.file_type().is_socket() || owned.uid() != unsafe { libc::getuid() } {
+        return None;
+    }
+    let mut stream = UnixStream::connect(&socket).ok()?;
+    let request = Request {
+        gavel: env!("CARGO_PKG_VERSION").to_owned(),
+        client: client.name().to_owned(),
+        ask: args.ask.map(ask_text),
+        event: args.event.clone(),
+        workspace: pinned.workspace.clone()?,
+        policy: absolute(pinned.policy.as_deref())?,
+        shadow_policy: pinned
+            .shadow_policy
+            .iter()
+            .map(|p| absolute(Some(p)).flatten())
+            .collect::<Option<_>>()?,
+        db: absolute(Some(&db))??,
+        durability_normal: pinned.durability == DurabilityArg::Normal,
+        max_argument_bytes: pinned.max_argument_bytes,
+        env: env_now(),
+        input: text.to_owned(),
+    };
+    let mut line = serde_json::to_vec(&request).ok()?;
+    line.push(b'\n');
+    // Nothing is recorded before the request is read whole: a failed send
+    // leaves the call to this process.
+    stream.write_all(&line).ok()?;
+    let mut reply = String::new();
+    let read = BufReader::new(stream).read_line(&mut reply);
+    match (read, serde_json::from_str::<Reply>(&reply)) {
+        (Ok(_), Ok(Reply::Answer {
+            stdout,
+            stderr,
+            exit,
+        })) => Some(Answer {
+            stdout,
+            stderr,
+            exit,
+        }),
+        (Ok(_), Ok(Reply::Yourself { .. })) => None,
+        // The resident process took the request and then failed or went
+        // away: the call may be recorded, so it is not tried again here.
+        _ => Some(hook::fail(
+            client,
+            args,
+            text,
+            "the resident gavel (serve --socket) did not answer",
+        )),
+    }
+}
+
+/// `path` made absolute against the current directory (`Some(None)` for no path).
+fn absolute(path: Option<&Path>) -> Option<Option<PathBuf>> {
+    match path {
+        None => Some(None),
+        Some(path) if path.is_absolute() => Some(Some(path.to_owned())),
+        Some(path) => Some(Some(std::env::current_dir().ok()?.join(path))),
+    }
+}
+
+/// Audit stores kept open between calls, one pool per resident process.
+#[derive(Default)]
+pub struct StorePool {
+    stores: Mutex<Vec<Store>>,
+}
+
+impl std::fmt::Debug for StorePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StorePool")
+    }
+}
+
+impl StorePool {
+    /// At most this many stores are kept (one per call answered at once).
+    const KEEP: usize = 8;
+
+    pub fn take(&self, path: &Path) -> Option<Store> {
+        let mut stores = self.stores.lock().ok()?;
+        let at = stores.iter().position(|s| s.path() == path)?;
+        Some(stores.swap_remove(at))
+    }
+
+    pub fn keep(&self, store: Store) {
+        if let Ok(mut stores) = self.stores.lock()
+            && stores.len() < Self::KEEP
+        {
+            stores.push(store);
+        }
+    }
+}
+
+/// Set by SIGTERM, SIGINT or SIGHUP: the resident process stops accepting.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// How many hook calls this process answered.
+static ANSWERED: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// `gavel serve --socket`: answers hooks until stopped, or until no hook
+/// came for `idle`.
+pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyhow::Result<Exit> {
+    let db = global.db_path()?;
+    let db = absolute(Some(&db))
+        .flatten()
+        .context("cannot read the current directory")?;
+    let socket = socket.unwrap_or_else(|| socket_for(&db));
+    let mut global = global.clone();
+    global.db = Some(db.clone());
+    let pool = Arc::new(StorePool::default());
+    global.kept = Some(Arc::clone(&pool));
+    // The database is made (or migrated) now, so a bad one stops here.
+    pool.keep(global.open_store()?);
+    gavel::policy::memoize_parses();
+
+    if UnixStream::connect(&socket).is_ok() {
+        anyhow::bail!(
+            "a resident gavel already answers on `{}`",
+            socket.display()
+        );
+    }
+    match std::fs::symlink_metadata(&socket) {
+        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(&socket)
+            .with_context(|| format!("cannot remove the stale socket `{}`", socket.display()))?,
+        Ok(_) => anyhow::bail!("`{}` exists and is not a socket", socket.display()),
+        Err(_) => {}
+    }
+    let listener = UnixListener::bind(&socket)
+        .with_context(|| format!("cannot listen on `{}`", socket.display()))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot restrict `{}` to its owner", socket.display()))?;
+    listener.set_nonblocking(true)?;
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe {
+            libc::signal(signal, stop as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        }
+    }
+    eprintln!(
+        "gavel: answering hooks for `{}` on `{}`",
+        db.display(),
+        socket.display()
+    );
+    let global = Arc::new(global);
+    let mut last = Instant::now();
+    while !STOP.load(Ordering::Relaxed) && last.elapsed() < idle {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                last = Instant::now();
+                let global = Arc::clone(&global);
+                std::thread::spawn(move || answer(&global, stream));
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => wait_readable(&listener),
+            Err(err) => return Err(err).context("cannot accept a hook's connection"),
+        }
+    }
+    let _ = std::fs::remove_file(&socket);
+    eprintln!(
+        "gavel: answered {} hook calls",
+        ANSWERED.load(Ordering::Relaxed)
+    );
+    Ok(Exit::Ok)
+}
+
+/// Waits up to a quarter second for a connection (so a stop is seen soon).
+fn wait_readable(listener: &UnixListener) {
+    use std::os::fd::AsRawFd;
+    let mut poll = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe {
+        libc::poll(&mut poll, 1, 250);
+    }
+}
+
+/// The uid of the process at the other end of `stream`.
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero ucred is valid for getsockopt to fill; the length
+    // says its size.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a valid socket, a buffer of `len` bytes.
+    let ok = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    } == 0;
+    ok.then_some(cred.uid)
+}
+
+/// Answers one hook's connection.
+fn answer(global: &Global, stream: UnixStream) {
+    // SAFETY: getuid(2) cannot fail and touches no memory.
+    if peer_uid(&stream) != Some(unsafe { libc::getuid() }) {
+        return;
+    }
+    let mut line = String::new();
+    if BufReader::new((&stream).take(MAX_REQUEST))
+        .read_line(&mut line)
+        .is_err()
+    {
+        return;
+    }
+    let reply = match serde_json::from_str::<Request>(&line) {
+        Ok(request) => match mine(global, &request) {
+            Ok(call) => run_hook(call, &request),
+            Err(why) => Reply::Yourself { why },
+        },
+        Err(err) => Reply::Yourself {
+            why: format!("not a hook request: {err}"),
+        },
+    };
+    if let Ok(mut reply) = serde_json::to_vec(&reply) {
+        reply.push(b'\n');
+        let _ = (&stream).write_all(&reply);
+    }
+}
+
+/// The options of `request` as this process runs them, or why it does not.
+fn mine(global: &Global, request: &Request) -> Result<(Global, HookArgs), String> {
+    if request.gavel != env!("CARGO_PKG_VERSION") {
+        return Err(format!("the hook is gavel {}", request.gavel));
+    }
+    if Some(&request.db) != global.db.as_ref() {
+        return Err(format!("`{}` is not this process's database", request.db.display()));
+    }
+    if request.env != env_now() {
+        return Err("the hook's environment differs".to_owned());
+    }
+    let ask = match &request.ask {
+        Some(text) => Some(hook::parse_ask(text)?),
+        None => None,
+    };
+    // The kept stores commit with this process's durability.
+    if request.durability_normal != (global.durability == DurabilityArg::Normal) {
+        return Err("the hook asks for another durability".to_owned());
+    }
+    let mut call = global.clone();
+    call.workspace = Some(request.workspace.clone());
+    call.policy.clone_from(&request.policy);
+    call.shadow_policy.clone_from(&request.shadow_policy);
+    call.max_argument_bytes = request.max_argument_bytes;
+    let args = HookArgs {
+        client: request.client.clone(),
+        ask,
+        event: request.event.clone(),
+    };
+    Ok((call, args))
+}
+
+fn run_hook((global, args): (Global, HookArgs), request: &Request) -> Reply {
+    let Some(client) = gavel::clients::by_name(&args.client) else {
+        return Reply::Yourself {
+            why: format!("unknown client `{}`", args.client),
+        };
+    };
+    let answered = catch_unwind(AssertUnwindSafe(|| {
+        hook::handle(client, &global, &args, &request.input)
+    }));
+    let answer = match answered {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(err)) => hook::fail(client, &args, &request.input, &super::one_line(&err)),
+        Err(_) => hook::fail(client, &args, &request.input, "internal error"),
+    };
+    ANSWERED.fetch_add(1, Ordering::Relaxed);
+    Reply::Answer {
+        stdout: answer.stdout,
+        stderr: answer.stderr,
+        exit: answer.exit,
+    }
+}

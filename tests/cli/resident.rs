@@ -1,0 +1,246 @@
+//! `gavel serve --socket`: a resident gavel answers `gavel hook` calls as
+//! the hook itself would, and a hook it cannot answer for runs the call in
+//! its own process.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Sandbox, code, json_lines, stderr, stdout, tool_payload};
+
+/// A resident gavel on the sandbox's database, stopped on drop.
+struct Resident {
+    child: Option<Child>,
+    socket: PathBuf,
+}
+
+impl Resident {
+    fn start(sandbox: &Sandbox) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_gavel"))
+            .env("GAVEL_CHECKPOINT_EVERY", "0")
+            .env("XDG_CONFIG_HOME", sandbox.root.join("config"))
+            .env_remove("GAVEL_ADMIN_POLICY")
+            .env_remove("GAVEL_POLICY")
+            .current_dir(&sandbox.root)
+            .args(["serve", "--socket", "--db"])
+            .arg(&sandbox.db)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let socket = PathBuf::from(format!("{}.sock", sandbox.db.display()));
+        let started = Instant::now();
+        while !socket.exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the resident gavel did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            child: Some(child),
+            socket,
+        }
+    }
+
+    /// Stops it with SIGTERM; what it printed.
+    fn stop(mut self) -> String {
+        let child = self.child.take().unwrap();
+        signal(&child, "TERM");
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stderr(&out)
+    }
+}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Runs one hook event; its exit code and stdout.
+fn hook(sandbox: &Sandbox, payload: &Value, env: &[(&str, &Path)]) -> (i32, String) {
+    let mut cmd = sandbox.bare();
+    cmd.current_dir(&sandbox.ws)
+        .args(["hook", "claude-code", "--db"])
+        .arg(&sandbox.db)
+        .env_remove("CLAUDE_PROJECT_DIR");
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let out = cmd.write_stdin(payload.to_string()).output().unwrap();
+    (code(&out), stdout(&out) + &stderr(&out))
+}
+
+/// A session of every kind of event: allowed, denied and asked calls, a
+/// completion, a lifecycle event.
+fn session(sandbox: &Sandbox) -> Vec<Value> {
+    let pre = |id: &str, tool: &str, input: Value| {
+        tool_payload(sandbox, "pre_tool_use.json", id, tool, input)
+    };
+    let post = |id: &str, tool: &str, input: Value| {
+        tool_payload(sandbox, "post_tool_use.json", id, tool, input)
+    };
+    let notes = sandbox.ws.join("notes.txt").display().to_string();
+    let ls = json!({"command": "ls", "description": "List files"});
+    vec![
+        crate::support::hook_payload(sandbox, "session_start.json"),
+        pre("t_read", "Read", json!({"file_path": notes})),
+        post("t_read", "Read", json!({"file_path": notes})),
+        pre("t_out", "Read", json!({"file_path": "/etc/passwd"})),
+        pre("t_ls", "Bash", ls.clone()),
+        post("t_ls", "Bash", ls),
+        pre("t_rm", "Bash", json!({"command": "rm -rf /"})),
+        pre(
+            "t_write",
+            "Write",
+            json!({"file_path": notes, "content": "changed"}),
+        ),
+        crate::support::hook_payload(sandbox, "stop.json"),
+    ]
+}
+
+/// Each recorded event's kind, call, tool and decision, in order.
+fn record(sandbox: &Sandbox) -> Vec<Value> {
+    let out = sandbox.gavel(&["export"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json_lines(&out)
+        .into_iter()
+        .filter(|line| line["record"] == "event")
+        .map(|e| {
+            json!([
+                e["kind"], e["call_id"], e["tool"], e["action"], e["rule_id"], e["approval"],
+                e["status"]
+            ])
+        })
+        .collect()
+}
+
+#[test]
+fn a_resident_gavel_answers_hooks_as_the_hook_itself_would() {
+    let resident_box = Sandbox::new();
+    let alone_box = Sandbox::new();
+    let resident = Resident::start(&resident_box);
+
+    let events = session(&resident_box);
+    let answers: Vec<(i32, String)> = events
+        .iter()
+        .map(|e| hook(&resident_box, e, &[]))
+        .collect();
+    let alone: Vec<(i32, String)> = session(&alone_box)
+        .iter()
+        .map(|e| hook(&alone_box, e, &[]))
+        .collect();
+    // The same answers, byte for byte (the paths differ by sandbox).
+    let ours = |(code, out): &(i32, String), sandbox: &Sandbox| {
+        (*code, out.replace(&sandbox.root.display().to_string(), "ROOT"))
+    };
+    for (resident_answer, alone_answer) in answers.iter().zip(&alone) {
+        assert_eq!(
+            ours(resident_answer, &resident_box),
+            ours(alone_answer, &alone_box)
+        );
+    }
+    assert!(answers[3].1.contains("\"deny\""), "{:?}", answers[3]);
+    assert!(answers[6].1.contains("bash.hard_deny"), "{:?}", answers[6]);
+
+    let said = resident.stop();
+    assert!(
+        said.contains(&format!("answered {} hook calls", events.len())),
+        "every event went through the resident gavel: {said}"
+    );
+    assert!(!Path::new(&format!("{}.sock", resident_box.db.display())).exists());
+    // The same record, and a chain that holds.
+    assert_eq!(record(&resident_box), record(&alone_box));
+    let out = resident_box.gavel(&["verify"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn a_hook_runs_the_call_itself_when_the_resident_gavel_cannot_answer_for_it() {
+    let sandbox = Sandbox::new();
+    let resident = Resident::start(&sandbox);
+    let notes = sandbox.ws.join("notes.txt").display().to_string();
+    let read = |id: &str| {
+        tool_payload(
+            &sandbox,
+            "pre_tool_use.json",
+            id,
+            "Read",
+            json!({"file_path": notes}),
+        )
+    };
+
+    // A second resident gavel on the same database is refused.
+    let out = sandbox
+        .bare()
+        .args(["serve", "--socket", "--db"])
+        .arg(&sandbox.db)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("already answers"), "{}", stderr(&out));
+
+    // Layers read from another place than the resident gavel reads them:
+    // the hook decides itself, under its own layers.
+    let other = sandbox.root.join("other-config");
+    std::fs::create_dir_all(other.join("gavel")).unwrap();
+    std::fs::write(
+        other.join("gavel/policy.toml"),
+        "name = \"mine\"\n[[rules]]\nid = \"user.no_reads\"\naction = \"deny\"\nreason = \"no reads today\"\ntools = [\"read_file\"]\n",
+    )
+    .unwrap();
+    let (exit, answer) = hook(&sandbox, &read("t_layer"), &[("XDG_CONFIG_HOME", &other)]);
+    assert_eq!(exit, 0, "{answer}");
+    assert!(answer.contains("user.no_reads"), "{answer}");
+    let (exit, answer) = hook(&sandbox, &read("t_plain"), &[]);
+    assert_eq!(exit, 0);
+    assert!(answer.contains("path.read_allow"), "{answer}");
+
+    let said = resident.stop();
+    assert!(said.contains("answered 1 hook calls"), "{said}");
+
+    // A socket left behind by a resident gavel that was killed: the hook
+    // finds nobody there and runs the call itself.
+    let stale = Resident::start(&sandbox);
+    let mut child = std::mem::ManuallyDrop::new(stale);
+    let mut process = child.child.take().unwrap();
+    process.kill().unwrap();
+    process.wait().unwrap();
+    assert!(child.socket.exists());
+    let (exit, answer) = hook(&sandbox, &read("t_stale"), &[]);
+    assert_eq!(exit, 0);
+    assert!(answer.contains("path.read_allow"), "{answer}");
+
+    let out = sandbox.gavel(&["log", "--json"]).output().unwrap();
+    let calls: Vec<String> = json_lines(&out)
+        .iter()
+        .map(|c| format!("{} {}", c["call_id"], c["rule_id"]))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "\"t_layer\" \"user.no_reads\"",
+            "\"t_plain\" \"path.read_allow\"",
+            "\"t_stale\" \"path.read_allow\""
+        ]
+    );
+    let out = sandbox.gavel(&["verify"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
