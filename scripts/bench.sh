@@ -146,6 +146,15 @@ if [[ $has_hook == 1 ]]; then
     "$GAVEL" hook claude-code --db "$CALL" --workspace "$WS")"
   [[ -z $PREVIOUS ]] || put prev_hook_full "$(timeit --runs "$CALL_RUNS" --warmup 3 --stdin "$WORK/hook.json" -- \
     "$PREVIOUS" hook claude-code --db "$CALL" --workspace "$WS")"
+  # The same hook answered by a resident gavel (`serve --socket`), when this build has one.
+  if "$GAVEL" serve --help 2>/dev/null | grep -q -- --socket; then
+    "$GAVEL" serve --socket --db "$CALL" 2>/dev/null &
+    resident=$!
+    for _ in $(seq 100); do [[ -S $CALL.sock ]] && break; sleep 0.05; done
+    put hook_resident "$(timeit --runs "$CALL_RUNS" --warmup 3 --stdin "$WORK/hook.json" -- \
+      "$GAVEL" hook claude-code --db "$CALL" --workspace "$WS")"
+    kill "$resident"; wait "$resident" || true
+  fi
 fi
 
 # --- (c) verify and replay ------------------------------------------------------

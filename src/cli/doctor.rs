@@ -83,6 +83,7 @@ pub fn run(global: &Global, args: DoctorArgs) -> anyhow::Result<Exit> {
     hooks(&mut report, &root, &this);
     policy(&mut report, global, &workspace);
     log(&mut report, &db);
+    resident(&mut report, &db);
     ignored(&mut report, &root, &db);
     modes(&mut report, &db);
 
@@ -283,6 +284,33 @@ fn policy(report: &mut Report, global: &Global, workspace: &gavel::Workspace) {
             ),
             "`gavel policy lint` lists them",
         ),
+    }
+}
+
+/// Whether a resident gavel (`serve --socket`) answers the hooks of `db`.
+fn resident(report: &mut Report, db: &Path) {
+    let socket = super::resident::socket_for(db);
+    if !socket.exists() {
+        report.ok(
+            "resident",
+            "none: each hook runs its call in its own process (`gavel serve --socket` keeps one \
+             resident, which answers a hook in about half the time)"
+                .to_owned(),
+        );
+    } else if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        report.ok(
+            "resident",
+            format!("a resident gavel answers hooks on `{}`", socket.display()),
+        );
+    } else {
+        report.warn(
+            "resident",
+            format!(
+                "`{}` is left from a resident gavel that stopped: hooks run their calls themselves",
+                socket.display()
+            ),
+            "remove it, or start `gavel serve --socket` again",
+        );
     }
 }
 

@@ -15,14 +15,16 @@
 //! recorded twice.
 //!
 //! Only a process of the same user is answered (`SO_PEERCRED`), and a hook
-//! talks only to a socket its own user owns.
+//! hands its event only to a process of its own user running the very
+//! binary it runs (`/proc/PID/exe`): a look-alike server that would answer
+//! "allow" to everything is never asked, and the hook decides itself.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -111,7 +113,12 @@ fn ask_text(ask: AskArg) -> String {
 
 /// Hands the hook's event to the resident process of its database, if one
 /// answers: `None` when the hook is to run the call itself.
-pub fn forward(client: &dyn Client, global: &Global, args: &HookArgs, text: &str) -> Option<Answer> {
+pub fn forward(
+    client: &dyn Client,
+    global: &Global,
+    args: &HookArgs,
+    text: &str,
+) -> Option<Answer> {
     // The options as the call itself would resolve them: a hook whose event
     // does not parse, or whose workspace does not open, fails in-process.
     let pinned = hook::pinned(client, global, args, text).ok()?;
@@ -122,20 +129,30 @@ pub fn forward(client: &dyn Client, global: &Global, args: &HookArgs, text: &str
     if !owned.file_type().is_socket() || owned.uid() != unsafe { libc::getuid() } {
         return None;
     }
+    // Relative paths would be read against this process's directory and
+    // named so in the record: such a hook keeps the call to itself.
+    let workspace = pinned.workspace.clone()?;
+    let absolute = |path: &Path| path.is_absolute();
+    if !absolute(&workspace)
+        || !absolute(&db)
+        || !pinned.policy.as_deref().is_none_or(absolute)
+        || !pinned.shadow_policy.iter().all(|p| absolute(p))
+    {
+        return None;
+    }
     let mut stream = UnixStream::connect(&socket).ok()?;
+    if !trusted_listener(&stream) {
+        return None;
+    }
     let request = Request {
         gavel: env!("CARGO_PKG_VERSION").to_owned(),
         client: client.name().to_owned(),
         ask: args.ask.map(ask_text),
         event: args.event.clone(),
-        workspace: pinned.workspace.clone()?,
-        policy: absolute(pinned.policy.as_deref())?,
-        shadow_policy: pinned
-            .shadow_policy
-            .iter()
-            .map(|p| absolute(Some(p)).flatten())
-            .collect::<Option<_>>()?,
-        db: absolute(Some(&db))??,
+        workspace,
+        policy: pinned.policy.clone(),
+        shadow_policy: pinned.shadow_policy.clone(),
+        db,
         durability_normal: pinned.durability == DurabilityArg::Normal,
         max_argument_bytes: pinned.max_argument_bytes,
         env: env_now(),
@@ -149,11 +166,14 @@ pub fn forward(client: &dyn Client, global: &Global, args: &HookArgs, text: &str
     let mut reply = String::new();
     let read = BufReader::new(stream).read_line(&mut reply);
     match (read, serde_json::from_str::<Reply>(&reply)) {
-        (Ok(_), Ok(Reply::Answer {
-            stdout,
-            stderr,
-            exit,
-        })) => Some(Answer {
+        (
+            Ok(_),
+            Ok(Reply::Answer {
+                stdout,
+                stderr,
+                exit,
+            }),
+        ) => Some(Answer {
             stdout,
             stderr,
             exit,
@@ -167,15 +187,6 @@ pub fn forward(client: &dyn Client, global: &Global, args: &HookArgs, text: &str
             text,
             "the resident gavel (serve --socket) did not answer",
         )),
-    }
-}
-
-/// `path` made absolute against the current directory (`Some(None)` for no path).
-fn absolute(path: Option<&Path>) -> Option<Option<PathBuf>> {
-    match path {
-        None => Some(None),
-        Some(path) if path.is_absolute() => Some(Some(path.to_owned())),
-        Some(path) => Some(Some(std::env::current_dir().ok()?.join(path))),
     }
 }
 
@@ -213,6 +224,12 @@ impl StorePool {
 /// Set by SIGTERM, SIGINT or SIGHUP: the resident process stops accepting.
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// Hook calls being answered now.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// How long a stopping resident gavel lets the calls under way finish.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
 /// How many hook calls this process answered.
 static ANSWERED: AtomicU64 = AtomicU64::new(0);
 
@@ -223,10 +240,7 @@ extern "C" fn stop(_: libc::c_int) {
 /// `gavel serve --socket`: answers hooks until stopped, or until no hook
 /// came for `idle`.
 pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyhow::Result<Exit> {
-    let db = global.db_path()?;
-    let db = absolute(Some(&db))
-        .flatten()
-        .context("cannot read the current directory")?;
+    let db = std::path::absolute(global.db_path()?).context("cannot read the current directory")?;
     let socket = socket.unwrap_or_else(|| socket_for(&db));
     let mut global = global.clone();
     global.db = Some(db.clone());
@@ -237,10 +251,7 @@ pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyho
     gavel::policy::memoize_parses();
 
     if UnixStream::connect(&socket).is_ok() {
-        anyhow::bail!(
-            "a resident gavel already answers on `{}`",
-            socket.display()
-        );
+        anyhow::bail!("a resident gavel already answers on `{}`", socket.display());
     }
     match std::fs::symlink_metadata(&socket) {
         Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(&socket)
@@ -256,7 +267,10 @@ pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyho
     for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
         unsafe {
-            libc::signal(signal, stop as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::signal(
+                signal,
+                stop as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
         }
     }
     eprintln!(
@@ -271,13 +285,23 @@ pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyho
             Ok((stream, _)) => {
                 last = Instant::now();
                 let global = Arc::clone(&global);
-                std::thread::spawn(move || answer(&global, stream));
+                IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    answer(&global, stream);
+                    IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+                });
             }
             Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => wait_readable(&listener),
             Err(err) => return Err(err).context("cannot accept a hook's connection"),
         }
     }
     let _ = std::fs::remove_file(&socket);
+    // The calls under way finish (a wait for an approval at most a while):
+    // a hook cut off mid-call would answer fail-closed for a call that ran.
+    let stopping = Instant::now();
+    while IN_FLIGHT.load(Ordering::SeqCst) > 0 && stopping.elapsed() < STOP_GRACE {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     eprintln!(
         "gavel: answered {} hook calls",
         ANSWERED.load(Ordering::Relaxed)
@@ -299,8 +323,9 @@ fn wait_readable(listener: &UnixListener) {
     }
 }
 
-/// The uid of the process at the other end of `stream`.
-fn peer_uid(stream: &UnixStream) -> Option<u32> {
+/// The credentials of the process at the other end of `stream` (for a
+/// connecting hook, of the process that listens).
+fn peer(stream: &UnixStream) -> Option<libc::ucred> {
     use std::os::fd::AsRawFd;
     // SAFETY: an all-zero ucred is valid for getsockopt to fill; the length
     // says its size.
@@ -316,13 +341,33 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
             &mut len,
         )
     } == 0;
-    ok.then_some(cred.uid)
+    ok.then_some(cred)
+}
+
+/// Whether the process listening at the other end of `stream` is this
+/// user's and runs this very gavel binary: a server anyone else wrote
+/// (one that would answer "allow" to everything) is never asked.
+fn trusted_listener(stream: &UnixStream) -> bool {
+    let Some(cred) = peer(stream) else {
+        return false;
+    };
+    let same =
+        |a: &std::fs::Metadata, b: &std::fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
+    // SAFETY: getuid(2) cannot fail and touches no memory.
+    cred.uid == unsafe { libc::getuid() }
+        && match (
+            std::fs::metadata(format!("/proc/{}/exe", cred.pid)),
+            std::env::current_exe().and_then(std::fs::metadata),
+        ) {
+            (Ok(theirs), Ok(ours)) => same(&theirs, &ours),
+            _ => false,
+        }
 }
 
 /// Answers one hook's connection.
 fn answer(global: &Global, stream: UnixStream) {
     // SAFETY: getuid(2) cannot fail and touches no memory.
-    if peer_uid(&stream) != Some(unsafe { libc::getuid() }) {
+    if peer(&stream).map(|cred| cred.uid) != Some(unsafe { libc::getuid() }) {
         return;
     }
     let mut line = String::new();
@@ -353,7 +398,10 @@ fn mine(global: &Global, request: &Request) -> Result<(Global, HookArgs), String
         return Err(format!("the hook is gavel {}", request.gavel));
     }
     if Some(&request.db) != global.db.as_ref() {
-        return Err(format!("`{}` is not this process's database", request.db.display()));
+        return Err(format!(
+            "`{}` is not this process's database",
+            request.db.display()
+        ));
     }
     if request.env != env_now() {
         return Err("the hook's environment differs".to_owned());

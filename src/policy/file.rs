@@ -410,8 +410,11 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     Ok((name, rules, redact, shadows, paths, wait))
 }
 
+/// A parse's key: the text, the origin its errors name, whether checked now.
+type ParseKey = (String, String, bool);
+
 /// Parses kept by text, once a resident process asked for them.
-static MEMO: OnceLock<Mutex<HashMap<(String, String, bool), Policy>>> = OnceLock::new();
+static MEMO: OnceLock<Mutex<HashMap<ParseKey, Policy>>> = OnceLock::new();
 
 /// How many parses the memo keeps before it starts over: a long-lived
 /// process whose policy files keep changing must not grow without bound.
