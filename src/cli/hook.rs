@@ -213,9 +213,11 @@ fn hook(client: &dyn Client, global: &Global, args: &HookArgs) -> Exit {
         std::io::stdin()
             .read_to_string(&mut text)
             .context("cannot read the hook input from stdin")?;
-        match super::resident::forward(client, global, args, &text) {
+        let event = parse_event(client, args, &text)?;
+        let global = pin_workspace(client, global, &event.context);
+        match super::resident::forward(client, &global, args, &text) {
             Some(answer) => Ok(answer),
-            None => handle(client, global, args, &text),
+            None => handle_event(client, &global, args, event),
         }
     }));
     let _ = std::panic::take_hook();
@@ -299,18 +301,6 @@ fn pin_workspace(client: &dyn Client, global: &Global, context: &Context) -> Glo
     global
 }
 
-/// The options the event in `text` would be handled with, the workspace
-/// pinned (for handing the event to a resident gavel).
-pub(super) fn pinned(
-    client: &dyn Client,
-    global: &Global,
-    args: &HookArgs,
-    text: &str,
-) -> anyhow::Result<Global> {
-    let event = parse_event(client, args, text)?;
-    Ok(pin_workspace(client, global, &event.context))
-}
-
 /// Handles one event: the answer for the client.
 pub(super) fn handle(
     client: &dyn Client,
@@ -319,12 +309,22 @@ pub(super) fn handle(
     text: &str,
 ) -> anyhow::Result<Answer> {
     let event = parse_event(client, args, text)?;
+    let global = pin_workspace(client, global, &event.context);
+    handle_event(client, &global, args, event)
+}
+
+/// Handles a parsed event, `global` with its workspace pinned.
+fn handle_event(
+    client: &dyn Client,
+    global: &Global,
+    args: &HookArgs,
+    event: HookEvent,
+) -> anyhow::Result<Answer> {
     let context = &event.context;
     FATAL_EXIT.store(
         i32::from(client.fail_closed(Some(&context.event), "").exit),
         Ordering::Relaxed,
     );
-    let global = pin_workspace(client, global, context);
     let workspace = global.workspace()?;
     // A call is decided by a policy that loads, or nothing is recorded.
     let policy = match event.kind {
@@ -491,7 +491,7 @@ pub(super) fn handle(
                 Ok(client.render(context, &reply))
             }
             Kind::Post { call, result } => {
-                redaction_from_policy(&global, &workspace, &mut store);
+                redaction_from_policy(global, &workspace, &mut store);
                 let completion = Completion {
                     client,
                     context,
@@ -507,7 +507,7 @@ pub(super) fn handle(
                 Ok(Answer::ok(None))
             }
             Kind::Batch(calls) => {
-                redaction_from_policy(&global, &workspace, &mut store);
+                redaction_from_policy(global, &workspace, &mut store);
                 for batch in calls {
                     if let Some(id) = &batch.call.id {
                         let rejected = client_approval(client, context, ApprovalStatus::Rejected);
@@ -519,7 +519,7 @@ pub(super) fn handle(
                 Ok(Answer::ok(None))
             }
             Kind::Lifecycle { data, .. } => {
-                redaction_from_policy(&global, &workspace, &mut store);
+                redaction_from_policy(global, &workspace, &mut store);
                 store.append(&[Event::now(
                     &context.session_id,
                     None,

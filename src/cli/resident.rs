@@ -112,16 +112,15 @@ fn ask_text(ask: AskArg) -> String {
 }
 
 /// Hands the hook's event to the resident process of its database, if one
-/// answers: `None` when the hook is to run the call itself.
+/// answers: `None` when the hook is to run the call itself. `pinned` is
+/// the hook's options with the session's workspace pinned, as the call
+/// itself would resolve them.
 pub fn forward(
     client: &dyn Client,
-    global: &Global,
+    pinned: &Global,
     args: &HookArgs,
     text: &str,
 ) -> Option<Answer> {
-    // The options as the call itself would resolve them: a hook whose event
-    // does not parse, or whose workspace does not open, fails in-process.
-    let pinned = hook::pinned(client, global, args, text).ok()?;
     let db = pinned.db_path().ok()?;
     let socket = socket_for(&db);
     let owned = std::fs::symlink_metadata(&socket).ok()?;
