@@ -18,12 +18,7 @@ struct Resident {
 
 impl Resident {
     fn start(sandbox: &Sandbox) -> Self {
-        let child = Command::new(env!("CARGO_BIN_EXE_gavel"))
-            .env("GAVEL_CHECKPOINT_EVERY", "0")
-            .env("XDG_CONFIG_HOME", sandbox.root.join("config"))
-            .env_remove("GAVEL_ADMIN_POLICY")
-            .env_remove("GAVEL_POLICY")
-            .current_dir(&sandbox.root)
+        let child = gavel(sandbox)
             .args(["serve", "--socket", "--db"])
             .arg(&sandbox.db)
             .stdin(Stdio::null())
@@ -63,6 +58,19 @@ impl Drop for Resident {
             let _ = child.wait();
         }
     }
+}
+
+/// `gavel` in the environment `Sandbox::bare` gives (which the resident
+/// gavel compares with its own), as a process to spawn.
+fn gavel(sandbox: &Sandbox) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gavel"));
+    cmd.env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env("XDG_CONFIG_HOME", sandbox.root.join("config"))
+        .env_remove("GAVEL_ADMIN_POLICY")
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .current_dir(&sandbox.root);
+    cmd
 }
 
 fn signal(child: &Child, name: &str) {
@@ -309,4 +317,50 @@ fn a_hook_never_hands_its_event_to_a_look_alike_listener() {
     assert!(answer.contains("\"deny\""), "{answer}");
     assert!(answer.contains("path.outside_workspace"), "{answer}");
     assert!(fake.join().unwrap().is_empty(), "the event was sent");
+}
+
+#[test]
+fn every_client_waits_for_gavel_approve_through_a_resident_gavel() {
+    use std::io::Write;
+
+    for client in ["claude-code", "codex", "gemini", "copilot", "cursor"] {
+        let sandbox = Sandbox::new();
+        sandbox.write("gavel.toml", gavel::policy::CODING_AGENT_POLICY_TOML);
+        let resident = Resident::start(&sandbox);
+        let mut args = vec!["hook", client, "--ask", "wait=30s"];
+        if client == "copilot" {
+            args.extend(["--event", "preToolUse"]);
+        }
+        let mut hook = gavel(&sandbox)
+            .args(&args)
+            .arg("--workspace")
+            .arg(&sandbox.ws)
+            .arg("--db")
+            .arg(&sandbox.db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let payload =
+            crate::clients::payload(&sandbox, client, "shell_pre", "touch made.txt", "w1");
+        hook.stdin
+            .take()
+            .unwrap()
+            .write_all(payload.as_bytes())
+            .unwrap();
+        let listed = crate::approvals::wait_for_pending(&sandbox, 1);
+        let id = listed[0]["call_id"].as_str().unwrap().to_owned();
+        let out = sandbox.gavel(&["approve", &id, "--yes"]).output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let output = hook.wait_with_output().unwrap();
+        let (answer, reason) = crate::clients::decision(client, &output);
+        assert_eq!(answer, "allow", "{client}: {reason}");
+        let said = resident.stop();
+        assert!(said.contains("answered 1 hook calls"), "{client}: {said}");
+        let out = sandbox.gavel(&["log", "--json"]).output().unwrap();
+        let calls = json_lines(&out);
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert_eq!(calls[0]["approval"], "approved", "{client}");
+    }
 }
