@@ -280,6 +280,11 @@ pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyho
     let global = Arc::new(global);
     let mut last = Instant::now();
     while !STOP.load(Ordering::Relaxed) && last.elapsed() < idle {
+        // Idle means no hook came and none is being answered (one may wait
+        // long for an approval).
+        if IN_FLIGHT.load(Ordering::SeqCst) > 0 {
+            last = Instant::now();
+        }
         match listener.accept() {
             Ok((stream, _)) => {
                 last = Instant::now();
