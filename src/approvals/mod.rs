@@ -179,6 +179,8 @@ pub enum GrantKind {
     Command,
     /// The call's tool, on paths under this glob.
     Paths(String),
+    /// The call's MCP server tool (`mcp__SERVER__TOOL`), any arguments.
+    Tool,
 }
 
 /// A grant to create with an approval.
@@ -206,9 +208,24 @@ fn scope_for(
             GrantKind::Call => "this call".to_owned(),
             GrantKind::Command => "its command".to_owned(),
             GrantKind::Paths(glob) => format!("paths under `{glob}`"),
+            GrantKind::Tool => format!("`{}` with any arguments", pending.tool),
         },
         why: why.to_owned(),
     };
+    let decision = events
+        .iter()
+        .find(|e| e.kind == "decision")
+        .and_then(|e| match EventBody::from_json("decision", &e.payload) {
+            Ok(EventBody::Decision(d)) => Some(d),
+            _ => None,
+        })
+        .ok_or_else(|| refuse("its decision is not in the record"))?;
+    if grants::never_granted(&decision.rule_id, &decision.facts) {
+        return Err(refuse(&format!(
+            "it was asked by `{}`, which no grant may answer: each such call is asked again",
+            decision.rule_id
+        )));
+    }
     match kind {
         GrantKind::Call => Ok(grants::Scope::Call {
             tool: pending.tool.clone(),
@@ -221,22 +238,33 @@ fn scope_for(
                 ));
             }
             globset::Glob::new(glob).map_err(|e| refuse(&format!("invalid glob: {e}")))?;
+            if decision.facts.paths.is_empty() {
+                return Err(refuse(
+                    "the call names no path (an MCP tool needs its path arguments declared in `[[paths]]`)",
+                ));
+            }
             Ok(grants::Scope::Paths {
                 tool: pending.tool.clone(),
                 glob: glob.clone(),
+            })
+        }
+        GrantKind::Tool => {
+            if !pending.tool.starts_with(grants::MCP_TOOL_PREFIX) {
+                return Err(refuse(
+                    "only an MCP server's tool (mcp__SERVER__TOOL) is granted whole; grant a command, paths or this call instead",
+                ));
+            }
+            Ok(grants::Scope::Tool {
+                tool: pending.tool.clone(),
             })
         }
         GrantKind::Command => {
             if pending.tool != "bash" {
                 return Err(refuse("only a `bash` call has a command"));
             }
-            let facts = events
-                .iter()
-                .find(|e| e.kind == "decision")
-                .and_then(|e| match EventBody::from_json("decision", &e.payload) {
-                    Ok(EventBody::Decision(d)) => d.facts.shell,
-                    _ => None,
-                })
+            let facts = decision
+                .facts
+                .shell
                 .ok_or_else(|| refuse("its parse is not in the record"))?;
             let prefix = |words: &[String]| -> Vec<String> {
                 match words.get(1) {

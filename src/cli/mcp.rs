@@ -117,7 +117,8 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
         .with_session(Some(&session_id));
     let runner = GovernedRunner::new(policy, workspace, Registry::empty())
         .with_max_argument_bytes(global.max_argument_bytes)
-        .with_principal(principal);
+        .with_principal(principal)
+        .with_grants(Box::new(gavel::approvals::StoreGrants::new(store.path())));
     let config = Config {
         server,
         timeout: Duration::from_secs(args.timeout),

@@ -229,3 +229,237 @@ fn a_waiting_mcp_call_the_client_leaves_is_cancelled_and_not_pending() {
     assert!(!sandbox.ws.join("gone.txt").exists());
     verify(&sandbox);
 }
+
+/// `gavel ARGS CALL_ID` (the call inserted after the first word) for the
+/// first call `gavel pending` lists, run once one is pending, from another
+/// thread; its exit code and stderr.
+fn answer_pending<'s>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    sandbox: &'s Sandbox,
+    args: &'s [&'s [&'s str]],
+) -> std::thread::ScopedJoinHandle<'s, Vec<(i32, String)>> {
+    scope.spawn(move || {
+        let listed = wait_for_pending(sandbox, 1);
+        let id = listed[0]["call_id"].as_str().unwrap().to_owned();
+        args.iter()
+            .map(|args| {
+                let mut args: Vec<&str> = args.to_vec();
+                args.insert(1, &id);
+                let out = sandbox.gavel(&args).output().unwrap();
+                (code(&out), stderr(&out))
+            })
+            .collect()
+    })
+}
+
+/// The one grant `gavel grants --json` lists.
+fn only_grant(sandbox: &Sandbox) -> Value {
+    let listed = json_lines(&run_expecting(&mut sandbox.gavel(&["grants", "--json"]), 0));
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    listed[0].clone()
+}
+
+#[test]
+fn a_grant_for_an_mcp_tool_covers_its_later_calls_but_never_a_changed_definition() {
+    if !node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let policy = policy(&sandbox, "");
+    let server = server();
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let global = ["--policy", policy.as_str()];
+
+    // The first touch waits; its approval grants the tool for an hour.
+    let mut client = Client::start(&sandbox, &global, &["--ask", "wait=30s"], &server);
+    client.initialize(json!({}));
+    let answers: &[&[&str]] = &[&["approve", "--yes", "--grant", "tool", "--for", "1h"]];
+    let first = std::thread::scope(|scope| {
+        let answering = answer_pending(scope, &sandbox, answers);
+        let response = client.call("touch", json!({"path": "a.txt"}));
+        assert_eq!(answering.join().unwrap()[0].0, 0);
+        response
+    });
+    assert_eq!(text(&first), "touched a.txt", "{first}");
+    let grant = only_grant(&sandbox);
+    assert_eq!(
+        grant["scope"],
+        json!({"type": "tool", "tool": "mcp__test__touch"})
+    );
+    let rule = format!("grant.{}", grant["grant"].as_str().unwrap());
+    // Other arguments, no wait: the grant allows it.
+    let started = std::time::Instant::now();
+    assert_eq!(
+        text(&client.call("touch", json!({"path": "b.txt"}))),
+        "touched b.txt"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(client.close(), Some(0));
+
+    // The server now describes the tool differently: the changed definition
+    // is asked whatever the grant says, and no grant can be made from it.
+    let changed = [("TOUCH_DESCRIPTION", "Creates a file, and more")];
+    let mut client =
+        Client::start_with(&sandbox, &global, &["--ask", "wait=30s"], &server, &changed);
+    client.initialize(json!({}));
+    let answers: &[&[&str]] = &[
+        &["approve", "--yes", "--grant", "tool"],
+        &["reject", "--yes"],
+    ];
+    let (refused, results) = std::thread::scope(|scope| {
+        let answering = answer_pending(scope, &sandbox, answers);
+        let response = client.call("touch", json!({"path": "c.txt"}));
+        (response, answering.join().unwrap())
+    });
+    assert_eq!(
+        results[0].0, 2,
+        "a grant was made from a changed definition"
+    );
+    assert!(
+        results[0].1.contains("mcp.definition_changed"),
+        "{}",
+        results[0].1
+    );
+    assert_eq!(results[1].0, 0, "{}", results[1].1);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert_eq!(client.close(), Some(0));
+    assert!(!sandbox.ws.join("c.txt").exists());
+
+    // Seen once, the new definition is the known one: the grant covers again.
+    let mut client =
+        Client::start_with(&sandbox, &global, &["--ask", "wait=30s"], &server, &changed);
+    client.initialize(json!({}));
+    assert_eq!(
+        text(&client.call("touch", json!({"path": "d.txt"}))),
+        "touched d.txt"
+    );
+    assert_eq!(client.close(), Some(0));
+
+    let calls = log(&sandbox);
+    let rules: Vec<&str> = calls
+        .iter()
+        .map(|c| c["rule_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "test.touch",
+            rule.as_str(),
+            "mcp.definition_changed",
+            rule.as_str()
+        ],
+        "{calls:?}"
+    );
+    assert_eq!(only_grant(&sandbox)["used"], 2);
+    verify(&sandbox);
+}
+
+#[test]
+fn a_paths_grant_covers_an_mcp_tools_declared_path_arguments_under_its_glob() {
+    if !node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.ws.join("src")).unwrap();
+    let policy = policy(
+        &sandbox,
+        "\n[[paths]]\ntools = [\"mcp__test__touch\"]\nwrite = [\"path\"]\n",
+    );
+    let server = server();
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let mut client = Client::start(
+        &sandbox,
+        &["--policy", &policy],
+        &["--ask", "wait=30s"],
+        &server,
+    );
+    client.initialize(json!({}));
+    let answers: &[&[&str]] = &[&["approve", "--yes", "--grant", "paths=src/*"]];
+    std::thread::scope(|scope| {
+        let answering = answer_pending(scope, &sandbox, answers);
+        assert_eq!(
+            text(&client.call("touch", json!({"path": "src/a.txt"}))),
+            "touched src/a.txt"
+        );
+        assert_eq!(answering.join().unwrap()[0].0, 0);
+    });
+    assert_eq!(
+        text(&client.call("touch", json!({"path": "src/b.txt"}))),
+        "touched src/b.txt"
+    );
+    // Outside the glob: asked again, and rejected.
+    let answers: &[&[&str]] = &[&["reject", "--yes"]];
+    let outside = std::thread::scope(|scope| {
+        let answering = answer_pending(scope, &sandbox, answers);
+        let response = client.call("touch", json!({"path": "top.txt"}));
+        assert_eq!(answering.join().unwrap()[0].0, 0);
+        response
+    });
+    assert_eq!(outside["result"]["isError"], true, "{outside}");
+    assert_eq!(client.close(), Some(0));
+    assert!(!sandbox.ws.join("top.txt").exists());
+    let calls = log(&sandbox);
+    let grant = only_grant(&sandbox);
+    assert_eq!(grant["scope"]["type"], "paths");
+    assert_eq!(
+        calls[1]["rule_id"],
+        format!("grant.{}", grant["grant"].as_str().unwrap())
+    );
+    assert_eq!(calls[2]["rule_id"], "test.touch");
+    verify(&sandbox);
+}
+
+#[test]
+fn a_tool_grant_is_only_for_an_mcp_tool_and_a_paths_grant_needs_a_path() {
+    if !node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let policy = policy(&sandbox, "");
+    let server = server();
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let mut client = Client::start(
+        &sandbox,
+        &["--policy", &policy],
+        &["--ask", "wait=30s"],
+        &server,
+    );
+    client.initialize(json!({}));
+    // touch declares no path arguments here.
+    let answers: &[&[&str]] = &[
+        &["approve", "--yes", "--grant", "paths=**"],
+        &["reject", "--yes"],
+    ];
+    let results = std::thread::scope(|scope| {
+        let answering = answer_pending(scope, &sandbox, answers);
+        client.call("touch", json!({"path": "x.txt"}));
+        answering.join().unwrap()
+    });
+    assert_eq!(results[0].0, 2);
+    assert!(results[0].1.contains("names no path"), "{}", results[0].1);
+    assert_eq!(client.close(), Some(0));
+    // A built-in tool is not granted whole.
+    let args = json!({"path": "out.txt", "content": "x"}).to_string();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(["run", "write_file", &args, "--ask", "wait=30s"])
+        .arg("--workspace")
+        .arg(&sandbox.ws)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let listed = wait_for_pending(&sandbox, 1);
+    let id = listed[0]["call_id"].as_str().unwrap();
+    let line =
+        assert_one_line_error(&mut sandbox.gavel(&["approve", id, "--yes", "--grant", "tool"]));
+    assert!(line.contains("only an MCP server's tool"), "{line}");
+    run_expecting(&mut sandbox.gavel(&["reject", id, "--yes"]), 0);
+    let _ = child.wait_with_output();
+    assert!(json_lines(&run_expecting(&mut sandbox.gavel(&["grants", "--json"]), 0)).is_empty());
+}
