@@ -378,6 +378,28 @@ const SELF_APPROVALS: &[&str] = &[
     "echo $(gavel approve call_1)",
     "true && gavel approve call_1 --yes",
     "echo call_1 | xargs gavel approve",
+    "gavel --wide --db=.gavel/audit.db reject call_1",
+    "gavel --workspace . --policy gavel.toml --durability normal revoke g1",
+    "gavel grants",
+    "gavel -- approve call_1",
+    "gavel --no-such-option approve call_1",
+];
+
+/// Commands that mention an approval word without running an approval
+/// subcommand: the rule must leave them to the rest of the policy.
+const NOT_SELF_APPROVALS: &[&str] = &[
+    "gavel pending",
+    "gavel log",
+    "echo gavel approve",
+    "gavel log --grep approve",
+    "gavel log --rule approve --json",
+    "gavel explain approve-123",
+    "gavel show approvals",
+    "gavel --db approve log",
+    "env GAVEL_DB=x gavel --wide stats --tool approve",
+    "printf '%s\\n' 'gavel approve call_1'",
+    "grep -rn 'gavel approve' docs",
+    "sh -c 'gavel log --grep reject'",
 ];
 
 #[test]
@@ -403,8 +425,8 @@ fn the_agents_own_bash_cannot_approve_under_either_builtin_policy() {
                 "{command} under {policy:?}: {report}"
             );
         }
-        // Reading the queue is not answering it.
-        for command in ["gavel pending", "echo gavel approve", "gavel log"] {
+        // Reading the queue, or the record, is not answering it.
+        for command in NOT_SELF_APPROVALS {
             let args = json!({ "command": command }).to_string();
             let mut cmd = sandbox.gavel(&["check", "bash", &args, "--json"]);
             if let Some(policy) = policy {
@@ -413,6 +435,108 @@ fn the_agents_own_bash_cannot_approve_under_either_builtin_policy() {
             let report = json(&run_expecting(&mut cmd, 0));
             assert_ne!(report["rule_id"], "bash.self_approval", "{command}");
         }
+    }
+}
+
+/// `gavel check bash COMMAND --json` under the built-in policy.
+fn checked(sandbox: &Sandbox, command: &str) -> Value {
+    let args = json!({ "command": command }).to_string();
+    json(&run_expecting(
+        &mut sandbox.gavel(&["check", "bash", &args, "--json"]),
+        0,
+    ))
+}
+
+#[test]
+fn the_self_approval_rule_reads_gavels_options_as_the_real_binary_does() {
+    let sandbox = Sandbox::new();
+    let policy = sandbox.write("p.toml", gavel::policy::DEFAULT_POLICY_TOML);
+    record(&sandbox, "c1", "read_file", json!({"path": "p.toml"}));
+    let help = stdout(&run_expecting(sandbox.bare().arg("--help"), 0));
+    // Every option `gavel --help` lists (those a subcommand's name may follow).
+    let listed: Vec<(String, bool)> = help
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let line = line
+                .strip_prefix("-h, ")
+                .or(line.strip_prefix("-V, "))
+                .unwrap_or(line);
+            let rest = line.strip_prefix("--")?;
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            Some((name.clone(), rest[name.len()..].starts_with(" <")))
+        })
+        .collect();
+    let modelled: Vec<(String, bool)> = gavel::shell::programs::gavel::GLOBALS
+        .iter()
+        .map(|o| {
+            (
+                o.long.to_owned(),
+                o.arg == gavel::shell::programs::getopt::Arg::Required,
+            )
+        })
+        .collect();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    let mut model = modelled.clone();
+    model.sort();
+    assert_eq!(
+        sorted, model,
+        "gavel --help and the model of its options differ"
+    );
+    for (name, valued) in &listed {
+        if matches!(name.as_str(), "help" | "version") {
+            continue;
+        }
+        let value = match name.as_str() {
+            _ if !valued => String::new(),
+            "workspace" => sandbox.ws.display().to_string(),
+            "policy" | "shadow-policy" => policy.display().to_string(),
+            "db" => sandbox.db.display().to_string(),
+            "durability" => "normal".to_owned(),
+            "max-argument-bytes" => "100000".to_owned(),
+            other => panic!("no value to test `--{other}` with: add one here"),
+        };
+        let option: Vec<String> = if *valued {
+            vec![format!("--{name}"), value]
+        } else {
+            vec![format!("--{name}")]
+        };
+        // The real binary: the words after the option run `approve` ...
+        let mut approve = option.clone();
+        approve.extend(["approve".into(), "no_such_call".into(), "--yes".into()]);
+        let out = sandbox.bare().args(&approve).output().unwrap();
+        assert!(
+            stderr(&out).contains("cannot answer call `no_such_call`"),
+            "{approve:?} did not run approve: {}",
+            stderr(&out)
+        );
+        // ... or `log`, with the word only as an argument.
+        let mut log = option.clone();
+        log.extend(["log".into(), "--grep".into(), "approve".into()]);
+        let mut log_cmd = sandbox.bare();
+        log_cmd.args(&log);
+        if name != "db" {
+            log_cmd.arg("--db").arg(&sandbox.db);
+        }
+        run_expecting(&mut log_cmd, 0);
+        // The rule reads both as gavel did.
+        let words = |w: &[String]| {
+            std::iter::once("gavel".to_owned())
+                .chain(w.iter().map(|a| format!("'{a}'")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let report = checked(&sandbox, &words(&approve));
+        assert_eq!(
+            report["rule_id"], "bash.self_approval",
+            "{approve:?}: {report}"
+        );
+        let report = checked(&sandbox, &words(&log));
+        assert_ne!(report["rule_id"], "bash.self_approval", "{log:?}: {report}");
     }
 }
 
