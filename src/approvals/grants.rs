@@ -126,6 +126,9 @@ pub struct Grant {
     /// Its revocation, when it was revoked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revoked: Option<RevocationRecord>,
+    /// The seq of its revocation row.
+    #[serde(skip)]
+    pub revoked_seq: Option<u64>,
     /// The calls it allowed so far.
     pub used: u64,
 }
@@ -145,6 +148,45 @@ impl Grant {
     }
 }
 
+/// Why a grant whose scope covers a call did not (or would not) allow it,
+/// judged at the call's place in the record: its seq, its time, and the
+/// grant's uses recorded before it.
+pub fn lapsed_at(grant: &Grant, seq: u64, ts_us: i64, uses_before: u64) -> Option<String> {
+    if grant.seq > seq {
+        Some("not given yet".to_owned())
+    } else if grant.revoked_seq.is_some_and(|r| r < seq) {
+        Some("revoked".to_owned())
+    } else if grant.record.until_us.is_some_and(|u| u <= ts_us) {
+        Some("expired".to_owned())
+    } else {
+        grant
+            .record
+            .uses
+            .filter(|n| uses_before >= *n)
+            .map(|n| format!("used up ({uses_before} of {n} uses)"))
+    }
+}
+
+/// Whether `grant`'s scope and session cover `request` (decided `decision`
+/// on `facts`, in client session `session`), whatever its limits. Pure.
+pub fn applies(
+    grant: &Grant,
+    request: &ToolRequest,
+    facts: &Facts,
+    decision: &Decision,
+    session: Option<&str>,
+) -> bool {
+    decision.action == Action::Ask
+        && !never_granted(&decision.rule_id, facts)
+        && provable(facts)
+        && grant
+            .record
+            .session
+            .as_deref()
+            .is_none_or(|s| Some(s) == session)
+        && covers(&grant.record.scope, request, facts)
+}
+
 /// The first grant of `grants` in force at `now_us` that covers `request`
 /// (decided `decision` on `facts`, in client session `session`). Pure.
 pub fn covering<'g>(
@@ -155,18 +197,8 @@ pub fn covering<'g>(
     session: Option<&str>,
     now_us: i64,
 ) -> Option<&'g Grant> {
-    if decision.action != Action::Ask || never_granted(&decision.rule_id, facts) || !provable(facts)
-    {
-        return None;
-    }
     grants.iter().find(|grant| {
-        grant.state(now_us) == "active"
-            && grant
-                .record
-                .session
-                .as_deref()
-                .is_none_or(|s| Some(s) == session)
-            && covers(&grant.record.scope, request, facts)
+        grant.state(now_us) == "active" && applies(grant, request, facts, decision, session)
     })
 }
 

@@ -302,6 +302,7 @@ pub fn grants(store: &Store) -> Result<Vec<grants::Grant>, StoreError> {
                 seq: row.seq,
                 created_us: row.ts_us,
                 revoked: None,
+                revoked_seq: None,
                 used: 0,
             }),
             Ok(EventBody::Revocation(revocation)) => {
@@ -310,6 +311,7 @@ pub fn grants(store: &Store) -> Result<Vec<grants::Grant>, StoreError> {
                     .find(|g| g.record.grant == revocation.grant && g.revoked.is_none())
                 {
                     grant.revoked = Some(revocation);
+                    grant.revoked_seq = Some(row.seq);
                 }
             }
             _ => {}

@@ -193,6 +193,7 @@ mod grant_matching {
             seq: 1,
             created_us: NOW - 10,
             revoked: None,
+            revoked_seq: None,
             used: 0,
         }
     }
@@ -581,5 +582,82 @@ mod page_grants {
                 tool: "mcp__srv__touch".into()
             }
         );
+    }
+}
+
+mod replay_limits {
+    use super::*;
+    use crate::approvals::grants::{Grant, GrantSource};
+    use crate::replay::{FactSource, replay};
+    use crate::store::AuditQuery;
+
+    /// A writer that records every asked call as allowed by its grant,
+    /// whatever the grant's limits: what a forged or buggy record holds.
+    struct Forging(Grant);
+
+    impl GrantSource for Forging {
+        fn cover(
+            &self,
+            _: &ToolRequest,
+            _: &crate::facts::Facts,
+            decision: &Decision,
+            _: Option<&str>,
+        ) -> Option<Decision> {
+            (decision.action == crate::Action::Ask).then(|| grants::granted(&self.0, decision))
+        }
+    }
+
+    #[test]
+    fn replay_finds_a_recorded_grant_use_beyond_its_limit() {
+        let far = chrono::Utc::now().timestamp_micros() + 60_000_000;
+        let (mut store, dir) = queued(far);
+        let mut yes = yes(None);
+        yes.grant = Some(GrantAsk {
+            kind: GrantKind::Paths("*".into()),
+            session: false,
+            lasts: None,
+            uses: Some(1),
+        });
+        let now = chrono::Utc::now().timestamp_micros();
+        answer(&mut store, "c1", &yes, None, now).unwrap();
+        let grant = grants(&store).unwrap().remove(0);
+        let id = grant.record.grant.clone();
+        let runner = GovernedRunner::new(
+            Policy::builtin(),
+            Workspace::open(dir.path()).unwrap(),
+            Registry::empty(),
+        )
+        .with_grants(Box::new(Forging(grant)));
+        for call in ["c2", "c3"] {
+            let request =
+                ToolRequest::new(call, "write_file", json!({"path": "b.txt", "content": "x"}));
+            let (_, decision) = runner
+                .decide_and_record(call, &request, None, AskRoute::Elsewhere, &mut store)
+                .unwrap();
+            assert_eq!(decision.rule_id, format!("grant.{id}"));
+        }
+        let report = replay(
+            &store,
+            &AuditQuery::default(),
+            &Policy::builtin(),
+            FactSource::Recorded,
+            &mut |_| {},
+        )
+        .unwrap();
+        let listed: Vec<(&str, bool, Option<&str>)> = report
+            .granted_calls
+            .iter()
+            .map(|g| (g.call_id.as_str(), g.covered, g.lapsed.as_deref()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("c2", true, None),
+                ("c3", false, Some("used up (1 of 1 uses)"))
+            ]
+        );
+        assert_eq!(report.granted, 1);
+        // The second use is drift: allowed when recorded, asked by the rules now.
+        assert_eq!(report.tightened, 1, "{report:?}");
     }
 }

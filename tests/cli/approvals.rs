@@ -737,26 +737,38 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     let line = assert_one_line_error(&mut sandbox.gavel(&["revoke", &grant]));
     assert!(line.contains("already revoked"), "{line}");
 
-    // Replay lists the calls the grant allowed, with their grant: the policy
-    // still asks about them, so their grant allows them again (no drift)...
+    // Replay re-decides with the grants in force at each call: the policy
+    // still asks about the three, and the grant (not yet revoked then)
+    // allows them again (no drift); the fourth came after the revocation,
+    // and replay says so. All four are listed with their grant.
     let report = json(&run_expecting(
         &mut sandbox.gavel(&["replay", "--format", "json"]),
         0,
     ));
     assert_eq!(report["granted"], 3, "{report}");
-    let granted: Vec<(&str, &str)> = report["granted_calls"]
+    let granted: Vec<(&str, &str, bool, bool, &str)> = report["granted_calls"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|g| (g["call_id"].as_str().unwrap(), g["grant"].as_str().unwrap()))
+        .map(|g| {
+            (
+                g["call_id"].as_str().unwrap(),
+                g["grant"].as_str().unwrap(),
+                g["recorded"].as_bool().unwrap(),
+                g["covered"].as_bool().unwrap(),
+                g["lapsed"].as_str().unwrap_or(""),
+            )
+        })
         .collect();
     assert_eq!(
         granted,
         [
-            ("call_g1", grant.as_str()),
-            ("call_g2", grant.as_str()),
-            ("call_g3", grant.as_str())
-        ]
+            ("call_g1", grant.as_str(), true, true, ""),
+            ("call_g2", grant.as_str(), true, true, ""),
+            ("call_g3", grant.as_str(), true, true, ""),
+            ("call_g4", grant.as_str(), false, false, "revoked"),
+        ],
+        "{report}"
     );
     assert_eq!(
         report["granted_calls"][0]["now"]["rule_id"],
@@ -769,8 +781,18 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
         1,
     ));
     assert_eq!(report["tightened"], 3, "{report}");
+    assert_eq!(
+        report["granted_calls"][0]["lapsed"], "replayed without grants",
+        "{report}"
+    );
     let table = stdout(&run_expecting(&mut sandbox.gavel(&["replay"]), 0));
     assert!(table.contains("3 call(s) allowed by a grant"), "{table}");
+    assert!(
+        table.contains(&format!(
+            "1 call(s) a grant does not cover (any more): call_g4 (grant {grant}: revoked)"
+        )),
+        "{table}"
+    );
     // The evidence report shows the grant, its uses and its revocation.
     let html = sandbox.root.join("report.html");
     run_expecting(
@@ -789,6 +811,76 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     let report = crate::store::both_agree_db(&sandbox, "grants", &[], &sandbox.db);
     assert_eq!(report["ok"], true, "{report}");
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+/// The replay's `granted_calls` as (call, covered, lapsed).
+fn replayed_grants(sandbox: &Sandbox) -> Vec<(String, bool, String)> {
+    let report = json(&run_expecting(
+        &mut sandbox.gavel(&["replay", "--format", "json"]),
+        0,
+    ));
+    report["granted_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|g| {
+            (
+                g["call_id"].as_str().unwrap().to_owned(),
+                g["covered"].as_bool().unwrap(),
+                g["lapsed"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Approves the `cargo test` hook call `id` waiting under Codex with a
+/// `command` grant limited by `limits`; the grant's id.
+fn grant_cargo_test(sandbox: &Sandbox, id: &str, limits: &[&str]) -> String {
+    let child = spawn_hook(sandbox, "codex", "wait=30s", "cargo test", id);
+    let call = wait_for_pending(sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut args = vec!["approve", &call, "--yes", "--json", "--grant", "command"];
+    args.extend(limits);
+    let answered = json(&run_expecting(&mut sandbox.gavel(&args), 0));
+    let (answer, _) = crate::clients::decision("codex", &child.wait_with_output().unwrap());
+    assert_eq!(answer, "allow");
+    answered["grant"]["grant"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn replay_re_checks_a_grants_use_limit_and_its_end() {
+    let sandbox = coding_agent_sandbox();
+    let grant = grant_cargo_test(&sandbox, "u0", &["--uses", "2"]);
+    for (id, expected) in [("u1", "allow"), ("u2", "allow"), ("u3", "deny")] {
+        let (answer, reason) = codex_pre(&sandbox, "cargo test", id, &[]);
+        assert_eq!(answer, expected, "{id}: {reason}");
+    }
+    assert_eq!(logged(&sandbox, "u3")["rule_id"], "bash.requires_approval");
+    let expected =
+        |id: &str, covered: bool, lapsed: &str| (format!("call_{id}"), covered, lapsed.to_owned());
+    assert_eq!(
+        replayed_grants(&sandbox),
+        [
+            expected("u1", true, ""),
+            expected("u2", true, ""),
+            expected("u3", false, "used up (2 of 2 uses)"),
+        ]
+    );
+    run_expecting(&mut sandbox.gavel(&["revoke", &grant]), 0);
+
+    // A grant for one second: a call after it is asked, and replay says why.
+    let sandbox = coding_agent_sandbox();
+    grant_cargo_test(&sandbox, "d0", &["--for", "1s"]);
+    std::thread::sleep(Duration::from_millis(1200));
+    let (answer, _) = codex_pre(&sandbox, "cargo test", "d1", &[]);
+    assert_eq!(answer, "deny");
+    assert_eq!(
+        replayed_grants(&sandbox),
+        [expected("d1", false, "expired")]
+    );
 }
 
 #[test]
