@@ -463,3 +463,96 @@ fn a_tool_grant_is_only_for_an_mcp_tool_and_a_paths_grant_needs_a_path() {
     let _ = child.wait_with_output();
     assert!(json_lines(&run_expecting(&mut sandbox.gavel(&["grants", "--json"]), 0)).is_empty());
 }
+
+/// Runs `answer` (`approve --yes`, `reject --yes`, …, the call id put
+/// second) once a call is pending, while the real MCP Inspector CLI calls
+/// the filesystem server's `write_file` on `path` through `gavel mcp --ask
+/// wait`; what the Inspector printed, and the answer's exit code.
+fn inspector_write(
+    sandbox: &Sandbox,
+    bins: &(std::path::PathBuf, std::path::PathBuf),
+    path: &str,
+    answer: Option<&[&str]>,
+) -> (Value, Option<i32>) {
+    let mut server = super::mcp_real::filesystem(sandbox, &bins.1);
+    let at = server.iter().position(|w| w == "mcp").unwrap() + 1;
+    server.splice(at..at, ["--ask".to_owned(), "wait=60s".to_owned()]);
+    let target = sandbox.ws.join(path).display().to_string();
+    let method = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "write_file",
+        "--tool-arg",
+        &format!("path={target}"),
+        "--tool-arg",
+        "content=from the inspector",
+    ];
+    std::thread::scope(|scope| {
+        let answering = answer.map(|answer| {
+            scope.spawn(move || {
+                let listed = wait_for_pending(sandbox, 1);
+                let id = listed[0]["call_id"].as_str().unwrap().to_owned();
+                assert!(!sandbox.ws.join(path).exists(), "written before an answer");
+                let mut args: Vec<&str> = answer.to_vec();
+                args.insert(1, &id);
+                code(&sandbox.gavel(&args).output().unwrap())
+            })
+        });
+        let (_, printed) = super::mcp_real::inspector(sandbox, &bins.0, &[], &server, &method);
+        (printed, answering.map(|a| a.join().unwrap()))
+    })
+}
+
+#[test]
+#[ignore = "needs the MCP programs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn the_real_inspector_waits_for_gavel_approve_and_a_paths_grant_covers_the_next_write() {
+    let Some(bins) = super::mcp_real::programs() else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    // Approved from another process, with a grant for `*.txt` for an hour
+    // (each Inspector call is a new proxy session).
+    let grant: &[&str] = &["approve", "--yes", "--grant", "paths=*.txt", "--for", "1h"];
+    let (approved, answered) = inspector_write(&sandbox, &bins, "first.txt", Some(grant));
+    assert_eq!(answered, Some(0));
+    assert_ne!(approved["isError"], true, "{approved}");
+    assert_eq!(sandbox.read("first.txt"), "from the inspector");
+    // Covered by the grant: written without anybody asked.
+    let (granted, _) = inspector_write(&sandbox, &bins, "second.txt", None);
+    assert_ne!(granted["isError"], true, "{granted}");
+    assert_eq!(sandbox.read("second.txt"), "from the inspector");
+    // Outside the glob: asked again, and rejected, never written.
+    let (rejected, answered) =
+        inspector_write(&sandbox, &bins, "third.md", Some(&["reject", "--yes"]));
+    assert_eq!(answered, Some(0));
+    assert_eq!(rejected["isError"], true, "{rejected}");
+    assert!(
+        super::mcp_real::text(&rejected).contains("rejected by"),
+        "{rejected}"
+    );
+    assert!(!sandbox.ws.join("third.md").exists());
+
+    let calls = log(&sandbox);
+    let rows: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["rule_id"].as_str().unwrap(),
+                c["approval"].as_str().unwrap(),
+                c["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let grant = only_grant(&sandbox);
+    let rule = format!("grant.{}", grant["grant"].as_str().unwrap());
+    assert_eq!(
+        rows,
+        [
+            ("path.write_requires_approval", "approved", "succeeded"),
+            (rule.as_str(), "not_required", "succeeded"),
+            ("path.write_requires_approval", "rejected", "blocked"),
+        ]
+    );
+    verify(&sandbox);
+}
