@@ -159,12 +159,16 @@ pub struct DriftReport {
     pub undecidable_loosened: u64,
     /// Them (all, or the first few when only examples are kept), with why.
     pub undecidable_calls: Vec<UndecidableCall>,
-    /// Calls a grant allowed (`grant.<ID>`): unless replayed without
-    /// grants, one the policy still asks about is allowed by its grant again
-    /// (the grant answered that ask), so it is unchanged.
+    /// Calls a grant allows in this replay (`grant.<ID>`): unless replayed
+    /// without grants, a call the policy still asks about is allowed by a
+    /// grant of the log that covers it and was in force at the call's place
+    /// in the record (given before it, not yet revoked, not expired, fewer
+    /// uses recorded before it than its limit).
     #[serde(skip_serializing_if = "is_zero")]
     pub granted: u64,
-    /// Them, each with its grant, oldest first.
+    /// Every call that depended on a grant, oldest first: those a grant
+    /// allowed when recorded, those one allows in this replay, and those a
+    /// grant's scope covers but its limits no longer did (`lapsed`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub granted_calls: Vec<GrantedCall>,
 }
@@ -173,13 +177,79 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// A call a grant allowed, and what the current policy says of it.
+/// A call that depended on a grant, and what the current policy and the
+/// grant's limits say of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GrantedCall {
     pub call_id: String,
     pub grant: String,
+    /// Whether the grant allowed it when it was recorded (`grant.<ID>`).
+    pub recorded: bool,
+    /// Whether the grant allows it in this replay.
+    pub covered: bool,
+    /// Why the grant does not allow it in this replay: `revoked`,
+    /// `expired`, `used up (N of N uses)`, `not given yet`, `the policy no
+    /// longer asks`, `no such grant in the record`, `replayed without grants`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lapsed: Option<String>,
     /// The current policy's own decision (before any grant).
     pub now: Verdict,
+}
+
+/// The grants of a log, as replay judges them: each with the seqs of the
+/// decisions it made (its uses), to count the uses before any call.
+struct GrantBook {
+    grants: Vec<(crate::approvals::grants::Grant, Vec<u64>)>,
+}
+
+impl GrantBook {
+    fn load(store: &Store) -> Result<Self, StoreError> {
+        let mut grants = Vec::new();
+        for grant in crate::approvals::grants(store)? {
+            let rule = format!(
+                "{}{}",
+                crate::approvals::grants::GRANT_RULE_PREFIX,
+                grant.record.grant
+            );
+            let uses = store.decision_seqs_by_rule(&rule)?;
+            grants.push((grant, uses));
+        }
+        Ok(Self { grants })
+    }
+
+    /// For an asked call: the grant that covers it at its place in the
+    /// record, or else the grants whose scope covers it, each with why it
+    /// did not. Grants given after the call are not looked at.
+    fn judge(
+        &self,
+        call: &DecidedCall,
+        request: &ToolRequest,
+        facts: &Facts,
+        decision: &Decision,
+    ) -> Result<&crate::approvals::grants::Grant, Vec<(&str, String)>> {
+        use crate::approvals::grants::{applies, lapsed_at};
+        let session = call
+            .request
+            .principal
+            .as_ref()
+            .and_then(|p| p.session.as_deref());
+        let mut lapsed = Vec::new();
+        for (grant, uses) in &self.grants {
+            if grant.seq > call.seq || !applies(grant, request, facts, decision, session) {
+                continue;
+            }
+            let before = uses.partition_point(|s| *s < call.seq) as u64;
+            match lapsed_at(grant, call.seq, call.ts_us, before) {
+                None => return Ok(grant),
+                Some(why) => lapsed.push((grant.record.grant.as_str(), why)),
+            }
+        }
+        Err(lapsed)
+    }
+
+    fn knows(&self, grant: &str) -> bool {
+        self.grants.iter().any(|(g, _)| g.record.grant == grant)
+    }
 }
 
 /// Whether a replay counts the grants recorded in the log.
@@ -542,50 +612,97 @@ pub fn replay_calls_with<E: From<StoreError>>(
     on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
 ) -> Result<DriftReport, E> {
     let mut granted_calls = Vec::new();
+    let book = match grants {
+        Grants::AsRecorded => Some(GrantBook::load(store)?),
+        Grants::Ignored => None,
+    };
     // Live facts: each recorded workspace is opened (canonicalized) once.
     let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
     let mut parse_differs = 0;
     let mut decide = |call: &DecidedCall, request: &ToolRequest| {
-        let now = match source {
+        let live;
+        let facts = match source {
             FactSource::Recorded | FactSource::Shadow => {
                 parse_differs += u64::from(call.parse_differs);
-                policy.decide(request, &call.decision.facts)
+                &call.decision.facts
             }
             FactSource::Live => {
                 let root = &call.decision.facts.workspace;
                 let workspace = workspaces.entry(root.clone()).or_insert_with(|| {
                     Workspace::open(std::path::Path::new(root)).map_err(|e| e.to_string())
                 });
-                let facts = live_facts(root, workspace, request, policy, &call.decision.facts);
-                policy.decide(request, &facts)
+                live = live_facts(root, workspace, request, policy, &call.decision.facts);
+                &live
             }
         };
+        let now = policy.decide(request, facts);
         let recorded = recorded_decision(call);
-        // A grant answers only an ask: while the policy still asks, the
-        // grant that allowed the call allows it again.
-        let now = match recorded
+        let was = recorded
             .rule_id
-            .strip_prefix(crate::approvals::grants::GRANT_RULE_PREFIX)
-        {
-            Some(grant) => {
-                granted_calls.push(GrantedCall {
-                    call_id: call.call_id.clone(),
-                    grant: grant.to_owned(),
-                    now: Verdict {
-                        action: now.action,
-                        rule_id: now.rule_id.clone(),
-                    },
-                });
-                if grants == Grants::AsRecorded && now.action == Action::Ask {
-                    Decision {
-                        policy: now.policy,
+            .strip_prefix(crate::approvals::grants::GRANT_RULE_PREFIX);
+        let verdict = Verdict {
+            action: now.action,
+            rule_id: now.rule_id.clone(),
+        };
+        let mut list = |grant: &str, covered: bool, lapsed: Option<String>| {
+            granted_calls.push(GrantedCall {
+                call_id: call.call_id.clone(),
+                grant: grant.to_owned(),
+                recorded: was == Some(grant),
+                covered,
+                lapsed,
+                now: verdict.clone(),
+            });
+        };
+        let Some(book) = &book else {
+            if let Some(grant) = was {
+                list(grant, false, Some("replayed without grants".to_owned()));
+            }
+            return Some((recorded, now));
+        };
+        if now.action != Action::Ask {
+            // A grant answers only an ask.
+            if let Some(grant) = was {
+                list(grant, false, Some("the policy no longer asks".to_owned()));
+            }
+            return Some((recorded, now));
+        }
+        // Re-decided with the grants in force at the call's place in the
+        // record, their limits included.
+        let now = match book.judge(call, request, facts, &now) {
+            Ok(grant) => {
+                let id = grant.record.grant.clone();
+                let granted = crate::approvals::grants::granted(grant, &now);
+                if let Some(other) = was.filter(|w| *w != id) {
+                    list(other, false, Some(format!("grant {id} covers it instead")));
+                }
+                list(&id, true, None);
+                // The recorded reason stands when the same grant allows it:
+                // it names the creator as the grant row does.
+                match was {
+                    Some(w) if w == id => Decision {
+                        policy: granted.policy,
                         ..recorded.clone()
-                    }
-                } else {
-                    now
+                    },
+                    _ => granted,
                 }
             }
-            None => now,
+            Err(lapsed) => {
+                if let Some(grant) = was
+                    && !lapsed.iter().any(|(g, _)| *g == grant)
+                {
+                    let why = if book.knows(grant) {
+                        "its scope does not cover the call as replayed"
+                    } else {
+                        "no such grant in the record"
+                    };
+                    list(grant, false, Some(why.to_owned()));
+                }
+                for (grant, why) in lapsed {
+                    list(grant, false, Some(why));
+                }
+                now
+            }
         };
         Some((recorded, now))
     };
@@ -598,7 +715,7 @@ pub fn replay_calls_with<E: From<StoreError>>(
         on_change,
     )?;
     report.parse_differs = parse_differs;
-    report.granted = granted_calls.len() as u64;
+    report.granted = granted_calls.iter().filter(|g| g.covered).count() as u64;
     report.granted_calls = granted_calls;
     Ok(report)
 }

@@ -1,12 +1,15 @@
 //! Grants: "yes, and the same again" as chained, revocable records. A grant
 //! is created with an approval (`gavel approve CALL --grant …`), has a scope
 //! (this exact call; a program and subcommand inside the workspace; a file
-//! tool with paths under a glob) and limits (a session, an end time, a
+//! tool, or an MCP tool's declared path arguments, with paths under a glob;
+//! an MCP server's tool with any arguments) and limits (a session, an end time, a
 //! number of uses), and is consulted only for a call the policy **asks**
 //! about: it can never turn a deny (a hard deny, `path.protected`, the
 //! workspace boundary) into an allow, and it never covers a command gavel
 //! could not prove (anything unprovable, redirections that write,
-//! assignments, a program given by path, paths outside the workspace).
+//! assignments, a program given by path, paths outside the workspace), nor
+//! a call asked by a rule no grant may answer ([`NEVER_GRANTED`]: an MCP
+//! tool whose definition changed, gavel's protected paths, self-approval).
 //!
 //! Matching here is pure: it is handed the grants in force, the request,
 //! its facts, its decision and the clock, and opens nothing.
@@ -25,6 +28,30 @@ pub const GRANT_CALL_PREFIX: &str = "grant/";
 /// The prefix of the `rule_id` of a call a grant allowed (`grant.<ID>`).
 pub const GRANT_RULE_PREFIX: &str = "grant.";
 
+/// Rules whose asks no grant covers, and no grant may be created from:
+/// whatever a policy makes of them, they stand for something a person must
+/// see each time (a changed MCP tool definition: the "rug pull" a grant
+/// given before it would wave through; gavel's own record and policy; the
+/// agent answering its own approvals).
+pub const NEVER_GRANTED: &[&str] = &[
+    "mcp.definition_changed",
+    "path.protected",
+    "bash.self_approval",
+    "bash.hard_deny",
+];
+
+/// Whether no grant may cover a call decided by `rule_id` on `facts`.
+pub fn never_granted(rule_id: &str, facts: &Facts) -> bool {
+    NEVER_GRANTED.contains(&rule_id)
+        || facts
+            .mcp
+            .as_ref()
+            .is_some_and(crate::facts::McpFacts::definition_changed)
+}
+
+/// The prefix of an MCP server tool's gavel name (`mcp__SERVER__TOOL`).
+pub const MCP_TOOL_PREFIX: &str = "mcp__";
+
 /// What a grant covers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -37,8 +64,11 @@ pub enum Scope {
     /// `bash` running only this program and subcommand (`cargo test`), with
     /// any arguments, every path inside the workspace.
     Command { words: Vec<String> },
-    /// A file tool whose every path, relative to the workspace, matches `glob`.
+    /// A file tool (or an MCP tool with declared path arguments) whose
+    /// every path, relative to the workspace, matches `glob`.
     Paths { tool: String, glob: String },
+    /// An MCP server's tool (`mcp__SERVER__TOOL`) with any arguments.
+    Tool { tool: String },
 }
 
 impl Scope {
@@ -48,6 +78,7 @@ impl Scope {
             Scope::Call { tool, .. } => format!("this exact `{tool}` call"),
             Scope::Command { words } => format!("`{}` with any arguments", words.join(" ")),
             Scope::Paths { tool, glob } => format!("`{tool}` on paths under `{glob}`"),
+            Scope::Tool { tool } => format!("`{tool}` with any arguments"),
         }
     }
 }
@@ -95,6 +126,9 @@ pub struct Grant {
     /// Its revocation, when it was revoked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revoked: Option<RevocationRecord>,
+    /// The seq of its revocation row.
+    #[serde(skip)]
+    pub revoked_seq: Option<u64>,
     /// The calls it allowed so far.
     pub used: u64,
 }
@@ -114,6 +148,45 @@ impl Grant {
     }
 }
 
+/// Why a grant whose scope covers a call did not (or would not) allow it,
+/// judged at the call's place in the record: its seq, its time, and the
+/// grant's uses recorded before it.
+pub fn lapsed_at(grant: &Grant, seq: u64, ts_us: i64, uses_before: u64) -> Option<String> {
+    if grant.seq > seq {
+        Some("not given yet".to_owned())
+    } else if grant.revoked_seq.is_some_and(|r| r < seq) {
+        Some("revoked".to_owned())
+    } else if grant.record.until_us.is_some_and(|u| u <= ts_us) {
+        Some("expired".to_owned())
+    } else {
+        grant
+            .record
+            .uses
+            .filter(|n| uses_before >= *n)
+            .map(|n| format!("used up ({uses_before} of {n} uses)"))
+    }
+}
+
+/// Whether `grant`'s scope and session cover `request` (decided `decision`
+/// on `facts`, in client session `session`), whatever its limits. Pure.
+pub fn applies(
+    grant: &Grant,
+    request: &ToolRequest,
+    facts: &Facts,
+    decision: &Decision,
+    session: Option<&str>,
+) -> bool {
+    decision.action == Action::Ask
+        && !never_granted(&decision.rule_id, facts)
+        && provable(facts)
+        && grant
+            .record
+            .session
+            .as_deref()
+            .is_none_or(|s| Some(s) == session)
+        && covers(&grant.record.scope, request, facts)
+}
+
 /// The first grant of `grants` in force at `now_us` that covers `request`
 /// (decided `decision` on `facts`, in client session `session`). Pure.
 pub fn covering<'g>(
@@ -124,17 +197,8 @@ pub fn covering<'g>(
     session: Option<&str>,
     now_us: i64,
 ) -> Option<&'g Grant> {
-    if decision.action != Action::Ask || !provable(facts) {
-        return None;
-    }
     grants.iter().find(|grant| {
-        grant.state(now_us) == "active"
-            && grant
-                .record
-                .session
-                .as_deref()
-                .is_none_or(|s| Some(s) == session)
-            && covers(&grant.record.scope, request, facts)
+        grant.state(now_us) == "active" && applies(grant, request, facts, decision, session)
     })
 }
 
@@ -187,6 +251,7 @@ fn covers(scope: &Scope, request: &ToolRequest, facts: &Facts) -> bool {
                     .iter()
                     .all(|p| p.relative.as_deref().is_some_and(|r| glob.is_match(r)))
         }
+        Scope::Tool { tool } => tool.starts_with(MCP_TOOL_PREFIX) && request.name == *tool,
     }
 }
 

@@ -179,6 +179,8 @@ pub enum GrantKind {
     Command,
     /// The call's tool, on paths under this glob.
     Paths(String),
+    /// The call's MCP server tool (`mcp__SERVER__TOOL`), any arguments.
+    Tool,
 }
 
 /// A grant to create with an approval.
@@ -206,9 +208,24 @@ fn scope_for(
             GrantKind::Call => "this call".to_owned(),
             GrantKind::Command => "its command".to_owned(),
             GrantKind::Paths(glob) => format!("paths under `{glob}`"),
+            GrantKind::Tool => format!("`{}` with any arguments", pending.tool),
         },
         why: why.to_owned(),
     };
+    let decision = events
+        .iter()
+        .find(|e| e.kind == "decision")
+        .and_then(|e| match EventBody::from_json("decision", &e.payload) {
+            Ok(EventBody::Decision(d)) => Some(d),
+            _ => None,
+        })
+        .ok_or_else(|| refuse("its decision is not in the record"))?;
+    if grants::never_granted(&decision.rule_id, &decision.facts) {
+        return Err(refuse(&format!(
+            "it was asked by `{}`, which no grant may answer: each such call is asked again",
+            decision.rule_id
+        )));
+    }
     match kind {
         GrantKind::Call => Ok(grants::Scope::Call {
             tool: pending.tool.clone(),
@@ -221,22 +238,33 @@ fn scope_for(
                 ));
             }
             globset::Glob::new(glob).map_err(|e| refuse(&format!("invalid glob: {e}")))?;
+            if decision.facts.paths.is_empty() {
+                return Err(refuse(
+                    "the call names no path (an MCP tool needs its path arguments declared in `[[paths]]`)",
+                ));
+            }
             Ok(grants::Scope::Paths {
                 tool: pending.tool.clone(),
                 glob: glob.clone(),
+            })
+        }
+        GrantKind::Tool => {
+            if !pending.tool.starts_with(grants::MCP_TOOL_PREFIX) {
+                return Err(refuse(
+                    "only an MCP server's tool (mcp__SERVER__TOOL) is granted whole; grant a command, paths or this call instead",
+                ));
+            }
+            Ok(grants::Scope::Tool {
+                tool: pending.tool.clone(),
             })
         }
         GrantKind::Command => {
             if pending.tool != "bash" {
                 return Err(refuse("only a `bash` call has a command"));
             }
-            let facts = events
-                .iter()
-                .find(|e| e.kind == "decision")
-                .and_then(|e| match EventBody::from_json("decision", &e.payload) {
-                    Ok(EventBody::Decision(d)) => d.facts.shell,
-                    _ => None,
-                })
+            let facts = decision
+                .facts
+                .shell
                 .ok_or_else(|| refuse("its parse is not in the record"))?;
             let prefix = |words: &[String]| -> Vec<String> {
                 match words.get(1) {
@@ -274,6 +302,7 @@ pub fn grants(store: &Store) -> Result<Vec<grants::Grant>, StoreError> {
                 seq: row.seq,
                 created_us: row.ts_us,
                 revoked: None,
+                revoked_seq: None,
                 used: 0,
             }),
             Ok(EventBody::Revocation(revocation)) => {
@@ -282,6 +311,7 @@ pub fn grants(store: &Store) -> Result<Vec<grants::Grant>, StoreError> {
                     .find(|g| g.record.grant == revocation.grant && g.revoked.is_none())
                 {
                     grant.revoked = Some(revocation);
+                    grant.revoked_seq = Some(row.seq);
                 }
             }
             _ => {}
@@ -590,6 +620,61 @@ fn answer_in(rows: &[StoredEvent], pending: &Pending) -> Option<Waited> {
     None
 }
 
+/// The answer recorded so far for `pending` (a call waiting in the queue),
+/// if any: one indexed lookup, cheap enough to poll.
+pub fn answered(store: &Store, pending: &Pending) -> Result<Option<Waited>, ApprovalsError> {
+    let rows = store.answers_after(&pending.call_id, pending.seq)?;
+    Ok(answer_in(&rows, pending))
+}
+
+/// Ends the wait of `pending` unanswered: records `cancelled` (channel
+/// `queue`, cause `cause`) followed by `also` (a `blocked` result), in one
+/// transaction that an answer recorded first wins over. Returns how the
+/// wait ended: that answer, or the cancellation.
+pub fn stop_waiting(
+    store: &mut Store,
+    pending: &Pending,
+    cause: CancelCause,
+    by: Option<&Arc<Principal>>,
+    also: &dyn Fn(&str) -> Vec<Event>,
+) -> Result<Waited, ApprovalsError> {
+    let call_id = pending.call_id.as_str();
+    let mut answered = None;
+    store.append_for_call(call_id, |events| {
+        let after: Vec<StoredEvent> = events
+            .iter()
+            .filter(|e| e.seq > pending.seq)
+            .cloned()
+            .collect();
+        answered = answer_in(&after, pending);
+        if answered.is_some() {
+            return Vec::new();
+        }
+        let mut record = ApprovalRecord::new(ApprovalStatus::Cancelled, ApprovalChannel::Queue);
+        record.cause = Some(cause);
+        let mut append =
+            vec![Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by)];
+        append.extend(also(&pending.tool).into_iter().map(|e| e.by(by)));
+        append
+    })?;
+    Ok(answered.unwrap_or(Waited {
+        status: ApprovalStatus::Cancelled,
+        channel: ApprovalChannel::Queue,
+        approver: None,
+        reason: None,
+        cause: Some(cause),
+    }))
+}
+
+/// The call `call_id` as it waits in the queue (its `pending` row).
+pub fn waiting(store: &Store, call_id: &str) -> Result<Pending, ApprovalsError> {
+    let events = store.call_events(call_id)?;
+    pending_of(&events).ok_or_else(|| ApprovalsError::NotPending {
+        call_id: call_id.to_owned(),
+        detail: "it has no pending row in the queue".into(),
+    })
+}
+
 /// Waits for the answer to `call_id`, which must be waiting in the queue,
 /// polling the record every `poll`. When its wait ends unanswered, records
 /// `cancelled` (channel `queue`, cause `timeout`) followed by `also` (a
@@ -602,47 +687,14 @@ pub fn wait(
     by: Option<&Arc<Principal>>,
     also: &dyn Fn(&str) -> Vec<Event>,
 ) -> Result<Waited, ApprovalsError> {
-    let events = store.call_events(call_id)?;
-    let Some(pending) = pending_of(&events) else {
-        return Err(ApprovalsError::NotPending {
-            call_id: call_id.to_owned(),
-            detail: "it has no pending row in the queue".into(),
-        });
-    };
+    let pending = waiting(store, call_id)?;
     loop {
-        let rows = store.answers_after(call_id, pending.seq)?;
-        if let Some(waited) = answer_in(&rows, &pending) {
+        if let Some(waited) = answered(store, &pending)? {
             return Ok(waited);
         }
         let now = chrono::Utc::now().timestamp_micros();
         if now >= pending.until_us {
-            let mut answered = None;
-            store.append_for_call(call_id, |events| {
-                let after: Vec<StoredEvent> = events
-                    .iter()
-                    .filter(|e| e.seq > pending.seq)
-                    .cloned()
-                    .collect();
-                answered = answer_in(&after, &pending);
-                if answered.is_some() {
-                    return Vec::new();
-                }
-                let mut record =
-                    ApprovalRecord::new(ApprovalStatus::Cancelled, ApprovalChannel::Queue);
-                record.cause = Some(CancelCause::Timeout);
-                let mut append = vec![
-                    Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by),
-                ];
-                append.extend(also(&pending.tool).into_iter().map(|e| e.by(by)));
-                append
-            })?;
-            return Ok(answered.unwrap_or(Waited {
-                status: ApprovalStatus::Cancelled,
-                channel: ApprovalChannel::Queue,
-                approver: None,
-                reason: None,
-                cause: Some(CancelCause::Timeout),
-            }));
+            return stop_waiting(store, &pending, CancelCause::Timeout, by, also);
         }
         let left = Duration::from_micros(u64::try_from(pending.until_us - now).unwrap_or(0));
         std::thread::sleep(poll.min(left));

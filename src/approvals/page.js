@@ -74,6 +74,7 @@
       button(td, call, "reject", "Reject");
       button(td, call, "grant-call", "Approve + this call again", "call");
       if (call.tool === "bash") button(td, call, "grant-command", "Approve + this command", "command");
+      if (call.tool.indexOf("mcp__") === 0) button(td, call, "grant-tool", "Approve + this tool", "tool");
       row.appendChild(td);
       body.appendChild(row);
     });

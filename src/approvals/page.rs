@@ -89,7 +89,7 @@ struct AnswerBody {
     arguments_sha256: String,
     #[serde(default)]
     reason: Option<String>,
-    /// `call` or `command`: a grant with the approval (for the session when
+    /// `call`, `command` or `tool`: a grant with the approval (for the session when
     /// the call has one, else for an hour).
     #[serde(default)]
     grant: Option<String>,
@@ -173,7 +173,8 @@ fn answer(config: &PageConfig, store: &mut Store, body: AnswerBody, now: i64) ->
         None | Some("") => None,
         Some("call") => Some(GrantKind::Call),
         Some("command") => Some(GrantKind::Command),
-        Some(_) => return Response::refused(400, "a grant is `call` or `command`"),
+        Some("tool") => Some(GrantKind::Tool),
+        Some(_) => return Response::refused(400, "a grant is `call`, `command` or `tool`"),
     };
     let session = store
         .call_events(&body.call_id)

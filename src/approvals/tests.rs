@@ -193,6 +193,7 @@ mod grant_matching {
             seq: 1,
             created_us: NOW - 10,
             revoked: None,
+            revoked_seq: None,
             used: 0,
         }
     }
@@ -294,6 +295,83 @@ mod grant_matching {
             assert!(
                 covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_none(),
                 "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tool_grant_covers_its_mcp_tool_with_any_arguments_but_never_a_changed_definition() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::open(dir.path()).unwrap();
+        let policy = Policy::from_toml(
+            r#"
+name = "t"
+[[rules]]
+id = "mcp.definition_changed"
+action = "ask"
+tools = ["mcp__*"]
+definition_changed = true
+reason = "changed"
+[[rules]]
+id = "ask.mcp"
+action = "ask"
+tools = ["mcp__*"]
+reason = "asked"
+"#,
+            "test",
+        )
+        .unwrap();
+        let grants = [grant(Scope::Tool {
+            tool: "mcp__srv__touch".into(),
+        })];
+        let decide = |tool: &str, previous: Option<&str>| {
+            let request = ToolRequest::new("c", tool, json!({"path": "anything", "n": 3}));
+            let mut facts = workspace.facts(&request);
+            facts.mcp = Some(crate::facts::McpFacts {
+                server: "srv".into(),
+                tool: tool.rsplit("__").next().unwrap().into(),
+                definition_sha256: Some("new".into()),
+                previous_sha256: previous.map(str::to_owned),
+            });
+            let decision = policy.decide(&request, &facts);
+            (request, facts, decision)
+        };
+        let (request, facts, decision) = decide("mcp__srv__touch", None);
+        assert_eq!(decision.rule_id, "ask.mcp");
+        assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_some());
+        let (request, facts, decision) = decide("mcp__srv__other", None);
+        assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_none());
+        // The rug pull: the same tool under a definition that changed.
+        let (request, facts, decision) = decide("mcp__srv__touch", Some("old"));
+        assert_eq!(decision.rule_id, "mcp.definition_changed");
+        assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_none());
+        // Even when a policy asks about it under another rule id.
+        let mut renamed = decision.clone();
+        renamed.rule_id = "ask.mcp".into();
+        assert!(covering(&grants, &request, &facts, &renamed, Some("s1"), NOW).is_none());
+        // A tool grant never covers a built-in tool of the same name.
+        let bash = [grant(Scope::Tool {
+            tool: "bash".into(),
+        })];
+        let (request, facts, decision, _dir) = decided("make all");
+        assert_eq!(decision.action, crate::Action::Ask);
+        assert!(covering(&bash, &request, &facts, &decision, Some("s1"), NOW).is_none());
+    }
+
+    #[test]
+    fn no_grant_covers_a_call_asked_by_a_rule_no_grant_may_answer() {
+        let (request, facts, decision, _dir) = decided("make all");
+        let grants = [grant(Scope::Call {
+            tool: "bash".into(),
+            arguments_sha256: arguments_digest(&request.arguments),
+        })];
+        assert!(covering(&grants, &request, &facts, &decision, Some("s1"), NOW).is_some());
+        for rule in crate::approvals::grants::NEVER_GRANTED {
+            let mut asked = decision.clone();
+            asked.rule_id = (*rule).to_owned();
+            assert!(
+                covering(&grants, &request, &facts, &asked, Some("s1"), NOW).is_none(),
+                "{rule}"
             );
         }
     }
@@ -429,5 +507,157 @@ mod page {
             .status,
             409
         );
+    }
+}
+
+mod page_grants {
+    use super::*;
+    use crate::approvals::page::{PageConfig, Request, handle};
+
+    /// POSTs an approval of `call` with `grant` to the page; its status.
+    fn approve_with(store: &mut Store, call: &str, grant: &str) -> u16 {
+        let config = PageConfig {
+            token: "t0ken".into(),
+            name: "alice-web".into(),
+            hosts: vec!["127.0.0.1:9".into()],
+            principal: Arc::new(Principal::current("web")),
+        };
+        let events = store.call_events(call).unwrap();
+        let digest = pending_of(&events).unwrap().arguments_sha256;
+        let body =
+            json!({"call_id": call, "approved": true, "arguments_sha256": digest, "grant": grant});
+        let request = Request {
+            method: "POST".into(),
+            path: "/api/answer".into(),
+            headers: [
+                ("host", "127.0.0.1:9"),
+                ("x-gavel-token", "t0ken"),
+                ("content-type", "application/json"),
+                ("origin", "http://127.0.0.1:9"),
+            ]
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect(),
+            body: body.to_string().into_bytes(),
+        };
+        handle(&config, store, &request).status
+    }
+
+    #[test]
+    fn the_page_grants_an_mcp_tool_and_refuses_a_tool_grant_for_a_builtin_tool() {
+        let far = chrono::Utc::now().timestamp_micros() + 60_000_000;
+        // `write_file` is not an MCP tool: refused, nothing recorded.
+        let (mut store, _dir) = queued(far);
+        assert_ne!(approve_with(&mut store, "c1", "tool"), 200);
+        assert!(grants(&store).unwrap().is_empty());
+        assert!(pending_of(&store.call_events("c1").unwrap()).is_some());
+        // An MCP tool asked by the policy: granted whole.
+        let dir = tempfile::tempdir().unwrap();
+        let policy = Policy::from_toml(
+            "name = \"t\"\n[[rules]]\nid = \"ask.mcp\"\naction = \"ask\"\ntools = [\"mcp__*\"]\nreason = \"asked\"\n",
+            "test",
+        )
+        .unwrap();
+        let runner = GovernedRunner::new(
+            policy,
+            Workspace::open(dir.path()).unwrap(),
+            Registry::empty(),
+        );
+        let mut store = Store::open_in_memory().unwrap();
+        let request = ToolRequest::new("m1", "mcp__srv__touch", json!({"path": "a"}));
+        runner
+            .decide_and_record(
+                "m1",
+                &request,
+                None,
+                AskRoute::Queue { until_us: far },
+                &mut store,
+            )
+            .unwrap();
+        assert_eq!(approve_with(&mut store, "m1", "tool"), 200);
+        let made = grants(&store).unwrap();
+        assert_eq!(
+            made[0].record.scope,
+            grants::Scope::Tool {
+                tool: "mcp__srv__touch".into()
+            }
+        );
+    }
+}
+
+mod replay_limits {
+    use super::*;
+    use crate::approvals::grants::{Grant, GrantSource};
+    use crate::replay::{FactSource, replay};
+    use crate::store::AuditQuery;
+
+    /// A writer that records every asked call as allowed by its grant,
+    /// whatever the grant's limits: what a forged or buggy record holds.
+    struct Forging(Grant);
+
+    impl GrantSource for Forging {
+        fn cover(
+            &self,
+            _: &ToolRequest,
+            _: &crate::facts::Facts,
+            decision: &Decision,
+            _: Option<&str>,
+        ) -> Option<Decision> {
+            (decision.action == crate::Action::Ask).then(|| grants::granted(&self.0, decision))
+        }
+    }
+
+    #[test]
+    fn replay_finds_a_recorded_grant_use_beyond_its_limit() {
+        let far = chrono::Utc::now().timestamp_micros() + 60_000_000;
+        let (mut store, dir) = queued(far);
+        let mut yes = yes(None);
+        yes.grant = Some(GrantAsk {
+            kind: GrantKind::Paths("*".into()),
+            session: false,
+            lasts: None,
+            uses: Some(1),
+        });
+        let now = chrono::Utc::now().timestamp_micros();
+        answer(&mut store, "c1", &yes, None, now).unwrap();
+        let grant = grants(&store).unwrap().remove(0);
+        let id = grant.record.grant.clone();
+        let runner = GovernedRunner::new(
+            Policy::builtin(),
+            Workspace::open(dir.path()).unwrap(),
+            Registry::empty(),
+        )
+        .with_grants(Box::new(Forging(grant)));
+        for call in ["c2", "c3"] {
+            let request =
+                ToolRequest::new(call, "write_file", json!({"path": "b.txt", "content": "x"}));
+            let (_, decision) = runner
+                .decide_and_record(call, &request, None, AskRoute::Elsewhere, &mut store)
+                .unwrap();
+            assert_eq!(decision.rule_id, format!("grant.{id}"));
+        }
+        let report = replay(
+            &store,
+            &AuditQuery::default(),
+            &Policy::builtin(),
+            FactSource::Recorded,
+            &mut |_| {},
+        )
+        .unwrap();
+        let listed: Vec<(&str, bool, Option<&str>)> = report
+            .granted_calls
+            .iter()
+            .map(|g| (g.call_id.as_str(), g.covered, g.lapsed.as_deref()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("c2", true, None),
+                ("c3", false, Some("used up (1 of 1 uses)"))
+            ]
+        );
+        assert_eq!(report.granted, 1);
+        // The second use is drift: allowed when recorded, asked by the rules now.
+        assert_eq!(report.tightened, 1, "{report:?}");
     }
 }

@@ -32,8 +32,9 @@ pub struct AnswerArgs {
     pub yes: bool,
     /// With the approval, grant the same again: `call` (this exact call), `command` (its
     /// program and subcommand, e.g. `cargo test`, with any arguments inside the workspace),
-    /// or `paths=GLOB` (its file tool on paths under GLOB)
-    #[arg(long, value_name = "call|command|paths=GLOB", value_parser = parse_grant)]
+    /// `paths=GLOB` (its file tool, or an MCP tool's declared path arguments, on paths under
+    /// GLOB), or `tool` (its MCP server tool, mcp__SERVER__TOOL, with any arguments)
+    #[arg(long, value_name = "call|command|paths=GLOB|tool", value_parser = parse_grant)]
     pub grant: Option<GrantKind>,
     /// Limit the grant to the call's client session [default when the call has one]
     #[arg(long, requires = "grant")]
@@ -185,7 +186,10 @@ fn parse_grant(text: &str) -> Result<GrantKind, String> {
     match text.split_once('=') {
         None if text == "call" => Ok(GrantKind::Call),
         None if text == "command" => Ok(GrantKind::Command),
+        None if text == "tool" => Ok(GrantKind::Tool),
         Some(("paths", glob)) if !glob.is_empty() => Ok(GrantKind::Paths(glob.to_owned())),
-        _ => Err(format!("`{text}` is not `call`, `command` or `paths=GLOB`")),
+        _ => Err(format!(
+            "`{text}` is not `call`, `command`, `paths=GLOB` or `tool`"
+        )),
     }
 }

@@ -25,7 +25,11 @@ Every message is relayed untouched except tools/call, which is decided first
          failed for isError, a JSON-RPC error, the timeout or the server's exit)
   deny   answered by gavel as a tool result with isError, its rule id and
          reason; the server never sees it
-  ask    asked through elicitation/create when the client declared the
+  ask    with --ask wait (or the policy's [approval] wait): kept waiting in
+         the pending queue until `gavel approve` / `gavel reject` / the
+         approval page answers it (channel cli or web), or the wait ends
+         (cancelled, cause timeout), whatever the client offers; otherwise
+         asked through elicitation/create when the client declared the
          elicitation capability (recorded with channel client_elicitation);
          otherwise refused as \"needs approval\" and recorded cancelled
 Tool definitions from tools/list are digested and recorded once per change;
@@ -45,6 +49,12 @@ pub struct McpArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 600,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
+    /// `wait[=DURATION]`: an asked call waits in the pending queue until `gavel approve` or
+    /// `gavel reject` answers it from another terminal, or DURATION ends (default 10m; then
+    /// cancelled, cause timeout); it wins over the client's elicitation [default: the
+    /// policy's `[approval] wait`, if any]
+    #[arg(long, value_name = "wait[=DURATION]", value_parser = super::parse_ask_wait)]
+    pub ask: Option<super::AskWait>,
     /// The MCP server to run and its arguments (after `--`, or after gavel's
     /// own options: everything from the first word that is not one is the server's)
     #[arg(
@@ -97,19 +107,27 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
     Global::vouch_policy(&policy, &store)?;
     store.remember_policy(&policy)?;
     store.set_redaction(policy.redaction());
+    let wait = args
+        .ask
+        .or(policy.approval_wait().map(|w| super::AskWait(Some(w))))
+        .map(|w| w.or(super::DEFAULT_WAIT));
     let session_id = gavel::runner::new_call_id().replacen("call_", "mcp_", 1);
     let principal = global
         .principal("mcp", &workspace, &policy, &store)
         .with_session(Some(&session_id));
     let runner = GovernedRunner::new(policy, workspace, Registry::empty())
         .with_max_argument_bytes(global.max_argument_bytes)
-        .with_principal(principal);
+        .with_principal(principal)
+        .with_grants(Box::new(gavel::approvals::StoreGrants::new(store.path())));
     let config = Config {
         server,
         timeout: Duration::from_secs(args.timeout),
         session_id,
     };
     let mut session = Session::new(runner, store, config);
+    if let Some(wait) = wait {
+        session = session.with_queue(wait);
+    }
     let ended = relay::run(
         &mut session,
         &args.command,

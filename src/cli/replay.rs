@@ -227,24 +227,45 @@ pub fn print_table(report: &DriftReport, skipped_verify: bool) -> std::io::Resul
         report.tightened,
         report.rerouted
     ))?;
-    if report.granted > 0 {
-        let shown: Vec<String> = report
-            .granted_calls
+    let covered: Vec<&gavel::replay::GrantedCall> =
+        report.granted_calls.iter().filter(|g| g.covered).collect();
+    let lapsed: Vec<&gavel::replay::GrantedCall> =
+        report.granted_calls.iter().filter(|g| !g.covered).collect();
+    let shown = |calls: &[&gavel::replay::GrantedCall]| {
+        let mut shown: Vec<String> = calls
             .iter()
             .take(10)
-            .map(|g| {
-                format!(
+            .map(|g| match &g.lapsed {
+                Some(why) => format!(
+                    "{} (grant {}: {})",
+                    render::escape(&g.call_id),
+                    render::escape(&g.grant),
+                    render::escape(why)
+                ),
+                None => format!(
                     "{} (grant {})",
                     render::escape(&g.call_id),
                     render::escape(&g.grant)
-                )
+                ),
             })
             .collect();
+        if calls.len() > 10 {
+            shown.push("…".to_owned());
+        }
+        shown.join(", ")
+    };
+    if !covered.is_empty() {
         render::line(&format!(
-            "  {} call(s) allowed by a grant: {}{}",
-            report.granted,
-            shown.join(", "),
-            if report.granted > 10 { ", …" } else { "" }
+            "  {} call(s) allowed by a grant: {}",
+            covered.len(),
+            shown(&covered)
+        ))?;
+    }
+    if !lapsed.is_empty() {
+        render::line(&format!(
+            "  {} call(s) a grant does not cover (any more): {}",
+            lapsed.len(),
+            shown(&lapsed)
         ))?;
     }
     if report.parse_differs > 0 {

@@ -13,7 +13,9 @@
 //! Answer: `{"permission": "allow"|"deny"|"ask", "user_message",
 //! "agent_message"}`; `ask` is Cursor's own prompt, except on
 //! `beforeReadFile`, which takes only allow or deny (an ask is denied with
-//! "needs approval"). Fails closed with a deny on stdout and exit 2.
+//! "needs approval"). Fails closed with a deny on stdout and exit 2; the
+//! entries `gavel init cursor` writes carry `"failClosed": true`, so that a
+//! hook Cursor itself stops (its `timeout`, in seconds) blocks too.
 //!
 //! | Cursor | gavel | arguments |
 //! |---|---|---|
@@ -239,8 +241,15 @@ impl Client for Cursor {
     fn hook_config(&self, gavel: &str) -> HookConfig {
         let command = format!("{} hook cursor", shell_word(gavel));
         let mut hooks = Map::new();
+        // `failClosed`: Cursor lets the action through when a hook crashes,
+        // times out or answers no JSON, unless the entry says otherwise;
+        // gavel's own failures already answer a deny, this covers the rest
+        // (a hook Cursor stops at its `timeout`).
         for event in EVENTS {
-            hooks.insert((*event).to_owned(), json!([{ "command": command }]));
+            hooks.insert(
+                (*event).to_owned(),
+                json!([{ "command": command, "failClosed": true }]),
+            );
         }
         HookConfig {
             path: ".cursor/hooks.json",

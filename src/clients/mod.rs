@@ -83,7 +83,13 @@ pub fn hook_timeout(client: &str) -> HookTimeout {
             default: Duration::from_secs(30),
             key: Some(("timeoutSec", false)),
         },
-        // Cursor: no documented key gavel relies on; assume the shortest limit above.
+        // Cursor: `timeout`, seconds, per hooks.json entry (cursor.com/docs/hooks, as
+        // docs/approvals.md cites); its default is not stated: taken as 30 s.
+        "cursor" => HookTimeout {
+            default: Duration::from_secs(30),
+            key: Some(("timeout", false)),
+        },
+        // Any other client: no key known; the shortest limit above.
         _ => HookTimeout {
             default: Duration::from_secs(30),
             key: None,

@@ -34,6 +34,9 @@ use crate::request::ToolRequest;
 use crate::runner::{AskRoute, GovernedRunner, blocked_content, new_call_id};
 use crate::store::Store;
 
+mod queue;
+use queue::Queued;
+
 /// The `client` gavel records for calls that came through the proxy.
 pub const CLIENT: &str = "mcp";
 
@@ -142,6 +145,10 @@ pub struct Session {
     held: Option<Held>,
     /// Whether a whole `tools/list` was seen in this session.
     listed: bool,
+    /// With `--ask wait`: how long an asked call waits in the pending queue.
+    wait: Option<Duration>,
+    /// Calls waiting in the pending queue, by call id.
+    queued: HashMap<String, Queued>,
 }
 
 impl Session {
@@ -163,7 +170,18 @@ impl Session {
             next_ask: 0,
             held: None,
             listed: false,
+            wait: None,
+            queued: HashMap::new(),
         }
+    }
+
+    /// Asks go to the pending queue (`gavel approve` / `gavel reject` / the
+    /// approval page) and wait there for at most `wait`, whether or not the
+    /// client offers elicitation: the person at the queue is the one the
+    /// `--ask wait` named.
+    pub fn with_queue(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait);
+        self
     }
 
     /// The store, to checkpoint it when the session is over.
@@ -173,7 +191,10 @@ impl Session {
 
     /// Whether any call waits for the server or for an approval.
     pub fn is_idle(&self) -> bool {
-        self.calls.is_empty() && self.asks.is_empty() && self.held.is_none()
+        self.calls.is_empty()
+            && self.asks.is_empty()
+            && self.held.is_none()
+            && self.queued.is_empty()
     }
 
     /// When the next forwarded call or ask times out.
@@ -183,6 +204,7 @@ impl Session {
             .map(|c| c.deadline)
             .chain(self.asks.values().map(|a| a.open.deadline))
             .chain(self.held.as_ref().map(|h| h.deadline))
+            .chain(self.queued.values().map(|q| q.next_poll))
             .min()
     }
 
@@ -348,6 +370,7 @@ impl Session {
         for id in late {
             out.extend(self.refuse(&id, ApprovalStatus::Cancelled, Some(CancelCause::Timeout)));
         }
+        out.extend(self.poll_queue(now));
         out
     }
 
@@ -371,6 +394,7 @@ impl Session {
         for id in ids {
             out.extend(self.refuse(&id, ApprovalStatus::Cancelled, Some(cause)));
         }
+        out.extend(self.stop_queue(cause));
         let calls: Vec<OpenCall> = self.calls.drain().map(|(_, call)| call).collect();
         for call in calls {
             if end == End::ServerGone {
@@ -495,7 +519,10 @@ impl Session {
             return self.list_tools(None, vec![line.to_owned()], 1, now);
         }
         let key = jsonrpc::id_key(id);
-        if self.calls.contains_key(&key) || self.asks.values().any(|a| a.open.request_id == *id) {
+        if self.calls.contains_key(&key)
+            || self.asks.values().any(|a| a.open.request_id == *id)
+            || self.queued.values().any(|q| q.open.request_id == *id)
+        {
             return vec![Out::Client(jsonrpc::error(
                 id,
                 jsonrpc::INVALID_REQUEST,
@@ -524,7 +551,11 @@ impl Session {
                 detail: definitions::changed_detail(tool, m),
                 client: client.clone(),
             });
-        let route = if self.elicitation {
+        let route = if let Some(wait) = self.wait {
+            AskRoute::Queue {
+                until_us: crate::approvals::until_us(wait),
+            }
+        } else if self.elicitation {
             AskRoute::Elsewhere
         } else {
             AskRoute::Refuse {
@@ -568,6 +599,7 @@ impl Session {
                 out.push(Out::Client(jsonrpc::tool_error(id, &text)));
                 out
             }
+            (Action::Ask, AskRoute::Queue { .. }) => self.enqueue(open, line, decision, now),
             (Action::Ask, AskRoute::Refuse { why }) => {
                 let text = format!(
                     "{why}. {}",
@@ -684,6 +716,17 @@ impl Session {
             );
             let mut out = self.finish(call, &result);
             out.push(Out::Server(line.to_owned()));
+            return out;
+        }
+        let queued = self
+            .queued
+            .iter()
+            .find(|(_, q)| q.open.request_id == *id)
+            .map(|(k, _)| k.clone());
+        if let Some(call_id) = queued {
+            let mut out = self.unqueue(&call_id, CancelCause::Interrupt);
+            // The client no longer wants an answer to the call.
+            out.retain(|o| !matches!(o, Out::Client(_)));
             return out;
         }
         let asked = self

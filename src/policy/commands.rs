@@ -28,6 +28,13 @@ pub(super) struct CommandMatcher {
     pub flags: Vec<Vec<String>>,
     /// Globs of which some argument must match one.
     pub args: Option<Patterns<Globs>>,
+    /// Globs the program's subcommand must match, as the program's model
+    /// reads it past the options before it ([`programs::subcommand`]).
+    /// Where there is no model, or it cannot read the words, a deny or ask
+    /// rule matches when any argument matches (it cannot be dodged by an
+    /// option the model does not know), an allow rule only when the first
+    /// argument does.
+    pub subcommand: Option<Patterns<Globs>>,
     /// Globs of which some written redirection target must match one.
     pub redirect: Option<Patterns<Globs>>,
     /// Globs of which some file the command writes (a written redirection
@@ -93,9 +100,15 @@ impl<'a> Resolutions<'a> {
 impl CommandMatcher {
     /// The matcher's glob lists.
     pub(super) fn glob_lists(&self) -> impl Iterator<Item = &Patterns<Globs>> {
-        [&self.program, &self.args, &self.redirect, &self.writes]
-            .into_iter()
-            .flatten()
+        [
+            &self.program,
+            &self.args,
+            &self.subcommand,
+            &self.redirect,
+            &self.writes,
+        ]
+        .into_iter()
+        .flatten()
     }
 
     fn matches(
@@ -124,6 +137,11 @@ impl CommandMatcher {
         }
         if let Some(args) = &self.args
             && !command.args().iter().any(|a| args.is_match(a))
+        {
+            return false;
+        }
+        if let Some(subcommands) = &self.subcommand
+            && !subcommand_matches(subcommands, command, loose_flags)
         {
             return false;
         }
@@ -175,6 +193,7 @@ impl CommandMatcher {
         }
         for (key, globs) in [
             ("args", &self.args),
+            ("subcommand", &self.subcommand),
             ("redirect", &self.redirect),
             ("writes", &self.writes),
         ] {
@@ -240,6 +259,7 @@ pub(super) fn hits(matchers: &[CommandMatcher], action: Action, facts: &Facts) -
                 && m.program.is_none()
                 && m.flags.is_empty()
                 && m.args.is_none()
+                && m.subcommand.is_none()
                 && (m.redirect.is_some() || m.writes.is_some())
                 && m.matches(&bare, &resolutions, loose)
         });
@@ -251,6 +271,23 @@ pub(super) fn hits(matchers: &[CommandMatcher], action: Action, facts: &Facts) -
         }
     }
     hits
+}
+
+/// Whether `command`'s subcommand matches `globs` (see
+/// [`CommandMatcher::subcommand`]); `loose` for deny and ask rules.
+fn subcommand_matches(globs: &Patterns<Globs>, command: &SimpleCommand, loose: bool) -> bool {
+    match programs::subcommand(&command.words) {
+        Some(programs::Subcommand::Named(word)) => globs.is_match(word),
+        Some(programs::Subcommand::Absent) => false,
+        Some(programs::Subcommand::Unreadable) | None if loose => {
+            command.args().iter().any(|a| globs.is_match(a))
+        }
+        Some(programs::Subcommand::Unreadable) => false,
+        None => command
+            .args()
+            .first()
+            .is_some_and(|a| !a.starts_with('-') && globs.is_match(a)),
+    }
 }
 
 /// Whether `flag` is among `args`, before any `--` that ends the options.
@@ -339,6 +376,7 @@ pub(super) fn check(
                     .iter()
                     .filter(|m| m.prefix.is_none() && m.program.is_none())
                     .filter(|m| m.flags.is_empty() && m.args.is_none())
+                    .filter(|m| m.subcommand.is_none())
                     .filter(|m| m.redirect.is_some() || m.writes.is_some())
                     .any(|m| m.matches(&bare, &resolutions, loose));
             if bare_hit || shell.commands.iter().any(matches) {

@@ -58,6 +58,7 @@ struct CommandFile {
     program: Option<Vec<String>>,
     flags: Option<Vec<Vec<String>>>,
     args: Option<Vec<String>>,
+    subcommand: Option<Vec<String>>,
     redirect: Option<Vec<String>>,
     writes: Option<Vec<String>>,
 }
@@ -72,6 +73,7 @@ fn prefix_matcher(prefix: Vec<String>) -> Result<CommandMatcher, String> {
         program: None,
         flags: Vec::new(),
         args: None,
+        subcommand: None,
         redirect: None,
         writes: None,
     })
@@ -94,6 +96,9 @@ fn command_matcher(spec: CommandFile) -> Result<CommandMatcher, String> {
     if let Some(args) = &spec.args {
         shown.push(format!("arg {}", args.join("|")));
     }
+    if let Some(subcommand) = &spec.subcommand {
+        shown.push(format!("subcommand {}", subcommand.join("|")));
+    }
     if let Some(redirect) = &spec.redirect {
         shown.push(format!("redirect {}", redirect.join("|")));
     }
@@ -102,7 +107,7 @@ fn command_matcher(spec: CommandFile) -> Result<CommandMatcher, String> {
     }
     if shown.is_empty() {
         return Err(
-            "a `commands` entry needs at least one of prefix, program, flags, args, redirect, writes"
+            "a `commands` entry needs at least one of prefix, program, flags, args, subcommand, redirect, writes"
                 .into(),
         );
     }
@@ -116,6 +121,10 @@ fn command_matcher(spec: CommandFile) -> Result<CommandMatcher, String> {
         args: spec
             .args
             .map(|a| globs("commands.args", a, false))
+            .transpose()?,
+        subcommand: spec
+            .subcommand
+            .map(|s| globs("commands.subcommand", s, false))
             .transpose()?,
         redirect: spec
             .redirect

@@ -629,3 +629,40 @@ fn declared_path_arguments_are_checked_when_the_policy_loads() {
             .contains("not a string")
     );
 }
+
+#[test]
+fn a_subcommand_condition_fails_closed_for_deny_and_strict_for_allow() {
+    let policy = Policy::from_toml(
+        r#"
+name = "subcommands"
+[[rules]]
+id = "deny.publish"
+action = "deny"
+tools = ["bash"]
+commands = [{ program = ["cargo", "gavel"], subcommand = ["publish", "approve"] }]
+reason = "no"
+[[rules]]
+id = "allow.test"
+action = "allow"
+tools = ["bash"]
+commands = [{ program = ["cargo"], subcommand = ["test"] }]
+reason = "yes"
+"#,
+        "test",
+    )
+    .unwrap();
+    let rule = |command: &str| {
+        let request = bash(command);
+        policy.decide(&request, &lexical(&request)).rule_id
+    };
+    // No model of cargo's options: any argument for a deny, the first for an allow.
+    assert_eq!(rule("cargo publish"), "deny.publish");
+    assert_eq!(rule("cargo +nightly publish"), "deny.publish");
+    assert_eq!(rule("cargo test"), "allow.test");
+    assert_eq!(rule("cargo --offline test"), "default.deny");
+    // gavel's model: its options are read, and what it cannot read fails closed.
+    assert_eq!(rule("gavel --db x approve c"), "deny.publish");
+    assert_eq!(rule("gavel --unknown approve c"), "deny.publish");
+    assert_eq!(rule("gavel log --grep approve"), "default.deny");
+    assert_eq!(rule("gavel --db approve log"), "default.deny");
+}

@@ -928,6 +928,11 @@ pub(crate) fn assemble(raw: RawCall<'_>) -> Result<Listed, String> {
 /// A call's request and decision: what replay needs, without its outcome.
 #[derive(Debug, Clone)]
 pub struct DecidedCall {
+    /// The seq of one of its rows (request or decision, appended together):
+    /// what orders it against grant and revocation rows.
+    pub seq: u64,
+    /// When it was decided, microseconds since the epoch.
+    pub ts_us: i64,
     pub call_id: String,
     pub tool: String,
     pub request: RequestRecord,
@@ -963,6 +968,8 @@ impl Store {
         {
             return self.for_each_call(query, |call| {
                 each(DecidedCall {
+                    seq: call.seq,
+                    ts_us: call.ts_us,
                     call_id: call.call_id,
                     tool: call.tool,
                     request: call.request,
@@ -1038,6 +1045,8 @@ impl Store {
                 emitted += 1;
                 let parse_differs = decision.facts.restore(&request.arguments) == Some(false);
                 each(DecidedCall {
+                    seq,
+                    ts_us,
                     call_id,
                     tool: tool.unwrap_or_default(),
                     request,

@@ -64,6 +64,19 @@ impl Store {
             .map_err(sql("reading grants"))
     }
 
+    /// The seqs of the decisions made by `rule_id` (a grant's uses), in order.
+    pub fn decision_seqs_by_rule(&self, rule_id: &str) -> Result<Vec<u64>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT seq FROM events WHERE kind = 'decision' AND rule_id = ?1 ORDER BY seq",
+            )
+            .and_then(|mut s| {
+                s.query_map([rule_id], |r| r.get(0))?
+                    .collect::<rusqlite::Result<Vec<u64>>>()
+            })
+            .map_err(sql("reading a grant's uses"))
+    }
+
     /// How many calls were decided by `rule_id` (a grant's `grant.<ID>`).
     pub fn decisions_by_rule(&self, rule_id: &str) -> Result<u64, StoreError> {
         self.conn

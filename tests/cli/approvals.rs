@@ -378,6 +378,28 @@ const SELF_APPROVALS: &[&str] = &[
     "echo $(gavel approve call_1)",
     "true && gavel approve call_1 --yes",
     "echo call_1 | xargs gavel approve",
+    "gavel --wide --db=.gavel/audit.db reject call_1",
+    "gavel --workspace . --policy gavel.toml --durability normal revoke g1",
+    "gavel grants",
+    "gavel -- approve call_1",
+    "gavel --no-such-option approve call_1",
+];
+
+/// Commands that mention an approval word without running an approval
+/// subcommand: the rule must leave them to the rest of the policy.
+const NOT_SELF_APPROVALS: &[&str] = &[
+    "gavel pending",
+    "gavel log",
+    "echo gavel approve",
+    "gavel log --grep approve",
+    "gavel log --rule approve --json",
+    "gavel explain approve-123",
+    "gavel show approvals",
+    "gavel --db approve log",
+    "env GAVEL_DB=x gavel --wide stats --tool approve",
+    "printf '%s\\n' 'gavel approve call_1'",
+    "grep -rn 'gavel approve' docs",
+    "sh -c 'gavel log --grep reject'",
 ];
 
 #[test]
@@ -403,8 +425,8 @@ fn the_agents_own_bash_cannot_approve_under_either_builtin_policy() {
                 "{command} under {policy:?}: {report}"
             );
         }
-        // Reading the queue is not answering it.
-        for command in ["gavel pending", "echo gavel approve", "gavel log"] {
+        // Reading the queue, or the record, is not answering it.
+        for command in NOT_SELF_APPROVALS {
             let args = json!({ "command": command }).to_string();
             let mut cmd = sandbox.gavel(&["check", "bash", &args, "--json"]);
             if let Some(policy) = policy {
@@ -416,6 +438,108 @@ fn the_agents_own_bash_cannot_approve_under_either_builtin_policy() {
     }
 }
 
+/// `gavel check bash COMMAND --json` under the built-in policy.
+fn checked(sandbox: &Sandbox, command: &str) -> Value {
+    let args = json!({ "command": command }).to_string();
+    json(&run_expecting(
+        &mut sandbox.gavel(&["check", "bash", &args, "--json"]),
+        0,
+    ))
+}
+
+#[test]
+fn the_self_approval_rule_reads_gavels_options_as_the_real_binary_does() {
+    let sandbox = Sandbox::new();
+    let policy = sandbox.write("p.toml", gavel::policy::DEFAULT_POLICY_TOML);
+    record(&sandbox, "c1", "read_file", json!({"path": "p.toml"}));
+    let help = stdout(&run_expecting(sandbox.bare().arg("--help"), 0));
+    // Every option `gavel --help` lists (those a subcommand's name may follow).
+    let listed: Vec<(String, bool)> = help
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let line = line
+                .strip_prefix("-h, ")
+                .or(line.strip_prefix("-V, "))
+                .unwrap_or(line);
+            let rest = line.strip_prefix("--")?;
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            Some((name.clone(), rest[name.len()..].starts_with(" <")))
+        })
+        .collect();
+    let modelled: Vec<(String, bool)> = gavel::shell::programs::gavel::GLOBALS
+        .iter()
+        .map(|o| {
+            (
+                o.long.to_owned(),
+                o.arg == gavel::shell::programs::getopt::Arg::Required,
+            )
+        })
+        .collect();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    let mut model = modelled.clone();
+    model.sort();
+    assert_eq!(
+        sorted, model,
+        "gavel --help and the model of its options differ"
+    );
+    for (name, valued) in &listed {
+        if matches!(name.as_str(), "help" | "version") {
+            continue;
+        }
+        let value = match name.as_str() {
+            _ if !valued => String::new(),
+            "workspace" => sandbox.ws.display().to_string(),
+            "policy" | "shadow-policy" => policy.display().to_string(),
+            "db" => sandbox.db.display().to_string(),
+            "durability" => "normal".to_owned(),
+            "max-argument-bytes" => "100000".to_owned(),
+            other => panic!("no value to test `--{other}` with: add one here"),
+        };
+        let option: Vec<String> = if *valued {
+            vec![format!("--{name}"), value]
+        } else {
+            vec![format!("--{name}")]
+        };
+        // The real binary: the words after the option run `approve` ...
+        let mut approve = option.clone();
+        approve.extend(["approve".into(), "no_such_call".into(), "--yes".into()]);
+        let out = sandbox.bare().args(&approve).output().unwrap();
+        assert!(
+            stderr(&out).contains("cannot answer call `no_such_call`"),
+            "{approve:?} did not run approve: {}",
+            stderr(&out)
+        );
+        // ... or `log`, with the word only as an argument.
+        let mut log = option.clone();
+        log.extend(["log".into(), "--grep".into(), "approve".into()]);
+        let mut log_cmd = sandbox.bare();
+        log_cmd.args(&log);
+        if name != "db" {
+            log_cmd.arg("--db").arg(&sandbox.db);
+        }
+        run_expecting(&mut log_cmd, 0);
+        // The rule reads both as gavel did.
+        let words = |w: &[String]| {
+            std::iter::once("gavel".to_owned())
+                .chain(w.iter().map(|a| format!("'{a}'")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let report = checked(&sandbox, &words(&approve));
+        assert_eq!(
+            report["rule_id"], "bash.self_approval",
+            "{approve:?}: {report}"
+        );
+        let report = checked(&sandbox, &words(&log));
+        assert_ne!(report["rule_id"], "bash.self_approval", "{log:?}: {report}");
+    }
+}
+
 #[test]
 fn init_with_ask_wait_sets_each_clients_hook_timeout_above_the_wait() {
     let cases: &[(&str, &str, &str, u64)] = &[
@@ -423,6 +547,7 @@ fn init_with_ask_wait_sets_each_clients_hook_timeout_above_the_wait() {
         ("codex", ".codex/hooks.json", "timeout", 75),
         ("gemini", ".gemini/settings.json", "timeout", 75_000),
         ("copilot", ".github/hooks/gavel.json", "timeoutSec", 75),
+        ("cursor", ".cursor/hooks.json", "timeout", 75),
     ];
     for (client, path, key, timeout) in cases {
         let sandbox = Sandbox::new();
@@ -450,19 +575,12 @@ fn init_with_ask_wait_sets_each_clients_hook_timeout_above_the_wait() {
                 .unwrap();
             assert!(command.contains("--ask wait=60s"), "{client}: {command}");
             assert_eq!(entry[*key], json!(timeout), "{client}: {entry}");
+            // A hook Cursor stops at its timeout must block, not let the call through.
+            if *client == "cursor" {
+                assert_eq!(entry["failClosed"], true, "{entry}");
+            }
         }
     }
-    // Cursor has no timeout gavel can set: a wait past its limit is warned about.
-    let sandbox = Sandbox::new();
-    let output = run_expecting(
-        &mut sandbox.gavel(&["init", "cursor", "--ask", "wait=60s"]),
-        0,
-    );
-    assert!(
-        stderr(&output).contains("may outlast"),
-        "{}",
-        stderr(&output)
-    );
 }
 
 /// Every hook entry (an object with a gavel `command` or `bash`) in `value`.
@@ -613,26 +731,38 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     let line = assert_one_line_error(&mut sandbox.gavel(&["revoke", &grant]));
     assert!(line.contains("already revoked"), "{line}");
 
-    // Replay lists the calls the grant allowed, with their grant: the policy
-    // still asks about them, so their grant allows them again (no drift)...
+    // Replay re-decides with the grants in force at each call: the policy
+    // still asks about the three, and the grant (not yet revoked then)
+    // allows them again (no drift); the fourth came after the revocation,
+    // and replay says so. All four are listed with their grant.
     let report = json(&run_expecting(
         &mut sandbox.gavel(&["replay", "--format", "json"]),
         0,
     ));
     assert_eq!(report["granted"], 3, "{report}");
-    let granted: Vec<(&str, &str)> = report["granted_calls"]
+    let granted: Vec<(&str, &str, bool, bool, &str)> = report["granted_calls"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|g| (g["call_id"].as_str().unwrap(), g["grant"].as_str().unwrap()))
+        .map(|g| {
+            (
+                g["call_id"].as_str().unwrap(),
+                g["grant"].as_str().unwrap(),
+                g["recorded"].as_bool().unwrap(),
+                g["covered"].as_bool().unwrap(),
+                g["lapsed"].as_str().unwrap_or(""),
+            )
+        })
         .collect();
     assert_eq!(
         granted,
         [
-            ("call_g1", grant.as_str()),
-            ("call_g2", grant.as_str()),
-            ("call_g3", grant.as_str())
-        ]
+            ("call_g1", grant.as_str(), true, true, ""),
+            ("call_g2", grant.as_str(), true, true, ""),
+            ("call_g3", grant.as_str(), true, true, ""),
+            ("call_g4", grant.as_str(), false, false, "revoked"),
+        ],
+        "{report}"
     );
     assert_eq!(
         report["granted_calls"][0]["now"]["rule_id"],
@@ -645,8 +775,18 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
         1,
     ));
     assert_eq!(report["tightened"], 3, "{report}");
+    assert_eq!(
+        report["granted_calls"][0]["lapsed"], "replayed without grants",
+        "{report}"
+    );
     let table = stdout(&run_expecting(&mut sandbox.gavel(&["replay"]), 0));
     assert!(table.contains("3 call(s) allowed by a grant"), "{table}");
+    assert!(
+        table.contains(&format!(
+            "1 call(s) a grant does not cover (any more): call_g4 (grant {grant}: revoked)"
+        )),
+        "{table}"
+    );
     // The evidence report shows the grant, its uses and its revocation.
     let html = sandbox.root.join("report.html");
     run_expecting(
@@ -665,6 +805,76 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     let report = crate::store::both_agree_db(&sandbox, "grants", &[], &sandbox.db);
     assert_eq!(report["ok"], true, "{report}");
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}
+
+/// The replay's `granted_calls` as (call, covered, lapsed).
+fn replayed_grants(sandbox: &Sandbox) -> Vec<(String, bool, String)> {
+    let report = json(&run_expecting(
+        &mut sandbox.gavel(&["replay", "--format", "json"]),
+        0,
+    ));
+    report["granted_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|g| {
+            (
+                g["call_id"].as_str().unwrap().to_owned(),
+                g["covered"].as_bool().unwrap(),
+                g["lapsed"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Approves the `cargo test` hook call `id` waiting under Codex with a
+/// `command` grant limited by `limits`; the grant's id.
+fn grant_cargo_test(sandbox: &Sandbox, id: &str, limits: &[&str]) -> String {
+    let child = spawn_hook(sandbox, "codex", "wait=30s", "cargo test", id);
+    let call = wait_for_pending(sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut args = vec!["approve", &call, "--yes", "--json", "--grant", "command"];
+    args.extend(limits);
+    let answered = json(&run_expecting(&mut sandbox.gavel(&args), 0));
+    let (answer, _) = crate::clients::decision("codex", &child.wait_with_output().unwrap());
+    assert_eq!(answer, "allow");
+    answered["grant"]["grant"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn replay_re_checks_a_grants_use_limit_and_its_end() {
+    let sandbox = coding_agent_sandbox();
+    let grant = grant_cargo_test(&sandbox, "u0", &["--uses", "2"]);
+    for (id, expected) in [("u1", "allow"), ("u2", "allow"), ("u3", "deny")] {
+        let (answer, reason) = codex_pre(&sandbox, "cargo test", id, &[]);
+        assert_eq!(answer, expected, "{id}: {reason}");
+    }
+    assert_eq!(logged(&sandbox, "u3")["rule_id"], "bash.requires_approval");
+    let expected =
+        |id: &str, covered: bool, lapsed: &str| (format!("call_{id}"), covered, lapsed.to_owned());
+    assert_eq!(
+        replayed_grants(&sandbox),
+        [
+            expected("u1", true, ""),
+            expected("u2", true, ""),
+            expected("u3", false, "used up (2 of 2 uses)"),
+        ]
+    );
+    run_expecting(&mut sandbox.gavel(&["revoke", &grant]), 0);
+
+    // A grant for one second: a call after it is asked, and replay says why.
+    let sandbox = coding_agent_sandbox();
+    grant_cargo_test(&sandbox, "d0", &["--for", "1s"]);
+    std::thread::sleep(Duration::from_millis(1200));
+    let (answer, _) = codex_pre(&sandbox, "cargo test", "d1", &[]);
+    assert_eq!(answer, "deny");
+    assert_eq!(
+        replayed_grants(&sandbox),
+        [expected("d1", false, "expired")]
+    );
 }
 
 #[test]

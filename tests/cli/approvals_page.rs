@@ -397,3 +397,67 @@ fn the_page_refuses_requests_without_its_token_or_from_another_origin() {
     let _ = page.kill();
     let _ = page.wait();
 }
+
+#[test]
+fn an_mcp_call_approved_by_click_with_a_tool_grant_lets_the_next_call_run_unasked() {
+    let Some(chromium) = chromium("an_mcp_call_approved_by_click_with_a_tool_grant") else {
+        return;
+    };
+    if !crate::mcp::node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let policy = sandbox.root.join("policy.toml");
+    std::fs::write(&policy, crate::mcp::POLICY).unwrap();
+    let policy = policy.display().to_string();
+    let server = fixture("mcp/test-server.js").display().to_string();
+    let (mut page, address, token) = start_page(&sandbox);
+    let mut browser = Browser::start(&chromium, &sandbox.root.join("profile"));
+    let mut client = crate::mcp::Client::start(
+        &sandbox,
+        &["--policy", &policy],
+        &["--ask", "wait=60s"],
+        &["node", &server],
+    );
+    client.initialize(json!({}));
+    let first = std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| client.call("touch", json!({"path": "a.txt"})));
+        let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let tab = browser.open(&format!("http://{address}/#token={token}"));
+        let grant = format!(
+            "document.querySelector('button[data-call=\"{id}\"][data-action=\"grant-tool\"]')"
+        );
+        browser.until(&tab, &format!("!!{grant}"));
+        assert_eq!(
+            browser.eval(&tab, &format!("{grant}.click(); true")),
+            json!(true)
+        );
+        waiting.join().unwrap()
+    });
+    assert_eq!(crate::mcp::text(&first), "touched a.txt", "{first}");
+    // The grant covers the tool with other arguments: no wait, no ask.
+    let second = client.call("touch", json!({"path": "b.txt"}));
+    assert_eq!(crate::mcp::text(&second), "touched b.txt", "{second}");
+    assert_eq!(client.close(), Some(0));
+    let grants = json_lines(&run_expecting(&mut sandbox.gavel(&["grants", "--json"]), 0));
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(
+        grants[0]["scope"],
+        json!({"type": "tool", "tool": "mcp__test__touch"})
+    );
+    assert_eq!(grants[0]["channel"], "web");
+    assert_eq!(grants[0]["created_by"], "alice-web");
+    assert_eq!(grants[0]["used"], 1);
+    let calls = json_lines(&run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0));
+    assert_eq!(calls[0]["approval"], "approved");
+    assert_eq!(
+        calls[1]["rule_id"],
+        format!("grant.{}", grants[0]["grant"].as_str().unwrap())
+    );
+    let _ = page.kill();
+    let _ = page.wait();
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}

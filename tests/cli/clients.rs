@@ -787,6 +787,10 @@ fn init_writes_each_clients_own_configuration() {
         let config: Value = serde_json::from_str(&sandbox.read(path)).unwrap();
         let text = config["hooks"][event].to_string();
         assert!(text.contains(&format!(" hook {name}")), "{name}: {text}");
+        if name == "cursor" {
+            // Cursor fails open on a hook it stops or that crashes, unless told not to.
+            assert_eq!(config["hooks"][event][0]["failClosed"], true, "{text}");
+        }
         assert!(stdout(&out).contains(path), "{name}");
     }
 }

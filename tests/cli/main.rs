@@ -21,6 +21,7 @@ mod format;
 mod hook;
 mod layers;
 mod mcp;
+mod mcp_queue;
 mod mcp_real;
 mod ocsf;
 mod ocsf_schema;

@@ -24,7 +24,7 @@ use super::real_clients_model::{ModelServer, Step};
 use super::support::{Sandbox, code, fixture, stderr};
 
 /// The Inspector's binary and the filesystem server's, or `None` (skip).
-fn programs() -> Option<(PathBuf, PathBuf)> {
+pub(super) fn programs() -> Option<(PathBuf, PathBuf)> {
     let inspector = installed("mcp-inspector")?;
     let filesystem = installed("mcp-filesystem")?;
     Some((inspector, filesystem))
@@ -46,7 +46,7 @@ fn gavel_mcp(sandbox: &Sandbox, global: &[&str]) -> Vec<String> {
 
 /// Runs the Inspector's CLI against `server` (the proxy and what it runs)
 /// with `method` and its flags; its exit code and printed JSON.
-fn inspector(
+pub(super) fn inspector(
     sandbox: &Sandbox,
     bin: &Path,
     env: &[(&str, &str)],
@@ -93,7 +93,7 @@ fn inspector(
 }
 
 /// The text of a tool result the Inspector printed.
-fn text(result: &Value) -> String {
+pub(super) fn text(result: &Value) -> String {
     result["content"][0]["text"]
         .as_str()
         .unwrap_or_default()
@@ -101,7 +101,7 @@ fn text(result: &Value) -> String {
 }
 
 /// The filesystem server, behind the proxy, allowed the workspace.
-fn filesystem(sandbox: &Sandbox, filesystem: &Path) -> Vec<String> {
+pub(super) fn filesystem(sandbox: &Sandbox, filesystem: &Path) -> Vec<String> {
     let mut words = gavel_mcp(sandbox, &[]);
     words.push(filesystem.display().to_string());
     words.push(sandbox.ws.display().to_string());

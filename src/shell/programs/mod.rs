@@ -13,6 +13,7 @@
 
 mod files;
 mod find;
+pub mod gavel;
 pub mod getopt;
 mod git;
 mod search;
@@ -140,6 +141,28 @@ pub fn read_words(words: &[String]) -> Option<Reading> {
 pub fn canonical(words: &[String]) -> Option<Vec<String>> {
     match words.first().map(String::as_str) {
         Some("git") => git::canonical(&words[1..]),
+        _ => None,
+    }
+}
+
+/// The subcommand a command runs, as its program's own parser finds it
+/// past the options that may come before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subcommand<'a> {
+    /// This word.
+    Named(&'a str),
+    /// None: only options, or nothing, follow the program.
+    Absent,
+    /// The words before it cannot be read (an option the model does not
+    /// know, a value missing): which word is the subcommand is not known.
+    Unreadable,
+}
+
+/// Which subcommand `words` (program first) runs, for the programs whose
+/// subcommands are modelled (`gavel`); `None` for any other program.
+pub fn subcommand(words: &[String]) -> Option<Subcommand<'_>> {
+    match words.first().map(String::as_str) {
+        Some("gavel") => Some(gavel::subcommand(&words[1..])),
         _ => None,
     }
 }

@@ -219,3 +219,31 @@ fn the_docs_table_lists_every_model() {
         "docs/shell.md lacks the table of programs; it should read:\n{table}"
     );
 }
+
+#[test]
+fn gavels_subcommand_is_read_past_its_own_options_as_clap_reads_them() {
+    let sub = |line: &str| -> Subcommand<'static> {
+        let words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        let words: &'static [String] = Box::leak(words.into_boxed_slice());
+        subcommand(words).unwrap_or_else(|| panic!("`{line}` has a model"))
+    };
+    for (line, expected) in [
+        ("gavel approve c1", Subcommand::Named("approve")),
+        ("gavel log --grep approve", Subcommand::Named("log")),
+        ("gavel --db approve log", Subcommand::Named("log")),
+        ("gavel --db=x --wide reject c", Subcommand::Named("reject")),
+        ("gavel -hV approve", Subcommand::Named("approve")),
+        ("gavel --policy p.toml", Subcommand::Absent),
+        ("gavel", Subcommand::Absent),
+        // What gavel's parser would refuse is not read at all.
+        ("gavel --dbx x approve", Subcommand::Unreadable),
+        ("gavel --d x approve", Subcommand::Unreadable),
+        ("gavel --wide=yes approve", Subcommand::Unreadable),
+        ("gavel --db", Subcommand::Unreadable),
+        ("gavel -x approve", Subcommand::Unreadable),
+        ("gavel -- approve", Subcommand::Unreadable),
+    ] {
+        assert_eq!(sub(line), expected, "{line}");
+    }
+    assert_eq!(subcommand(&["cargo".to_owned(), "test".to_owned()]), None);
+}
