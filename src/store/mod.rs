@@ -726,6 +726,11 @@ impl Store {
             // that can be copied and handed to an auditor.
             conn.pragma_update(None, "wal_autocheckpoint", 10_000)
                 .map_err(sql("configuring checkpoints"))?;
+            // A writer reads few pages, each through the page cache; with a
+            // memory map every page it touches is first looked up in the
+            // WAL's index (`walFindFrame`), a cost per insert.
+            conn.pragma_update(None, "mmap_size", 0)
+                .map_err(sql("setting mmap_size"))?;
             set_synchronous(&conn, durability)?;
         }
         let identity = migrate::identity(&conn, &display)?;
