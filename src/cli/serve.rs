@@ -54,7 +54,8 @@ pub struct ServeArgs {
     )]
     pub socket: Option<std::path::PathBuf>,
     /// With --socket: stop after no hook came for DURATION (e.g. 30m, 8h)
-    #[arg(long, value_name = "DURATION", requires = "socket", value_parser = gavel::approvals::parse_wait)]
+    #[arg(long, value_name = "DURATION", requires = "socket", conflicts_with = "stdio",
+          value_parser = gavel::approvals::parse_wait)]
     pub idle: Option<std::time::Duration>,
     /// `wait[=DURATION]`: instead of an `approval_request` line, an asked call waits in the
     /// pending queue until `gavel approve` or `gavel reject` answers it from another terminal,

@@ -364,3 +364,34 @@ fn every_client_waits_for_gavel_approve_through_a_resident_gavel() {
         assert_eq!(calls[0]["approval"], "approved", "{client}");
     }
 }
+
+#[test]
+fn a_resident_gavel_stops_by_itself_after_its_idle_time_and_says_how_to_be_started() {
+    let sandbox = Sandbox::new();
+    let started = Instant::now();
+    let out = sandbox
+        .bare()
+        .args(["serve", "--socket", "--idle", "1s", "--db"])
+        .arg(&sandbox.db)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert!(
+        stderr(&out).contains("answered 0 hook calls"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!Path::new(&format!("{}.sock", sandbox.db.display())).exists());
+
+    // Neither transport, both, or --idle without --socket: a usage error.
+    for args in [
+        &["serve"][..],
+        &["serve", "--stdio", "--socket"],
+        &["serve", "--stdio", "--idle", "1s"],
+    ] {
+        let out = sandbox.bare().args(args).output().unwrap();
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+    }
+}
