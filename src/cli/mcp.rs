@@ -45,6 +45,18 @@ pub struct McpArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 600,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
+    /// Serve MCP's Streamable HTTP at ADDR (`HOST:PORT`, or a PORT on
+    /// 127.0.0.1; port 0 picks a free one) and proxy to `--upstream`
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires = "upstream",
+        conflicts_with = "command"
+    )]
+    pub listen: Option<String>,
+    /// The remote MCP server's Streamable HTTP endpoint (http:// or https://)
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub upstream: Option<String>,
     /// The MCP server to run and its arguments (after `--`, or after gavel's
     /// own options: everything from the first word that is not one is the server's)
     #[arg(
@@ -83,6 +95,9 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
         Some(McpAction::Wrap(wrap)) => return rewrite(global, &wrap, true),
         Some(McpAction::Unwrap(wrap)) => return rewrite(global, &wrap, false),
         None => {}
+    }
+    if let (Some(listen), Some(upstream)) = (&args.listen, &args.upstream) {
+        return listen_http(global, &args, listen, upstream);
     }
     if args.command.is_empty() {
         anyhow::bail!("give the MCP server to run after `--`: gavel mcp -- COMMAND [ARGS…]");
@@ -125,6 +140,116 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
         End::ServerGone if ended.server_status == Some(0) => Exit::Ok,
         End::ServerGone => Exit::Failed,
     })
+}
+
+/// What every session of `--listen` shares; each client session gets its
+/// own store connection, session id and principal.
+struct HttpSessions<'a> {
+    global: &'a Global,
+    workspace: gavel::facts::Workspace,
+    policy: gavel::policy::Policy,
+    server: String,
+    timeout: Duration,
+}
+
+impl gavel::mcp::hub::Sessions for HttpSessions<'_> {
+    fn open(&mut self) -> Result<Session, String> {
+        let made = || -> anyhow::Result<Session> {
+            let mut store = self.global.open_store()?;
+            store.remember_policy(&self.policy)?;
+            store.set_redaction(self.policy.redaction());
+            let session_id = gavel::runner::new_call_id().replacen("call_", "mcp_", 1);
+            let principal = self
+                .global
+                .principal("mcp", &self.workspace, &self.policy, &store)
+                .with_session(Some(&session_id));
+            let runner = GovernedRunner::new(
+                self.policy.clone(),
+                self.workspace.clone(),
+                Registry::empty(),
+            )
+            .with_max_argument_bytes(self.global.max_argument_bytes)
+            .with_principal(principal);
+            let config = Config {
+                server: self.server.clone(),
+                timeout: self.timeout,
+                session_id,
+            };
+            Ok(Session::new(runner, store, config))
+        };
+        made().map_err(|err| format!("{err:#}"))
+    }
+
+    fn close(&mut self, mut session: Session) {
+        super::auto_checkpoint(session.store_mut(), 1);
+    }
+}
+
+/// `gavel mcp --listen ADDR --upstream URL`: a Streamable HTTP proxy.
+fn listen_http(
+    global: &Global,
+    args: &McpArgs,
+    listen: &str,
+    upstream: &str,
+) -> anyhow::Result<Exit> {
+    if !(upstream.starts_with("http://") || upstream.starts_with("https://")) {
+        anyhow::bail!("--upstream must be an http:// or https:// URL, not `{upstream}`");
+    }
+    let addr = listen_addr(listen)?;
+    let server = match &args.name {
+        Some(name) => names::sanitize(name),
+        None => names::url_server_name(upstream),
+    };
+    let workspace = global.workspace()?;
+    let policy = global.calls_policy(&workspace)?;
+    {
+        let store = global.open_store()?;
+        Global::vouch_policy(&policy, &store)?;
+    }
+    let listener =
+        std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen on `{addr}`"))?;
+    let local = listener.local_addr()?;
+    eprintln!("gavel mcp: listening on http://{local}/mcp for `{upstream}` (server `{server}`)");
+    let max_body = usize::try_from(global.max_argument_bytes)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1 << 20);
+    let limits = gavel::mcp::http::Limits {
+        max_body,
+        loopback_only: addr.ip().is_loopback(),
+    };
+    let timeout = Duration::from_secs(args.timeout);
+    let mut sessions = HttpSessions {
+        global,
+        workspace,
+        policy,
+        server,
+        timeout,
+    };
+    let upstream = gavel::mcp::upstream::Upstream::new(upstream, timeout, max_body as u64);
+    gavel::mcp::hub::run(
+        upstream,
+        &mut sessions,
+        &mut std::io::stderr(),
+        move |hub| {
+            if let Err(err) = gavel::mcp::http::serve(listener, hub, limits) {
+                eprintln!("gavel mcp: the listener failed: {err}");
+            }
+        },
+    );
+    Ok(Exit::Failed)
+}
+
+/// `--listen`'s address: `HOST:PORT`, or a bare port on 127.0.0.1.
+fn listen_addr(listen: &str) -> anyhow::Result<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    if let Ok(port) = listen.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    listen
+        .to_socket_addrs()
+        .with_context(|| format!("--listen `{listen}` is not HOST:PORT or a port"))?
+        .next()
+        .with_context(|| format!("--listen `{listen}` names no address"))
 }
 
 /// `gavel mcp wrap|unwrap CLIENT`: rewrites the client's configuration.

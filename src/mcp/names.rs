@@ -56,6 +56,36 @@ pub fn server_name(command: &[String]) -> String {
     }
 }
 
+/// The name of a remote server, from its URL: the host's distinctive
+/// label (without a leading `mcp.`, `api.` or `www.` and without the
+/// top-level domain: `https://mcp.notion.com/mcp` is `notion`), `local`
+/// for localhost or an IP address.
+pub fn url_server_name(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit('@').next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    if host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok() {
+        return "local".to_owned();
+    }
+    let mut labels: Vec<&str> = host.split('.').filter(|l| !l.is_empty()).collect();
+    if labels.len() > 1 {
+        labels.pop();
+    }
+    while labels.len() > 1 && ["mcp", "api", "www"].contains(&labels[0]) {
+        labels.remove(0);
+    }
+    let name = sanitize(labels.first().copied().unwrap_or_default());
+    if name.is_empty() {
+        "server".to_owned()
+    } else {
+        name.to_ascii_lowercase()
+    }
+}
+
 /// The last `/`-separated part of `word`.
 fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
@@ -109,6 +139,25 @@ mod tests {
         assert_eq!(name("my.server"), "my_server");
         assert_eq!(name(""), "server");
         assert_eq!(name("npx"), "npx");
+    }
+
+    #[test]
+    fn a_remote_server_is_named_after_its_host() {
+        assert_eq!(url_server_name("https://mcp.notion.com/mcp"), "notion");
+        assert_eq!(
+            url_server_name("https://api.githubcopilot.com/mcp/"),
+            "githubcopilot"
+        );
+        assert_eq!(url_server_name("https://mcp.linear.app/sse"), "linear");
+        assert_eq!(
+            url_server_name("http://user@Docs.Example.org:8080/x"),
+            "docs"
+        );
+        assert_eq!(url_server_name("http://127.0.0.1:3001/mcp"), "local");
+        assert_eq!(url_server_name("http://[::1]:3001/mcp"), "local");
+        assert_eq!(url_server_name("http://localhost/mcp"), "local");
+        assert_eq!(url_server_name("http://intranet/mcp"), "intranet");
+        assert_eq!(url_server_name("http:///mcp"), "server");
     }
 
     #[test]

@@ -46,7 +46,7 @@ fn gavel_mcp(sandbox: &Sandbox, global: &[&str]) -> Vec<String> {
 
 /// Runs the Inspector's CLI against `server` (the proxy and what it runs)
 /// with `method` and its flags; its exit code and printed JSON.
-fn inspector(
+pub(super) fn inspector(
     sandbox: &Sandbox,
     bin: &Path,
     env: &[(&str, &str)],
@@ -93,7 +93,7 @@ fn inspector(
 }
 
 /// The text of a tool result the Inspector printed.
-fn text(result: &Value) -> String {
+pub(super) fn text(result: &Value) -> String {
     result["content"][0]["text"]
         .as_str()
         .unwrap_or_default()

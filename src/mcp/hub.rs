@@ -1,0 +1,584 @@
+//! `gavel mcp --listen --upstream`: the MCP sessions of a Streamable HTTP
+//! proxy, on one thread. Each client session (one `initialize`, then the
+//! `Mcp-Session-Id` the upstream gave it, passed through both ways) has its
+//! own [`Session`], the same one the stdio proxy runs, so every
+//! `tools/call` is decided, asked and recorded write-ahead exactly as over
+//! stdio; this file only says where each message goes.
+//!
+//! A client POST carrying requests gets its answer on its own HTTP
+//! response: the responses to its requests (by id), and whatever else is
+//! said about them meanwhile (gavel's `elicitation/create` for an ask, the
+//! upstream's requests and notifications on that call's stream). Messages
+//! for nobody in particular go to the client's GET stream when it has one.
+//! A POST of notifications or responses is answered `202` once handled.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::http::{Incoming, Method, Reply};
+use super::jsonrpc::{self, Message};
+use super::session::{End, Out, Session};
+use super::upstream::{Delivery, Headers, Job, Sink, Upstream, Upstreamed};
+
+/// Makes and ends the sessions of the clients that connect.
+pub trait Sessions {
+    /// A new session, for a client's `initialize`.
+    fn open(&mut self) -> Result<Session, String>;
+    /// A session the client ended (`DELETE`).
+    fn close(&mut self, session: Session);
+}
+
+enum Event {
+    Client(Incoming),
+    Upstream(Delivery),
+}
+
+/// One client session.
+struct Conn {
+    session: Session,
+    /// The upstream's `Mcp-Session-Id`, which the client uses too.
+    upstream_session: Option<String>,
+    /// The client's headers for the upstream, as last sent.
+    headers: Headers,
+    /// The client requests waiting for their response: id key → stream.
+    pending: HashMap<String, u64>,
+    jobs: Sender<Job>,
+    /// The client's GET stream, when open.
+    get: Option<u64>,
+}
+
+impl Conn {
+    /// Keeps the headers the client sent for the upstream.
+    fn remember(&mut self, incoming: &Incoming) {
+        if incoming.protocol.is_some() {
+            self.headers.protocol.clone_from(&incoming.protocol);
+        }
+        if incoming.authorization.is_some() {
+            self.headers
+                .authorization
+                .clone_from(&incoming.authorization);
+        }
+    }
+}
+
+/// An HTTP answer in progress.
+struct Stream {
+    conn: u64,
+    reply: Sender<Reply>,
+}
+
+/// The hub's state.
+struct Hub<'a> {
+    upstream: Arc<Upstream>,
+    sessions: &'a mut dyn Sessions,
+    notes: &'a mut dyn Write,
+    sink: Sink,
+    conns: HashMap<u64, Conn>,
+    by_session: HashMap<String, u64>,
+    /// The session of an upstream that names none (stateless).
+    unnamed: Option<u64>,
+    streams: HashMap<u64, Stream>,
+    next: u64,
+}
+
+/// Serves the clients that connect through `serve` (which gets the function
+/// requests are handed to) until it returns.
+pub fn run(
+    upstream: Upstream,
+    sessions: &mut dyn Sessions,
+    notes: &mut dyn Write,
+    serve: impl FnOnce(Arc<dyn Fn(Incoming) + Send + Sync>) + Send + 'static,
+) {
+    let (tx, rx) = mpsc::channel::<Event>();
+    let client_tx = std::sync::Mutex::new(tx.clone());
+    let hub_fn: Arc<dyn Fn(Incoming) + Send + Sync> = Arc::new(move |incoming| {
+        if let Ok(tx) = client_tx.lock() {
+            let _ = tx.send(Event::Client(incoming));
+        }
+    });
+    let upstream_tx = std::sync::Mutex::new(tx);
+    let sink: Sink = Arc::new(move |delivery| {
+        if let Ok(tx) = upstream_tx.lock() {
+            let _ = tx.send(Event::Upstream(delivery));
+        }
+    });
+    std::thread::spawn(move || serve(hub_fn));
+    let mut hub = Hub {
+        upstream: Arc::new(upstream),
+        sessions,
+        notes,
+        sink,
+        conns: HashMap::new(),
+        by_session: HashMap::new(),
+        unnamed: None,
+        streams: HashMap::new(),
+        next: 0,
+    };
+    loop {
+        let event = match hub.next_deadline() {
+            Some(deadline) => {
+                match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                    Ok(event) => Some(event),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            None => match rx.recv() {
+                Ok(event) => Some(event),
+                Err(_) => return,
+            },
+        };
+        match event {
+            Some(Event::Client(incoming)) => hub.client(incoming),
+            Some(Event::Upstream(delivery)) => hub.upstream(delivery),
+            None => {}
+        }
+        hub.expire();
+    }
+}
+
+impl Hub<'_> {
+    fn note(&mut self, note: &str) {
+        let _ = writeln!(self.notes, "gavel mcp: {note}");
+    }
+
+    fn next_id(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.conns
+            .values()
+            .filter_map(|c| c.session.next_deadline())
+            .min()
+    }
+
+    /// Fails what has waited too long.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        let due: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.session.next_deadline().is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for conn in due {
+            if let Some(c) = self.conns.get_mut(&conn) {
+                let out = c.session.expire(now);
+                self.dispatch(conn, None, out);
+            }
+        }
+    }
+
+    /// A request from a client.
+    fn client(&mut self, incoming: Incoming) {
+        match incoming.method {
+            Method::Post => self.post(incoming),
+            Method::Get => self.get(incoming),
+            Method::Delete => self.delete(incoming),
+        }
+    }
+
+    /// The session a request names; `None` after answering `404`.
+    fn named(&mut self, incoming: &Incoming) -> Option<Option<u64>> {
+        match &incoming.session {
+            Some(session) => match self.by_session.get(session) {
+                Some(conn) => Some(Some(*conn)),
+                None => {
+                    let body = jsonrpc::error(
+                        &Value::Null,
+                        -32001,
+                        &format!("gavel: no session `{session}`; send initialize again"),
+                    );
+                    let _ = incoming.reply.send(Reply::Status {
+                        code: 404,
+                        body: Some(body),
+                        session: None,
+                    });
+                    None
+                }
+            },
+            None => Some(self.unnamed),
+        }
+    }
+
+    fn post(&mut self, incoming: Incoming) {
+        let value: Value = match serde_json::from_str(&incoming.body) {
+            Ok(value) => value,
+            Err(err) => {
+                let body = jsonrpc::error(
+                    &Value::Null,
+                    jsonrpc::PARSE_ERROR,
+                    &format!("gavel: the message is not JSON: {err}"),
+                );
+                let _ = incoming.reply.send(Reply::Status {
+                    code: 400,
+                    body: Some(body),
+                    session: None,
+                });
+                return;
+            }
+        };
+        let Some(named) = self.named(&incoming) else {
+            return;
+        };
+        let initialize = matches!(
+            jsonrpc::classify(&value),
+            Message::Request {
+                method: "initialize",
+                ..
+            }
+        );
+        let conn = match named {
+            Some(conn) if !(initialize && incoming.session.is_none()) => conn,
+            _ => match self.open() {
+                Ok(conn) => {
+                    // Until the upstream names it, requests that name no
+                    // session are this one's.
+                    self.unnamed = Some(conn);
+                    conn
+                }
+                Err(err) => {
+                    let body = jsonrpc::error(
+                        request_ids(&value).first().unwrap_or(&Value::Null),
+                        jsonrpc::INTERNAL_ERROR,
+                        &format!("gavel: cannot start a session: {err}"),
+                    );
+                    let _ = incoming.reply.send(Reply::Status {
+                        code: 500,
+                        body: Some(body),
+                        session: None,
+                    });
+                    return;
+                }
+            },
+        };
+        let ids = request_ids(&value);
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.remember(&incoming);
+        if let Some(id) = ids
+            .iter()
+            .find(|id| c.pending.contains_key(&jsonrpc::id_key(id)))
+        {
+            let _ = incoming.reply.send(Reply::Frame {
+                line: jsonrpc::error(
+                    id,
+                    jsonrpc::INVALID_REQUEST,
+                    "gavel: this request id is already in use by a request in progress",
+                ),
+                last: true,
+                session: c.upstream_session.clone(),
+            });
+            return;
+        }
+        let stream = if ids.is_empty() {
+            None
+        } else {
+            let stream = self.next_id();
+            let c = self.conns.get_mut(&conn).expect("looked up above");
+            for id in &ids {
+                c.pending.insert(jsonrpc::id_key(id), stream);
+            }
+            self.streams.insert(
+                stream,
+                Stream {
+                    conn,
+                    reply: incoming.reply.clone(),
+                },
+            );
+            Some(stream)
+        };
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let out = c.session.from_client(&incoming.body, Instant::now());
+        self.dispatch(conn, stream, out);
+        if stream.is_none() {
+            let session = self
+                .conns
+                .get(&conn)
+                .and_then(|c| c.upstream_session.clone());
+            let _ = incoming.reply.send(Reply::Status {
+                code: 202,
+                body: None,
+                session,
+            });
+        }
+    }
+
+    /// A new client session, its upstream worker started.
+    fn open(&mut self) -> Result<u64, String> {
+        let session = self.sessions.open()?;
+        let conn = self.next_id();
+        let jobs = self.upstream.start(conn, Arc::clone(&self.sink));
+        self.conns.insert(
+            conn,
+            Conn {
+                session,
+                upstream_session: None,
+                headers: Headers::default(),
+                pending: HashMap::new(),
+                jobs,
+                get: None,
+            },
+        );
+        Ok(conn)
+    }
+
+    fn get(&mut self, incoming: Incoming) {
+        let Some(named) = self.named(&incoming) else {
+            return;
+        };
+        let Some(conn) = named.filter(|c| self.conns.contains_key(c)) else {
+            let _ = incoming.reply.send(Reply::Status {
+                code: 405,
+                body: None,
+                session: None,
+            });
+            return;
+        };
+        let stream = self.next_id();
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.remember(&incoming);
+        self.streams.insert(
+            stream,
+            Stream {
+                conn,
+                reply: incoming.reply,
+            },
+        );
+        let c = &self.conns[&conn];
+        self.upstream.open_get(
+            conn,
+            stream,
+            c.upstream_session.clone(),
+            c.headers.clone(),
+            Arc::clone(&self.sink),
+        );
+    }
+
+    fn delete(&mut self, incoming: Incoming) {
+        let Some(named) = self.named(&incoming) else {
+            return;
+        };
+        let Some(mut c) = named.and_then(|conn| {
+            self.streams.retain(|_, s| s.conn != conn);
+            self.conns.remove(&conn)
+        }) else {
+            let _ = incoming.reply.send(Reply::Status {
+                code: 405,
+                body: None,
+                session: None,
+            });
+            return;
+        };
+        if let Some(session) = &c.upstream_session {
+            self.by_session.remove(session);
+        }
+        if named == self.unnamed {
+            self.unnamed = None;
+        }
+        // Calls still open complete as failed, asks as cancelled.
+        for out in c.session.end(End::ClientGone) {
+            if let Out::Note(note) = out {
+                self.note(&note);
+            }
+        }
+        self.sessions.close(c.session);
+        let upstream = Arc::clone(&self.upstream);
+        let reply = incoming.reply;
+        let session = c.upstream_session;
+        let mut headers = c.headers;
+        if incoming.authorization.is_some() {
+            headers.authorization = incoming.authorization;
+        }
+        std::thread::spawn(move || {
+            let code = match &session {
+                Some(session) => upstream.delete(session, &headers).unwrap_or(502),
+                None => 200,
+            };
+            let _ = reply.send(Reply::Status {
+                code,
+                body: None,
+                session: None,
+            });
+        });
+    }
+
+    /// Something the upstream said.
+    fn upstream(&mut self, delivery: Delivery) {
+        let Delivery { conn, stream, what } = delivery;
+        if !self.conns.contains_key(&conn) {
+            // The session ended meanwhile.
+            return;
+        }
+        match what {
+            Upstreamed::Note(note) => self.note(&note),
+            Upstreamed::Session(session) => {
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                if self.unnamed == Some(conn) {
+                    self.unnamed = None;
+                }
+                if c.upstream_session.is_none() {
+                    c.upstream_session = Some(session.clone());
+                    self.by_session.insert(session, conn);
+                }
+            }
+            Upstreamed::Line(line) => {
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                let out = c.session.from_server(&line);
+                self.dispatch(conn, stream, out);
+            }
+            Upstreamed::GetOpened(opened) => {
+                let Some(stream) = stream else { return };
+                let session = self.conns[&conn].upstream_session.clone();
+                match opened {
+                    Ok(()) => {
+                        if let Some(c) = self.conns.get_mut(&conn) {
+                            c.get = Some(stream);
+                        }
+                        if let Some(s) = self.streams.get(&stream) {
+                            let _ = s.reply.send(Reply::Open { session });
+                        }
+                    }
+                    Err(code) => {
+                        if let Some(s) = self.streams.remove(&stream) {
+                            let _ = s.reply.send(Reply::Status {
+                                code,
+                                body: None,
+                                session,
+                            });
+                        }
+                    }
+                }
+            }
+            Upstreamed::GetEnded => {
+                if let Some(stream) = stream
+                    && let Some(s) = self.streams.remove(&stream)
+                {
+                    let _ = s.reply.send(Reply::Close);
+                }
+                if let Some(c) = self.conns.get_mut(&conn)
+                    && c.get == stream
+                {
+                    c.get = None;
+                }
+            }
+        }
+    }
+
+    /// Sends what the session said where it goes: lines for the server to
+    /// the upstream worker, lines for the client to the stream that waits
+    /// for them.
+    fn dispatch(&mut self, conn: u64, context: Option<u64>, out: Vec<Out>) {
+        for out in out {
+            match out {
+                Out::Note(note) => self.note(&note),
+                Out::Server(line) => self.send_upstream(conn, context, line),
+                Out::Client(line) => self.send_client(conn, context, line),
+            }
+        }
+    }
+
+    fn send_upstream(&mut self, conn: u64, context: Option<u64>, line: String) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        // A client request's answer belongs to the stream it came on.
+        let stream = serde_json::from_str::<Value>(&line)
+            .ok()
+            .and_then(|value| match jsonrpc::classify(&value) {
+                Message::Request { id, .. } => c.pending.get(&jsonrpc::id_key(id)).copied(),
+                _ => None,
+            })
+            .or(context);
+        let _ = c.jobs.send(Job {
+            line,
+            stream,
+            session: c.upstream_session.clone(),
+            headers: c.headers.clone(),
+        });
+    }
+
+    fn send_client(&mut self, conn: u64, context: Option<u64>, line: String) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let value = serde_json::from_str::<Value>(&line).ok();
+        let response = value.as_ref().and_then(|v| match jsonrpc::classify(v) {
+            Message::Response { id, .. } => Some(jsonrpc::id_key(id)),
+            _ => None,
+        });
+        let null_response = value
+            .as_ref()
+            .is_some_and(|v| v.get("id") == Some(&Value::Null) && v.get("error").is_some());
+        let (stream, last) = if let Some(key) = response {
+            let Some(stream) = c.pending.remove(&key) else {
+                self.note(&format!(
+                    "dropped a response to request {key}, which no client waits for"
+                ));
+                return;
+            };
+            (stream, !c.pending.values().any(|s| *s == stream))
+        } else if null_response && let Some(stream) = context {
+            // An error for no request (a parse error, a refused batch) ends
+            // the answer it was given on.
+            c.pending.retain(|_, s| *s != stream);
+            (stream, true)
+        } else {
+            // A request or notification for the client: on the stream it
+            // concerns, else the GET stream, else any answer still open.
+            let open = |s: &u64| self.streams.contains_key(s);
+            let target = context
+                .filter(open)
+                .or(c.get.filter(open))
+                .or_else(|| c.pending.values().copied().find(open));
+            let Some(stream) = target else {
+                self.note("dropped a message for the client, which has no stream open to take it");
+                return;
+            };
+            (stream, false)
+        };
+        let session = c.upstream_session.clone();
+        let Some(s) = self.streams.get(&stream) else {
+            return;
+        };
+        let sent = s.reply.send(Reply::Frame {
+            line,
+            last,
+            session,
+        });
+        if last || sent.is_err() {
+            self.streams.remove(&stream);
+        }
+    }
+}
+
+/// The ids of the requests in a POST body (one message or a batch).
+fn request_ids(value: &Value) -> Vec<Value> {
+    let items = match value {
+        Value::Array(items) => items.as_slice(),
+        one => std::slice::from_ref(one),
+    };
+    items
+        .iter()
+        .filter_map(|item| match jsonrpc::classify(item) {
+            Message::Request { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect()
+}
