@@ -104,6 +104,14 @@ pub fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// The server and the tool of a tool name `mcp__SERVER__TOOL` (the server
+/// ends at the first `__` after `mcp__`), or `None` for any other name.
+pub fn split_tool_name(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("mcp__")?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+}
+
 /// The tool name gavel decides on: `mcp__SERVER__TOOL`.
 pub fn tool_name(server: &str, tool: &str) -> String {
     format!("mcp__{server}__{tool}")
@@ -166,5 +174,24 @@ mod tests {
             tool_name("filesystem", "read_file"),
             "mcp__filesystem__read_file"
         );
+        assert_eq!(
+            split_tool_name("mcp__filesystem__read_file"),
+            Some(("filesystem", "read_file"))
+        );
+        assert_eq!(
+            split_tool_name("mcp__everything__get-sum"),
+            Some(("everything", "get-sum"))
+        );
+        assert_eq!(split_tool_name("mcp__a__b__c"), Some(("a", "b__c")));
+        for other in [
+            "Bash",
+            "mcp__",
+            "mcp__fs",
+            "mcp__fs__",
+            "mcp____x",
+            "read_file",
+        ] {
+            assert_eq!(split_tool_name(other), None, "{other}");
+        }
     }
 }
