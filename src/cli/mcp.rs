@@ -57,6 +57,11 @@ pub struct McpArgs {
     /// The remote MCP server's Streamable HTTP endpoint (http:// or https://)
     #[arg(long, value_name = "URL", requires = "listen")]
     pub upstream: Option<String>,
+    /// With --listen: end a client's session (recorded, and deleted at the
+    /// upstream) after SECONDS with nothing in progress and no request
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800, requires = "listen",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle: u64,
     /// The MCP server to run and its arguments (after `--`, or after gavel's
     /// own options: everything from the first word that is not one is the server's)
     #[arg(
@@ -226,17 +231,24 @@ fn listen_http(
         timeout,
     };
     let upstream = gavel::mcp::upstream::Upstream::new(upstream, timeout, max_body as u64);
+    let options = gavel::mcp::hub::Options {
+        idle: Duration::from_secs(args.session_idle),
+        stop_on_signals: true,
+    };
     gavel::mcp::hub::run(
         upstream,
         &mut sessions,
         &mut std::io::stderr(),
+        options,
         move |hub| {
             if let Err(err) = gavel::mcp::http::serve(listener, hub, limits) {
                 eprintln!("gavel mcp: the listener failed: {err}");
+                std::process::exit(1);
             }
         },
     );
-    Ok(Exit::Failed)
+    // Stopped by SIGINT or SIGTERM: every session was ended and recorded.
+    Ok(Exit::Ok)
 }
 
 /// `--listen`'s address: `HOST:PORT`, or a bare port on 127.0.0.1.

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -24,6 +24,10 @@ use super::http::{Incoming, Method, Reply};
 use super::jsonrpc::{self, Message};
 use super::session::{End, Out, Session};
 use super::upstream::{Delivery, Headers, Job, Sink, Upstream, Upstreamed};
+
+/// How long gavel waits for the upstream to hear that its sessions ended
+/// when gavel stops.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Makes and ends the sessions of the clients that connect.
 pub trait Sessions {
@@ -33,9 +37,24 @@ pub trait Sessions {
     fn close(&mut self, session: Session);
 }
 
+/// How the hub runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// A session with nothing in progress that the client has not used for
+    /// this long is ended (as a DELETE would end it): its record is closed
+    /// and the upstream told. Clients that never send DELETE (most) would
+    /// otherwise hold a session, its database connection and its thread
+    /// for as long as gavel runs.
+    pub idle: Duration,
+    /// Whether SIGINT and SIGTERM end every session and return (Unix).
+    pub stop_on_signals: bool,
+}
+
 enum Event {
     Client(Incoming),
     Upstream(Delivery),
+    /// SIGINT or SIGTERM.
+    Stop,
 }
 
 /// One client session.
@@ -50,11 +69,15 @@ struct Conn {
     jobs: Sender<Job>,
     /// The client's GET stream, when open.
     get: Option<u64>,
+    /// When the client last sent anything for this session.
+    used: Instant,
 }
 
 impl Conn {
-    /// Keeps the headers the client sent for the upstream.
+    /// Keeps the headers the client sent for the upstream; the session is
+    /// in use.
     fn remember(&mut self, incoming: &Incoming) {
+        self.used = Instant::now();
         if incoming.protocol.is_some() {
             self.headers.protocol.clone_from(&incoming.protocol);
         }
@@ -84,6 +107,7 @@ struct Hub<'a> {
     unnamed: Option<u64>,
     streams: HashMap<u64, Stream>,
     next: u64,
+    idle: Duration,
 }
 
 /// Serves the clients that connect through `serve` (which gets the function
@@ -92,20 +116,22 @@ pub fn run(
     upstream: Upstream,
     sessions: &mut dyn Sessions,
     notes: &mut dyn Write,
+    options: Options,
     serve: impl FnOnce(Arc<dyn Fn(Incoming) + Send + Sync>) + Send + 'static,
 ) {
     let (tx, rx) = mpsc::channel::<Event>();
-    let client_tx = std::sync::Mutex::new(tx.clone());
+    // Before any thread starts, so that all of them leave the signals to
+    // the one that waits for them.
+    #[cfg(unix)]
+    if options.stop_on_signals {
+        stop_on_signals(tx.clone());
+    }
+    let client_tx = tx.clone();
     let hub_fn: Arc<dyn Fn(Incoming) + Send + Sync> = Arc::new(move |incoming| {
-        if let Ok(tx) = client_tx.lock() {
-            let _ = tx.send(Event::Client(incoming));
-        }
+        let _ = client_tx.send(Event::Client(incoming));
     });
-    let upstream_tx = std::sync::Mutex::new(tx);
     let sink: Sink = Arc::new(move |delivery| {
-        if let Ok(tx) = upstream_tx.lock() {
-            let _ = tx.send(Event::Upstream(delivery));
-        }
+        let _ = tx.send(Event::Upstream(delivery));
     });
     std::thread::spawn(move || serve(hub_fn));
     let mut hub = Hub {
@@ -118,6 +144,7 @@ pub fn run(
         unnamed: None,
         streams: HashMap::new(),
         next: 0,
+        idle: options.idle,
     };
     loop {
         let event = match hub.next_deadline() {
@@ -125,21 +152,45 @@ pub fn run(
                 match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                     Ok(event) => Some(event),
                     Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return,
+                    Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
             None => match rx.recv() {
                 Ok(event) => Some(event),
-                Err(_) => return,
+                Err(_) => break,
             },
         };
         match event {
             Some(Event::Client(incoming)) => hub.client(incoming),
             Some(Event::Upstream(delivery)) => hub.upstream(delivery),
+            Some(Event::Stop) => break,
             None => {}
         }
         hub.expire();
     }
+    hub.stop();
+}
+
+/// Blocks SIGINT and SIGTERM in this thread (and so in every thread it
+/// starts) and waits for them on a thread of their own, which tells the hub.
+#[cfg(unix)]
+fn stop_on_signals(tx: Sender<Event>) {
+    // SAFETY: sigemptyset, sigaddset and pthread_sigmask only write the set
+    // they are given (a local) and this thread's mask.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    std::thread::spawn(move || {
+        let mut signal = 0;
+        // SAFETY: sigwait reads the set and writes the signal, both locals.
+        unsafe { libc::sigwait(&set, &mut signal) };
+        let _ = tx.send(Event::Stop);
+    });
 }
 
 impl Hub<'_> {
@@ -156,12 +207,29 @@ impl Hub<'_> {
         self.conns
             .values()
             .filter_map(|c| c.session.next_deadline())
+            .chain(self.conns.values().filter_map(|c| self.idle_deadline(c)))
             .min()
     }
 
-    /// Fails what has waited too long.
+    /// When an idle session ends: one with nothing in progress.
+    fn idle_deadline(&self, c: &Conn) -> Option<Instant> {
+        (c.session.is_idle() && c.pending.is_empty()).then(|| c.used + self.idle)
+    }
+
+    /// Fails what has waited too long; ends idle sessions.
     fn expire(&mut self) {
         let now = Instant::now();
+        let idle: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| self.idle_deadline(c).is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for conn in idle {
+            if let Some(session) = self.close(conn) {
+                let _ = self.delete_upstream(session);
+            }
+        }
         let due: Vec<u64> = self
             .conns
             .iter()
@@ -328,6 +396,7 @@ impl Hub<'_> {
                 pending: HashMap::new(),
                 jobs,
                 get: None,
+                used: Instant::now(),
             },
         );
         Ok(conn)
@@ -371,10 +440,7 @@ impl Hub<'_> {
         let Some(named) = self.named(&incoming) else {
             return;
         };
-        let Some(mut c) = named.and_then(|conn| {
-            self.streams.retain(|_, s| s.conn != conn);
-            self.conns.remove(&conn)
-        }) else {
+        let Some(conn) = named.filter(|c| self.conns.contains_key(c)) else {
             let _ = incoming.reply.send(Reply::Status {
                 code: 405,
                 body: None,
@@ -382,37 +448,99 @@ impl Hub<'_> {
             });
             return;
         };
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.remember(&incoming);
+        }
+        let reply = incoming.reply;
+        match self.close(conn) {
+            Some(session) => {
+                let done = self.delete_upstream(session);
+                std::thread::spawn(move || {
+                    let code = done.join().ok().flatten().unwrap_or(502);
+                    let _ = reply.send(Reply::Status {
+                        code,
+                        body: None,
+                        session: None,
+                    });
+                });
+            }
+            None => {
+                let _ = reply.send(Reply::Status {
+                    code: 200,
+                    body: None,
+                    session: None,
+                });
+            }
+        }
+    }
+
+    /// Ends a session: its open calls are recorded `failed`, its asks
+    /// `cancelled`, its streams closed. The upstream session to delete.
+    fn close(&mut self, conn: u64) -> Option<(String, Headers)> {
+        let mut c = self.conns.remove(&conn)?;
+        // Requests still waiting are answered: the session is over.
+        for (key, stream) in c.pending.drain() {
+            let id = serde_json::from_str(&key).unwrap_or(Value::Null);
+            if let Some(s) = self.streams.remove(&stream) {
+                let _ = s.reply.send(Reply::Frame {
+                    line: jsonrpc::error(
+                        &id,
+                        jsonrpc::INTERNAL_ERROR,
+                        "gavel: the session ended before the server answered",
+                    ),
+                    last: true,
+                    session: None,
+                });
+            }
+        }
+        let streams: Vec<u64> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| s.conn == conn)
+            .map(|(id, _)| *id)
+            .collect();
+        for stream in streams {
+            if let Some(s) = self.streams.remove(&stream) {
+                let _ = s.reply.send(Reply::Close);
+            }
+        }
         if let Some(session) = &c.upstream_session {
             self.by_session.remove(session);
         }
-        if named == self.unnamed {
+        if self.unnamed == Some(conn) {
             self.unnamed = None;
         }
-        // Calls still open complete as failed, asks as cancelled.
         for out in c.session.end(End::ClientGone) {
             if let Out::Note(note) = out {
                 self.note(&note);
             }
         }
         self.sessions.close(c.session);
+        c.upstream_session.map(|session| (session, c.headers))
+    }
+
+    /// Deletes an upstream session on a thread of its own; the status.
+    fn delete_upstream(
+        &self,
+        (session, headers): (String, Headers),
+    ) -> std::thread::JoinHandle<Option<u16>> {
         let upstream = Arc::clone(&self.upstream);
-        let reply = incoming.reply;
-        let session = c.upstream_session;
-        let mut headers = c.headers;
-        if incoming.authorization.is_some() {
-            headers.authorization = incoming.authorization;
+        std::thread::spawn(move || upstream.delete(&session, &headers).ok())
+    }
+
+    /// Ends every session, giving the upstream a moment to hear of it.
+    fn stop(&mut self) {
+        let conns: Vec<u64> = self.conns.keys().copied().collect();
+        let mut deletes = Vec::new();
+        for conn in conns {
+            if let Some(session) = self.close(conn) {
+                deletes.push(self.delete_upstream(session));
+            }
         }
-        std::thread::spawn(move || {
-            let code = match &session {
-                Some(session) => upstream.delete(session, &headers).unwrap_or(502),
-                None => 200,
-            };
-            let _ = reply.send(Reply::Status {
-                code,
-                body: None,
-                session: None,
-            });
-        });
+        let until = Instant::now() + STOP_GRACE;
+        while deletes.iter().any(|d| !d.is_finished()) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Something the upstream said.

@@ -99,7 +99,7 @@ impl Upstream {
 /// `gavel mcp --listen 127.0.0.1:0 --upstream URL`, its address read from
 /// its first line on stderr.
 struct Proxy {
-    _child: Killed,
+    child: Killed,
     url: String,
     notes: mpsc::Receiver<String>,
 }
@@ -143,7 +143,7 @@ impl Proxy {
             .unwrap_or_else(|| panic!("no address in `{first}`"))
             .to_owned();
         Self {
-            _child: Killed(child),
+            child: Killed(child),
             url,
             notes,
         }
@@ -643,4 +643,77 @@ fn listen_needs_an_http_upstream_and_is_loopback_by_default() {
     let _ = proxy.wait();
     assert!(line.contains("http://127.0.0.1:"), "{line}");
     assert!(line.contains("(server `local`)"), "{line}");
+}
+
+#[test]
+fn over_http_an_idle_session_ends_and_is_deleted_upstream() {
+    if !node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let upstream = Upstream::start(&sandbox);
+    let proxy = Proxy::start(&sandbox, &upstream.url, &["--session-idle", "1"]);
+    let session = initialize(&proxy.url, false);
+    let echo = call(&proxy.url, &session, 1, "echo", json!({"text": "hi"}));
+    assert_eq!(text(&echo), format!("hi (session {session})"));
+    // A call in progress keeps the session: `slow` outlasts the idle time.
+    let slow = call(&proxy.url, &session, 2, "slow", json!({"ms": 1500}));
+    assert_eq!(text(&slow), "late");
+    std::thread::sleep(Duration::from_millis(2500));
+    let gone = call(&proxy.url, &session, 3, "echo", json!({"text": "again"}));
+    assert_eq!(gone.status, 404, "{gone:?}");
+    let deleted: Vec<Value> = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| r["method"] == "DELETE")
+        .collect();
+    assert_eq!(deleted.len(), 1, "{deleted:?}");
+    assert_eq!(deleted[0]["session"], session.as_str());
+    drop(proxy);
+    verify(&sandbox);
+}
+
+#[test]
+fn over_http_sigterm_ends_every_session_and_records_what_was_open() {
+    if !node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let upstream = Upstream::start(&sandbox);
+    let mut proxy = Proxy::start(&sandbox, &upstream.url, &[]);
+    let session = initialize(&proxy.url, false);
+    let url = proxy.url.clone();
+    let in_flight = {
+        let session = session.clone();
+        std::thread::spawn(move || call(&url, &session, 1, "slow", json!({"ms": 20000})))
+    };
+    let started = Instant::now();
+    while upstream.calls().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the call never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = proxy.child.0.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(killed.success());
+    let status = loop {
+        if let Some(status) = proxy.child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "gavel did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{}", proxy.notes());
+    let answer = in_flight.join().unwrap();
+    assert_eq!(response(&answer)["error"]["code"], -32603, "{answer:?}");
+    let recorded = rows(&sandbox);
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].3, "failed");
+    assert_eq!(upstream.requests().last().unwrap()["method"], "DELETE");
+    verify(&sandbox);
 }
