@@ -157,15 +157,15 @@ impl Proxy {
 
 /// What an HTTP answer was.
 #[derive(Debug)]
-struct Answer {
-    status: u16,
-    session: Option<String>,
-    kind: String,
+pub(super) struct Answer {
+    pub status: u16,
+    pub session: Option<String>,
+    pub kind: String,
     /// The JSON-RPC messages it carried, in order.
-    messages: Vec<Value>,
+    pub messages: Vec<Value>,
 }
 
-fn agent() -> ureq::Agent {
+pub(super) fn agent() -> ureq::Agent {
     ureq::Agent::new_with_config(
         ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -175,7 +175,12 @@ fn agent() -> ureq::Agent {
 }
 
 /// POSTs `body` (a JSON-RPC message, or any text) to the proxy.
-fn post_raw(url: &str, session: Option<&str>, body: &str, headers: &[(&str, &str)]) -> Answer {
+pub(super) fn post_raw(
+    url: &str,
+    session: Option<&str>,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> Answer {
     let mut request = agent()
         .post(url)
         .header("Content-Type", "application/json")
@@ -216,13 +221,50 @@ fn post_raw(url: &str, session: Option<&str>, body: &str, headers: &[(&str, &str
     }
 }
 
-fn post(url: &str, session: Option<&str>, message: &Value) -> Answer {
+pub(super) fn post(url: &str, session: Option<&str>, message: &Value) -> Answer {
     post_raw(url, session, &message.to_string(), &[])
 }
 
+/// POSTs `message` on a thread and hands on each message of its answer's
+/// event stream as it comes; the thread ends with the stream.
+pub(super) fn post_streaming(
+    url: &str,
+    session: &str,
+    message: &Value,
+) -> (mpsc::Receiver<Value>, std::thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel();
+    let (url, session, body) = (url.to_owned(), session.to_owned(), message.to_string());
+    let reader = std::thread::spawn(move || {
+        let response = agent()
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("Mcp-Session-Id", &session)
+            .send(body.as_bytes())
+            .unwrap();
+        let kind = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let reader = response.into_body().into_reader();
+        if !kind.starts_with("text/event-stream") {
+            let value: Value = serde_json::from_reader(reader).unwrap();
+            let _ = tx.send(value);
+            return;
+        }
+        for event in Events::new(BufReader::new(reader)) {
+            let value: Value = serde_json::from_str(&event.unwrap()).unwrap();
+            let _ = tx.send(value);
+        }
+    });
+    (rx, reader)
+}
+
 /// `initialize` (with or without the elicitation capability) and
-/// `notifications/initialized`; the session id.
-fn initialize(url: &str, elicitation: bool) -> String {
+/// `notifications/initialized`; the session id and the server's info.
+pub(super) fn initialize_with(url: &str, elicitation: bool) -> (String, Value) {
     let capabilities = if elicitation {
         json!({"elicitation": {}})
     } else {
@@ -238,10 +280,7 @@ fn initialize(url: &str, elicitation: bool) -> String {
         }}),
     );
     assert_eq!(answer.status, 200, "{answer:?}");
-    assert_eq!(
-        answer.messages[0]["result"]["serverInfo"]["name"],
-        "gavel-http-test-server"
-    );
+    let info = answer.messages[0]["result"]["serverInfo"].clone();
     let session = answer
         .session
         .expect("the session id is passed to the client");
@@ -251,10 +290,17 @@ fn initialize(url: &str, elicitation: bool) -> String {
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     );
     assert_eq!(notified.status, 202, "{notified:?}");
+    (session, info)
+}
+
+/// [`initialize_with`] the fixture server; the session id.
+fn initialize(url: &str, elicitation: bool) -> String {
+    let (session, info) = initialize_with(url, elicitation);
+    assert_eq!(info["name"], "gavel-http-test-server");
     session
 }
 
-fn call(url: &str, session: &str, id: u64, tool: &str, arguments: Value) -> Answer {
+pub(super) fn call(url: &str, session: &str, id: u64, tool: &str, arguments: Value) -> Answer {
     post(
         url,
         Some(session),
@@ -264,7 +310,7 @@ fn call(url: &str, session: &str, id: u64, tool: &str, arguments: Value) -> Answ
 }
 
 /// The one response of an answer.
-fn response(answer: &Answer) -> &Value {
+pub(super) fn response(answer: &Answer) -> &Value {
     answer
         .messages
         .iter()
@@ -272,7 +318,7 @@ fn response(answer: &Answer) -> &Value {
         .unwrap_or_else(|| panic!("no response in {answer:?}"))
 }
 
-fn text(answer: &Answer) -> String {
+pub(super) fn text(answer: &Answer) -> String {
     response(answer)["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default()
@@ -429,37 +475,11 @@ fn over_http_an_ask_is_elicited_on_the_calls_own_stream() {
 
     for (id, approve, file) in [(1, true, "approved.txt"), (2, false, "declined.txt")] {
         let path = sandbox.ws.join(file);
-        let url = proxy.url.clone();
-        let (tx, rx) = mpsc::channel();
         let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "touch", "arguments": {"path": path.display().to_string()}}});
         // The call's own answer is an event stream: first gavel's
         // elicitation, then, once answered, the call's response.
-        let agent = agent();
-        let session_for_call = session.clone();
-        let reader = std::thread::spawn(move || {
-            let response = agent
-                .post(&url)
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json, text/event-stream")
-                .header("Mcp-Session-Id", &session_for_call)
-                .send(message.to_string().as_bytes())
-                .unwrap();
-            assert!(
-                response
-                    .headers()
-                    .get("content-type")
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .starts_with("text/event-stream")
-            );
-            let reader = response.into_body().into_reader();
-            for event in Events::new(BufReader::new(reader)) {
-                let value: Value = serde_json::from_str(&event.unwrap()).unwrap();
-                let _ = tx.send(value);
-            }
-        });
+        let (rx, reader) = post_streaming(&proxy.url, &session, &message);
         let ask = rx.recv_timeout(Duration::from_secs(30)).unwrap();
         assert_eq!(ask["method"], "elicitation/create", "{ask}");
         assert!(

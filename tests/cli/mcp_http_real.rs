@@ -15,9 +15,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::mcp::{log, verify};
+use super::mcp_http::{call, initialize_with, post, post_streaming};
 use super::mcp_real::{inspector, text};
 use super::real_clients::installed;
 use super::support::Sandbox;
@@ -115,8 +116,14 @@ fn everything(bin: &Path) -> (Running, String) {
 
 /// gavel in front of `upstream`; its endpoint.
 fn proxy(sandbox: &Sandbox, upstream: &str) -> (Running, String) {
+    proxy_with(sandbox, upstream, POLICY)
+}
+
+/// gavel in front of `upstream` under `policy`; its endpoint.
+fn proxy_with(sandbox: &Sandbox, upstream: &str, policy: &str) -> (Running, String) {
+    let text = policy;
     let policy = sandbox.root.join("policy.toml");
-    std::fs::write(&policy, POLICY).unwrap();
+    std::fs::write(&policy, text).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_gavel"));
     command
         .env("GAVEL_CHECKPOINT_EVERY", "0")
@@ -223,6 +230,126 @@ fn the_inspector_calls_the_everything_server_over_http_through_gavel() {
     );
     let summary: Vec<Value> = calls.iter().map(|c| c["arguments"].clone()).collect();
     assert_eq!(summary[1]["a"], 1, "{summary:?}");
+    drop(gavel);
+    verify(&sandbox);
+}
+
+#[test]
+#[ignore = "needs the MCP programs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn over_http_the_everything_servers_elicitation_and_gavels_own_ask_share_the_calls_stream() {
+    let Some(everything_bin) = installed("mcp-everything") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let (server, upstream) = everything(&everything_bin);
+    let policy = format!(
+        "{POLICY}\n{}",
+        r#"
+[[rules]]
+id = "everything.elicit"
+action = "allow"
+tools = ["mcp__everything__trigger-elicitation-request"]
+reason = "{tool} asks the user itself"
+
+[[rules]]
+id = "everything.env_asked"
+action = "ask"
+tools = ["mcp__everything__get-env"]
+reason = "{tool} shows the server's environment"
+"#
+    );
+    let (gavel, url) = proxy_with(&sandbox, &upstream, &policy);
+    let (session, info) = initialize_with(&url, true);
+    assert!(
+        info["name"].as_str().unwrap().contains("everything"),
+        "{info}"
+    );
+
+    // The server's own elicitation passes through, on the call's stream,
+    // and the client's answer reaches the server.
+    let (rx, reader) = post_streaming(
+        &url,
+        &session,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "trigger-elicitation-request", "arguments": {}}}),
+    );
+    let asked = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert!(!asked["id"].to_string().contains("gavel"), "{asked}");
+    let answered = post(
+        &url,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": asked["id"],
+                "result": {"action": "accept", "content": {"name": "Ada"}}}),
+    );
+    assert_eq!(answered.status, 202, "{answered:?}");
+    let result = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    reader.join().unwrap();
+    assert_eq!(result["id"], 1, "{result}");
+    assert!(result.to_string().contains("Ada"), "{result}");
+
+    // gavel's own ask, approved through elicitation: the call runs.
+    let (rx, reader) = post_streaming(
+        &url,
+        &session,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "get-env", "arguments": {}}}),
+    );
+    let ask = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(
+        ask["id"].as_str().unwrap().starts_with("gavel-ask-"),
+        "{ask}"
+    );
+    assert!(
+        ask["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("[everything.env_asked]"),
+        "{ask}"
+    );
+    post(
+        &url,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": ask["id"],
+                "result": {"action": "accept", "content": {"approve": true}}}),
+    );
+    let result = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    reader.join().unwrap();
+    assert_eq!(result["id"], 2, "{result}");
+    assert!(result["result"]["isError"] != true, "{result}");
+    // A denied call: the reason, never the server.
+    let denied = call(&url, &session, 3, "get-sum", json!({"a": 1, "b": 2}));
+    assert!(
+        super::mcp_http::text(&denied).contains("[everything.no_sums]"),
+        "{denied:?}"
+    );
+
+    let calls = log(&sandbox);
+    let rows: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap(),
+                c["approval"].as_str().unwrap(),
+                c["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "mcp__everything__trigger-elicitation-request",
+                "not_required",
+                "succeeded"
+            ),
+            ("mcp__everything__get-env", "approved", "succeeded"),
+            ("mcp__everything__get-sum", "not_required", "blocked"),
+        ],
+        "{}\n{}",
+        gavel.output(),
+        server.output()
+    );
     drop(gavel);
     verify(&sandbox);
 }
