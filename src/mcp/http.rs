@@ -144,7 +144,7 @@ fn connection(stream: TcpStream, hub: &Hub, limits: Limits) -> std::io::Result<(
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
     loop {
-        let request = match read_request(&mut reader, limits.max_body) {
+        let request = match read_request(&mut reader, &mut writer, limits.max_body) {
             Ok(request) => request,
             Err(ReadError::Closed | ReadError::Io(_)) => return Ok(()),
             Err(err @ ReadError::TooLarge(_)) => {
@@ -343,7 +343,13 @@ fn write_chunk(writer: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Reads one request: its line, its headers, its body.
-fn read_request(reader: &mut impl BufRead, max_body: usize) -> Result<Request, ReadError> {
+/// A client that sent `Expect: 100-continue` (curl, for a body over 1 KiB)
+/// is told to go on through `interim` before its body is read.
+fn read_request(
+    reader: &mut impl BufRead,
+    interim: &mut dyn Write,
+    max_body: usize,
+) -> Result<Request, ReadError> {
     let mut head = 0usize;
     let mut line = String::new();
     // Blank lines before a request are allowed (RFC 9112 2.2).
@@ -389,6 +395,13 @@ fn read_request(reader: &mut impl BufRead, max_body: usize) -> Result<Request, R
         headers,
         body: Vec::new(),
     };
+    if request
+        .header("expect")
+        .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
+    {
+        interim.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        interim.flush()?;
+    }
     let chunked = request
         .header("transfer-encoding")
         .is_some_and(|t| t.to_ascii_lowercase().contains("chunked"));
@@ -492,7 +505,7 @@ mod tests {
     use super::*;
 
     fn read(text: &[u8], max: usize) -> Result<Request, ReadError> {
-        read_request(&mut BufReader::new(text), max)
+        read_request(&mut BufReader::new(text), &mut std::io::sink(), max)
     }
 
     #[test]
@@ -511,6 +524,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(request.body, b"{\"a\":1}");
+    }
+
+    #[test]
+    fn a_client_that_expects_100_continue_is_told_to_go_on() {
+        let mut interim = Vec::new();
+        let request = read_request(
+            &mut BufReader::new(
+                &b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}"[..],
+            ),
+            &mut interim,
+            100,
+        )
+        .unwrap();
+        assert_eq!(request.body, b"{}");
+        assert_eq!(interim, b"HTTP/1.1 100 Continue\r\n\r\n");
     }
 
     #[test]
