@@ -137,6 +137,48 @@ impl Request {
     }
 }
 
+/// What every response to one request says besides its own content.
+struct Head {
+    keep: bool,
+    /// A loopback page's origin: answered with CORS headers, so a client
+    /// in a browser on this machine (the MCP Inspector's page) can read them.
+    origin: Option<String>,
+}
+
+impl Head {
+    fn of(request: &Request) -> Self {
+        Self {
+            keep: request.keep_alive(),
+            origin: request
+                .header("origin")
+                .filter(|o| loopback_origin(o))
+                .map(str::to_owned),
+        }
+    }
+
+    /// A connection closed after an unreadable request.
+    fn closing() -> Self {
+        Self {
+            keep: false,
+            origin: None,
+        }
+    }
+
+    /// The header lines every response carries.
+    fn lines(&self) -> String {
+        let mut lines = String::new();
+        if let Some(origin) = &self.origin {
+            lines.push_str(&format!(
+                "Access-Control-Allow-Origin: {origin}\r\nVary: Origin\r\nAccess-Control-Expose-Headers: Mcp-Session-Id, MCP-Protocol-Version\r\n"
+            ));
+        }
+        if !self.keep {
+            lines.push_str("Connection: close\r\n");
+        }
+        lines
+    }
+}
+
 /// Serves one connection's requests, one after another.
 fn connection(stream: TcpStream, hub: &Hub, limits: Limits) -> std::io::Result<()> {
     stream.set_read_timeout(Some(IDLE))?;
@@ -153,7 +195,7 @@ fn connection(stream: TcpStream, hub: &Hub, limits: Limits) -> std::io::Result<(
                     jsonrpc::INVALID_REQUEST,
                     &format!("gavel: {err}"),
                 );
-                write_whole(&mut writer, 413, Some(&body), None, false)?;
+                write_whole(&mut writer, 413, Some(&body), None, &Head::closing())?;
                 return Ok(());
             }
             Err(err @ ReadError::Bad(_)) => {
@@ -162,11 +204,11 @@ fn connection(stream: TcpStream, hub: &Hub, limits: Limits) -> std::io::Result<(
                     jsonrpc::INVALID_REQUEST,
                     &format!("gavel: {err}"),
                 );
-                write_whole(&mut writer, 400, Some(&body), None, false)?;
+                write_whole(&mut writer, 400, Some(&body), None, &Head::closing())?;
                 return Ok(());
             }
         };
-        let keep = request.keep_alive();
+        let head = Head::of(&request);
         if limits.loopback_only
             && let Some(origin) = request.header("origin")
             && !loopback_origin(origin)
@@ -176,25 +218,26 @@ fn connection(stream: TcpStream, hub: &Hub, limits: Limits) -> std::io::Result<(
                 jsonrpc::INVALID_REQUEST,
                 &format!("gavel: requests from the origin `{origin}` are refused"),
             );
-            write_whole(&mut writer, 403, Some(&body), None, keep)?;
+            write_whole(&mut writer, 403, Some(&body), None, &head)?;
         } else {
-            answer(&mut writer, request, hub)?;
+            answer(&mut writer, request, hub, &head)?;
         }
-        if !keep {
+        if !head.keep {
             return Ok(());
         }
     }
 }
 
 /// Hands one request to the hub and writes its answer.
-fn answer(writer: &mut TcpStream, request: Request, hub: &Hub) -> std::io::Result<()> {
-    let keep = request.keep_alive();
+fn answer(writer: &mut TcpStream, request: Request, hub: &Hub, head: &Head) -> std::io::Result<()> {
     let method = match request.method.as_str() {
         "POST" => Method::Post,
         "GET" => Method::Get,
         "DELETE" => Method::Delete,
+        // A browser's preflight, from a loopback page.
+        "OPTIONS" if head.origin.is_some() => return write_preflight(writer, head),
         _ => {
-            return write_whole(writer, 405, None, None, keep);
+            return write_whole(writer, 405, None, None, head);
         }
     };
     if method == Method::Get
@@ -202,7 +245,7 @@ fn answer(writer: &mut TcpStream, request: Request, hub: &Hub) -> std::io::Resul
             .header("accept")
             .is_some_and(|a| a.contains("text/event-stream"))
     {
-        return write_whole(writer, 405, None, None, keep);
+        return write_whole(writer, 405, None, None, head);
     }
     let session = request.header("mcp-session-id").map(str::to_owned);
     let protocol = request.header("mcp-protocol-version").map(str::to_owned);
@@ -215,7 +258,7 @@ fn answer(writer: &mut TcpStream, request: Request, hub: &Hub) -> std::io::Resul
                 jsonrpc::PARSE_ERROR,
                 "gavel: the request body is not UTF-8",
             );
-            return write_whole(writer, 400, Some(&body), None, keep);
+            return write_whole(writer, 400, Some(&body), None, head);
         }
     };
     let (tx, rx) = mpsc::channel();
@@ -227,34 +270,34 @@ fn answer(writer: &mut TcpStream, request: Request, hub: &Hub) -> std::io::Resul
         body,
         reply: tx,
     });
-    write_reply(writer, &rx, keep)
+    write_reply(writer, &rx, head)
 }
 
 /// Writes the hub's frames: a status, one JSON message, or a stream.
-fn write_reply(writer: &mut TcpStream, rx: &Receiver<Reply>, keep: bool) -> std::io::Result<()> {
+fn write_reply(writer: &mut TcpStream, rx: &Receiver<Reply>, head: &Head) -> std::io::Result<()> {
     let first = match rx.recv() {
         Ok(first) => first,
         // The hub dropped the request unanswered.
-        Err(_) => return write_whole(writer, 500, None, None, keep),
+        Err(_) => return write_whole(writer, 500, None, None, head),
     };
     let first_line = match first {
         Reply::Status {
             code,
             body,
             session,
-        } => return write_whole(writer, code, body.as_deref(), session.as_deref(), keep),
+        } => return write_whole(writer, code, body.as_deref(), session.as_deref(), head),
         Reply::Frame {
             line,
             last: true,
             session,
-        } => return write_whole(writer, 200, Some(&line), session.as_deref(), keep),
-        Reply::Close => return write_whole(writer, 200, None, None, keep),
+        } => return write_whole(writer, 200, Some(&line), session.as_deref(), head),
+        Reply::Close => return write_whole(writer, 200, None, None, head),
         Reply::Open { session } => {
-            write_stream_head(writer, session.as_deref())?;
+            write_stream_head(writer, session.as_deref(), head)?;
             None
         }
         Reply::Frame { line, session, .. } => {
-            write_stream_head(writer, session.as_deref())?;
+            write_stream_head(writer, session.as_deref(), head)?;
             Some(line)
         }
     };
@@ -298,7 +341,7 @@ fn write_whole(
     code: u16,
     body: Option<&str>,
     session: Option<&str>,
-    keep: bool,
+    lines: &Head,
 ) -> std::io::Result<()> {
     let mut head = format!("HTTP/1.1 {code} {}\r\n", reason(code));
     if code == 405 {
@@ -312,9 +355,7 @@ fn write_whole(
         head.push_str("Content-Type: application/json\r\n");
     }
     head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    if !keep {
-        head.push_str("Connection: close\r\n");
-    }
+    head.push_str(&lines.lines());
     head.push_str("\r\n");
     let mut out = head.into_bytes();
     out.extend_from_slice(body.as_bytes());
@@ -322,14 +363,29 @@ fn write_whole(
     writer.flush()
 }
 
-fn write_stream_head(writer: &mut TcpStream, session: Option<&str>) -> std::io::Result<()> {
+fn write_stream_head(
+    writer: &mut TcpStream,
+    session: Option<&str>,
+    lines: &Head,
+) -> std::io::Result<()> {
     let mut head = String::from(
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n",
     );
     if let Some(session) = session {
         head.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
     }
+    head.push_str(&lines.lines());
     head.push_str("\r\n");
+    writer.write_all(head.as_bytes())?;
+    writer.flush()
+}
+
+/// The answer to a loopback page's CORS preflight.
+fn write_preflight(writer: &mut TcpStream, lines: &Head) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 204 No Content\r\nAccess-Control-Allow-Methods: GET, POST, DELETE\r\nAccess-Control-Allow-Headers: Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID\r\nAccess-Control-Max-Age: 600\r\nContent-Length: 0\r\n{}\r\n",
+        lines.lines()
+    );
     writer.write_all(head.as_bytes())?;
     writer.flush()
 }

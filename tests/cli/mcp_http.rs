@@ -610,6 +610,40 @@ fn over_http_an_unreachable_upstream_and_bad_requests_get_clear_errors() {
     // A page of another site: refused (DNS rebinding).
     let foreign = post_raw(&proxy.url, None, "{}", &[("Origin", "http://evil.example")]);
     assert_eq!(foreign.status, 403);
+    // A page on this machine (the Inspector's) may: its preflight is
+    // answered and every answer names its origin for the browser.
+    let preflight = agent()
+        .options(&proxy.url)
+        .header("Origin", "http://localhost:6274")
+        .header("Access-Control-Request-Method", "POST")
+        .call()
+        .unwrap();
+    assert_eq!(preflight.status().as_u16(), 204);
+    let allowed = |response: &ureq::http::Response<ureq::Body>, name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(
+        allowed(&preflight, "access-control-allow-origin"),
+        "http://localhost:6274"
+    );
+    assert!(allowed(&preflight, "access-control-allow-headers").contains("Mcp-Session-Id"));
+    let local = agent()
+        .post(&proxy.url)
+        .header("Origin", "http://localhost:6274")
+        .header("Content-Type", "application/json")
+        .send(&b"{not json"[..])
+        .unwrap();
+    assert_eq!(local.status().as_u16(), 400);
+    assert_eq!(
+        allowed(&local, "access-control-allow-origin"),
+        "http://localhost:6274"
+    );
+    assert!(allowed(&local, "access-control-expose-headers").contains("Mcp-Session-Id"));
     assert!(proxy.notes().contains("cannot reach the upstream"));
     // A tools/call without a name, through a session that works.
     let upstream = Upstream::start(&sandbox);
