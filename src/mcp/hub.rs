@@ -351,9 +351,10 @@ impl Hub<'_> {
             None
         } else {
             let stream = self.next_id();
-            let c = self.conns.get_mut(&conn).expect("looked up above");
-            for id in &ids {
-                c.pending.insert(jsonrpc::id_key(id), stream);
+            if let Some(c) = self.conns.get_mut(&conn) {
+                for id in &ids {
+                    c.pending.insert(jsonrpc::id_key(id), stream);
+                }
             }
             self.streams.insert(
                 stream,
@@ -426,7 +427,9 @@ impl Hub<'_> {
                 reply: incoming.reply,
             },
         );
-        let c = &self.conns[&conn];
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
         self.upstream.open_get(
             conn,
             stream,
@@ -573,7 +576,10 @@ impl Hub<'_> {
             }
             Upstreamed::GetOpened(opened) => {
                 let Some(stream) = stream else { return };
-                let session = self.conns[&conn].upstream_session.clone();
+                let session = self
+                    .conns
+                    .get(&conn)
+                    .and_then(|c| c.upstream_session.clone());
                 match opened {
                     Ok(()) => {
                         if let Some(c) = self.conns.get_mut(&conn) {
