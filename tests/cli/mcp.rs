@@ -771,4 +771,18 @@ fn log_filters_and_names_mcp_servers_and_tools() {
         .output()
         .unwrap();
     assert_eq!(parse_json(&out)["mcp"]["server"], "github");
+    // The report counts MCP calls by server, and takes the filters.
+    let page = sandbox.root.join("report.html");
+    let out = sandbox
+        .gavel(&["report", "--html", page.to_str().unwrap(), "--server", "fs"])
+        .output()
+        .unwrap();
+    assert!(matches!(code(&out), 0 | 1), "{}", stderr(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(r#"data-stat="by_mcp_server.fs">2<"#),
+        "{html}"
+    );
+    assert!(!html.contains("by_mcp_server.github"));
+    assert!(html.contains("--server fs"));
 }
