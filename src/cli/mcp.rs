@@ -54,8 +54,9 @@ pub struct McpArgs {
         conflicts_with = "command"
     )]
     pub listen: Option<String>,
-    /// The remote MCP server's Streamable HTTP endpoint (http:// or https://)
-    #[arg(long, value_name = "URL", requires = "listen")]
+    /// The remote MCP server's Streamable HTTP endpoint (http:// or https://):
+    /// with --listen, served over HTTP; without, over stdio to the client
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream: Option<String>,
     /// With --listen: end a client's session (recorded, and deleted at the
     /// upstream) after SECONDS with nothing in progress and no request
@@ -101,8 +102,10 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
         Some(McpAction::Unwrap(wrap)) => return rewrite(global, &wrap, false),
         None => {}
     }
-    if let (Some(listen), Some(upstream)) = (&args.listen, &args.upstream) {
-        return listen_http(global, &args, listen, upstream);
+    match (&args.listen, &args.upstream) {
+        (Some(listen), Some(upstream)) => return listen_http(global, &args, listen, upstream),
+        (None, Some(upstream)) => return bridge_http(global, &args, upstream),
+        _ => {}
     }
     if args.command.is_empty() {
         anyhow::bail!("give the MCP server to run after `--`: gavel mcp -- COMMAND [ARGS…]");
@@ -197,9 +200,7 @@ fn listen_http(
     listen: &str,
     upstream: &str,
 ) -> anyhow::Result<Exit> {
-    if !(upstream.starts_with("http://") || upstream.starts_with("https://")) {
-        anyhow::bail!("--upstream must be an http:// or https:// URL, not `{upstream}`");
-    }
+    check_upstream(upstream)?;
     let addr = listen_addr(listen)?;
     let server = match &args.name {
         Some(name) => names::sanitize(name),
@@ -249,6 +250,49 @@ fn listen_http(
     );
     // Stopped by SIGINT or SIGTERM: every session was ended and recorded.
     Ok(Exit::Ok)
+}
+
+/// `gavel mcp --upstream URL`: stdio to the client, Streamable HTTP to the server.
+fn bridge_http(global: &Global, args: &McpArgs, upstream: &str) -> anyhow::Result<Exit> {
+    check_upstream(upstream)?;
+    let server = match &args.name {
+        Some(name) => names::sanitize(name),
+        None => names::url_server_name(upstream),
+    };
+    let timeout = Duration::from_secs(args.timeout);
+    let max_bytes = global.max_argument_bytes.saturating_add(1 << 20);
+    let workspace = global.workspace()?;
+    let policy = global.calls_policy(&workspace)?;
+    {
+        let store = global.open_store()?;
+        Global::vouch_policy(&policy, &store)?;
+    }
+    let mut sessions = HttpSessions {
+        global,
+        workspace,
+        policy,
+        server,
+        timeout,
+    };
+    let mut session = gavel::mcp::hub::Sessions::open(&mut sessions).map_err(anyhow::Error::msg)?;
+    let upstream = gavel::mcp::upstream::Upstream::new(upstream, timeout, max_bytes);
+    gavel::mcp::bridge::run(
+        &mut session,
+        upstream,
+        std::io::stdin(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+    )
+    .context("gavel mcp")?;
+    gavel::mcp::hub::Sessions::close(&mut sessions, session);
+    Ok(Exit::Ok)
+}
+
+fn check_upstream(upstream: &str) -> anyhow::Result<()> {
+    if !(upstream.starts_with("http://") || upstream.starts_with("https://")) {
+        anyhow::bail!("--upstream must be an http:// or https:// URL, not `{upstream}`");
+    }
+    Ok(())
 }
 
 /// `--listen`'s address: `HOST:PORT`, or a bare port on 127.0.0.1.

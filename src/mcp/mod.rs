@@ -12,13 +12,15 @@
 //! - Streamable HTTP (`--listen`, `--upstream`): [`http`], the HTTP/1.1
 //!   server the client talks to; [`upstream`], the client of the remote
 //!   server; [`sse`], event streams; [`hub`], which runs one [`Session`]
-//!   per client session between them.
+//!   per client session between them; [`bridge`], stdio to the client and
+//!   HTTP to the server (`--upstream` without `--listen`).
 //! - [`wrap`], [`wrap_toml`]: putting a client's configured servers behind
 //!   `gavel mcp` (JSON configurations, and Codex's TOML).
 //!
 //! It builds `ToolRequest`s and hands them to `GovernedRunner`; it knows
 //! nothing of the command line.
 
+pub mod bridge;
 pub mod definitions;
 pub mod http;
 pub mod hub;

@@ -771,3 +771,77 @@ fn over_http_sigterm_ends_every_session_and_records_what_was_open() {
     assert_eq!(upstream.requests().last().unwrap()["method"], "DELETE");
     verify(&sandbox);
 }
+
+#[test]
+fn over_stdio_to_an_http_upstream_calls_are_governed_the_same_way() {
+    if !node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let upstream = Upstream::start(&sandbox);
+    let policy = sandbox.root.join("policy.toml");
+    std::fs::write(&policy, http_policy()).unwrap();
+    let policy = policy.display().to_string();
+    // `gavel mcp --upstream URL`, started by its client as a stdio server.
+    let mut client = super::mcp::Client::start(
+        &sandbox,
+        &["--policy", &policy],
+        &["--name", "test", "--upstream", &upstream.url],
+        &[],
+    );
+    let init = client.initialize(json!({"elicitation": {}}));
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "gavel-http-test-server",
+        "{init}"
+    );
+    let echo = client.call("echo", json!({"text": "hi"}));
+    let session = upstream.requests()[0]["session"].clone();
+    assert!(session.is_null());
+    let said = super::mcp::text(&echo).to_owned();
+    assert!(said.starts_with("hi (session "), "{echo}");
+    let streamed = client.call("stream", json!({"text": "streamed"}));
+    assert_eq!(super::mcp::text(&streamed), "streamed", "{streamed}");
+    let denied = client.call("touch_secret", json!({}));
+    assert!(
+        super::mcp::text(&denied).contains("[http.deny]"),
+        "{denied}"
+    );
+    let broken = client.call("http500", json!({}));
+    assert_eq!(broken["error"]["code"], -32603, "{broken}");
+    // The client declared elicitation and answers `decline`: not run.
+    let written = sandbox.ws.join("written.txt");
+    let asked = client.call("touch", json!({"path": written.display().to_string()}));
+    assert!(
+        super::mcp::text(&asked).contains("approval=rejected"),
+        "{asked}"
+    );
+    assert!(!written.exists());
+    assert_eq!(client.close(), Some(0));
+
+    // Every request after initialize named the upstream's session and the
+    // negotiated version; the client's end deleted the session.
+    let requests = upstream.requests();
+    let named = requests[1]["session"].as_str().unwrap().to_owned();
+    assert!(said.ends_with(&format!("(session {named})")), "{said}");
+    for request in &requests[1..] {
+        assert_eq!(request["session"], named.as_str(), "{request}");
+        assert_eq!(request["protocol"], "2025-06-18", "{request}");
+    }
+    assert_eq!(requests.last().unwrap()["method"], "DELETE");
+    let recorded = rows(&sandbox);
+    let statuses: Vec<(&str, &str)> = recorded
+        .iter()
+        .map(|(tool, _, _, status)| (tool.as_str(), status.as_str()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("mcp__test__echo", "succeeded"),
+            ("mcp__test__stream", "succeeded"),
+            ("mcp__test__touch_secret", "blocked"),
+            ("mcp__test__http500", "failed"),
+            ("mcp__test__touch", "blocked"),
+        ]
+    );
+    verify(&sandbox);
+}
