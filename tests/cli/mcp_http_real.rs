@@ -2,7 +2,9 @@
 //! registry, pinned in `fixtures/clients/real/clients.txt`: the
 //! "everything" reference server (`@modelcontextprotocol/server-everything`)
 //! serving Streamable HTTP, driven by the MCP Inspector's CLI with
-//! `--transport http` through gavel. An allowed call runs and completes
+//! `--transport http` through `gavel mcp --listen`, by a scripted HTTP
+//! client answering elicitations, and by Claude Code through `gavel mcp
+//! --upstream` started as its stdio server. An allowed call runs and completes
 //! `succeeded` on the session the server started (the server refuses any
 //! request without it), a denied call never reaches the server and its
 //! reason reaches the client, and `gavel verify` finds the record whole.
@@ -20,7 +22,8 @@ use serde_json::{Value, json};
 use super::mcp::{log, verify};
 use super::mcp_http::{call, initialize_with, post, post_streaming};
 use super::mcp_real::{inspector, text};
-use super::real_clients::installed;
+use super::real_clients::{claude_command, installed, run_client, tail};
+use super::real_clients_model::{ModelServer, Step};
 use super::support::Sandbox;
 
 const POLICY: &str = r#"
@@ -351,5 +354,72 @@ reason = "{tool} shows the server's environment"
         server.output()
     );
     drop(gavel);
+    verify(&sandbox);
+}
+
+#[test]
+#[ignore = "needs the MCP programs: scripts/install-clients, then cargo test -- --ignored (CI runs it)"]
+fn claude_code_reaches_the_everything_server_over_http_through_gavel_on_stdio() {
+    let Some(everything_bin) = installed("mcp-everything") else {
+        return;
+    };
+    let Some(claude) = installed("claude-code") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let (server, upstream) = everything(&everything_bin);
+    let policy = sandbox.root.join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let model = ModelServer::start(vec![
+        Step::tool("mcp__everything__echo", json!({"message": "over http"})),
+        Step::tool("mcp__everything__get-sum", json!({"a": 1, "b": 2})),
+        Step::Text("All done.".to_owned()),
+    ]);
+    // Claude Code starts `gavel mcp --upstream URL` as a stdio server.
+    let config = json!({"mcpServers": {"everything": {
+        "type": "stdio",
+        "command": env!("CARGO_BIN_EXE_gavel"),
+        "args": [
+            "--workspace", sandbox.ws, "--db", sandbox.db, "--policy", policy,
+            "mcp", "--name", "everything", "--upstream", upstream,
+        ],
+        "env": {"GAVEL_CHECKPOINT_EVERY": "0"},
+    }}});
+    let config_path = sandbox.root.join("mcp.json");
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let mut cmd = claude_command(&sandbox, &claude, &model);
+    cmd.arg("--mcp-config")
+        .arg(&config_path)
+        .arg("--strict-mcp-config")
+        .args(["--allowedTools", "mcp__everything"]);
+    let run = run_client(&sandbox, cmd, "claude", &model);
+    let context = format!(
+        "--- stdout:\n{}\n--- stderr:\n{}\n--- model requests:\n{}\n--- server:\n{}",
+        tail(&run.stdout),
+        tail(&run.stderr),
+        model.summary(),
+        server.output()
+    );
+    let echoed = model.tool_result(0).unwrap_or_default();
+    assert!(echoed.contains("Echo: over http"), "{echoed}\n{context}");
+    let denied = model.tool_result(1).unwrap_or_default();
+    assert!(denied.contains("everything.no_sums"), "{denied}\n{context}");
+
+    let calls = log(&sandbox);
+    let rows: Vec<(&str, &str)> = calls
+        .iter()
+        .map(|c| (c["tool"].as_str().unwrap(), c["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("mcp__everything__echo", "succeeded"),
+            ("mcp__everything__get-sum", "blocked"),
+        ],
+        "{context}"
+    );
+    assert_eq!(calls[0]["principal"]["client"], "mcp");
+    let said = server.output();
+    assert!(!said.contains("No valid session ID"), "{said}");
     verify(&sandbox);
 }
