@@ -262,6 +262,7 @@ pub fn calls_statement(
             let _ = write!(decision_filters, " AND {column} = {p}");
         }
     }
+    decision_filters.push_str(&query.mcp_conditions("d.tool", "strpos", |v| params.bind(v)));
     if let Some(since) = query.since {
         let p = params.bind(since);
         let _ = write!(decision_filters, " AND d.ts_us >= {p}");

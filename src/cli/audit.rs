@@ -147,7 +147,7 @@ pub fn audit_store(store: &gavel::store::Store, args: &AuditArgs) -> anyhow::Res
     store.check_unchanged()?;
     findings.extend(legacy);
     // Older logs kept reports they could not attach as lifecycle notes.
-    if query.tool.is_none() {
+    if query.tool.is_none() && query.mcp_server.is_none() && query.mcp_tool.is_none() {
         for (seq, ts_us, id, data) in store.legacy_completion_notes(&query)? {
             let note = data["note"].as_str().unwrap_or_default();
             let anomaly = if note.contains("no call") {

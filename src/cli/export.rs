@@ -107,8 +107,10 @@ fn cosigned_lines(db: &std::path::Path) -> anyhow::Result<Vec<Value>> {
 fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
     let resolved = query.to_query()?;
     let mut out = Map::new();
-    let flags: [(&str, &Option<String>); 14] = [
+    let flags: [(&str, &Option<String>); 16] = [
         ("tool", &query.tool),
+        ("server", &query.server),
+        ("mcp_tool", &query.mcp_tool),
         ("rule", &query.rule),
         ("action", &query.action),
         ("approval", &query.approval),

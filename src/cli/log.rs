@@ -57,6 +57,10 @@ pub fn call_json(call: &CallSummary) -> Value {
         "policy": call.decision.policy,
         "principal": call.request.principal,
     });
+    // MCP calls only: the server and its tool, from the tool name.
+    if let Some((server, tool)) = gavel::mcp::names::split_tool_name(&call.tool) {
+        value["mcp"] = json!({"server": server, "tool": tool});
+    }
     // Under layered policies and with shadows only: other logs keep their shape.
     if let Some(layer) = &call.decision.layer {
         value["layer"] = json!(layer);

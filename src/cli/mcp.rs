@@ -55,6 +55,24 @@ pub struct McpArgs {
     /// policy's `[approval] wait`, if any]
     #[arg(long, value_name = "wait[=DURATION]", value_parser = super::parse_ask_wait)]
     pub ask: Option<super::AskWait>,
+    /// Serve MCP's Streamable HTTP at ADDR (`HOST:PORT`, or a PORT on
+    /// 127.0.0.1; port 0 picks a free one) and proxy to `--upstream`
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires = "upstream",
+        conflicts_with = "command"
+    )]
+    pub listen: Option<String>,
+    /// The remote MCP server's Streamable HTTP endpoint (http:// or https://):
+    /// with --listen, served over HTTP; without, over stdio to the client
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub upstream: Option<String>,
+    /// With --listen: end a client's session (recorded, and deleted at the
+    /// upstream) after SECONDS with nothing in progress and no request
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800, requires = "listen",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle: u64,
     /// The MCP server to run and its arguments (after `--`, or after gavel's
     /// own options: everything from the first word that is not one is the server's)
     #[arg(
@@ -94,6 +112,11 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
         Some(McpAction::Unwrap(wrap)) => return rewrite(global, &wrap, false),
         None => {}
     }
+    match (&args.listen, &args.upstream) {
+        (Some(listen), Some(upstream)) => return listen_http(global, &args, listen, upstream),
+        (None, Some(upstream)) => return bridge_http(global, &args, upstream),
+        _ => {}
+    }
     if args.command.is_empty() {
         anyhow::bail!("give the MCP server to run after `--`: gavel mcp -- COMMAND [ARGS…]");
     }
@@ -107,10 +130,7 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
     Global::vouch_policy(&policy, &store)?;
     store.remember_policy(&policy)?;
     store.set_redaction(policy.redaction());
-    let wait = args
-        .ask
-        .or(policy.approval_wait().map(|w| super::AskWait(Some(w))))
-        .map(|w| w.or(super::DEFAULT_WAIT));
+    let wait = ask_wait(&args, &policy);
     let session_id = gavel::runner::new_call_id().replacen("call_", "mcp_", 1);
     let principal = global
         .principal("mcp", &workspace, &policy, &store)
@@ -143,6 +163,184 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
         End::ServerGone if ended.server_status == Some(0) => Exit::Ok,
         End::ServerGone => Exit::Failed,
     })
+}
+
+/// How long an asked call waits in the pending queue: `--ask wait`, else
+/// the policy's `[approval] wait`; `None` asks the client (elicitation).
+fn ask_wait(args: &McpArgs, policy: &gavel::policy::Policy) -> Option<Duration> {
+    args.ask
+        .or(policy.approval_wait().map(|w| super::AskWait(Some(w))))
+        .map(|w| w.or(super::DEFAULT_WAIT))
+}
+
+/// What every session of `--listen` shares; each client session gets its
+/// own store connection, session id and principal.
+struct HttpSessions<'a> {
+    global: &'a Global,
+    workspace: gavel::facts::Workspace,
+    policy: gavel::policy::Policy,
+    server: String,
+    timeout: Duration,
+    /// `--ask wait` (or the policy's `[approval] wait`): how long an asked
+    /// call waits in the pending queue.
+    wait: Option<Duration>,
+}
+
+impl gavel::mcp::hub::Sessions for HttpSessions<'_> {
+    fn open(&mut self) -> Result<Session, String> {
+        let made = || -> anyhow::Result<Session> {
+            let mut store = self.global.open_store()?;
+            store.remember_policy(&self.policy)?;
+            store.set_redaction(self.policy.redaction());
+            let session_id = gavel::runner::new_call_id().replacen("call_", "mcp_", 1);
+            let principal = self
+                .global
+                .principal("mcp", &self.workspace, &self.policy, &store)
+                .with_session(Some(&session_id));
+            let runner = GovernedRunner::new(
+                self.policy.clone(),
+                self.workspace.clone(),
+                Registry::empty(),
+            )
+            .with_max_argument_bytes(self.global.max_argument_bytes)
+            .with_principal(principal)
+            .with_grants(Box::new(gavel::approvals::StoreGrants::new(store.path())));
+            let config = Config {
+                server: self.server.clone(),
+                timeout: self.timeout,
+                session_id,
+            };
+            let session = Session::new(runner, store, config);
+            Ok(match self.wait {
+                Some(wait) => session.with_queue(wait),
+                None => session,
+            })
+        };
+        made().map_err(|err| format!("{err:#}"))
+    }
+
+    fn close(&mut self, mut session: Session) {
+        super::auto_checkpoint(session.store_mut(), 1);
+    }
+}
+
+/// `gavel mcp --listen ADDR --upstream URL`: a Streamable HTTP proxy.
+fn listen_http(
+    global: &Global,
+    args: &McpArgs,
+    listen: &str,
+    upstream: &str,
+) -> anyhow::Result<Exit> {
+    check_upstream(upstream)?;
+    let addr = listen_addr(listen)?;
+    let server = match &args.name {
+        Some(name) => names::sanitize(name),
+        None => names::url_server_name(upstream),
+    };
+    let workspace = global.workspace()?;
+    let policy = global.calls_policy(&workspace)?;
+    {
+        let store = global.open_store()?;
+        Global::vouch_policy(&policy, &store)?;
+    }
+    let listener =
+        std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen on `{addr}`"))?;
+    let local = listener.local_addr()?;
+    eprintln!("gavel mcp: listening on http://{local}/mcp for `{upstream}` (server `{server}`)");
+    let max_body = usize::try_from(global.max_argument_bytes)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1 << 20);
+    let limits = gavel::mcp::http::Limits {
+        max_body,
+        loopback_only: addr.ip().is_loopback(),
+    };
+    let timeout = Duration::from_secs(args.timeout);
+    let wait = ask_wait(args, &policy);
+    let mut sessions = HttpSessions {
+        global,
+        workspace,
+        policy,
+        server,
+        timeout,
+        wait,
+    };
+    let upstream = gavel::mcp::upstream::Upstream::new(upstream, timeout, max_body as u64);
+    let options = gavel::mcp::hub::Options {
+        idle: Duration::from_secs(args.session_idle),
+        stop_on_signals: true,
+    };
+    gavel::mcp::hub::run(
+        upstream,
+        &mut sessions,
+        &mut std::io::stderr(),
+        options,
+        move |hub| {
+            if let Err(err) = gavel::mcp::http::serve(listener, hub, limits) {
+                eprintln!("gavel mcp: the listener failed: {err}");
+                std::process::exit(1);
+            }
+        },
+    );
+    // Stopped by SIGINT or SIGTERM: every session was ended and recorded.
+    Ok(Exit::Ok)
+}
+
+/// `gavel mcp --upstream URL`: stdio to the client, Streamable HTTP to the server.
+fn bridge_http(global: &Global, args: &McpArgs, upstream: &str) -> anyhow::Result<Exit> {
+    check_upstream(upstream)?;
+    let server = match &args.name {
+        Some(name) => names::sanitize(name),
+        None => names::url_server_name(upstream),
+    };
+    let timeout = Duration::from_secs(args.timeout);
+    let max_bytes = global.max_argument_bytes.saturating_add(1 << 20);
+    let workspace = global.workspace()?;
+    let policy = global.calls_policy(&workspace)?;
+    {
+        let store = global.open_store()?;
+        Global::vouch_policy(&policy, &store)?;
+    }
+    let wait = ask_wait(args, &policy);
+    let mut sessions = HttpSessions {
+        global,
+        workspace,
+        policy,
+        server,
+        timeout,
+        wait,
+    };
+    let mut session = gavel::mcp::hub::Sessions::open(&mut sessions).map_err(anyhow::Error::msg)?;
+    let upstream = gavel::mcp::upstream::Upstream::new(upstream, timeout, max_bytes);
+    gavel::mcp::bridge::run(
+        &mut session,
+        upstream,
+        std::io::stdin(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+    )
+    .context("gavel mcp")?;
+    gavel::mcp::hub::Sessions::close(&mut sessions, session);
+    Ok(Exit::Ok)
+}
+
+fn check_upstream(upstream: &str) -> anyhow::Result<()> {
+    if !(upstream.starts_with("http://") || upstream.starts_with("https://")) {
+        anyhow::bail!("--upstream must be an http:// or https:// URL, not `{upstream}`");
+    }
+    Ok(())
+}
+
+/// `--listen`'s address: `HOST:PORT`, or a bare port on 127.0.0.1.
+fn listen_addr(listen: &str) -> anyhow::Result<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    if let Ok(port) = listen.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    listen
+        .to_socket_addrs()
+        .with_context(|| format!("--listen `{listen}` is not HOST:PORT or a port"))?
+        .next()
+        .with_context(|| format!("--listen `{listen}` names no address"))
 }
 
 /// `gavel mcp wrap|unwrap CLIENT`: rewrites the client's configuration.

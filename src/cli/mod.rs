@@ -841,6 +841,8 @@ impl Integrity {
             || query.client.is_some()
             || query.agent.is_some()
             || query.grep.is_some()
+            || query.mcp_server.is_some()
+            || query.mcp_tool.is_some()
             || query.since.is_some()
             || query.until.is_some();
         if filtered {

@@ -12,6 +12,13 @@ pub struct QueryArgs {
     /// Only calls to this tool
     #[arg(long)]
     pub tool: Option<String>,
+    /// Only calls of a tool of this MCP server (tool names `mcp__SERVER__TOOL`,
+    /// through `gavel mcp` or a client's own MCP support)
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// Only calls of this MCP tool (the TOOL of `mcp__SERVER__TOOL`), on any server
+    #[arg(long, value_name = "TOOL")]
+    pub mcp_tool: Option<String>,
     /// Only calls decided by this rule
     #[arg(long = "rule", value_name = "RULE_ID")]
     pub rule: Option<String>,
@@ -136,6 +143,8 @@ impl QueryArgs {
             client: self.client.clone(),
             agent: self.agent.clone(),
             grep: self.grep.clone(),
+            mcp_server: self.server.clone(),
+            mcp_tool: self.mcp_tool.clone(),
             newest_first: false,
             limit: self.limit,
         })

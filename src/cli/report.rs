@@ -33,8 +33,10 @@ pub struct ReportArgs {
 /// The filters given, as command-line words.
 fn filters(query: &QueryArgs) -> String {
     let mut words = Vec::new();
-    let flags: [(&str, &Option<String>); 14] = [
+    let flags: [(&str, &Option<String>); 16] = [
         ("--tool", &query.tool),
+        ("--server", &query.server),
+        ("--mcp-tool", &query.mcp_tool),
         ("--rule", &query.rule),
         ("--action", &query.action),
         ("--approval", &query.approval),

@@ -371,6 +371,8 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                 "verified": unverified.is_none(),
                 "ts": format_time(call.ts_us),
                 "tool": call.tool,
+                "mcp": gavel::mcp::names::split_tool_name(&call.tool)
+                    .map(|(server, tool)| json!({"server": server, "tool": tool})),
                 "arguments": call.request.arguments,
                 "client": call.request.client,
                 "principal": call.request.principal,
@@ -445,6 +447,11 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                     .unwrap_or_default()
             ));
         }
+    }
+    if decision.facts.mcp.is_none()
+        && let Some((server, tool)) = gavel::mcp::names::split_tool_name(&call.tool)
+    {
+        text.push(format!("  the tool `{tool}` of MCP server `{server}`"));
     }
     if let Some(mcp) = &decision.facts.mcp {
         text.push(match (&mcp.definition_sha256, &mcp.previous_sha256) {

@@ -19,6 +19,7 @@
 pub mod claude_code;
 pub use claude_code::shell_word;
 pub mod codex;
+pub mod completion;
 pub mod copilot;
 pub mod cursor;
 pub mod gemini;

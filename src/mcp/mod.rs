@@ -9,18 +9,28 @@
 //!   call's result from the server's answer, and gavel's elicitation.
 //! - [`definitions`]: tool definitions, digested and recorded once per change.
 //! - [`relay`]: the pipes, the threads and the clock.
+//! - Streamable HTTP (`--listen`, `--upstream`): [`http`], the HTTP/1.1
+//!   server the client talks to; [`upstream`], the client of the remote
+//!   server; [`sse`], event streams; [`hub`], which runs one [`Session`]
+//!   per client session between them; [`bridge`], stdio to the client and
+//!   HTTP to the server (`--upstream` without `--listen`).
 //! - [`wrap`], [`wrap_toml`]: putting a client's configured servers behind
 //!   `gavel mcp` (JSON configurations, and Codex's TOML).
 //!
 //! It builds `ToolRequest`s and hands them to `GovernedRunner`; it knows
 //! nothing of the command line.
 
+pub mod bridge;
 pub mod definitions;
+pub mod http;
+pub mod hub;
 pub mod jsonrpc;
 pub mod names;
 pub mod relay;
 pub mod results;
 pub mod session;
+pub mod sse;
+pub mod upstream;
 pub mod wrap;
 pub mod wrap_toml;
 

@@ -56,6 +56,36 @@ pub fn server_name(command: &[String]) -> String {
     }
 }
 
+/// The name of a remote server, from its URL: the host's distinctive
+/// label (without a leading `mcp.`, `api.` or `www.` and without the
+/// top-level domain: `https://mcp.notion.com/mcp` is `notion`), `local`
+/// for localhost or an IP address.
+pub fn url_server_name(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit('@').next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    if host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok() {
+        return "local".to_owned();
+    }
+    let mut labels: Vec<&str> = host.split('.').filter(|l| !l.is_empty()).collect();
+    if labels.len() > 1 {
+        labels.pop();
+    }
+    while labels.len() > 1 && ["mcp", "api", "www"].contains(&labels[0]) {
+        labels.remove(0);
+    }
+    let name = sanitize(labels.first().copied().unwrap_or_default());
+    if name.is_empty() {
+        "server".to_owned()
+    } else {
+        name.to_ascii_lowercase()
+    }
+}
+
 /// The last `/`-separated part of `word`.
 fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
@@ -72,6 +102,14 @@ pub fn sanitize(name: &str) -> String {
             }
         })
         .collect()
+}
+
+/// The server and the tool of a tool name `mcp__SERVER__TOOL` (the server
+/// ends at the first `__` after `mcp__`), or `None` for any other name.
+pub fn split_tool_name(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("mcp__")?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
 }
 
 /// The tool name gavel decides on: `mcp__SERVER__TOOL`.
@@ -112,10 +150,48 @@ mod tests {
     }
 
     #[test]
+    fn a_remote_server_is_named_after_its_host() {
+        assert_eq!(url_server_name("https://mcp.notion.com/mcp"), "notion");
+        assert_eq!(
+            url_server_name("https://api.githubcopilot.com/mcp/"),
+            "githubcopilot"
+        );
+        assert_eq!(url_server_name("https://mcp.linear.app/sse"), "linear");
+        assert_eq!(
+            url_server_name("http://user@Docs.Example.org:8080/x"),
+            "docs"
+        );
+        assert_eq!(url_server_name("http://127.0.0.1:3001/mcp"), "local");
+        assert_eq!(url_server_name("http://[::1]:3001/mcp"), "local");
+        assert_eq!(url_server_name("http://localhost/mcp"), "local");
+        assert_eq!(url_server_name("http://intranet/mcp"), "intranet");
+        assert_eq!(url_server_name("http:///mcp"), "server");
+    }
+
+    #[test]
     fn tool_names_follow_claude_code() {
         assert_eq!(
             tool_name("filesystem", "read_file"),
             "mcp__filesystem__read_file"
         );
+        assert_eq!(
+            split_tool_name("mcp__filesystem__read_file"),
+            Some(("filesystem", "read_file"))
+        );
+        assert_eq!(
+            split_tool_name("mcp__everything__get-sum"),
+            Some(("everything", "get-sum"))
+        );
+        assert_eq!(split_tool_name("mcp__a__b__c"), Some(("a", "b__c")));
+        for other in [
+            "Bash",
+            "mcp__",
+            "mcp__fs",
+            "mcp__fs__",
+            "mcp____x",
+            "read_file",
+        ] {
+            assert_eq!(split_tool_name(other), None, "{other}");
+        }
     }
 }

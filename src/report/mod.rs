@@ -605,7 +605,7 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
-    let groups = vec![
+    let mut groups = vec![
         group("action", "by_action", &stats.by_action),
         group("rule", "by_rule", &stats.by_rule),
         group("tool", "by_tool", &stats.by_tool),
@@ -613,6 +613,16 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
         group("status", "by_status", &stats.by_status),
         group("anomaly", "by_anomaly", &stats.by_anomaly),
     ];
+    // MCP calls (tool names `mcp__SERVER__TOOL`), by server, when there are any.
+    let mut by_server: BTreeMap<String, u64> = BTreeMap::new();
+    for (tool, count) in &stats.by_tool {
+        if let Some((server, _)) = crate::mcp::names::split_tool_name(tool) {
+            *by_server.entry(server.to_owned()).or_default() += count;
+        }
+    }
+    if !by_server.is_empty() {
+        groups.push(group("MCP server", "by_mcp_server", &by_server));
+    }
     let db = options.db_label.clone();
     let quoted = shell_quote(&db);
     Ok(Report {

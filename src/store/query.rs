@@ -41,6 +41,10 @@ pub struct AuditQuery {
     pub agent: Option<String>,
     /// Only calls whose arguments hold this text in a value (case-sensitive).
     pub grep: Option<String>,
+    /// Only calls of a tool of this MCP server (tool names `mcp__SERVER__TOOL`).
+    pub mcp_server: Option<String>,
+    /// Only calls of this MCP tool (the `TOOL` of `mcp__SERVER__TOOL`), on any server.
+    pub mcp_tool: Option<String>,
     /// Newest first (with `limit`: the newest `limit` rows).
     pub newest_first: bool,
     pub limit: Option<u64>,
@@ -57,6 +61,38 @@ impl AuditQuery {
             || self.status.is_some()
             || self.call_id.is_some()
             || self.anomalies
+            || self.mcp_server.is_some()
+            || self.mcp_tool.is_some()
+    }
+
+    /// The conditions of `mcp_server` and `mcp_tool` on the tool name in
+    /// `column`, each value bound through `bind`, for a database whose
+    /// `position(haystack, needle)` function is `position` (`instr` in
+    /// SQLite, `strpos` in PostgreSQL): the server is what lies between
+    /// `mcp__` and the next `__`, the tool what follows it, as
+    /// [`crate::mcp::names::split_tool_name`] splits them.
+    pub fn mcp_conditions(
+        &self,
+        column: &str,
+        position: &str,
+        mut bind: impl FnMut(String) -> String,
+    ) -> String {
+        let split = format!("{position}(substr({column}, 6), '__')");
+        let named = format!("substr({column}, 1, 5) = 'mcp__' AND {split} > 1");
+        let mut out = String::new();
+        if let Some(server) = &self.mcp_server {
+            let p = bind(server.clone());
+            out.push_str(&format!(
+                " AND (CASE WHEN {named} THEN substr({column}, 6, {split} - 1) END) = {p}"
+            ));
+        }
+        if let Some(tool) = &self.mcp_tool {
+            let p = bind(tool.clone());
+            out.push_str(&format!(
+                " AND (CASE WHEN {named} THEN substr({column}, {split} + 7) END) = {p}"
+            ));
+        }
+        out
     }
 }
 
@@ -385,6 +421,8 @@ impl Store {
                 decision_filters.push_str(&format!(" AND {column} = {p}"));
             }
         }
+        decision_filters
+            .push_str(&query.mcp_conditions("d.tool", "instr", |v| bind(SqlValue::Text(v))));
         if let Some(since) = query.since {
             let p = bind(SqlValue::Integer(since));
             decision_filters.push_str(&format!(" AND d.ts_us >= {p}"));
@@ -730,6 +768,10 @@ impl Store {
                 filters.push_str(&format!(" AND {column} = ?{}", params.len()));
             }
         }
+        filters.push_str(&query.mcp_conditions("x.tool", "instr", |v| {
+            params.push(SqlValue::Text(v));
+            format!("?{}", params.len())
+        }));
         if let Some(since) = query.since {
             params.push(SqlValue::Integer(since));
             filters.push_str(&format!(" AND x.ts_us >= ?{}", params.len()));
@@ -984,6 +1026,10 @@ impl Store {
             params.push(SqlValue::Text(tool.clone()));
             filters.push_str(&format!(" AND tool = ?{}", params.len()));
         }
+        filters.push_str(&query.mcp_conditions("tool", "instr", |v| {
+            params.push(SqlValue::Text(v));
+            format!("?{}", params.len())
+        }));
         let text = format!(
             "SELECT seq, kind, call_id, tool, action, rule_id, ts_us, payload FROM events
              WHERE kind IN ('request', 'decision') {filters} ORDER BY seq"

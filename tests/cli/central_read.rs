@@ -952,3 +952,57 @@ fn an_ocsf_export_carries_the_central_cosignatures() {
         0,
     );
 }
+
+#[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
+fn central_log_filters_mcp_servers_and_tools_as_the_local_log_does() {
+    let Some(team) = crate::central::setup_hosts(1) else {
+        return;
+    };
+    let db = team.hosts[0].db.to_str().unwrap().to_owned();
+    for (id, tool) in [
+        ("m1", "mcp__github__create_issue"),
+        ("m2", "mcp__fs__read_file"),
+        ("m3", "mcp__a_b__read_file"),
+        ("m4", "read_file"),
+    ] {
+        let out = team
+            .gavel(&["run", tool, "{}", "--reject", "--call-id", id, "--db", &db])
+            .output()
+            .unwrap();
+        assert!(
+            matches!(crate::support::code(&out), 0 | 1 | 3),
+            "gavel run: {}",
+            stderr(&out)
+        );
+    }
+    push_all(&team, 0..1);
+    team.ingest(0);
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["log", "--json"];
+        all.extend(args);
+        let out = expect(&mut team.read(&all), 0);
+        crate::support::json_lines(&out)
+            .iter()
+            .map(|c| c["call_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&["--server", "fs"]), ["m2"]);
+    assert_eq!(ids(&["--server", "a_b"]), ["m3"]);
+    assert_eq!(ids(&["--mcp-tool", "read_file"]), ["m2", "m3"]);
+    assert_eq!(
+        ids(&["--server", "github", "--mcp-tool", "create_issue"]),
+        ["m1"]
+    );
+    assert!(ids(&["--server", "read_file"]).is_empty());
+    let logged = json_out(&expect(
+        &mut team.read(&["log", "--json", "--call", "m1"]),
+        0,
+    ));
+    assert_eq!(logged["mcp"]["server"], "github");
+    let stats = json_out(&expect(
+        &mut team.read(&["stats", "--json", "--mcp-tool", "read_file"]),
+        0,
+    ));
+    assert_eq!(stats["calls"], 2, "{stats}");
+}

@@ -21,6 +21,8 @@ mod format;
 mod hook;
 mod layers;
 mod mcp;
+mod mcp_http;
+mod mcp_http_real;
 mod mcp_queue;
 mod mcp_real;
 mod ocsf;

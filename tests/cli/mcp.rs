@@ -702,3 +702,87 @@ fn wrap_codex_edits_its_toml_in_place_keeping_comments() {
         original
     );
 }
+
+#[test]
+fn log_filters_and_names_mcp_servers_and_tools() {
+    let sandbox = Sandbox::new();
+    let calls = [
+        ("c1", "mcp__github__create_issue"),
+        ("c2", "mcp__fs__read_file"),
+        ("c3", "mcp__a_b__read_file"),
+        // `_` is no wildcard: `a_b` is not `aXb`.
+        ("c4", "mcp__aXb__read_file"),
+        ("c5", "read_file"),
+        ("c6", "mcp__fs__read_file__v2"),
+    ];
+    for (id, tool) in calls {
+        super::support::record(&sandbox, id, tool, json!({"path": "notes.txt"}));
+    }
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["log", "--json"];
+        all.extend(args);
+        let out = sandbox.gavel(&all).output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        json_lines(&out)
+            .iter()
+            .map(|c| c["call_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&["--server", "fs"]), ["c2", "c6"]);
+    assert_eq!(ids(&["--server", "a_b"]), ["c3"]);
+    assert_eq!(ids(&["--mcp-tool", "read_file"]), ["c2", "c3", "c4"]);
+    assert_eq!(ids(&["--mcp-tool", "read_file__v2"]), ["c6"]);
+    assert_eq!(ids(&["--server", "fs", "--mcp-tool", "read_file"]), ["c2"]);
+    assert!(ids(&["--server", "read_file"]).is_empty());
+    // stats, replay and export take the same filters.
+    let out = sandbox
+        .gavel(&["stats", "--json", "--server", "github"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        parse_json(&out)["calls"],
+        1,
+        "{}",
+        super::support::stdout(&out)
+    );
+
+    let out = sandbox
+        .gavel(&["log", "--json", "--call", "c1"])
+        .output()
+        .unwrap();
+    let logged = &json_lines(&out)[0];
+    assert_eq!(
+        logged["mcp"],
+        json!({"server": "github", "tool": "create_issue"})
+    );
+    let out = sandbox
+        .gavel(&["log", "--json", "--call", "c5"])
+        .output()
+        .unwrap();
+    assert!(json_lines(&out)[0].get("mcp").is_none());
+    let out = sandbox.gavel(&["explain", "c1"]).output().unwrap();
+    let text = super::support::stdout(&out);
+    assert!(
+        text.contains("the tool `create_issue` of MCP server `github`"),
+        "{text}"
+    );
+    let out = sandbox
+        .gavel(&["explain", "c1", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(parse_json(&out)["mcp"]["server"], "github");
+    // The report counts MCP calls by server, and takes the filters.
+    let page = sandbox.root.join("report.html");
+    let out = sandbox
+        .gavel(&["report", "--html", page.to_str().unwrap(), "--server", "fs"])
+        .output()
+        .unwrap();
+    assert!(matches!(code(&out), 0 | 1), "{}", stderr(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(r#"data-stat="by_mcp_server.fs">2<"#),
+        "{html}"
+    );
+    assert!(!html.contains("by_mcp_server.github"));
+    assert!(html.contains("--server fs"));
+}
