@@ -28,8 +28,9 @@ use gavel::audit::{
 use gavel::clients::completion::{Completion, by, client_approval, close_declined};
 use gavel::clients::{
     self, Answer, AskMode, Client, Context, HookError, HookEvent, Kind, LOG_STARTED_MID_SESSION,
-    Reply,
+    Reply, ToolCall,
 };
+use gavel::policy::Policy;
 use gavel::principal::Principal;
 use gavel::runner::{AskRoute, new_call_id};
 use gavel::store::{Store, StoreError};
@@ -357,149 +358,35 @@ fn handle_event(
         store.append(&[mid_session(client, context).by(Some(&who))])?;
     }
     let HookEvent { context, kind } = &event;
+    let handling = Handling {
+        client,
+        global,
+        args,
+        context,
+        workspace,
+        who,
+    };
     let answer = (|| -> anyhow::Result<Answer> {
         match kind {
-            Kind::Pre(call) => {
-                let policy = policy.context("the policy was loaded for this event")?;
-                store.remember_policy(&policy)?;
-                store.set_redaction(policy.redaction());
-                let call_id = call.id.clone().unwrap_or_else(new_call_id);
-                let request = clients::to_request(client, call, &context.cwd, &call_id);
-                // The mapped arguments carry the input's content: a large input
-                // is not kept twice, only bound by its digest.
-                let recorded = context.client_call(
-                    client.name(),
-                    call,
-                    global.max_argument_bytes.min(INLINE_CLIENT_INPUT),
-                );
-                // The client's shell runs in the session's cwd: a relative
-                // redirect lands there, whatever the pinned workspace root.
-                let workspace = match workspace.clone().with_cwd(Path::new(&context.cwd)) {
-                    Ok(inside_cwd) => inside_cwd,
-                    Err(_) => workspace,
-                };
-                let ask = args.ask.unwrap_or(match policy.approval_wait() {
-                    Some(wait) => AskArg::Wait(super::AskWait(Some(wait))),
-                    None => AskArg::Auto,
-                });
-                let prompt = match ask {
-                    AskArg::Deny | AskArg::Wait(_) => false,
-                    AskArg::Prompt => client.can_prompt(context, AskMode::Prompt),
-                    AskArg::Auto => client.can_prompt(context, AskMode::Deny),
-                };
-                let wait = match ask {
-                    AskArg::Wait(wait) => Some(super::hook_wait_for(client.name(), wait)),
-                    _ => None,
-                };
-                let route = match (prompt, wait) {
-                    (_, Some(wait)) => AskRoute::Queue {
-                        until_us: approvals::until_us(wait),
-                    },
-                    (true, None) => AskRoute::ClientPrompt {
-                        approver: context.user.clone(),
-                    },
-                    (false, None) => AskRoute::Refuse {
-                        why: format!(
-                            "needs approval: {} cannot ask a person from this hook, so gavel refused the call",
-                            client.name()
-                        ),
-                    },
-                };
-                let runner = GovernedRunner::new(policy, workspace, Registry::empty())
-                    .with_max_argument_bytes(global.max_argument_bytes)
-                    .with_principal(Principal::clone(&who))
-                    .with_grants(Box::new(approvals::StoreGrants::new(store.path())));
-                let decided = runner.decide_and_record(
-                    &call_id,
-                    &request,
-                    Some(recorded.clone()),
-                    route,
-                    &mut store,
-                );
-                let decision = match decided {
-                    Ok((_, decision)) => decision,
-                    Err(err) => {
-                        let reused = err
-                            .0
-                            .downcast_ref::<StoreError>()
-                            .is_some_and(|e| matches!(e, StoreError::DuplicateCall { .. }));
-                        if reused {
-                            store.append(&[reused_id(
-                                context,
-                                &call_id,
-                                &request.name,
-                                recorded,
-                            )
-                            .by(Some(&who))])?;
-                        }
-                        return Err(err.into());
-                    }
-                };
-                let reason = clients::decision_reason(&decision);
-                let reply = match decision.action {
-                    Action::Allow => Reply::Allow { reason },
-                    Action::Deny => Reply::Deny { reason },
-                    Action::Ask if wait.is_some() => {
-                        waited_reply(&mut store, &call_id, &decision, &who)?
-                    }
-                    Action::Ask if prompt => Reply::Ask { reason },
-                    Action::Ask => Reply::Deny {
-                        reason: clients::needs_approval_reason(&decision, client.name()),
-                    },
-                };
-                Ok(client.render(context, &reply))
-            }
-            Kind::Permission(call) => {
-                let policy = policy.context("the policy was loaded for this event")?;
-                store.set_redaction(policy.redaction());
-                let request = clients::to_request(client, call, &context.cwd, "permission");
-                let runner = GovernedRunner::new(policy, workspace, Registry::empty())
-                    .with_max_argument_bytes(global.max_argument_bytes);
-                let (_, decision) = runner.decide(&request);
-                // The client is about to ask a person: gavel answers in the
-                // person's place only to deny what its policy denies.
-                let reply = match decision.action {
-                    Action::Deny => Reply::Deny {
-                        reason: clients::decision_reason(&decision),
-                    },
-                    Action::Allow | Action::Ask => Reply::Pass,
-                };
-                let answered = match reply {
-                    Reply::Deny { .. } => "denied by gavel",
-                    _ => "left to the client's own prompt",
-                };
-                store.append(&[Event::now(
-                    &context.session_id,
-                    None,
-                    EventBody::Lifecycle(LifecycleRecord {
-                        event: context.event.clone(),
-                        data: json!({
-                            "session_id": context.session_id,
-                            "cwd": context.cwd,
-                            "turn_id": context.prompt_id,
-                            "tool_name": call.tool,
-                            "tool_input": call.input,
-                            "gavel": {
-                                "action": decision.action.as_str(),
-                                "rule_id": decision.rule_id,
-                                "reason": decision.reason,
-                                "answer": answered,
-                            },
-                        }),
-                    }),
-                )
-                .by(Some(&who))])?;
-                Ok(client.render(context, &reply))
-            }
+            Kind::Pre(call) => handling.pre(
+                policy.context("the policy was loaded for this event")?,
+                &mut store,
+                call,
+            ),
+            Kind::Permission(call) => handling.permission(
+                policy.context("the policy was loaded for this event")?,
+                &mut store,
+                call,
+            ),
             Kind::Post { call, result } => {
-                redaction_from_policy(global, &workspace, &mut store);
+                redaction_from_policy(global, &handling.workspace, &mut store);
                 let completion = Completion {
                     client,
                     context,
                     call,
                     result,
                     max_input_bytes: global.max_argument_bytes,
-                    who: &who,
+                    who: &handling.who,
                 };
                 match &call.id {
                     Some(id) => completion.complete_by_id(&mut store, id)?,
@@ -508,19 +395,22 @@ fn handle_event(
                 Ok(Answer::ok(None))
             }
             Kind::Batch(calls) => {
-                redaction_from_policy(global, &workspace, &mut store);
+                redaction_from_policy(global, &handling.workspace, &mut store);
                 for batch in calls {
                     if let Some(id) = &batch.call.id {
                         let rejected = client_approval(client, context, ApprovalStatus::Rejected);
                         store.append_for_call(id, |events| {
-                            by(close_declined(id, events, &batch.told, rejected), &who)
+                            by(
+                                close_declined(id, events, &batch.told, rejected),
+                                &handling.who,
+                            )
                         })?;
                     }
                 }
                 Ok(Answer::ok(None))
             }
             Kind::Lifecycle { data, .. } => {
-                redaction_from_policy(global, &workspace, &mut store);
+                redaction_from_policy(global, &handling.workspace, &mut store);
                 store.append(&[Event::now(
                     &context.session_id,
                     None,
@@ -529,7 +419,7 @@ fn handle_event(
                         data: data.clone(),
                     }),
                 )
-                .by(Some(&who))])?;
+                .by(Some(&handling.who))])?;
                 Ok(Answer::ok(None))
             }
         }
@@ -541,6 +431,160 @@ fn handle_event(
         global.keep_store(store);
     }
     answer
+}
+
+/// One event being handled: from which client, under which options, in
+/// which workspace, recorded as whose.
+struct Handling<'a> {
+    client: &'a dyn Client,
+    global: &'a Global,
+    args: &'a HookArgs,
+    context: &'a Context,
+    workspace: gavel::Workspace,
+    who: Arc<Principal>,
+}
+
+impl Handling<'_> {
+    /// A call about to run: decided, recorded write-ahead, and answered
+    /// (after a wait in the pending queue, under `--ask wait`).
+    fn pre(&self, policy: Policy, store: &mut Store, call: &ToolCall) -> anyhow::Result<Answer> {
+        let (client, global, context, who) = (self.client, self.global, self.context, &self.who);
+        let workspace = self.workspace.clone();
+        store.remember_policy(&policy)?;
+        store.set_redaction(policy.redaction());
+        let call_id = call.id.clone().unwrap_or_else(new_call_id);
+        let request = clients::to_request(client, call, &context.cwd, &call_id);
+        // The mapped arguments carry the input's content: a large input
+        // is not kept twice, only bound by its digest.
+        let recorded = context.client_call(
+            client.name(),
+            call,
+            global.max_argument_bytes.min(INLINE_CLIENT_INPUT),
+        );
+        // The client's shell runs in the session's cwd: a relative
+        // redirect lands there, whatever the pinned workspace root.
+        let workspace = match workspace.clone().with_cwd(Path::new(&context.cwd)) {
+            Ok(inside_cwd) => inside_cwd,
+            Err(_) => workspace,
+        };
+        let (route, prompt, wait) = self.route(&policy);
+        let runner = GovernedRunner::new(policy, workspace, Registry::empty())
+            .with_max_argument_bytes(global.max_argument_bytes)
+            .with_principal(Principal::clone(who))
+            .with_grants(Box::new(approvals::StoreGrants::new(store.path())));
+        let decided =
+            runner.decide_and_record(&call_id, &request, Some(recorded.clone()), route, store);
+        let decision = match decided {
+            Ok((_, decision)) => decision,
+            Err(err) => {
+                let reused = err
+                    .0
+                    .downcast_ref::<StoreError>()
+                    .is_some_and(|e| matches!(e, StoreError::DuplicateCall { .. }));
+                if reused {
+                    store.append(&[
+                        reused_id(context, &call_id, &request.name, recorded).by(Some(who))
+                    ])?;
+                }
+                return Err(err.into());
+            }
+        };
+        let reason = clients::decision_reason(&decision);
+        let reply = match decision.action {
+            Action::Allow => Reply::Allow { reason },
+            Action::Deny => Reply::Deny { reason },
+            Action::Ask if wait.is_some() => waited_reply(store, &call_id, &decision, who)?,
+            Action::Ask if prompt => Reply::Ask { reason },
+            Action::Ask => Reply::Deny {
+                reason: clients::needs_approval_reason(&decision, client.name()),
+            },
+        };
+        Ok(client.render(context, &reply))
+    }
+
+    /// The client is about to ask its person: recorded, and denied only
+    /// where the policy denies.
+    fn permission(
+        &self,
+        policy: Policy,
+        store: &mut Store,
+        call: &ToolCall,
+    ) -> anyhow::Result<Answer> {
+        let (client, global, context, who) = (self.client, self.global, self.context, &self.who);
+        let workspace = self.workspace.clone();
+        store.set_redaction(policy.redaction());
+        let request = clients::to_request(client, call, &context.cwd, "permission");
+        let runner = GovernedRunner::new(policy, workspace, Registry::empty())
+            .with_max_argument_bytes(global.max_argument_bytes);
+        let (_, decision) = runner.decide(&request);
+        // The client is about to ask a person: gavel answers in the
+        // person's place only to deny what its policy denies.
+        let reply = match decision.action {
+            Action::Deny => Reply::Deny {
+                reason: clients::decision_reason(&decision),
+            },
+            Action::Allow | Action::Ask => Reply::Pass,
+        };
+        let answered = match reply {
+            Reply::Deny { .. } => "denied by gavel",
+            _ => "left to the client's own prompt",
+        };
+        store.append(&[Event::now(
+            &context.session_id,
+            None,
+            EventBody::Lifecycle(LifecycleRecord {
+                event: context.event.clone(),
+                data: json!({
+                    "session_id": context.session_id,
+                    "cwd": context.cwd,
+                    "turn_id": context.prompt_id,
+                    "tool_name": call.tool,
+                    "tool_input": call.input,
+                    "gavel": {
+                        "action": decision.action.as_str(),
+                        "rule_id": decision.rule_id,
+                        "reason": decision.reason,
+                        "answer": answered,
+                    },
+                }),
+            }),
+        )
+        .by(Some(who))])?;
+        Ok(client.render(context, &reply))
+    }
+
+    /// Where an ask goes (the pending queue, the client's prompt, or a
+    /// refusal), whether the client prompts, and how long a queued call waits.
+    fn route(&self, policy: &Policy) -> (AskRoute, bool, Option<std::time::Duration>) {
+        let ask = self.args.ask.unwrap_or(match policy.approval_wait() {
+            Some(wait) => AskArg::Wait(super::AskWait(Some(wait))),
+            None => AskArg::Auto,
+        });
+        let prompt = match ask {
+            AskArg::Deny | AskArg::Wait(_) => false,
+            AskArg::Prompt => self.client.can_prompt(self.context, AskMode::Prompt),
+            AskArg::Auto => self.client.can_prompt(self.context, AskMode::Deny),
+        };
+        let wait = match ask {
+            AskArg::Wait(wait) => Some(super::hook_wait_for(self.client.name(), wait)),
+            _ => None,
+        };
+        let route = match (prompt, wait) {
+            (_, Some(wait)) => AskRoute::Queue {
+                until_us: approvals::until_us(wait),
+            },
+            (true, None) => AskRoute::ClientPrompt {
+                approver: self.context.user.clone(),
+            },
+            (false, None) => AskRoute::Refuse {
+                why: format!(
+                    "needs approval: {} cannot ask a person from this hook, so gavel refused the call",
+                    self.client.name()
+                ),
+            },
+        };
+        (route, prompt, wait)
+    }
 }
 
 /// The note a hook records when it starts a new log mid-session.
