@@ -3,9 +3,6 @@
 
 mod cli;
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> std::process::ExitCode {
     cli::main()
 }
