@@ -294,7 +294,7 @@ fn resident(report: &mut Report, db: &Path) {
         report.ok(
             "resident",
             "none: each hook runs its call in its own process (`gavel serve --socket` keeps one \
-             resident, which answers a hook in about half the time)"
+             resident, which answers a hook in about two thirds of the time)"
                 .to_owned(),
         );
     } else if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
