@@ -96,6 +96,18 @@ fn hook(sandbox: &Sandbox, payload: &Value, env: &[(&str, &Path)]) -> (i32, Stri
     (code(&out), stdout(&out) + &stderr(&out))
 }
 
+/// A Claude Code `PreToolUse` reading the workspace's `notes.txt`.
+fn read_notes(sandbox: &Sandbox, id: &str) -> Value {
+    let notes = sandbox.ws.join("notes.txt").display().to_string();
+    tool_payload(
+        sandbox,
+        "pre_tool_use.json",
+        id,
+        "Read",
+        json!({"file_path": notes}),
+    )
+}
+
 /// A session of every kind of event: allowed, denied and asked calls, a
 /// completion, a lifecycle event.
 fn session(sandbox: &Sandbox) -> Vec<Value> {
@@ -189,16 +201,7 @@ fn a_resident_gavel_answers_hooks_as_the_hook_itself_would() {
 fn a_hook_runs_the_call_itself_when_the_resident_gavel_cannot_answer_for_it() {
     let sandbox = Sandbox::new();
     let resident = Resident::start(&sandbox);
-    let notes = sandbox.ws.join("notes.txt").display().to_string();
-    let read = |id: &str| {
-        tool_payload(
-            &sandbox,
-            "pre_tool_use.json",
-            id,
-            "Read",
-            json!({"file_path": notes}),
-        )
-    };
+    let read = |id: &str| read_notes(&sandbox, id);
 
     // A second resident gavel on the same database is refused.
     let out = sandbox
@@ -262,16 +265,7 @@ fn a_hook_runs_the_call_itself_when_the_resident_gavel_cannot_answer_for_it() {
 fn a_resident_gavel_decides_each_call_by_the_policy_on_disk_then() {
     let sandbox = Sandbox::new();
     let resident = Resident::start(&sandbox);
-    let notes = sandbox.ws.join("notes.txt").display().to_string();
-    let read = |id: &str| {
-        tool_payload(
-            &sandbox,
-            "pre_tool_use.json",
-            id,
-            "Read",
-            json!({"file_path": notes}),
-        )
-    };
+    let read = |id: &str| read_notes(&sandbox, id);
     let (_, answer) = hook(&sandbox, &read("t_before"), &[]);
     assert!(answer.contains("path.read_allow"), "{answer}");
     sandbox.write(
