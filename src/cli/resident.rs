@@ -1,7 +1,8 @@
 //! A resident gavel: `gavel serve --socket` keeps the audit database open
 //! and the policy parsed, and `gavel hook <client>` hands its event to it
 //! over a Unix socket beside the database (`<db>.sock`) instead of doing
-//! the whole call in a fresh process.
+//! the whole call in a fresh process. `gavel run` hands its call over the
+//! same way, keeping the tool and the prompt in its own process (`run.rs`).
 //!
 //! The resident process runs the same hook code on the same inputs: the
 //! hook sends its event text, the options it resolved (absolute paths) and
@@ -34,6 +35,8 @@ use serde::{Deserialize, Serialize};
 use gavel::clients::{Answer, Client};
 use gavel::store::Store;
 
+pub mod run;
+
 use super::hook::{self, AskArg, HookArgs};
 use super::{DurabilityArg, Exit, Global};
 
@@ -60,13 +63,10 @@ pub fn socket_for(db: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// What a hook sends: one JSON line.
+/// What a caller sends: one JSON line, the options it resolved and its job.
 #[derive(Serialize, Deserialize)]
 struct Request {
     gavel: String,
-    client: String,
-    ask: Option<String>,
-    event: Option<String>,
     workspace: PathBuf,
     policy: Option<PathBuf>,
     shadow_policy: Vec<PathBuf>,
@@ -74,11 +74,27 @@ struct Request {
     durability_normal: bool,
     max_argument_bytes: u64,
     env: Vec<(String, Option<String>)>,
-    input: String,
+    job: Job,
 }
 
-/// What the resident process answers: the hook's answer, or why the hook
-/// is to run the call itself.
+/// The call a caller hands over.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Job {
+    /// `gavel hook <client>`: its event, answered whole.
+    Hook {
+        client: String,
+        ask: Option<String>,
+        event: Option<String>,
+        input: String,
+    },
+    /// `gavel run`: decided and recorded here, run and prompted there.
+    Run(run::Call),
+}
+
+/// What the resident process says: the hook's answer; what a `run` caller
+/// is to do next, or its outcome; or why the caller is to run the call
+/// itself (said first, before anything is recorded, or not at all).
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Reply {
@@ -89,6 +105,24 @@ enum Reply {
     },
     Yourself {
         why: String,
+    },
+    /// Prompt for the ask of this call, on the caller's terminal.
+    Ask {
+        request: gavel::ToolRequest,
+        decision: gavel::Decision,
+    },
+    /// Run this tool, in the caller's process.
+    Execute {
+        tool: String,
+        arguments: serde_json::Value,
+    },
+    /// The call is over: its outcome as `run` prints it.
+    Ran {
+        outcome: serde_json::Value,
+    },
+    /// The call failed as `run` fails, with this one-line message.
+    Error {
+        message: String,
     },
 }
 
@@ -121,47 +155,13 @@ pub fn forward(
     args: &HookArgs,
     text: &str,
 ) -> Option<Answer> {
-    let db = pinned.db_path().ok()?;
-    let socket = socket_for(&db);
-    let owned = std::fs::symlink_metadata(&socket).ok()?;
-    // SAFETY: getuid(2) cannot fail and touches no memory.
-    if !owned.file_type().is_socket() || owned.uid() != unsafe { libc::getuid() } {
-        return None;
-    }
-    // Relative paths would be read against this process's directory and
-    // named so in the record: such a hook keeps the call to itself.
-    let workspace = pinned.workspace.clone()?;
-    let absolute = |path: &Path| path.is_absolute();
-    if !absolute(&workspace)
-        || !absolute(&db)
-        || !pinned.policy.as_deref().is_none_or(absolute)
-        || !pinned.shadow_policy.iter().all(|p| absolute(p))
-    {
-        return None;
-    }
-    let mut stream = UnixStream::connect(&socket).ok()?;
-    if !trusted_listener(&stream) {
-        return None;
-    }
-    let request = Request {
-        gavel: env!("CARGO_PKG_VERSION").to_owned(),
+    let job = Job::Hook {
         client: client.name().to_owned(),
         ask: args.ask.map(ask_text),
         event: args.event.clone(),
-        workspace,
-        policy: pinned.policy.clone(),
-        shadow_policy: pinned.shadow_policy.clone(),
-        db,
-        durability_normal: pinned.durability == DurabilityArg::Normal,
-        max_argument_bytes: pinned.max_argument_bytes,
-        env: env_now(),
         input: text.to_owned(),
     };
-    let mut line = serde_json::to_vec(&request).ok()?;
-    line.push(b'\n');
-    // Nothing is recorded before the request is read whole: a failed send
-    // leaves the call to this process.
-    stream.write_all(&line).ok()?;
+    let stream = send(pinned, job)?;
     let mut reply = String::new();
     let read = BufReader::new(stream).read_line(&mut reply);
     match (read, serde_json::from_str::<Reply>(&reply)) {
@@ -187,6 +187,52 @@ pub fn forward(
             "the resident gavel (serve --socket) did not answer",
         )),
     }
+}
+
+/// Sends `job` with `pinned`'s options to the resident process of its
+/// database, when one of this user's running this very binary listens and
+/// every path is absolute: the connection to read the answer from, else
+/// `None` (nothing was recorded; the caller runs the call itself).
+fn send(pinned: &Global, job: Job) -> Option<UnixStream> {
+    let db = pinned.db_path().ok()?;
+    let socket = socket_for(&db);
+    let owned = std::fs::symlink_metadata(&socket).ok()?;
+    // SAFETY: getuid(2) cannot fail and touches no memory.
+    if !owned.file_type().is_socket() || owned.uid() != unsafe { libc::getuid() } {
+        return None;
+    }
+    // Relative paths would be read against this process's directory and
+    // named so in the record: such a caller keeps the call to itself.
+    let workspace = pinned.workspace.clone()?;
+    let absolute = |path: &Path| path.is_absolute();
+    if !absolute(&workspace)
+        || !absolute(&db)
+        || !pinned.policy.as_deref().is_none_or(absolute)
+        || !pinned.shadow_policy.iter().all(|p| absolute(p))
+    {
+        return None;
+    }
+    let mut stream = UnixStream::connect(&socket).ok()?;
+    if !trusted_listener(&stream) {
+        return None;
+    }
+    let request = Request {
+        gavel: env!("CARGO_PKG_VERSION").to_owned(),
+        workspace,
+        policy: pinned.policy.clone(),
+        shadow_policy: pinned.shadow_policy.clone(),
+        db,
+        durability_normal: pinned.durability == DurabilityArg::Normal,
+        max_argument_bytes: pinned.max_argument_bytes,
+        env: env_now(),
+        job,
+    };
+    let mut line = serde_json::to_vec(&request).ok()?;
+    line.push(b'\n');
+    // Nothing is recorded before the request is read whole: a failed send
+    // leaves the call to this process.
+    stream.write_all(&line).ok()?;
+    Some(stream)
 }
 
 /// Audit stores kept open between calls, one pool per resident process.
@@ -229,7 +275,7 @@ static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 /// How long a stopping resident gavel lets the calls under way finish.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
-/// How many hook calls this process answered.
+/// How many calls this process answered.
 static ANSWERED: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn stop(_: libc::c_int) {
@@ -273,7 +319,7 @@ pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyho
         }
     }
     eprintln!(
-        "gavel: answering hooks for `{}` on `{}`",
+        "gavel: answering hooks and runs for `{}` on `{}`",
         db.display(),
         socket.display()
     );
@@ -306,10 +352,7 @@ pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyho
     while IN_FLIGHT.load(Ordering::SeqCst) > 0 && stopping.elapsed() < STOP_GRACE {
         std::thread::sleep(Duration::from_millis(10));
     }
-    eprintln!(
-        "gavel: answered {} hook calls",
-        ANSWERED.load(Ordering::Relaxed)
-    );
+    eprintln!("gavel: answered {} calls", ANSWERED.load(Ordering::Relaxed));
     Ok(Exit::Ok)
 }
 
@@ -368,13 +411,15 @@ fn trusted_listener(stream: &UnixStream) -> bool {
         }
 }
 
-/// Answers one hook's connection.
+/// Answers one caller's connection.
 fn answer(global: &Global, stream: UnixStream) {
     // SAFETY: getuid(2) cannot fail and touches no memory.
     if peer(&stream).map(|cred| cred.uid) != Some(unsafe { libc::getuid() }) {
         return;
     }
     let mut line = String::new();
+    // The caller sends nothing more until it is asked, so this reader holds
+    // the request line alone.
     if BufReader::new((&stream).take(MAX_REQUEST))
         .read_line(&mut line)
         .is_err()
@@ -383,23 +428,42 @@ fn answer(global: &Global, stream: UnixStream) {
     }
     let reply = match serde_json::from_str::<Request>(&line) {
         Ok(request) => match mine(global, &request) {
-            Ok(call) => run_hook(call, &request),
+            Ok(call) => match request.job {
+                Job::Hook {
+                    client,
+                    ask,
+                    event,
+                    input,
+                } => match ask.as_deref().map(hook::parse_ask).transpose() {
+                    Ok(ask) => run_hook(&call, HookArgs { client, ask, event }, &input),
+                    Err(why) => Reply::Yourself { why },
+                },
+                Job::Run(job) => run::answer(&call, job, &stream),
+            },
             Err(why) => Reply::Yourself { why },
         },
         Err(err) => Reply::Yourself {
-            why: format!("not a hook request: {err}"),
+            why: format!("not a request: {err}"),
         },
     };
-    if let Ok(mut reply) = serde_json::to_vec(&reply) {
-        reply.push(b'\n');
-        let _ = (&stream).write_all(&reply);
+    if !matches!(reply, Reply::Yourself { .. }) {
+        ANSWERED.fetch_add(1, Ordering::Relaxed);
     }
+    let _ = say(&stream, &reply);
+}
+
+/// Writes `reply` as one line.
+fn say(stream: &UnixStream, reply: &Reply) -> Option<()> {
+    let mut line = serde_json::to_vec(reply).ok()?;
+    line.push(b'\n');
+    let mut stream = stream;
+    stream.write_all(&line).ok()
 }
 
 /// The options of `request` as this process runs them, or why it does not.
-fn mine(global: &Global, request: &Request) -> Result<(Global, HookArgs), String> {
+fn mine(global: &Global, request: &Request) -> Result<Global, String> {
     if request.gavel != env!("CARGO_PKG_VERSION") {
-        return Err(format!("the hook is gavel {}", request.gavel));
+        return Err(format!("the caller is gavel {}", request.gavel));
     }
     if Some(&request.db) != global.db.as_ref() {
         return Err(format!(
@@ -408,44 +472,34 @@ fn mine(global: &Global, request: &Request) -> Result<(Global, HookArgs), String
         ));
     }
     if request.env != env_now() {
-        return Err("the hook's environment differs".to_owned());
+        return Err("the caller's environment differs".to_owned());
     }
-    let ask = match &request.ask {
-        Some(text) => Some(hook::parse_ask(text)?),
-        None => None,
-    };
     // The kept stores commit with this process's durability.
     if request.durability_normal != (global.durability == DurabilityArg::Normal) {
-        return Err("the hook asks for another durability".to_owned());
+        return Err("the caller asks for another durability".to_owned());
     }
     let mut call = global.clone();
     call.workspace = Some(request.workspace.clone());
     call.policy.clone_from(&request.policy);
     call.shadow_policy.clone_from(&request.shadow_policy);
     call.max_argument_bytes = request.max_argument_bytes;
-    let args = HookArgs {
-        client: request.client.clone(),
-        ask,
-        event: request.event.clone(),
-    };
-    Ok((call, args))
+    Ok(call)
 }
 
-fn run_hook((global, args): (Global, HookArgs), request: &Request) -> Reply {
+fn run_hook(global: &Global, args: HookArgs, input: &str) -> Reply {
     let Some(client) = gavel::clients::by_name(&args.client) else {
         return Reply::Yourself {
             why: format!("unknown client `{}`", args.client),
         };
     };
     let answered = catch_unwind(AssertUnwindSafe(|| {
-        hook::handle(client, &global, &args, &request.input)
+        hook::handle(client, global, &args, input)
     }));
     let answer = match answered {
         Ok(Ok(answer)) => answer,
-        Ok(Err(err)) => hook::fail(client, &args, &request.input, &super::one_line(&err)),
-        Err(_) => hook::fail(client, &args, &request.input, "internal error"),
+        Ok(Err(err)) => hook::fail(client, &args, input, &super::one_line(&err)),
+        Err(_) => hook::fail(client, &args, input, "internal error"),
     };
-    ANSWERED.fetch_add(1, Ordering::Relaxed);
     Reply::Answer {
         stdout: answer.stdout,
         stderr: answer.stderr,

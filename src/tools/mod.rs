@@ -66,6 +66,12 @@ pub enum ToolError {
     Exit { code: i32, output: String },
     #[error("command was killed by a signal\n{output}")]
     Signal { output: String },
+    /// The error of a handler that ran in another process, as it reported it.
+    #[error("{message}")]
+    Elsewhere {
+        message: String,
+        exit_code: Option<i32>,
+    },
 }
 
 impl ToolError {
@@ -73,6 +79,7 @@ impl ToolError {
     pub fn exit_code(&self) -> Option<i32> {
         match self {
             ToolError::Exit { code, .. } => Some(*code),
+            ToolError::Elsewhere { exit_code, .. } => *exit_code,
             _ => None,
         }
     }
@@ -153,6 +160,11 @@ impl Registry {
 
     pub fn get(&self, name: &str) -> Option<&dyn ToolHandler> {
         self.handlers.get(name).map(|h| h.as_ref())
+    }
+
+    /// The names of the registered tools.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.handlers.keys().map(String::as_str)
     }
 }
 

@@ -63,7 +63,11 @@ impl Drop for Resident {
 /// `gavel` in the environment `Sandbox::bare` gives (which the resident
 /// gavel compares with its own), as a process to spawn.
 fn gavel(sandbox: &Sandbox) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gavel"));
+    in_env(Command::new(env!("CARGO_BIN_EXE_gavel")), sandbox)
+}
+
+/// `cmd` in that environment.
+fn in_env(mut cmd: Command, sandbox: &Sandbox) -> Command {
     cmd.env("GAVEL_CHECKPOINT_EVERY", "0")
         .env("XDG_CONFIG_HOME", sandbox.root.join("config"))
         .env_remove("GAVEL_ADMIN_POLICY")
@@ -187,7 +191,7 @@ fn a_resident_gavel_answers_hooks_as_the_hook_itself_would() {
 
     let said = resident.stop();
     assert!(
-        said.contains(&format!("answered {} hook calls", events.len())),
+        said.contains(&format!("answered {} calls", events.len())),
         "every event went through the resident gavel: {said}"
     );
     assert!(!Path::new(&format!("{}.sock", resident_box.db.display())).exists());
@@ -230,7 +234,7 @@ fn a_hook_runs_the_call_itself_when_the_resident_gavel_cannot_answer_for_it() {
     assert!(answer.contains("path.read_allow"), "{answer}");
 
     let said = resident.stop();
-    assert!(said.contains("answered 1 hook calls"), "{said}");
+    assert!(said.contains("answered 1 calls"), "{said}");
 
     // A socket left behind by a resident gavel that was killed: the hook
     // finds nobody there and runs the call itself.
@@ -278,7 +282,7 @@ fn a_resident_gavel_decides_each_call_by_the_policy_on_disk_then() {
     let (_, answer) = hook(&sandbox, &read("t_again"), &[]);
     assert!(answer.contains("path.read_allow"), "{answer}");
     let said = resident.stop();
-    assert!(said.contains("answered 3 hook calls"), "{said}");
+    assert!(said.contains("answered 3 calls"), "{said}");
 }
 
 #[test]
@@ -351,7 +355,7 @@ fn every_client_waits_for_gavel_approve_through_a_resident_gavel() {
         let (answer, reason) = crate::clients::decision(client, &output);
         assert_eq!(answer, "allow", "{client}: {reason}");
         let said = resident.stop();
-        assert!(said.contains("answered 1 hook calls"), "{client}: {said}");
+        assert!(said.contains("answered 1 calls"), "{client}: {said}");
         let out = sandbox.gavel(&["log", "--json"]).output().unwrap();
         let calls = json_lines(&out);
         assert_eq!(calls.len(), 1, "{calls:?}");
@@ -373,7 +377,7 @@ fn a_resident_gavel_stops_by_itself_after_its_idle_time_and_says_how_to_be_start
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(started.elapsed() >= Duration::from_secs(1));
     assert!(
-        stderr(&out).contains("answered 0 hook calls"),
+        stderr(&out).contains("answered 0 calls"),
         "{}",
         stderr(&out)
     );
@@ -388,4 +392,210 @@ fn a_resident_gavel_stops_by_itself_after_its_idle_time_and_says_how_to_be_start
         let out = sandbox.bare().args(args).output().unwrap();
         assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
     }
+}
+
+/// Runs `gavel run ARGS` in the sandbox's workspace, `env` added; its exit
+/// code, stdout and stderr with the sandbox's paths as `ROOT`.
+fn run(sandbox: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = gavel(sandbox);
+    cmd.current_dir(&sandbox.ws)
+        .arg("run")
+        .args(args)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .stdin(Stdio::null());
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let out = cmd.output().unwrap();
+    let root = sandbox.root.display().to_string();
+    (
+        code(&out),
+        stdout(&out).replace(&root, "ROOT"),
+        stderr(&out).replace(&root, "ROOT"),
+    )
+}
+
+/// `gavel run` calls of every outcome: allowed, denied, asked and approved,
+/// rejected and cancelled (no terminal), failed, and a reused call id.
+fn runs(sandbox: &Sandbox) -> Vec<(i32, String, String)> {
+    let outside = r#"{"path":"/etc/passwd"}"#;
+    let said = r#"{"command":"echo \"$GREETING from $(pwd)\""}"#;
+    [
+        vec![
+            "--call-id",
+            "r_read",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+        ],
+        vec!["--call-id", "r_out", "read_file", outside],
+        vec!["--call-id", "r_bash", "--approve", "bash", said],
+        vec![
+            "--call-id",
+            "r_json",
+            "--approve",
+            "--format",
+            "json",
+            "bash",
+            said,
+        ],
+        vec![
+            "--call-id",
+            "r_reject",
+            "--reject",
+            "write_file",
+            r#"{"path":"x","content":"y"}"#,
+        ],
+        vec![
+            "--call-id",
+            "r_notty",
+            "edit_file",
+            r#"{"path":"notes.txt","old_text":"a","new_text":"b"}"#,
+        ],
+        vec![
+            "--call-id",
+            "r_missing",
+            "read_file",
+            r#"{"path":"missing.txt"}"#,
+        ],
+        vec![
+            "--call-id",
+            "r_read",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+        ],
+    ]
+    .iter()
+    .map(|args| run(sandbox, args, &[("GREETING", "hello")]))
+    .collect()
+}
+
+#[test]
+fn a_resident_gavel_answers_gavel_run_as_run_itself_would_with_the_tool_run_by_the_caller() {
+    let resident_box = Sandbox::new();
+    let alone_box = Sandbox::new();
+    let resident = Resident::start(&resident_box);
+
+    let answered = runs(&resident_box);
+    let alone = runs(&alone_box);
+    for (resident_run, alone_run) in answered.iter().zip(&alone) {
+        assert_eq!(resident_run, alone_run);
+    }
+    let exits: Vec<i32> = answered.iter().map(|(exit, _, _)| *exit).collect();
+    assert_eq!(exits, [0, 3, 0, 0, 3, 3, 1, 2]);
+    // The command ran in the caller's process: its environment, its directory.
+    assert!(
+        answered[2].1.contains("hello from ROOT/ws"),
+        "{}",
+        answered[2].1
+    );
+    assert!(answered[5].2.contains("no terminal"), "{}", answered[5].2);
+    assert!(answered[7].2.contains("already used"), "{}", answered[7].2);
+
+    let said = resident.stop();
+    assert!(
+        said.contains(&format!("answered {} calls", answered.len())),
+        "every run went through the resident gavel: {said}"
+    );
+    assert_eq!(record(&resident_box), record(&alone_box));
+    let out = resident_box.gavel(&["verify"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn a_run_whose_resident_gavel_dies_mid_call_fails_and_is_not_run_again() {
+    let sandbox = Sandbox::new();
+    let mut resident = Resident::start(&sandbox);
+    let marker = sandbox.ws.join("ran.txt");
+    let mut cmd = gavel(&sandbox);
+    cmd.current_dir(&sandbox.ws)
+        .args(["run", "--call-id", "r_cut", "--approve", "bash"])
+        .arg(r#"{"command":"echo ran >> ran.txt; sleep 2"}"#)
+        .arg("--db")
+        .arg(&sandbox.db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let caller = cmd.spawn().unwrap();
+    let started = Instant::now();
+    while !marker.exists() {
+        assert!(started.elapsed() < Duration::from_secs(20), "never ran");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut process = resident.child.take().unwrap();
+    process.kill().unwrap();
+    process.wait().unwrap();
+
+    let out = caller.wait_with_output().unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stopped answering in the middle of the call"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+    // Written ahead before it ran; its result never came.
+    let out = sandbox
+        .gavel(&["show", "r_cut", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains("bash.requires_approval"), "{shown}");
+    assert!(shown.contains("approved"), "{shown}");
+    let out = sandbox.gavel(&["verify"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn through_a_resident_gavel_run_asks_on_the_callers_terminal() {
+    let Some(script) = ["/usr/bin/script", "/bin/script"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        eprintln!("SKIPPED: `script` (util-linux) is not installed");
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let resident = Resident::start(&sandbox);
+    let command = format!(
+        "{} run --call-id r_tty write_file '{{\"path\":\"out.txt\",\"content\":\"yes\"}}' --db {}",
+        env!("CARGO_BIN_EXE_gavel"),
+        sandbox.db.display()
+    );
+    let mut cmd = in_env(Command::new(script), &sandbox);
+    cmd.args(["-qec", &command, "/dev/null"])
+        .current_dir(&sandbox.ws)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"y\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let shown = stdout(&out);
+    assert_eq!(code(&out), 0, "{shown}");
+    assert!(shown.contains("path.write_requires_approval"), "{shown}");
+    assert!(shown.contains("succeeded"), "{shown}");
+    assert_eq!(
+        std::fs::read_to_string(sandbox.ws.join("out.txt")).unwrap(),
+        "yes"
+    );
+    let said = resident.stop();
+    assert!(said.contains("answered 1 calls"), "{said}");
+    let out = sandbox
+        .gavel(&["show", "r_tty", "--json"])
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let approval = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "approval")
+        .expect("an approval row");
+    assert_eq!(approval["payload"]["status"], "approved", "{approval}");
+    assert_eq!(approval["payload"]["channel"], "tty", "{approval}");
 }
