@@ -146,15 +146,20 @@ if [[ $has_hook == 1 ]]; then
     "$GAVEL" hook claude-code --db "$CALL" --workspace "$WS")"
   [[ -z $PREVIOUS ]] || put prev_hook_full "$(timeit --runs "$CALL_RUNS" --warmup 3 --stdin "$WORK/hook.json" -- \
     "$PREVIOUS" hook claude-code --db "$CALL" --workspace "$WS")"
-  # The same hook answered by a resident gavel (`serve --socket`), when this build has one.
-  if "$GAVEL" serve --help 2>/dev/null | grep -q -- --socket; then
-    "$GAVEL" serve --socket --db "$CALL" 2>/dev/null &
-    resident=$!
-    for _ in $(seq 100); do [[ -S $CALL.sock ]] && break; sleep 0.05; done
-    put hook_resident "$(timeit --runs "$CALL_RUNS" --warmup 3 --stdin "$WORK/hook.json" -- \
-      "$GAVEL" hook claude-code --db "$CALL" --workspace "$WS")"
-    kill "$resident"; wait "$resident" || true
+fi
+# The same calls answered by a resident gavel (`serve --socket`), when this
+# build has one: the hook, and `run` (the tool still runs in run's process).
+if "$GAVEL" serve --help 2>/dev/null | grep -q -- --socket; then
+  "$GAVEL" serve --socket --db "$CALL" 2>/dev/null &
+  resident=$!
+  for _ in $(seq 100); do [[ -S $CALL.sock ]] && break; sleep 0.05; done
+  [[ $has_hook == 0 ]] || put hook_resident "$(timeit --runs "$CALL_RUNS" --warmup 3 --stdin "$WORK/hook.json" -- \
+    "$GAVEL" hook claude-code --db "$CALL" --workspace "$WS")"
+  if "$GAVEL" serve --help | grep -q 'and `gavel run` calls'; then
+    put run_resident "$(timeit --runs "$CALL_RUNS" --warmup 3 -- \
+      "$GAVEL" run read_file '{"path":"a.txt"}' --workspace "$WS" --db "$CALL" --durability full --json)"
   fi
+  kill "$resident"; wait "$resident" || true
 fi
 
 # --- (c) verify and replay ------------------------------------------------------

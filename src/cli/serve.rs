@@ -41,9 +41,10 @@ pub struct ServeArgs {
     /// Speak JSON lines on stdin and stdout
     #[arg(long, required_unless_present = "socket", conflicts_with = "socket")]
     pub stdio: bool,
-    /// Stay resident and answer `gavel hook` calls on a Unix socket (default
-    /// `<db>.sock`), keeping the database open and the policy parsed; a hook
-    /// that finds no answer there runs the call in its own process
+    /// Stay resident and answer `gavel hook` and `gavel run` calls on a Unix socket
+    /// (default `<db>.sock`), keeping the database open and the policy parsed (`run`'s
+    /// tool and prompt stay in its own process); a call that finds no answer there runs
+    /// in its own process
     #[arg(
         long,
         value_name = "PATH",
@@ -53,7 +54,7 @@ pub struct ServeArgs {
         value_parser = socket_path
     )]
     pub socket: Option<std::path::PathBuf>,
-    /// With --socket: stop after no hook came for DURATION (e.g. 30m, 8h)
+    /// With --socket: stop after no call came for DURATION (e.g. 30m, 8h)
     #[arg(long, value_name = "DURATION", requires = "socket", conflicts_with = "stdio",
           value_parser = gavel::approvals::parse_wait)]
     pub idle: Option<std::time::Duration>,
