@@ -287,26 +287,26 @@ fn policy(report: &mut Report, global: &Global, workspace: &gavel::Workspace) {
     }
 }
 
-/// Whether a resident gavel (`serve --socket`) answers the hooks of `db`.
+/// Whether a resident gavel (`serve --socket`) answers the hooks and runs of `db`.
 fn resident(report: &mut Report, db: &Path) {
     let socket = super::resident::socket_for(db);
     if !socket.exists() {
         report.ok(
             "resident",
-            "none: each hook runs its call in its own process (`gavel serve --socket` keeps one \
-             resident, which answers a hook in about two thirds of the time)"
+            "none: each hook and run does its call in its own process (`gavel serve --socket` \
+             keeps one resident, which answers a hook in about two thirds of the time)"
                 .to_owned(),
         );
     } else if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
         report.ok(
             "resident",
-            format!("a resident gavel answers hooks on `{}`", socket.display()),
+            format!("a resident gavel answers hooks and runs on `{}`", socket.display()),
         );
     } else {
         report.warn(
             "resident",
             format!(
-                "`{}` is left from a resident gavel that stopped: hooks run their calls themselves",
+                "`{}` is left from a resident gavel that stopped: hooks and runs do their calls themselves",
                 socket.display()
             ),
             "remove it, or start `gavel serve --socket` again",
