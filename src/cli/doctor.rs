@@ -300,7 +300,10 @@ fn resident(report: &mut Report, db: &Path) {
     } else if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
         report.ok(
             "resident",
-            format!("a resident gavel answers hooks and runs on `{}`", socket.display()),
+            format!(
+                "a resident gavel answers hooks and runs on `{}`",
+                socket.display()
+            ),
         );
     } else {
         report.warn(

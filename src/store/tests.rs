@@ -353,7 +353,9 @@ fn tampered_policy_text_is_not_returned() {
     let digest = policy.reference().digest.clone();
     store.remember_policy(&policy).unwrap();
     let edit = "UPDATE policies SET source = replace(source, 'deny', 'allow') WHERE digest = ?1";
-    // The trigger refuses it by accident; an attacker drops the trigger first.
+    // The trigger refuses it by accident, on any other program's
+    // connection; an attacker drops the trigger first.
+    as_another_program(&store);
     assert!(store.conn.execute(edit, [&digest]).is_err());
     store
         .conn
@@ -377,13 +379,51 @@ fn triggers_refuse_edits_of_events() {
     store
         .append(&[request("c1"), decision("c1", Action::Allow, "r")])
         .unwrap();
+    as_another_program(&store);
     for statement in [
         "UPDATE events SET rule_id = 'x' WHERE seq = 2",
         "DELETE FROM events WHERE seq = 1",
+        "INSERT OR REPLACE INTO events SELECT * FROM events WHERE seq = 1",
     ] {
         let err = store.conn.execute(statement, []).unwrap_err();
         assert!(err.to_string().contains("append-only"), "{err}");
     }
+    assert!(verify(&store).ok);
+}
+
+/// Fires the schema's triggers on `store`'s connection, as on any other
+/// program's (gavel's own writer does not fire them: its inserts are plain).
+fn as_another_program(store: &Store) {
+    store
+        .conn
+        .set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER,
+            true,
+        )
+        .unwrap();
+}
+
+#[test]
+fn gavel_s_own_writer_fires_no_trigger_and_still_refuses_a_taken_key() {
+    let mut store = Store::open_in_memory().unwrap();
+    store.append(&[request("c1")]).unwrap();
+    // A fired BEFORE INSERT trigger would make each insert keep a
+    // statement journal; the primary key alone refuses a taken seq.
+    let err = store
+        .conn
+        .execute("INSERT INTO events SELECT * FROM events WHERE seq = 1", [])
+        .unwrap_err();
+    assert!(err.to_string().contains("UNIQUE"), "{err}");
+    store
+        .conn
+        .execute_batch("CREATE TABLE fired (n); CREATE TRIGGER t BEFORE INSERT ON events BEGIN INSERT INTO fired VALUES (1); END;")
+        .unwrap();
+    store.append(&[decision("c1", Action::Allow, "r")]).unwrap();
+    let fired: i64 = store
+        .conn
+        .query_row("SELECT count(*) FROM fired", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(fired, 0);
     assert!(verify(&store).ok);
 }
 
