@@ -1,5 +1,6 @@
-//! `gavel serve --socket`: a resident gavel answers `gavel hook` calls as
-//! the hook itself would, and a hook it cannot answer for runs the call in
+//! `gavel serve --socket`: a resident gavel answers `gavel hook` and
+//! `gavel run` calls as they would themselves (`run`'s tool and prompt
+//! staying in its own process), and a call it cannot answer for runs in
 //! its own process.
 
 use std::path::{Path, PathBuf};
@@ -598,4 +599,40 @@ fn through_a_resident_gavel_run_asks_on_the_callers_terminal() {
         .expect("an approval row");
     assert_eq!(approval["payload"]["status"], "approved", "{approval}");
     assert_eq!(approval["payload"]["channel"], "tty", "{approval}");
+}
+
+#[test]
+fn through_a_resident_gavel_run_ask_wait_waits_for_gavel_approve() {
+    let sandbox = Sandbox::new();
+    let resident = Resident::start(&sandbox);
+    let mut run = gavel(&sandbox);
+    run.current_dir(&sandbox.ws)
+        .args(["run", "--call-id", "r_wait", "--ask", "wait=30s", "--json"])
+        .args(["write_file", r#"{"path":"out.txt","content":"waited"}"#])
+        .arg("--db")
+        .arg(&sandbox.db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let run = run.spawn().unwrap();
+    let listed = crate::approvals::wait_for_pending(&sandbox, 1);
+    assert_eq!(listed[0]["call_id"], "r_wait");
+    let out = sandbox
+        .gavel(&["approve", "r_wait", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let outcome: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(outcome["approval"], "approved", "{outcome}");
+    assert_eq!(outcome["status"], "succeeded", "{outcome}");
+    assert_eq!(
+        std::fs::read_to_string(sandbox.ws.join("out.txt")).unwrap(),
+        "waited"
+    );
+    let said = resident.stop();
+    assert!(said.contains("answered 1 calls"), "{said}");
+    let out = sandbox.gavel(&["verify"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
