@@ -80,6 +80,7 @@ pub fn forward(
     let stream = send(&pinned, Job::Run(call))?;
     let mut lines = BufReader::new(&stream);
     let mut started = false;
+    let mut executed = false;
     loop {
         let mut line = String::new();
         let reply = match lines.read_line(&mut line) {
@@ -91,9 +92,14 @@ pub fn forward(
             Some(Reply::Ran { outcome }) => return Some(Ok(outcome)),
             Some(Reply::Error { message }) => return Some(Err(anyhow::anyhow!(message))),
             Some(Reply::Ask { request, decision }) => prompt_here(&request, &decision),
-            Some(Reply::Execute { tool, arguments }) => {
+            // Only this call's tool with this call's arguments, and once.
+            Some(Reply::Execute { tool, arguments })
+                if !executed && tool == request.name && arguments == request.arguments =>
+            {
+                executed = true;
                 execute_here(&pinned, limits, &tool, &arguments)
             }
+            // Gone, or saying what is not this call: never tried again.
             _ => return Some(Err(anyhow::anyhow!(GONE))),
         };
         started = true;
