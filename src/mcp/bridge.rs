@@ -10,15 +10,15 @@
 //! session is initialized, when it offers one; the client's end deletes
 //! the upstream session.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::jsonrpc::{self, Message};
-use super::relay::{Ended, RelayError};
+use super::relay::{Ended, RelayError, read_lines, recv_until};
 use super::session::{End, Out, Session};
 use super::upstream::{Delivery, Headers, Job, Sink, Upstream, Upstreamed};
 
@@ -41,25 +41,7 @@ pub fn run(
     notes: &mut dyn Write,
 ) -> Result<Ended, RelayError> {
     let (tx, rx) = mpsc::channel::<Event>();
-    let client_tx = tx.clone();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(client_in);
-        loop {
-            let mut bytes = Vec::new();
-            match reader.read_until(b'\n', &mut bytes) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-                        bytes.pop();
-                    }
-                    if client_tx.send(Event::Client(bytes)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        let _ = client_tx.send(Event::ClientEof);
-    });
+    read_lines(client_in, tx.clone(), Event::Client, Event::ClientEof);
     let sink: Sink = Arc::new(move |delivery| {
         let _ = tx.send(Event::Upstream(delivery));
     });
@@ -73,20 +55,7 @@ pub fn run(
         client_open: true,
         notes,
     };
-    loop {
-        let event = match session.next_deadline() {
-            Some(deadline) => {
-                match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                    Ok(event) => Some(event),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => break,
-                }
-            }
-            None => match rx.recv() {
-                Ok(event) => Some(event),
-                Err(_) => break,
-            },
-        };
+    while let Ok(event) = recv_until(&rx, session.next_deadline()) {
         let out = match event {
             None => session.expire(Instant::now()),
             Some(Event::Client(bytes)) => match String::from_utf8(bytes) {

@@ -15,13 +15,14 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::http::{Incoming, Method, Reply};
 use super::jsonrpc::{self, Message};
+use super::relay::recv_until;
 use super::session::{End, Out, Session};
 use super::upstream::{Delivery, Headers, Job, Sink, Upstream, Upstreamed};
 
@@ -146,20 +147,7 @@ pub fn run(
         next: 0,
         idle: options.idle,
     };
-    loop {
-        let event = match hub.next_deadline() {
-            Some(deadline) => {
-                match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                    Ok(event) => Some(event),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => break,
-                }
-            }
-            None => match rx.recv() {
-                Ok(event) => Some(event),
-                Err(_) => break,
-            },
-        };
+    while let Ok(event) = recv_until(&rx, hub.next_deadline()) {
         match event {
             Some(Event::Client(incoming)) => hub.client(incoming),
             Some(Event::Upstream(delivery)) => hub.upstream(delivery),
@@ -274,6 +262,21 @@ impl Hub<'_> {
             },
             None => Some(self.unnamed),
         }
+    }
+
+    /// The open connection `incoming` names, for a GET or DELETE; else it
+    /// is answered (404 for an unknown session, 405 with none open) and `None`.
+    fn open_conn(&mut self, incoming: &Incoming) -> Option<u64> {
+        let named = self.named(incoming)?;
+        let conn = named.filter(|c| self.conns.contains_key(c));
+        if conn.is_none() {
+            let _ = incoming.reply.send(Reply::Status {
+                code: 405,
+                body: None,
+                session: None,
+            });
+        }
+        conn
     }
 
     fn post(&mut self, incoming: Incoming) {
@@ -404,15 +407,7 @@ impl Hub<'_> {
     }
 
     fn get(&mut self, incoming: Incoming) {
-        let Some(named) = self.named(&incoming) else {
-            return;
-        };
-        let Some(conn) = named.filter(|c| self.conns.contains_key(c)) else {
-            let _ = incoming.reply.send(Reply::Status {
-                code: 405,
-                body: None,
-                session: None,
-            });
+        let Some(conn) = self.open_conn(&incoming) else {
             return;
         };
         let stream = self.next_id();
@@ -440,15 +435,7 @@ impl Hub<'_> {
     }
 
     fn delete(&mut self, incoming: Incoming) {
-        let Some(named) = self.named(&incoming) else {
-            return;
-        };
-        let Some(conn) = named.filter(|c| self.conns.contains_key(c)) else {
-            let _ = incoming.reply.send(Reply::Status {
-                code: 405,
-                body: None,
-                session: None,
-            });
+        let Some(conn) = self.open_conn(&incoming) else {
             return;
         };
         if let Some(c) = self.conns.get_mut(&conn) {

@@ -105,12 +105,13 @@ fn spawn(program: &str, args: &[String]) -> std::io::Result<Child> {
     command.spawn()
 }
 
-/// Reads `input` line by line on its own thread.
-fn read_lines(
+/// Reads `input` line by line on its own thread, sending each line (its
+/// end of line taken off) as `line` makes it, then `eof`.
+pub(super) fn read_lines<E: Send + 'static>(
     input: impl Read + Send + 'static,
-    tx: Sender<Line>,
-    line: fn(Vec<u8>) -> Line,
-    eof: Line,
+    tx: Sender<E>,
+    line: fn(Vec<u8>) -> E,
+    eof: E,
 ) {
     std::thread::spawn(move || {
         let mut reader = BufReader::new(input);
@@ -132,6 +133,21 @@ fn read_lines(
     });
 }
 
+/// The next message of `rx`, waiting no later than `deadline` when there
+/// is one: `Ok(None)` when the deadline came first, `Err` when every
+/// sender is gone.
+pub(super) fn recv_until<T>(rx: &Receiver<T>, deadline: Option<Instant>) -> Result<Option<T>, ()> {
+    match deadline {
+        Some(deadline) => match rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            Ok(message) => Ok(Some(message)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(()),
+        },
+        None => rx.recv().map(Some).map_err(|_| ()),
+    }
+}
+
 /// Handles lines until one side is gone. When the client's input ends,
 /// the server's input is closed and what the server still sends is relayed
 /// (the client may still read) until it exits or [`GRACE`] is over.
@@ -142,19 +158,8 @@ fn pump(session: &mut Session, rx: &Receiver<Line>, pipes: &mut Pipes<'_>) -> En
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let line = match deadline {
-            Some(deadline) => {
-                let wait = deadline.saturating_duration_since(Instant::now());
-                match rx.recv_timeout(wait) {
-                    Ok(line) => Some(line),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return End::ServerGone,
-                }
-            }
-            None => match rx.recv() {
-                Ok(line) => Some(line),
-                Err(_) => return End::ServerGone,
-            },
+        let Ok(line) = recv_until(rx, deadline) else {
+            return End::ServerGone;
         };
         let out = match line {
             None if grace.is_some_and(|g| g <= Instant::now()) => return End::ClientGone,
