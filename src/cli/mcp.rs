@@ -127,6 +127,7 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
     let workspace = global.workspace()?;
     let policy = global.calls_policy(&workspace)?;
     let mut store = global.open_store()?;
+    store.checkpoint_in_background()?;
     Global::vouch_policy(&policy, &store)?;
     store.remember_policy(&policy)?;
     store.set_redaction(policy.redaction());
@@ -190,6 +191,7 @@ impl gavel::mcp::hub::Sessions for HttpSessions<'_> {
     fn open(&mut self) -> Result<Session, String> {
         let made = || -> anyhow::Result<Session> {
             let mut store = self.global.open_store()?;
+            store.checkpoint_in_background()?;
             store.remember_policy(&self.policy)?;
             store.set_redaction(self.policy.redaction());
             let session_id = gavel::runner::new_call_id().replacen("call_", "mcp_", 1);

@@ -257,7 +257,10 @@ impl StorePool {
         Some(stores.swap_remove(at))
     }
 
-    pub fn keep(&self, store: Store) {
+    /// Keeps `store` for the next call; a kept store lives long, so its
+    /// WAL checkpoints move to a thread of their own.
+    pub fn keep(&self, mut store: Store) {
+        let _ = store.checkpoint_in_background();
         if let Ok(mut stores) = self.stores.lock()
             && stores.len() < Self::KEEP
         {

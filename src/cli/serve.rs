@@ -76,6 +76,7 @@ pub fn run(global: &Global, args: ServeArgs) -> anyhow::Result<Exit> {
     let workspace = global.workspace()?;
     let policy = global.calls_policy(&workspace)?;
     let mut store = global.open_store()?;
+    store.checkpoint_in_background()?;
     super::Global::vouch_policy(&policy, &store)?;
     store.remember_policy(&policy)?;
     store.set_redaction(policy.redaction());
@@ -254,9 +255,12 @@ fn error_line(message: &str, id: Option<&str>) -> Value {
     line
 }
 
-/// Writes one JSON line and flushes it.
+/// Writes one JSON line and flushes it: serialized whole first, so that
+/// stdout (line-buffered) takes it in one write.
 fn send(output: &mut dyn Write, line: &Value) -> std::io::Result<()> {
-    writeln!(output, "{line}")?;
+    let mut bytes = serde_json::to_vec(line)?;
+    bytes.push(b'\n');
+    output.write_all(&bytes)?;
     output.flush()
 }
 

@@ -2,7 +2,7 @@
 //! IMMEDIATE` transaction, so concurrent writers queue up instead of forking
 //! the chain, and a batch lands whole or not at all.
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Durability, Store, StoreError, StoredEvent, set_synchronous, sql};
 use crate::audit::{AuditError, AuditSink, Event, EventBody, FormatRecord};
@@ -41,6 +41,15 @@ fn columns(body: &EventBody) -> Columns<'_> {
 }
 
 impl Store {
+    /// After a commit: keeps the leaves for the next checkpoint and counts
+    /// the commit for the WAL checkpoints.
+    fn committed(&mut self, seq: u64, leaves: Vec<Hash>) {
+        self.appended.record(seq, leaves);
+        if let Some(checkpointer) = &mut self.checkpointer {
+            checkpointer.committed();
+        }
+    }
+
     /// Appends `events` in order, atomically; returns the seq of the last.
     ///
     /// Under `Durability::Full`, a batch of results alone is not synced on
@@ -76,10 +85,7 @@ impl Store {
     }
 
     fn append_now(&mut self, events: &[Event]) -> Result<u64, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("starting an append"))?;
+        let tx = Immediate::begin(&self.conn).map_err(sql("starting an append"))?;
         let mut leaves = Vec::new();
         let seq = insert_all(
             &tx,
@@ -91,7 +97,7 @@ impl Store {
             &mut leaves,
         )?;
         tx.commit().map_err(sql("committing an append"))?;
-        self.appended.record(seq, leaves);
+        self.committed(seq, leaves);
         Ok(seq)
     }
 
@@ -103,10 +109,7 @@ impl Store {
         call_id: &str,
         build: impl FnOnce(&[StoredEvent]) -> Vec<Event>,
     ) -> Result<u64, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("starting an append"))?;
+        let tx = Immediate::begin(&self.conn).map_err(sql("starting an append"))?;
         let existing = {
             let text = format!(
                 "SELECT {} FROM events WHERE call_id = ?1 ORDER BY seq",
@@ -131,8 +134,45 @@ impl Store {
             &mut leaves,
         )?;
         tx.commit().map_err(sql("committing an append"))?;
-        self.appended.record(seq, leaves);
+        self.committed(seq, leaves);
         Ok(seq)
+    }
+}
+
+/// A `BEGIN IMMEDIATE` transaction, begun and committed through cached
+/// statements (a `rusqlite::Transaction` parses both anew on every
+/// append); rolled back when dropped uncommitted.
+struct Immediate<'c> {
+    conn: &'c Connection,
+    open: bool,
+}
+
+impl<'c> Immediate<'c> {
+    fn begin(conn: &'c Connection) -> rusqlite::Result<Self> {
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        Ok(Self { conn, open: true })
+    }
+
+    fn commit(mut self) -> rusqlite::Result<()> {
+        self.conn.prepare_cached("COMMIT")?.execute([])?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Immediate<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Immediate<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
     }
 }
 
@@ -156,10 +196,7 @@ impl Store {
         key: ClientKey<'_>,
         build: impl FnOnce(&[(String, Vec<StoredEvent>)]) -> Vec<Event>,
     ) -> Result<u64, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("starting an append"))?;
+        let tx = Immediate::begin(&self.conn).map_err(sql("starting an append"))?;
         let calls = {
             let mut ids = tx
                 .prepare_cached(
@@ -207,14 +244,14 @@ impl Store {
             &mut leaves,
         )?;
         tx.commit().map_err(sql("committing an append"))?;
-        self.appended.record(seq, leaves);
+        self.committed(seq, leaves);
         Ok(seq)
     }
 }
 
 /// Chains and inserts `events` after the current head, inside `tx`.
 fn insert_all(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     identity: &super::LogIdentity,
     path: &std::path::Path,
     redactor: Option<&crate::redact::Redactor>,
@@ -363,7 +400,7 @@ pub(super) fn switched_at(conn: &rusqlite::Connection) -> Result<Option<u64>, St
 /// The stored payload of each event of a batch, redacted; `None` where it
 /// is stored as serialized (no redactor, or a tool the policy keeps whole).
 fn redact_batch(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     redactor: Option<&crate::redact::Redactor>,
     secrets: &mut super::RecentSecrets,
     events: &[Event],
@@ -405,7 +442,7 @@ fn redact_batch(
 /// facts). A call whose request is not in the batch (its result, an
 /// approval, a hook's completion) is judged by its stored request.
 fn calls_kept_by_path<'e>(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     settings: &crate::redact::Settings,
     events: &'e [Event],
 ) -> Result<std::collections::HashSet<&'e str>, StoreError> {
@@ -460,7 +497,7 @@ fn path_arguments(arguments: &serde_json::Value) -> Vec<String> {
 
 /// The paths of a stored call: its request's path arguments, and their
 /// workspace-relative forms from its decision.
-fn stored_paths(tx: &rusqlite::Transaction<'_>, call_id: &str) -> Result<Vec<String>, StoreError> {
+fn stored_paths(tx: &Connection, call_id: &str) -> Result<Vec<String>, StoreError> {
     let mut statement = tx
         .prepare_cached(
             "SELECT kind, payload FROM events WHERE call_id = ?1

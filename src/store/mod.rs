@@ -15,6 +15,7 @@ mod query;
 mod queue;
 mod ship;
 mod verify;
+mod wal;
 
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -446,6 +447,9 @@ pub struct LogIdentity {
 
 /// An open audit database.
 pub struct Store {
+    /// A long-lived writer's WAL checkpoints, on a thread; declared before
+    /// `conn` so that it stops first and the writer closes last.
+    checkpointer: Option<wal::Checkpointer>,
     conn: Connection,
     path: PathBuf,
     identity: LogIdentity,
@@ -743,6 +747,7 @@ impl Store {
         }
         let identity = migrate::identity(&conn, &display)?;
         Ok(Self {
+            checkpointer: None,
             conn,
             path: path.to_owned(),
             identity,
@@ -779,6 +784,21 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// For a writer that stays open across many calls (`serve`, `mcp`, a
+    /// resident gavel): SQLite's WAL checkpoints run on a thread with a
+    /// connection of its own instead of inside an append (see `wal.rs`).
+    /// Does nothing for a read-only or in-memory store, or when already on.
+    pub fn checkpoint_in_background(&mut self) -> Result<(), StoreError> {
+        if self.checkpointer.is_some()
+            || self.durability.is_none()
+            || self.path == Path::new(":memory:")
+        {
+            return Ok(());
+        }
+        self.checkpointer = Some(wal::Checkpointer::start(&self.path)?);
+        Ok(())
     }
 
     pub fn identity(&self) -> &LogIdentity {

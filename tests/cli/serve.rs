@@ -301,3 +301,65 @@ fn serve_request_sent_instead_of_an_approval_cancels_the_pending_call_and_is_han
     );
     env.verify();
 }
+
+/// A long session's WAL is folded back into the database file while the
+/// session goes on, by serve's checkpoint thread, well before the writer's
+/// own threshold (10,000 pages; these calls write about 6,000); at the
+/// end the writer closes last, so no `-wal` is left and the chain verifies.
+#[test]
+fn serve_folds_its_wal_into_the_database_while_the_session_goes_on() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::time::{Duration, Instant};
+
+    let env = Env::new();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gavel"))
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .arg("--workspace")
+        .arg(&env.ws)
+        .arg("--db")
+        .arg(&env.db)
+        .args(["serve", "--stdio", "--durability", "normal"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let calls = 1_200;
+    let mut reply = String::new();
+    let mut size_at_start = None;
+    for i in 0..calls {
+        let line = json!({"type": "tool_use", "id": format!("r{i}"), "name": "read_file",
+                          "input": {"path": "a.txt"}});
+        writeln!(input, "{line}").unwrap();
+        reply.clear();
+        output.read_line(&mut reply).unwrap();
+        assert!(reply.contains("\"succeeded\""), "{reply}");
+        if i == 0 {
+            size_at_start = Some(std::fs::metadata(&env.db).unwrap().len());
+        }
+    }
+    // The session is still open: only a checkpoint writes the main file.
+    let size_at_start = size_at_start.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let grown = loop {
+        let size = std::fs::metadata(&env.db).unwrap().len();
+        if size > size_at_start || Instant::now() > deadline {
+            break size;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        grown > size_at_start,
+        "the database file stayed at {size_at_start} bytes while {calls} calls were recorded"
+    );
+    drop(input);
+    assert!(child.wait().unwrap().success());
+    assert!(
+        !env.db.with_extension("db-wal").exists(),
+        "a -wal file was left"
+    );
+    assert_eq!(env.log().len(), calls);
+    env.verify();
+}
