@@ -480,20 +480,24 @@ impl EventBody {
 
     /// The payload's JSON bytes, as stored and hashed.
     pub fn to_json(&self) -> Vec<u8> {
-        let bytes = match self {
-            EventBody::Request(r) => serde_json::to_vec(r),
-            EventBody::Decision(r) => serde_json::to_vec(r),
-            EventBody::Approval(r) => serde_json::to_vec(r),
-            EventBody::Result(r) => serde_json::to_vec(r),
-            EventBody::Lifecycle(r) => serde_json::to_vec(r),
-            EventBody::Anomaly(r) => serde_json::to_vec(r),
-            EventBody::Format(r) => serde_json::to_vec(r),
-            EventBody::Grant(r) => serde_json::to_vec(r),
-            EventBody::Revocation(r) => serde_json::to_vec(r),
+        // Most payloads are a few hundred bytes: one allocation, not a
+        // doubling series of them.
+        let mut bytes = Vec::with_capacity(512);
+        let written = match self {
+            EventBody::Request(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Decision(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Approval(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Result(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Lifecycle(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Anomaly(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Format(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Grant(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Revocation(r) => serde_json::to_writer(&mut bytes, r),
         };
         // These records hold only strings, numbers and JSON values with string keys,
         // which serde_json always serializes.
-        bytes.expect("audit records serialize to JSON")
+        written.expect("audit records serialize to JSON");
+        bytes
     }
 
     /// Reads a stored payload back.
@@ -554,12 +558,23 @@ pub struct AuditError(pub Box<dyn std::error::Error + Send + Sync>);
 /// Where events go. `append` writes all of `events` atomically, in order.
 pub trait AuditSink {
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError>;
+
+    /// [`AuditSink::append`] of events the caller gives away: a sink that
+    /// keeps them (holds them back, say) takes them without a copy.
+    fn append_owned(&mut self, events: Vec<Event>) -> Result<(), AuditError> {
+        self.append(&events)
+    }
 }
 
 /// An in-memory record, for tests and embedding.
 impl AuditSink for Vec<Event> {
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
         self.extend_from_slice(events);
+        Ok(())
+    }
+
+    fn append_owned(&mut self, events: Vec<Event>) -> Result<(), AuditError> {
+        self.extend(events);
         Ok(())
     }
 }
@@ -595,18 +610,22 @@ impl<'a> DeferredResults<'a> {
 
 impl AuditSink for DeferredResults<'_> {
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
-        if events
-            .iter()
-            .all(|e| matches!(e.body, EventBody::Result(_)))
-        {
-            self.pending.extend_from_slice(events);
+        if self.pending.is_empty() && !only_results(events) {
+            return self.inner.append(events);
+        }
+        self.append_owned(events.to_vec())
+    }
+
+    fn append_owned(&mut self, events: Vec<Event>) -> Result<(), AuditError> {
+        if only_results(&events) {
+            self.pending.extend(events);
             return Ok(());
         }
         if self.pending.is_empty() {
-            return self.inner.append(events);
+            return self.inner.append(&events);
         }
         let held = self.pending.len();
-        self.pending.extend_from_slice(events);
+        self.pending.extend(events);
         let outcome = self.inner.append(&self.pending);
         // Whatever happened to the new events, the held results stay owed until written.
         match outcome {
@@ -615,6 +634,12 @@ impl AuditSink for DeferredResults<'_> {
         }
         outcome
     }
+}
+
+fn only_results(events: &[Event]) -> bool {
+    events
+        .iter()
+        .all(|e| matches!(e.body, EventBody::Result(_)))
 }
 
 #[cfg(test)]

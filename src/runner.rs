@@ -261,7 +261,7 @@ impl GovernedRunner {
         let decided = self.decide_sized(request, client.as_ref(), None);
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
-        let mut ahead = write_ahead(call_id, request, client, &decided, who).to_vec();
+        let mut ahead = Vec::from(write_ahead(call_id, request, client, &decided, who));
         // An approver answered through the record (the pending queue) has
         // its `pending` row written ahead with the request, in one commit.
         if decided.decision.action == Action::Ask
@@ -269,7 +269,7 @@ impl GovernedRunner {
         {
             ahead.push(Event::now(call_id, tool, EventBody::Approval(pending)).by(who));
         }
-        audit.append(&ahead)?;
+        audit.append_owned(ahead)?;
         let Decided {
             facts, decision, ..
         } = decided;
@@ -285,7 +285,9 @@ impl GovernedRunner {
             );
             record.approver = answer.as_ref().and_then(|a| a.approver.clone());
             record.cause = answer.and_then(|a| a.cause);
-            audit.append(&[Event::now(call_id, tool, EventBody::Approval(record)).by(who)])?;
+            audit.append_owned(vec![
+                Event::now(call_id, tool, EventBody::Approval(record)).by(who),
+            ])?;
         }
         self.hooks
             .emit(HookEvent::PermissionDecision(request, &resolution));
@@ -295,12 +297,14 @@ impl GovernedRunner {
         // with the outcome, never in its place (the caller must not take a
         // call that ran for one that did not, and run it again).
         let record_error = audit
-            .append(&[Event::now(
-                call_id,
-                tool,
-                EventBody::Result(ResultRecord::from_result(&result)),
-            )
-            .by(who)])
+            .append_owned(vec![
+                Event::now(
+                    call_id,
+                    tool,
+                    EventBody::Result(ResultRecord::from_result(&result)),
+                )
+                .by(who),
+            ])
             .err()
             .map(|err| err.to_string());
         self.hooks.emit(HookEvent::PostToolUse(request, &result));
@@ -480,7 +484,7 @@ impl GovernedRunner {
         let decided = self.decide_sized(request, client.as_ref(), mcp);
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
-        let mut events = write_ahead(call_id, request, client, &decided, who).to_vec();
+        let mut events = Vec::from(write_ahead(call_id, request, client, &decided, who));
         let Decided {
             facts, decision, ..
         } = decided;
@@ -531,7 +535,7 @@ impl GovernedRunner {
                 ApprovalStatus::NotRequired,
             ))),
         }
-        audit.append(&events)?;
+        audit.append_owned(events)?;
         Ok((facts, decision))
     }
 }
