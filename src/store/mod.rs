@@ -724,11 +724,12 @@ impl Store {
         } || writable.is_some();
         if let Some(durability) = writable {
             migrate::apply(&conn, &display, state)?;
-            // Each checkpoint waits for the disk twice; a long-lived writer
-            // (`serve`) lets the WAL grow to ~40 MB between them rather than
-            // SQLite's default ~4 MB. The last connection to close still
-            // checkpoints, so an idle database is one self-contained file
-            // that can be copied and handed to an auditor.
+            // Each checkpoint waits for the disk twice; a writer lets the
+            // WAL grow to ~40 MB between them rather than SQLite's default
+            // ~4 MB (a long-lived one checkpoints on a thread well before:
+            // `checkpoint_in_background`). The last connection to close
+            // still checkpoints, so an idle database is one self-contained
+            // file that can be copied and handed to an auditor.
             conn.pragma_update(None, "wal_autocheckpoint", 10_000)
                 .map_err(sql("configuring checkpoints"))?;
             // A writer reads few pages, each through the page cache; with a
