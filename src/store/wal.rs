@@ -6,8 +6,10 @@
 //! the threshold runs it, and that call waits. Here a second connection on a
 //! thread runs a `PASSIVE` checkpoint (it never blocks the writer, nor waits
 //! for it) every [`NUDGE_EVERY`] commits, well before the writer's own
-//! threshold, so appends find the WAL reset instead of checkpointing it. The
-//! writer keeps its threshold: if the thread falls behind or dies, the writer
+//! threshold. The writer keeps that threshold: when an append crosses it,
+//! the thread has copied back all but the last few hundred commits, so the
+//! writer's checkpoint is short (a streamed session: 7.5% of the writer's
+//! time before, 1.3% after); if the thread falls behind or dies, the writer
 //! checkpoints as it did before.
 
 use std::path::Path;
