@@ -828,21 +828,8 @@ impl Integrity {
     /// Refuses a filter on recorded columns over rows that do not verify:
     /// an edited `action` would hide a call from `--action deny`.
     pub fn refuse_filters(&self, query: &gavel::store::AuditQuery) -> anyhow::Result<()> {
-        let filtered = query.tool.is_some()
-            || query.rule_id.is_some()
-            || query.action.is_some()
-            || query.approval.is_some()
-            || query.status.is_some()
-            || query.call_id.is_some()
-            || query.anomalies
-            || query.session.is_some()
-            || query.user.is_some()
-            || query.host.is_some()
-            || query.client.is_some()
-            || query.agent.is_some()
-            || query.grep.is_some()
-            || query.mcp_server.is_some()
-            || query.mcp_tool.is_some()
+        let filtered = query.selects_calls_only()
+            || query.reads_beyond_the_decision()
             || query.since.is_some()
             || query.until.is_some();
         if filtered {

@@ -69,6 +69,22 @@ impl AuditQuery {
             || self.mcp_tool.is_some()
     }
 
+    /// Whether a filter is set that a call's request and decision rows do
+    /// not answer alone (its outcome, its id, its anomalies, who made it,
+    /// a text in its arguments).
+    pub fn reads_beyond_the_decision(&self) -> bool {
+        self.approval.is_some()
+            || self.status.is_some()
+            || self.call_id.is_some()
+            || self.anomalies
+            || self.session.is_some()
+            || self.user.is_some()
+            || self.host.is_some()
+            || self.client.is_some()
+            || self.agent.is_some()
+            || self.grep.is_some()
+    }
+
     /// The conditions of `mcp_server` and `mcp_tool` on the tool name in
     /// `column`, each value bound through `bind`, for a database whose
     /// `position(haystack, needle)` function is `position` (`instr` in

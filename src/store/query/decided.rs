@@ -37,18 +37,7 @@ impl Store {
         query: &AuditQuery,
         mut each: impl FnMut(DecidedCall) -> Result<(), E>,
     ) -> Result<(), E> {
-        if query.approval.is_some()
-            || query.status.is_some()
-            || query.call_id.is_some()
-            || query.anomalies
-            || query.session.is_some()
-            || query.user.is_some()
-            || query.host.is_some()
-            || query.client.is_some()
-            || query.agent.is_some()
-            || query.grep.is_some()
-            || query.newest_first
-        {
+        if query.reads_beyond_the_decision() || query.newest_first {
             return self.for_each_call(query, |call| {
                 each(DecidedCall {
                     seq: call.seq,
