@@ -566,6 +566,16 @@ pub trait AuditSink {
     }
 }
 
+impl<T: AuditSink + ?Sized> AuditSink for &mut T {
+    fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
+        (**self).append(events)
+    }
+
+    fn append_owned(&mut self, events: Vec<Event>) -> Result<(), AuditError> {
+        (**self).append_owned(events)
+    }
+}
+
 /// An in-memory record, for tests and embedding.
 impl AuditSink for Vec<Event> {
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
@@ -584,17 +594,33 @@ impl AuditSink for Vec<Event> {
 /// Requests, decisions and approvals are never held back, so write-ahead is
 /// unchanged; a process killed with a result held back leaves that call
 /// `incomplete`, as if it had been killed while the tool ran.
-pub struct DeferredResults<'a> {
-    inner: &'a mut dyn AuditSink,
+pub struct DeferredResults<S: AuditSink> {
+    inner: S,
     pending: Vec<Event>,
 }
 
-impl<'a> DeferredResults<'a> {
-    pub fn new(inner: &'a mut dyn AuditSink) -> Self {
+impl<S: AuditSink> DeferredResults<S> {
+    pub fn new(inner: S) -> Self {
         Self {
             inner,
             pending: Vec::new(),
         }
+    }
+
+    /// The sink behind: what is appended to it directly is not held back,
+    /// and goes before any results still held.
+    pub fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The sink behind, once the held results are written or given up.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// Whether results are held back, owed to the record.
+    pub fn holds(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     /// Writes any held-back results now.
@@ -608,7 +634,7 @@ impl<'a> DeferredResults<'a> {
     }
 }
 
-impl AuditSink for DeferredResults<'_> {
+impl<S: AuditSink> AuditSink for DeferredResults<S> {
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
         if self.pending.is_empty() && !only_results(events) {
             return self.inner.append(events);

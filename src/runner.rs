@@ -141,6 +141,14 @@ impl GovernedRunner {
         self
     }
 
+    /// Resolves paths in `workspace` (the same root, another working
+    /// directory) from now on; the tools' context follows.
+    pub fn with_workspace(mut self, workspace: Workspace) -> Self {
+        self.context.workspace = workspace.clone();
+        self.workspace = workspace;
+        self
+    }
+
     pub fn with_context(mut self, context: ToolContext) -> Self {
         self.context = context;
         self

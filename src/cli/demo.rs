@@ -17,7 +17,9 @@ use gavel::store::{AuditQuery, Durability, Store};
 
 use super::replay::print_table;
 use super::verify::verify_store;
-use super::{Exit, FormatArgs, Global, render, run::outcome_json};
+use gavel::frontend::run::outcome_json;
+
+use super::{Exit, FormatArgs, Global, render};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -217,7 +219,7 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
         ]);
     }
     // A signed checkpoint vouches for the session, as after any hook.
-    super::auto_checkpoint(&mut store, 1);
+    gavel::session::auto_checkpoint(&mut store, 1);
     let report = verify_store(&store, None)?;
     if json {
         render::json(&serde_json::to_value(&report)?)?;

@@ -289,7 +289,7 @@ fn policy(report: &mut Report, global: &Global, workspace: &gavel::Workspace) {
 
 /// Whether a resident gavel (`serve --socket`) answers the hooks and runs of `db`.
 fn resident(report: &mut Report, db: &Path) {
-    let socket = super::resident::socket_for(db);
+    let socket = gavel::frontend::resident::socket_for(db);
     if !socket.exists() {
         report.ok(
             "resident",
@@ -385,7 +385,7 @@ fn log(report: &mut Report, db: &Path) {
             format!(
                 "`gavel checkpoint --key {}` signs one now (hooks sign one after each call unless {}=0)",
                 gavel::clients::shell_word(&key.to_string_lossy()),
-                super::CHECKPOINT_EVERY_VAR
+                gavel::session::CHECKPOINT_EVERY_VAR
             ),
         ),
     }

@@ -198,7 +198,7 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
     let mut config = client.hook_config(&program);
     let wait_warning = args
         .ask
-        .map(|ask| super::hook_wait_for(client.name(), ask))
+        .map(|ask| gavel::session::hook_wait_for(client.name(), ask))
         .and_then(|wait| with_wait(client, &mut config.json, wait));
     let hooks_path = if args.user {
         let Some(user_path) = config.user_path else {
@@ -309,7 +309,9 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
             key.display()
         ))?;
     }
-    let waits = args.ask.map(|ask| super::hook_wait_for(client.name(), ask));
+    let waits = args
+        .ask
+        .map(|ask| gavel::session::hook_wait_for(client.name(), ask));
     for note in &config.notes {
         // With --ask wait, asks are no longer denied for want of a prompt.
         if waits.is_some() && note.starts_with("asks are denied") {

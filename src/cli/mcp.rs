@@ -9,11 +9,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
-use gavel::GovernedRunner;
+use gavel::mcp::open::Opener;
 use gavel::mcp::wrap::{self, WrapClient};
 use gavel::mcp::wrap_toml;
-use gavel::mcp::{Config, End, Session, names, relay};
-use gavel::tools::Registry;
+use gavel::mcp::{End, names, relay};
 
 use super::{Exit, Global};
 
@@ -124,31 +123,13 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
         Some(name) => names::sanitize(name),
         None => names::server_name(&args.command),
     };
-    let workspace = global.workspace()?;
-    let policy = global.calls_policy(&workspace)?;
-    let mut store = global.open_store()?;
-    store.checkpoint_in_background()?;
-    Global::vouch_policy(&policy, &store)?;
-    store.remember_policy(&policy)?;
-    store.set_redaction(policy.redaction());
-    let wait = ask_wait(&args, &policy);
-    let session_id = gavel::runner::new_call_id().replacen("call_", "mcp_", 1);
-    let principal = global
-        .principal("mcp", &workspace, &policy, &store)
-        .with_session(Some(&session_id));
-    let runner = GovernedRunner::new(policy, workspace, Registry::empty())
-        .with_max_argument_bytes(global.max_argument_bytes)
-        .with_principal(principal)
-        .with_grants(Box::new(gavel::approvals::StoreGrants::new(store.path())));
-    let config = Config {
+    let opener = Opener::new(
+        &global.setup(),
         server,
-        timeout: Duration::from_secs(args.timeout),
-        session_id,
-    };
-    let mut session = Session::new(runner, store, config);
-    if let Some(wait) = wait {
-        session = session.with_queue(wait);
-    }
+        Duration::from_secs(args.timeout),
+        args.ask,
+    )?;
+    let mut session = opener.open()?;
     let ended = relay::run(
         &mut session,
         &args.command,
@@ -158,7 +139,7 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
     )
     .context("gavel mcp")?;
     // The session's end: a signed checkpoint vouches for what it recorded.
-    super::auto_checkpoint(session.store_mut(), 1);
+    session.close();
     Ok(match ended.by {
         End::ClientGone => Exit::Ok,
         End::ServerGone if ended.server_status == Some(0) => Exit::Ok,
@@ -166,67 +147,6 @@ pub fn run(global: &Global, args: McpArgs) -> anyhow::Result<Exit> {
     })
 }
 
-/// How long an asked call waits in the pending queue: `--ask wait`, else
-/// the policy's `[approval] wait`; `None` asks the client (elicitation).
-fn ask_wait(args: &McpArgs, policy: &gavel::policy::Policy) -> Option<Duration> {
-    args.ask
-        .or(policy.approval_wait().map(|w| super::AskWait(Some(w))))
-        .map(|w| w.or(super::DEFAULT_WAIT))
-}
-
-/// What every session of `--listen` shares; each client session gets its
-/// own store connection, session id and principal.
-struct HttpSessions<'a> {
-    global: &'a Global,
-    workspace: gavel::facts::Workspace,
-    policy: gavel::policy::Policy,
-    server: String,
-    timeout: Duration,
-    /// `--ask wait` (or the policy's `[approval] wait`): how long an asked
-    /// call waits in the pending queue.
-    wait: Option<Duration>,
-}
-
-impl gavel::mcp::hub::Sessions for HttpSessions<'_> {
-    fn open(&mut self) -> Result<Session, String> {
-        let made = || -> anyhow::Result<Session> {
-            let mut store = self.global.open_store()?;
-            store.checkpoint_in_background()?;
-            store.remember_policy(&self.policy)?;
-            store.set_redaction(self.policy.redaction());
-            let session_id = gavel::runner::new_call_id().replacen("call_", "mcp_", 1);
-            let principal = self
-                .global
-                .principal("mcp", &self.workspace, &self.policy, &store)
-                .with_session(Some(&session_id));
-            let runner = GovernedRunner::new(
-                self.policy.clone(),
-                self.workspace.clone(),
-                Registry::empty(),
-            )
-            .with_max_argument_bytes(self.global.max_argument_bytes)
-            .with_principal(principal)
-            .with_grants(Box::new(gavel::approvals::StoreGrants::new(store.path())));
-            let config = Config {
-                server: self.server.clone(),
-                timeout: self.timeout,
-                session_id,
-            };
-            let session = Session::new(runner, store, config);
-            Ok(match self.wait {
-                Some(wait) => session.with_queue(wait),
-                None => session,
-            })
-        };
-        made().map_err(|err| format!("{err:#}"))
-    }
-
-    fn close(&mut self, mut session: Session) {
-        super::auto_checkpoint(session.store_mut(), 1);
-    }
-}
-
-/// `gavel mcp --listen ADDR --upstream URL`: a Streamable HTTP proxy.
 fn listen_http(
     global: &Global,
     args: &McpArgs,
@@ -239,12 +159,8 @@ fn listen_http(
         Some(name) => names::sanitize(name),
         None => names::url_server_name(upstream),
     };
-    let workspace = global.workspace()?;
-    let policy = global.calls_policy(&workspace)?;
-    {
-        let store = global.open_store()?;
-        Global::vouch_policy(&policy, &store)?;
-    }
+    let timeout = Duration::from_secs(args.timeout);
+    let mut sessions = Opener::new(&global.setup(), server.clone(), timeout, args.ask)?;
     let listener =
         std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen on `{addr}`"))?;
     let local = listener.local_addr()?;
@@ -255,16 +171,6 @@ fn listen_http(
     let limits = gavel::mcp::http::Limits {
         max_body,
         loopback_only: addr.ip().is_loopback(),
-    };
-    let timeout = Duration::from_secs(args.timeout);
-    let wait = ask_wait(args, &policy);
-    let mut sessions = HttpSessions {
-        global,
-        workspace,
-        policy,
-        server,
-        timeout,
-        wait,
     };
     let upstream = gavel::mcp::upstream::Upstream::new(upstream, timeout, max_body as u64);
     let options = gavel::mcp::hub::Options {
@@ -296,22 +202,8 @@ fn bridge_http(global: &Global, args: &McpArgs, upstream: &str) -> anyhow::Resul
     };
     let timeout = Duration::from_secs(args.timeout);
     let max_bytes = global.max_argument_bytes.saturating_add(1 << 20);
-    let workspace = global.workspace()?;
-    let policy = global.calls_policy(&workspace)?;
-    {
-        let store = global.open_store()?;
-        Global::vouch_policy(&policy, &store)?;
-    }
-    let wait = ask_wait(args, &policy);
-    let mut sessions = HttpSessions {
-        global,
-        workspace,
-        policy,
-        server,
-        timeout,
-        wait,
-    };
-    let mut session = gavel::mcp::hub::Sessions::open(&mut sessions).map_err(anyhow::Error::msg)?;
+    let opener = Opener::new(&global.setup(), server, timeout, args.ask)?;
+    let mut session = opener.open()?;
     let upstream = gavel::mcp::upstream::Upstream::new(upstream, timeout, max_bytes);
     gavel::mcp::bridge::run(
         &mut session,
@@ -321,7 +213,7 @@ fn bridge_http(global: &Global, args: &McpArgs, upstream: &str) -> anyhow::Resul
         &mut std::io::stderr(),
     )
     .context("gavel mcp")?;
-    gavel::mcp::hub::Sessions::close(&mut sessions, session);
+    session.close();
     Ok(Exit::Ok)
 }
 

@@ -23,7 +23,6 @@ mod mcp;
 mod pending;
 mod policy_cmd;
 mod policy_diff;
-mod policy_load;
 #[cfg(feature = "postgres")]
 mod push;
 #[cfg(feature = "postgres")]
@@ -32,7 +31,6 @@ mod query;
 mod render;
 mod replay;
 mod report;
-mod resident;
 mod run;
 mod serve;
 mod show;
@@ -45,6 +43,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use gavel::Workspace;
+use gavel::session::Setup;
 use gavel::store::{Durability, Store};
 
 /// Exit codes, one place (the README has the table).
@@ -115,9 +114,6 @@ pub struct Global {
     /// $COLUMNS, or (when stdout is neither) 160 columns; `log` adds `who` and layer columns
     #[arg(long, global = true)]
     pub wide: bool,
-    /// Stores kept open between calls by a resident gavel (`serve --socket`).
-    #[arg(skip)]
-    pub kept: Option<std::sync::Arc<resident::StorePool>>,
 }
 
 /// Limits on the built-in tools, for the commands that run them.
@@ -154,43 +150,7 @@ impl ToolLimits {
     }
 }
 
-/// `--ask wait[=DURATION]`: an asked call waits in the pending queue for
-/// `gavel approve` / `gavel reject` (or the approval page), for at most
-/// DURATION; unanswered, it is `cancelled` (cause `timeout`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AskWait(pub Option<std::time::Duration>);
-
-impl AskWait {
-    /// The wait, or `default` for a bare `wait`.
-    pub fn or(self, default: std::time::Duration) -> std::time::Duration {
-        self.0.unwrap_or(default)
-    }
-}
-
-/// Reads `wait` or `wait=DURATION` (`60s`, `5m`, `1h`).
-pub fn parse_ask_wait(text: &str) -> Result<AskWait, String> {
-    match text.split_once('=') {
-        None if text == "wait" => Ok(AskWait(None)),
-        Some(("wait", duration)) => {
-            gavel::approvals::parse_wait(duration).map(|d| AskWait(Some(d)))
-        }
-        _ => Err(format!(
-            "`{text}` is not `wait` or `wait=DURATION` (e.g. wait=60s)"
-        )),
-    }
-}
-
-/// How long a hook of `client` waits for an answer under `--ask wait`: as
-/// asked, or 10 s less than the client's hook timeout.
-pub fn hook_wait_for(client: &str, wait: AskWait) -> std::time::Duration {
-    let limit = gavel::clients::hook_timeout(client).default;
-    wait.or(limit
-        .saturating_sub(std::time::Duration::from_secs(10))
-        .max(std::time::Duration::from_secs(1)))
-}
-
-/// How long a bare `--ask wait` waits where the client sets no limit (`run`, `serve`).
-pub const DEFAULT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+pub use gavel::session::{AskWait, parse_ask_wait};
 
 /// `--durability`: `full` syncs every commit; `normal` survives a crash of gavel but not a power loss.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -603,63 +563,52 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 }
 
 impl Global {
+    /// The options a session of the library is opened with.
+    pub fn setup(&self) -> Setup {
+        Setup {
+            workspace: self.workspace.clone(),
+            policy: self.policy.clone(),
+            shadow_policy: self.shadow_policy.clone(),
+            db: self.db.clone(),
+            durability: self.durability(),
+            max_argument_bytes: self.max_argument_bytes,
+            kept: None,
+        }
+    }
+
     /// The workspace, canonicalized.
     pub fn workspace(&self) -> anyhow::Result<Workspace> {
-        let dir = match &self.workspace {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().context("cannot read the current directory")?,
-        };
-        Workspace::open(&dir).with_context(|| format!("cannot open workspace `{}`", dir.display()))
+        Ok(self.setup().workspace()?)
     }
 
     /// The central store's URL when `--db` (or `$GAVEL_DB`) names one
     /// (`postgres://…` or `postgresql://…`) rather than a SQLite file.
     pub fn central_url(&self) -> Option<String> {
-        let db = self.db.as_ref()?.to_str()?;
-        (db.starts_with("postgres://") || db.starts_with("postgresql://")).then(|| db.to_owned())
+        self.setup().central_url()
     }
 
     /// The audit database path: `--db`, `$GAVEL_DB`, `.gavel/audit.db` in the workspace.
     pub fn db_path(&self) -> anyhow::Result<PathBuf> {
-        if self.central_url().is_some() {
-            anyhow::bail!(if cfg!(feature = "postgres") {
-                "this command reads a local audit database; a central store (postgres://…) is read by log, show, explain, stats, replay, export, report, audit and verify"
-            } else {
-                "this gavel was built without the `postgres` feature: it cannot read a central store (postgres://…)"
-            });
-        }
-        match &self.db {
-            Some(db) => Ok(db.clone()),
-            None => Ok(self.workspace()?.root().join(".gavel").join("audit.db")),
-        }
+        Ok(self.setup().db_path()?)
     }
 
     /// Opens the audit database for appending, creating it on first use.
     pub fn open_store(&self) -> anyhow::Result<Store> {
-        let path = self.db_path()?;
-        if let Some(store) = self.kept.as_ref().and_then(|pool| pool.take(&path)) {
-            return Ok(store);
-        }
-        let durability = match self.durability {
-            DurabilityArg::Full => Durability::Full,
-            DurabilityArg::Normal => Durability::Normal,
-        };
-        let store = Store::open(&path, durability)?;
-        if !store.tightened().is_empty() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "gavel: tightened modes others could use: {}",
-                store.tightened().join(", ")
-            );
-        }
-        Ok(store)
+        Ok(self.setup().open_store()?)
     }
 
-    /// Keeps `store` open for the next call, in a resident gavel; else closes it.
-    pub fn keep_store(&self, store: Store) {
-        if let Some(pool) = &self.kept {
-            pool.keep(store);
-        }
+    /// The policy gavel would use now: `--policy`, `$GAVEL_POLICY`,
+    /// `gavel.toml`, built-in; under the layers above it.
+    pub fn policy(&self, workspace: &Workspace) -> anyhow::Result<gavel::Policy> {
+        Ok(self.setup().policy(workspace)?)
+    }
+
+    /// The policy in force and where it comes from, in words.
+    pub fn policy_in_force(
+        &self,
+        workspace: &Workspace,
+    ) -> anyhow::Result<(gavel::Policy, String)> {
+        Ok(self.setup().policy_in_force(workspace)?)
     }
 
     /// The durability `--durability` asks for.
@@ -732,60 +681,6 @@ pub fn gavel_command() -> String {
         (Some(this), Some(found)) if this == found => "gavel".to_owned(),
         (Some(this), _) => gavel::clients::shell_word(&this.to_string_lossy()),
         (None, _) => "gavel".to_owned(),
-    }
-}
-
-/// The environment variable that sets how many new rows make an automatic
-/// checkpoint (`0` turns them off).
-pub const CHECKPOINT_EVERY_VAR: &str = "GAVEL_CHECKPOINT_EVERY";
-
-/// After governed calls: when at least `every` rows (or what
-/// `GAVEL_CHECKPOINT_EVERY` says) were appended since the newest
-/// checkpoint, signs one with the key kept beside the database (made on
-/// first use), reading only the new rows. Never fails the call it follows:
-/// a problem is one warning line on stderr.
-pub fn auto_checkpoint(store: &mut Store, every: u64) {
-    let every = match std::env::var(CHECKPOINT_EVERY_VAR) {
-        Ok(value) => match value.trim().parse::<u64>() {
-            Ok(n) => n,
-            Err(_) => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "gavel: warning: {CHECKPOINT_EVERY_VAR}=`{}` is not a number; checkpoints every {every} rows",
-                    render::escape(&value)
-                );
-                every
-            }
-        },
-        Err(_) => every,
-    };
-    if every == 0 {
-        return;
-    }
-    let signed = (|| -> anyhow::Result<Option<String>> {
-        let key = gavel::checkpoint::read_or_create_key(
-            &gavel::store::checkpoint_key_path(store.path()),
-            "gavel",
-        )?;
-        Ok(match store.checkpoint_since_last(&key, every)? {
-            Some(Err(report)) => Some(format!(
-                "not signing a checkpoint of a log that does not verify: {} at seq {}",
-                report.problem.map_or("unknown", |p| p.as_str()),
-                report.first_bad_seq.unwrap_or(0)
-            )),
-            _ => None,
-        })
-    })();
-    let problem = match signed {
-        Ok(problem) => problem,
-        Err(err) => Some(format!("no checkpoint signed: {err:#}")),
-    };
-    if let Some(problem) = problem {
-        let _ = writeln!(
-            std::io::stderr(),
-            "gavel: warning: {}",
-            render::escape(&problem)
-        );
     }
 }
 

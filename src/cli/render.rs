@@ -492,34 +492,7 @@ pub fn cell(text: &str, max: usize) -> String {
     }
 }
 
-/// Whether a character must not reach a terminal raw: C0 and C1 controls,
-/// DEL, and the bidirectional overrides and isolates that reorder text.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// `text` with control characters written as escapes (`\n`, `\t`,
-/// `\u{1b}`), so recorded text (a call id, a tool name, an argument, a
-/// reason) can never move the cursor, recolour or rewrite the auditor's
-/// terminal. Human output passes through here; JSON output is escaped by
-/// JSON itself.
-pub fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(needs_escape) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
+pub use gavel::escape::escape;
 
 /// Prints lines of human text, each escaped, and wrapped to [`width`]
 /// (see [`wrap_text`]).

@@ -1,21 +1,21 @@
-//! `gavel run`: one call through the whole pipeline, recorded.
+//! `gavel run`: one call through the whole pipeline, recorded (the
+//! adapter is `gavel::frontend::run`, or a resident gavel's).
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use gavel::approval::{Approver, Fixed, TerminalApprover};
-use gavel::approvals::{QueueApprover, StoreGrants};
+use gavel::approval::TerminalApprover;
 use gavel::facts::Workspace;
+use gavel::frontend::resident;
+use gavel::frontend::run::{govern, outcome_json};
 use gavel::runner::new_call_id;
-use gavel::store::StoreError;
-use gavel::tools::{Registry, ToolContext};
-use gavel::{ApprovalStatus, CallOutcome, ExecutionStatus, GovernedRunner, ToolRequest};
+use gavel::session::RunAsks;
+use gavel::tools::Registry;
+use gavel::{ExecutionStatus, ToolRequest};
 
 use super::{
     Exit, Format, FormatArgs, Global, ToolLimits, hint_tool_typo, parse_json_arg, read_input,
@@ -75,110 +75,27 @@ pub fn run(global: &Global, args: RunArgs) -> anyhow::Result<Exit> {
         .clone()
         .unwrap_or_else(|| request.tool_use_id.clone());
     hint_tool_typo(&request.name);
-    let asks = Asks::of(&args);
-    let outcome = match super::resident::run::forward(global, &request, &call_id, asks, args.limits)
-    {
+    let asks = match (args.approve, args.reject, args.ask) {
+        (true, _, _) => RunAsks::Approve,
+        (_, true, _) => RunAsks::Reject,
+        (_, _, Some(wait)) => RunAsks::Wait(wait.0),
+        _ => RunAsks::Prompt,
+    };
+    let setup = global.setup();
+    let context = |workspace: &Workspace| args.limits.context(workspace);
+    let outcome = match resident::run::forward(&setup, &request, &call_id, asks, &context) {
         Some(answered) => answered?,
         None => outcome_json(&govern(
-            global,
+            &setup,
             &request,
             &call_id,
             asks,
             Registry::builtin(),
-            |workspace| args.limits.context(workspace),
+            context,
             || Box::new(TerminalApprover::new()),
         )?),
     };
     finish(&outcome, args.format.get())
-}
-
-/// Who answers the call's ask, as `run`'s options say.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Asks {
-    /// `--approve`.
-    Approve,
-    /// `--reject`.
-    Reject,
-    /// `--ask wait[=DURATION]`: the pending queue.
-    Wait(Option<Duration>),
-    /// The policy's `[approval] wait` if it has one, else a prompt on the caller's terminal.
-    Prompt,
-}
-
-impl Asks {
-    fn of(args: &RunArgs) -> Self {
-        match (args.approve, args.reject, args.ask) {
-            (true, _, _) => Asks::Approve,
-            (_, true, _) => Asks::Reject,
-            (_, _, Some(wait)) => Asks::Wait(wait.0),
-            _ => Asks::Prompt,
-        }
-    }
-}
-
-/// One call through the pipeline under `global`'s policy and into its
-/// record; `tools` runs it, `prompt` is asked when a person is to answer.
-/// Shared by `gavel run` in its own process and a resident gavel answering
-/// one (whose tools and prompt are the caller's, across the socket).
-pub fn govern(
-    global: &Global,
-    request: &ToolRequest,
-    call_id: &str,
-    asks: Asks,
-    tools: Registry,
-    context: impl FnOnce(&Workspace) -> ToolContext,
-    prompt: impl FnOnce() -> Box<dyn Approver>,
-) -> anyhow::Result<CallOutcome> {
-    let workspace = global.workspace()?;
-    let policy = global.calls_policy(&workspace)?;
-    let context = context(&workspace);
-    let runner = GovernedRunner::new(policy, workspace, tools)
-        .with_max_argument_bytes(global.max_argument_bytes)
-        .with_context(context);
-    let mut store = global.open_store()?;
-    let principal = global.principal("cli", runner.workspace(), runner.policy(), &store);
-    let wait = match asks {
-        Asks::Wait(wait) => Some(wait),
-        Asks::Prompt => runner.policy().approval_wait().map(Some),
-        Asks::Approve | Asks::Reject => None,
-    };
-    let mut approver: Box<dyn Approver> = match (wait, asks) {
-        (Some(wait), _) => Box::new(
-            QueueApprover::opening(
-                store.path(),
-                global.durability(),
-                super::AskWait(wait).or(super::DEFAULT_WAIT),
-            )
-            .with_principal(principal.clone()),
-        ),
-        (None, Asks::Approve) => Box::new(Fixed(ApprovalStatus::Approved)),
-        (None, Asks::Reject) => Box::new(Fixed(ApprovalStatus::Rejected)),
-        (None, _) => prompt(),
-    };
-    let runner = runner
-        .with_principal(principal)
-        .with_grants(Box::new(StoreGrants::new(store.path())));
-    super::Global::vouch_policy(runner.policy(), &store)?;
-    store.remember_policy(runner.policy())?;
-    store.set_redaction(runner.policy().redaction());
-    let outcome = runner
-        .run(call_id, request, None, approver.as_mut(), &mut store)
-        .map_err(|err| match err.0.downcast_ref::<StoreError>() {
-            // Not a broken record: the caller reused an id.
-            Some(duplicate @ StoreError::DuplicateCall { .. }) => {
-                anyhow::anyhow!("{duplicate}; the call did not run (give another --call-id)")
-            }
-            _ => anyhow::Error::new(err),
-        })?;
-    // The store closes last: the last connection to close folds the
-    // write-ahead log back into the database and removes it.
-    drop((runner, approver));
-    if outcome.record_error.is_none() {
-        super::auto_checkpoint(&mut store, 1);
-        global.keep_store(store);
-    }
-    Ok(outcome)
 }
 
 /// Prints the outcome (as [`outcome_json`] made it) and says how `run` exits.
@@ -213,26 +130,6 @@ pub fn exit_for(status: ExecutionStatus) -> Exit {
         ExecutionStatus::Failed => Exit::Failed,
         ExecutionStatus::Blocked => Exit::Blocked,
     }
-}
-
-/// The JSON object `run` prints for a call.
-pub fn outcome_json(outcome: &CallOutcome) -> Value {
-    let decision = outcome.decision();
-    json!({
-        "call_id": outcome.call_id,
-        "tool": outcome.request.name,
-        "action": decision.action,
-        "rule_id": decision.rule_id,
-        "reason": decision.reason,
-        "approval": outcome.resolution.approval,
-        "status": outcome.result.status,
-        "content": outcome.result.content,
-        "exit_code": outcome.result.exit_code,
-        "policy": decision.policy,
-        "tool_result": outcome.to_protocol_block(),
-        "recorded": outcome.record_error.is_none(),
-        "record_error": outcome.record_error,
-    })
 }
 
 fn print_outcome(outcome: &Value, format: Format) -> std::io::Result<()> {

@@ -26,6 +26,7 @@ pub mod http;
 pub mod hub;
 pub mod jsonrpc;
 pub mod names;
+pub mod open;
 pub mod relay;
 pub mod results;
 pub mod session;

@@ -31,8 +31,8 @@ use crate::audit::{
 use crate::policy::{Action, Decision};
 use crate::principal::Principal;
 use crate::request::ToolRequest;
-use crate::runner::{AskRoute, GovernedRunner, blocked_content, new_call_id};
-use crate::store::Store;
+use crate::runner::{AskRoute, blocked_content, new_call_id};
+use crate::session::{Ask, Call, Governed, Service};
 
 mod queue;
 use queue::Queued;
@@ -123,8 +123,7 @@ struct Held {
 
 /// One proxied session.
 pub struct Session {
-    runner: GovernedRunner,
-    store: Store,
+    service: Service,
     who: Option<Arc<Principal>>,
     config: Config,
     /// Whether the client declared `elicitation` (form mode) in `initialize`.
@@ -152,12 +151,11 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(runner: GovernedRunner, store: Store, config: Config) -> Self {
-        let who = runner.principal().cloned().map(Arc::new);
+    pub fn new(service: Service, config: Config) -> Self {
+        let who = service.principal();
         let definitions = Definitions::new(&config.server);
         Self {
-            runner,
-            store,
+            service,
             who,
             config,
             elicitation: false,
@@ -184,9 +182,14 @@ impl Session {
         self
     }
 
-    /// The store, to checkpoint it when the session is over.
-    pub fn store_mut(&mut self) -> &mut Store {
-        &mut self.store
+    /// The store the session records in.
+    pub fn store_mut(&mut self) -> &mut crate::store::Store {
+        self.service.store()
+    }
+
+    /// The session's end: a signed checkpoint vouches for what it recorded.
+    pub fn close(self) {
+        self.service.close();
     }
 
     /// Whether any call waits for the server or for an approval.
@@ -311,7 +314,10 @@ impl Session {
                 .and_then(Value::as_array)
         {
             let who = self.who.clone();
-            if let Err(err) = self.definitions.seen(tools, &mut self.store, who.as_ref()) {
+            if let Err(err) = self
+                .definitions
+                .seen(tools, self.service.store(), who.as_ref())
+            {
                 out.push(Out::Note(format!(
                     "cannot record the server's tool definitions: {err}"
                 )));
@@ -426,14 +432,14 @@ impl Session {
         self.client_name = field("name").map(str::to_owned);
         // The client the calls come through, as it names itself: the
         // principal's `client_version` (its `client` stays `mcp`).
-        if let (Some(name), Some(principal)) = (field("name"), self.runner.principal()) {
+        if let (Some(name), Some(principal)) = (field("name"), self.service.runner().principal()) {
             let named = match field("version") {
                 Some(version) => format!("{name} {version}"),
                 None => name.to_owned(),
             };
             let principal = principal.clone().with_client_version(Some(&named));
-            self.runner.set_principal(principal);
-            self.who = self.runner.principal().cloned().map(Arc::new);
+            self.service.runner_mut().set_principal(principal);
+            self.who = self.service.principal();
         }
     }
 
@@ -471,7 +477,10 @@ impl Session {
             .and_then(Value::as_array)
         {
             let who = self.who.clone();
-            if let Err(err) = self.definitions.seen(tools, &mut self.store, who.as_ref()) {
+            if let Err(err) = self
+                .definitions
+                .seen(tools, self.service.store(), who.as_ref())
+            {
                 out.push(Out::Note(format!(
                     "cannot record the server's tool definitions: {err}"
                 )));
@@ -541,7 +550,10 @@ impl Session {
             tool,
             &arguments,
             Some(&self.config.session_id),
-            self.runner.max_argument_bytes().min(INLINE_CLIENT_INPUT),
+            self.service
+                .runner()
+                .max_argument_bytes()
+                .min(INLINE_CLIENT_INPUT),
         );
         let mcp = self.definitions.facts(tool);
         let anomaly = mcp
@@ -568,16 +580,14 @@ impl Session {
                 ),
             }
         };
-        let decided = self.runner.decide_and_record_with(
-            &call_id,
-            &request,
-            Some(client),
+        let call = Call {
+            client: Some(client),
             mcp,
-            route.clone(),
-            &mut self.store,
-        );
-        let decision = match decided {
-            Ok((_, decision)) => decision,
+            ..Call::new(&call_id, &request)
+        };
+        let decision = match self.service.call(call, Ask::Route(route.clone())) {
+            Ok(Governed::Recorded { decision, .. }) => decision,
+            Ok(Governed::Ran(outcome)) => outcome.decision().clone(),
             Err(err) => return vec![Out::Client(unrecorded(id, &err))],
         };
         let open = OpenCall {
@@ -662,7 +672,7 @@ impl Session {
         };
         let Asking { mut open, line, .. } = asking;
         let approval = self.approval_event(&open, ApprovalStatus::Approved, None);
-        if let Err(err) = self.store.append(&[approval]) {
+        if let Err(err) = self.service.store().append(&[approval]) {
             return vec![Out::Client(unrecorded(
                 &open.request_id,
                 &AuditError(Box::new(err)),
@@ -693,7 +703,7 @@ impl Session {
             EventBody::Result(ResultRecord::from_result(&blocked(&text))),
         );
         let mut out = Vec::new();
-        if let Err(err) = self.store.append(&[approval, result]) {
+        if let Err(err) = self.service.store().append(&[approval, result]) {
             out.push(Out::Note(format!("cannot record the end of an ask: {err}")));
         }
         out.extend(self.anomaly_row(open, ExecutionStatus::Blocked, &text));
@@ -754,7 +764,7 @@ impl Session {
     fn finish(&mut self, call: OpenCall, result: &ToolResult) -> Vec<Out> {
         let event = self.event(&call, EventBody::Result(ResultRecord::from_result(result)));
         let mut out = Vec::new();
-        if let Err(err) = self.store.append(&[event]) {
+        if let Err(err) = self.service.store().append(&[event]) {
             out.push(Out::Note(format!(
                 "cannot record the result of `{}`: {err}",
                 call.tool
@@ -788,7 +798,7 @@ impl Session {
                 result: ResultRecord::from_result(&result),
             }),
         );
-        match self.store.append(&[event]) {
+        match self.service.store().append(&[event]) {
             Ok(_) => Vec::new(),
             Err(err) => vec![Out::Note(format!("cannot record an anomaly: {err}"))],
         }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::session::{Config, End, Out, Session};
+use crate::session::{Service, Setup};
 use crate::store::{AuditQuery, CallSummary, Store};
 use crate::tools::Registry;
 use crate::{GovernedRunner, Policy, Workspace};
@@ -72,7 +73,7 @@ fn session_with(store: Store, dir: tempfile::TempDir) -> Fixture {
     };
     Fixture {
         _dir: dir,
-        session: Session::new(runner, store, config),
+        session: Session::new(Service::from_parts(Setup::default(), runner, store), config),
     }
 }
 

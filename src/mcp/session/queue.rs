@@ -40,7 +40,7 @@ impl Session {
         decision: Decision,
         now: Instant,
     ) -> Vec<Out> {
-        let pending = match approvals::waiting(&self.store, &open.call_id) {
+        let pending = match approvals::waiting(self.service.store(), &open.call_id) {
             Ok(pending) => pending,
             Err(err) => {
                 // Its own pending row cannot be read back: nobody could
@@ -54,7 +54,7 @@ impl Session {
                     EventBody::Result(ResultRecord::from_result(&blocked(&text))),
                 );
                 let mut out = Vec::new();
-                if let Err(err) = self.store.append(&[result]) {
+                if let Err(err) = self.service.store().append(&[result]) {
                     out.push(Out::Note(format!("cannot record the end of an ask: {err}")));
                 }
                 out.push(Out::Client(jsonrpc::tool_error(&open.request_id, &text)));
@@ -95,7 +95,7 @@ impl Session {
                 continue;
             };
             let over = chrono::Utc::now().timestamp_micros() >= queued.pending.until_us;
-            match approvals::answered(&self.store, &queued.pending) {
+            match approvals::answered(self.service.store(), &queued.pending) {
                 Ok(Some(waited)) => out.extend(self.settle(&call_id, waited, false, now)),
                 Ok(None) | Err(_) if over => {
                     out.extend(self.unqueue(&call_id, CancelCause::Timeout))
@@ -132,7 +132,7 @@ impl Session {
         );
         let who = self.who.clone();
         let stopped = approvals::stop_waiting(
-            &mut self.store,
+            self.service.store(),
             &queued.pending,
             cause,
             who.as_ref(),
@@ -236,7 +236,7 @@ impl Session {
                 &open,
                 EventBody::Result(ResultRecord::from_result(&blocked(&text))),
             );
-            if let Err(err) = self.store.append(&[result]) {
+            if let Err(err) = self.service.store().append(&[result]) {
                 out.push(Out::Note(format!("cannot record the end of an ask: {err}")));
             }
         }

@@ -21,20 +21,21 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use gavel::approval::{Answer, ApprovalChannel, Approver, CancelCause, TerminalApprover};
-use gavel::tools::{Registry, ToolContext, ToolError, ToolHandler, ToolOutput};
-use gavel::{ApprovalStatus, Decision, ToolRequest};
-
 use super::{Job, Reply, send};
-use crate::cli::run::{Asks, govern, outcome_json};
-use crate::cli::{Global, ToolLimits, one_line};
+use crate::approval::{Answer, ApprovalChannel, Approver, CancelCause, TerminalApprover};
+use crate::facts::Workspace;
+use crate::frontend::hook::one_line;
+use crate::frontend::run::{govern, outcome_json};
+use crate::session::{RunAsks, SessionError, Setup};
+use crate::tools::{Registry, ToolContext, ToolError, ToolHandler, ToolOutput};
+use crate::{ApprovalStatus, Decision, ToolRequest};
 
 /// The call `run` hands over.
 #[derive(Serialize, Deserialize)]
 pub(super) struct Call {
     request: ToolRequest,
     call_id: String,
-    asks: Asks,
+    asks: RunAsks,
 }
 
 /// What the caller says when it is asked.
@@ -62,13 +63,13 @@ it may be recorded, so it is not tried again (see gavel log)";
 /// answers: its outcome as `run` prints it, or `None` when this process is
 /// to run the call itself (nothing was recorded).
 pub fn forward(
-    global: &Global,
+    setup: &Setup,
     request: &ToolRequest,
     call_id: &str,
-    asks: Asks,
-    limits: ToolLimits,
-) -> Option<anyhow::Result<Value>> {
-    let mut pinned = global.clone();
+    asks: RunAsks,
+    context: &dyn Fn(&Workspace) -> ToolContext,
+) -> Option<Result<Value, SessionError>> {
+    let mut pinned = setup.clone();
     if pinned.workspace.is_none() {
         pinned.workspace = Some(std::env::current_dir().ok()?);
     }
@@ -90,23 +91,23 @@ pub fn forward(
         let said = match reply {
             Some(Reply::Yourself { .. }) if !started => return None,
             Some(Reply::Ran { outcome }) => return Some(Ok(outcome)),
-            Some(Reply::Error { message }) => return Some(Err(anyhow::anyhow!(message))),
+            Some(Reply::Error { message }) => return Some(Err(SessionError::Call(message))),
             Some(Reply::Ask { request, decision }) => prompt_here(&request, &decision),
             // Only this call's tool with this call's arguments, and once.
             Some(Reply::Execute { tool, arguments })
                 if !executed && tool == request.name && arguments == request.arguments =>
             {
                 executed = true;
-                execute_here(&pinned, limits, &tool, &arguments)
+                execute_here(&pinned, context, &tool, &arguments)
             }
             // Gone, or saying what is not this call: never tried again.
-            _ => return Some(Err(anyhow::anyhow!(GONE))),
+            _ => return Some(Err(SessionError::Call(GONE.to_owned()))),
         };
         started = true;
         let mut said = serde_json::to_vec(&said).unwrap_or_default();
         said.push(b'\n');
         if (&stream).write_all(&said).is_err() {
-            return Some(Err(anyhow::anyhow!(GONE)));
+            return Some(Err(SessionError::Call(GONE.to_owned())));
         }
     }
 }
@@ -126,12 +127,17 @@ fn prompt_here(request: &ToolRequest, decision: &Decision) -> Said {
 }
 
 /// Runs the built-in tool here, with this process's limits.
-fn execute_here(global: &Global, limits: ToolLimits, tool: &str, arguments: &Value) -> Said {
+fn execute_here(
+    setup: &Setup,
+    context: &dyn Fn(&Workspace) -> ToolContext,
+    tool: &str,
+    arguments: &Value,
+) -> Said {
     let failed = |message: String| Said::Failed {
         message,
         exit_code: None,
     };
-    let workspace = match global.workspace() {
+    let workspace = match setup.workspace() {
         Ok(workspace) => workspace,
         Err(err) => return failed(one_line(&err)),
     };
@@ -139,7 +145,7 @@ fn execute_here(global: &Global, limits: ToolLimits, tool: &str, arguments: &Val
     let Some(handler) = tools.get(tool) else {
         return failed(format!("no handler is registered for tool `{tool}`"));
     };
-    let context = limits.context(&workspace);
+    let context = context(&workspace);
     match catch_unwind(AssertUnwindSafe(|| handler.call(arguments, &context))) {
         Ok(Ok(output)) => Said::Output {
             content: output.content,
@@ -251,7 +257,7 @@ impl Approver for PromptThere {
 }
 
 /// Runs the call handed over on `stream`: the reply that ends it.
-pub(super) fn answer(global: &Global, call: Call, stream: &UnixStream) -> Reply {
+pub(super) fn answer(setup: &Setup, call: Call, stream: &UnixStream) -> Reply {
     let (Ok(reader), Ok(writer)) = (stream.try_clone(), stream.try_clone()) else {
         return Reply::Yourself {
             why: "cannot share the connection".to_owned(),
@@ -271,7 +277,7 @@ pub(super) fn answer(global: &Global, call: Call, stream: &UnixStream) -> Reply 
     }
     let governed = catch_unwind(AssertUnwindSafe(|| {
         govern(
-            global,
+            setup,
             &call.request,
             &call.call_id,
             call.asks,

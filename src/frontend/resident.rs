@@ -25,20 +25,18 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use gavel::clients::{Answer, Client};
-use gavel::store::Store;
+use super::hook::{self, HookOptions};
+use crate::clients::{Answer, Client};
+use crate::session::{CHECKPOINT_EVERY_VAR, HookAsk, SessionError, Setup, StorePool};
+use crate::store::Durability;
 
 pub mod run;
-
-use super::hook::{self, AskArg, HookArgs};
-use super::{DurabilityArg, Exit, Global};
 
 /// The environment variables the call path reads after the options are
 /// resolved (the layers, the principal, the checkpoint interval): the
@@ -47,9 +45,9 @@ const ENV: &[&str] = &[
     "HOME",
     "USER",
     "XDG_CONFIG_HOME",
-    gavel::layers::ADMIN_POLICY_VAR,
+    crate::layers::ADMIN_POLICY_VAR,
     "GAVEL_POLICY",
-    super::CHECKPOINT_EVERY_VAR,
+    CHECKPOINT_EVERY_VAR,
 ];
 
 /// The largest request line a resident process reads (a hook's event with
@@ -108,8 +106,8 @@ enum Reply {
     },
     /// Prompt for the ask of this call, on the caller's terminal.
     Ask {
-        request: gavel::ToolRequest,
-        decision: gavel::Decision,
+        request: crate::ToolRequest,
+        decision: crate::Decision,
     },
     /// Run this tool, in the caller's process.
     Execute {
@@ -135,30 +133,20 @@ fn env_now() -> Vec<(String, Option<String>)> {
         .collect()
 }
 
-fn ask_text(ask: AskArg) -> String {
-    match ask {
-        AskArg::Auto => "auto".to_owned(),
-        AskArg::Prompt => "prompt".to_owned(),
-        AskArg::Deny => "deny".to_owned(),
-        AskArg::Wait(super::AskWait(None)) => "wait".to_owned(),
-        AskArg::Wait(super::AskWait(Some(wait))) => format!("wait={}ms", wait.as_millis()),
-    }
-}
-
 /// Hands the hook's event to the resident process of its database, if one
 /// answers: `None` when the hook is to run the call itself. `pinned` is
 /// the hook's options with the session's workspace pinned, as the call
 /// itself would resolve them.
-pub fn forward(
+pub fn forward_hook(
     client: &dyn Client,
-    pinned: &Global,
-    args: &HookArgs,
+    pinned: &Setup,
+    options: &HookOptions,
     text: &str,
 ) -> Option<Answer> {
     let job = Job::Hook {
         client: client.name().to_owned(),
-        ask: args.ask.map(ask_text),
-        event: args.event.clone(),
+        ask: options.ask.map(HookAsk::text),
+        event: options.event.clone(),
         input: text.to_owned(),
     };
     let stream = send(pinned, job)?;
@@ -182,7 +170,7 @@ pub fn forward(
         // away: the call may be recorded, so it is not tried again here.
         _ => Some(hook::fail(
             client,
-            args,
+            options,
             text,
             "the resident gavel (serve --socket) did not answer",
         )),
@@ -193,7 +181,7 @@ pub fn forward(
 /// database, when one of this user's running this very binary listens and
 /// every path is absolute: the connection to read the answer from, else
 /// `None` (nothing was recorded; the caller runs the call itself).
-fn send(pinned: &Global, job: Job) -> Option<UnixStream> {
+fn send(pinned: &Setup, job: Job) -> Option<UnixStream> {
     let db = pinned.db_path().ok()?;
     let socket = socket_for(&db);
     let owned = std::fs::symlink_metadata(&socket).ok()?;
@@ -222,7 +210,7 @@ fn send(pinned: &Global, job: Job) -> Option<UnixStream> {
         policy: pinned.policy.clone(),
         shadow_policy: pinned.shadow_policy.clone(),
         db,
-        durability_normal: pinned.durability == DurabilityArg::Normal,
+        durability_normal: pinned.durability == Durability::Normal,
         max_argument_bytes: pinned.max_argument_bytes,
         env: env_now(),
         job,
@@ -233,40 +221,6 @@ fn send(pinned: &Global, job: Job) -> Option<UnixStream> {
     // leaves the call to this process.
     stream.write_all(&line).ok()?;
     Some(stream)
-}
-
-/// Audit stores kept open between calls, one pool per resident process.
-#[derive(Default)]
-pub struct StorePool {
-    stores: Mutex<Vec<Store>>,
-}
-
-impl std::fmt::Debug for StorePool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StorePool")
-    }
-}
-
-impl StorePool {
-    /// At most this many stores are kept (one per call answered at once).
-    const KEEP: usize = 8;
-
-    pub fn take(&self, path: &Path) -> Option<Store> {
-        let mut stores = self.stores.lock().ok()?;
-        let at = stores.iter().position(|s| s.path() == path)?;
-        Some(stores.swap_remove(at))
-    }
-
-    /// Keeps `store` for the next call; a kept store lives long, so its
-    /// WAL checkpoints move to a thread of their own.
-    pub fn keep(&self, mut store: Store) {
-        let _ = store.checkpoint_in_background();
-        if let Ok(mut stores) = self.stores.lock()
-            && stores.len() < Self::KEEP
-        {
-            stores.push(store);
-        }
-    }
 }
 
 /// Set by SIGTERM, SIGINT or SIGHUP: the resident process stops accepting.
@@ -287,31 +241,44 @@ extern "C" fn stop(_: libc::c_int) {
 
 /// `gavel serve --socket`: answers hooks until stopped, or until no hook
 /// came for `idle`.
-pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyhow::Result<Exit> {
-    let db = std::path::absolute(global.db_path()?).context("cannot read the current directory")?;
+pub fn listen(setup: &Setup, socket: Option<PathBuf>, idle: Duration) -> Result<(), SessionError> {
+    let io = |what: String| move |source| SessionError::Io { what, source };
+    let db = std::path::absolute(setup.db_path()?).map_err(SessionError::CurrentDir)?;
     let socket = socket.unwrap_or_else(|| socket_for(&db));
-    let mut global = global.clone();
-    global.db = Some(db.clone());
+    let mut setup = setup.clone();
+    setup.db = Some(db.clone());
     let pool = Arc::new(StorePool::default());
-    global.kept = Some(Arc::clone(&pool));
+    setup.kept = Some(Arc::clone(&pool));
     // The database is made (or migrated) now, so a bad one stops here.
-    pool.keep(global.open_store()?);
-    gavel::policy::memoize_parses();
+    pool.keep(setup.open_store()?);
+    crate::policy::memoize_parses();
 
     if UnixStream::connect(&socket).is_ok() {
-        anyhow::bail!("a resident gavel already answers on `{}`", socket.display());
+        return Err(SessionError::Call(format!(
+            "a resident gavel already answers on `{}`",
+            socket.display()
+        )));
     }
     match std::fs::symlink_metadata(&socket) {
-        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(&socket)
-            .with_context(|| format!("cannot remove the stale socket `{}`", socket.display()))?,
-        Ok(_) => anyhow::bail!("`{}` exists and is not a socket", socket.display()),
+        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(&socket).map_err(io(
+            format!("cannot remove the stale socket `{}`", socket.display()),
+        ))?,
+        Ok(_) => {
+            return Err(SessionError::Call(format!(
+                "`{}` exists and is not a socket",
+                socket.display()
+            )));
+        }
         Err(_) => {}
     }
     let listener = UnixListener::bind(&socket)
-        .with_context(|| format!("cannot listen on `{}`", socket.display()))?;
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
-        .with_context(|| format!("cannot restrict `{}` to its owner", socket.display()))?;
-    listener.set_nonblocking(true)?;
+        .map_err(io(format!("cannot listen on `{}`", socket.display())))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).map_err(io(
+        format!("cannot restrict `{}` to its owner", socket.display()),
+    ))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(io("cannot listen without blocking".to_owned()))?;
     for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
         unsafe {
@@ -326,7 +293,7 @@ pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyho
         db.display(),
         socket.display()
     );
-    let global = Arc::new(global);
+    let setup = Arc::new(setup);
     let mut last = Instant::now();
     while !STOP.load(Ordering::Relaxed) && last.elapsed() < idle {
         // Idle means no hook came and none is being answered (one may wait
@@ -337,15 +304,15 @@ pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyho
         match listener.accept() {
             Ok((stream, _)) => {
                 last = Instant::now();
-                let global = Arc::clone(&global);
+                let setup = Arc::clone(&setup);
                 IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
                 std::thread::spawn(move || {
-                    answer(&global, stream);
+                    answer(&setup, stream);
                     IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
                 });
             }
             Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => wait_readable(&listener),
-            Err(err) => return Err(err).context("cannot accept a hook's connection"),
+            Err(err) => return Err(io("cannot accept a hook's connection".to_owned())(err)),
         }
     }
     let _ = std::fs::remove_file(&socket);
@@ -356,7 +323,7 @@ pub fn listen(global: &Global, socket: Option<PathBuf>, idle: Duration) -> anyho
         std::thread::sleep(Duration::from_millis(10));
     }
     eprintln!("gavel: answered {} calls", ANSWERED.load(Ordering::Relaxed));
-    Ok(Exit::Ok)
+    Ok(())
 }
 
 /// Waits up to a quarter second for a connection (so a stop is seen soon).
@@ -415,7 +382,7 @@ fn trusted_listener(stream: &UnixStream) -> bool {
 }
 
 /// Answers one caller's connection.
-fn answer(global: &Global, stream: UnixStream) {
+fn answer(setup: &Setup, stream: UnixStream) {
     // SAFETY: getuid(2) cannot fail and touches no memory.
     if peer(&stream).map(|cred| cred.uid) != Some(unsafe { libc::getuid() }) {
         return;
@@ -430,15 +397,15 @@ fn answer(global: &Global, stream: UnixStream) {
         return;
     }
     let reply = match serde_json::from_str::<Request>(&line) {
-        Ok(request) => match mine(global, &request) {
+        Ok(request) => match mine(setup, &request) {
             Ok(call) => match request.job {
                 Job::Hook {
                     client,
                     ask,
                     event,
                     input,
-                } => match ask.as_deref().map(hook::parse_ask).transpose() {
-                    Ok(ask) => run_hook(&call, HookArgs { client, ask, event }, &input),
+                } => match ask.as_deref().map(HookAsk::parse).transpose() {
+                    Ok(ask) => run_hook(&call, &client, HookOptions { ask, event }, &input),
                     Err(why) => Reply::Yourself { why },
                 },
                 Job::Run(job) => run::answer(&call, job, &stream),
@@ -464,11 +431,11 @@ fn say(stream: &UnixStream, reply: &Reply) -> Option<()> {
 }
 
 /// The options of `request` as this process runs them, or why it does not.
-fn mine(global: &Global, request: &Request) -> Result<Global, String> {
+fn mine(setup: &Setup, request: &Request) -> Result<Setup, String> {
     if request.gavel != env!("CARGO_PKG_VERSION") {
         return Err(format!("the caller is gavel {}", request.gavel));
     }
-    if Some(&request.db) != global.db.as_ref() {
+    if Some(&request.db) != setup.db.as_ref() {
         return Err(format!(
             "`{}` is not this process's database",
             request.db.display()
@@ -478,10 +445,10 @@ fn mine(global: &Global, request: &Request) -> Result<Global, String> {
         return Err("the caller's environment differs".to_owned());
     }
     // The kept stores commit with this process's durability.
-    if request.durability_normal != (global.durability == DurabilityArg::Normal) {
+    if request.durability_normal != (setup.durability == Durability::Normal) {
         return Err("the caller asks for another durability".to_owned());
     }
-    let mut call = global.clone();
+    let mut call = setup.clone();
     call.workspace = Some(request.workspace.clone());
     call.policy.clone_from(&request.policy);
     call.shadow_policy.clone_from(&request.shadow_policy);
@@ -489,19 +456,19 @@ fn mine(global: &Global, request: &Request) -> Result<Global, String> {
     Ok(call)
 }
 
-fn run_hook(global: &Global, args: HookArgs, input: &str) -> Reply {
-    let Some(client) = gavel::clients::by_name(&args.client) else {
+fn run_hook(setup: &Setup, client: &str, options: HookOptions, input: &str) -> Reply {
+    let Some(client) = crate::clients::by_name(client) else {
         return Reply::Yourself {
-            why: format!("unknown client `{}`", args.client),
+            why: format!("unknown client `{client}`"),
         };
     };
     let answered = catch_unwind(AssertUnwindSafe(|| {
-        hook::handle(client, global, &args, input)
+        hook::handle(client, setup, &options, input)
     }));
     let answer = match answered {
         Ok(Ok(answer)) => answer,
-        Ok(Err(err)) => hook::fail(client, &args, input, &super::one_line(&err)),
-        Err(_) => hook::fail(client, &args, input, "internal error"),
+        Ok(Err(err)) => hook::fail(client, &options, input, &hook::one_line(&err)),
+        Err(_) => hook::fail(client, &options, input, "internal error"),
     };
     Reply::Answer {
         stdout: answer.stdout,

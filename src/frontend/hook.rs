@@ -1,0 +1,590 @@
+//! A client's hook (`gavel hook <client>`): one event on stdin, answered
+//! in the client's own format on stdout (`crate::clients` knows each
+//! client's events, tools and answers). A tool call goes to the session
+//! service ([`Service::call`]) with its ask routed to where the client or
+//! the pending queue answers it; a completion completes the call it
+//! matches; anything else is a lifecycle event.
+//!
+//! Exit codes follow the client, not gavel's table: 0 when the event was
+//! recorded (a `deny` is an answer, not an error). Anything that goes wrong
+//! (bad input, a bad policy, an unwritable record, a panic, a fatal signal)
+//! ends in the client's fail-closed answer (`Client::fail_closed`): exit 2
+//! (and, for clients that read it, a deny on stdout) wherever the client
+//! would otherwise let the call run; exit 1 on events where 2 would mean
+//! something else (Claude Code's `Stop`: keep working).
+
+use std::io::{Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Value, json};
+
+use super::resident;
+use crate::approval::ApprovalStatus;
+use crate::approvals;
+use crate::audit::{
+    AnomalyKind, AnomalyRecord, ClientCall, Event, EventBody, ExecutionStatus, INLINE_CLIENT_INPUT,
+    LifecycleRecord, ResultRecord, ToolResult,
+};
+use crate::clients::completion::{Completion, by, client_approval, close_declined};
+use crate::clients::{
+    self, Answer, AskMode, Client, Context, HookError, HookEvent, Kind, LOG_STARTED_MID_SESSION,
+    Reply, ToolCall,
+};
+use crate::policy::{Action, Decision};
+use crate::principal::Principal;
+use crate::runner::{AskRoute, blocked_content, new_call_id};
+use crate::session::{
+    Ask, Call, Governed, HookAsk, Service, SessionError, Setup, chain, hook_wait_for,
+};
+use crate::store::{Store, StoreError};
+use crate::tools::Registry;
+
+/// A hook's options beside its client.
+#[derive(Debug, Clone, Default)]
+pub struct HookOptions {
+    /// What an `ask` becomes; `None`: the policy's `[approval] wait`, else `auto`.
+    pub ask: Option<HookAsk>,
+    /// The event name, for payloads that do not carry it (Copilot's camelCase hooks).
+    pub event: Option<String>,
+}
+
+/// Answers the hook event on stdin on stdout, as `client`'s hook under
+/// `setup`: whatever happens, the client gets an answer it reads as
+/// recorded, or its fail-closed answer. Returns the exit code.
+pub fn answer_stdin(client: &dyn Client, setup: &Setup, options: &HookOptions) -> u8 {
+    fail_closed_on_fatal_signals(client);
+    // A panic must not print its multi-line report nor exit with 101, which
+    // a client would treat as "let the call run".
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut text = String::new();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|source| SessionError::Io {
+                what: "cannot read the hook input from stdin".to_owned(),
+                source,
+            })?;
+        let event = parse_event(client, options, &text)?;
+        let setup = pin_workspace(client, setup, &event.context);
+        match resident::forward_hook(client, &setup, options, &text) {
+            Some(answer) => Ok(answer),
+            None => handle_event(client, &setup, options, event),
+        }
+    }));
+    let _ = std::panic::take_hook();
+    let answer = match outcome {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(err)) => fail(client, options, &text, &one_line(&err)),
+        Err(panic) => {
+            let detail = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let message = format!("internal error: {}", detail.replace('\n', " "));
+            fail(client, options, &text, &message)
+        }
+    };
+    let printed = match &answer.stdout {
+        Some(line) => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{line}").and_then(|()| out.flush())
+        }
+        None => Ok(()),
+    };
+    if let Some(line) = &answer.stderr {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+    if printed.is_err() && answer.exit == 0 {
+        let failed = fail(client, options, &text, "cannot write the hook answer");
+        let _ = writeln!(std::io::stderr(), "{}", failed.stderr.unwrap_or_default());
+        return failed.exit;
+    }
+    answer.exit
+}
+
+/// An error and its causes on one line.
+pub(crate) fn one_line(err: &SessionError) -> String {
+    chain(err).replace('\n', " ")
+}
+
+/// The client's fail-closed answer for the event `text` names, if it names one.
+pub fn fail(client: &dyn Client, options: &HookOptions, text: &str, message: &str) -> Answer {
+    let named = serde_json::from_str::<Value>(text).ok().and_then(|v| {
+        ["hook_event_name", "hookEventName"]
+            .iter()
+            .find_map(|field| v.get(*field)?.as_str().map(str::to_owned))
+    });
+    client.fail_closed(named.or_else(|| options.event.clone()).as_deref(), message)
+}
+
+/// The client's event in `text` (named by `--event` when it does not say).
+fn parse_event(
+    client: &dyn Client,
+    options: &HookOptions,
+    text: &str,
+) -> Result<HookEvent, SessionError> {
+    let mut value: Value =
+        serde_json::from_str(text).map_err(|source| HookError::NotJson { source })?;
+    if let (Some(event), Some(object)) = (&options.event, value.as_object_mut())
+        && !object.contains_key("hook_event_name")
+        && !object.contains_key("hookEventName")
+    {
+        object.insert("hook_event_name".into(), Value::String(event.clone()));
+    }
+    Ok(client.parse(value)?)
+}
+
+/// `setup` with the workspace pinned for the whole session: --workspace,
+/// else the project the client was started in (its environment variable,
+/// or the project it reports), and only then the hook's cwd, which follows
+/// the agent's `cd`.
+fn pin_workspace(client: &dyn Client, setup: &Setup, context: &Context) -> Setup {
+    let mut setup = setup.clone();
+    if setup.workspace.is_none() {
+        let project = client
+            .project_dir_var()
+            .and_then(std::env::var_os)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| context.project_dir.as_ref().map(PathBuf::from));
+        setup.workspace = Some(project.unwrap_or_else(|| PathBuf::from(&context.cwd)));
+    }
+    setup
+}
+
+/// Handles one event given as text: the answer for the client.
+pub fn handle(
+    client: &dyn Client,
+    setup: &Setup,
+    options: &HookOptions,
+    text: &str,
+) -> Result<Answer, SessionError> {
+    let event = parse_event(client, options, text)?;
+    let setup = pin_workspace(client, setup, &event.context);
+    handle_event(client, &setup, options, event)
+}
+
+/// Waits in the pending queue for the answer to `call_id` and says what the
+/// client is to do: run it (approved), or not (rejected, or no answer in
+/// time), with its `blocked` result recorded.
+fn waited_reply(
+    store: &mut Store,
+    call_id: &str,
+    decision: &Decision,
+    who: &Arc<Principal>,
+) -> Result<Reply, SessionError> {
+    let blocked = |tool: &str, status: ApprovalStatus| {
+        Event::now(
+            call_id,
+            Some(tool),
+            EventBody::Result(ResultRecord::from_result(&ToolResult {
+                status: ExecutionStatus::Blocked,
+                content: blocked_content(decision, status),
+                exit_code: None,
+                duration_ms: 0,
+            })),
+        )
+        .by(Some(who))
+    };
+    let waited = approvals::wait(store, call_id, approvals::POLL, Some(who), &|tool| {
+        vec![blocked(tool, ApprovalStatus::Cancelled)]
+    })?;
+    let by = waited
+        .approver
+        .as_deref()
+        .map(|a| format!(" by {a}"))
+        .unwrap_or_default();
+    Ok(match waited.status {
+        ApprovalStatus::Approved => Reply::Allow {
+            reason: format!(
+                "{} (approved{by} via {})",
+                clients::decision_reason(decision),
+                waited.channel.as_str()
+            ),
+        },
+        ApprovalStatus::Rejected => {
+            let tool = store
+                .call_events(call_id)?
+                .first()
+                .and_then(|e| e.tool.clone())
+                .unwrap_or_default();
+            store.append(&[blocked(&tool, ApprovalStatus::Rejected)])?;
+            Reply::Deny {
+                reason: format!(
+                    "{} (rejected{by} via {}{})",
+                    clients::decision_reason(decision),
+                    waited.channel.as_str(),
+                    waited
+                        .reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+            }
+        }
+        _ => Reply::Deny {
+            reason: format!(
+                "{} (needs approval: nobody answered in time; cancelled)",
+                clients::decision_reason(decision)
+            ),
+        },
+    })
+}
+
+/// The exit code of a fatal signal, and what to print on stdout then.
+static FATAL_EXIT: AtomicI32 = AtomicI32::new(2);
+static FATAL_STDOUT: OnceLock<Vec<u8>> = OnceLock::new();
+
+/// Makes a fatal signal (a crash in C code, an abort, a kill on timeout)
+/// end in the client's fail-closed answer rather than a death by signal,
+/// which a client could take as "let the call run".
+fn fail_closed_on_fatal_signals(client: &dyn Client) {
+    let answer = client.fail_closed(None, "internal error: fatal signal");
+    let mut stdout = answer.stdout.unwrap_or_default().into_bytes();
+    if !stdout.is_empty() {
+        stdout.push(b'\n');
+    }
+    let _ = FATAL_STDOUT.set(stdout);
+    FATAL_EXIT.store(i32::from(answer.exit), Ordering::Relaxed);
+    extern "C" fn fatal(_: libc::c_int) {
+        const MESSAGE: &[u8] = b"gavel: internal error: fatal signal\n";
+        let code = FATAL_EXIT.load(Ordering::Relaxed);
+        // SAFETY: an atomic load, reading a buffer set before the handler was
+        // installed, write(2) and _exit(2) are async-signal-safe.
+        unsafe {
+            if let Some(out) = FATAL_STDOUT.get() {
+                libc::write(1, out.as_ptr().cast(), out.len());
+            }
+            libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
+            libc::_exit(code);
+        }
+    }
+    for signal in [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGILL,
+        libc::SIGFPE,
+        libc::SIGABRT,
+    ] {
+        // SAFETY: a zeroed sigaction with a plain handler; SA_ONSTACK uses the
+        // alternate stack Rust's runtime sets up, so a stack overflow lands here too.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = fatal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_ONSTACK;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Handles a parsed event, `setup` with its workspace pinned.
+fn handle_event(
+    client: &dyn Client,
+    setup: &Setup,
+    options: &HookOptions,
+    event: HookEvent,
+) -> Result<Answer, SessionError> {
+    let HookEvent { context, kind } = &event;
+    FATAL_EXIT.store(
+        i32::from(client.fail_closed(Some(&context.event), "").exit),
+        Ordering::Relaxed,
+    );
+    let handling = Handling {
+        client,
+        options,
+        context,
+    };
+    match kind {
+        Kind::Pre(call) => handling.pre(setup, call),
+        Kind::Permission(call) => handling.permission(setup, call),
+        _ => handling.record(setup, kind),
+    }
+}
+
+/// One event being handled: from which client, under which options.
+struct Handling<'a> {
+    client: &'a dyn Client,
+    options: &'a HookOptions,
+    context: &'a Context,
+}
+
+impl Handling<'_> {
+    /// The session service for a call this event decides: who made the
+    /// call is this process's user and host, what the client tells of its
+    /// session, subagent and version, and where the policy came from. A
+    /// log that held nothing yet says it started mid-session.
+    fn service(&self, setup: &Setup) -> Result<Service, SessionError> {
+        let context = self.context;
+        let mut service = Service::open(setup, self.client.name(), Registry::empty())?
+            .with_principal(|base| from_context(base, context));
+        if service.opened_fresh() {
+            let who = service.principal();
+            let note = mid_session(self.client, context).by(who.as_ref());
+            service.store().append(&[note])?;
+        }
+        Ok(service)
+    }
+
+    /// A call about to run: decided, recorded write-ahead, and answered
+    /// (after a wait in the pending queue, under `--ask wait`).
+    fn pre(&self, setup: &Setup, call: &ToolCall) -> Result<Answer, SessionError> {
+        let (client, context) = (self.client, self.context);
+        let service = self.service(setup)?;
+        let who = service
+            .principal()
+            .unwrap_or_else(|| Arc::new(Principal::current(client.name())));
+        let call_id = call.id.clone().unwrap_or_else(new_call_id);
+        let request = clients::to_request(client, call, &context.cwd, &call_id);
+        // The mapped arguments carry the input's content: a large input
+        // is not kept twice, only bound by its digest.
+        let recorded = context.client_call(
+            client.name(),
+            call,
+            setup.max_argument_bytes.min(INLINE_CLIENT_INPUT),
+        );
+        // The client's shell runs in the session's cwd: a relative
+        // redirect lands there, whatever the pinned workspace root.
+        let mut service = service.in_cwd(Path::new(&context.cwd));
+        let (route, prompt, wait) = self.route(service.policy());
+        let governed = service.call(
+            Call {
+                client: Some(recorded.clone()),
+                ..Call::new(&call_id, &request)
+            },
+            Ask::Route(route),
+        );
+        let decision = match governed {
+            Ok(Governed::Recorded { decision, .. }) => decision,
+            Ok(Governed::Ran(outcome)) => outcome.decision().clone(),
+            Err(err) => {
+                let reused = err
+                    .0
+                    .downcast_ref::<StoreError>()
+                    .is_some_and(|e| matches!(e, StoreError::DuplicateCall { .. }));
+                if reused {
+                    let note = reused_id(context, &call_id, &request.name, recorded).by(Some(&who));
+                    service.store().append(&[note])?;
+                }
+                return Err(err.into());
+            }
+        };
+        let reason = clients::decision_reason(&decision);
+        let reply = match decision.action {
+            Action::Allow => Reply::Allow { reason },
+            Action::Deny => Reply::Deny { reason },
+            Action::Ask if wait.is_some() => {
+                waited_reply(service.store(), &call_id, &decision, &who)?
+            }
+            Action::Ask if prompt => Reply::Ask { reason },
+            Action::Ask => Reply::Deny {
+                reason: clients::needs_approval_reason(&decision, client.name()),
+            },
+        };
+        service.close();
+        Ok(client.render(context, &reply))
+    }
+
+    /// The client is about to ask its person: recorded, and denied only
+    /// where the policy denies.
+    fn permission(&self, setup: &Setup, call: &ToolCall) -> Result<Answer, SessionError> {
+        let (client, context) = (self.client, self.context);
+        let mut service = self.service(setup)?;
+        let who = service.principal();
+        let request = clients::to_request(client, call, &context.cwd, "permission");
+        let (_, decision) = service.runner().decide(&request);
+        // The client is about to ask a person: gavel answers in the
+        // person's place only to deny what its policy denies.
+        let reply = match decision.action {
+            Action::Deny => Reply::Deny {
+                reason: clients::decision_reason(&decision),
+            },
+            Action::Allow | Action::Ask => Reply::Pass,
+        };
+        let answered = match reply {
+            Reply::Deny { .. } => "denied by gavel",
+            _ => "left to the client's own prompt",
+        };
+        service.store().append(&[Event::now(
+            &context.session_id,
+            None,
+            EventBody::Lifecycle(LifecycleRecord {
+                event: context.event.clone(),
+                data: json!({
+                    "session_id": context.session_id,
+                    "cwd": context.cwd,
+                    "turn_id": context.prompt_id,
+                    "tool_name": call.tool,
+                    "tool_input": call.input,
+                    "gavel": {
+                        "action": decision.action.as_str(),
+                        "rule_id": decision.rule_id,
+                        "reason": decision.reason,
+                        "answer": answered,
+                    },
+                }),
+            }),
+        )
+        .by(who.as_ref())])?;
+        service.close();
+        Ok(client.render(context, &reply))
+    }
+
+    /// An event that decides nothing (a completion, a batch the client
+    /// declined, a lifecycle event): recorded under the policy's redaction,
+    /// without loading the policy for deciding.
+    fn record(&self, setup: &Setup, kind: &Kind) -> Result<Answer, SessionError> {
+        let (client, context) = (self.client, self.context);
+        let workspace = setup.workspace()?;
+        let mut store = setup.open_store()?;
+        let fresh = store.last_seq()? == 0;
+        let base = Principal::current(client.name()).with_host_id_beside(store.path());
+        let who = Arc::new(from_context(base, context));
+        let starts_session = matches!(
+            kind,
+            Kind::Lifecycle {
+                starts_session: true,
+                ..
+            }
+        );
+        if fresh && !starts_session {
+            store.append(&[mid_session(client, context).by(Some(&who))])?;
+        }
+        // A policy that does not load leaves the built-in redaction on (the
+        // safe side), and is reported by the next pre-event.
+        if let Ok(policy) = setup.policy(&workspace) {
+            store.set_redaction(policy.redaction());
+        }
+        match kind {
+            Kind::Post { call, result } => {
+                let completion = Completion {
+                    client,
+                    context,
+                    call,
+                    result,
+                    max_input_bytes: setup.max_argument_bytes,
+                    who: &who,
+                };
+                match &call.id {
+                    Some(id) => completion.complete_by_id(&mut store, id)?,
+                    None => completion.complete_by_match(&mut store)?,
+                }
+            }
+            Kind::Batch(calls) => {
+                for batch in calls {
+                    if let Some(id) = &batch.call.id {
+                        let rejected = client_approval(client, context, ApprovalStatus::Rejected);
+                        store.append_for_call(id, |events| {
+                            by(close_declined(id, events, &batch.told, rejected), &who)
+                        })?;
+                    }
+                }
+            }
+            Kind::Lifecycle { data, .. } => {
+                store.append(&[Event::now(
+                    &context.session_id,
+                    None,
+                    EventBody::Lifecycle(LifecycleRecord {
+                        event: context.event.clone(),
+                        data: data.clone(),
+                    }),
+                )
+                .by(Some(&who))])?;
+            }
+            Kind::Pre(_) | Kind::Permission(_) => {}
+        }
+        setup.close_store(store);
+        Ok(Answer::ok(None))
+    }
+
+    /// Where an ask goes (the pending queue, the client's prompt, or a
+    /// refusal), whether the client prompts, and how long a queued call waits.
+    fn route(
+        &self,
+        policy: &crate::policy::Policy,
+    ) -> (AskRoute, bool, Option<std::time::Duration>) {
+        let ask = self.options.ask.unwrap_or(match policy.approval_wait() {
+            Some(wait) => HookAsk::Wait(crate::session::AskWait(Some(wait))),
+            None => HookAsk::Auto,
+        });
+        let prompt = match ask {
+            HookAsk::Deny | HookAsk::Wait(_) => false,
+            HookAsk::Prompt => self.client.can_prompt(self.context, AskMode::Prompt),
+            HookAsk::Auto => self.client.can_prompt(self.context, AskMode::Deny),
+        };
+        let wait = match ask {
+            HookAsk::Wait(wait) => Some(hook_wait_for(self.client.name(), wait)),
+            _ => None,
+        };
+        let route = match (prompt, wait) {
+            (_, Some(wait)) => AskRoute::Queue {
+                until_us: approvals::until_us(wait),
+            },
+            (true, None) => AskRoute::ClientPrompt {
+                approver: self.context.user.clone(),
+            },
+            (false, None) => AskRoute::Refuse {
+                why: format!(
+                    "needs approval: {} cannot ask a person from this hook, so gavel refused the call",
+                    self.client.name()
+                ),
+            },
+        };
+        (route, prompt, wait)
+    }
+}
+
+/// The note a hook records when it starts a new log mid-session.
+fn mid_session(client: &dyn Client, context: &Context) -> Event {
+    Event::now(
+        &context.session_id,
+        None,
+        EventBody::Lifecycle(LifecycleRecord {
+            event: LOG_STARTED_MID_SESSION.to_owned(),
+            data: json!({
+                "session_id": context.session_id,
+                "client": client.name(),
+                "first_event": context.event,
+                "detail": "no audit database existed when this hook ran, and the session had already started: what the session did before is not in this log",
+            }),
+        }),
+    )
+}
+
+/// The anomaly of a call refused because its id was already used.
+fn reused_id(context: &Context, call_id: &str, tool: &str, client: ClientCall) -> Event {
+    Event::now(
+        call_id,
+        Some(tool),
+        EventBody::Anomaly(AnomalyRecord {
+            anomaly: AnomalyKind::ReusedCallId,
+            detail: format!(
+                "a new `{}` call came with the id of a call already recorded; gavel refused it",
+                client.tool
+            ),
+            event: context.event.clone(),
+            tool_use_id: call_id.to_owned(),
+            client,
+            mismatched: Vec::new(),
+            result: ResultRecord::from_result(&ToolResult {
+                status: ExecutionStatus::Blocked,
+                content: "refused: reused call id".to_owned(),
+                exit_code: None,
+                duration_ms: 0,
+            }),
+        }),
+    )
+}
+
+/// Who made the call, as far as the client tells: its session, a
+/// subagent's id and type, the client's version.
+fn from_context(principal: Principal, context: &Context) -> Principal {
+    principal
+        .with_session(Some(&context.session_id))
+        .with_agent(context.agent_id.as_deref(), context.agent_type.as_deref())
+        .with_client_version(context.client_version.as_deref())
+}
