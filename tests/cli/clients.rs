@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use crate::support::{Sandbox, code, json_lines, run_expecting, stderr, stdout};
 
 /// One client as the tests drive it.
-struct Client {
-    name: &'static str,
+pub(crate) struct Client {
+    pub(crate) name: &'static str,
     /// Extra arguments for its pre- and post-events (Copilot's `--event`).
     pre_args: &'static [&'static str],
     post_args: &'static [&'static str],
@@ -20,7 +20,7 @@ struct Client {
     ask_renders: &'static str,
 }
 
-const CLIENTS: &[Client] = &[
+pub(crate) const CLIENTS: &[Client] = &[
     Client {
         name: "claude-code",
         pre_args: &[],
@@ -119,7 +119,13 @@ pub(crate) fn decision(client: &str, out: &Output) -> (String, String) {
     }
 }
 
-fn pre(sandbox: &Sandbox, c: &Client, command: &str, id: &str, extra: &[&str]) -> (String, String) {
+pub(crate) fn pre(
+    sandbox: &Sandbox,
+    c: &Client,
+    command: &str,
+    id: &str,
+    extra: &[&str],
+) -> (String, String) {
     let args: Vec<&str> = c.pre_args.iter().chain(extra).copied().collect();
     let out = hook(
         sandbox,

@@ -5,6 +5,7 @@
 mod anomalies;
 mod approvals;
 mod approvals_page;
+mod architecture;
 mod authoring;
 #[cfg(feature = "postgres")]
 mod central;
@@ -18,6 +19,7 @@ mod demo;
 mod differential;
 mod doctor;
 mod format;
+mod frontends;
 mod hook;
 mod layers;
 mod mcp;

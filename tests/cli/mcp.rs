@@ -182,14 +182,14 @@ pub fn text(response: &Value) -> &str {
         .unwrap_or("")
 }
 
-fn server() -> Vec<String> {
+pub(crate) fn server() -> Vec<String> {
     vec![
         "node".to_owned(),
         fixture("mcp/test-server.js").display().to_string(),
     ]
 }
 
-fn words(v: &[String]) -> Vec<&str> {
+pub(crate) fn words(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 

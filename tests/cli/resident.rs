@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 use crate::support::{Sandbox, code, json_lines, stderr, stdout, tool_payload};
 
 /// A resident gavel on the sandbox's database, stopped on drop.
-struct Resident {
+pub(crate) struct Resident {
     child: Option<Child>,
     socket: PathBuf,
 }
 
 impl Resident {
-    fn start(sandbox: &Sandbox) -> Self {
+    pub(crate) fn start(sandbox: &Sandbox) -> Self {
         let child = gavel(sandbox)
             .args(["serve", "--socket", "--db"])
             .arg(&sandbox.db)
@@ -43,7 +43,7 @@ impl Resident {
     }
 
     /// Stops it with SIGTERM; what it printed.
-    fn stop(mut self) -> String {
+    pub(crate) fn stop(mut self) -> String {
         let child = self.child.take().unwrap();
         signal(&child, "TERM");
         let out = child.wait_with_output().unwrap();
