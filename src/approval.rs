@@ -4,137 +4,18 @@
 //! runs without a prompt and `deny` is blocked without one, so no approver,
 //! however it answers, can make a denied call run. Anything but a clear
 //! yes (EOF, Ctrl-C, an error, a closed UI) is `cancelled`: fail closed.
+//!
+//! What an answer is called in the record (its status, channel and cancel
+//! cause) is the record's vocabulary, kept in `audit` and re-exported here.
 
-use std::fmt;
 use std::io::{IsTerminal, Write};
 
 use serde::{Deserialize, Serialize};
 
+use crate::audit::ApprovalRecord;
+pub use crate::audit::{ApprovalChannel, ApprovalStatus, CancelCause};
 use crate::policy::{Action, Decision};
 use crate::request::ToolRequest;
-
-/// How the approval stage ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalStatus {
-    /// The decision was `allow` or `deny`; nobody was asked.
-    NotRequired,
-    Approved,
-    Rejected,
-    /// No answer could be had: EOF, Ctrl-C, no terminal, an approver error.
-    Cancelled,
-    /// Handed to the client's own prompt (Claude Code); its answer is not yet known.
-    Pending,
-}
-
-impl ApprovalStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalStatus::NotRequired => "not_required",
-            ApprovalStatus::Approved => "approved",
-            ApprovalStatus::Rejected => "rejected",
-            ApprovalStatus::Cancelled => "cancelled",
-            ApprovalStatus::Pending => "pending",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        [
-            Self::NotRequired,
-            Self::Approved,
-            Self::Rejected,
-            Self::Cancelled,
-            Self::Pending,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == s)
-    }
-}
-
-impl fmt::Display for ApprovalStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How an approval was answered (recorded on every approval row).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalChannel {
-    /// A person at gavel's terminal prompt (or no terminal to ask on).
-    Tty,
-    /// A flag answered for everyone (`run --approve`, `--reject`).
-    Flag,
-    /// The `serve` client, over its stream.
-    Serve,
-    /// The agent client's own permission prompt (Claude Code's `ask`).
-    ClientPrompt,
-    /// The agent client let the call run without a prompt (its own allow rules or mode).
-    ClientAuto,
-    /// A library caller's own approver.
-    Api,
-    /// Waiting in gavel's pending queue (`--ask wait`): the `pending` row of
-    /// an asked call, and its `cancelled` row when the wait ends unanswered.
-    Queue,
-    /// `gavel approve` / `gavel reject` from another process.
-    Cli,
-    /// The approval page (`gavel approvals --listen`).
-    Web,
-    /// An MCP client's answer to gavel's `elicitation/create` request
-    /// (`gavel mcp`); the client may answer it without asking a person.
-    ClientElicitation,
-}
-
-impl ApprovalChannel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalChannel::Tty => "tty",
-            ApprovalChannel::Flag => "flag",
-            ApprovalChannel::Serve => "serve",
-            ApprovalChannel::ClientPrompt => "client_prompt",
-            ApprovalChannel::ClientAuto => "client_auto",
-            ApprovalChannel::Api => "api",
-            ApprovalChannel::Queue => "queue",
-            ApprovalChannel::Cli => "cli",
-            ApprovalChannel::Web => "web",
-            ApprovalChannel::ClientElicitation => "client_elicitation",
-        }
-    }
-}
-
-/// Why an approval was `cancelled`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CancelCause {
-    /// There was no terminal to ask on (stdin or stderr is not a terminal).
-    NoTty,
-    /// The input ended before an answer.
-    Eof,
-    /// Ctrl-C at the prompt.
-    Interrupt,
-    /// No answer in time.
-    Timeout,
-    /// Another request came in place of the answer.
-    Superseded,
-    /// The answer could not be read as one (not JSON, not for this call, ...).
-    Malformed,
-    /// The prompt could not be shown or read.
-    Error,
-}
-
-impl CancelCause {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CancelCause::NoTty => "no_tty",
-            CancelCause::Eof => "eof",
-            CancelCause::Interrupt => "interrupt",
-            CancelCause::Timeout => "timeout",
-            CancelCause::Superseded => "superseded",
-            CancelCause::Malformed => "malformed",
-            CancelCause::Error => "error",
-        }
-    }
-}
 
 /// Who answered an `ask`, how, and why it was cancelled when it was.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,7 +52,7 @@ pub trait Approver {
     /// For an approver that is answered through the record (the pending
     /// queue): the `pending` approval row to write ahead with the request
     /// and decision of `call_id`, so another process can find and answer it.
-    fn pending(&mut self, _call_id: &str) -> Option<crate::audit::ApprovalRecord> {
+    fn pending(&mut self, _call_id: &str) -> Option<ApprovalRecord> {
         None
     }
 

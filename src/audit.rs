@@ -1,5 +1,7 @@
 //! The audit record's vocabulary: the events of a call (request, decision,
-//! approval, result) and of a session (lifecycle), and the `AuditSink` they
+//! approval, result), of a session (lifecycle) and of grants (grant,
+//! revocation), the closed vocabularies they hold (an approval's status,
+//! channel and cancel cause; a grant's scope), and the `AuditSink` they
 //! are appended to. The SQLite store is one sink; a `Vec<Event>` is another.
 //!
 //! Each event body serializes to the exact JSON bytes the store keeps and
@@ -8,7 +10,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::approval::{ApprovalChannel, ApprovalStatus, CancelCause};
 use crate::facts::Facts;
 use crate::policy::{Action, LayerRef, PolicyRef, ShadowVerdict};
 use crate::principal::Principal;
@@ -246,6 +247,129 @@ pub struct DecisionRecord {
     pub facts: Facts,
 }
 
+/// How the approval stage ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// The decision was `allow` or `deny`; nobody was asked.
+    NotRequired,
+    Approved,
+    Rejected,
+    /// No answer could be had: EOF, Ctrl-C, no terminal, an approver error.
+    Cancelled,
+    /// Handed to the client's own prompt (Claude Code); its answer is not yet known.
+    Pending,
+}
+
+impl ApprovalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::NotRequired => "not_required",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Rejected => "rejected",
+            ApprovalStatus::Cancelled => "cancelled",
+            ApprovalStatus::Pending => "pending",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::NotRequired,
+            Self::Approved,
+            Self::Rejected,
+            Self::Cancelled,
+            Self::Pending,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for ApprovalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How an approval was answered (recorded on every approval row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalChannel {
+    /// A person at gavel's terminal prompt (or no terminal to ask on).
+    Tty,
+    /// A flag answered for everyone (`run --approve`, `--reject`).
+    Flag,
+    /// The `serve` client, over its stream.
+    Serve,
+    /// The agent client's own permission prompt (Claude Code's `ask`).
+    ClientPrompt,
+    /// The agent client let the call run without a prompt (its own allow rules or mode).
+    ClientAuto,
+    /// A library caller's own approver.
+    Api,
+    /// Waiting in gavel's pending queue (`--ask wait`): the `pending` row of
+    /// an asked call, and its `cancelled` row when the wait ends unanswered.
+    Queue,
+    /// `gavel approve` / `gavel reject` from another process.
+    Cli,
+    /// The approval page (`gavel approvals --listen`).
+    Web,
+    /// An MCP client's answer to gavel's `elicitation/create` request
+    /// (`gavel mcp`); the client may answer it without asking a person.
+    ClientElicitation,
+}
+
+impl ApprovalChannel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalChannel::Tty => "tty",
+            ApprovalChannel::Flag => "flag",
+            ApprovalChannel::Serve => "serve",
+            ApprovalChannel::ClientPrompt => "client_prompt",
+            ApprovalChannel::ClientAuto => "client_auto",
+            ApprovalChannel::Api => "api",
+            ApprovalChannel::Queue => "queue",
+            ApprovalChannel::Cli => "cli",
+            ApprovalChannel::Web => "web",
+            ApprovalChannel::ClientElicitation => "client_elicitation",
+        }
+    }
+}
+
+/// Why an approval was `cancelled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelCause {
+    /// There was no terminal to ask on (stdin or stderr is not a terminal).
+    NoTty,
+    /// The input ended before an answer.
+    Eof,
+    /// Ctrl-C at the prompt.
+    Interrupt,
+    /// No answer in time.
+    Timeout,
+    /// Another request came in place of the answer.
+    Superseded,
+    /// The answer could not be read as one (not JSON, not for this call, ...).
+    Malformed,
+    /// The prompt could not be shown or read.
+    Error,
+}
+
+impl CancelCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelCause::NoTty => "no_tty",
+            CancelCause::Eof => "eof",
+            CancelCause::Interrupt => "interrupt",
+            CancelCause::Timeout => "timeout",
+            CancelCause::Superseded => "superseded",
+            CancelCause::Malformed => "malformed",
+            CancelCause::Error => "error",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRecord {
     pub status: ApprovalStatus,
@@ -446,6 +570,69 @@ pub struct LifecycleRecord {
     pub data: Value,
 }
 
+/// What a grant covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum GrantScope {
+    /// This exact call again: the same tool with the same arguments.
+    Call {
+        tool: String,
+        arguments_sha256: String,
+    },
+    /// `bash` running only this program and subcommand (`cargo test`), with
+    /// any arguments, every path inside the workspace.
+    Command { words: Vec<String> },
+    /// A file tool (or an MCP tool with declared path arguments) whose
+    /// every path, relative to the workspace, matches `glob`.
+    Paths { tool: String, glob: String },
+    /// An MCP server's tool (`mcp__SERVER__TOOL`) with any arguments.
+    Tool { tool: String },
+}
+
+impl GrantScope {
+    /// The scope in words.
+    pub fn describe(&self) -> String {
+        match self {
+            GrantScope::Call { tool, .. } => format!("this exact `{tool}` call"),
+            GrantScope::Command { words } => format!("`{}` with any arguments", words.join(" ")),
+            GrantScope::Paths { tool, glob } => format!("`{tool}` on paths under `{glob}`"),
+            GrantScope::Tool { tool } => format!("`{tool}` with any arguments"),
+        }
+    }
+}
+
+/// The payload of a `grant` row (`crate::approvals::grants` reads it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantRecord {
+    /// The grant's id (the row's `call_id` is `grant/<id>`).
+    pub grant: String,
+    pub scope: GrantScope,
+    /// Only calls of this client session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Only until then (microseconds since the epoch, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_us: Option<i64>,
+    /// Only this many calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uses: Option<u64>,
+    /// Who created it, and how.
+    pub created_by: String,
+    pub channel: ApprovalChannel,
+    /// The call whose approval created it.
+    pub call_id: String,
+}
+
+/// The payload of a `revocation` row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevocationRecord {
+    pub grant: String,
+    pub revoked_by: String,
+    pub channel: ApprovalChannel,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// The body of one event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventBody {
@@ -457,9 +644,9 @@ pub enum EventBody {
     Anomaly(AnomalyRecord),
     Format(FormatRecord),
     /// A grant created with an approval (`crate::approvals::grants`).
-    Grant(crate::approvals::grants::GrantRecord),
+    Grant(GrantRecord),
     /// A grant's revocation.
-    Revocation(crate::approvals::grants::RevocationRecord),
+    Revocation(RevocationRecord),
 }
 
 impl EventBody {

@@ -15,9 +15,9 @@
 //! its facts, its decision and the clock, and opens nothing.
 
 use globset::GlobBuilder;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::approval::ApprovalChannel;
+use crate::audit::{GrantRecord, GrantScope, RevocationRecord};
 use crate::facts::Facts;
 use crate::policy::{Action, Decision};
 use crate::request::ToolRequest;
@@ -51,69 +51,6 @@ pub fn never_granted(rule_id: &str, facts: &Facts) -> bool {
 
 /// The prefix of an MCP server tool's gavel name (`mcp__SERVER__TOOL`).
 pub const MCP_TOOL_PREFIX: &str = "mcp__";
-
-/// What a grant covers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Scope {
-    /// This exact call again: the same tool with the same arguments.
-    Call {
-        tool: String,
-        arguments_sha256: String,
-    },
-    /// `bash` running only this program and subcommand (`cargo test`), with
-    /// any arguments, every path inside the workspace.
-    Command { words: Vec<String> },
-    /// A file tool (or an MCP tool with declared path arguments) whose
-    /// every path, relative to the workspace, matches `glob`.
-    Paths { tool: String, glob: String },
-    /// An MCP server's tool (`mcp__SERVER__TOOL`) with any arguments.
-    Tool { tool: String },
-}
-
-impl Scope {
-    /// The scope in words.
-    pub fn describe(&self) -> String {
-        match self {
-            Scope::Call { tool, .. } => format!("this exact `{tool}` call"),
-            Scope::Command { words } => format!("`{}` with any arguments", words.join(" ")),
-            Scope::Paths { tool, glob } => format!("`{tool}` on paths under `{glob}`"),
-            Scope::Tool { tool } => format!("`{tool}` with any arguments"),
-        }
-    }
-}
-
-/// The payload of a `grant` row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GrantRecord {
-    /// The grant's id (the row's `call_id` is `grant/<id>`).
-    pub grant: String,
-    pub scope: Scope,
-    /// Only calls of this client session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    /// Only until then (microseconds since the epoch, UTC).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until_us: Option<i64>,
-    /// Only this many calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uses: Option<u64>,
-    /// Who created it, and how.
-    pub created_by: String,
-    pub channel: ApprovalChannel,
-    /// The call whose approval created it.
-    pub call_id: String,
-}
-
-/// The payload of a `revocation` row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RevocationRecord {
-    pub grant: String,
-    pub revoked_by: String,
-    pub channel: ApprovalChannel,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
 
 /// A grant as the record has it now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -217,16 +154,16 @@ fn provable(facts: &Facts) -> bool {
 }
 
 /// Whether `scope` covers `request` on `facts` (already provable).
-fn covers(scope: &Scope, request: &ToolRequest, facts: &Facts) -> bool {
+fn covers(scope: &GrantScope, request: &ToolRequest, facts: &Facts) -> bool {
     match scope {
-        Scope::Call {
+        GrantScope::Call {
             tool,
             arguments_sha256,
         } => {
             request.name == *tool
                 && super::arguments_digest(&request.arguments) == *arguments_sha256
         }
-        Scope::Command { words } => {
+        GrantScope::Command { words } => {
             let Some(shell) = facts.shell.as_ref().filter(|_| request.name == "bash") else {
                 return false;
             };
@@ -239,7 +176,7 @@ fn covers(scope: &Scope, request: &ToolRequest, facts: &Facts) -> bool {
                         && command.redirects.iter().all(|r| !r.writes())
                 })
         }
-        Scope::Paths { tool, glob } => {
+        GrantScope::Paths { tool, glob } => {
             let Ok(glob) = GlobBuilder::new(glob).literal_separator(true).build() else {
                 return false;
             };
@@ -251,7 +188,7 @@ fn covers(scope: &Scope, request: &ToolRequest, facts: &Facts) -> bool {
                     .iter()
                     .all(|p| p.relative.as_deref().is_some_and(|r| glob.is_match(r)))
         }
-        Scope::Tool { tool } => tool.starts_with(MCP_TOOL_PREFIX) && request.name == *tool,
+        GrantScope::Tool { tool } => tool.starts_with(MCP_TOOL_PREFIX) && request.name == *tool,
     }
 }
 

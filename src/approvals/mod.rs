@@ -27,7 +27,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::approval::{ApprovalChannel, ApprovalStatus, Approver, CancelCause};
-use crate::audit::{ApprovalRecord, Event, EventBody, JsonMeasure};
+use crate::audit::{
+    ApprovalRecord, Event, EventBody, GrantRecord, GrantScope, JsonMeasure, RevocationRecord,
+};
 use crate::policy::Decision;
 use crate::principal::Principal;
 use crate::request::ToolRequest;
@@ -201,7 +203,7 @@ fn scope_for(
     kind: &GrantKind,
     pending: &Pending,
     events: &[StoredEvent],
-) -> Result<grants::Scope, ApprovalsError> {
+) -> Result<GrantScope, ApprovalsError> {
     let refuse = |why: &str| ApprovalsError::Grant {
         call_id: call_id.to_owned(),
         what: match kind {
@@ -227,7 +229,7 @@ fn scope_for(
         )));
     }
     match kind {
-        GrantKind::Call => Ok(grants::Scope::Call {
+        GrantKind::Call => Ok(GrantScope::Call {
             tool: pending.tool.clone(),
             arguments_sha256: pending.arguments_sha256.clone(),
         }),
@@ -243,7 +245,7 @@ fn scope_for(
                     "the call names no path (an MCP tool needs its path arguments declared in `[[paths]]`)",
                 ));
             }
-            Ok(grants::Scope::Paths {
+            Ok(GrantScope::Paths {
                 tool: pending.tool.clone(),
                 glob: glob.clone(),
             })
@@ -254,7 +256,7 @@ fn scope_for(
                     "only an MCP server's tool (mcp__SERVER__TOOL) is granted whole; grant a command, paths or this call instead",
                 ));
             }
-            Ok(grants::Scope::Tool {
+            Ok(GrantScope::Tool {
                 tool: pending.tool.clone(),
             })
         }
@@ -280,7 +282,7 @@ fn scope_for(
                 .collect();
             prefixes.dedup();
             match prefixes.as_slice() {
-                [words] if facts.unprovable.is_empty() => Ok(grants::Scope::Command {
+                [words] if facts.unprovable.is_empty() => Ok(GrantScope::Command {
                     words: words.clone(),
                 }),
                 [_] => Err(refuse("the command is not fully provable")),
@@ -336,7 +338,7 @@ pub fn revoke(
     channel: ApprovalChannel,
     reason: Option<String>,
     by: Option<&Arc<Principal>>,
-) -> Result<grants::GrantRecord, ApprovalsError> {
+) -> Result<GrantRecord, ApprovalsError> {
     let call_id = format!("{}{grant}", grants::GRANT_CALL_PREFIX);
     let mut outcome = Err(ApprovalsError::UnknownGrant {
         grant: grant.to_owned(),
@@ -362,7 +364,7 @@ pub fn revoke(
             Event::now(
                 &call_id,
                 None,
-                EventBody::Revocation(grants::RevocationRecord {
+                EventBody::Revocation(RevocationRecord {
                     grant: grant.to_owned(),
                     revoked_by: revoked_by.to_owned(),
                     channel,
@@ -476,7 +478,7 @@ fn grant_record(
     events: &[StoredEvent],
     answer: &QueueAnswer,
     now_us: i64,
-) -> Result<grants::GrantRecord, ApprovalsError> {
+) -> Result<GrantRecord, ApprovalsError> {
     let scope = scope_for(call_id, &ask.kind, pending, events)?;
     let session = match (ask.session, &pending.session) {
         (false, _) => None,
@@ -489,7 +491,7 @@ fn grant_record(
             });
         }
     };
-    Ok(grants::GrantRecord {
+    Ok(GrantRecord {
         grant: grants::new_grant_id(),
         scope,
         session,

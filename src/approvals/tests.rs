@@ -176,9 +176,10 @@ fn waits_parse_as_documented() {
 
 mod grant_matching {
     use super::*;
-    use crate::approvals::grants::{Grant, GrantRecord, Scope, covering};
+    use crate::approvals::grants::{Grant, covering};
+    use crate::audit::{GrantRecord, GrantScope};
 
-    fn grant(scope: Scope) -> Grant {
+    fn grant(scope: GrantScope) -> Grant {
         Grant {
             record: GrantRecord {
                 grant: "g1".into(),
@@ -218,7 +219,7 @@ mod grant_matching {
 
     #[test]
     fn a_command_grant_covers_only_an_asked_provable_command_in_its_limits() {
-        let grants = [grant(Scope::Command {
+        let grants = [grant(GrantScope::Command {
             words: vec!["cargo".into(), "test".into()],
         })];
         let (request, facts, decision, _dir) = decided("cargo test --lib x");
@@ -231,7 +232,7 @@ mod grant_matching {
         used[0].used = 2;
         assert!(covering(&used, &request, &facts, &decision, Some("s1"), NOW).is_none());
         let mut revoked = grants.clone();
-        revoked[0].revoked = Some(crate::approvals::grants::RevocationRecord {
+        revoked[0].revoked = Some(crate::audit::RevocationRecord {
             grant: "g1".into(),
             revoked_by: "bob".into(),
             channel: ApprovalChannel::Cli,
@@ -258,7 +259,7 @@ mod grant_matching {
 
     #[test]
     fn a_grant_never_turns_a_deny_into_an_allow() {
-        let grants = [grant(Scope::Command {
+        let grants = [grant(GrantScope::Command {
             words: vec!["rm".into()],
         })];
         let (request, facts, decision, _dir) = decided("rm -rf build");
@@ -271,7 +272,7 @@ mod grant_matching {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("src/deep")).unwrap();
         let workspace = Workspace::open(dir.path()).unwrap();
-        let grants = [grant(Scope::Paths {
+        let grants = [grant(GrantScope::Paths {
             tool: "write_file".into(),
             glob: "src/*".into(),
         })];
@@ -321,7 +322,7 @@ reason = "asked"
             "test",
         )
         .unwrap();
-        let grants = [grant(Scope::Tool {
+        let grants = [grant(GrantScope::Tool {
             tool: "mcp__srv__touch".into(),
         })];
         let decide = |tool: &str, previous: Option<&str>| {
@@ -350,7 +351,7 @@ reason = "asked"
         renamed.rule_id = "ask.mcp".into();
         assert!(covering(&grants, &request, &facts, &renamed, Some("s1"), NOW).is_none());
         // A tool grant never covers a built-in tool of the same name.
-        let bash = [grant(Scope::Tool {
+        let bash = [grant(GrantScope::Tool {
             tool: "bash".into(),
         })];
         let (request, facts, decision, _dir) = decided("make all");
@@ -361,7 +362,7 @@ reason = "asked"
     #[test]
     fn no_grant_covers_a_call_asked_by_a_rule_no_grant_may_answer() {
         let (request, facts, decision, _dir) = decided("make all");
-        let grants = [grant(Scope::Call {
+        let grants = [grant(GrantScope::Call {
             tool: "bash".into(),
             arguments_sha256: arguments_digest(&request.arguments),
         })];
@@ -379,7 +380,7 @@ reason = "asked"
     #[test]
     fn a_call_grant_covers_the_same_arguments_only() {
         let (request, facts, decision, _dir) = decided("make all");
-        let grants = [grant(Scope::Call {
+        let grants = [grant(GrantScope::Call {
             tool: "bash".into(),
             arguments_sha256: arguments_digest(&request.arguments),
         })];
@@ -496,7 +497,7 @@ mod page {
         assert_eq!(made.len(), 1);
         assert_eq!(made[0].record.channel, ApprovalChannel::Web);
         assert_eq!(made[0].record.created_by, "alice-web");
-        assert!(matches!(made[0].record.scope, grants::Scope::Call { .. }));
+        assert!(matches!(made[0].record.scope, GrantScope::Call { .. }));
         // A second answer is a conflict, not a second row.
         assert_eq!(
             handle(
@@ -578,7 +579,7 @@ mod page_grants {
         let made = grants(&store).unwrap();
         assert_eq!(
             made[0].record.scope,
-            grants::Scope::Tool {
+            GrantScope::Tool {
                 tool: "mcp__srv__touch".into()
             }
         );

@@ -1,5 +1,6 @@
-//! C2SP `tlog-cosignature` (cosignature/v1) over a host's checkpoint, and
-//! the central log's leaves. Pure: no I/O.
+//! What the central key signs, and the central log's leaves: the C2SP
+//! `tlog-cosignature` (cosignature/v1) over a host's checkpoint, and the
+//! cut note that marks where retention cut a log. Pure: no I/O.
 //!
 //! A cosignature is a note signature line by the central key over
 //!
@@ -17,7 +18,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use sha2::{Digest as _, Sha256};
 
 use crate::chain::Hash;
-use crate::checkpoint::{SigningKey, VerifierKey};
+use crate::checkpoint::{self, Checkpoint, SigningKey, VerifierKey};
 
 /// The signature type byte of a cosignature/v1 key in C2SP signed-note.
 const COSIGNATURE_V1: u8 = 0x04;
@@ -106,6 +107,46 @@ pub fn central_leaf(note: &str) -> Hash {
     h.update((note.len() as u64).to_be_bytes());
     h.update(note.as_bytes());
     h.finalize().into()
+}
+
+/// The extension line of a cut note. A cut note is a C2SP checkpoint note
+/// of the host's log (its origin, the cut size, the Merkle root of the
+/// dropped rows) with this one extension line, `gavel-cut <base64 chain>`,
+/// signed by the central key.
+const CUT_LINE: &str = "gavel-cut ";
+
+/// What a cut note says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutMark {
+    /// The log's origin, the cut size and the root of rows 1..cut.
+    pub checkpoint: Checkpoint,
+    /// The chain value after the last dropped row.
+    pub chain: Hash,
+}
+
+/// Signs a cut note with the central key.
+pub fn sign_cut_note(mark: &CutMark, key: &SigningKey) -> String {
+    let body = format!(
+        "{}{CUT_LINE}{}\n",
+        mark.checkpoint.body(),
+        BASE64.encode(mark.chain)
+    );
+    key.sign_text(&body)
+}
+
+/// Opens a cut note: the central key's signature, then what it marks.
+pub fn open_cut_note(note: &str, key: &VerifierKey) -> Result<CutMark, String> {
+    let checkpoint = checkpoint::open(note, key).map_err(|e| e.to_string())?;
+    let chain = note
+        .split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix(CUT_LINE))
+        .and_then(|b64| BASE64.decode(b64).ok())
+        .and_then(|bytes| <Hash>::try_from(bytes.as_slice()).ok())
+        .ok_or_else(|| format!("the note has no `{}` line", CUT_LINE.trim()))?;
+    Ok(CutMark { checkpoint, chain })
 }
 
 #[cfg(test)]

@@ -4,25 +4,19 @@
 //! retention never launders a broken chain: each log's cut keeps the chain
 //! value and the Merkle frontier after its last dropped row, and a note
 //! signed by the central key marks the cut. `verify` starts each log there.
-//!
-//! The cut note is a C2SP checkpoint note of the host's log (its origin,
-//! the cut size, the Merkle root of the dropped rows) with one extension
-//! line, `gavel-cut <base64 chain>`, signed by the central key.
+//! The cut note itself (what it says, how it is signed and opened) lives in
+//! [`super::cosign`], beside the other notes the central key signs.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use std::collections::HashMap;
 
 use postgres::fallible_iterator::FallibleIterator as _;
 
+use super::cosign::{CutMark, sign_cut_note};
 use super::query::{ReadError, sql};
 use super::{Central, CentralError, Head, ident};
 use crate::chain::Hash;
-use crate::checkpoint::{self, Checkpoint, MerkleBuilder, SigningKey, VerifierKey};
+use crate::checkpoint::{Checkpoint, MerkleBuilder, SigningKey};
 use crate::store::{Checker, Problem, RowCheck, row_format};
-
-/// The extension line of a cut note.
-const CUT_LINE: &str = "gavel-cut ";
 
 /// Why retention did nothing.
 #[derive(Debug, thiserror::Error)]
@@ -45,40 +39,6 @@ pub enum RetainError {
         problem: String,
         detail: String,
     },
-}
-
-/// What a cut note says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CutMark {
-    /// The log's origin, the cut size and the root of rows 1..cut.
-    pub checkpoint: Checkpoint,
-    /// The chain value after the last dropped row.
-    pub chain: Hash,
-}
-
-/// Signs a cut note with the central key.
-pub fn sign_cut_note(mark: &CutMark, key: &SigningKey) -> String {
-    let body = format!(
-        "{}{CUT_LINE}{}\n",
-        mark.checkpoint.body(),
-        BASE64.encode(mark.chain)
-    );
-    key.sign_text(&body)
-}
-
-/// Opens a cut note: the central key's signature, then what it marks.
-pub fn open_cut_note(note: &str, key: &VerifierKey) -> Result<CutMark, String> {
-    let checkpoint = checkpoint::open(note, key).map_err(|e| e.to_string())?;
-    let chain = note
-        .split("\n\n")
-        .next()
-        .unwrap_or_default()
-        .lines()
-        .find_map(|line| line.strip_prefix(CUT_LINE))
-        .and_then(|b64| BASE64.decode(b64).ok())
-        .and_then(|bytes| <Hash>::try_from(bytes.as_slice()).ok())
-        .ok_or_else(|| format!("the note has no `{}` line", CUT_LINE.trim()))?;
-    Ok(CutMark { checkpoint, chain })
 }
 
 /// A log cut by one run.

@@ -545,9 +545,9 @@ fn check_cut(
     let head = super::Head::from_stored(log.cut_size, chain, frontier, 0, None, None)
         .map_err(|e| format!("the stored cut does not parse: {e}"))?;
     let (chain, merkle) = (head.chain, head.tree);
-    let marked = super::retain::open_cut_note(note, central_key)
+    let marked = super::cosign::open_cut_note(note, central_key)
         .map_err(|err| format!("the cut note does not verify with the central key: {err}"))?;
-    let expected = super::retain::CutMark {
+    let expected = super::cosign::CutMark {
         checkpoint: Checkpoint {
             origin: log.origin.clone(),
             size: cut,

@@ -1,4 +1,4 @@
-//! `gavel central init|enroll|ingest|logs`: run a team's central store.
+//! `gavel central init|enroll|ingest|logs|retain`: run a team's central store.
 //! The store is `--db postgres://…` (or `$GAVEL_DB`); `--schema` or the URL's
 //! `options=-csearch_path=…` selects its schema.
 
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
-use gavel::central::Central;
+use gavel::central::{self, Central};
 use gavel::checkpoint;
 
 use super::{Exit, FormatArgs, Global, render};
@@ -23,7 +23,7 @@ pub enum CentralCommand {
     /// List enrolled hosts and their logs (also those only ever refused): state, size, last push, last refusal
     Logs(LogsArgs),
     /// Drop the monthly partitions of events before a month, marking where each log was cut
-    Retain(super::central_retain::RetainArgs),
+    Retain(RetainArgs),
 }
 
 /// Where the central store is.
@@ -86,6 +86,20 @@ pub struct LogsArgs {
     pub format: FormatArgs,
 }
 
+#[derive(Args, Debug)]
+pub struct RetainArgs {
+    /// Drop the partitions of months before this one (YYYY-MM, UTC); at most the current month
+    #[arg(long, value_name = "YYYY-MM")]
+    pub before: String,
+    /// The central signing key given to `gavel central init` (it signs each cut note)
+    #[arg(long, value_name = "KEY", env = "GAVEL_CENTRAL_KEY")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
 /// The central store's URL: `--db` (or `$GAVEL_DB`) when it is a PostgreSQL URL.
 pub fn central_url(global: &Global) -> anyhow::Result<String> {
     let Some(db) = &global.db else {
@@ -109,7 +123,7 @@ pub fn run(global: &Global, command: CentralCommand) -> anyhow::Result<Exit> {
         CentralCommand::Enroll(args) => enroll(global, args),
         CentralCommand::Ingest(args) => ingest(global, args),
         CentralCommand::Logs(args) => logs(global, args),
-        CentralCommand::Retain(args) => super::central_retain::run(global, args),
+        CentralCommand::Retain(args) => retain(global, args),
     }
 }
 
@@ -367,6 +381,56 @@ fn ingest_once(
     } else {
         Exit::Failed
     })
+}
+
+/// `retain`: drop the central store's monthly partitions of events before
+/// a month; each log keeps where it was cut (chain, Merkle frontier, a note
+/// signed by the central key), and `gavel verify` starts it there.
+fn retain(global: &Global, args: RetainArgs) -> anyhow::Result<Exit> {
+    let before = central::retain::parse_month(&args.before)?;
+    let key = checkpoint::read_signing_key(&args.key)?;
+    let url = central_url(global)?;
+    let mut central = Central::open(&url, args.target.schema.as_deref())?;
+    let now = chrono::Utc::now();
+    let current = central::retain::parse_month(&now.format("%Y-%m").to_string())?;
+    let report = central::retain::retain(&mut central, &key, before, current)?;
+    // A partition kept for a log is something to look into: exit 1.
+    let exit = if report.held.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    };
+    if args.format.is_json() {
+        render::json(&serde_json::to_value(&report)?)?;
+        return Ok(exit);
+    }
+    for held in &report.held {
+        render::line(&render::escape(&format!(
+            "kept {}: host `{}`, log {} has rows up to its cut in it (its accept times went backwards); run `gavel verify --db …`",
+            held.partition, held.host, held.origin
+        )))?;
+    }
+    if report.partitions.is_empty() {
+        render::line(&format!("no partitions before {} dropped", args.before))?;
+        return Ok(exit);
+    }
+    render::line(&format!(
+        "dropped {} partition(s) ({}); {} log(s) cut",
+        report.partitions.len(),
+        report.partitions.join(", "),
+        report.cuts.len()
+    ))?;
+    for cut in &report.cuts {
+        render::line(&render::escape(&format!(
+            "  host `{}`, log {}: rows 1..{} gone ({} now), verify starts at seq {}",
+            cut.host,
+            cut.origin,
+            cut.size,
+            cut.dropped,
+            cut.size + 1
+        )))?;
+    }
+    Ok(exit)
 }
 
 #[cfg(test)]

@@ -8,8 +8,6 @@ mod audit;
 mod central;
 #[cfg(feature = "postgres")]
 mod central_read;
-#[cfg(feature = "postgres")]
-mod central_retain;
 mod check;
 mod demo;
 mod doctor;
@@ -22,11 +20,8 @@ mod log;
 mod mcp;
 mod pending;
 mod policy_cmd;
-mod policy_diff;
 #[cfg(feature = "postgres")]
 mod push;
-#[cfg(feature = "postgres")]
-mod push_otlp;
 mod query;
 mod render;
 mod replay;

@@ -1,4 +1,7 @@
-//! `gavel policy show|validate|lint|test`.
+//! `gavel policy show|validate|lint|diff|test`; `diff` lives in
+//! `policy_cmd/diff.rs`.
+
+mod diff;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -159,7 +162,7 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
             new,
             no_log,
             format,
-        } => return super::policy_diff::run(global, &old, &new, no_log, format),
+        } => return diff::run(global, &old, &new, no_log, format),
         PolicyCommand::Test {
             cases,
             failures_only,

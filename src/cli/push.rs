@@ -1,13 +1,25 @@
-//! `gavel push`: ship this host's audit log to the team's central store.
+//! `gavel push`: ship this host's audit log to the team's central store,
+//! or (`--otlp URL`) its calls as OpenTelemetry traces to an OTLP/HTTP
+//! endpoint (protobuf), each completed call once.
+//!
+//! What was sent over OTLP is remembered beside the database
+//! (`DB.otlp-<tag>`): the seq through which every call that completed was
+//! sent, written after the endpoint accepted a batch. A push starts after
+//! it, so nothing is sent twice; a push that dies between the endpoint's
+//! answer and that write sends the batch again, with the same trace and
+//! span ids (derived from the log and the call), which a collector takes
+//! as the same spans. A call is sent once its result is recorded.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Args;
+use serde_json::json;
 
 use gavel::central::push::{self, Pushed};
 use gavel::checkpoint;
+use gavel::otlp::{Spans, record_sent, sent_through, state_path, to_protobuf};
 
 use super::{Exit, FormatArgs, Global, render};
 
@@ -53,7 +65,7 @@ pub struct PushArgs {
 
 pub fn run(global: &Global, args: PushArgs) -> anyhow::Result<Exit> {
     if let Some(url) = &args.otlp {
-        return super::push_otlp::run(global, url, &args.otlp_header, args.every, &args.format);
+        return otlp(global, url, &args.otlp_header, args.every, &args.format);
     }
     let (Some(_), Some(key)) = (&args.to, &args.key) else {
         anyhow::bail!("push needs --to and --key (or --otlp URL)");
@@ -150,7 +162,7 @@ fn once(
                     &key.verifier(),
                     &central,
                 )?;
-                outcome = serde_json::json!({"accepted": head.size});
+                outcome = json!({"accepted": head.size});
             }
             Err(refusal) => {
                 exit = Exit::Failed;
@@ -158,7 +170,7 @@ fn once(
                     "gavel: the central store refused the push of log {short}: {}",
                     render::escape(&refusal.to_string())
                 );
-                outcome = serde_json::json!({
+                outcome = json!({
                     "refused": refusal.problem,
                     "detail": refusal.detail,
                     "first_seq": refusal.first_seq,
@@ -179,7 +191,7 @@ fn once(
 fn report(args: &PushArgs, pushed: &Pushed, outcome: &serde_json::Value) -> anyhow::Result<()> {
     let log = gavel::digest::hex(&pushed.log_id);
     if args.format.is_json() {
-        render::json(&serde_json::json!({
+        render::json(&json!({
             "host": pushed.host,
             "log_id": log,
             "local_size": pushed.local_size,
@@ -190,7 +202,7 @@ fn report(args: &PushArgs, pushed: &Pushed, outcome: &serde_json::Value) -> anyh
             "signed": pushed.signed,
             "diverged": pushed.diverged,
             "cosigned": pushed.cosigned,
-            "standing_refusal": pushed.standing.as_ref().map(|r| serde_json::json!({
+            "standing_refusal": pushed.standing.as_ref().map(|r| json!({
                 "problem": r.problem,
                 "detail": r.detail,
                 "first_seq": r.first_seq,
@@ -258,4 +270,106 @@ fn report(args: &PushArgs, pushed: &Pushed, outcome: &serde_json::Value) -> anyh
     }
     render::line(&text)?;
     Ok(())
+}
+
+/// Spans per request.
+const OTLP_BATCH: usize = 512;
+
+/// `--otlp URL`: resolve the endpoint and the headers, then push once or
+/// every `every` seconds.
+fn otlp(
+    global: &Global,
+    url: &str,
+    headers: &[String],
+    every: Option<u64>,
+    format: &FormatArgs,
+) -> anyhow::Result<Exit> {
+    let endpoint = if url.trim_end_matches('/').ends_with("/v1/traces") {
+        url.to_owned()
+    } else {
+        format!("{}/v1/traces", url.trim_end_matches('/'))
+    };
+    let headers = headers
+        .iter()
+        .map(|h| {
+            h.split_once('=')
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                .ok_or_else(|| anyhow::anyhow!("--otlp-header `{h}` is not NAME=VALUE"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let Some(every) = every else {
+        return otlp_once(global, &endpoint, &headers, format);
+    };
+    loop {
+        if let Err(err) = otlp_once(global, &endpoint, &headers, format) {
+            eprintln!("gavel: push failed: {}", super::one_line(&err));
+        }
+        std::thread::sleep(Duration::from_secs(every));
+    }
+}
+
+fn otlp_once(
+    global: &Global,
+    endpoint: &str,
+    headers: &[(String, String)],
+    format: &FormatArgs,
+) -> anyhow::Result<Exit> {
+    let db = global.db_path()?;
+    if !db.exists() {
+        anyhow::bail!("no audit database at `{}`: nothing to push", db.display());
+    }
+    let store = global.read_store()?;
+    let state = state_path(&db, endpoint);
+    let from = sent_through(&state)?;
+    let mut spans = Spans::new();
+    let mut due = Vec::new();
+    store.for_each_event(|event| -> anyhow::Result<()> {
+        if let Some(span) = spans.push(&event)
+            && span.completed_at > from
+        {
+            due.push(span);
+        }
+        Ok(())
+    })?;
+    store.check_unchanged()?;
+    let agent = ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(30)))
+            .http_status_as_error(false)
+            .build(),
+    );
+    let mut sent = 0usize;
+    let mut through = from;
+    for batch in due.chunks(OTLP_BATCH) {
+        let mut request = agent
+            .post(endpoint)
+            .header("Content-Type", "application/x-protobuf");
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let response = request
+            .send(&to_protobuf(batch)[..])
+            .map_err(|e| anyhow::anyhow!("cannot reach `{endpoint}`: {e}"))?;
+        let status = response.status();
+        if !status.is_success() {
+            anyhow::bail!(
+                "`{endpoint}` answered {status} after {sent} spans were sent; the rest are sent at the next push"
+            );
+        }
+        through = batch
+            .iter()
+            .map(|s| s.completed_at)
+            .max()
+            .unwrap_or(through);
+        record_sent(&state, endpoint, through)?;
+        sent += batch.len();
+    }
+    if format.is_json() {
+        render::json(&json!({"endpoint": endpoint, "sent": sent, "through": through}))?;
+    } else {
+        render::line(&format!(
+            "pushed {sent} span(s) to {endpoint}; every call completed through seq {through} has been sent"
+        ))?;
+    }
+    Ok(Exit::Ok)
 }

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use super::Action;
-use super::rule::{Globs, Patterns};
+use super::patterns::{Globs, Patterns};
 use crate::facts::Facts;
 use crate::shell::operands::{is_harmless_target, operands};
 use crate::shell::{Redirect, SimpleCommand, programs};

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use crate::digest::{hex, sha256};
 
 use super::commands::CommandMatcher;
-use super::rule::{Globs, Patterns, Rule, Scope};
+use super::patterns::{Globs, Patterns};
+use super::rule::{Rule, Scope};
 use super::{Action, Policy, PolicyRef};
 use crate::request::ToolRequest;
 

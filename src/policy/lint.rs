@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::commands::CommandMatcher;
+use super::patterns::{Globs, Patterns};
+use super::rule::Rule;
 use super::rule::Scope;
-use super::rule::{Globs, Patterns, Rule};
 use super::{Action, Policy};
 use crate::shell::programs;
 

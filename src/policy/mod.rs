@@ -11,6 +11,7 @@ pub mod diff;
 mod file;
 mod layered;
 pub mod lint;
+mod patterns;
 mod rule;
 
 use std::fmt;
@@ -145,7 +146,7 @@ pub struct Policy {
 /// calls get path facts like `read_file`'s `path` (`facts::Workspace::facts_with`).
 #[derive(Debug, Clone)]
 pub struct PathArguments {
-    tools: rule::Patterns<rule::Globs>,
+    tools: patterns::Patterns<patterns::Globs>,
     pub read: Vec<String>,
     pub write: Vec<String>,
 }

@@ -6,15 +6,12 @@
 //! `ask` or `deny` rule needs just one. A rule can then never allow more
 //! than it names, and never deny or ask less than it names.
 
-use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
-
-use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
 use serde::{Deserialize, Serialize};
 
 use super::commands::{self, CommandMatcher, ShellMiss};
+use super::patterns::{Globs, Patterns};
 use super::{Action, Policy};
 use crate::facts::{Access, Facts, PathFact};
 use crate::request::ToolRequest;
@@ -24,125 +21,6 @@ use crate::request::ToolRequest;
 pub enum Scope {
     Inside,
     Outside,
-}
-
-/// A list of patterns as written, and their compiled form.
-#[derive(Debug, Clone)]
-pub(super) struct Patterns<T> {
-    pub written: Vec<String>,
-    pub compiled: T,
-}
-
-/// Globs as written, compiled at their first use. A policy is loaded for
-/// every call and most calls consult few of its globs: compiling them all
-/// (the built-in disk list) would cost more than the rest of a decision. A
-/// checked load ([`Policy::from_toml`], and the per-call path for a policy
-/// the log has not recorded yet) compiles every one, to refuse a bad glob
-/// with the rule and key that hold it.
-#[derive(Debug, Clone)]
-pub(super) struct Globs {
-    /// The policy key the globs come from, for errors.
-    key: &'static str,
-    /// Whether `*` stops at `/` (paths) or not (programs, arguments).
-    paths: bool,
-    /// Shared by the policy's clones: a resident process that hands out a
-    /// kept parse compiles each glob once (`policy::memoize_parses`).
-    compiled: Arc<OnceLock<Result<Compiled, String>>>,
-}
-
-#[derive(Debug, Clone)]
-struct Compiled {
-    /// Globs with no special character match exactly their own text: a
-    /// hash lookup, not a glob match (`sudo`, `rm` in a program list).
-    literals: HashSet<String>,
-    patterns: Patterned,
-}
-
-#[derive(Debug, Clone)]
-enum Patterned {
-    None,
-    Set(GlobSet),
-    /// Should the combined set exceed the regex engine's size limit, each
-    /// glob is matched on its own (which cannot fail).
-    Each(Vec<GlobMatcher>),
-}
-
-/// Whether `glob` matches only its own text.
-fn is_literal(glob: &str) -> bool {
-    !glob.contains(['*', '?', '[', ']', '{', '}', '\\'])
-}
-
-impl Globs {
-    pub(super) fn new(key: &'static str, paths: bool) -> Self {
-        Self {
-            key,
-            paths,
-            compiled: Arc::new(OnceLock::new()),
-        }
-    }
-
-    fn compile(&self, written: &[String]) -> Result<Compiled, String> {
-        let (literals, patterned): (Vec<&String>, Vec<&String>) =
-            written.iter().partition(|g| is_literal(g));
-        let globs = patterned
-            .iter()
-            .map(|pattern| {
-                GlobBuilder::new(pattern)
-                    .literal_separator(self.paths)
-                    .build()
-                    .map_err(|e| {
-                        format!("invalid glob `{pattern}` in `{}`: {}", self.key, e.kind())
-                    })
-            })
-            .collect::<Result<Vec<Glob>, _>>()?;
-        let mut set = GlobSetBuilder::new();
-        for glob in &globs {
-            set.add(glob.clone());
-        }
-        Ok(Compiled {
-            literals: literals.into_iter().cloned().collect(),
-            patterns: match set.build() {
-                _ if globs.is_empty() => Patterned::None,
-                Ok(set) => Patterned::Set(set),
-                Err(_) => Patterned::Each(globs.iter().map(Glob::compile_matcher).collect()),
-            },
-        })
-    }
-}
-
-impl Patterns<Globs> {
-    fn compiled(&self) -> &Result<Compiled, String> {
-        self.compiled
-            .compiled
-            .get_or_init(|| self.compiled.compile(&self.written))
-    }
-
-    /// Whether `text` matches one of the globs; never, should they not
-    /// compile (a rule holding them then decides nothing: [`Rule::broken`]).
-    pub(super) fn is_match(&self, text: &str) -> bool {
-        let Ok(compiled) = self.compiled() else {
-            return false;
-        };
-        compiled.literals.contains(text)
-            || match &compiled.patterns {
-                Patterned::None => false,
-                Patterned::Set(set) => set.is_match(text),
-                Patterned::Each(each) => each.iter().any(|m| m.is_match(text)),
-            }
-    }
-
-    /// Compiles the globs now: the first that does not compile, named.
-    pub(super) fn check(&self) -> Result<(), String> {
-        self.compiled().as_ref().map(|_| ()).map_err(Clone::clone)
-    }
-
-    /// Why globs that were used did not compile, if they did not.
-    fn broken(&self) -> Option<&str> {
-        match self.compiled.compiled.get() {
-            Some(Err(problem)) => Some(problem),
-            _ => None,
-        }
-    }
 }
 
 /// A validated rule.

@@ -17,7 +17,7 @@
 
 use std::cell::Cell;
 
-use super::word::Known;
+use super::word::{Item, Known};
 
 /// At most this many words in a loop's list.
 pub(super) const MAX_ITEMS: usize = 64;
@@ -34,31 +34,6 @@ pub(super) const MAX_COMMANDS: usize = 256;
 /// Bytes of loop bodies read again, and of words substituted into them,
 /// for one script (its readings and nested scripts together).
 const BUDGET: usize = 64 * 1024;
-
-/// A word of a loop's list, as the variable holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Item {
-    /// The word after quote removal; for a glob, the pattern as written.
-    pub text: String,
-    /// Whether the word is a glob: the variable takes each of its matches.
-    pub pattern: bool,
-}
-
-/// A loop variable bound to one word of its list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Binding {
-    pub name: String,
-    pub item: Item,
-}
-
-/// The innermost binding of `name`.
-pub(super) fn lookup<'b>(bindings: &'b [Binding], name: &str) -> Option<&'b Item> {
-    bindings
-        .iter()
-        .rev()
-        .find(|b| b.name == name)
-        .map(|b| &b.item)
-}
 
 /// Names bash or the programs it runs read from the shell or the
 /// environment: a loop over one of them changes more than its uses.

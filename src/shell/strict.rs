@@ -30,8 +30,10 @@
 //! both to agree.
 
 use super::Redirect;
-use super::loops::{self, Binding, Item};
-use super::word::{Bound, Known, Word, ansi_c};
+use super::loops;
+use super::word::{
+    Binding, Bound, Item, Known, SNIPPET_CHARS, Word, ansi_c, lookup, snippet, unescape_backticks,
+};
 
 /// One simple command as bash would run it, before wrappers are stripped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -550,7 +552,7 @@ impl<'s> Reader<'s> {
         if self.state == State::Simple && self.current.words.len() == 1 {
             return Err(format!(
                 "function definition `{}()`",
-                super::walk::snippet(&self.current.words[0].text)
+                snippet(&self.current.words[0].text)
             ));
         }
         if !matches!(self.state, State::Start | State::Need) {
@@ -680,7 +682,7 @@ impl<'s> Reader<'s> {
         if !loops::name_ok(&name)
             || self.fors.len() >= loops::MAX_DEPTH
             || self.fors.iter().any(|f| f.name == name)
-            || loops::lookup(&self.bindings, &name).is_some()
+            || lookup(&self.bindings, &name).is_some()
         {
             return Ok(None);
         }
@@ -1072,10 +1074,7 @@ impl<'s> Reader<'s> {
             }
             let digits = !word.value.is_empty() && word.value.bytes().all(|c| c.is_ascii_digit());
             if raw.starts_with('{') || (digits && raw.contains('\\')) {
-                return Err(format!(
-                    "unusual redirection prefix `{}`",
-                    super::walk::snippet(raw)
-                ));
+                return Err(format!("unusual redirection prefix `{}`", snippet(raw)));
             }
         }
         if let State::Closed(_) = self.state {
@@ -1229,7 +1228,7 @@ impl<'s> Reader<'s> {
                 if raw.contains(['$', '`']) || target.value.contains('\n') {
                     return Err(format!(
                         "heredoc delimiter `{}` with an expansion",
-                        super::walk::snippet(raw)
+                        snippet(raw)
                     ));
                 }
                 self.heredocs.push(Heredoc {
@@ -1479,7 +1478,7 @@ impl<'s> Reader<'s> {
             Some(inner) => inner.strip_suffix('}'),
             None => text.strip_prefix('$'),
         };
-        if let Some(item) = name.and_then(|n| loops::lookup(&self.bindings, n)) {
+        if let Some(item) = name.and_then(|n| lookup(&self.bindings, n)) {
             // A loop's word (see `loops.rs`); a glob's pattern.
             w.value.push_str(&item.text);
             let bound = if !item.pattern {
@@ -1566,7 +1565,7 @@ impl<'s> Reader<'s> {
         if !self.heredocs.is_empty() {
             return Err("a substitution on a line with a heredoc pending".to_string());
         }
-        let inner = super::walk::unescape_backticks(&self.src[start + 1..end], in_quotes);
+        let inner = unescape_backticks(&self.src[start + 1..end], in_quotes);
         let mut reader = Reader::new(&inner, self.min_part, self.nesting + 1);
         reader.verbatim_budget = self.verbatim_budget;
         let read = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || reader.run());
@@ -1857,7 +1856,7 @@ fn literal_body_line(line: &str, long: bool) -> Result<(), String> {
             b'$' if matches!(b.get(i + 1), Some(b'(' | b'[' | b'{')) => {
                 return Err(format!(
                     "expansion in a heredoc body `{}`",
-                    super::walk::snippet(&line[i..])
+                    snippet(&line[i..])
                 ));
             }
             _ => {}
@@ -1888,6 +1887,6 @@ fn is_duplication(target: &str) -> bool {
 /// A short quote of the source from `at`, for a phrase.
 fn quote_from(b: &[u8], at: usize) -> String {
     let start = at.min(b.len());
-    let end = (start + 4 * super::walk::SNIPPET_CHARS).min(b.len());
-    super::walk::snippet(&String::from_utf8_lossy(&b[start..end]))
+    let end = (start + 4 * SNIPPET_CHARS).min(b.len());
+    snippet(&String::from_utf8_lossy(&b[start..end]))
 }

@@ -10,18 +10,17 @@ use std::ops::ControlFlow;
 
 use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 
-use super::loops::{self, Binding, Item};
+use super::loops;
 use super::strict;
-use super::word::{Bound, Known, Word, node_text, slice, word};
+use super::word::{
+    Binding, Bound, Item, Known, Word, lookup, node_text, slice, snippet, unescape_backticks, word,
+};
 use super::wrappers::{self, SHELLS, ShellRun};
 use super::{CommandAnalysis, MAX_NESTING, Redirect, SimpleCommand};
 
 /// At most this many unprovable phrases are listed; one more says the rest
 /// were left out.
 const MAX_NOTES: usize = 32;
-
-/// Characters of source text quoted in a phrase.
-pub(super) const SNIPPET_CHARS: usize = 60;
 
 /// Redirections copied onto commands inside a redirected group
 /// (`{ a; b; } > f`) are bounded, so that deeply nested redirected groups
@@ -403,15 +402,6 @@ pub(super) fn parse_checks(script: &str) -> (usize, usize) {
     let mut budget = Budget::new(script.len());
     let _ = parse(&parser_bytes(script), None, &mut budget);
     (budget.checks_used, budget.read_used)
-}
-
-/// Quotes `text` for a phrase, shortened to [`SNIPPET_CHARS`] characters.
-pub(super) fn snippet(text: &str) -> String {
-    let mut out: String = text.chars().take(SNIPPET_CHARS).collect();
-    if out.len() < text.len() {
-        out.push('…');
-    }
-    out
 }
 
 enum Task<'t> {
@@ -1376,7 +1366,7 @@ impl<'s> Walker<'s> {
             .into_owned();
         if !loops::name_ok(&name)
             || self.bindings.len() >= loops::MAX_DEPTH
-            || loops::lookup(&self.bindings, &name).is_some()
+            || lookup(&self.bindings, &name).is_some()
         {
             return None;
         }
@@ -1919,26 +1909,6 @@ fn heredoc_start(body: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
         holder = holder.parent()?;
     }
     None
-}
-
-/// The text of a backtick substitution as bash parses it: a backslash
-/// before `` ` ``, `\\` or `$` is removed, and before `"` too inside double
-/// quotes.
-pub(super) fn unescape_backticks(inner: &str, in_double_quotes: bool) -> String {
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\'
-            && let Some(&n) = chars.peek()
-            && (matches!(n, '`' | '\\' | '$') || (in_double_quotes && n == '"'))
-        {
-            out.push(n);
-            chars.next();
-            continue;
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The scripts that bash would run from `text` (the text of an expansion,

@@ -2,13 +2,15 @@
 //!
 //! Literal parts are unquoted and unescaped the way bash would; expansions
 //! and substitutions are kept as their source text and mark the word as
-//! not literal, so that the caller can tell `rm` from `$CMD`.
+//! not literal, so that the caller can tell `rm` from `$CMD`. A bound
+//! `for` loop variable is replaced by its word here ([`Binding`]); which
+//! loops and words may be bound is decided in `loops.rs`. Both readers
+//! take their word-level text helpers from here: backtick unescaping and
+//! the snippets of source text quoted in phrases.
 
 use std::borrow::Cow;
 
 use tree_sitter::Node;
-
-use super::loops::{self, Binding};
 
 /// How much of a word is known from its text alone. Ordered: a word made of
 /// several parts takes the least known of them.
@@ -36,6 +38,31 @@ pub(super) enum Bound {
     /// A glob's pattern was substituted for an unquoted use of its
     /// variable: bash splits a match holding a blank into several words.
     Split,
+}
+
+/// A word of a loop's list, as the variable holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Item {
+    /// The word after quote removal; for a glob, the pattern as written.
+    pub text: String,
+    /// Whether the word is a glob: the variable takes each of its matches.
+    pub pattern: bool,
+}
+
+/// A loop variable bound to one word of its list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Binding {
+    pub name: String,
+    pub item: Item,
+}
+
+/// The innermost binding of `name`.
+pub(super) fn lookup<'b>(bindings: &'b [Binding], name: &str) -> Option<&'b Item> {
+    bindings
+        .iter()
+        .rev()
+        .find(|b| b.name == name)
+        .map(|b| &b.item)
 }
 
 /// A word after quote removal, with what is known about it.
@@ -195,7 +222,7 @@ fn substitute(cx: &mut Cx<'_, '_>, node: Node<'_>, quoted: bool, out: &mut Word)
         Some(inner) => inner.strip_suffix('}'),
         None => text.strip_prefix('$'),
     };
-    let Some(item) = name.and_then(|n| loops::lookup(cx.bindings, n)) else {
+    let Some(item) = name.and_then(|n| lookup(cx.bindings, n)) else {
         return false;
     };
     out.text.push_str(&item.text);
@@ -373,6 +400,38 @@ pub(super) fn ansi_c(body: &str, out: &mut Word) {
         bytes.truncate(nul);
     }
     out.text.push_str(&String::from_utf8_lossy(&bytes));
+}
+
+/// Characters of source text quoted in a phrase.
+pub(super) const SNIPPET_CHARS: usize = 60;
+
+/// Quotes `text` for a phrase, shortened to [`SNIPPET_CHARS`] characters.
+pub(super) fn snippet(text: &str) -> String {
+    let mut out: String = text.chars().take(SNIPPET_CHARS).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// The text of a backtick substitution as bash parses it: a backslash
+/// before `` ` ``, `\\` or `$` is removed, and before `"` too inside double
+/// quotes.
+pub(super) fn unescape_backticks(inner: &str, in_double_quotes: bool) -> String {
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&n) = chars.peek()
+            && (matches!(n, '`' | '\\' | '$') || (in_double_quotes && n == '"'))
+        {
+            out.push(n);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use gavel::policy::diff::{RuleChange, RuleChangeKind, rule_changes, sample_chang
 use gavel::replay::{self, DriftReport, Kept};
 use gavel::store::AuditQuery;
 
-use super::{Exit, FormatArgs, Global, render};
+use crate::cli::{Exit, FormatArgs, Global, render};
 
 /// Sample changes a table shows; JSON lists them all.
 const SHOWN: usize = 20;
