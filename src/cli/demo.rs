@@ -10,10 +10,11 @@ use serde_json::{Value, json};
 use gavel::approval::Fixed;
 use gavel::policy::{DEFAULT_POLICY_TOML, Policy};
 use gavel::replay::{self, FactSource};
+use gavel::session::{Ask, Call, Governed, Service};
 use gavel::tools::Registry;
-use gavel::{ApprovalStatus, GovernedRunner, ToolRequest, Workspace};
+use gavel::{ApprovalStatus, ToolRequest, Workspace};
 
-use gavel::store::{AuditQuery, Durability, Store};
+use gavel::store::{AuditQuery, Durability};
 
 use super::replay::print_table;
 use super::verify::verify_store;
@@ -167,19 +168,22 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
         .db
         .clone()
         .unwrap_or_else(|| workspace.root().join(".gavel").join("audit.db"));
-    let mut store = Store::open(&db, Durability::Normal)?;
-    let policy = Policy::builtin();
     // The demo always decides by the built-in policy, whatever --policy says.
-    let principal = gavel::principal::Principal::current("cli")
-        .with_host_id_beside(store.path())
-        .with_policy(gavel::principal::PolicySource {
-            layer: "builtin".into(),
-            path: None,
-            digest: policy.reference().digest.clone(),
-        });
-    let runner =
-        GovernedRunner::new(policy, workspace, Registry::builtin()).with_principal(principal);
-    store.remember_policy(runner.policy())?;
+    let setup = gavel::session::Setup {
+        workspace: Some(dir.clone()),
+        db: Some(db.clone()),
+        durability: Durability::Normal,
+        ..gavel::session::Setup::default()
+    };
+    let store = setup.open_store()?;
+    let mut service = Service::with(
+        &setup,
+        "cli",
+        Registry::builtin(),
+        workspace,
+        Policy::builtin(),
+        store,
+    )?;
 
     let json = args.format.is_json();
     let mut rows = Vec::new();
@@ -192,13 +196,13 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     let call_id = |index: usize| format!("demo-{run}-{}", index + 1);
     for (index, step) in script().into_iter().enumerate() {
         let request = ToolRequest::new(call_id(index), step.tool, step.arguments);
-        let outcome = runner.run(
-            &request.tool_use_id,
-            &request,
-            None,
-            &mut Fixed(step.answer),
-            &mut store,
+        let governed = service.call(
+            Call::new(&request.tool_use_id, &request),
+            Ask::Now(&mut Fixed(step.answer)),
         )?;
+        let Governed::Ran(outcome) = governed else {
+            anyhow::bail!("the demo's call `{}` did not run here", request.tool_use_id);
+        };
         if json {
             render::json(&outcome_json(&outcome))?;
             continue;
@@ -219,8 +223,9 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
         ]);
     }
     // A signed checkpoint vouches for the session, as after any hook.
-    gavel::session::auto_checkpoint(&mut store, 1);
-    let report = verify_store(&store, None)?;
+    let store = service.store();
+    gavel::session::auto_checkpoint(store, 1);
+    let report = verify_store(store, None)?;
     if json {
         render::json(&serde_json::to_value(&report)?)?;
         return Ok(if report.ok { Exit::Ok } else { Exit::Failed });
@@ -249,7 +254,7 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     ))?;
     let changed = Policy::from_toml(&demo_policy_change(), "demo change")?;
     let drift = replay::replay(
-        &store,
+        store,
         &AuditQuery::default(),
         &changed,
         FactSource::Recorded,

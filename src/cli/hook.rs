@@ -5,7 +5,8 @@ use anyhow::Context as _;
 use clap::Args;
 
 use gavel::clients;
-use gavel::frontend::hook::{HookOptions, answer_stdin};
+use gavel::frontend::hook::HookOptions;
+use gavel::frontend::hook_process::answer_stdin;
 use gavel::session::HookAsk;
 
 use super::{Exit, Global};

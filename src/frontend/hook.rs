@@ -1,4 +1,5 @@
-//! A client's hook (`gavel hook <client>`): one event on stdin, answered
+//! A client's hook event (`gavel hook <client>`; the process around it is
+//! `super::hook_process`): one event, answered
 //! in the client's own format on stdout (`crate::clients` knows each
 //! client's events, tools and answers). A tool call goes to the session
 //! service ([`Service::call`]) with its ask routed to where the client or
@@ -13,15 +14,11 @@
 //! would otherwise let the call run; exit 1 on events where 2 would mean
 //! something else (Claude Code's `Stop`: keep working).
 
-use std::io::{Read, Write};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::resident;
 use crate::approval::ApprovalStatus;
 use crate::approvals;
 use crate::audit::{
@@ -51,61 +48,6 @@ pub struct HookOptions {
     pub event: Option<String>,
 }
 
-/// Answers the hook event on stdin on stdout, as `client`'s hook under
-/// `setup`: whatever happens, the client gets an answer it reads as
-/// recorded, or its fail-closed answer. Returns the exit code.
-pub fn answer_stdin(client: &dyn Client, setup: &Setup, options: &HookOptions) -> u8 {
-    fail_closed_on_fatal_signals(client);
-    // A panic must not print its multi-line report nor exit with 101, which
-    // a client would treat as "let the call run".
-    std::panic::set_hook(Box::new(|_| {}));
-    let mut text = String::new();
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|source| SessionError::Io {
-                what: "cannot read the hook input from stdin".to_owned(),
-                source,
-            })?;
-        let event = parse_event(client, options, &text)?;
-        let setup = pin_workspace(client, setup, &event.context);
-        match resident::forward_hook(client, &setup, options, &text) {
-            Some(answer) => Ok(answer),
-            None => handle_event(client, &setup, options, event),
-        }
-    }));
-    let _ = std::panic::take_hook();
-    let answer = match outcome {
-        Ok(Ok(answer)) => answer,
-        Ok(Err(err)) => fail(client, options, &text, &one_line(&err)),
-        Err(panic) => {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            let message = format!("internal error: {}", detail.replace('\n', " "));
-            fail(client, options, &text, &message)
-        }
-    };
-    let printed = match &answer.stdout {
-        Some(line) => {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{line}").and_then(|()| out.flush())
-        }
-        None => Ok(()),
-    };
-    if let Some(line) = &answer.stderr {
-        let _ = writeln!(std::io::stderr(), "{line}");
-    }
-    if printed.is_err() && answer.exit == 0 {
-        let failed = fail(client, options, &text, "cannot write the hook answer");
-        let _ = writeln!(std::io::stderr(), "{}", failed.stderr.unwrap_or_default());
-        return failed.exit;
-    }
-    answer.exit
-}
-
 /// An error and its causes on one line.
 pub(crate) fn one_line(err: &SessionError) -> String {
     chain(err).replace('\n', " ")
@@ -122,7 +64,7 @@ pub fn fail(client: &dyn Client, options: &HookOptions, text: &str, message: &st
 }
 
 /// The client's event in `text` (named by `--event` when it does not say).
-fn parse_event(
+pub(crate) fn parse_event(
     client: &dyn Client,
     options: &HookOptions,
     text: &str,
@@ -142,7 +84,7 @@ fn parse_event(
 /// else the project the client was started in (its environment variable,
 /// or the project it reports), and only then the hook's cwd, which follows
 /// the agent's `cd`.
-fn pin_workspace(client: &dyn Client, setup: &Setup, context: &Context) -> Setup {
+pub(crate) fn pin_workspace(client: &dyn Client, setup: &Setup, context: &Context) -> Setup {
     let mut setup = setup.clone();
     if setup.workspace.is_none() {
         let project = client
@@ -235,65 +177,14 @@ fn waited_reply(
     })
 }
 
-/// The exit code of a fatal signal, and what to print on stdout then.
-static FATAL_EXIT: AtomicI32 = AtomicI32::new(2);
-static FATAL_STDOUT: OnceLock<Vec<u8>> = OnceLock::new();
-
-/// Makes a fatal signal (a crash in C code, an abort, a kill on timeout)
-/// end in the client's fail-closed answer rather than a death by signal,
-/// which a client could take as "let the call run".
-fn fail_closed_on_fatal_signals(client: &dyn Client) {
-    let answer = client.fail_closed(None, "internal error: fatal signal");
-    let mut stdout = answer.stdout.unwrap_or_default().into_bytes();
-    if !stdout.is_empty() {
-        stdout.push(b'\n');
-    }
-    let _ = FATAL_STDOUT.set(stdout);
-    FATAL_EXIT.store(i32::from(answer.exit), Ordering::Relaxed);
-    extern "C" fn fatal(_: libc::c_int) {
-        const MESSAGE: &[u8] = b"gavel: internal error: fatal signal\n";
-        let code = FATAL_EXIT.load(Ordering::Relaxed);
-        // SAFETY: an atomic load, reading a buffer set before the handler was
-        // installed, write(2) and _exit(2) are async-signal-safe.
-        unsafe {
-            if let Some(out) = FATAL_STDOUT.get() {
-                libc::write(1, out.as_ptr().cast(), out.len());
-            }
-            libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
-            libc::_exit(code);
-        }
-    }
-    for signal in [
-        libc::SIGSEGV,
-        libc::SIGBUS,
-        libc::SIGILL,
-        libc::SIGFPE,
-        libc::SIGABRT,
-    ] {
-        // SAFETY: a zeroed sigaction with a plain handler; SA_ONSTACK uses the
-        // alternate stack Rust's runtime sets up, so a stack overflow lands here too.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = fatal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            action.sa_flags = libc::SA_ONSTACK;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
-    }
-}
-
 /// Handles a parsed event, `setup` with its workspace pinned.
-fn handle_event(
+pub(crate) fn handle_event(
     client: &dyn Client,
     setup: &Setup,
     options: &HookOptions,
     event: HookEvent,
 ) -> Result<Answer, SessionError> {
     let HookEvent { context, kind } = &event;
-    FATAL_EXIT.store(
-        i32::from(client.fail_closed(Some(&context.event), "").exit),
-        Ordering::Relaxed,
-    );
     let handling = Handling {
         client,
         options,

@@ -58,7 +58,10 @@ fn code(text: &str) -> String {
         } else if let Some(hashes) = raw_string(rest) {
             let close = format!("\"{}", "#".repeat(hashes));
             let open = 2 + hashes;
-            i += open + rest[open..].find(&close).map_or(rest.len(), |e| e + close.len());
+            i += open
+                + rest[open..]
+                    .find(&close)
+                    .map_or(rest.len(), |e| e + close.len());
             out.push_str("\"\"");
         } else if rest.starts_with('"') {
             let mut j = 1;
@@ -167,8 +170,14 @@ fn use_paths(tree: &str) -> Vec<Vec<String>> {
         }
     }
     let tree: String = tree.split_whitespace().collect::<Vec<_>>().join(" ");
-    let tree = tree.replace(" :: ", "::").replace(":: ", "::").replace(" ::", "::");
-    let tree = tree.replace(", ", ",").replace("{ ", "{").replace(" }", "}");
+    let tree = tree
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
+        .replace(" ::", "::");
+    let tree = tree
+        .replace(", ", ",")
+        .replace("{ ", "{")
+        .replace(" }", "}");
     let mut out = Vec::new();
     expand(&[], &tree, &mut out);
     out
@@ -177,7 +186,8 @@ fn use_paths(tree: &str) -> Vec<Vec<String>> {
 /// Edges from each module to the modules it names, by their longest known prefix.
 fn imports(modules: &BTreeMap<Module, PathBuf>) -> BTreeMap<Module, BTreeSet<Module>> {
     let uses = regex::Regex::new(r"\buse\s+([^;]+);").unwrap();
-    let inline = regex::Regex::new(r"\b(?:crate|gavel|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+").unwrap();
+    let inline =
+        regex::Regex::new(r"\b(?:crate|gavel|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+").unwrap();
     let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
     for (module, path) in modules {
         if is_test(module) {
@@ -251,7 +261,10 @@ fn no_command_file_imports_another() {
             }
         }
     }
-    assert!(crossing.is_empty(), "command files importing each other: {crossing:#?}");
+    assert!(
+        crossing.is_empty(),
+        "command files importing each other: {crossing:#?}"
+    );
 }
 
 #[test]
@@ -328,7 +341,9 @@ fn the_reader_of_use_lines_reads_them() {
     let modules = modules();
     let edges = imports(&modules);
     let of = |m: &str| edges[&m.split("::").map(str::to_owned).collect::<Module>()].clone();
-    let has = |set: &BTreeSet<Module>, m: &str| set.contains(&m.split("::").map(str::to_owned).collect::<Module>());
+    let has = |set: &BTreeSet<Module>, m: &str| {
+        set.contains(&m.split("::").map(str::to_owned).collect::<Module>())
+    };
     // Known edges, so that a reader that finds nothing cannot pass.
     assert!(has(&of("cli::hook"), "frontend::hook"));
     assert!(has(&of("frontend::hook"), "session"));
@@ -337,5 +352,8 @@ fn the_reader_of_use_lines_reads_them() {
         use_paths("a::{b, c::{d, self}}"),
         [vec!["a", "b"], vec!["a", "c", "d"], vec!["a", "c"]]
     );
-    assert_eq!(code("let s = \"use x;\"; // use y;\nuse z;"), "let s = \"\"; \nuse z;");
+    assert_eq!(
+        code("let s = \"use x;\"; // use y;\nuse z;"),
+        "let s = \"\"; \nuse z;"
+    );
 }

@@ -34,7 +34,9 @@ fn events(sandbox: &Sandbox) -> Vec<Value> {
     json_lines(&out)
         .into_iter()
         .filter(|line| line["record"] == "event")
-        .filter(|line| ["request", "decision", "result"].contains(&line["kind"].as_str().unwrap_or("")))
+        .filter(|line| {
+            ["request", "decision", "result"].contains(&line["kind"].as_str().unwrap_or(""))
+        })
         .map(|line| {
             json!({
                 "kind": line["kind"],
@@ -66,7 +68,11 @@ fn one_call_records_the_same_through_every_front_end() {
         let sandbox = fresh();
         let (answer, reason) = crate::clients::pre(&sandbox, client, "ls", "c1", &[]);
         assert_eq!(answer, "deny", "{}: {reason}", client.name);
-        assert!(reason.starts_with("[same.deny]"), "{}: {reason}", client.name);
+        assert!(
+            reason.starts_with("[same.deny]"),
+            "{}: {reason}",
+            client.name
+        );
         seen.push((format!("hook {}", client.name), events(&sandbox)));
     }
 
@@ -100,14 +106,21 @@ fn one_call_records_the_same_through_every_front_end() {
         .unwrap();
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let said = resident.stop();
-    assert!(said.contains("answered 1 calls"), "the resident gavel: {said}");
+    assert!(
+        said.contains("answered 1 calls"),
+        "the resident gavel: {said}"
+    );
     seen.push(("resident run".to_owned(), events(&sandbox)));
 
     if crate::mcp::node_available() {
         let sandbox = fresh();
         let server = crate::mcp::server();
-        let mut mcp =
-            crate::mcp::Client::start(&sandbox, &[], &["--name", "fs"], &crate::mcp::words(&server));
+        let mut mcp = crate::mcp::Client::start(
+            &sandbox,
+            &[],
+            &["--name", "fs"],
+            &crate::mcp::words(&server),
+        );
         mcp.initialize(json!({}));
         let response = mcp.call("echo", json!({"text": "hi"}));
         assert_eq!(response["result"]["isError"], json!(true), "{response}");
