@@ -15,6 +15,7 @@ pub mod chain;
 pub mod checkpoint;
 pub mod clients;
 pub mod digest;
+pub mod doctor;
 pub mod escape;
 pub mod facts;
 pub mod frontend;

@@ -284,126 +284,67 @@ pub fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(code as u8)
 }
 
-/// Global options that a command ignores, by command path: hidden from its
-/// `--help` (a script that passes `--db` to every command keeps working).
-const NOT_APPLICABLE: &[(&str, &[&str])] = &[
-    ("check", &["db", "durability", "max_argument_bytes"]),
-    (
-        "policy",
-        &["db", "durability", "max_argument_bytes", "wide"],
-    ),
-    (
-        "policy show",
-        &["db", "durability", "max_argument_bytes", "wide"],
-    ),
-    (
-        "policy validate",
-        &["db", "durability", "max_argument_bytes", "wide"],
-    ),
-    ("policy test", &["db", "durability", "max_argument_bytes"]),
-    ("policy lint", &["durability", "max_argument_bytes"]),
-    (
-        "demo",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
-    ),
-    ("log", &["policy", "durability", "max_argument_bytes"]),
-    ("show", &["policy", "durability", "max_argument_bytes"]),
-    ("explain", &["policy", "durability", "max_argument_bytes"]),
-    ("stats", &["policy", "durability", "max_argument_bytes"]),
-    (
-        "export",
-        &["policy", "durability", "max_argument_bytes", "wide"],
-    ),
-    ("replay", &["durability", "max_argument_bytes"]),
-    (
-        "report",
-        &["policy", "durability", "max_argument_bytes", "wide"],
-    ),
-    (
-        "verify",
-        &["policy", "durability", "max_argument_bytes", "wide"],
-    ),
-    ("audit", &["policy", "durability", "max_argument_bytes"]),
+/// Global options that a command ignores (their ids, by command path):
+/// hidden from its `--help` (a script that passes `--db` to every command
+/// keeps working).
+const NOT_APPLICABLE: &[(&str, &str)] = &[
+    ("check", "db durability max_argument_bytes"),
+    ("policy", "db durability max_argument_bytes wide"),
+    ("policy show", "db durability max_argument_bytes wide"),
+    ("policy validate", "db durability max_argument_bytes wide"),
+    ("policy test", "db durability max_argument_bytes"),
+    ("policy lint", "durability max_argument_bytes"),
+    ("demo", "workspace policy durability max_argument_bytes"),
+    ("log", "policy durability max_argument_bytes"),
+    ("show", "policy durability max_argument_bytes"),
+    ("explain", "policy durability max_argument_bytes"),
+    ("stats", "policy durability max_argument_bytes"),
+    ("export", "policy durability max_argument_bytes wide"),
+    ("replay", "durability max_argument_bytes"),
+    ("report", "policy durability max_argument_bytes wide"),
+    ("verify", "policy durability max_argument_bytes wide"),
+    ("audit", "policy durability max_argument_bytes"),
     (
         "keygen",
-        &[
-            "workspace",
-            "policy",
-            "db",
-            "durability",
-            "max_argument_bytes",
-        ],
+        "workspace policy db durability max_argument_bytes",
     ),
-    ("checkpoint", &["policy", "max_argument_bytes", "wide"]),
-    (
-        "init",
-        &["policy", "db", "durability", "max_argument_bytes", "wide"],
-    ),
-    ("push", &["policy", "max_argument_bytes", "wide"]),
+    ("checkpoint", "policy max_argument_bytes wide"),
+    ("init", "policy db durability max_argument_bytes wide"),
+    ("push", "policy max_argument_bytes wide"),
     (
         "central",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
     (
         "central init",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
     (
         "central enroll",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
     (
         "central ingest",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
     (
         "central logs",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        "workspace policy durability max_argument_bytes",
     ),
     (
         "central retain",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
-    ("hook", &["wide"]),
-    ("doctor", &["durability", "max_argument_bytes"]),
-    ("serve", &["wide"]),
-    ("pending", &["policy", "durability", "max_argument_bytes"]),
-    ("approve", &["policy", "max_argument_bytes", "wide"]),
-    ("reject", &["policy", "max_argument_bytes", "wide"]),
-    ("grants", &["policy", "durability", "max_argument_bytes"]),
-    ("approvals", &["policy", "max_argument_bytes", "wide"]),
-    ("revoke", &["policy", "max_argument_bytes", "wide"]),
-    ("mcp", &["wide"]),
+    ("hook", "wide"),
+    ("doctor", "durability max_argument_bytes"),
+    ("serve", "wide"),
+    ("pending", "policy durability max_argument_bytes"),
+    ("approve", "policy max_argument_bytes wide"),
+    ("reject", "policy max_argument_bytes wide"),
+    ("grants", "policy durability max_argument_bytes"),
+    ("approvals", "policy max_argument_bytes wide"),
+    ("revoke", "policy max_argument_bytes wide"),
+    ("mcp", "wide"),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -485,10 +426,10 @@ fn hide_inapplicable(
         let hidden = NOT_APPLICABLE
             .iter()
             .find(|(name, _)| *name == path)
-            .map_or(&[][..], |(_, ids)| ids);
+            .map_or("", |(_, ids)| ids);
         let mut owned = std::mem::take(sub);
         for global in globals {
-            let hide = hidden.iter().any(|id| global.get_id() == *id);
+            let hide = hidden.split(' ').any(|id| global.get_id() == id);
             owned = owned.arg(global.clone().hide(hide));
         }
         hide_inapplicable(&mut owned, &format!("{path} "), globals, words);
