@@ -30,6 +30,7 @@ pub mod report;
 pub mod request;
 pub mod runner;
 pub mod shell;
+pub mod source;
 pub mod store;
 pub mod tools;
 

@@ -8,13 +8,12 @@ use std::collections::HashSet;
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
 
-use gavel::archive;
+use gavel::archive::{self, format_time};
 use gavel::digest::hex;
 use gavel::policy::cases::PolicyCase;
 use gavel::store::StoredEvent;
 
-use super::query::{QueryArgs, format_time};
-use super::{Exit, Global, render};
+use super::{Exit, Global, QueryArgs, render};
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -107,27 +106,9 @@ fn cosigned_lines(db: &std::path::Path) -> anyhow::Result<Vec<Value>> {
 fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
     let resolved = query.to_query()?;
     let mut out = Map::new();
-    let flags: [(&str, &Option<String>); 16] = [
-        ("tool", &query.tool),
-        ("server", &query.server),
-        ("mcp_tool", &query.mcp_tool),
-        ("rule", &query.rule),
-        ("action", &query.action),
-        ("approval", &query.approval),
-        ("status", &query.status),
-        ("since", &query.since),
-        ("until", &query.until),
-        ("call", &query.call),
-        ("session", &query.session),
-        ("user", &query.user),
-        ("host", &query.host),
-        ("client", &query.client),
-        ("agent", &query.agent),
-        ("grep", &query.grep),
-    ];
-    for (name, value) in flags {
+    for (name, value) in query.given() {
         if let Some(value) = value {
-            out.insert(name.into(), value.clone().into());
+            out.insert(name.replace('-', "_"), value.clone().into());
         }
     }
     if let Some(limit) = query.limit {
@@ -143,19 +124,21 @@ fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
 }
 
 pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
-    #[cfg(feature = "postgres")]
-    if let Some(url) = global.central_url() {
-        return super::central_read::export(&url, &args);
+    let mut source = global.source(&args.query.schema, args.query.selection(), args.query.read)?;
+    if let Some(integrity) = source.opened() {
+        super::warn(integrity);
     }
-    args.query.check_local()?;
-    let store = global.read_store_with(args.query.read)?;
-    run_on(&store, &args, &args.query.to_query()?, true)?;
+    source
+        .reading()?
+        .for_each_log(&args.query.to_query()?, |log| {
+            run_on(log.store, &args, log.query, log.index == 0)
+        })?;
     Ok(Exit::Ok)
 }
 
 /// Exports `store` as `args` says, the calls `query` selects; `first`
 /// writes the CSV header (a central export writes several logs in turn).
-pub fn run_on(
+fn run_on(
     store: &gavel::store::Store,
     args: &ExportArgs,
     query: &gavel::store::AuditQuery,
@@ -222,7 +205,7 @@ pub fn run_on(
         }
     }
     // A bar on stderr when it is a terminal and the log is long, as `verify` shows.
-    let bar = super::verify::progress_bar(store, "exporting")?;
+    let bar = render::progress_bar(store, "exporting")?;
     let log_format = store.identity().format;
     let switch = store.format_switch()?;
     let mut done = 0u64;

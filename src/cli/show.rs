@@ -8,10 +8,11 @@ use gavel::ToolRequest;
 use gavel::audit::{ApprovalRecord, EventBody, ResultRecord};
 use gavel::digest::hex;
 use gavel::policy::{EntryMatch, Policy, RuleTrace};
+use gavel::archive::format_time;
+use gavel::source::{CallLog, CentralLog, Integrity, Selection, Source};
 use gavel::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoredEvent};
 
-use super::query::{ReadArgs, SchemaArg, format_time};
-use super::{Exit, FormatArgs, Global, Integrity, render};
+use super::{Exit, FormatArgs, Global, ReadArgs, SchemaArg, render, warn};
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
@@ -72,37 +73,28 @@ fn short_hex(bytes: &[u8]) -> String {
     hex(&bytes[..bytes.len().min(8)])
 }
 
-/// The enrolled host and log origin a call of a central store comes from.
-type CentralOrigin = Option<(String, String)>;
-
-/// The store to read one call from: the local one, or for a central `--db`
-/// an in-memory copy of the call's events from the one log that holds it.
+/// The source to read call `call_id` from: the local log, or a central
+/// store (its log `--log` names, when several hold the call).
 fn call_source(
     global: &Global,
     read: ReadArgs,
-    call_id: &str,
     log: Option<&str>,
     schema: &SchemaArg,
-) -> anyhow::Result<(Store, CentralOrigin, Option<Integrity>)> {
-    #[cfg(feature = "postgres")]
-    if let Some(url) = global.central_url() {
-        let (store, log, integrity) =
-            super::central_read::call_store(&url, schema, call_id, log, read.no_verify)?;
-        if let Some(integrity) = &integrity {
-            integrity.warn();
-        }
-        return Ok((store, Some((log.host, log.origin)), integrity));
+) -> anyhow::Result<Source> {
+    let selection = Selection {
+        log: log.map(str::to_owned),
+        ..Selection::default()
+    };
+    global.source(schema, selection, read)
+}
+
+/// The call's log, its bounded check warned about on stderr.
+fn call_log<'a>(source: &'a mut Source, call_id: &str) -> anyhow::Result<CallLog<'a>> {
+    let log = source.call(call_id)?;
+    if let Some(integrity) = &log.integrity {
+        warn(integrity);
     }
-    if log.is_some() {
-        anyhow::bail!("--log picks a log of a central store; give --db postgres://…");
-    }
-    schema.check_local()?;
-    let _ = call_id; // only a central store is searched for the call before reading
-    let (store, integrity) = global.read_store_checked(read)?;
-    if let Some(integrity) = &integrity {
-        integrity.warn();
-    }
-    Ok((store, None, integrity))
+    Ok(log)
 }
 
 /// The line that says a call's rows may have been edited.
@@ -114,29 +106,31 @@ fn unverified_line(integrity: &Integrity) -> String {
 }
 
 /// Prints `value`, saying which enrolled host and log it comes from when central.
-fn emit(mut value: Value, from: &CentralOrigin) -> anyhow::Result<()> {
-    if let (Some((host, log)), Some(object)) = (from, value.as_object_mut()) {
-        object.insert("central".into(), json!({ "host": host, "log": log }));
+fn emit(mut value: Value, from: &Option<CentralLog>) -> anyhow::Result<()> {
+    if let (Some(from), Some(object)) = (from, value.as_object_mut()) {
+        object.insert(
+            "central".into(),
+            json!({ "host": from.host, "log": from.origin }),
+        );
     }
     Ok(render::json(&value)?)
 }
 
 /// In a table: which enrolled host and log the call comes from, when central.
-fn from_line(from: &CentralOrigin) -> anyhow::Result<()> {
-    if let Some((host, log)) = from {
-        render::line(&render::escape(&format!("from host `{host}`, log {log}")))?;
+fn from_line(from: &Option<CentralLog>) -> anyhow::Result<()> {
+    if let Some(from) = from {
+        render::line(&render::escape(&format!(
+            "from host `{}`, log {}",
+            from.host, from.origin
+        )))?;
     }
     Ok(())
 }
 
 pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
-    let (store, from, integrity) = call_source(
-        global,
-        args.read,
-        &args.call_id,
-        args.log.as_deref(),
-        &args.schema,
-    )?;
+    let mut source = call_source(global, args.read, args.log.as_deref(), &args.schema)?;
+    let log = call_log(&mut source, &args.call_id)?;
+    let (store, from, integrity) = (log.store(), &log.from, log.integrity.clone());
     let events = store.call_events(&args.call_id)?;
     store.check_unchanged()?;
     if args.format.is_json() {
@@ -156,11 +150,11 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
                     })
                     .collect::<Vec<_>>(),
             }),
-            &from,
+            from,
         )?;
         return Ok(Exit::Ok);
     }
-    from_line(&from)?;
+    from_line(from)?;
     render::table_dropping(
         &["seq", "time", "kind", "payload", "leaf", "chain"],
         events.iter().map(|e| {
@@ -284,13 +278,9 @@ fn anomaly_lines(anomalies: &[AnomalyEntry]) -> Vec<String> {
 }
 
 pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
-    let (store, from, integrity) = call_source(
-        global,
-        args.read,
-        &args.call_id,
-        args.log.as_deref(),
-        &args.schema,
-    )?;
+    let mut source = call_source(global, args.read, args.log.as_deref(), &args.schema)?;
+    let log = call_log(&mut source, &args.call_id)?;
+    let (store, from, integrity) = (log.store(), &log.from, log.integrity.clone());
     let query = AuditQuery {
         call_id: Some(args.call_id.clone()),
         ..AuditQuery::default()
@@ -321,7 +311,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                         "result": call.anomaly.result,
                         "anomalies": anomalies,
                     }),
-                    &from,
+                    from,
                 )?;
                 return Ok(Exit::Ok);
             }
@@ -334,18 +324,18 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                 String::new(),
             ];
             text.extend(anomaly_lines(&anomalies));
-            from_line(&from)?;
+            from_line(from)?;
             render::text(&text)?;
             return Ok(Exit::Ok);
         }
         Some(CallEntry::Decided(call)) => call,
     };
-    let (trace, matched) = match recorded_trace(&store, &call)? {
+    let (trace, matched) = match recorded_trace(store, &call)? {
         Some((trace, matched)) => (Some(trace), matched),
         None => (None, Vec::new()),
     };
-    let result = result_of(&store, &call.call_id)?;
-    let approver = approver_of(&store, &call.call_id)?;
+    let result = result_of(store, &call.call_id)?;
+    let approver = approver_of(store, &call.call_id)?;
     let decision = &call.decision;
     let policy_text = match store.recorded_policy(&decision.policy.digest)? {
         gavel::store::PolicyText::Text(_) => "recorded",
@@ -358,7 +348,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         .rule_id
         .strip_prefix(gavel::approvals::grants::GRANT_RULE_PREFIX)
     {
-        Some(id) => gavel::approvals::grants(&store)?
+        Some(id) => gavel::approvals::grants(store)?
             .into_iter()
             .find(|g| g.record.grant == id),
         None => None,
@@ -394,7 +384,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
                 "anomalies": anomalies,
                 "grant": grant,
             }),
-            &from,
+            from,
         )?;
         return Ok(Exit::Ok);
     }
@@ -472,7 +462,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
     text.extend(path_lines(&decision.facts));
     if let Some(shell) = &decision.facts.shell {
         text.push("  the command runs, as parsed:".into());
-        text.extend(super::check::parse_lines(shell));
+        text.extend(render::parse_lines(shell));
         if call.parse_differs {
             text.push(
                 "    (parsed again from the request: the parse that decided was recorded by digest, and differs)"
@@ -510,13 +500,13 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
         render::cell(&decision.policy.digest, 16)
     ));
     text.push(format!("  {}", decision.reason));
-    for line in super::check::match_lines(&matched, &decision.rule_id) {
+    for line in render::match_lines(&matched, &decision.rule_id) {
         text.push(format!("  {line}"));
     }
     if let Some(layer) = &decision.layer {
         text.push(format!(
             "  in layer {}",
-            super::check::layer_line(layer, &decision.layers)
+            render::layer_line(layer, &decision.layers)
         ));
     }
     for verdict in &decision.shadow {
@@ -580,7 +570,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
             ));
         }
     }
-    from_line(&from)?;
+    from_line(from)?;
     render::text(&text)?;
     Ok(Exit::Ok)
 }
