@@ -15,6 +15,7 @@ pub mod chain;
 pub mod checkpoint;
 pub mod clients;
 pub mod digest;
+pub mod export;
 pub mod facts;
 pub mod hooks;
 pub mod install;
