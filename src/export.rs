@@ -128,7 +128,9 @@ pub fn export<E: From<StoreError> + From<std::io::Error>>(
                 rule_id: Some(call.decision.rule_id),
                 reason: Some(call.decision.reason),
             };
-            out(Line::Json(serde_json::to_value(&case).map_err(std::io::Error::from)?))
+            out(Line::Json(
+                serde_json::to_value(&case).map_err(std::io::Error::from)?,
+            ))
         })?;
         return Ok(());
     }

@@ -15,6 +15,7 @@ pub mod chain;
 pub mod checkpoint;
 pub mod clients;
 pub mod digest;
+pub mod explain;
 pub mod export;
 pub mod facts;
 pub mod hooks;
@@ -33,6 +34,7 @@ pub mod runner;
 pub mod shell;
 pub mod source;
 pub mod store;
+pub mod text;
 pub mod tools;
 
 pub use approval::{ApprovalStatus, Approver, Resolution};

@@ -60,19 +60,21 @@ pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
         ..AuditQuery::default()
     };
     let mut audited = Vec::new();
-    let found = source.reading()?.for_each_log(&query, |log| -> anyhow::Result<()> {
-        let bar = render::progress_bar(log.store, "verifying")?;
-        let found = gavel::source::audit(log.store, log.query, &mut |rows| {
-            if let Some(bar) = &bar {
-                bar.set_position(rows);
+    let found = source
+        .reading()?
+        .for_each_log(&query, |log| -> anyhow::Result<()> {
+            let bar = render::progress_bar(log.store, "verifying")?;
+            let found = gavel::source::audit(log.store, log.query, &mut |rows| {
+                if let Some(bar) = &bar {
+                    bar.set_position(rows);
+                }
+            })?;
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
             }
-        })?;
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
-        }
-        audited.push((log.from.cloned(), found));
-        Ok(())
-    });
+            audited.push((log.from.cloned(), found));
+            Ok(())
+        });
     if let Err(err) = &found
         && let Some(SourceError::NoLogOfHost { host }) = err.downcast_ref()
     {

@@ -65,7 +65,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
         ),
     ];
     if let Some(layer) = &decision.layer {
-        fields.push(("layer", render::layer_line(layer, &decision.layers)));
+        fields.push(("layer", gavel::explain::layer_line(layer, &decision.layers)));
     }
     for verdict in &decision.shadow {
         fields.push((
@@ -81,9 +81,9 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
         let mut text = Vec::new();
         if let Some(shell) = &facts.shell {
             text.push("The command runs, as parsed:".to_owned());
-            text.extend(render::parse_lines(shell));
+            text.extend(gavel::explain::parse_lines(shell));
         }
-        text.extend(render::match_lines(&matched, &decision.rule_id));
+        text.extend(gavel::explain::match_lines(&matched, &decision.rule_id));
         if !text.is_empty() {
             render::text(&text)?;
         }

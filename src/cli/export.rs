@@ -97,4 +97,3 @@ pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
         })?;
     Ok(Exit::Ok)
 }
-

@@ -336,7 +336,10 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
 
 /// What the bounded check found, once filters that read rows it could not
 /// verify are refused, each warned about on stderr.
-fn checked(found: Vec<Integrity>, query: &gavel::store::AuditQuery) -> anyhow::Result<Vec<Integrity>> {
+fn checked(
+    found: Vec<Integrity>,
+    query: &gavel::store::AuditQuery,
+) -> anyhow::Result<Vec<Integrity>> {
     if let Some(first) = found.first() {
         refuse_filters(first, query)?;
     }
@@ -363,7 +366,12 @@ fn marked(mut value: Value, listed: &Listed, log: Option<&str>, found: &[Integri
 /// The JSON object of one listed row: where it comes from, and whether it verified.
 fn row_json(from: Option<RowFrom>, listed: &Listed, found: &[Integrity]) -> Value {
     let log = from.as_ref().map(|f| f.log.as_str());
-    marked(located(listed_json(listed), from.as_ref()), listed, log, found)
+    marked(
+        located(listed_json(listed), from.as_ref()),
+        listed,
+        log,
+        found,
+    )
 }
 
 /// Prints the listing `rows` hands over, in the format asked for; with

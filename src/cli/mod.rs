@@ -949,10 +949,17 @@ pub struct ReadArgs {
 
 impl QueryArgs {
     pub fn to_query(&self) -> anyhow::Result<AuditQuery> {
-        fn one_of(flag: &str, value: &Option<String>, allowed: &[&str]) -> anyhow::Result<Option<String>> {
+        fn one_of(
+            flag: &str,
+            value: &Option<String>,
+            allowed: &[&str],
+        ) -> anyhow::Result<Option<String>> {
             match value {
                 Some(v) if !allowed.contains(&v.as_str()) => {
-                    anyhow::bail!("{flag}: unknown value `{v}` (one of {})", allowed.join(", "))
+                    anyhow::bail!(
+                        "{flag}: unknown value `{v}` (one of {})",
+                        allowed.join(", ")
+                    )
                 }
                 other => Ok(other.clone()),
             }
@@ -969,7 +976,13 @@ impl QueryArgs {
             approval: one_of(
                 "--approval",
                 &self.approval,
-                &["not_required", "approved", "rejected", "cancelled", "pending"],
+                &[
+                    "not_required",
+                    "approved",
+                    "rejected",
+                    "cancelled",
+                    "pending",
+                ],
             )?,
             status: one_of(
                 "--status",

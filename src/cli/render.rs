@@ -481,45 +481,7 @@ pub fn json_pretty(value: &serde_json::Value) -> std::io::Result<()> {
     line(&serde_json::to_string_pretty(value).unwrap_or_default())
 }
 
-/// Shortens `text` to one line of at most `max` characters for a table
-/// cell, control characters escaped.
-pub fn cell(text: &str, max: usize) -> String {
-    let flat = text.replace(['\n', '\r'], " ");
-    let flat = escape(&flat);
-    match flat.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat.into_owned(),
-    }
-}
-
-/// Whether a character must not reach a terminal raw: C0 and C1 controls,
-/// DEL, and the bidirectional overrides and isolates that reorder text.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// `text` with control characters written as escapes (`\n`, `\t`,
-/// `\u{1b}`), so recorded text (a call id, a tool name, an argument, a
-/// reason) can never move the cursor, recolour or rewrite the auditor's
-/// terminal. Human output passes through here; JSON output is escaped by
-/// JSON itself.
-pub fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(needs_escape) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
+pub use gavel::text::{cell, escape};
 
 /// Prints lines of human text, each escaped, and wrapped to [`width`]
 /// (see [`wrap_text`]).
@@ -597,66 +559,6 @@ fn wrap_text(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-// ---------------------------------------------------------------------------
-// A decision's parse and matches, for people (`check --explain`, `explain`).
-
-/// The deciding layer and every layer consulted, for people:
-/// `user (of user ab12…, project cd34…)`.
-pub fn layer_line(layer: &str, layers: &[gavel::policy::LayerRef]) -> String {
-    let all: Vec<String> = layers
-        .iter()
-        .map(|l| format!("{} {}", l.layer, cell(&l.digest, 8)))
-        .collect();
-    format!("{layer} (of {})", all.join(", "))
-}
-
-/// A shell command's parse, for people: each simple command with its
-/// redirections, the redirections no command carries, and what could not
-/// be proven.
-pub fn parse_lines(shell: &gavel::shell::CommandAnalysis) -> Vec<String> {
-    let mut lines = Vec::new();
-    for command in &shell.commands {
-        let mut text = command.words.join(" ");
-        for r in &command.redirects {
-            text.push_str(&format!(" {} {}", r.op, r.target));
-        }
-        lines.push(format!("    - {}", cell(&text, 200)));
-    }
-    for r in &shell.bare_redirects {
-        lines.push(format!(
-            "    - (a redirection outside any command) {} {}",
-            r.op,
-            cell(&r.target, 200)
-        ));
-    }
-    if shell.unprovable.is_empty() {
-        lines.push("    everything in it is understood".to_owned());
-    }
-    for what in &shell.unprovable {
-        lines.push(format!("    - cannot prove: {}", cell(what, 200)));
-    }
-    lines
-}
-
-/// How long an entry may be shown (the built-in disk list is long).
-const ENTRY_CHARS: usize = 160;
-
-/// Which simple command matched which entry of the deciding rule.
-pub fn match_lines(matched: &[gavel::policy::EntryMatch], rule_id: &str) -> Vec<String> {
-    matched
-        .iter()
-        .map(|m| {
-            format!(
-                "`{}` matched `{}` of `{rule_id}` ({})",
-                cell(&m.command, 200),
-                cell(&m.entry, ENTRY_CHARS),
-                m.condition
-            )
-        })
-        .collect()
-}
-
-
 /// A progress bar on stderr when it is a terminal and the log is long.
 pub fn progress_bar(
     store: &gavel::store::Store,
@@ -670,14 +572,20 @@ pub fn progress_bar(
 
 /// A progress bar of `total` events on stderr (when it is a terminal and
 /// they are many), or with no total, a spinner counting them.
-pub fn progress_of(total: Option<u64>, what: &str) -> anyhow::Result<Option<indicatif::ProgressBar>> {
+pub fn progress_of(
+    total: Option<u64>,
+    what: &str,
+) -> anyhow::Result<Option<indicatif::ProgressBar>> {
     use indicatif::{ProgressBar, ProgressStyle};
     if !std::io::stderr().is_terminal() {
         return Ok(None);
     }
     let (bar, template) = match total {
         Some(total) if total < 200_000 => return Ok(None),
-        Some(total) => (ProgressBar::new(total), "{msg} {bar:40} {pos}/{len} events ({eta})"),
+        Some(total) => (
+            ProgressBar::new(total),
+            "{msg} {bar:40} {pos}/{len} events ({eta})",
+        ),
         None => (ProgressBar::new_spinner(), "{msg} {spinner} {pos} events"),
     };
     let bar = bar.with_message(what.to_owned());
@@ -694,7 +602,10 @@ pub fn progress_of(total: Option<u64>, what: &str) -> anyhow::Result<Option<indi
 const EXAMPLES_SHOWN: usize = 3;
 const EXAMPLE_CHARS: usize = 48;
 
-pub fn drift_table(report: &gavel::replay::DriftReport, skipped_verify: bool) -> std::io::Result<()> {
+pub fn drift_table(
+    report: &gavel::replay::DriftReport,
+    skipped_verify: bool,
+) -> std::io::Result<()> {
     if skipped_verify {
         line("WARNING: the chain was not verified (--skip-verify)")?;
     }
@@ -743,11 +654,7 @@ pub fn drift_table(report: &gavel::replay::DriftReport, skipped_verify: bool) ->
                     escape(&g.grant),
                     escape(why)
                 ),
-                None => format!(
-                    "{} (grant {})",
-                    escape(&g.call_id),
-                    escape(&g.grant)
-                ),
+                None => format!("{} (grant {})", escape(&g.call_id), escape(&g.grant)),
             })
             .collect();
         if calls.len() > 10 {

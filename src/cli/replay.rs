@@ -199,7 +199,11 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
 
 /// A local log's report as JSON, written straight out: with every changed
 /// call listed, a JSON tree of the whole report would cost several times its size.
-fn print_json(report: &DriftReport, verified: bool, calls: &[replay::ChangedCall]) -> anyhow::Result<()> {
+fn print_json(
+    report: &DriftReport,
+    verified: bool,
+    calls: &[replay::ChangedCall],
+) -> anyhow::Result<()> {
     #[derive(serde::Serialize)]
     struct Out<'a> {
         #[serde(flatten)]
@@ -209,9 +213,16 @@ fn print_json(report: &DriftReport, verified: bool, calls: &[replay::ChangedCall
         calls: &'a [replay::ChangedCall],
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    serde_json::to_writer(&mut out, &Out { report, verified, calls })
-        // Back to the io::Error it wraps, so a closed pipe exits quietly.
-        .map_err(std::io::Error::from)?;
+    serde_json::to_writer(
+        &mut out,
+        &Out {
+            report,
+            verified,
+            calls,
+        },
+    )
+    // Back to the io::Error it wraps, so a closed pipe exits quietly.
+    .map_err(std::io::Error::from)?;
     writeln!(out)?;
     out.flush()?;
     Ok(())

@@ -72,44 +72,48 @@ pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
     }
     let db = source.label();
     let mut entries = Vec::new();
-    let count = source.reading()?.for_each_log(&args.query.to_query()?, |log| {
-        let (Some(from), 2..) = (log.from, log.count) else {
-            entries.push(write_page(log.store, log.query, log.label, &args, &args.html)?);
-            return Ok::<_, anyhow::Error>(());
-        };
-        let stem = args
-            .html
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "report".into());
-        let id = gavel::digest::hex(&from.log_id);
-        // Enrolled names are `[a-z][a-z0-9_]*`; what the database says is
-        // still kept to a file name.
-        let host: String = from
-            .host
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        let name = format!("{stem}-{host}-{}.html", &id[..id.len().min(12)]);
-        let path = args.html.with_file_name(&name);
-        let mut page = write_page(log.store, log.query, log.label, &args, &path)?;
-        page.entry = Some(report::IndexEntry {
-            host: from.host.clone(),
-            origin: from.origin.clone(),
-            page: name,
-            calls: page.calls,
-            verified: page.verified,
-            problem: page.problem.clone(),
-        });
-        entries.push(page);
-        Ok(())
-    })?;
+    let count = source
+        .reading()?
+        .for_each_log(&args.query.to_query()?, |log| {
+            let (Some(from), 2..) = (log.from, log.count) else {
+                entries.push(write_page(
+                    log.store, log.query, log.label, &args, &args.html,
+                )?);
+                return Ok::<_, anyhow::Error>(());
+            };
+            let stem = args
+                .html
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "report".into());
+            let id = gavel::digest::hex(&from.log_id);
+            // Enrolled names are `[a-z][a-z0-9_]*`; what the database says is
+            // still kept to a file name.
+            let host: String = from
+                .host
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            let name = format!("{stem}-{host}-{}.html", &id[..id.len().min(12)]);
+            let path = args.html.with_file_name(&name);
+            let mut page = write_page(log.store, log.query, log.label, &args, &path)?;
+            page.entry = Some(report::IndexEntry {
+                host: from.host.clone(),
+                origin: from.origin.clone(),
+                page: name,
+                calls: page.calls,
+                verified: page.verified,
+                problem: page.problem.clone(),
+            });
+            entries.push(page);
+            Ok(())
+        })?;
     if count == 0 {
         anyhow::bail!("no log of the central store matches");
     }

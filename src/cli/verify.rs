@@ -90,7 +90,9 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
     let mut source = match Source::open(location, Selection::default(), false) {
         Ok(source) => source,
         Err(err) => match err.tampered() {
-            Some(problem) => return print(&tampered(problem, err.to_string(), &keys), json, None, None),
+            Some(problem) => {
+                return print(&tampered(problem, err.to_string(), &keys), json, None, None);
+            }
             None => return Err(err.into()),
         },
     };
@@ -204,7 +206,10 @@ fn print(
 /// What verifying a central store found: every log, checkpoint,
 /// cosignature and the central log.
 #[cfg(feature = "postgres")]
-fn print_central(report: &gavel::central::verify::CentralReport, json: bool) -> anyhow::Result<Exit> {
+fn print_central(
+    report: &gavel::central::verify::CentralReport,
+    json: bool,
+) -> anyhow::Result<Exit> {
     if json {
         render::json(&serde_json::to_value(report)?)?;
     } else if report.ok {

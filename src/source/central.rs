@@ -191,7 +191,11 @@ impl Snapshot<'_> {
         keys: &[VerifierKey],
         progress: &mut dyn FnMut(u64),
     ) -> Result<CentralReport, SourceError> {
-        Ok(crate::central::verify::verify(&mut self.tx, keys, progress)?)
+        Ok(crate::central::verify::verify(
+            &mut self.tx,
+            keys,
+            progress,
+        )?)
     }
 
     /// The logs `selection` picks, and the query to run on each.

@@ -49,9 +49,9 @@ impl SourceError {
     /// format: the log is tampered, not unreadable.
     pub fn tampered(&self) -> Option<Problem> {
         match self {
-            Self::Store(StoreError::IdentityMissing { .. } | StoreError::IdentityMalformed { .. }) => {
-                Some(Problem::IdentityMismatch)
-            }
+            Self::Store(
+                StoreError::IdentityMissing { .. } | StoreError::IdentityMalformed { .. },
+            ) => Some(Problem::IdentityMismatch),
             Self::Store(StoreError::UnknownFormat { .. }) => Some(Problem::UnknownFormat),
             _ => None,
         }
@@ -333,9 +333,7 @@ impl Source {
         match &mut self.kind {
             Kind::Local { store, .. } => {
                 store
-                    .for_each_listed(query, events, |listed| {
-                        each(None, listed).map_err(Wrapped)
-                    })
+                    .for_each_listed(query, events, |listed| each(None, listed).map_err(Wrapped))
                     .map_err(|wrapped| wrapped.0)?;
                 store.check_unchanged().map_err(SourceError::from)?;
                 Ok(())
@@ -372,7 +370,8 @@ impl Source {
             }),
             #[cfg(feature = "postgres")]
             Kind::Central(central) => {
-                let (store, from, integrity) = central.call(&self.selection, call_id, self.check)?;
+                let (store, from, integrity) =
+                    central.call(&self.selection, call_id, self.check)?;
                 Ok(CallLog {
                     store: StoreRef::Owned(store),
                     from: Some(from),
