@@ -236,7 +236,7 @@ impl CallLog<'_> {
 enum StoreRef<'a> {
     Borrowed(&'a Store),
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    Owned(Store),
+    Owned(Box<Store>),
 }
 
 /// A local log or a central store, open for reading.
@@ -244,16 +244,17 @@ pub struct Source {
     kind: Kind,
     selection: Selection,
     /// Whether the bounded check of recent rows is made.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     check: bool,
 }
 
 enum Kind {
     Local {
-        store: Store,
+        store: Box<Store>,
         integrity: Option<Integrity>,
     },
     #[cfg(feature = "postgres")]
-    Central(central::CentralSource),
+    Central(Box<central::CentralSource>),
 }
 
 impl Source {
@@ -269,12 +270,15 @@ impl Source {
             Location::Local(path) => {
                 let store = Store::open_read_only(&path)?;
                 let integrity = if check { check_local(&store) } else { None };
-                Kind::Local { store, integrity }
+                Kind::Local {
+                    store: Box::new(store),
+                    integrity,
+                }
             }
             #[cfg(feature = "postgres")]
-            Location::Central { url, schema } => {
-                Kind::Central(central::CentralSource::open(url, schema.as_deref())?)
-            }
+            Location::Central { url, schema } => Kind::Central(Box::new(
+                central::CentralSource::open(url, schema.as_deref())?,
+            )),
         };
         Ok(Source {
             kind,
@@ -361,6 +365,7 @@ impl Source {
     /// call's events from the one central log that holds it (the one
     /// `--log` names when several do), with what the bounded check of
     /// that log found (read in the same snapshot).
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     pub fn call(&mut self, call_id: &str) -> Result<CallLog<'_>, SourceError> {
         match &mut self.kind {
             Kind::Local { store, integrity } => Ok(CallLog {
@@ -373,7 +378,7 @@ impl Source {
                 let (store, from, integrity) =
                     central.call(&self.selection, call_id, self.check)?;
                 Ok(CallLog {
-                    store: StoreRef::Owned(store),
+                    store: StoreRef::Owned(Box::new(store)),
                     from: Some(from),
                     integrity,
                 })
@@ -399,6 +404,7 @@ impl Source {
 /// One consistent view of a source (see [`Source::reading`]).
 pub struct Reading<'a> {
     view: View<'a>,
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     selection: &'a Selection,
 }
 
