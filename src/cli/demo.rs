@@ -16,8 +16,6 @@ use gavel::{ApprovalStatus, ToolRequest, Workspace};
 
 use gavel::store::{AuditQuery, Durability};
 
-use super::replay::print_table;
-use super::verify::verify_store;
 use gavel::frontend::run::outcome_json;
 
 use super::{Exit, FormatArgs, Global, render};
@@ -225,7 +223,7 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     // A signed checkpoint vouches for the session, as after any hook.
     let store = service.store();
     gavel::session::auto_checkpoint(store, 1);
-    let report = verify_store(store, None)?;
+    let report = store.verify(&gavel::store::VerifyOptions::default(), &mut |_| {})?;
     if json {
         render::json(&serde_json::to_value(&report)?)?;
         return Ok(if report.ok { Exit::Ok } else { Exit::Failed });
@@ -263,7 +261,7 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     render::line(
         "\n4. gavel replay under a changed policy (markdown writes allowed, notes.txt private):",
     )?;
-    print_table(&drift, false)?;
+    render::drift_table(&drift, false)?;
     // Runnable as printed: the gavel on PATH, else this binary's path.
     let gavel = super::gavel_command();
     let db = gavel::clients::shell_word(&db.to_string_lossy());

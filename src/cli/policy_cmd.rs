@@ -15,7 +15,7 @@ use gavel::replay::arguments_summary;
 
 use gavel::store::AuditQuery;
 
-use super::verify::progress_bar;
+use super::render::progress_bar;
 use super::{Exit, FormatArgs, Global, read_input, render};
 
 #[derive(Subcommand, Debug)]
