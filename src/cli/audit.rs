@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use gavel::source::{Audited, CentralLog, Selection, SourceError};
 use gavel::store::AuditQuery;
 
-use super::{Exit, Format, FormatArgs, Global, SchemaArg, parse_time, render};
+use super::{Exit, Format, FormatArgs, Global, SchemaArg, render};
+use gavel::archive::parse_time;
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {

@@ -796,7 +796,10 @@ impl QueryArgs {
             }
         }
         let time = |flag: &'static str, text: &Option<String>| {
-            text.as_deref().map(parse_time).transpose().context(flag)
+            text.as_deref()
+                .map(gavel::archive::parse_time)
+                .transpose()
+                .context(flag)
         };
         Ok(AuditQuery {
             since: time("--since", &self.since)?,
@@ -865,36 +868,6 @@ impl QueryArgs {
             ("call", &self.call),
         ]
     }
-}
-
-/// Microseconds since the epoch for an RFC 3339 time, a date, or an age like `2h`.
-pub fn parse_time(text: &str) -> anyhow::Result<i64> {
-    if let Ok(time) = chrono::DateTime::parse_from_rfc3339(text) {
-        return Ok(time.with_timezone(&chrono::Utc).timestamp_micros());
-    }
-    if let Ok(date) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        let midnight = date.and_hms_opt(0, 0, 0).context("midnight exists")?;
-        return Ok(midnight.and_utc().timestamp_micros());
-    }
-    let (number, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 604_800,
-        _ => anyhow::bail!(
-            "cannot read time `{text}` (RFC 3339, YYYY-MM-DD, or an age like 30m, 2h, 7d)"
-        ),
-    };
-    let count: i64 = number
-        .parse()
-        .with_context(|| format!("cannot read time `{text}`"))?;
-    Ok(chrono::Utc::now().timestamp_micros()
-        - count.saturating_mul(seconds).saturating_mul(1_000_000))
 }
 
 #[cfg(test)]
