@@ -244,6 +244,9 @@ pub struct DecisionRecord {
     /// The verdicts of shadow policies on this call (never enforced).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shadow: Vec<ShadowVerdict>,
+    /// The sandbox of an allow rule that names one (docs/sandbox.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxRecord>,
     pub facts: Facts,
 }
 

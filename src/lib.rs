@@ -33,6 +33,7 @@ pub mod replay;
 pub mod report;
 pub mod request;
 pub mod runner;
+pub mod sandbox;
 pub mod session;
 pub mod shell;
 pub mod source;

@@ -51,6 +51,34 @@ pub enum Direction {
 pub struct Verdict {
     pub action: Action,
     pub rule_id: String,
+    /// The sandbox an allow runs under, when its rule names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Contained>,
+}
+
+/// The sandbox of a verdict: its profile and digest (and, not shown, its
+/// spec, which decides whether a change widened it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Contained {
+    pub profile: String,
+    pub sha256: String,
+    #[serde(skip)]
+    pub spec: crate::sandbox::Spec,
+}
+
+impl Verdict {
+    /// The verdict of `decision`.
+    pub fn of(decision: &Decision) -> Self {
+        Self {
+            action: decision.action,
+            rule_id: decision.rule_id.clone(),
+            sandbox: decision.sandbox.as_ref().map(|s| Contained {
+                profile: s.profile.clone(),
+                sha256: s.sha256.clone(),
+                spec: s.spec.clone(),
+            }),
+        }
+    }
 }
 
 /// Calls whose decision moved the same way.
@@ -238,6 +266,24 @@ pub fn direction(from: &Verdict, to: &Verdict) -> Option<Direction> {
     match to.action.cmp(&from.action) {
         std::cmp::Ordering::Less => Some(Direction::Loosened),
         std::cmp::Ordering::Greater => Some(Direction::Tightened),
+        // The same allow under a wider sandbox (or none where there was
+        // one) is a loosening; under a narrower one, a tightening.
+        std::cmp::Ordering::Equal
+            if to.action == Action::Allow
+                && crate::sandbox::widened(
+                    from.sandbox.as_ref().map(|c| &c.spec),
+                    to.sandbox.as_ref().map(|c| &c.spec),
+                )
+                .is_some() =>
+        {
+            match crate::sandbox::widened(
+                from.sandbox.as_ref().map(|c| &c.spec),
+                to.sandbox.as_ref().map(|c| &c.spec),
+            ) {
+                Some(true) => Some(Direction::Loosened),
+                _ => Some(Direction::Tightened),
+            }
+        }
         std::cmp::Ordering::Equal if to.rule_id != from.rule_id => Some(Direction::Rerouted),
         std::cmp::Ordering::Equal => None,
     }
@@ -305,14 +351,8 @@ impl DriftBuilder {
         if !self.recorded.contains(&recorded.policy.digest) {
             self.recorded.push(recorded.policy.digest.clone());
         }
-        let from = Verdict {
-            action: recorded.action,
-            rule_id: recorded.rule_id.clone(),
-        };
-        let to = Verdict {
-            action: now.action,
-            rule_id: now.rule_id.clone(),
-        };
+        let from = Verdict::of(&recorded);
+        let to = Verdict::of(&now);
         let Some(direction) = direction(&from, &to) else {
             return;
         };
@@ -348,14 +388,8 @@ impl DriftBuilder {
         if !self.recorded.contains(&recorded.policy.digest) {
             self.recorded.push(recorded.policy.digest.clone());
         }
-        let from = Verdict {
-            action: recorded.action,
-            rule_id: recorded.rule_id.clone(),
-        };
-        let to = Verdict {
-            action: now.action,
-            rule_id: now.rule_id.clone(),
-        };
+        let from = Verdict::of(&recorded);
+        let to = Verdict::of(&now);
         let Some(direction) = direction(&from, &to) else {
             if recorded.reason != now.reason {
                 self.reason_changed += 1;
@@ -561,10 +595,7 @@ pub fn replay_calls_with<E: From<StoreError>>(
         let was = recorded
             .rule_id
             .strip_prefix(crate::approvals::grants::GRANT_RULE_PREFIX);
-        let verdict = Verdict {
-            action: now.action,
-            rule_id: now.rule_id.clone(),
-        };
+        let verdict = Verdict::of(&now);
         let mut list = |grant: &str, covered: bool, lapsed: Option<String>| {
             granted_calls.push(GrantedCall {
                 call_id: call.call_id.clone(),
@@ -668,6 +699,7 @@ pub fn shadow_calls<E: From<StoreError>>(
             layer: None,
             layers: Vec::new(),
             shadow: Vec::new(),
+            sandbox: None,
         };
         Some((recorded_decision(call), now))
     };
@@ -722,6 +754,7 @@ fn recorded_decision(call: &DecidedCall) -> Decision {
         layer: call.decision.layer.clone(),
         layers: call.decision.layers.clone(),
         shadow: call.decision.shadow.clone(),
+        sandbox: call.decision.sandbox.clone(),
     }
 }
 
@@ -747,17 +780,7 @@ fn drift_calls<E: From<StoreError>>(
         };
         // Only a moved decision is looked at for markers: the common case
         // costs nothing.
-        let moved = direction(
-            &Verdict {
-                action: recorded.action,
-                rule_id: recorded.rule_id.clone(),
-            },
-            &Verdict {
-                action: now.action,
-                rule_id: now.rule_id.clone(),
-            },
-        )
-        .is_some();
+        let moved = direction(&Verdict::of(&recorded), &Verdict::of(&now)).is_some();
         if moved && redaction_decides(&call.tool, &call.request.arguments, &call.decision.facts) {
             drift.add_undecidable(&call.call_id, &call.tool, &recorded, &now);
         } else if let Some(change) = drift.add_call(
@@ -855,6 +878,7 @@ mod tests {
         let v = |action, rule: &str| Verdict {
             action,
             rule_id: rule.into(),
+            sandbox: None,
         };
         assert_eq!(
             direction(&v(Action::Deny, "a"), &v(Action::Ask, "b")),

@@ -212,6 +212,7 @@ impl GovernedRunner {
                         digest: shadow.policy.reference().digest.clone(),
                     })
                     .collect(),
+                sandbox: None,
             };
             let facts = Facts {
                 workspace: self.workspace.root().to_string_lossy().into_owned(),
@@ -424,6 +425,7 @@ pub fn decision_body(decision: &Decision, facts: &Facts) -> EventBody {
         layer: decision.layer.clone(),
         layers: decision.layers.clone(),
         shadow: decision.shadow.clone(),
+        sandbox: decision.sandbox.clone(),
         facts: facts.clone(),
     })
 }

@@ -9,6 +9,7 @@ mod central;
 mod check;
 mod demo;
 mod doctor;
+mod exec;
 mod export;
 mod grants;
 mod hook;
@@ -56,6 +57,10 @@ pub enum Exit {
     Anomalies = 4,
     /// `run`: the tool ran (or was blocked) but its result could not be recorded.
     Unrecorded = 5,
+    /// `exec`: the kernel cannot enforce the call's sandbox; nothing ran.
+    Unenforceable = 124,
+    /// `exec`: the call is unknown, not allowed, or not the command given; nothing ran.
+    Refused = 125,
 }
 
 #[derive(Parser, Debug)]
@@ -192,6 +197,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Run a call through policy, approval and execution, and record it
     Run(run::RunArgs),
+    /// Run a recorded, allowed bash call inside the kernel sandbox its decision names
+    Exec(exec::ExecArgs),
     /// Show or validate policies
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
@@ -287,6 +294,7 @@ pub fn main() -> std::process::ExitCode {
 /// keeps working).
 const NOT_APPLICABLE: &[(&str, &str)] = &[
     ("check", "db durability max_argument_bytes"),
+    ("exec", "policy durability max_argument_bytes wide"),
     ("policy", "db durability max_argument_bytes wide"),
     ("policy show", "db durability max_argument_bytes wide"),
     ("policy validate", "db durability max_argument_bytes wide"),
@@ -457,6 +465,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Hook(args) => hook::run(&global, args),
         Command::Init(args) => init::run(&global, args),
         Command::Doctor(args) => doctor::run(&global, args),
+        Command::Exec(args) => exec::run(&global, args),
         Command::Serve(args) => serve::run(&global, args),
         Command::Pending(args) => pending::run(&global, args),
         Command::Approve(args) => approve::approve(&global, args),

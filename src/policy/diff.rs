@@ -46,6 +46,10 @@ pub struct RuleChange {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<(usize, usize)>,
     pub reason_changed: bool,
+    /// The sandbox profile before and after, where it changed (a rule's
+    /// sandbox widened is a widened rule, narrowed a narrowed one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<(Option<String>, Option<String>)>,
 }
 
 /// A decision that differs between the two policies on a sample request.
@@ -87,6 +91,7 @@ pub fn rule_changes(old: &Policy, new: &Policy) -> Vec<RuleChange> {
                 action: None,
                 position: None,
                 reason_changed: false,
+                sandbox: None,
             });
             continue;
         };
@@ -100,6 +105,26 @@ pub fn rule_changes(old: &Policy, new: &Policy) -> Vec<RuleChange> {
         };
         let moved = common_old.iter().position(|id| *id == rule.id)
             != common_new.iter().position(|id| *id == rule.id);
+        let spec = |policy: &Policy, rule: &Rule| {
+            (rule.action == Action::Allow)
+                .then(|| {
+                    rule.sandbox
+                        .as_deref()
+                        .and_then(|n| policy.sandbox_profile(n))
+                })
+                .flatten()
+        };
+        let sandbox_moved =
+            crate::sandbox::widened(spec(old, before).as_ref(), spec(new, rule).as_ref());
+        let kind = match (kind, sandbox_moved) {
+            (_, None) => kind,
+            (RuleChangeKind::Same | RuleChangeKind::Widened, Some(true)) => RuleChangeKind::Widened,
+            (RuleChangeKind::Same | RuleChangeKind::Narrowed, Some(false)) => {
+                RuleChangeKind::Narrowed
+            }
+            _ => RuleChangeKind::Changed,
+        };
+        let sandbox = sandbox_moved.map(|_| (before.sandbox.clone(), rule.sandbox.clone()));
         let kind = if kind == RuleChangeKind::Same && moved {
             RuleChangeKind::Reordered
         } else {
@@ -116,6 +141,7 @@ pub fn rule_changes(old: &Policy, new: &Policy) -> Vec<RuleChange> {
             action,
             position: Some((i + 1, j + 1)),
             reason_changed,
+            sandbox,
         });
     }
     for rule in old.rules() {
@@ -126,6 +152,7 @@ pub fn rule_changes(old: &Policy, new: &Policy) -> Vec<RuleChange> {
                 action: None,
                 position: None,
                 reason_changed: false,
+                sandbox: None,
             });
         }
     }

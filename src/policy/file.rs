@@ -48,6 +48,7 @@ struct RuleFile {
     commands: Option<Vec<CommandFile>>,
     unprovable: Option<bool>,
     definition_changed: Option<bool>,
+    sandbox: Option<String>,
     examples: Option<Vec<Example>>,
 }
 
@@ -281,7 +282,68 @@ type Read = (
     Vec<ShadowSpec>,
     Vec<PathsFile>,
     Option<std::time::Duration>,
+    SandboxFile,
 );
+
+/// The `[sandbox]` table: named profiles for allow rules' `sandbox = "NAME"`.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SandboxFile {
+    #[serde(default)]
+    profiles: std::collections::BTreeMap<String, ProfileFile>,
+}
+
+/// One `[sandbox.profiles.NAME]`: paths added to its base's.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    /// `read-only` (default), `workspace-write` or `none`.
+    base: Option<String>,
+    #[serde(default)]
+    read: Vec<String>,
+    #[serde(default)]
+    write: Vec<String>,
+    #[serde(default)]
+    exec: Vec<String>,
+    network: Option<bool>,
+}
+
+/// The profiles of a `[sandbox]` table, each expanded over its base.
+fn sandbox_profiles(
+    file: SandboxFile,
+) -> Result<std::collections::BTreeMap<String, crate::sandbox::Spec>, String> {
+    use crate::sandbox::Spec;
+    let mut out = std::collections::BTreeMap::new();
+    for (name, profile) in file.profiles {
+        if Spec::builtin(&name).is_some() {
+            return Err(format!(
+                "[sandbox.profiles.{name}]: `{name}` is built in and cannot be redefined"
+            ));
+        }
+        let base = match profile.base.as_deref().unwrap_or(crate::sandbox::READ_ONLY) {
+            "none" => Spec {
+                exec: Vec::new(),
+                network: false,
+                read: Vec::new(),
+                write: Vec::new(),
+            },
+            other => Spec::builtin(other).ok_or_else(|| {
+                format!(
+                    "[sandbox.profiles.{name}]: unknown base `{other}` (read-only, workspace-write or none)"
+                )
+            })?,
+        };
+        let mut spec = base;
+        spec.read.extend(profile.read);
+        spec.write.extend(profile.write);
+        spec.exec.extend(profile.exec);
+        spec.network = profile.network.unwrap_or(spec.network);
+        let spec = spec.normalized();
+        spec.validate(&name).map_err(|e| e.to_string())?;
+        out.insert(name, spec);
+    }
+    Ok(out)
+}
 
 /// A `[[shadow]]` entry: a policy decided beside this one on every live
 /// call, never enforced. `path` is relative to this policy's folder.
@@ -338,6 +400,8 @@ fn read_typed(text: &str) -> Option<Read> {
         shadow: Vec<ShadowSpec>,
         #[serde(default)]
         paths: Vec<PathsFile>,
+        #[serde(default)]
+        sandbox: SandboxFile,
     }
     let file: PolicyFile = toml::from_str(text).ok()?;
     check_shadows(&file.shadow).ok()?;
@@ -357,7 +421,15 @@ fn read_typed(text: &str) -> Option<Read> {
         Some(spec) => Some(approval_wait(spec).ok()?),
         None => None,
     };
-    Some((file.name, rules, redact, file.shadow, file.paths, wait))
+    Some((
+        file.name,
+        rules,
+        redact,
+        file.shadow,
+        file.paths,
+        wait,
+        file.sandbox,
+    ))
 }
 
 /// The file read key by key, naming the first problem.
@@ -379,6 +451,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut wait = None;
     let mut shadows = Vec::new();
     let mut paths = Vec::new();
+    let mut sandbox = SandboxFile::default();
     for (key, value) in table {
         match (key.as_str(), value) {
             ("name", toml::Value::String(s)) if !s.trim().is_empty() => name = Some(s),
@@ -401,6 +474,10 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
                 paths = Vec::<PathsFile>::deserialize(value)
                     .map_err(|e| file_error(format!("[[paths]]: {}", e.message())))?;
             }
+            ("sandbox", value) => {
+                sandbox = SandboxFile::deserialize(value)
+                    .map_err(|e| file_error(format!("[sandbox]: {}", e.message())))?;
+            }
             (other, _) => return Err(file_error(format!("unknown key `{other}`"))),
         }
     }
@@ -417,7 +494,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact, shadows, paths, wait))
+    Ok((name, rules, redact, shadows, paths, wait, sandbox))
 }
 
 /// A parse's key: the text, the origin its errors name, whether checked now.
@@ -463,10 +540,12 @@ fn parse_text(text: &str, origin: &str, checks: Checks) -> Result<Policy, Policy
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact, shadow_specs, paths, approval_wait) = match read_typed(text) {
+    let (name, specs, redact, shadow_specs, paths, approval_wait, sandbox) = match read_typed(text)
+    {
         Some(read) => read,
         None => read_table(text, &file_error)?,
     };
+    let profiles = sandbox_profiles(sandbox).map_err(file_error)?;
     let paths = path_arguments(paths).map_err(file_error)?;
     if checks == Checks::Now {
         for (index, entry) in paths.iter().enumerate() {
@@ -491,6 +570,7 @@ fn parse_text(text: &str, origin: &str, checks: Checks) -> Result<Policy, Policy
             rule.check_globs().map_err(&rule_error)?;
         }
         refuse_text_only_shell_allow(&rule).map_err(&rule_error)?;
+        check_sandbox(&rule, &profiles).map_err(&rule_error)?;
         if let Some(examples) = examples.filter(|_| checks == Checks::Now) {
             check_examples(&rule, examples, &paths).map_err(&rule_error)?;
         }
@@ -515,7 +595,33 @@ fn parse_text(text: &str, origin: &str, checks: Checks) -> Result<Policy, Policy
         shadow_specs,
         shadows: Vec::new(),
         approval_wait,
+        profiles,
     })
+}
+
+/// `sandbox = "NAME"`: only on an allow rule, naming a built-in profile or
+/// one of the policy's own.
+fn check_sandbox(
+    rule: &Rule,
+    profiles: &std::collections::BTreeMap<String, crate::sandbox::Spec>,
+) -> Result<(), String> {
+    let Some(name) = &rule.sandbox else {
+        return Ok(());
+    };
+    if rule.action != Action::Allow {
+        return Err(format!(
+            "`sandbox = \"{name}\"` is only for allow rules (what an ask or deny runs is not contained by it)"
+        ));
+    }
+    if crate::sandbox::Spec::builtin(name).is_none() && !profiles.contains_key(name) {
+        let mut known: Vec<&str> = vec![crate::sandbox::READ_ONLY, crate::sandbox::WORKSPACE_WRITE];
+        known.extend(profiles.keys().map(String::as_str));
+        return Err(format!(
+            "unknown sandbox profile `{name}` (known: {})",
+            known.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// An `allow` rule that can apply to `bash` must judge its parsed commands:
@@ -613,6 +719,7 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             .transpose()?,
         unprovable: spec.unprovable,
         definition_changed: spec.definition_changed,
+        sandbox: spec.sandbox,
     })
 }
 

@@ -104,6 +104,10 @@ pub struct Decision {
     /// What each shadow policy would have decided (never enforced).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shadow: Vec<ShadowVerdict>,
+    /// The sandbox the deciding allow rule names (`sandbox = "NAME"`):
+    /// its spec and digest; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxRecord>,
 }
 
 /// Why one rule did or did not match, for `check --explain` and `explain`.
@@ -139,6 +143,8 @@ pub struct Policy {
     shadow_specs: Vec<ShadowSpec>,
     /// The shadow policies decided beside it on live calls, loaded.
     shadows: Vec<Shadow>,
+    /// `[sandbox.profiles.NAME]`: the policy's own profiles, expanded.
+    profiles: std::collections::BTreeMap<String, crate::sandbox::Spec>,
 }
 
 /// One `[[paths]]` entry of a policy: the top-level arguments of the
@@ -357,7 +363,13 @@ impl Policy {
             }
             if outcome.is_ok() {
                 let reason = rule.reason(request, facts);
-                return Some(self.decision(rule.action, &rule.id, reason));
+                let mut decision = self.decision(rule.action, &rule.id, reason);
+                if rule.action == Action::Allow
+                    && let Some(name) = &rule.sandbox
+                {
+                    decision.sandbox = self.sandbox_record(name, request);
+                }
+                return Some(decision);
             }
         }
         None
@@ -378,7 +390,32 @@ impl Policy {
             layer: None,
             layers: Vec::new(),
             shadow: Vec::new(),
+            sandbox: None,
         }
+    }
+
+    /// The spec of the profile `name`: built in, or this policy's own.
+    pub fn sandbox_profile(&self, name: &str) -> Option<crate::sandbox::Spec> {
+        crate::sandbox::Spec::builtin(name).or_else(|| self.profiles.get(name).cloned())
+    }
+
+    /// The policy's own `[sandbox.profiles]`, by name.
+    pub fn sandbox_profiles(&self) -> &std::collections::BTreeMap<String, crate::sandbox::Spec> {
+        &self.profiles
+    }
+
+    /// The record of profile `name` for `request` (checked to exist when
+    /// the policy loaded).
+    fn sandbox_record(
+        &self,
+        name: &str,
+        request: &ToolRequest,
+    ) -> Option<crate::sandbox::SandboxRecord> {
+        let spec = self.sandbox_profile(name)?;
+        let command = (request.name == "bash")
+            .then(|| request.str_arg("command"))
+            .flatten();
+        Some(crate::sandbox::SandboxRecord::new(name, &spec, command))
     }
 }
 

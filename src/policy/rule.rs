@@ -40,6 +40,8 @@ pub struct Rule {
     /// `definition_changed`: holds when the MCP tool's definition changed
     /// (`true`) or did not (`false`) since the log last saw it.
     pub(super) definition_changed: Option<bool>,
+    /// `sandbox`: the profile an allow by this rule runs under (`gavel exec`).
+    pub(super) sandbox: Option<String>,
 }
 
 /// The first condition of a rule that did not hold.

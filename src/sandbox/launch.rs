@@ -1,0 +1,434 @@
+//! A recorded spec made real: paths resolved, a Landlock ruleset built, the
+//! mounts planned and a seccomp filter compiled in the parent; in the child
+//! just before `execve`, a user and mount namespace whose every mount is
+//! read-only except the spec's write paths (with the never-writable paths
+//! bound read-only again on top), then the Landlock ruleset, then the filter.
+//!
+//! Read-only mounts are what stop `chmod`, `chown`, timestamp and extended
+//! attribute changes outside the write set, which Landlock does not cover,
+//! and they carve the never-writable paths out of a writable workspace,
+//! which Landlock (allow rules only) cannot.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
+};
+
+use super::seccomp::Filter;
+use super::{NEVER_WRITABLE, Spec};
+
+/// Device files every sandbox may read and write (their contents are not files).
+const DEVICES_RW: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+/// Device files every sandbox may read.
+const DEVICES_READ: &[&str] = &["/dev/random", "/dev/urandom"];
+
+/// Why a sandbox could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("cannot build the landlock ruleset: {0}")]
+    Landlock(String),
+    #[error("cannot protect `{path}`: it does not exist and its folder is writable")]
+    Unprotectable { path: String },
+    #[error("cannot find the home folder of user {uid}")]
+    NoHome { uid: u32 },
+    #[error("a path of the sandbox holds a NUL byte")]
+    Nul,
+}
+
+/// A spec's paths made absolute and canonical; missing ones are left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolved {
+    pub read: Vec<PathBuf>,
+    pub write: Vec<PathBuf>,
+    pub exec: Vec<PathBuf>,
+    /// Never-writable paths inside a write path, bound read-only.
+    pub protected: Vec<PathBuf>,
+    pub network: bool,
+}
+
+/// The user's home folder from the password database (never `$HOME`,
+/// which the command's caller controls).
+pub fn home() -> Result<PathBuf, LaunchError> {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let mut buf = vec![0u8; 4096];
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut out: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: buf, pwd and out are valid for the call; the strings it sets
+    // point into buf, read before buf is dropped.
+    let rc =
+        unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr().cast(), buf.len(), &mut out) };
+    if rc != 0 || out.is_null() || pwd.pw_dir.is_null() {
+        return Err(LaunchError::NoHome { uid });
+    }
+    // SAFETY: pw_dir is a NUL-terminated string inside buf.
+    let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+}
+
+/// `path` as written, made absolute against `workspace` and `home`.
+pub fn absolute(path: &str, workspace: &Path, home: &Path) -> PathBuf {
+    if path == "~" {
+        home.to_path_buf()
+    } else if let Some(rest) = path.strip_prefix("~/") {
+        home.join(rest)
+    } else if path.starts_with('/') {
+        PathBuf::from(path)
+    } else if path == "." {
+        workspace.to_path_buf()
+    } else {
+        workspace.join(path.strip_prefix("./").unwrap_or(path))
+    }
+}
+
+impl Resolved {
+    /// Resolves `spec` for `workspace`; `extra_write` (a private temporary
+    /// folder) is writable, `extra_protected` (the database and its keys)
+    /// never. Errs when a never-writable path is missing where the command
+    /// could create it.
+    pub fn new(
+        spec: &Spec,
+        workspace: &Path,
+        home: &Path,
+        extra_write: &[PathBuf],
+        extra_protected: &[PathBuf],
+    ) -> Result<Self, LaunchError> {
+        let canon = |list: &[String]| -> Vec<PathBuf> {
+            let mut out: Vec<PathBuf> = list
+                .iter()
+                .filter_map(|p| std::fs::canonicalize(absolute(p, workspace, home)).ok())
+                .collect();
+            out.sort();
+            out.dedup();
+            out
+        };
+        let mut write = canon(&spec.write);
+        let mut protected = Vec::new();
+        let candidates = NEVER_WRITABLE
+            .iter()
+            .map(|p| absolute(p, workspace, home))
+            .chain(extra_protected.iter().cloned());
+        for path in candidates {
+            // Lexically inside a write path (the write paths are canonical;
+            // the workspace is too).
+            let inside = |p: &Path| write.iter().any(|w| p.starts_with(w));
+            match std::fs::canonicalize(&path) {
+                Ok(real) => {
+                    if inside(&real) || inside(&path) {
+                        protected.push(real);
+                    }
+                }
+                Err(_) => {
+                    // Missing: the command could create it if its folder is
+                    // writable. A missing `.git/config` under a missing
+                    // `.git` is `.git` itself.
+                    let mut missing = path.clone();
+                    while let Some(parent) = missing.parent() {
+                        if parent.exists() {
+                            break;
+                        }
+                        missing = parent.to_path_buf();
+                    }
+                    let parent = missing.parent().and_then(|p| std::fs::canonicalize(p).ok());
+                    if parent.is_some_and(|p| inside(&p)) {
+                        return Err(LaunchError::Unprotectable {
+                            path: missing.display().to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        protected.sort();
+        protected.dedup();
+        for extra in extra_write {
+            if let Ok(real) = std::fs::canonicalize(extra) {
+                write.push(real);
+            }
+        }
+        Ok(Self {
+            read: canon(&spec.read),
+            write,
+            exec: canon(&spec.exec),
+            protected,
+            network: spec.network,
+        })
+    }
+}
+
+/// The Landlock ABI the ruleset is built for: the kernel's, at most V6.
+fn abi_for(kernel: i64) -> ABI {
+    match kernel {
+        ..=3 => ABI::V3,
+        4 => ABI::V4,
+        5 => ABI::V5,
+        _ => ABI::V6,
+    }
+}
+
+/// Builds the Landlock ruleset of `resolved` (in the parent: it opens the
+/// paths). Every right it handles is a hard requirement.
+pub fn ruleset(resolved: &Resolved, kernel_abi: i64) -> Result<RulesetCreated, LaunchError> {
+    let abi = abi_for(kernel_abi);
+    let err = |e: &dyn std::fmt::Display| LaunchError::Landlock(e.to_string());
+    let all = AccessFs::from_all(abi);
+    let read = AccessFs::from_read(abi) & !AccessFs::Execute;
+    let exec = AccessFs::from_read(abi);
+    let write = all & !AccessFs::Execute;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(all)
+        .map_err(|e| err(&e))?;
+    if !resolved.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(|e| err(&e))?;
+    }
+    if kernel_abi >= 6 {
+        ruleset = ruleset.scope(Scope::from_all(abi)).map_err(|e| err(&e))?;
+    }
+    let mut created = ruleset.create().map_err(|e| err(&e))?;
+    let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> = Vec::new();
+    rules.extend(resolved.read.iter().map(|p| (p.clone(), read)));
+    rules.extend(resolved.exec.iter().map(|p| (p.clone(), exec)));
+    rules.extend(resolved.write.iter().map(|p| (p.clone(), write)));
+    for device in DEVICES_RW {
+        rules.push((
+            PathBuf::from(device),
+            AccessFs::ReadFile | AccessFs::WriteFile,
+        ));
+    }
+    for device in DEVICES_READ {
+        rules.push((PathBuf::from(device), AccessFs::ReadFile.into()));
+    }
+    for (path, access) in rules {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let access = if meta.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(abi)
+        };
+        let Ok(fd) = PathFd::new(&path) else {
+            continue;
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(|e| err(&e))?;
+    }
+    Ok(created)
+}
+
+/// What the child does before `execve`, prepared so that it allocates
+/// nothing it need not.
+struct ChildSetup {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    /// Bind mounts in order (shallow first): path, and whether it ends
+    /// writable.
+    binds: Vec<(CString, bool)>,
+    cwd: CString,
+    ruleset: Option<RulesetCreated>,
+    filter: Filter,
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+fn check(rc: libc::c_long) -> std::io::Result<()> {
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn write_file(path: &[u8], data: &[u8]) -> std::io::Result<()> {
+    // SAFETY: path is NUL-terminated; data outlives the write.
+    unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        libc::close(fd);
+        if n != data.len() as isize {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn set_readonly(path: &CString, readonly: bool) -> std::io::Result<()> {
+    let attr = MountAttr {
+        attr_set: if readonly { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if readonly { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: path is NUL-terminated and attr is a valid mount_attr of the
+    // size passed.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    })
+}
+
+impl ChildSetup {
+    fn run(&mut self) -> std::io::Result<()> {
+        // SAFETY: plain system calls on prepared, NUL-terminated strings.
+        unsafe {
+            check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) as libc::c_long)?;
+        }
+        write_file(b"/proc/self/setgroups\0", b"deny")?;
+        write_file(b"/proc/self/uid_map\0", &self.uid_map)?;
+        write_file(b"/proc/self/gid_map\0", &self.gid_map)?;
+        let root = c"/".to_owned();
+        // SAFETY: as above.
+        unsafe {
+            check(libc::mount(
+                std::ptr::null(),
+                root.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) as libc::c_long)?;
+        }
+        set_readonly(&root, true)?;
+        for (path, writable) in &self.binds {
+            // SAFETY: as above.
+            unsafe {
+                check(libc::mount(
+                    path.as_ptr(),
+                    path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ) as libc::c_long)?;
+            }
+            set_readonly(path, !*writable)?;
+        }
+        // The working folder was entered before the mounts: enter it again,
+        // through them.
+        // SAFETY: as above.
+        unsafe {
+            check(libc::chdir(self.cwd.as_ptr()) as libc::c_long)?;
+        }
+        if let Some(ruleset) = self.ruleset.take() {
+            let status = ruleset
+                .restrict_self()
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            if status.ruleset != landlock::RulesetStatus::FullyEnforced {
+                return Err(std::io::Error::other("landlock not fully enforced"));
+            }
+        }
+        self.filter.install()
+    }
+}
+
+fn cstring(path: &Path) -> Result<CString, LaunchError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| LaunchError::Nul)
+}
+
+/// Makes `command` run contained by `resolved` in `cwd`: everything is
+/// prepared here; the child applies it just before `execve`. `kernel_abi`
+/// is the Landlock ABI [`super::kernel::landlock_abi`] found.
+pub fn contain(
+    command: &mut Command,
+    resolved: &Resolved,
+    cwd: &Path,
+    kernel_abi: i64,
+) -> Result<(), LaunchError> {
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let mut binds: Vec<(&PathBuf, bool)> = resolved
+        .write
+        .iter()
+        .map(|p| (p, true))
+        .chain(resolved.protected.iter().map(|p| (p, false)))
+        .collect();
+    // Shallow first, so that a deeper bind lands on top; at the same
+    // depth, read-only last.
+    binds.sort_by_key(|(p, writable)| (p.components().count(), !*writable));
+    let binds = binds
+        .into_iter()
+        .map(|(p, w)| Ok((cstring(p)?, w)))
+        .collect::<Result<Vec<_>, LaunchError>>()?;
+    let mut setup = ChildSetup {
+        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        binds,
+        cwd: cstring(cwd)?,
+        ruleset: Some(ruleset(resolved, kernel_abi)?),
+        filter: Filter::sandbox(resolved.network),
+    };
+    command.current_dir(cwd);
+    // SAFETY: the closure runs in the forked child of a process with one
+    // thread (`gavel exec` starts none), so what it allocates cannot
+    // deadlock; it makes system calls on data prepared above.
+    unsafe {
+        command.pre_exec(move || setup.run());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_against_the_workspace_and_the_home_folder() {
+        let ws = Path::new("/w");
+        let home = Path::new("/h");
+        assert_eq!(absolute(".", ws, home), PathBuf::from("/w"));
+        assert_eq!(absolute("./src", ws, home), PathBuf::from("/w/src"));
+        assert_eq!(absolute("src", ws, home), PathBuf::from("/w/src"));
+        assert_eq!(absolute("~", ws, home), PathBuf::from("/h"));
+        assert_eq!(absolute("~/.cargo", ws, home), PathBuf::from("/h/.cargo"));
+        assert_eq!(absolute("/usr", ws, home), PathBuf::from("/usr"));
+    }
+
+    #[test]
+    fn a_missing_never_writable_path_in_a_writable_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let home_dir = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(home_dir.path()).unwrap();
+        // No gavel.toml and no .git: the command could create them.
+        let err = Resolved::new(&Spec::workspace_write(), &ws, &home, &[], &[]).unwrap_err();
+        assert!(matches!(err, LaunchError::Unprotectable { .. }), "{err}");
+        std::fs::write(ws.join("gavel.toml"), "").unwrap();
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::write(ws.join(".git/config"), "").unwrap();
+        std::fs::create_dir(ws.join(".gavel")).unwrap();
+        let resolved = Resolved::new(&Spec::workspace_write(), &ws, &home, &[], &[]).unwrap();
+        assert_eq!(resolved.write, vec![ws.clone()]);
+        for p in ["gavel.toml", ".gavel", ".git/config", ".git/hooks"] {
+            assert!(resolved.protected.contains(&ws.join(p)), "{p}");
+        }
+        // Read-only writes nothing: nothing to protect, nothing missing.
+        let ro = Resolved::new(&Spec::read_only(), &ws, &home, &[], &[]).unwrap();
+        assert!(ro.protected.is_empty() && ro.write.is_empty());
+    }
+}

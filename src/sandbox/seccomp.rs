@@ -1,0 +1,306 @@
+//! A small seccomp-BPF filter of gavel's own, for what Landlock cannot
+//! express: debugging other processes, io_uring (whose operations bypass
+//! the syscalls Landlock and this filter see), new namespaces and mounts,
+//! loading code into the kernel, terminal input injection, and, when the
+//! spec has no network, every `socket(2)`.
+//!
+//! The filter is built in the parent ([`Filter::bytes`] allocates); the
+//! child only installs it ([`Filter::install`], two system calls).
+
+/// One BPF instruction (`struct sock_filter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Insn {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
+const LD_W_ABS: u16 = 0x20;
+const JEQ_K: u16 = 0x15;
+const JGE_K: u16 = 0x35;
+const JSET_K: u16 = 0x45;
+const RET_K: u16 = 0x06;
+
+const OFFSET_NR: u32 = 0;
+const OFFSET_ARCH: u32 = 4;
+/// The low 32 bits of argument `i` (little-endian `seccomp_data`).
+const fn offset_arg(i: u32) -> u32 {
+    16 + 8 * i
+}
+
+const RET_ALLOW: u32 = 0x7fff_0000;
+const RET_KILL_PROCESS: u32 = 0x8000_0000;
+const fn ret_errno(errno: i32) -> u32 {
+    0x0005_0000 | (errno as u32 & 0xffff)
+}
+
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xc000_003e;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xc000_00b7;
+
+/// The namespace flags of `clone(2)`.
+const NAMESPACE_FLAGS: u32 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWCGROUP) as u32;
+
+/// Refused with `EPERM` in every sandbox.
+const DENIED: &[libc::c_long] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_fsopen,
+    libc::SYS_fsmount,
+    libc::SYS_fsconfig,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_userfaultfd,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_name_to_handle_at,
+    libc::SYS_acct,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_reboot,
+    libc::SYS_syslog,
+];
+
+/// A compiled filter, ready to install.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    program: Vec<libc::sock_filter>,
+}
+
+/// A program under construction.
+struct Program(Vec<Insn>);
+
+impl Program {
+    fn new() -> Self {
+        // Another architecture's system call numbers mean other calls: kill.
+        let mut p = Program(Vec::new());
+        p.push(LD_W_ABS, 0, 0, OFFSET_ARCH);
+        p.push(JEQ_K, 1, 0, AUDIT_ARCH);
+        p.push(RET_K, 0, 0, RET_KILL_PROCESS);
+        p.push(LD_W_ABS, 0, 0, OFFSET_NR);
+        #[cfg(target_arch = "x86_64")]
+        {
+            // The x32 ABI's numbers (bit 30) would bypass every check below.
+            p.push(JGE_K, 0, 1, 0x4000_0000);
+            p.push(RET_K, 0, 0, ret_errno(libc::EPERM));
+        }
+        p
+    }
+
+    fn push(&mut self, code: u16, jt: u8, jf: u8, k: u32) {
+        self.0.push(Insn { code, jt, jf, k });
+    }
+
+    /// `nr` returns `ret`.
+    fn answer(&mut self, nr: libc::c_long, ret: u32) {
+        self.push(JEQ_K, 0, 1, nr as u32);
+        self.push(RET_K, 0, 0, ret);
+    }
+
+    fn finish(mut self) -> Filter {
+        self.push(RET_K, 0, 0, RET_ALLOW);
+        Filter {
+            program: self
+                .0
+                .into_iter()
+                .map(|i| libc::sock_filter {
+                    code: i.code,
+                    jt: i.jt,
+                    jf: i.jf,
+                    k: i.k,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Filter {
+    /// The sandbox's filter; `network` false refuses every `socket(2)`.
+    pub fn sandbox(network: bool) -> Self {
+        let mut p = Program::new();
+        for &nr in DENIED {
+            p.answer(nr, ret_errno(libc::EPERM));
+        }
+        // clone3 passes its flags in memory a filter cannot read: callers
+        // (glibc) fall back to clone, whose flags it can.
+        p.answer(libc::SYS_clone3, ret_errno(libc::ENOSYS));
+        p.push(JEQ_K, 0, 4, libc::SYS_clone as u32);
+        p.push(LD_W_ABS, 0, 0, offset_arg(0));
+        p.push(JSET_K, 0, 1, NAMESPACE_FLAGS);
+        p.push(RET_K, 0, 0, ret_errno(libc::EPERM));
+        p.push(RET_K, 0, 0, RET_ALLOW);
+        // Typing into the terminal the agent's shell reads.
+        p.push(JEQ_K, 0, 5, libc::SYS_ioctl as u32);
+        p.push(LD_W_ABS, 0, 0, offset_arg(1));
+        p.push(JEQ_K, 1, 0, libc::TIOCSTI as u32);
+        p.push(JEQ_K, 0, 1, libc::TIOCLINUX as u32);
+        p.push(RET_K, 0, 0, ret_errno(libc::EPERM));
+        p.push(RET_K, 0, 0, RET_ALLOW);
+        if !network {
+            p.answer(libc::SYS_socket, ret_errno(libc::EACCES));
+        }
+        p.finish()
+    }
+
+    /// A filter that answers `ENOSYS` to `landlock_create_ruleset`, as a
+    /// kernel without Landlock does: for testing that `gavel exec` refuses.
+    pub fn without_landlock() -> Self {
+        let mut p = Program::new();
+        p.answer(libc::SYS_landlock_create_ruleset, ret_errno(libc::ENOSYS));
+        p.finish()
+    }
+
+    /// How many instructions the filter has.
+    pub fn len(&self) -> usize {
+        self.program.len()
+    }
+
+    /// Whether the filter is empty (never: it always ends in a return).
+    pub fn is_empty(&self) -> bool {
+        self.program.is_empty()
+    }
+
+    /// Installs the filter on the calling thread (and what it executes),
+    /// setting `no_new_privs` first. Async-signal-safe: no allocation, so a
+    /// forked child may call it before `execve`.
+    pub fn install(&self) -> std::io::Result<()> {
+        let program = libc::sock_fprog {
+            len: self.program.len() as libc::c_ushort,
+            filter: self.program.as_ptr() as *mut libc::sock_filter,
+        };
+        // SAFETY: prctl and seccomp read only `program`, which outlives the
+        // calls; the kernel copies the filter.
+        unsafe {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                &program as *const libc::sock_fprog,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the filter over one `seccomp_data` the way the kernel does.
+    fn run(filter: &Filter, nr: u32, args: [u32; 6]) -> u32 {
+        let mut data = vec![0u8; 64];
+        data[0..4].copy_from_slice(&nr.to_le_bytes());
+        data[4..8].copy_from_slice(&AUDIT_ARCH.to_le_bytes());
+        for (i, a) in args.iter().enumerate() {
+            let at = offset_arg(i as u32) as usize;
+            data[at..at + 4].copy_from_slice(&a.to_le_bytes());
+        }
+        let mut acc = 0u32;
+        let mut pc = 0usize;
+        loop {
+            let i = filter.program[pc];
+            match i.code {
+                LD_W_ABS => {
+                    let at = i.k as usize;
+                    acc = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+                }
+                RET_K => return i.k,
+                JEQ_K | JGE_K | JSET_K => {
+                    let hit = match i.code {
+                        JEQ_K => acc == i.k,
+                        JGE_K => acc >= i.k,
+                        _ => acc & i.k != 0,
+                    };
+                    pc += usize::from(if hit { i.jt } else { i.jf });
+                }
+                other => panic!("unknown instruction {other:#x}"),
+            }
+            pc += 1;
+        }
+    }
+
+    #[test]
+    fn the_sandbox_filter_refuses_what_landlock_cannot_express() {
+        let closed = Filter::sandbox(false);
+        let open = Filter::sandbox(true);
+        let eperm = ret_errno(libc::EPERM);
+        assert_eq!(run(&closed, libc::SYS_ptrace as u32, [0; 6]), eperm);
+        assert_eq!(run(&closed, libc::SYS_io_uring_setup as u32, [0; 6]), eperm);
+        assert_eq!(run(&closed, libc::SYS_mount as u32, [0; 6]), eperm);
+        assert_eq!(run(&closed, libc::SYS_read as u32, [0; 6]), RET_ALLOW);
+        let newuser = libc::CLONE_NEWUSER as u32;
+        assert_eq!(
+            run(&closed, libc::SYS_clone as u32, [newuser, 0, 0, 0, 0, 0]),
+            eperm
+        );
+        let thread = (libc::CLONE_VM | libc::CLONE_THREAD) as u32;
+        assert_eq!(
+            run(&closed, libc::SYS_clone as u32, [thread, 0, 0, 0, 0, 0]),
+            RET_ALLOW
+        );
+        assert_eq!(
+            run(&closed, libc::SYS_clone3 as u32, [0; 6]),
+            ret_errno(libc::ENOSYS)
+        );
+        let sti = [0, libc::TIOCSTI as u32, 0, 0, 0, 0];
+        assert_eq!(run(&closed, libc::SYS_ioctl as u32, sti), eperm);
+        let winsz = [0, libc::TIOCGWINSZ as u32, 0, 0, 0, 0];
+        assert_eq!(run(&closed, libc::SYS_ioctl as u32, winsz), RET_ALLOW);
+        let inet = [libc::AF_INET as u32, 1, 0, 0, 0, 0];
+        assert_eq!(
+            run(&closed, libc::SYS_socket as u32, inet),
+            ret_errno(libc::EACCES)
+        );
+        assert_eq!(run(&open, libc::SYS_socket as u32, inet), RET_ALLOW);
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            run(&closed, 0x4000_0000 | libc::SYS_read as u32, [0; 6]),
+            eperm
+        );
+    }
+
+    #[test]
+    fn the_test_filter_only_hides_landlock() {
+        let f = Filter::without_landlock();
+        assert_eq!(
+            run(&f, libc::SYS_landlock_create_ruleset as u32, [0; 6]),
+            ret_errno(libc::ENOSYS)
+        );
+        assert_eq!(run(&f, libc::SYS_unshare as u32, [0; 6]), RET_ALLOW);
+    }
+}
