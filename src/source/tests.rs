@@ -41,6 +41,7 @@ fn call(call_id: &str, command: &str, action: Action) -> [Event; 2] {
                 layer: None,
                 layers: Vec::new(),
                 shadow: Vec::new(),
+                sandbox: None,
                 facts: Facts {
                     workspace: "/ws".into(),
                     paths: vec![],

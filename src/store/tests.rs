@@ -58,6 +58,7 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
             layer: None,
             layers: Vec::new(),
             shadow: Vec::new(),
+            sandbox: None,
             facts: Facts {
                 workspace: "/ws".into(),
                 paths: vec![],

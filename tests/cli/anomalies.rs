@@ -397,6 +397,7 @@ fn audit_finds_what_older_logs_recorded_without_anomaly_rows() {
                     layer: None,
                     layers: Vec::new(),
                     shadow: Vec::new(),
+                    sandbox: None,
                     facts: Facts {
                         workspace: "/ws".into(),
                         paths: vec![],

@@ -350,6 +350,7 @@ pub fn append_calls(db: &Path, first: usize, n: usize) {
                 layer: None,
                 layers: Vec::new(),
                 shadow: Vec::new(),
+                sandbox: None,
                 facts: Facts {
                     workspace: "/ws".into(),
                     paths: vec![],

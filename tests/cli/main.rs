@@ -47,6 +47,7 @@ mod report;
 mod resident;
 mod reviewer;
 mod run;
+mod sandbox;
 mod serve;
 mod shadow;
 mod shell;

@@ -1,0 +1,391 @@
+//! `gavel exec`: GTFOBins-style escapes, each allowed by the policy under
+//! `read-only` and under `workspace-write`, recorded through the Claude Code
+//! hook (which decides and records without running anything), then run
+//! through `gavel exec`. Every effect is checked from outside: the
+//! filesystem, and whether a listening socket got a connection. The tests
+//! run as root on CI: the sandbox confines root too.
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::json;
+
+use crate::support::{Sandbox, code, stderr, stdout};
+
+const PROFILES: [&str; 2] = ["read-only", "workspace-write"];
+
+/// A workspace whose policy allows every `perl` command under `profile`,
+/// with the files the sandbox must protect in place.
+fn workspace(profile: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write(
+        "gavel.toml",
+        &format!(
+            "name = \"escapes\"\n\
+             [[rules]]\nid = \"perl.contained\"\naction = \"allow\"\ntools = [\"bash\"]\n\
+             commands = [{{ program = [\"perl\"] }}]\nsandbox = \"{profile}\"\nreason = \"contained\"\n\
+             [[rules]]\nid = \"cat.plain\"\naction = \"allow\"\ntools = [\"bash\"]\n\
+             command_prefix = [[\"cat\"]]\nreason = \"reads\"\n"
+        ),
+    );
+    sb.write(".git/config", "[core]\n");
+    std::fs::create_dir_all(sb.ws.join(".git/hooks")).unwrap();
+    sb
+}
+
+/// Decides and records `command` as call `id` through the Claude Code
+/// hook; returns the decision it answered.
+fn decide(sb: &Sandbox, id: &str, command: &str) -> String {
+    let event = json!({
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": id,
+        "session_id": "sandbox-tests",
+        "cwd": sb.ws,
+    });
+    let output = sb
+        .gavel(&["hook", "claude-code"])
+        .write_stdin(event.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    answer["hookSpecificOutput"]["permissionDecision"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn exec(sb: &Sandbox, id: &str) -> Output {
+    sb.gavel(&["exec", "--call-id", id]).output().unwrap()
+}
+
+/// `gavel exec --call-id ID -- COMMAND`: the command last.
+fn exec_given(sb: &Sandbox, id: &str, command: &str) -> Output {
+    sb.bare()
+        .arg("--workspace")
+        .arg(&sb.ws)
+        .arg("--db")
+        .arg(&sb.db)
+        .args(["exec", "--call-id", id, "--", command])
+        .output()
+        .unwrap()
+}
+
+/// Decides `script` (Perl) allowed and runs it through `gavel exec`.
+fn escape(sb: &Sandbox, id: &str, script: &str) -> Output {
+    let command = format!("perl -e '{script}'");
+    assert_eq!(decide(sb, id, &command), "allow", "{command}");
+    let output = exec(sb, id);
+    assert!(
+        matches!(code(&output), 0..=123),
+        "{id}: gavel exec refused: {}",
+        stderr(&output)
+    );
+    output
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn writes_renames_deletes_and_mode_changes_outside_the_workspace_have_no_effect() {
+    for profile in PROFILES {
+        let sb = workspace(profile);
+        let out = sb.outside.display().to_string();
+        let secret = sb.outside.join("secret.txt");
+        let before = std::fs::metadata(&secret).unwrap().modified().unwrap();
+        let tmp_marker = format!("/tmp/gavel-sandbox-escape-{}", std::process::id());
+        let script = format!(
+            "open(F, \">{out}/new.txt\"); open(G, \">>{out}/secret.txt\") and print G \"x\"; \
+             rename(\"{out}/secret.txt\", \"{out}/moved.txt\"); unlink(\"{out}/secret.txt\"); \
+             chmod(0777, \"{out}/secret.txt\"); chown(1, 1, \"{out}/secret.txt\"); \
+             utime(1, 1, \"{out}/secret.txt\"); mkdir(\"{out}/dir\"); \
+             symlink(\"/etc/passwd\", \"{out}/link\"); link(\"{out}/secret.txt\", \"{out}/hard\"); \
+             open(T, \">{tmp_marker}\"); truncate(\"{out}/secret.txt\", 0);"
+        );
+        escape(&sb, "outside", &script);
+        let mut names: Vec<String> = std::fs::read_dir(&sb.outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["secret.txt"], "{profile}");
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret\n");
+        assert_eq!(mode(&secret), 0o644, "{profile}");
+        assert_eq!(
+            std::fs::metadata(&secret).unwrap().modified().unwrap(),
+            before
+        );
+        assert!(
+            !Path::new(&tmp_marker).exists(),
+            "{profile}: wrote the shared /tmp"
+        );
+    }
+}
+
+#[test]
+fn gavel_files_git_config_and_hooks_are_never_writable() {
+    for profile in PROFILES {
+        let sb = workspace(profile);
+        let policy = sb.read("gavel.toml");
+        let script = "open(A, \">>gavel.toml\") and print A \"x\"; chmod(0777, \"gavel.toml\"); \
+             rename(\"gavel.toml\", \"moved.toml\"); unlink(\"gavel.toml\"); \
+             open(B, \">.git/hooks/pre-commit\"); chmod(0755, \".git/hooks/pre-commit\"); \
+             open(C, \">>.git/config\") and print C \"[core]\\n\\tfsmonitor = touch /tmp/x\\n\"; \
+             rename(\".git/hooks\", \"hooks-moved\"); mkdir(\".gavel/evil\"); \
+             rename(\".gavel\", \"gavel-moved\");";
+        escape(&sb, "own-files", script);
+        assert_eq!(sb.read("gavel.toml"), policy, "{profile}");
+        assert_eq!(mode(&sb.ws.join("gavel.toml")), 0o644, "{profile}");
+        assert_eq!(sb.read(".git/config"), "[core]\n", "{profile}");
+        assert_eq!(
+            std::fs::read_dir(sb.ws.join(".git/hooks")).unwrap().count(),
+            0,
+            "{profile}"
+        );
+        assert!(!sb.ws.join(".gavel/evil").exists(), "{profile}");
+        assert!(!sb.ws.join("moved.toml").exists() && !sb.ws.join("hooks-moved").exists());
+        assert!(!sb.ws.join("gavel-moved").exists(), "{profile}");
+    }
+}
+
+#[test]
+fn writes_inside_the_workspace_follow_the_profile() {
+    for profile in PROFILES {
+        let sb = workspace(profile);
+        let script = "open(F, \">made.txt\") and print F \"made\"; close(F); \
+             open(T, \">$ENV{TMPDIR}/t\") and print \"tmp ok\\n\"; \
+             unlink(\"notes.txt\"); chmod(0600, \"notes.txt\");";
+        let output = escape(&sb, "inside", script);
+        let writable = profile == "workspace-write";
+        assert_eq!(sb.ws.join("made.txt").exists(), writable, "{profile}");
+        assert_eq!(sb.ws.join("notes.txt").exists(), !writable, "{profile}");
+        assert_eq!(stdout(&output).contains("tmp ok"), writable, "{profile}");
+        // The private temporary folder is gone afterwards.
+        let tmp = sb.ws.join(".gavel/tmp");
+        assert!(!tmp.exists() || std::fs::read_dir(&tmp).unwrap().count() == 0);
+    }
+}
+
+#[test]
+fn symlinks_out_of_the_workspace_do_not_lead_out() {
+    for profile in PROFILES {
+        let sb = workspace(profile);
+        std::os::unix::fs::symlink(&sb.outside, sb.ws.join("door")).unwrap();
+        let out = sb.outside.display().to_string();
+        let script = format!(
+            "open(F, \">door/through.txt\"); open(S, \"<door/secret.txt\") and print <S>; \
+             symlink(\"{out}\", \"door2\"); open(G, \">door2/through2.txt\"); \
+             rename(\"door/secret.txt\", \"stolen.txt\");"
+        );
+        let output = escape(&sb, "symlinks", &script);
+        assert!(!sb.outside.join("through.txt").exists(), "{profile}");
+        assert!(!sb.outside.join("through2.txt").exists(), "{profile}");
+        assert!(sb.outside.join("secret.txt").exists(), "{profile}");
+        assert!(
+            !stdout(&output).contains("top secret"),
+            "{profile}: read outside"
+        );
+    }
+}
+
+#[test]
+fn programs_outside_the_exec_paths_do_not_run() {
+    for profile in PROFILES {
+        let sb = workspace(profile);
+        for (dir, name) in [(&sb.ws, "tool.sh"), (&sb.outside, "tool.sh")] {
+            let path = dir.join(name);
+            std::fs::write(&path, "#!/bin/sh\necho RAN-UNCONTAINED\n").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let copy = sb.ws.join("mytrue");
+        std::fs::copy("/bin/echo", &copy).unwrap();
+        let out = sb.outside.display().to_string();
+        let script = format!(
+            "system(\"./tool.sh\"); system(\"{out}/tool.sh\"); system(\"./mytrue\", \"RAN-UNCONTAINED\"); \
+             print \"done\\n\";"
+        );
+        let output = escape(&sb, "exec", &script);
+        assert!(
+            stdout(&output).contains("done"),
+            "{profile}: {}",
+            stderr(&output)
+        );
+        assert!(
+            !stdout(&output).contains("RAN-UNCONTAINED"),
+            "{profile}: {}",
+            stdout(&output)
+        );
+    }
+}
+
+#[test]
+fn tcp_connections_do_not_reach_a_listener() {
+    for profile in PROFILES {
+        let sb = workspace(profile);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let script = format!(
+            "use Socket; socket(S, PF_INET, SOCK_STREAM, 6) and \
+             connect(S, pack_sockaddr_in({port}, inet_aton(\"127.0.0.1\"))) and print \"CONNECTED\\n\"; \
+             system(\"bash\", \"-c\", \"echo x > /dev/tcp/127.0.0.1/{port}\"); print \"done\\n\";"
+        );
+        let output = escape(&sb, "tcp", &script);
+        assert!(
+            stdout(&output).contains("done"),
+            "{profile}: {}",
+            stderr(&output)
+        );
+        listener.set_nonblocking(true).unwrap();
+        match listener.accept() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("{profile}: the listener got a connection: {other:?}"),
+        }
+        assert!(!stdout(&output).contains("CONNECTED"));
+    }
+}
+
+#[test]
+fn the_command_runs_with_its_own_output_and_exit_status() {
+    let sb = workspace("read-only");
+    let output = escape(
+        &sb,
+        "status",
+        "print \"out\\n\"; print STDERR \"err\\n\"; exit 7;",
+    );
+    assert_eq!(code(&output), 7);
+    assert_eq!(stdout(&output), "out\n");
+    assert_eq!(stderr(&output), "err\n");
+    // The command given explicitly must be the one decided, byte for byte.
+    let command = "perl -e 'print \"again\\n\"'";
+    assert_eq!(decide(&sb, "given", command), "allow");
+    let output = exec_given(&sb, "given", command);
+    assert_eq!((code(&output), stdout(&output).as_str()), (0, "again\n"));
+}
+
+#[test]
+fn a_forged_reused_or_mismatched_call_id_runs_nothing() {
+    let sb = workspace("workspace-write");
+    let marker = "open(F, \">ran.txt\");";
+    let refused = |output: &Output, what: &str| {
+        assert_eq!(code(output), 125, "{what}: {}", stderr(output));
+        assert_eq!(stderr(output).lines().count(), 1, "{what}: one line");
+        assert!(!sb.ws.join("ran.txt").exists(), "{what}: it ran");
+    };
+    // Unknown id.
+    refused(&exec(&sb, "never-recorded"), "forged");
+    // Another command than the one decided.
+    assert_eq!(decide(&sb, "decided", "perl -e 'print 1'"), "allow");
+    let other = format!("perl -e '{marker}'");
+    let output = exec_given(&sb, "decided", &other);
+    refused(&output, "mismatch");
+    let output = exec_given(&sb, "decided", "perl -e 'print 1' ");
+    refused(&output, "one byte more");
+    // An id used again for another command: the record refuses the second
+    // call, and the id stays bound to the first command.
+    assert_eq!(decide(&sb, "reused", "perl -e 'print 1'"), "allow");
+    let event = json!({
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": other}, "tool_use_id": "reused",
+        "session_id": "sandbox-tests", "cwd": sb.ws,
+    });
+    let again = sb
+        .gavel(&["hook", "claude-code"])
+        .write_stdin(event.to_string())
+        .output()
+        .unwrap();
+    assert_ne!(code(&again), 0, "a second call under one id was recorded");
+    refused(&exec_given(&sb, "reused", &other), "reused");
+    // Denied, and allowed without a sandbox by a rule on an unprovable
+    // command: neither runs.
+    assert_eq!(decide(&sb, "denied", "touch ran.txt"), "deny");
+    refused(&exec(&sb, "denied"), "denied");
+}
+
+#[test]
+fn an_allow_without_a_sandbox_runs_read_only_only_when_proven() {
+    let sb = workspace("workspace-write");
+    assert_eq!(decide(&sb, "plain", "cat notes.txt"), "allow");
+    let output = exec(&sb, "plain");
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(stdout(&output), "hello from the workspace\n");
+    let secret = sb.outside.join("secret.txt").display().to_string();
+    assert_eq!(decide(&sb, "plain-out", &format!("cat {secret}")), "allow");
+    let output = exec(&sb, "plain-out");
+    assert_ne!(code(&output), 0);
+    assert!(!stdout(&output).contains("top secret"), "read outside");
+}
+
+#[test]
+fn without_landlock_nothing_runs_and_exec_says_why() {
+    let sb = workspace("workspace-write");
+    assert_eq!(
+        decide(&sb, "nolandlock", "perl -e 'open(F, \">ran.txt\")'"),
+        "allow"
+    );
+    // A seccomp filter answering ENOSYS to landlock_create_ruleset, as a
+    // kernel without Landlock does, installed in gavel's process before it
+    // starts: gavel cannot tell it from a real kernel.
+    let filter = gavel::sandbox::seccomp::Filter::without_landlock();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gavel"));
+    cmd.args(["exec", "--call-id", "nolandlock", "--workspace"])
+        .arg(&sb.ws)
+        .arg("--db")
+        .arg(&sb.db)
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB");
+    // SAFETY: installing the filter is two system calls, no allocation.
+    unsafe {
+        cmd.pre_exec(move || filter.install());
+    }
+    let output = cmd.output().unwrap();
+    assert_eq!(code(&output), 124, "{}", stderr(&output));
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("enforcement unavailable") && err.contains("landlock"),
+        "{err}"
+    );
+    assert!(!sb.ws.join("ran.txt").exists());
+}
+
+#[test]
+fn the_decision_records_the_sandbox_and_its_digest() {
+    let sb = workspace("read-only");
+    assert_eq!(decide(&sb, "recorded", "perl -e 'print 1'"), "allow");
+    assert_eq!(decide(&sb, "plain", "cat notes.txt"), "allow");
+    let output = sb
+        .gavel(&["show", "recorded", "--format", "json"])
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    let events: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let decision = events["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["kind"] == "decision")
+        .unwrap_or_else(|| panic!("no decision in {text}"));
+    let sandbox = &decision["payload"]["sandbox"];
+    assert_eq!(sandbox["profile"], "read-only");
+    let spec = gavel::sandbox::Spec::read_only();
+    assert_eq!(sandbox["sha256"], spec.digest());
+    assert_eq!(sandbox["spec"]["network"], false);
+    let output = sb
+        .gavel(&["show", "plain", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        !stdout(&output).contains("\"sandbox\""),
+        "absent without a profile"
+    );
+    // And the chain, with the new field, still verifies (gavel's verifier).
+    let output = sb.gavel(&["verify"]).output().unwrap();
+    assert_eq!(code(&output), 0, "{}", stdout(&output));
+}
