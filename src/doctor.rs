@@ -28,6 +28,7 @@ pub fn examine(setup: &Setup, this: &Path) -> Result<(PathBuf, Report), SessionE
     resident(&mut report, &db);
     ignored(&mut report, &root, &db);
     modes(&mut report, &db);
+    sandbox(&mut report);
     Ok((root, report))
 }
 
@@ -86,6 +87,43 @@ impl Report {
 
     fn fail(&mut self, check: &str, message: String, fix: impl Into<String>) {
         self.add(check, Status::Fail, message, Some(fix.into()));
+    }
+}
+
+/// What the kernel can enforce of `gavel exec`'s sandbox. A warning, never
+/// a failure: nothing runs contained yet unless someone runs `gavel exec`,
+/// which refuses by itself where the kernel cannot enforce.
+fn sandbox(report: &mut Report) {
+    use crate::sandbox::kernel::{Enforcement, Support};
+    let support = Support::probe();
+    let found = format!(
+        "landlock ABI {}, seccomp {}, user namespaces {}",
+        support.landlock_abi,
+        if support.seccomp { "yes" } else { "no" },
+        if support.user_namespaces { "yes" } else { "no" }
+    );
+    match support.enforcement() {
+        Enforcement::Full => report.ok(
+            "sandbox",
+            format!("{found}: `gavel exec` enforces every sandbox profile in full"),
+        ),
+        Enforcement::Partial { missing } => report.warn(
+            "sandbox",
+            format!(
+                "{found}: enforcement partial, missing {}",
+                missing.join("; ")
+            ),
+            "a kernel with Landlock ABI 6 or later (Linux 6.12)",
+        ),
+        Enforcement::Unavailable { missing } => report.warn(
+            "sandbox",
+            format!(
+                "{found}: `gavel exec` refuses to run (enforcement unavailable: {})",
+                missing.join("; ")
+            ),
+            "Linux 6.7 or later with Landlock enabled (`lsm=landlock,...`), seccomp, and \
+             unprivileged user namespaces (`kernel.unprivileged_userns_clone=1`)",
+        ),
     }
 }
 

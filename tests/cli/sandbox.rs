@@ -389,3 +389,98 @@ fn the_decision_records_the_sandbox_and_its_digest() {
     let output = sb.gavel(&["verify"]).output().unwrap();
     assert_eq!(code(&output), 0, "{}", stdout(&output));
 }
+
+#[test]
+fn doctor_reports_what_the_kernel_enforces() {
+    let sb = workspace("read-only");
+    let output = sb.gavel(&["doctor", "--format", "json"]).output().unwrap();
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "sandbox")
+        .expect("a sandbox check");
+    let abi = gavel::sandbox::kernel::landlock_abi();
+    assert!(
+        check["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("landlock ABI {abi}")),
+        "{check}"
+    );
+    // This machine and CI have Landlock 6+, seccomp and user namespaces.
+    if abi >= 6 {
+        assert_eq!(check["status"], "ok", "{check}");
+    }
+}
+
+#[test]
+fn an_unknown_profile_or_a_sandbox_on_a_deny_is_refused_when_the_policy_loads() {
+    let sb = Sandbox::new();
+    let rule = |action: &str, profile: &str| {
+        format!(
+            "name = \"p\"\n[[rules]]\nid = \"r\"\naction = \"{action}\"\ntools = [\"bash\"]\n\
+             commands = [{{ program = [\"perl\"] }}]\nsandbox = \"{profile}\"\nreason = \"x\"\n"
+        )
+    };
+    let path = sb.write("p.toml", &rule("allow", "nope"));
+    let output = sb
+        .gavel(&["policy", "validate", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+    assert!(
+        stderr(&output).contains("unknown sandbox profile `nope`"),
+        "{}",
+        stderr(&output)
+    );
+    let path = sb.write("p.toml", &rule("deny", "read-only"));
+    let output = sb
+        .gavel(&["policy", "validate", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+    assert!(
+        stderr(&output).contains("only for allow rules"),
+        "{}",
+        stderr(&output)
+    );
+    // A profile of the policy's own, over a base, validates.
+    let own = format!(
+        "{}[sandbox.profiles.build]\nbase = \"workspace-write\"\nwrite = [\"~/.cache/x\"]\n",
+        rule("allow", "build")
+    );
+    let path = sb.write("p.toml", &own);
+    let output = sb
+        .gavel(&["policy", "validate", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+}
+
+#[test]
+fn replay_counts_a_wider_sandbox_as_loosening() {
+    let sb = workspace("read-only");
+    assert_eq!(decide(&sb, "widen", "perl -e 'print 1'"), "allow");
+    let wider = sb
+        .read("gavel.toml")
+        .replace("\"read-only\"", "\"workspace-write\"");
+    let path = sb.write("wider.toml", &wider);
+    let output = sb
+        .gavel(&[
+            "replay",
+            "--policy",
+            path.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert_eq!(code(&output), 1, "{text}");
+    assert!(text.contains("\"loosened\""), "{text}");
+    // The same policy back: nothing moved.
+    let output = sb.gavel(&["replay", "--format", "json"]).output().unwrap();
+    assert_eq!(code(&output), 0, "{}", stdout(&output));
+}
