@@ -870,6 +870,7 @@ mod tests {
             layer: None,
             layers: Vec::new(),
             shadow: Vec::new(),
+            sandbox: None,
         }
     }
 

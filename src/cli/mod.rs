@@ -57,10 +57,8 @@ pub enum Exit {
     Anomalies = 4,
     /// `run`: the tool ran (or was blocked) but its result could not be recorded.
     Unrecorded = 5,
-    /// `exec`: the kernel cannot enforce the call's sandbox; nothing ran.
-    Unenforceable = 124,
-    /// `exec`: the call is unknown, not allowed, or not the command given; nothing ran.
-    Refused = 125,
+    Unenforceable = 124, // `exec`: the kernel cannot enforce the sandbox; nothing ran
+    Refused = 125,       // `exec`: unknown, not allowed, or another command; nothing ran
 }
 
 #[derive(Parser, Debug)]
@@ -294,7 +292,6 @@ pub fn main() -> std::process::ExitCode {
 /// keeps working).
 const NOT_APPLICABLE: &[(&str, &str)] = &[
     ("check", "db durability max_argument_bytes"),
-    ("exec", "policy durability max_argument_bytes wide"),
     ("policy", "db durability max_argument_bytes wide"),
     ("policy show", "db durability max_argument_bytes wide"),
     ("policy validate", "db durability max_argument_bytes wide"),

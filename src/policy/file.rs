@@ -836,7 +836,7 @@ mod tests {
                 // Left to the table reader, which must find what is wrong:
                 // in the file, or in one of its rules.
                 None => assert!(
-                    table.map_or(true, |(_, rules, _, _, _, _)| rules
+                    table.map_or(true, |(_, rules, _, _, _, _, _)| rules
                         .iter()
                         .any(|(_, r)| r.is_err())),
                     "{name}: only the table reader reads it"

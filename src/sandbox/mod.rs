@@ -12,6 +12,7 @@
 //! threat model.
 
 pub mod bind;
+pub mod exec;
 pub mod kernel;
 pub mod launch;
 pub mod seccomp;

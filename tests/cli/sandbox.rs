@@ -278,10 +278,10 @@ fn a_forged_reused_or_mismatched_call_id_runs_nothing() {
         assert_eq!(stderr(output).lines().count(), 1, "{what}: one line");
         assert!(!sb.ws.join("ran.txt").exists(), "{what}: it ran");
     };
-    // Unknown id.
-    refused(&exec(&sb, "never-recorded"), "forged");
     // Another command than the one decided.
     assert_eq!(decide(&sb, "decided", "perl -e 'print 1'"), "allow");
+    // Unknown id.
+    refused(&exec(&sb, "never-recorded"), "forged");
     let other = format!("perl -e '{marker}'");
     let output = exec_given(&sb, "decided", &other);
     refused(&output, "mismatch");

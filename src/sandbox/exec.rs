@@ -1,0 +1,201 @@
+//! `gavel exec` as a library call: a recorded call's events in, the
+//! contained command run, its exit status out; or why it did not run.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::bind::{Authorized, authorize};
+use super::kernel::{Enforcement, Support};
+use super::launch::{LaunchError, Resolved, contain, home};
+use crate::store::StoredEvent;
+
+/// Why a call did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// Not this call, not allowed, not this command.
+    #[error(transparent)]
+    Refused(#[from] super::bind::Refusal),
+    /// The kernel cannot enforce the sandbox.
+    #[error("enforcement unavailable: {0}; the command did not run")]
+    Unenforceable(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("cannot make the private temporary folder `{path}`: {source}")]
+    Tmp {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// What runs, and how contained, once authorized (for `--verbose`).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub authorized: Authorized,
+    pub enforcement: Enforcement,
+}
+
+impl Prepared {
+    /// One line for `gavel exec --verbose`: the profile, its digest, the enforcement.
+    pub fn describe(&self, call_id: &str) -> String {
+        let a = &self.authorized;
+        let missing = match &self.enforcement {
+            Enforcement::Partial { missing } => format!(" (missing: {})", missing.join("; ")),
+            _ => String::new(),
+        };
+        format!(
+            "gavel exec: call {call_id} in sandbox `{}` (sha256 {}{}), enforcement {}{missing}",
+            a.profile,
+            a.sha256,
+            if a.recorded { "" } else { ", proven read-only" },
+            self.enforcement.as_str(),
+        )
+    }
+}
+
+/// [`exec`] on the call as `store` records it; the store is closed before
+/// the command starts. An unknown call is refused.
+pub fn exec_recorded(
+    store: crate::store::Store,
+    call_id: &str,
+    given: Option<&str>,
+    verbose: bool,
+) -> Result<i32, ExecError> {
+    let events = match store.call_events(call_id) {
+        Err(crate::store::StoreError::UnknownCall { .. }) => Vec::new(),
+        other => other?,
+    };
+    let db = store.path().to_path_buf();
+    drop(store);
+    // `gavel exec --verbose`: one line on stderr before the command runs.
+    let before = |p: &Prepared| {
+        if verbose {
+            eprintln!("{}", p.describe(call_id));
+        }
+    };
+    exec(call_id, &events, given, &db, before)
+}
+
+impl ExecError {
+    /// Whether the kernel, not the call, is why nothing ran.
+    pub fn unenforceable(&self) -> bool {
+        matches!(self, ExecError::Unenforceable(_))
+    }
+}
+
+/// Runs call `call_id` of the database `db` (its `events`), the command
+/// `given` or the recorded one, contained; `before` sees what is about to
+/// run. Returns the command's exit status (128 + a signal's number).
+pub fn exec(
+    call_id: &str,
+    events: &[StoredEvent],
+    given: Option<&str>,
+    db: &Path,
+    before: impl FnOnce(&Prepared),
+) -> Result<i32, ExecError> {
+    let authorized = authorize(call_id, events, given)?;
+    let support = Support::probe();
+    let enforcement = support.enforcement();
+    if let Enforcement::Unavailable { missing } = &enforcement {
+        return Err(ExecError::Unenforceable(format!(
+            "the kernel cannot enforce sandbox `{}` (missing: {})",
+            authorized.profile,
+            missing.join("; ")
+        )));
+    }
+    let workspace = PathBuf::from(&authorized.workspace);
+    let tmp = if authorized.spec.write.is_empty() {
+        None
+    } else {
+        Some(private_tmp(&workspace, call_id)?)
+    };
+    let outcome =
+        launch(&authorized, &workspace, db, tmp.as_deref(), &support).and_then(|mut command| {
+            before(&Prepared {
+                authorized: authorized.clone(),
+                enforcement: enforcement.clone(),
+            });
+            run_child(&mut command)
+        });
+    if let Some(tmp) = &tmp {
+        let _ = std::fs::remove_dir_all(tmp);
+    }
+    outcome
+}
+
+/// The command contained, ready to spawn.
+fn launch(
+    authorized: &Authorized,
+    workspace: &Path,
+    db: &Path,
+    tmp: Option<&Path>,
+    support: &Support,
+) -> Result<Command, ExecError> {
+    let fail = |e: LaunchError| ExecError::Unenforceable(e.to_string());
+    let home = home().map_err(fail)?;
+    let protected: Vec<PathBuf> = [
+        db.to_path_buf(),
+        crate::store::redact_key_path(db),
+        crate::store::checkpoint_key_path(db),
+    ]
+    .into_iter()
+    .filter(|p| p.exists())
+    .collect();
+    let extra_write: Vec<PathBuf> = tmp.map(Path::to_path_buf).into_iter().collect();
+    let resolved = Resolved::new(&authorized.spec, workspace, &home, &extra_write, &protected)
+        .map_err(fail)?;
+    let mut command = Command::new("bash");
+    command.arg("-c").arg(&authorized.command);
+    if let Some(tmp) = tmp {
+        command.env("TMPDIR", tmp);
+    }
+    contain(&mut command, &resolved, workspace, support.landlock_abi).map_err(fail)?;
+    Ok(command)
+}
+
+/// A fresh private temporary folder for one run, inside `.gavel/tmp/`.
+fn private_tmp(workspace: &Path, call_id: &str) -> Result<PathBuf, ExecError> {
+    let safe: String = call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let dir = workspace
+        .join(".gavel")
+        .join("tmp")
+        .join(format!("{safe}.{}", std::process::id()));
+    let made = dir
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::create_dir(&dir));
+    made.map_err(|source| ExecError::Tmp {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    Ok(dir)
+}
+
+/// Runs the contained command, passing stdin, stdout and stderr through.
+fn run_child(command: &mut Command) -> Result<i32, ExecError> {
+    // Like system(3): the terminal's interrupt is for the command.
+    // SAFETY: ignoring a signal installs no handler.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+    let mut child = command.spawn().map_err(|err| {
+        ExecError::Unenforceable(format!("the sandbox could not be set up: {err}"))
+    })?;
+    let status = child
+        .wait()
+        .map_err(|e| ExecError::Unenforceable(format!("waiting for the command: {e}")))?;
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
