@@ -94,7 +94,7 @@ pub fn exec(
     before: impl FnOnce(&Prepared),
 ) -> Result<i32, ExecError> {
     let authorized = authorize(call_id, events, given)?;
-    let support = Support::probe();
+    let support = Support::probe_without_namespaces();
     let enforcement = support.enforcement();
     if let Enforcement::Unavailable { missing } = &enforcement {
         return Err(ExecError::Unenforceable(format!(

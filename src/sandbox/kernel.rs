@@ -57,6 +57,17 @@ impl Support {
         }
     }
 
+    /// As [`Support::probe`], without forking to try user namespaces: for
+    /// `gavel exec`, whose child creates them anyway, and refuses (nothing
+    /// runs) when it cannot.
+    pub fn probe_without_namespaces() -> Self {
+        Self {
+            landlock_abi: landlock_abi(),
+            seccomp: seccomp_available(),
+            user_namespaces: true,
+        }
+    }
+
     /// What this support enforces of a sandbox.
     pub fn enforcement(&self) -> Enforcement {
         let mut fatal = Vec::new();
