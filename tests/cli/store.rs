@@ -1350,3 +1350,51 @@ fn log_at_a_path_with_uri_characters_is_read_where_it_is() {
     // (The redaction key lives beside the log, by design.)
     assert_eq!(listing(&dir), ["audit?.db", "audit?.db.redact-key"]);
 }
+
+/// A verifier key file naming the 32 bytes `public` (hex) as `gavel`.
+fn key_file(dir: &Path, label: &str, public: &str) -> PathBuf {
+    use base64::Engine as _;
+    let mut data = vec![0x01u8];
+    data.extend((0..32).map(|i| u8::from_str_radix(&public[2 * i..2 * i + 2], 16).unwrap()));
+    let id = Sha256::digest([b"gavel\n".as_slice(), &data].concat());
+    let text = format!(
+        "gavel+{}+{}\n",
+        id[..4]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>(),
+        base64::engine::general_purpose::STANDARD.encode(&data)
+    );
+    let path = dir.join(format!("{label}.pub"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_verifier_key_whose_y_is_not_reduced_was_accepted() {
+    let sandbox = Sandbox::new();
+    record_mix(&sandbox);
+    let y_at_least_p = format!("f0{}7f", "ff".repeat(30)); // y = 3 + p
+    let small_order = "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05";
+    for (label, public) in [("unreduced", y_at_least_p.as_str()), ("small", small_order)] {
+        let key = key_file(&sandbox.root, label, public);
+        let out = sandbox
+            .gavel(&["verify", "--public-key", key.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 2, "{label}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("Ed25519"),
+            "{label}: {}",
+            stderr(&out)
+        );
+        let args = [
+            "--public-key".as_ref(),
+            key.as_os_str(),
+            sandbox.db.as_os_str(),
+        ];
+        if let Some((exit, text)) = python_verifier(&args) {
+            assert_eq!(exit, 2, "{label}: {text}");
+        }
+    }
+}
