@@ -291,9 +291,8 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
         let _ = writeln!(std::io::stderr(), "gavel: warning: {warning}");
     }
     if !args.user {
-        // The key gavel signs its automatic checkpoints with, beside the
-        // database (which the first hook creates): every hook then leaves
-        // a log whose cut tail `verify` catches.
+        // The folder of the database (which the first hook creates): every
+        // hook then leaves a log whose cut tail `verify` catches.
         let db = global.db_path()?;
         if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::DirBuilder::new()
@@ -302,12 +301,23 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
                 .create(dir)
                 .with_context(|| format!("cannot create `{}`", dir.display()))?;
         }
-        let key = gavel::store::checkpoint_key_path(&db);
-        gavel::checkpoint::read_or_create_key(&key, "gavel")?;
-        render::line(&format!(
-            "checkpoint key {}: each hook signs a checkpoint of the log it leaves (GAVEL_CHECKPOINT_EVERY=0 turns that off)",
-            key.display()
-        ))?;
+        // The log's own key is made with the log (it is named by the log's
+        // id), outside the workspace: an agent that can rewrite the log
+        // cannot re-sign it.
+        match gavel::store::user_keys_dir() {
+            Some(dir) => {
+                gavel::store::prepare_key_dir(&dir.join("k"))
+                    .with_context(|| format!("cannot create `{}`", dir.display()))?;
+                render::line(&format!(
+                    "checkpoint keys in {}: each hook signs a checkpoint of the log it leaves with the log's key there (GAVEL_CHECKPOINT_EVERY=0 turns that off)",
+                    dir.display()
+                ))?;
+            }
+            None => render::line(&format!(
+                "checkpoint key {}: no home folder for keys, so the key is kept beside the log, where whoever can rewrite the log can re-sign it (set HOME or XDG_DATA_HOME)",
+                gavel::store::checkpoint_key_beside(&db).display()
+            ))?,
+        }
     }
     let waits = args
         .ask

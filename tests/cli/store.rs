@@ -1398,3 +1398,116 @@ fn a_verifier_key_whose_y_is_not_reduced_was_accepted() {
         }
     }
 }
+
+/// The log's id, as its export names it.
+fn log_id(sandbox: &Sandbox) -> String {
+    let header = json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0)).remove(0);
+    header["log_id"].as_str().unwrap().to_owned()
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn the_checkpoint_key_sat_beside_the_log_where_its_rewriter_could_resign() {
+    let sandbox = Sandbox::new();
+    let read = |id: &str| {
+        let mut cmd = sandbox.gavel(&[
+            "run",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+            "--call-id",
+            id,
+        ]);
+        cmd.env("GAVEL_CHECKPOINT_EVERY", "1");
+        run_expecting(&mut cmd, 0);
+    };
+    read("first");
+    read("second");
+    let beside = sandbox.root.join("audit.db.checkpoint-key");
+    assert!(!beside.exists(), "a key beside the log");
+    let keys = sandbox.root.join("data/gavel/keys");
+    let key = keys.join(format!("{}.checkpoint-key", log_id(&sandbox)));
+    let public = keys.join(format!("{}.checkpoint-key.pub", log_id(&sandbox)));
+    assert_eq!(mode_of(&keys), 0o700);
+    assert_eq!(mode_of(&sandbox.root.join("data/gavel")), 0o700);
+    assert_eq!(mode_of(&key), 0o600);
+    assert!(
+        std::fs::read_to_string(&public)
+            .unwrap()
+            .starts_with("gavel+")
+    );
+    let report = both_agree_db(
+        &sandbox,
+        "the user key",
+        &["--public-key".as_ref(), public.as_os_str()],
+        &sandbox.db,
+    );
+    assert_eq!(report["signature_checked"], true, "{report}");
+    assert_eq!(report["stored_checkpoints"], 2, "{report}");
+    let doctor = json(
+        &sandbox
+            .gavel(&["doctor", "--format", "json"])
+            .output()
+            .unwrap(),
+    );
+    let check = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "checkpoint key")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(check["status"], "ok", "{doctor}");
+
+    // A log an older gavel left with its key beside it: still used (its
+    // checkpoints keep verifying with that key), and doctor says to move it.
+    let old = Sandbox::new();
+    run_expecting(
+        &mut old.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]),
+        0,
+    );
+    let beside = old.root.join("audit.db.checkpoint-key");
+    run_expecting(
+        old.bare()
+            .args(["keygen", "--name", "gavel", "--out"])
+            .arg(&beside),
+        0,
+    );
+    let mut cmd = old.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]);
+    cmd.env("GAVEL_CHECKPOINT_EVERY", "1");
+    run_expecting(&mut cmd, 0);
+    assert!(
+        !old.root
+            .join("data/gavel/keys")
+            .join(format!("{}.checkpoint-key", log_id(&old)))
+            .exists()
+    );
+    let public = old.root.join("audit.db.checkpoint-key.pub");
+    let report = both_agree_db(
+        &old,
+        "the key beside",
+        &["--public-key".as_ref(), public.as_os_str()],
+        &old.db,
+    );
+    assert_eq!(
+        (&report["ok"], &report["signature_checked"]),
+        (&json!(true), &json!(true)),
+        "{report}"
+    );
+    let doctor = json(&old.gavel(&["doctor", "--format", "json"]).output().unwrap());
+    let check = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "checkpoint key")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(check["status"], "warn", "{doctor}");
+    assert!(
+        check["message"].as_str().unwrap().contains("re-sign"),
+        "{check}"
+    );
+}
