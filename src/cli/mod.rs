@@ -7,6 +7,7 @@ mod audit;
 #[cfg(feature = "postgres")]
 mod central;
 mod check;
+mod completions;
 mod demo;
 mod doctor;
 mod export;
@@ -261,6 +262,10 @@ pub enum Command {
     #[cfg(feature = "postgres")]
     #[command(subcommand)]
     Central(central::CentralCommand),
+    /// Print a shell's completion script for gavel (`source <(gavel completions bash)`)
+    Completions(completions::CompletionsArgs),
+    /// Print gavel's man page in roff (`gavel man > gavel.1; man -l gavel.1`)
+    Man,
 }
 
 pub fn main() -> std::process::ExitCode {
@@ -343,6 +348,14 @@ const NOT_APPLICABLE: &[(&str, &str)] = &[
     ("approvals", "policy max_argument_bytes wide"),
     ("revoke", "policy max_argument_bytes wide"),
     ("mcp", "wide"),
+    (
+        "completions",
+        "workspace policy db durability max_argument_bytes wide",
+    ),
+    (
+        "man",
+        "workspace policy db durability max_argument_bytes wide",
+    ),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -469,6 +482,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Push(args) => push::run(&global, args),
         #[cfg(feature = "postgres")]
         Command::Central(command) => central::run(&global, command),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
     }
 }
 
