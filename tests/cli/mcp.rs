@@ -396,7 +396,7 @@ fn a_call_the_server_does_not_answer_in_time_fails() {
 }
 
 #[test]
-fn a_server_line_that_is_not_json_does_not_end_the_session() {
+fn a_server_line_that_is_not_json_rpc_fails_the_open_call_and_is_never_relayed() {
     if !node_available() {
         return;
     }
@@ -404,13 +404,25 @@ fn a_server_line_that_is_not_json_does_not_end_the_session() {
     let policy = policy(&sandbox);
     let mut client = Client::start(&sandbox, &["--policy", &policy], &[], &words(&server()));
     client.initialize(json!({}));
+    // The server writes `{this is not json, "id": 2`, then answers anyway.
     let answer = client.call("garbage", json!({}));
-    assert_eq!(text(&answer), "after garbage");
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("gavel:"), "{message}");
+    assert!(message.contains("not JSON-RPC"), "{message}");
+    // The session goes on; neither the garbage nor the late answer reached
+    // the client.
     assert_eq!(
-        client.others,
-        [Value::String("this is not json".to_owned())]
+        text(&client.call("echo", json!({"text": "still here"}))),
+        "still here"
     );
+    assert!(client.others.is_empty(), "{:?}", client.others);
     assert_eq!(client.close(), Some(0));
+    let calls = log(&sandbox);
+    assert_eq!(calls[0]["tool"], "mcp__test__garbage");
+    assert_eq!(calls[0]["status"], "failed");
+    assert_eq!(calls[1]["status"], "succeeded");
+    verify(&sandbox);
 }
 
 /// One session that lists the tools and calls `echo`, with `description`
