@@ -703,15 +703,75 @@ fn wrap_codex_edits_its_toml_in_place_keeping_comments() {
         "{wrapped}"
     );
     assert!(run("wrap").contains("already wrapped: fs"));
-    run("unwrap");
-    let back = std::fs::read_to_string(&file).unwrap();
-    assert!(
-        back.starts_with("# mine\n[mcp_servers.fs]\ncommand = \"npx\"\n"),
-        "{back}"
-    );
     assert_eq!(
         std::fs::read_to_string(codex_home.join("config.toml.gavel-backup")).unwrap(),
         original
+    );
+    assert!(run("unwrap").contains("restored exactly as it was"));
+    // The comment on the command line is back too: the very bytes.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    assert!(!codex_home.join("config.toml.gavel-backup").exists());
+}
+
+#[test]
+fn unwrap_restores_the_clients_config_byte_for_byte_not_reformatted() {
+    let sandbox = Sandbox::new();
+    // Key order that is not sorted, two-space and tab indents, a server
+    // without args; Gemini CLI's settings with comments and a trailing comma.
+    let claude = "{\n  \"mcpServers\": {\n    \"zeta\": { \"command\": \"npx\", \"args\": [\"-y\", \"zeta\"] },\n\t\"alpha\": {\n\t\t\"type\": \"stdio\",\n\t\t\"command\": \"alpha-server\"\n\t}\n  },\n  \"aaa\": 1\n}";
+    let gemini = "{\n  // my settings\n  \"theme\": \"dark\",\n  \"mcpServers\": {\n    \"fs\": {\n      \"command\": \"npx\", /* pinned */\n      \"args\": [\"-y\", \"fs\"],\n    },\n  },\n}\n";
+    for (client, name, original) in [
+        ("claude-code", ".mcp.json", claude),
+        ("gemini", ".gemini/settings.json", gemini),
+    ] {
+        let file = sandbox.write(name, original);
+        let run = |verb: &str| {
+            let out = sandbox.gavel(&["mcp", verb, client]).output().unwrap();
+            assert_eq!(code(&out), 0, "{client}: {}", stderr(&out));
+            super::support::stdout(&out)
+        };
+        run("wrap");
+        let wrapped = std::fs::read_to_string(&file).unwrap();
+        assert_ne!(wrapped, original);
+        // Only command and args changed: the rest is where it was.
+        if client == "gemini" {
+            assert!(
+                wrapped.starts_with("{\n  // my settings\n  \"theme\": \"dark\","),
+                "{wrapped}"
+            );
+            assert!(wrapped.contains("/* pinned */"), "{wrapped}");
+        } else {
+            assert!(wrapped.find("zeta") < wrapped.find("alpha"), "{wrapped}");
+            assert!(wrapped.ends_with("  \"aaa\": 1\n}"), "{wrapped}");
+        }
+        let said = run("unwrap");
+        assert!(said.contains("restored exactly as it was"), "{said}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            original,
+            "{client}"
+        );
+    }
+    // Changed since wrap: not restored from the backup, taken out in place, and said.
+    let file = sandbox.write(".mcp.json", claude);
+    let run = |verb: &str| {
+        let out = sandbox
+            .gavel(&["mcp", verb, "claude-code"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        super::support::stdout(&out)
+    };
+    run("wrap");
+    let edited = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("\"aaa\": 1", "\"aaa\": 2");
+    std::fs::write(&file, &edited).unwrap();
+    let said = run("unwrap");
+    assert!(said.contains("changed since `gavel mcp wrap`"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        claude.replace("\"aaa\": 1", "\"aaa\": 2")
     );
 }
 
