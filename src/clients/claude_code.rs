@@ -206,6 +206,12 @@ impl Client for ClaudeCode {
             path: ".claude/settings.json",
             user_path: Some(".claude/settings.json"),
             json: json!({ "hooks": hooks }),
+            asks: "asks go to Claude Code's own permission prompt: recorded `pending`, then \
+                   `approved` when you allow the call and it runs, `rejected` when you decline; \
+                   where Claude Code shows no prompt (`claude -p`) it refuses them, and a mode that \
+                   skips prompts (`bypassPermissions`) may run them unasked (recorded `client_auto`); \
+                   `gavel init claude-code --ask wait=60s` makes them wait for `gavel approve` instead"
+                .to_owned(),
             notes: Vec::new(),
         }
     }
