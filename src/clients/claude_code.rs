@@ -17,6 +17,8 @@
 //! | `MultiEdit`, `NotebookEdit` | `apply_patch` | `paths`, `edits` / `new_source` |
 //! | `Glob` | `glob` | `pattern`, joined to `path` (default: the cwd) unless absolute |
 //! | `Grep` | `read_file` | `path` (default: the cwd) |
+//! | `LS` | `glob` | `path/*` (default: the cwd) |
+//! | `NotebookRead` | `read_file` | `path` ← `notebook_path` |
 //! | anything else | its own name | its own input |
 //!
 //! `Grep` becomes a `read_file` of the folder or file it searches: it
@@ -151,6 +153,8 @@ impl Client for ClaudeCode {
             "NotebookEdit" => f.patch(f.get("notebook_path").into_iter().collect(), "new_source"),
             "Glob" => f.glob("pattern", "path"),
             "Grep" => f.search("path"),
+            "LS" => f.list("path"),
+            "NotebookRead" => f.read("notebook_path"),
             other => (other.to_owned(), call.input.clone()),
         }
     }
@@ -310,6 +314,19 @@ mod tests {
                 json!({"pattern":"fn main","glob":"*.rs"}),
                 "read_file",
                 json!({"path":"/ws"}),
+            ),
+            (
+                "LS",
+                json!({"path":"/ws/src","ignore":["*.tmp"]}),
+                "glob",
+                json!({"pattern":"/ws/src/*"}),
+            ),
+            ("LS", json!({}), "glob", json!({"pattern":"/ws/*"})),
+            (
+                "NotebookRead",
+                json!({"notebook_path":"nb.ipynb"}),
+                "read_file",
+                json!({"path":"/ws/nb.ipynb"}),
             ),
             (
                 "Read",

@@ -1106,3 +1106,39 @@ fn init_signs_the_logs_first_checkpoint() {
     let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(report["stored_checkpoints"], 1, "{report}");
 }
+
+/// Issue 39: Claude Code's `LS` was denied as an unknown tool
+/// (`default.deny`; 11 calls in real session logs). It is a listing of its
+/// folder, decided like `glob`: inside the workspace it runs, outside it is
+/// the workspace boundary's to refuse.
+#[test]
+fn claude_codes_ls_is_a_listing_not_denied_as_unknown() {
+    let sandbox = sandbox();
+    std::fs::create_dir_all(sandbox.ws.join("src")).unwrap();
+    for (id, path, expected, rule) in [
+        (
+            "toolu_ls_inside",
+            sandbox.ws.join("src"),
+            "allow",
+            "path.read_allow",
+        ),
+        (
+            "toolu_ls_outside",
+            "/etc".into(),
+            "deny",
+            "path.outside_workspace",
+        ),
+    ] {
+        let mut pre = crate::support::hook_payload(&sandbox, "pre_tool_use.json");
+        pre["tool_use_id"] = json!(id);
+        pre["tool_name"] = json!("LS");
+        pre["tool_input"] = json!({"path": path});
+        let out = hook(&sandbox, "claude-code", &[], &pre.to_string());
+        let (answer, reason) = decision("claude-code", &out);
+        assert_eq!(answer, expected, "{reason}");
+        assert!(reason.contains(rule), "{reason}");
+    }
+    let calls = log(&sandbox);
+    assert_eq!(calls[0]["tool"], "glob", "{:#?}", calls[0]);
+    assert!(calls.iter().all(|c| c["rule_id"] != "default.deny"));
+}
