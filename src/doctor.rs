@@ -165,14 +165,19 @@ fn client_hooks(
     };
     for (program, runs) in programs {
         match runs {
-            Runs::This if install::in_build_folder(this) => report.warn(
-                &check,
-                format!(
-                    "`{shown}` runs this gavel, `{}`, from a build folder: after `cargo clean` the hooks find no gavel and {name} runs its tools ungoverned",
-                    this.display()
-                ),
-                format!("install gavel on PATH (`cargo install --path .`), then {init}"),
-            ),
+            Runs::This
+                if install::locate(&program)
+                    .and_then(|p| std::fs::canonicalize(p).ok())
+                    .is_some_and(|p| install::in_build_folder(&p)) =>
+            {
+                report.warn(
+                    &check,
+                    format!(
+                        "`{shown}` runs this gavel, `{program}`, from a build folder: after `cargo clean` the hooks find no gavel and {name} runs its tools ungoverned"
+                    ),
+                    format!("install gavel on PATH (`cargo install --path .`), then {init}"),
+                )
+            }
             Runs::This => report.ok(&check, format!("`{shown}` runs this gavel (`{program}`)")),
             Runs::Other(other) => report.warn(
                 &check,

@@ -10,8 +10,8 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
 use gavel::mcp::open::Opener;
-use gavel::mcp::wrap::{self, WrapClient};
-use gavel::mcp::wrap_toml;
+use gavel::mcp::wrap::WrapClient;
+use gavel::mcp::wrap_file::{self, Unwrapped};
 use gavel::mcp::{End, names, relay};
 
 use super::{Exit, Global};
@@ -86,10 +86,12 @@ pub struct McpArgs {
 pub enum McpAction {
     /// Put every stdio MCP server of a client's configuration behind `gavel mcp`
     /// (Claude Code `.mcp.json`, Cursor `.cursor/mcp.json`, Gemini CLI
-    /// `.gemini/settings.json`, Codex `.codex/config.toml` or `~/.codex/config.toml`);
-    /// the file is kept first as FILE.gavel-backup
+    /// `.gemini/settings.json`, Codex `.codex/config.toml` or `~/.codex/config.toml`),
+    /// editing only their `command` and `args`; the file is kept first as FILE.gavel-backup
     Wrap(WrapArgs),
-    /// Take the servers `wrap` put behind gavel back out
+    /// Take the servers `wrap` put behind gavel back out: the file as it was
+    /// before `wrap`, byte for byte, when it has not changed since; else the
+    /// servers are taken out in place (and gavel says so)
     Unwrap(WrapArgs),
 }
 
@@ -248,38 +250,68 @@ fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<E
     };
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read `{}`", file.display()))?;
-    let gavel = std::env::current_exe().context("cannot find the gavel binary")?;
-    let gavel = gavel.canonicalize().unwrap_or(gavel);
-    let gavel = gavel.to_string_lossy();
-    let (out, done) = if client == WrapClient::Codex {
-        wrap_toml::rewrite(&text, &gavel, wrapping)
-            .with_context(|| format!("cannot rewrite `{}`", file.display()))?
-    } else {
-        let mut config: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("`{}` is not JSON", file.display()))?;
-        let done = if wrapping {
-            wrap::wrap(&mut config, &gavel)
-        } else {
-            wrap::unwrap(&mut config)
+    let backup = PathBuf::from(format!("{}.gavel-backup", file.display()));
+    let mut said = Vec::new();
+    let mut restored = false;
+    let (out, done) = if wrapping {
+        let gavel = std::env::current_exe().context("cannot find the gavel binary")?;
+        let gavel = gavel.canonicalize().unwrap_or(gavel);
+        let (out, done) = wrap_file::rewrite(client, &text, &gavel.to_string_lossy(), true)
+            .with_context(|| format!("cannot rewrite `{}`", file.display()))?;
+        // The file as it was before gavel: kept from the first wrap (a file
+        // with no server behind gavel yet), for `unwrap` to give back.
+        if !done.changed.is_empty() && !wrap_file::has_wrapped(client, &text) {
+            std::fs::write(&backup, &text)
+                .with_context(|| format!("cannot write the backup `{}`", backup.display()))?;
         }
-        .with_context(|| format!("cannot rewrite `{}`", file.display()))?;
-        let mut out = serde_json::to_string_pretty(&config)?;
-        out.push('\n');
         (out, done)
-    };
-    if !done.changed.is_empty() {
-        if wrapping {
-            let backup = PathBuf::from(format!("{}.gavel-backup", file.display()));
-            if !backup.exists() {
-                std::fs::write(&backup, &text)
-                    .with_context(|| format!("cannot write the backup `{}`", backup.display()))?;
+    } else {
+        let kept = match std::fs::read_to_string(&backup) {
+            Ok(kept) => Some(kept),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => {
+                return Err(err)
+                    .with_context(|| format!("cannot read the backup `{}`", backup.display()));
+            }
+        };
+        match wrap_file::unwrap(client, &text, kept.as_deref())
+            .with_context(|| format!("cannot rewrite `{}`", file.display()))?
+        {
+            Unwrapped::Restored { text, done } => {
+                restored = true;
+                said.push(format!(
+                    "restored exactly as it was before `gavel mcp wrap` (from `{}`, now removed)",
+                    backup.display()
+                ));
+                (text, done)
+            }
+            Unwrapped::InPlace {
+                text,
+                done,
+                changed_since_wrap,
+            } => {
+                if changed_since_wrap && !done.changed.is_empty() {
+                    said.push(format!(
+                        "the file changed since `gavel mcp wrap`, so it was not restored from `{}`: \
+                         the servers were taken out in place and the rest kept as it is now; \
+                         the file from before wrap is still in the backup",
+                        backup.display()
+                    ));
+                }
+                (text, done)
             }
         }
+    };
+    if out != text {
         let temporary = PathBuf::from(format!("{}.gavel-tmp", file.display()));
-        std::fs::write(&temporary, out)
+        std::fs::write(&temporary, &out)
             .with_context(|| format!("cannot write `{}`", temporary.display()))?;
         std::fs::rename(&temporary, &file)
             .with_context(|| format!("cannot replace `{}`", file.display()))?;
+    }
+    if restored {
+        std::fs::remove_file(&backup)
+            .with_context(|| format!("cannot remove the backup `{}`", backup.display()))?;
     }
     let verb = if wrapping { "wrapped" } else { "unwrapped" };
     let mut stdout = std::io::stdout().lock();
@@ -305,6 +337,9 @@ fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<E
             "not stdio servers (or, in TOML, not `[mcp_servers.NAME]` tables), left as they are: {}",
             list(&done.skipped)
         )?;
+    }
+    for line in said {
+        writeln!(stdout, "{line}")?;
     }
     Ok(Exit::Ok)
 }

@@ -614,14 +614,14 @@ impl Global {
 }
 
 /// How a person runs this gavel from a shell: `gavel` when the `gavel` on
-/// `PATH` is this binary, else its absolute path (after `cargo run`).
+/// `PATH` is the same gavel as this binary (the same file, bytes or
+/// version), else its absolute path (after `cargo run`).
 pub fn gavel_command() -> String {
-    let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
-    let on_path = gavel::install::which("gavel").and_then(|p| std::fs::canonicalize(p).ok());
-    match (this, on_path) {
-        (Some(this), Some(found)) if this == found => "gavel".to_owned(),
-        (Some(this), _) => gavel::clients::shell_word(&this.to_string_lossy()),
-        (None, _) => "gavel".to_owned(),
+    match std::env::current_exe().and_then(std::fs::canonicalize) {
+        Ok(this) if gavel::install::gavel_on_path(&this).is_none() => {
+            gavel::clients::shell_word(&this.to_string_lossy())
+        }
+        _ => "gavel".to_owned(),
     }
 }
 
