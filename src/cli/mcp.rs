@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 
 use gavel::mcp::open::Opener;
 use gavel::mcp::wrap::WrapClient;
-use gavel::mcp::wrap_file::{self, Unwrapped};
+use gavel::mcp::wrap_file::{self, Applied};
 use gavel::mcp::{End, names, relay};
 
 use super::{Exit, Global};
@@ -246,73 +246,17 @@ fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<E
         .with_context(|| format!("unknown client `{}`", args.client))?;
     let file = match &args.file {
         Some(file) => file.clone(),
-        None => config_file(global, client)?,
+        None => wrap_file::config_file(client, global.workspace()?.root())
+            .context("no project .codex/config.toml, and neither CODEX_HOME nor HOME is set")?,
     };
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read `{}`", file.display()))?;
-    let backup = PathBuf::from(format!("{}.gavel-backup", file.display()));
-    let mut said = Vec::new();
-    let mut restored = false;
-    let (out, done) = if wrapping {
+    let gavel = if wrapping {
         let gavel = std::env::current_exe().context("cannot find the gavel binary")?;
-        let gavel = gavel.canonicalize().unwrap_or(gavel);
-        let (out, done) = wrap_file::rewrite(client, &text, &gavel.to_string_lossy(), true)
-            .with_context(|| format!("cannot rewrite `{}`", file.display()))?;
-        // The file as it was before gavel: kept from the first wrap (a file
-        // with no server behind gavel yet), for `unwrap` to give back.
-        if !done.changed.is_empty() && !wrap_file::has_wrapped(client, &text) {
-            std::fs::write(&backup, &text)
-                .with_context(|| format!("cannot write the backup `{}`", backup.display()))?;
-        }
-        (out, done)
+        Some(gavel.canonicalize().unwrap_or(gavel))
     } else {
-        let kept = match std::fs::read_to_string(&backup) {
-            Ok(kept) => Some(kept),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-            Err(err) => {
-                return Err(err)
-                    .with_context(|| format!("cannot read the backup `{}`", backup.display()));
-            }
-        };
-        match wrap_file::unwrap(client, &text, kept.as_deref())
-            .with_context(|| format!("cannot rewrite `{}`", file.display()))?
-        {
-            Unwrapped::Restored { text, done } => {
-                restored = true;
-                said.push(format!(
-                    "restored exactly as it was before `gavel mcp wrap` (from `{}`, now removed)",
-                    backup.display()
-                ));
-                (text, done)
-            }
-            Unwrapped::InPlace {
-                text,
-                done,
-                changed_since_wrap,
-            } => {
-                if changed_since_wrap && !done.changed.is_empty() {
-                    said.push(format!(
-                        "the file changed since `gavel mcp wrap`, so it was not restored from `{}`: \
-                         the servers were taken out in place and the rest kept as it is now; \
-                         the file from before wrap is still in the backup",
-                        backup.display()
-                    ));
-                }
-                (text, done)
-            }
-        }
+        None
     };
-    if out != text {
-        let temporary = PathBuf::from(format!("{}.gavel-tmp", file.display()));
-        std::fs::write(&temporary, &out)
-            .with_context(|| format!("cannot write `{}`", temporary.display()))?;
-        std::fs::rename(&temporary, &file)
-            .with_context(|| format!("cannot replace `{}`", file.display()))?;
-    }
-    if restored {
-        std::fs::remove_file(&backup)
-            .with_context(|| format!("cannot remove the backup `{}`", backup.display()))?;
-    }
+    let gavel = gavel.map(|g| g.to_string_lossy().into_owned());
+    let Applied { done, notes } = wrap_file::apply(client, &file, gavel.as_deref())?;
     let verb = if wrapping { "wrapped" } else { "unwrapped" };
     let mut stdout = std::io::stdout().lock();
     let list = |names: &[String]| names.join(", ");
@@ -338,24 +282,8 @@ fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<E
             list(&done.skipped)
         )?;
     }
-    for line in said {
+    for line in notes {
         writeln!(stdout, "{line}")?;
     }
     Ok(Exit::Ok)
-}
-
-/// The client's configuration file: the project's; for Codex, the
-/// project's `.codex/config.toml` when there is one, else
-/// `$CODEX_HOME/config.toml` (`~/.codex/config.toml`).
-fn config_file(global: &Global, client: WrapClient) -> anyhow::Result<PathBuf> {
-    let project = global.workspace()?.root().join(client.config_file());
-    if client != WrapClient::Codex || project.exists() {
-        return Ok(project);
-    }
-    let home = std::env::var_os("CODEX_HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
-        .context("no project .codex/config.toml, and neither CODEX_HOME nor HOME is set")?;
-    Ok(home.join("config.toml"))
 }

@@ -5,6 +5,8 @@
 //! them. When the file changed since, the servers are taken out in place
 //! and the caller says so. Pure: the caller reads and writes the files.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::Value;
 
 use super::wrap::{Rewrite, WrapClient, is_wrapped};
@@ -112,6 +114,124 @@ fn gavels(client: WrapClient, text: &str) -> Vec<String> {
 /// Whether `text` has a server behind gavel.
 pub fn has_wrapped(client: WrapClient, text: &str) -> bool {
     !gavels(client, text).is_empty()
+}
+
+/// What `gavel mcp wrap` or `unwrap` did to a client's configuration file:
+/// the servers, and what a person should be told beyond them.
+#[derive(Debug)]
+pub struct Applied {
+    pub done: Rewrite,
+    pub notes: Vec<String>,
+}
+
+/// Why a configuration file could not be wrapped or unwrapped.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("cannot {what} `{}`", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot rewrite `{}`", path.display())]
+    Rewrite {
+        path: PathBuf,
+        #[source]
+        source: WrapFileError,
+    },
+}
+
+/// Wraps the stdio servers of `client` in `file` behind the gavel at
+/// `wrap_with` (keeping the file as it was, the first time, in
+/// `FILE.gavel-backup`), or, with `None`, unwraps them: the backup's bytes
+/// when the file is still what wrap made of it, else in place. The file is
+/// replaced atomically, and only when it changes.
+pub fn apply(
+    client: WrapClient,
+    file: &Path,
+    wrap_with: Option<&str>,
+) -> Result<Applied, ApplyError> {
+    let io = |what: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| ApplyError::Io { what, path, source }
+    };
+    let rewrite = |source| ApplyError::Rewrite {
+        path: file.to_owned(),
+        source,
+    };
+    let text = std::fs::read_to_string(file).map_err(io("read", file))?;
+    let backup = PathBuf::from(format!("{}.gavel-backup", file.display()));
+    let mut notes = Vec::new();
+    let mut restored = false;
+    let (out, done) = match wrap_with {
+        Some(gavel) => {
+            let (out, done) = self::rewrite(client, &text, gavel, true).map_err(rewrite)?;
+            // The file as it was before gavel: kept from the first wrap (a file
+            // with no server behind gavel yet), for `unwrap` to give back.
+            if !done.changed.is_empty() && !has_wrapped(client, &text) {
+                std::fs::write(&backup, &text).map_err(io("write the backup", &backup))?;
+            }
+            (out, done)
+        }
+        None => {
+            let kept = match std::fs::read_to_string(&backup) {
+                Ok(kept) => Some(kept),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+                Err(err) => return Err(io("read the backup", &backup)(err)),
+            };
+            match unwrap(client, &text, kept.as_deref()).map_err(rewrite)? {
+                Unwrapped::Restored { text, done } => {
+                    restored = true;
+                    notes.push(format!(
+                        "restored exactly as it was before `gavel mcp wrap` (from `{}`, now removed)",
+                        backup.display()
+                    ));
+                    (text, done)
+                }
+                Unwrapped::InPlace {
+                    text,
+                    done,
+                    changed_since_wrap,
+                } => {
+                    if changed_since_wrap && !done.changed.is_empty() {
+                        notes.push(format!(
+                            "the file changed since `gavel mcp wrap`, so it was not restored from `{}`: \
+                             the servers were taken out in place and the rest kept as it is now; \
+                             the file from before wrap is still in the backup",
+                            backup.display()
+                        ));
+                    }
+                    (text, done)
+                }
+            }
+        }
+    };
+    if out != text {
+        let temporary = PathBuf::from(format!("{}.gavel-tmp", file.display()));
+        std::fs::write(&temporary, &out).map_err(io("write", &temporary))?;
+        std::fs::rename(&temporary, file).map_err(io("replace", file))?;
+    }
+    if restored {
+        std::fs::remove_file(&backup).map_err(io("remove the backup", &backup))?;
+    }
+    Ok(Applied { done, notes })
+}
+
+/// The client's configuration file for the workspace at `root`: the
+/// project's; for Codex, the project's `.codex/config.toml` when there is
+/// one, else `$CODEX_HOME/config.toml` (`~/.codex/config.toml`), `None`
+/// when neither variable says where that is.
+pub fn config_file(client: WrapClient, root: &Path) -> Option<PathBuf> {
+    let project = root.join(client.config_file());
+    if client != WrapClient::Codex || project.exists() {
+        return Some(project);
+    }
+    let home = std::env::var_os("CODEX_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))?;
+    Some(home.join("config.toml"))
 }
 
 #[cfg(test)]
