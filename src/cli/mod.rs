@@ -530,12 +530,6 @@ impl Global {
         Ok(self.setup().workspace()?)
     }
 
-    /// The central store's URL when `--db` (or `$GAVEL_DB`) names one
-    /// (`postgres://…` or `postgresql://…`) rather than a SQLite file.
-    pub fn central_url(&self) -> Option<String> {
-        self.setup().central_url()
-    }
-
     /// The audit database path: `--db`, `$GAVEL_DB`, `.gavel/audit.db` in the workspace.
     pub fn db_path(&self) -> anyhow::Result<PathBuf> {
         Ok(self.setup().db_path()?)
@@ -584,7 +578,7 @@ impl Global {
     /// `selection.enrolled`) and `--schema` only pick in a central store.
     pub fn location(&self, schema: &SchemaArg, selection: &Selection) -> anyhow::Result<Location> {
         #[cfg(feature = "postgres")]
-        if let Some(url) = self.central_url() {
+        if let Some(url) = self.setup().central_url() {
             let schema = schema.schema.clone();
             return Ok(Location::Central { url, schema });
         }
