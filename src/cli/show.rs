@@ -592,7 +592,7 @@ pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
 /// outside the workspace. An option letter or a pattern is never listed as
 /// a path unless a model said it is one.
 fn path_lines(facts: &gavel::Facts) -> Vec<String> {
-    use gavel::facts::{Access, Judged};
+    use gavel::facts::Judged;
     let mut lines = Vec::new();
     let judged: std::collections::HashSet<(&str, Option<&str>)> = facts
         .paths
@@ -611,10 +611,7 @@ fn path_lines(facts: &gavel::Facts) -> Vec<String> {
         let place = if path.inside { "inside" } else { "outside" };
         match (path.access, &path.error, &path.resolved) {
             (Some(access), _, Some(resolved)) => {
-                let use_ = match access {
-                    Access::Read => "read",
-                    Access::Write => "written",
-                };
+                let use_ = access.as_str();
                 lines.push(format!(
                     "  path `{}`{} ({use_}) resolved to `{resolved}`, {place} the workspace `{workspace}`",
                     path.requested,

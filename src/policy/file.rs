@@ -42,6 +42,7 @@ struct RuleFile {
     tools: Option<Vec<String>>,
     path_scope: Option<String>,
     path_glob: Option<Vec<String>>,
+    content_glob: Option<Vec<String>>,
     write_glob: Option<Vec<String>>,
     command_regex: Option<Vec<String>>,
     command_prefix: Option<Vec<Vec<String>>>,
@@ -526,6 +527,7 @@ fn refuse_text_only_shell_allow(rule: &Rule) -> Result<(), String> {
     let judges_text = rule.command_regex.is_some()
         || rule.path_scope.is_some()
         || rule.path_glob.is_some()
+        || rule.content_glob.is_some()
         || rule.write_glob.is_some();
     let judges_commands = rule.command_prefix.is_some() || rule.commands.is_some();
     if rule.action == Action::Allow && applies_to_bash && judges_text && !judges_commands {
@@ -587,6 +589,10 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
         path_glob: spec
             .path_glob
             .map(|g| globs("path_glob", g, true))
+            .transpose()?,
+        content_glob: spec
+            .content_glob
+            .map(|g| globs("content_glob", g, true))
             .transpose()?,
         write_glob: spec
             .write_glob

@@ -9,6 +9,7 @@ pub mod cases;
 mod commands;
 pub mod diff;
 mod file;
+mod floor;
 mod layered;
 pub mod lint;
 mod patterns;
@@ -23,7 +24,8 @@ use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
 pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec, memoize_parses};
-pub use layered::{Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
+pub use floor::{FLOOR_LAYER, FLOOR_POLICY_TOML, floor};
+pub use layered::{EffectiveRule, Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
 pub use rule::{EntryMatch, Rule};
 
 /// The built-in default policy, as shipped in the repository.
@@ -95,7 +97,9 @@ pub struct Decision {
     pub reason: String,
     pub policy: PolicyRef,
     /// Under layered policies: the layer whose rule decided (`system`,
-    /// `admin`, `user`, or `project`); absent with the project's policy alone.
+    /// `admin`, `user`, or `project`); absent with the project's policy
+    /// alone. `built-in` when a rule of gavel's floor decided, under any
+    /// policy (`floor.toml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layer: Option<String>,
     /// Under layered policies: every layer that was consulted, top first.
@@ -309,7 +313,7 @@ impl Policy {
         &self,
         request: &ToolRequest,
         facts: &Facts,
-        trace: Option<&mut Vec<RuleTrace>>,
+        mut trace: Option<&mut Vec<RuleTrace>>,
     ) -> Decision {
         if let Some(problem) = request
             .schema_problem()
@@ -318,12 +322,22 @@ impl Policy {
         {
             return self.decision(Action::Deny, INVALID_ARGUMENTS, problem);
         }
-        if self.above.is_empty() {
-            return self
-                .first_match(request, facts, trace, None)
-                .unwrap_or_else(|| self.unmatched(request));
+        // The floor sits above every policy and layer: its deny is final,
+        // its ask yields only to a deny.
+        let floor = floor::held(self, request, facts, trace.as_deref_mut());
+        if let Some(floor) = floor.as_ref().filter(|d| d.action == Action::Deny) {
+            return floor.clone();
         }
-        layered::decide(self, request, facts, trace)
+        let decision = if self.above.is_empty() {
+            self.first_match(request, facts, trace, None)
+                .unwrap_or_else(|| self.unmatched(request))
+        } else {
+            layered::decide(self, request, facts, trace)
+        };
+        match floor {
+            Some(floor) if floor.action >= decision.action => floor,
+            _ => decision,
+        }
     }
 
     /// The decision of the first rule that matches, if one does. `layer`
