@@ -210,6 +210,8 @@ struct PathsFile {
     read: Vec<String>,
     #[serde(default)]
     write: Vec<String>,
+    #[serde(default)]
+    list: Vec<String>,
 }
 
 /// Compiles the `[[paths]]` entries: each needs tools and at least one argument.
@@ -222,16 +224,25 @@ fn path_arguments(specs: Vec<PathsFile>) -> Result<Vec<super::PathArguments>, St
             if spec.tools.is_empty() {
                 return Err(at("`tools` must name at least one tool"));
             }
-            if spec.read.is_empty() && spec.write.is_empty() {
-                return Err(at("name at least one argument in `read` or `write`"));
+            if spec.read.is_empty() && spec.write.is_empty() && spec.list.is_empty() {
+                return Err(at(
+                    "name at least one argument in `read`, `write` or `list`",
+                ));
             }
-            if spec.read.iter().chain(&spec.write).any(|a| a.is_empty()) {
+            if spec
+                .read
+                .iter()
+                .chain(&spec.write)
+                .chain(&spec.list)
+                .any(|a| a.is_empty())
+            {
                 return Err(at("an argument name must not be empty"));
             }
             Ok(super::PathArguments {
                 tools: globs("tools", spec.tools, false).map_err(|e| at(&e))?,
                 read: spec.read,
                 write: spec.write,
+                list: spec.list,
             })
         })
         .collect()

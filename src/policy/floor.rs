@@ -14,7 +14,7 @@
 
 use std::sync::LazyLock;
 
-use super::{Decision, Policy, RuleTrace, file};
+use super::{Decision, Policy, RuleTrace};
 use crate::facts::Facts;
 use crate::request::ToolRequest;
 
@@ -24,17 +24,8 @@ pub const FLOOR_POLICY_TOML: &str = include_str!("floor.toml");
 /// The name of the floor in decisions, traces and `policy show --layers`.
 pub const FLOOR_LAYER: &str = "built-in";
 
-static FLOOR: LazyLock<Policy> = LazyLock::new(|| {
-    // Compiled in; a unit test parses it with its examples checked.
-    let mut policy = file::parse(
-        FLOOR_POLICY_TOML,
-        "<built-in floor>",
-        file::Checks::Deferred,
-    )
-    .expect("the built-in floor is valid");
-    policy.checked = true;
-    policy
-});
+static FLOOR: LazyLock<Policy> =
+    LazyLock::new(|| Policy::compiled_in(FLOOR_POLICY_TOML, "<built-in floor>"));
 
 /// The floor, parsed once.
 pub fn floor() -> &'static Policy {

@@ -324,10 +324,38 @@ fn names_only_listings_of_the_record_are_not_denied() {
             "{command}: {reason}"
         );
     }
-    let (action, rule, reason) = decide(&sandbox, "glob", json!({ "pattern": ".gavel/*" }));
+    // The glob tool and the MCP filesystem server's listings answer with
+    // names and metadata, never contents.
+    for (tool, arguments) in [
+        ("glob", json!({ "pattern": ".gavel/*" })),
+        (
+            "mcp__filesystem__list_directory",
+            json!({ "path": ".gavel" }),
+        ),
+        (
+            "mcp__filesystem__directory_tree",
+            json!({ "path": ".gavel" }),
+        ),
+        (
+            "mcp__filesystem__get_file_info",
+            json!({ "path": ".gavel/audit.db" }),
+        ),
+    ] {
+        let (action, rule, reason) = decide(&sandbox, tool, arguments);
+        assert_eq!(
+            (action.as_str(), rule.as_str()),
+            ("allow", "path.read_allow"),
+            "{tool}: {reason}"
+        );
+    }
+    let (action, rule, reason) = decide(
+        &sandbox,
+        "mcp__filesystem__read_text_file",
+        json!({ "path": ".gavel/audit.db" }),
+    );
     assert_eq!(
         (action.as_str(), rule.as_str()),
-        ("allow", "path.read_allow"),
+        ("deny", "path.protected"),
         "{reason}"
     );
     // What opens the record is still denied, in any spelling.
@@ -543,6 +571,7 @@ fn git_stash_show_remote_show_ref_and_check_ignore_are_read_only() {
         "git show-ref --tags -d",
         "git check-ignore -v src/main.rs",
         "git check-ignore -q target",
+        "git for-each-ref --sort=-committerdate --format='%(refname:short)' refs/heads/",
     ] {
         let (action, rule, reason) = bash(&sandbox, command);
         assert_eq!(

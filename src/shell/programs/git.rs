@@ -4,7 +4,7 @@
 //! `describe`, `ls-tree`, `grep`, `config` (reading), `shortlog`, `rev-list`,
 //! `merge-base`, `cat-file`, `reflog`, `worktree list`, `count-objects`,
 //! `stash show` and `stash list`, `remote` (listing, `get-url`, `show -n`),
-//! `show-ref`, `check-ignore`; any other
+//! `show-ref`, `for-each-ref`, `check-ignore`; any other
 //! subcommand has none. Options that run programs (`--ext-diff`,
 //! `--textconv`, `--show-signature`, a pager, `-c` configuration) or write
 //! (`--output`) are hazards. `cargo metadata` and `cargo tree` are modelled
@@ -498,6 +498,29 @@ const SHOW_REF: &[Opt] = &[
     both('q', "quiet", Arg::No, N),
     // Reads ref names from standard input, never a file.
     long("exclude-existing", Arg::Optional, N),
+];
+
+const FOR_EACH_REF: &[Opt] = &[
+    MANUAL,
+    long("count", Arg::Required, N),
+    both('s', "shell", Arg::No, N),
+    both('p', "perl", Arg::No, N),
+    long("python", Arg::No, N),
+    long("tcl", Arg::No, N),
+    long("sort", Arg::Required, N),
+    long("format", Arg::Required, N),
+    long("color", Arg::Optional, N),
+    long("points-at", Arg::Required, N),
+    long("merged", Arg::Optional, N),
+    long("no-merged", Arg::Optional, N),
+    long("contains", Arg::Optional, N),
+    long("no-contains", Arg::Optional, N),
+    long("ignore-case", Arg::No, N),
+    long("omit-empty", Arg::No, N),
+    long("exclude", Arg::Required, N),
+    long("include-root-refs", Arg::No, N),
+    // Reads ref patterns from standard input, never a file.
+    long("stdin", Arg::No, N),
 ];
 
 const CHECK_IGNORE: &[Opt] = &[
@@ -1004,6 +1027,10 @@ const MODELLED: &[(&str, Model)] = &[
     ),
     ("show-ref", sub(SHOW_REF, Operands::Text, "every option")),
     (
+        "for-each-ref",
+        sub(FOR_EACH_REF, Operands::Text, "every option"),
+    ),
+    (
         "check-ignore",
         Model {
             // It matches the names against the ignore rules, never opens them.
@@ -1038,6 +1065,7 @@ pub(super) const SUBCOMMANDS: &[&str] = &[
     "stash",
     "remote",
     "show-ref",
+    "for-each-ref",
     "check-ignore",
 ];
 
