@@ -45,6 +45,40 @@ pub fn format_time(ts_us: i64) -> String {
         .unwrap_or_else(|| ts_us.to_string())
 }
 
+/// A time a person wrote that gavel cannot read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read time `{0}` (RFC 3339, YYYY-MM-DD, or an age like 30m, 2h, 7d)")]
+pub struct TimeError(pub String);
+
+/// Microseconds since the epoch for an RFC 3339 time, a date (midnight
+/// UTC), or an age like `2h` (`s`, `m`, `h`, `d`, `w`) before now.
+pub fn parse_time(text: &str) -> Result<i64, TimeError> {
+    if let Ok(time) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(time.with_timezone(&chrono::Utc).timestamp_micros());
+    }
+    if let Ok(date) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(date
+            .and_time(chrono::NaiveTime::MIN)
+            .and_utc()
+            .timestamp_micros());
+    }
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return Err(TimeError(text.to_owned())),
+    };
+    let count: i64 = number.parse().map_err(|_| TimeError(text.to_owned()))?;
+    Ok(chrono::Utc::now().timestamp_micros()
+        - count.saturating_mul(seconds).saturating_mul(1_000_000))
+}
+
 /// The header line. `selection` is `None` for the whole chain, else the filters used.
 pub fn header_line(identity: &LogIdentity, selection: Option<Value>) -> Value {
     json!({

@@ -393,3 +393,52 @@ pub struct Refused {
     /// The last seq of the refused batch.
     pub last_seq: Option<i64>,
 }
+
+/// The URL a host pushes with, rebuilt from the owner's: the role as user,
+/// the same hosts, ports and database, and of the query only `sslmode` and
+/// `options` (never a password, a client key or anything else of the owner's).
+pub fn host_url(url: &str, role: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            let key = pair.split_once('=').map_or(*pair, |(k, _)| k);
+            matches!(key, "sslmode" | "options")
+        })
+        .collect();
+    let query = if kept.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", kept.join("&"))
+    };
+    Some(format!("{scheme}://{role}@{hosts}{path}{query}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_url_keeps_only_where_and_how_to_connect() {
+        let url = host_url(
+            "postgres://owner:secret@db.example.com:6543/team?password=x&sslmode=require&sslkey=/k&options=-csearch_path%3Dt1&application_name=a",
+            "gavel_host_a",
+        )
+        .unwrap();
+        assert_eq!(
+            url,
+            "postgres://gavel_host_a@db.example.com:6543/team?sslmode=require&options=-csearch_path%3Dt1"
+        );
+        assert_eq!(
+            host_url("postgresql://o@h1,h2/db", "r").unwrap(),
+            "postgresql://r@h1,h2/db"
+        );
+        assert_eq!(host_url("postgres://h", "r").unwrap(), "postgres://r@h");
+    }
+}

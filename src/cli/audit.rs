@@ -7,17 +7,14 @@
 //! finds, and says so in every format, since its anomalies (or their
 //! absence) could have been edited.
 
-use std::collections::HashSet;
-
 use clap::Args;
 use serde_json::{Value, json};
 
-use gavel::audit::AnomalyKind;
-use gavel::store::{AnomalyEntry, AuditQuery};
+use gavel::source::{Audited, CentralLog, Selection, SourceError};
+use gavel::store::AuditQuery;
 
-use super::query::{format_time, parse_time};
-use super::verify::verify_store;
-use super::{Exit, Format, FormatArgs, Global, render};
+use super::{Exit, Format, FormatArgs, Global, SchemaArg, render};
+use gavel::archive::parse_time;
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
@@ -41,71 +38,21 @@ pub struct AuditArgs {
     #[arg(long, value_name = "ID|ORIGIN")]
     pub log: Option<String>,
     #[command(flatten)]
-    pub schema: super::query::SchemaArg,
+    pub schema: SchemaArg,
     #[command(flatten)]
     pub format: FormatArgs,
 }
 
-/// Where the findings of a central store's log come from.
-pub struct FromLog<'a> {
-    /// The enrolled host.
-    pub host: &'a str,
-    /// The log's origin.
-    pub log: &'a str,
-}
-
-/// What auditing one log found: how its chain verified (`None`: it
-/// verifies), and its anomalies, in seq order.
-pub struct Audited {
-    pub broken: Option<Value>,
-    pub findings: Vec<Value>,
-}
-
-/// One finding: an anomaly event, or (logs written by an older gavel) a
-/// call with more than one result.
-fn finding_json(entry: &AnomalyEntry) -> Value {
-    json!({
-        "seq": entry.seq,
-        "ts": format_time(entry.ts_us),
-        "call_id": entry.call_id,
-        "tool": entry.tool,
-        "anomaly": entry.record.anomaly,
-        "detail": entry.record.detail,
-        "action": entry.action,
-        "rule_id": entry.rule_id,
-        "recorded_status": entry.recorded_status,
-        "reported_status": entry.record.result.status,
-        "event": entry.record.event,
-        "client": entry.record.client,
-        "mismatched": entry.record.mismatched,
-    })
-}
-
 pub fn run(global: &Global, args: AuditArgs) -> anyhow::Result<Exit> {
-    #[cfg(feature = "postgres")]
-    if let Some(url) = global.central_url() {
-        return super::central_read::audit(&url, &args);
+    let selection = Selection {
+        log: args.log.clone(),
+        host: args.host.clone(),
+        enrolled: true,
+    };
+    let mut source = global.source(&args.schema, selection, Default::default())?;
+    if let Some(integrity) = source.opened() {
+        super::warn(integrity);
     }
-    if args.host.is_some() || args.log.is_some() {
-        anyhow::bail!("--host and --log pick logs of a central store; give --db postgres://…");
-    }
-    args.schema.check_local()?;
-    let store = global.read_store()?;
-    let audited = audit_store(&store, &args)?;
-    print(&args, false, &[(None, audited)])
-}
-
-/// Verifies `store`'s chain in full, then gathers its anomalies (those
-/// `args` selects).
-pub fn audit_store(store: &gavel::store::Store, args: &AuditArgs) -> anyhow::Result<Audited> {
-    let integrity = verify_store(store, None)?;
-    let broken = (!integrity.ok).then(|| {
-        json!({
-            "problem": integrity.problem.map(|p| p.as_str()),
-            "first_bad_seq": integrity.first_bad_seq,
-            "detail": integrity.detail,
-        })
-    });
     let query = AuditQuery {
         since: args.since.as_deref().map(parse_time).transpose()?,
         until: args.until.as_deref().map(parse_time).transpose()?,
@@ -113,75 +60,40 @@ pub fn audit_store(store: &gavel::store::Store, args: &AuditArgs) -> anyhow::Res
         call_id: args.call.clone(),
         ..AuditQuery::default()
     };
-    let anomalies = store.anomalies(&query)?;
-    let mut findings: Vec<Value> = anomalies.iter().map(finding_json).collect();
-    // Older logs appended a second result instead of an anomaly.
-    let seen: HashSet<&str> = anomalies.iter().map(|a| a.call_id.as_str()).collect();
-    let legacy_query = AuditQuery {
-        anomalies: true,
-        ..query.clone()
-    };
-    let mut legacy = Vec::new();
-    store.for_each_call(&legacy_query, |call| -> anyhow::Result<()> {
-        if !seen.contains(call.call_id.as_str()) {
-            for kind in &call.anomalies {
-                legacy.push(json!({
-                    "seq": call.seq,
-                    "ts": format_time(call.ts_us),
-                    "call_id": call.call_id,
-                    "tool": call.tool,
-                    "anomaly": kind,
-                    "detail": "the call has more than one result (recorded by an older gavel); its first result stands",
-                    "action": call.decision.action,
-                    "rule_id": call.decision.rule_id,
-                    "recorded_status": call.status,
-                    "reported_status": null,
-                    "event": null,
-                    "client": null,
-                    "mismatched": [],
-                }));
+    let mut audited = Vec::new();
+    let found = source
+        .reading()?
+        .for_each_log(&query, |log| -> anyhow::Result<()> {
+            let bar = render::progress_bar(log.store, "verifying")?;
+            let found = gavel::source::audit(log.store, log.query, &mut |rows| {
+                if let Some(bar) = &bar {
+                    bar.set_position(rows);
+                }
+            })?;
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
             }
-        }
-        Ok(())
-    })?;
-    store.check_unchanged()?;
-    findings.extend(legacy);
-    // Older logs kept reports they could not attach as lifecycle notes.
-    if query.tool.is_none() && query.mcp_server.is_none() && query.mcp_tool.is_none() {
-        for (seq, ts_us, id, data) in store.legacy_completion_notes(&query)? {
-            let note = data["note"].as_str().unwrap_or_default();
-            let anomaly = if note.contains("no call") {
-                AnomalyKind::RanWithoutDecision
-            } else {
-                AnomalyKind::SecondCompletion
-            };
-            findings.push(json!({
-                "seq": seq,
-                "ts": format_time(ts_us),
-                "call_id": id,
-                "tool": data["tool_name"],
-                "anomaly": anomaly,
-                "detail": format!("recorded by an older gavel as a lifecycle note: {note}"),
-                "action": null,
-                "rule_id": null,
-                "recorded_status": null,
-                "reported_status": data["result"]["status"],
-                "event": null,
-                "client": null,
-                "mismatched": [],
-            }));
-        }
+            audited.push((log.from.cloned(), found));
+            Ok(())
+        });
+    if let Err(err) = &found
+        && let Some(SourceError::NoLogOfHost { host }) = err.downcast_ref()
+    {
+        anyhow::bail!(
+            "no log of the central store is of the enrolled host `{}`",
+            render::escape(host)
+        );
     }
-    findings.sort_by_key(|f| f["seq"].as_u64().unwrap_or(0));
-    Ok(Audited { broken, findings })
+    found?;
+    print(&args, source.is_central(), &audited)
 }
 
 /// `value` with where it comes from, for a central store's log.
-fn located(mut value: Value, from: Option<&FromLog<'_>>) -> Value {
+fn located(mut value: Value, from: Option<&CentralLog>) -> Value {
     if let (Some(from), Some(object)) = (from, value.as_object_mut()) {
         object.insert(
             "central".into(),
-            json!({ "host": from.host, "log": from.log }),
+            json!({ "host": from.host, "log": from.origin }),
         );
     }
     value
@@ -191,10 +103,10 @@ fn located(mut value: Value, from: Option<&FromLog<'_>>) -> Value {
 /// store; each named by host and log for a `central` one), and the exit
 /// code: 1 when any chain does not verify, else 4 when there are
 /// anomalies, else 0.
-pub fn print(
+fn print(
     args: &AuditArgs,
     central: bool,
-    audited: &[(Option<FromLog<'_>>, Audited)],
+    audited: &[(Option<CentralLog>, Audited)],
 ) -> anyhow::Result<Exit> {
     let broken: Vec<Value> = audited
         .iter()
@@ -231,7 +143,7 @@ pub fn print(
                         let from = from.as_ref()?;
                         Some(json!({
                             "host": from.host,
-                            "log": from.log,
+                            "log": from.origin,
                             "verified": a.broken.is_none(),
                             "integrity": a.broken,
                             "anomalies": a.findings.len(),

@@ -155,7 +155,7 @@ fn enroll(global: &Global, args: EnrollArgs) -> anyhow::Result<Exit> {
             args.existing_role,
         )
         .with_context(|| format!("cannot enroll `{}`", args.name))?;
-    let host_url = host_url(&url, &enrolled.role)?;
+    let host_url = gavel::central::admin::host_url(&url, &enrolled.role).context("not a URL")?;
     render::line(&format!(
         "enrolled `{}` as role `{}`{}; inbox {}; the host pushes with: gavel push --to '{host_url}' --key HOST.key",
         enrolled.host,
@@ -168,32 +168,6 @@ fn enroll(global: &Global, args: EnrollArgs) -> anyhow::Result<Exit> {
         enrolled.inbox,
     ))?;
     Ok(Exit::Ok)
-}
-
-/// The URL a host pushes with, rebuilt from the owner's: the role as user,
-/// the same hosts, ports and database, and of the query only `sslmode` and
-/// `options` (never a password, a client key or anything else of the owner's).
-fn host_url(url: &str, role: &str) -> anyhow::Result<String> {
-    let (scheme, rest) = url.split_once("://").context("not a URL")?;
-    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let (authority, path) = match rest.find('/') {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let kept: Vec<&str> = query
-        .split('&')
-        .filter(|pair| {
-            let key = pair.split_once('=').map_or(*pair, |(k, _)| k);
-            matches!(key, "sslmode" | "options")
-        })
-        .collect();
-    let query = if kept.is_empty() {
-        String::new()
-    } else {
-        format!("?{}", kept.join("&"))
-    };
-    Ok(format!("{scheme}://{role}@{hosts}{path}{query}"))
 }
 
 fn logs(global: &Global, args: LogsArgs) -> anyhow::Result<Exit> {
@@ -431,27 +405,4 @@ fn retain(global: &Global, args: RetainArgs) -> anyhow::Result<Exit> {
         )))?;
     }
     Ok(exit)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_host_url_keeps_only_where_and_how_to_connect() {
-        let url = host_url(
-            "postgres://owner:secret@db.example.com:6543/team?password=x&sslmode=require&sslkey=/k&options=-csearch_path%3Dt1&application_name=a",
-            "gavel_host_a",
-        )
-        .unwrap();
-        assert_eq!(
-            url,
-            "postgres://gavel_host_a@db.example.com:6543/team?sslmode=require&options=-csearch_path%3Dt1"
-        );
-        assert_eq!(
-            host_url("postgresql://o@h1,h2/db", "r").unwrap(),
-            "postgresql://r@h1,h2/db"
-        );
-        assert_eq!(host_url("postgres://h", "r").unwrap(), "postgres://r@h");
-    }
 }

@@ -4,13 +4,11 @@ use clap::Args;
 use serde_json::json;
 
 use gavel::ToolRequest;
-use gavel::policy::EntryMatch;
-use gavel::shell::CommandAnalysis;
 
 use super::{Exit, FormatArgs, Global, hint_tool_typo, parse_json_arg, render};
 
 #[derive(Args, Debug)]
-#[command(after_help = super::builtin_tools_help())]
+#[command(after_help = gavel::request::builtin_tools_help())]
 pub struct CheckArgs {
     /// Tool name (bash, read_file, write_file, edit_file, glob, or any other)
     pub tool: String,
@@ -67,7 +65,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
         ),
     ];
     if let Some(layer) = &decision.layer {
-        fields.push(("layer", layer_line(layer, &decision.layers)));
+        fields.push(("layer", gavel::explain::layer_line(layer, &decision.layers)));
     }
     for verdict in &decision.shadow {
         fields.push((
@@ -83,9 +81,9 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
         let mut text = Vec::new();
         if let Some(shell) = &facts.shell {
             text.push("The command runs, as parsed:".to_owned());
-            text.extend(parse_lines(shell));
+            text.extend(gavel::explain::parse_lines(shell));
         }
-        text.extend(match_lines(&matched, &decision.rule_id));
+        text.extend(gavel::explain::match_lines(&matched, &decision.rule_id));
         if !text.is_empty() {
             render::text(&text)?;
         }
@@ -105,60 +103,4 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
         )?;
     }
     Ok(Exit::Ok)
-}
-
-/// The deciding layer and every layer consulted, for people:
-/// `user (of user ab12…, project cd34…)`.
-pub(super) fn layer_line(layer: &str, layers: &[gavel::policy::LayerRef]) -> String {
-    let all: Vec<String> = layers
-        .iter()
-        .map(|l| format!("{} {}", l.layer, render::cell(&l.digest, 8)))
-        .collect();
-    format!("{layer} (of {})", all.join(", "))
-}
-
-/// A shell command's parse, for people: each simple command with its
-/// redirections, the redirections no command carries, and what could not
-/// be proven.
-pub(super) fn parse_lines(shell: &CommandAnalysis) -> Vec<String> {
-    let mut lines = Vec::new();
-    for command in &shell.commands {
-        let mut text = command.words.join(" ");
-        for r in &command.redirects {
-            text.push_str(&format!(" {} {}", r.op, r.target));
-        }
-        lines.push(format!("    - {}", render::cell(&text, 200)));
-    }
-    for r in &shell.bare_redirects {
-        lines.push(format!(
-            "    - (a redirection outside any command) {} {}",
-            r.op,
-            render::cell(&r.target, 200)
-        ));
-    }
-    if shell.unprovable.is_empty() {
-        lines.push("    everything in it is understood".to_owned());
-    }
-    for what in &shell.unprovable {
-        lines.push(format!("    - cannot prove: {}", render::cell(what, 200)));
-    }
-    lines
-}
-
-/// How long an entry may be shown (the built-in disk list is long).
-const ENTRY_CHARS: usize = 160;
-
-/// Which simple command matched which entry of the deciding rule.
-pub(super) fn match_lines(matched: &[EntryMatch], rule_id: &str) -> Vec<String> {
-    matched
-        .iter()
-        .map(|m| {
-            format!(
-                "`{}` matched `{}` of `{rule_id}` ({})",
-                render::cell(&m.command, 200),
-                render::cell(&m.entry, ENTRY_CHARS),
-                m.condition
-            )
-        })
-        .collect()
 }

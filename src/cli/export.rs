@@ -3,18 +3,12 @@
 //! stored bytes exactly (`gavel::archive`), so `gavel verify --export`
 //! checks it with no database.
 
-use std::collections::HashSet;
-
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
 
-use gavel::archive;
-use gavel::digest::hex;
-use gavel::policy::cases::PolicyCase;
-use gavel::store::StoredEvent;
+use gavel::export::{Export, Format, Line};
 
-use super::query::{QueryArgs, format_time};
-use super::{Exit, Global, render};
+use super::{Exit, Global, QueryArgs, render};
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -41,93 +35,13 @@ pub struct ExportArgs {
     pub query: QueryArgs,
 }
 
-const CSV_HEADER: &str = "seq,ts,ts_us,kind,call_id,tool,action,rule_id,approval,status,payload,log_id,leaf,chain,user,host,client,session,agent";
-
-/// One CSV field. A field a spreadsheet would run as a formula (`=`, `+`,
-/// `-`, `@`, TAB or CR first) is quoted with a leading `'`; the other
-/// columns (hashes, `ts_us`) still let anyone recompute every hash from the
-/// export.
-fn csv_field(text: &str) -> String {
-    let guarded;
-    let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        guarded = format!("'{text}");
-        &guarded
-    } else {
-        text
-    };
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_owned()
-    }
-}
-
-fn csv_row(e: &StoredEvent) -> String {
-    let opt = |v: &Option<String>| csv_field(v.as_deref().unwrap_or(""));
-    [
-        e.seq.to_string(),
-        format_time(e.ts_us),
-        e.ts_us.to_string(),
-        csv_field(&e.kind),
-        csv_field(&e.call_id),
-        opt(&e.tool),
-        opt(&e.action),
-        opt(&e.rule_id),
-        opt(&e.approval),
-        opt(&e.status),
-        csv_field(&String::from_utf8_lossy(&e.payload)),
-        hex(&e.log_id),
-        hex(&e.leaf),
-        hex(&e.chain),
-        opt(&e.user),
-        opt(&e.host),
-        opt(&e.client),
-        opt(&e.session),
-        opt(&e.agent),
-    ]
-    .join(",")
-}
-
-/// The central store's cosignatures of this log's checkpoints, kept by
-/// `gavel push` in `<db>.cosigned` (one JSON line each); none without it.
-fn cosigned_lines(db: &std::path::Path) -> anyhow::Result<Vec<Value>> {
-    let mut name = db.file_name().unwrap_or_default().to_os_string();
-    name.push(".cosigned");
-    match std::fs::read_to_string(db.with_file_name(name)) {
-        Ok(text) => Ok(text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(err) => Err(err.into()),
-    }
-}
-
 /// The filters given, as the export header records them; `None` when there are none.
 fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
     let resolved = query.to_query()?;
     let mut out = Map::new();
-    let flags: [(&str, &Option<String>); 16] = [
-        ("tool", &query.tool),
-        ("server", &query.server),
-        ("mcp_tool", &query.mcp_tool),
-        ("rule", &query.rule),
-        ("action", &query.action),
-        ("approval", &query.approval),
-        ("status", &query.status),
-        ("since", &query.since),
-        ("until", &query.until),
-        ("call", &query.call),
-        ("session", &query.session),
-        ("user", &query.user),
-        ("host", &query.host),
-        ("client", &query.client),
-        ("agent", &query.agent),
-        ("grep", &query.grep),
-    ];
-    for (name, value) in flags {
+    for (name, value) in query.given() {
         if let Some(value) = value {
-            out.insert(name.into(), value.clone().into());
+            out.insert(name.replace('-', "_"), value.clone().into());
         }
     }
     if let Some(limit) = query.limit {
@@ -143,137 +57,43 @@ fn selection(query: &QueryArgs) -> anyhow::Result<Option<Value>> {
 }
 
 pub fn run(global: &Global, args: ExportArgs) -> anyhow::Result<Exit> {
-    #[cfg(feature = "postgres")]
-    if let Some(url) = global.central_url() {
-        return super::central_read::export(&url, &args);
+    let mut source = global.source(&args.query.schema, args.query.selection(), args.query.read)?;
+    if let Some(integrity) = source.opened() {
+        super::warn(integrity);
     }
-    args.query.check_local()?;
-    let store = global.read_store_with(args.query.read)?;
-    run_on(&store, &args, &args.query.to_query()?, true)?;
-    Ok(Exit::Ok)
-}
-
-/// Exports `store` as `args` says, the calls `query` selects; `first`
-/// writes the CSV header (a central export writes several logs in turn).
-pub fn run_on(
-    store: &gavel::store::Store,
-    args: &ExportArgs,
-    query: &gavel::store::AuditQuery,
-    first: bool,
-) -> anyhow::Result<()> {
-    if args.requests {
-        store.for_each_call(query, |call| -> anyhow::Result<()> {
-            let case = PolicyCase {
-                name: None,
-                call_id: Some(call.call_id),
-                tool: call.tool,
-                arguments: call.request.arguments,
-                facts: Some(call.decision.facts),
-                action: call.decision.action,
-                rule_id: Some(call.decision.rule_id),
-                reason: Some(call.decision.reason),
+    source
+        .reading()?
+        .for_each_log(&args.query.to_query()?, |log| {
+            let export = Export {
+                format: match args.format {
+                    ExportFormat::Jsonl => Format::Jsonl,
+                    ExportFormat::Csv => Format::Csv,
+                    ExportFormat::Ocsf => Format::Ocsf,
+                    ExportFormat::OtlpJson => Format::OtlpJson,
+                },
+                requests: args.requests,
+                query: log.query,
+                selection: selection(&args.query)?,
+                first: log.index == 0,
             };
-            Ok(render::json(&serde_json::to_value(&case)?)?)
-        })?;
-        return Ok(());
-    }
-    let selection = selection(&args.query)?;
-    // A filtered export holds the events of the selected calls.
-    let wanted: Option<HashSet<String>> = match &selection {
-        None => None,
-        Some(_) => {
-            let mut ids = HashSet::new();
-            store.for_each_call(query, |call| -> anyhow::Result<()> {
-                ids.insert(call.call_id);
-                Ok(())
+            // A bar on stderr when it is a terminal and the log is long, as `verify` shows.
+            let bar = render::progress_bar(log.store, "exporting")?;
+            let mut progress = |done| {
+                if let Some(bar) = &bar {
+                    bar.set_position(done);
+                }
+            };
+            gavel::export::export(log.store, &export, &mut progress, &mut |line| {
+                match line {
+                    Line::Json(value) => render::json(&value),
+                    Line::Text(text) => render::line(&text),
+                }
+                .map_err(anyhow::Error::from)
             })?;
-            Some(ids)
-        }
-    };
-    let header = archive::header_line(store.identity(), selection.clone());
-    // OCSF: each checkpoint rides on the event of the row it ends at (one
-    // past the log's end, or of no row, on the last row).
-    let mut ends: std::collections::BTreeMap<u64, Vec<Value>> = Default::default();
-    match args.format {
-        ExportFormat::Csv if first => render::line(CSV_HEADER)?,
-        ExportFormat::Csv => {}
-        ExportFormat::Jsonl => {
-            render::json(&header)?;
-            if selection.is_none() {
-                for row in store.checkpoint_rows()? {
-                    render::json(&archive::checkpoint_line(&row))?;
-                }
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
             }
-        }
-        ExportFormat::OtlpJson => {}
-        ExportFormat::Ocsf => {
-            if selection.is_none() {
-                let last = store.last_seq()?.max(1);
-                let cosigned = cosigned_lines(store.path())?;
-                for row in store.checkpoint_rows()? {
-                    let at = u64::try_from(row.size).unwrap_or(0).clamp(1, last);
-                    let line = gavel::ocsf::with_cosignatures(
-                        vec![archive::checkpoint_line(&row)],
-                        &cosigned,
-                    );
-                    ends.entry(at).or_default().extend(line);
-                }
-            }
-        }
-    }
-    // A bar on stderr when it is a terminal and the log is long, as `verify` shows.
-    let bar = super::verify::progress_bar(store, "exporting")?;
-    let log_format = store.identity().format;
-    let switch = store.format_switch()?;
-    let mut done = 0u64;
-    let mut spans = gavel::otlp::Spans::new();
-    let mut finished = Vec::new();
-    // OCSF: the line of the row exported just before, for `prev_event`.
-    let mut previous: Option<Value> = None;
-    store.for_each_event(|event| -> anyhow::Result<()> {
-        done += 1;
-        if let Some(bar) = &bar
-            && done.is_multiple_of(4096)
-        {
-            bar.set_position(done);
-        }
-        if wanted
-            .as_ref()
-            .is_some_and(|ids| !ids.contains(&event.call_id))
-        {
-            return Ok(());
-        }
-        match args.format {
-            ExportFormat::Csv => render::line(&csv_row(&event))?,
-            ExportFormat::Jsonl => render::json(&archive::event_line(
-                &event,
-                gavel::store::row_format(log_format, switch, event.seq),
-            ))?,
-            ExportFormat::Ocsf => {
-                let line = archive::event_line(
-                    &event,
-                    gavel::store::row_format(log_format, switch, event.seq),
-                );
-                let checkpoints = ends.remove(&event.seq).unwrap_or_default();
-                render::json(&gavel::ocsf::event(
-                    &header,
-                    &line,
-                    previous.as_ref(),
-                    &checkpoints,
-                ))?;
-                previous = Some(line);
-            }
-            ExportFormat::OtlpJson => finished.extend(spans.push(&event)),
-        }
-        Ok(())
-    })?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    store.check_unchanged()?;
-    if args.format == ExportFormat::OtlpJson {
-        finished.extend(spans.finish());
-        render::json(&gavel::otlp::to_json(&finished))?;
-    }
-    Ok(())
+            Ok::<_, anyhow::Error>(())
+        })?;
+    Ok(Exit::Ok)
 }

@@ -6,11 +6,12 @@ use std::io::Write;
 use clap::Args;
 use serde_json::{Value, json};
 
+use gavel::archive::format_time;
 use gavel::audit::AnomalyKind;
+use gavel::source::{Integrity, RowFrom};
 use gavel::store::{CallEntry, CallSummary, LifecycleEntry, Listed, UngovernedCall};
 
-use super::query::{QueryArgs, format_time};
-use super::{Exit, Format, FormatArgs, Global, Integrity, render};
+use super::{Exit, Format, FormatArgs, Global, QueryArgs, refuse_filters, render, warn};
 
 #[derive(Args, Debug)]
 pub struct LogArgs {
@@ -303,22 +304,12 @@ fn row_cells(listed: &Listed, narrow: bool, local: bool) -> Vec<String> {
     }
 }
 
-/// Where a row of a central store's listing comes from.
-pub struct RowOrigin<'a> {
-    /// The enrolled host that pushed it.
-    pub host: &'a str,
-    /// Its log's origin.
-    pub log: &'a str,
-    /// Its seq in that log.
-    pub seq: u64,
-}
-
 /// One row of a listing handed to the printer, with where it comes from
 /// when the store is central.
-pub type Each<'a> = dyn FnMut(Option<RowOrigin<'_>>, Listed) -> anyhow::Result<()> + 'a;
+pub type Each<'a> = dyn FnMut(Option<RowFrom>, Listed) -> anyhow::Result<()> + 'a;
 
 /// `value` with where its row comes from, for a central store.
-fn located(mut value: Value, from: Option<RowOrigin<'_>>) -> Value {
+fn located(mut value: Value, from: Option<&RowFrom>) -> Value {
     if let (Some(from), Some(object)) = (from, value.as_object_mut()) {
         object.insert(
             "central".into(),
@@ -335,47 +326,25 @@ pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<Exit> {
         query.newest_first = true;
     }
     query.newest_first |= args.newest_first;
-    let wide = global.wide;
-    #[cfg(feature = "postgres")]
-    if let Some(url) = global.central_url() {
-        let (mut client, log) = super::central_read::open(&url, &args.query)?;
-        let found = super::central_read::check(client.client(), &args.query, log.as_ref())?;
-        if let Some(first) = found.first() {
-            first.refuse_filters(&query)?;
-        }
-        for integrity in &found {
-            integrity.warn();
-        }
-        return print_listing(&args, wide, true, &found, &mut |each| {
-            gavel::central::query::for_each_listed(
-                client.client(),
-                &query,
-                log.as_ref(),
-                args.events,
-                |at, listed| {
-                    each(
-                        Some(RowOrigin {
-                            host: &at.host,
-                            log: &at.origin,
-                            seq: at.seq,
-                        }),
-                        listed,
-                    )
-                },
-            )
-        });
-    }
-    args.query.check_local()?;
-    let (store, integrity) = global.read_store_checked(args.query.read)?;
-    if let Some(integrity) = &integrity {
-        integrity.refuse_filters(&query)?;
-        integrity.warn();
-    }
-    let found: Vec<Integrity> = integrity.into_iter().collect();
-    print_listing(&args, wide, false, &found, &mut |each| {
-        store.for_each_listed(&query, args.events, |listed| each(None, listed))?;
-        Ok(store.check_unchanged()?)
+    let mut source = global.source(&args.query.schema, args.query.selection(), args.query.read)?;
+    let found = checked(source.integrity()?, &query)?;
+    let central = source.is_central();
+    print_listing(&args, global.wide, central, &found, &mut |each| {
+        source.for_each_listed(&query, args.events, &mut *each)
     })
+}
+
+/// What the bounded check found, once filters that read rows it could not
+/// verify are refused, each warned about on stderr.
+fn checked(
+    found: Vec<Integrity>,
+    query: &gavel::store::AuditQuery,
+) -> anyhow::Result<Vec<Integrity>> {
+    if let Some(first) = found.first() {
+        refuse_filters(first, query)?;
+    }
+    found.iter().for_each(warn);
+    Ok(found)
 }
 
 /// Marks a row the chain check could not verify: `"verified": false` in
@@ -395,12 +364,12 @@ fn marked(mut value: Value, listed: &Listed, log: Option<&str>, found: &[Integri
 }
 
 /// The JSON object of one listed row: where it comes from, and whether it verified.
-fn row_json(from: Option<RowOrigin<'_>>, listed: &Listed, found: &[Integrity]) -> Value {
-    let log = from.as_ref().map(|f| f.log.to_owned());
+fn row_json(from: Option<RowFrom>, listed: &Listed, found: &[Integrity]) -> Value {
+    let log = from.as_ref().map(|f| f.log.as_str());
     marked(
-        located(listed_json(listed), from),
+        located(listed_json(listed), from.as_ref()),
         listed,
-        log.as_deref(),
+        log,
         found,
     )
 }
@@ -478,7 +447,7 @@ fn print_listing(
                     Listed::Call(entry) => entry.seq(),
                     Listed::Lifecycle(entry) => entry.seq,
                 };
-                if Integrity::unverified_in(found, from.as_ref().map(|f| f.log), seq) {
+                if Integrity::unverified_in(found, from.as_ref().map(|f| f.log.as_str()), seq) {
                     unverified += 1;
                     // The call column says so: the row may have been edited.
                     if let Some(cell) = cells.get_mut(1) {
@@ -486,7 +455,7 @@ fn print_listing(
                     }
                 }
                 if let Some(from) = from {
-                    cells.push(from.host.to_owned());
+                    cells.push(from.host);
                 }
                 Ok(table.push(cells)?)
             })?;
@@ -516,44 +485,20 @@ fn print_listing(
 
 pub fn stats(global: &Global, args: StatsArgs) -> anyhow::Result<Exit> {
     let query = args.query.to_query()?;
-    // `checked`: this command checked the recent rows of what it read
-    // (not with --no-verify); `broken`: what that check found.
-    let (stats, checked, broken) = match global.central_url() {
-        #[cfg(feature = "postgres")]
-        Some(url) => {
-            let (mut client, log) = super::central_read::open(&url, &args.query)?;
-            let found = super::central_read::check(client.client(), &args.query, log.as_ref())?;
-            if let Some(first) = found.first() {
-                first.refuse_filters(&query)?;
-            }
-            for integrity in &found {
-                integrity.warn();
-            }
-            let stats = gavel::central::query::stats(client.client(), &query, log.as_ref())?;
-            let broken = (!found.is_empty()).then(|| {
-                found
-                    .iter()
-                    .map(|i| i.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            });
-            (stats, !args.query.read.no_verify, broken)
-        }
-        _ => {
-            args.query.check_local()?;
-            let (store, integrity) = global.read_store_checked(args.query.read)?;
-            if let Some(integrity) = &integrity {
-                integrity.refuse_filters(&query)?;
-                integrity.warn();
-            }
-            let stats = store.stats(&query)?;
-            store.check_unchanged()?;
-            (stats, !args.query.read.no_verify, integrity.map(|i| i.text))
-        }
-    };
+    let mut source = global.source(&args.query.schema, args.query.selection(), args.query.read)?;
+    let found = checked(source.integrity()?, &query)?;
+    let stats = source.stats(&query)?;
+    // Only what was checked (not with --no-verify) says whether it verified.
+    let checked = !args.query.read.no_verify;
+    let broken = (!found.is_empty()).then(|| {
+        found
+            .iter()
+            .map(|i| i.text.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
     if args.format.is_json() {
         let mut value = serde_json::to_value(&stats)?;
-        // Only what was checked (not with --no-verify) says whether it verified.
         if let (true, Some(object)) = (checked, value.as_object_mut()) {
             object.insert("verified".into(), json!(broken.is_none()));
         }

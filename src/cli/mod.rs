@@ -6,9 +6,8 @@ mod approve;
 mod audit;
 #[cfg(feature = "postgres")]
 mod central;
-#[cfg(feature = "postgres")]
-mod central_read;
 mod check;
+mod completions;
 mod demo;
 mod doctor;
 mod export;
@@ -22,7 +21,6 @@ mod pending;
 mod policy_cmd;
 #[cfg(feature = "postgres")]
 mod push;
-mod query;
 mod render;
 mod replay;
 mod report;
@@ -39,7 +37,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use gavel::Workspace;
 use gavel::session::Setup;
-use gavel::store::{Durability, Store};
+use gavel::source::{Integrity, Location, Selection, Source};
+use gavel::store::{AuditQuery, Durability, Store};
 
 /// Exit codes, one place (the README has the table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,6 +262,10 @@ pub enum Command {
     #[cfg(feature = "postgres")]
     #[command(subcommand)]
     Central(central::CentralCommand),
+    /// Print a shell's completion script for gavel (`source <(gavel completions bash)`)
+    Completions(completions::CompletionsArgs),
+    /// Print gavel's man page in roff (`gavel man > gavel.1; man -l gavel.1`)
+    Man,
 }
 
 pub fn main() -> std::process::ExitCode {
@@ -284,126 +287,75 @@ pub fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(code as u8)
 }
 
-/// Global options that a command ignores, by command path: hidden from its
-/// `--help` (a script that passes `--db` to every command keeps working).
-const NOT_APPLICABLE: &[(&str, &[&str])] = &[
-    ("check", &["db", "durability", "max_argument_bytes"]),
-    (
-        "policy",
-        &["db", "durability", "max_argument_bytes", "wide"],
-    ),
-    (
-        "policy show",
-        &["db", "durability", "max_argument_bytes", "wide"],
-    ),
-    (
-        "policy validate",
-        &["db", "durability", "max_argument_bytes", "wide"],
-    ),
-    ("policy test", &["db", "durability", "max_argument_bytes"]),
-    ("policy lint", &["durability", "max_argument_bytes"]),
-    (
-        "demo",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
-    ),
-    ("log", &["policy", "durability", "max_argument_bytes"]),
-    ("show", &["policy", "durability", "max_argument_bytes"]),
-    ("explain", &["policy", "durability", "max_argument_bytes"]),
-    ("stats", &["policy", "durability", "max_argument_bytes"]),
-    (
-        "export",
-        &["policy", "durability", "max_argument_bytes", "wide"],
-    ),
-    ("replay", &["durability", "max_argument_bytes"]),
-    (
-        "report",
-        &["policy", "durability", "max_argument_bytes", "wide"],
-    ),
-    (
-        "verify",
-        &["policy", "durability", "max_argument_bytes", "wide"],
-    ),
-    ("audit", &["policy", "durability", "max_argument_bytes"]),
+/// Global options that a command ignores (their ids, by command path):
+/// hidden from its `--help` (a script that passes `--db` to every command
+/// keeps working).
+const NOT_APPLICABLE: &[(&str, &str)] = &[
+    ("check", "db durability max_argument_bytes"),
+    ("policy", "db durability max_argument_bytes wide"),
+    ("policy show", "db durability max_argument_bytes wide"),
+    ("policy validate", "db durability max_argument_bytes wide"),
+    ("policy test", "db durability max_argument_bytes"),
+    ("policy lint", "durability max_argument_bytes"),
+    ("demo", "workspace policy durability max_argument_bytes"),
+    ("log", "policy durability max_argument_bytes"),
+    ("show", "policy durability max_argument_bytes"),
+    ("explain", "policy durability max_argument_bytes"),
+    ("stats", "policy durability max_argument_bytes"),
+    ("export", "policy durability max_argument_bytes wide"),
+    ("replay", "durability max_argument_bytes"),
+    ("report", "policy durability max_argument_bytes wide"),
+    ("verify", "policy durability max_argument_bytes wide"),
+    ("audit", "policy durability max_argument_bytes"),
     (
         "keygen",
-        &[
-            "workspace",
-            "policy",
-            "db",
-            "durability",
-            "max_argument_bytes",
-        ],
+        "workspace policy db durability max_argument_bytes",
     ),
-    ("checkpoint", &["policy", "max_argument_bytes", "wide"]),
-    (
-        "init",
-        &["policy", "db", "durability", "max_argument_bytes", "wide"],
-    ),
-    ("push", &["policy", "max_argument_bytes", "wide"]),
+    ("checkpoint", "policy max_argument_bytes wide"),
+    ("init", "policy db durability max_argument_bytes wide"),
+    ("push", "policy max_argument_bytes wide"),
     (
         "central",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
     (
         "central init",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
     (
         "central enroll",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
     (
         "central ingest",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
     (
         "central logs",
-        &["workspace", "policy", "durability", "max_argument_bytes"],
+        "workspace policy durability max_argument_bytes",
     ),
     (
         "central retain",
-        &[
-            "workspace",
-            "policy",
-            "durability",
-            "max_argument_bytes",
-            "wide",
-        ],
+        "workspace policy durability max_argument_bytes wide",
     ),
-    ("hook", &["wide"]),
-    ("doctor", &["durability", "max_argument_bytes"]),
-    ("serve", &["wide"]),
-    ("pending", &["policy", "durability", "max_argument_bytes"]),
-    ("approve", &["policy", "max_argument_bytes", "wide"]),
-    ("reject", &["policy", "max_argument_bytes", "wide"]),
-    ("grants", &["policy", "durability", "max_argument_bytes"]),
-    ("approvals", &["policy", "max_argument_bytes", "wide"]),
-    ("revoke", &["policy", "max_argument_bytes", "wide"]),
-    ("mcp", &["wide"]),
+    ("hook", "wide"),
+    ("doctor", "durability max_argument_bytes"),
+    ("serve", "wide"),
+    ("pending", "policy durability max_argument_bytes"),
+    ("approve", "policy max_argument_bytes wide"),
+    ("reject", "policy max_argument_bytes wide"),
+    ("grants", "policy durability max_argument_bytes"),
+    ("approvals", "policy max_argument_bytes wide"),
+    ("revoke", "policy max_argument_bytes wide"),
+    ("mcp", "wide"),
+    (
+        "completions",
+        "workspace policy db durability max_argument_bytes wide",
+    ),
+    (
+        "man",
+        "workspace policy db durability max_argument_bytes wide",
+    ),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -485,10 +437,10 @@ fn hide_inapplicable(
         let hidden = NOT_APPLICABLE
             .iter()
             .find(|(name, _)| *name == path)
-            .map_or(&[][..], |(_, ids)| ids);
+            .map_or("", |(_, ids)| ids);
         let mut owned = std::mem::take(sub);
         for global in globals {
-            let hide = hidden.iter().any(|id| global.get_id() == *id);
+            let hide = hidden.split(' ').any(|id| global.get_id() == id);
             owned = owned.arg(global.clone().hide(hide));
         }
         hide_inapplicable(&mut owned, &format!("{path} "), globals, words);
@@ -530,6 +482,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Push(args) => push::run(&global, args),
         #[cfg(feature = "postgres")]
         Command::Central(command) => central::run(&global, command),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
     }
 }
 
@@ -576,12 +530,6 @@ impl Global {
         Ok(self.setup().workspace()?)
     }
 
-    /// The central store's URL when `--db` (or `$GAVEL_DB`) names one
-    /// (`postgres://…` or `postgresql://…`) rather than a SQLite file.
-    pub fn central_url(&self) -> Option<String> {
-        self.setup().central_url()
-    }
-
     /// The audit database path: `--db`, `$GAVEL_DB`, `.gavel/audit.db` in the workspace.
     pub fn db_path(&self) -> anyhow::Result<PathBuf> {
         Ok(self.setup().db_path()?)
@@ -614,148 +562,85 @@ impl Global {
         }
     }
 
-    /// Opens an existing audit database read-only, for a reading command.
+    /// Opens an existing audit database read-only: its recent rows are
+    /// checked first, and one warning line goes to stderr when they do not
+    /// verify; what the command answers, and its exit code, stay the same.
     pub fn read_store(&self) -> anyhow::Result<Store> {
-        self.read_store_with(query::ReadArgs::default())
-    }
-
-    /// Opens an existing audit database read-only, as `read` says: unless
-    /// `--no-verify`, its recent rows are checked first (`check_recent`)
-    /// and one warning line goes to stderr when they do not verify; what
-    /// the command answers, and its exit code, stay the same.
-    pub fn read_store_with(&self, read: query::ReadArgs) -> anyhow::Result<Store> {
-        let (store, integrity) = self.read_store_checked(read)?;
-        if let Some(integrity) = integrity {
-            integrity.warn();
+        let store = Store::open_read_only(&self.db_path()?)?;
+        if let Some(integrity) = gavel::source::check_local(&store) {
+            warn(&integrity);
         }
         Ok(store)
     }
 
-    /// [`Global::read_store_with`] without the warning, handing back what
-    /// the check found instead, so that a command can mark the rows it
-    /// could not verify, refuse filters that read them, and warn.
-    pub fn read_store_checked(
-        &self,
-        read: query::ReadArgs,
-    ) -> anyhow::Result<(Store, Option<Integrity>)> {
-        let store = Store::open_read_only(&self.db_path()?)?;
-        if read.no_verify {
-            return Ok((store, None));
+    /// Where a reading command reads: `--db postgres://…` (in `--schema`)
+    /// or the local audit database; `--log`, `--host` (with
+    /// `selection.enrolled`) and `--schema` only pick in a central store.
+    pub fn location(&self, schema: &SchemaArg, selection: &Selection) -> anyhow::Result<Location> {
+        #[cfg(feature = "postgres")]
+        if let Some(url) = self.setup().central_url() {
+            let schema = schema.schema.clone();
+            return Ok(Location::Central { url, schema });
         }
-        let broken = match store.check_recent() {
-            Ok(report) if report.ok => None,
-            Ok(report) => Some(Integrity {
-                log: None,
-                first_bad_seq: report.first_bad_seq,
-                text: format!(
-                    "the log does not verify: {}{}: {}",
-                    report.problem.map_or("unknown", |p| p.as_str()),
-                    report
-                        .first_bad_seq
-                        .map(|seq| format!(" at seq {seq}"))
-                        .unwrap_or_default(),
-                    report.detail.unwrap_or_default()
-                ),
-            }),
-            Err(err) => Some(Integrity {
-                log: None,
-                first_bad_seq: Some(1),
-                text: format!("could not check the chain: {err}"),
-            }),
-        };
-        Ok((store, broken))
+        if selection.enrolled && (selection.host.is_some() || selection.log.is_some()) {
+            anyhow::bail!("--host and --log pick logs of a central store; give --db postgres://…");
+        }
+        if selection.log.is_some() {
+            anyhow::bail!("--log picks a log of a central store; give --db postgres://…");
+        }
+        if schema.schema.is_some() {
+            anyhow::bail!("--schema selects the schema of a central store; give --db postgres://…");
+        }
+        Ok(Location::Local(self.db_path()?))
+    }
+
+    /// The read source of a reading command (see [`Global::location`]);
+    /// unless `--no-verify`, a local log's recent rows are checked on opening.
+    pub fn source(
+        &self,
+        schema: &SchemaArg,
+        selection: Selection,
+        read: ReadArgs,
+    ) -> anyhow::Result<Source> {
+        let location = self.location(schema, &selection)?;
+        Ok(Source::open(location, selection, !read.no_verify)?)
     }
 }
 
 /// How a person runs this gavel from a shell: `gavel` when the `gavel` on
-/// `PATH` is this binary, else its absolute path (after `cargo run`).
+/// `PATH` is the same gavel as this binary (the same file, bytes or
+/// version), else its absolute path (after `cargo run`).
 pub fn gavel_command() -> String {
-    let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
-    let on_path = gavel::install::which("gavel").and_then(|p| std::fs::canonicalize(p).ok());
-    match (this, on_path) {
-        (Some(this), Some(found)) if this == found => "gavel".to_owned(),
-        (Some(this), _) => gavel::clients::shell_word(&this.to_string_lossy()),
-        (None, _) => "gavel".to_owned(),
+    match std::env::current_exe().and_then(std::fs::canonicalize) {
+        Ok(this) if gavel::install::gavel_on_path(&this).is_none() => {
+            gavel::clients::shell_word(&this.to_string_lossy())
+        }
+        _ => "gavel".to_owned(),
     }
 }
 
-/// What a reading command's check of the chain found wrong.
-#[derive(Debug, Clone)]
-pub struct Integrity {
-    /// The log it is about: `None` for the local log, a central log's origin.
-    pub log: Option<String>,
-    /// Rows from this seq on are not verified (`None`: the log as a whole,
-    /// e.g. a checkpoint that does not match).
-    pub first_bad_seq: Option<u64>,
-    /// One line saying what broke.
-    pub text: String,
+/// One warning line on stderr for what a reading command's check of the
+/// chain found wrong; a tampered log's text (an origin, a note) reaches the
+/// terminal escaped.
+pub fn warn(integrity: &Integrity) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "gavel: warning: {}; `gavel verify` checks the whole chain, --no-verify skips this check",
+        render::escape(&integrity.text)
+    );
 }
 
-impl Integrity {
-    /// One warning line on stderr; a tampered log's text (an origin, a
-    /// note) reaches the terminal escaped.
-    pub fn warn(&self) {
-        let _ = writeln!(
-            std::io::stderr(),
-            "gavel: warning: {}; `gavel verify` checks the whole chain, --no-verify skips this check",
-            render::escape(&self.text)
+/// Refuses a filter on recorded columns over rows that do not verify:
+/// an edited `action` would hide a call from `--action deny`.
+pub fn refuse_filters(integrity: &Integrity, query: &AuditQuery) -> anyhow::Result<()> {
+    if Integrity::filtered_by(query) {
+        anyhow::bail!(
+            "refusing to filter: {}; a filter reads recorded columns, and an edited one would hide a call; \
+             `gavel verify` says what broke, --no-verify filters anyway",
+            render::escape(&integrity.text)
         );
     }
-
-    /// Whether the row at `seq` is past the first bad one.
-    pub fn unverified(&self, seq: u64) -> bool {
-        self.first_bad_seq.is_none_or(|bad| seq >= bad)
-    }
-
-    /// Whether the row at `seq` of log `log` (`None`: the local log) is
-    /// past the first bad row of its log, as one of `found` says.
-    pub fn unverified_in(found: &[Integrity], log: Option<&str>, seq: u64) -> bool {
-        found
-            .iter()
-            .any(|i| i.log.as_deref().is_none_or(|l| Some(l) == log) && i.unverified(seq))
-    }
-
-    /// Refuses a filter on recorded columns over rows that do not verify:
-    /// an edited `action` would hide a call from `--action deny`.
-    pub fn refuse_filters(&self, query: &gavel::store::AuditQuery) -> anyhow::Result<()> {
-        let filtered = query.selects_calls_only()
-            || query.reads_beyond_the_decision()
-            || query.since.is_some()
-            || query.until.is_some();
-        if filtered {
-            anyhow::bail!(
-                "refusing to filter: {}; a filter reads recorded columns, and an edited one would hide a call; \
-                 `gavel verify` says what broke, --no-verify filters anyway",
-                render::escape(&self.text)
-            );
-        }
-        Ok(())
-    }
-}
-
-/// The built-in tools and their arguments, for `--help` (from the same
-/// schemas the policy checks requests against).
-pub fn builtin_tools_help() -> String {
-    let mut text = String::from(
-        "Built-in tools and their arguments (a missing required argument, a value of the wrong\n\
-         kind or any other key is denied as request.invalid_arguments):\n",
-    );
-    for tool in gavel::request::BUILTIN_TOOLS {
-        text.push_str(&format!("  {}: {}\n", tool.name, tool.about));
-        for argument in tool.arguments {
-            let need = if argument.required {
-                "required"
-            } else {
-                "optional"
-            };
-            text.push_str(&format!(
-                "      {:<9} {need}, {}\n",
-                argument.name, argument.about
-            ));
-        }
-    }
-    text.push_str("Any other tool name is judged by the policy alone (default: denied).");
-    text
+    Ok(())
 }
 
 /// Tells stderr when `tool` looks like a mistyped built-in tool; returns the suggestion.
@@ -782,6 +667,190 @@ pub fn read_input(path: &Path) -> anyhow::Result<String> {
         Ok(text)
     } else {
         std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared by the reading commands: the filter flags and how they become a
+// library `AuditQuery`, the central store's `--schema`, `--no-verify`.
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct QueryArgs {
+    /// Only calls to this tool
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only calls of a tool of this MCP server (tool names `mcp__SERVER__TOOL`,
+    /// through `gavel mcp` or a client's own MCP support)
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// Only calls of this MCP tool (the TOOL of `mcp__SERVER__TOOL`), on any server
+    #[arg(long, value_name = "TOOL")]
+    pub mcp_tool: Option<String>,
+    /// Only calls decided by this rule
+    #[arg(long = "rule", value_name = "RULE_ID")]
+    pub rule: Option<String>,
+    /// Only calls with this action (allow, ask, deny)
+    #[arg(long)]
+    pub action: Option<String>,
+    /// Only calls with this approval (not_required, approved, rejected, cancelled, pending)
+    #[arg(long)]
+    pub approval: Option<String>,
+    /// Only calls with this status (blocked, succeeded, failed, incomplete, ungoverned)
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only calls with an anomaly: ran despite deny, ran without a decision
+    /// (ungoverned), a completion that did not match, a second completion
+    #[arg(long)]
+    pub anomalies: bool,
+    /// Only calls (and, with `log --events`, session events) of this client session
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Only calls (and session events) made by this OS user
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Only calls (and session events) made on this host (its name or host id)
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Only calls (and session events) that came through this client (cli, serve, claude-code, ...)
+    #[arg(long, value_name = "CLIENT")]
+    pub client: Option<String>,
+    /// Only calls (and session events) of this subagent (its agent_id)
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
+    /// Only calls whose arguments hold TEXT in a value (a command, a path, a
+    /// pattern...); case-sensitive
+    #[arg(long, value_name = "TEXT")]
+    pub grep: Option<String>,
+    /// Calls at or after TIME: RFC 3339, a date (2026-12-01, meaning 00:00 UTC), or an age (30m, 2h, 7d)
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Calls before TIME (same forms as --since; a date is 00:00 UTC)
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Only this call
+    #[arg(long = "call", value_name = "ID")]
+    pub call: Option<String>,
+    /// At most N calls: the oldest N (`log --tail N` gives the newest)
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// With a central --db (postgres://…): only this log, by its id (hex) or
+    /// a prefix of its origin (`--host` picks an enrolled or recorded host)
+    #[arg(long, value_name = "ID|ORIGIN")]
+    pub log: Option<String>,
+    #[command(flatten)]
+    pub schema: SchemaArg,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// The schema of a central store a reading command reads; the same flag and
+/// meaning as on `gavel central …` (resolved by `Central::open`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SchemaArg {
+    /// With a central --db (postgres://…): its schema [default: the URL's
+    /// search_path, else public]
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+}
+
+/// How a reading command opens the log.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct ReadArgs {
+    /// Do not check the chain's recent rows before answering (by default a
+    /// warning goes to stderr when they do not verify; `gavel verify` checks it all)
+    #[arg(long)]
+    pub no_verify: bool,
+}
+
+impl QueryArgs {
+    pub fn to_query(&self) -> anyhow::Result<AuditQuery> {
+        fn one_of(
+            flag: &str,
+            value: &Option<String>,
+            allowed: &[&str],
+        ) -> anyhow::Result<Option<String>> {
+            match value {
+                Some(v) if !allowed.contains(&v.as_str()) => {
+                    anyhow::bail!(
+                        "{flag}: unknown value `{v}` (one of {})",
+                        allowed.join(", ")
+                    )
+                }
+                other => Ok(other.clone()),
+            }
+        }
+        let time = |flag: &'static str, text: &Option<String>| {
+            text.as_deref()
+                .map(gavel::archive::parse_time)
+                .transpose()
+                .context(flag)
+        };
+        Ok(AuditQuery {
+            since: time("--since", &self.since)?,
+            until: time("--until", &self.until)?,
+            tool: self.tool.clone(),
+            rule_id: self.rule.clone(),
+            action: one_of("--action", &self.action, &["allow", "ask", "deny"])?,
+            approval: one_of(
+                "--approval",
+                &self.approval,
+                &[
+                    "not_required",
+                    "approved",
+                    "rejected",
+                    "cancelled",
+                    "pending",
+                ],
+            )?,
+            status: one_of(
+                "--status",
+                &self.status,
+                &["blocked", "succeeded", "failed", "incomplete", "ungoverned"],
+            )?,
+            call_id: self.call.clone(),
+            anomalies: self.anomalies,
+            session: self.session.clone(),
+            user: self.user.clone(),
+            host: self.host.clone(),
+            client: self.client.clone(),
+            agent: self.agent.clone(),
+            grep: self.grep.clone(),
+            mcp_server: self.server.clone(),
+            mcp_tool: self.mcp_tool.clone(),
+            newest_first: false,
+            limit: self.limit,
+        })
+    }
+
+    /// The central logs `--log` and `--host` pick.
+    pub fn selection(&self) -> Selection {
+        Selection {
+            log: self.log.clone(),
+            host: self.host.clone(),
+            enrolled: false,
+        }
+    }
+
+    /// The filters given, by flag name (`--tool`, ...), as given.
+    pub fn given(&self) -> [(&'static str, &Option<String>); 16] {
+        [
+            ("tool", &self.tool),
+            ("server", &self.server),
+            ("mcp-tool", &self.mcp_tool),
+            ("rule", &self.rule),
+            ("action", &self.action),
+            ("approval", &self.approval),
+            ("status", &self.status),
+            ("session", &self.session),
+            ("user", &self.user),
+            ("host", &self.host),
+            ("client", &self.client),
+            ("agent", &self.agent),
+            ("grep", &self.grep),
+            ("since", &self.since),
+            ("until", &self.until),
+            ("call", &self.call),
+        ]
     }
 }
 

@@ -12,8 +12,7 @@ use clap::Args;
 use gavel::policy::Policy;
 use gavel::report::{self, ReportOptions};
 
-use super::query::QueryArgs;
-use super::{Exit, Global, render};
+use super::{Exit, Global, QueryArgs, render};
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -33,27 +32,9 @@ pub struct ReportArgs {
 /// The filters given, as command-line words.
 fn filters(query: &QueryArgs) -> String {
     let mut words = Vec::new();
-    let flags: [(&str, &Option<String>); 16] = [
-        ("--tool", &query.tool),
-        ("--server", &query.server),
-        ("--mcp-tool", &query.mcp_tool),
-        ("--rule", &query.rule),
-        ("--action", &query.action),
-        ("--approval", &query.approval),
-        ("--status", &query.status),
-        ("--session", &query.session),
-        ("--user", &query.user),
-        ("--host", &query.host),
-        ("--client", &query.client),
-        ("--agent", &query.agent),
-        ("--grep", &query.grep),
-        ("--since", &query.since),
-        ("--until", &query.until),
-        ("--call", &query.call),
-    ];
-    for (flag, value) in flags {
+    for (flag, value) in query.given() {
         if let Some(value) = value {
-            words.push(format!("{flag} {value}"));
+            words.push(format!("--{flag} {value}"));
         }
     }
     if query.anomalies {
@@ -80,70 +61,62 @@ fn write_with_mode(path: &std::path::Path, bytes: &[u8], mode: u32) -> std::io::
     file.write_all(bytes)
 }
 
-pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
-    #[cfg(feature = "postgres")]
-    if let Some(url) = global.central_url() {
-        return central(&url, &args);
-    }
-    args.query.check_local()?;
-    let store = global.read_store_with(args.query.read)?;
-    let label = store.path().display().to_string();
-    let page = write_page(&store, &args.query.to_query()?, label, &args, &args.html)?;
-    Ok(if page.verified {
-        Exit::Ok
-    } else {
-        Exit::Failed
-    })
-}
-
-/// `gavel report --db postgres://…`: the page of the one log selected
-/// (`--log`, or a `--host` with one), or for several, one page per log
+/// The page of the one log read (the local log; a central store's log
+/// `--log` names, or a `--host`'s only one); for several, one page per log
 /// beside FILE (`STEM-HOST-LOGID.html`) and FILE an index linking them;
 /// exit 1 when any log does not verify.
-#[cfg(feature = "postgres")]
-fn central(url: &str, args: &ReportArgs) -> anyhow::Result<Exit> {
+pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
+    let mut source = global.source(&args.query.schema, args.query.selection(), args.query.read)?;
+    if let Some(integrity) = source.opened() {
+        super::warn(integrity);
+    }
+    let db = source.label();
     let mut entries = Vec::new();
-    let mut db = String::new();
-    super::central_read::report_logs(url, &args.query, &mut |store, query, log, label, total| {
-        if total == 1 {
-            let page = write_page(&store, query, label, args, &args.html)?;
+    let count = source
+        .reading()?
+        .for_each_log(&args.query.to_query()?, |log| {
+            let (Some(from), 2..) = (log.from, log.count) else {
+                entries.push(write_page(
+                    log.store, log.query, log.label, &args, &args.html,
+                )?);
+                return Ok::<_, anyhow::Error>(());
+            };
+            let stem = args
+                .html
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "report".into());
+            let id = gavel::digest::hex(&from.log_id);
+            // Enrolled names are `[a-z][a-z0-9_]*`; what the database says is
+            // still kept to a file name.
+            let host: String = from
+                .host
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            let name = format!("{stem}-{host}-{}.html", &id[..id.len().min(12)]);
+            let path = args.html.with_file_name(&name);
+            let mut page = write_page(log.store, log.query, log.label, &args, &path)?;
+            page.entry = Some(report::IndexEntry {
+                host: from.host.clone(),
+                origin: from.origin.clone(),
+                page: name,
+                calls: page.calls,
+                verified: page.verified,
+                problem: page.problem.clone(),
+            });
             entries.push(page);
-            return Ok(());
-        }
-        let stem = args
-            .html
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "report".into());
-        let id = gavel::digest::hex(&log.log_id);
-        // Enrolled names are `[a-z][a-z0-9_]*`; what the database says is
-        // still kept to a file name.
-        let host: String = log
-            .host
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        let name = format!("{stem}-{host}-{}.html", &id[..id.len().min(12)]);
-        let path = args.html.with_file_name(&name);
-        db = super::central_read::redacted(url);
-        let mut page = write_page(&store, query, label, args, &path)?;
-        page.entry = Some(report::IndexEntry {
-            host: log.host.clone(),
-            origin: log.origin.clone(),
-            page: name,
-            calls: page.calls,
-            verified: page.verified,
-            problem: page.problem.clone(),
-        });
-        entries.push(page);
-        Ok(())
-    })?;
+            Ok(())
+        })?;
+    if count == 0 {
+        anyhow::bail!("no log of the central store matches");
+    }
     let verified = entries.iter().all(|p| p.verified);
     if entries.len() > 1 {
         let index = report::Index {
@@ -173,9 +146,7 @@ fn central(url: &str, args: &ReportArgs) -> anyhow::Result<Exit> {
 }
 
 /// What writing one log's page found. `calls`, `problem` and `entry` make
-/// the index of a report over several logs, which only the central store
-/// (feature `postgres`) writes.
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+/// the index of a report over several logs (of a central store).
 struct Page {
     calls: u64,
     verified: bool,

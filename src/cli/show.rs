@@ -4,14 +4,12 @@
 use clap::Args;
 use serde_json::{Value, json};
 
-use gavel::ToolRequest;
-use gavel::audit::{ApprovalRecord, EventBody, ResultRecord};
+use gavel::archive::format_time;
 use gavel::digest::hex;
-use gavel::policy::{EntryMatch, Policy, RuleTrace};
-use gavel::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoredEvent};
+use gavel::source::{CallLog, CentralLog, Selection, Source};
+use gavel::store::StoredEvent;
 
-use super::query::{ReadArgs, SchemaArg, format_time};
-use super::{Exit, FormatArgs, Global, Integrity, render};
+use super::{Exit, FormatArgs, Global, ReadArgs, SchemaArg, render, warn};
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
@@ -72,71 +70,56 @@ fn short_hex(bytes: &[u8]) -> String {
     hex(&bytes[..bytes.len().min(8)])
 }
 
-/// The enrolled host and log origin a call of a central store comes from.
-type CentralOrigin = Option<(String, String)>;
-
-/// The store to read one call from: the local one, or for a central `--db`
-/// an in-memory copy of the call's events from the one log that holds it.
+/// The source to read call `call_id` from: the local log, or a central
+/// store (its log `--log` names, when several hold the call).
 fn call_source(
     global: &Global,
     read: ReadArgs,
-    call_id: &str,
     log: Option<&str>,
     schema: &SchemaArg,
-) -> anyhow::Result<(Store, CentralOrigin, Option<Integrity>)> {
-    #[cfg(feature = "postgres")]
-    if let Some(url) = global.central_url() {
-        let (store, log, integrity) =
-            super::central_read::call_store(&url, schema, call_id, log, read.no_verify)?;
-        if let Some(integrity) = &integrity {
-            integrity.warn();
-        }
-        return Ok((store, Some((log.host, log.origin)), integrity));
-    }
-    if log.is_some() {
-        anyhow::bail!("--log picks a log of a central store; give --db postgres://…");
-    }
-    schema.check_local()?;
-    let _ = call_id; // only a central store is searched for the call before reading
-    let (store, integrity) = global.read_store_checked(read)?;
-    if let Some(integrity) = &integrity {
-        integrity.warn();
-    }
-    Ok((store, None, integrity))
+) -> anyhow::Result<Source> {
+    let selection = Selection {
+        log: log.map(str::to_owned),
+        ..Selection::default()
+    };
+    global.source(schema, selection, read)
 }
 
-/// The line that says a call's rows may have been edited.
-fn unverified_line(integrity: &Integrity) -> String {
-    format!(
-        "!! UNVERIFIED: {}; this call's rows are past it, so what follows (arguments, parse, decision) may have been edited",
-        render::escape(&integrity.text)
-    )
+/// The call's log, its bounded check warned about on stderr.
+fn call_log<'a>(source: &'a mut Source, call_id: &str) -> anyhow::Result<CallLog<'a>> {
+    let log = source.call(call_id)?;
+    if let Some(integrity) = &log.integrity {
+        warn(integrity);
+    }
+    Ok(log)
 }
 
 /// Prints `value`, saying which enrolled host and log it comes from when central.
-fn emit(mut value: Value, from: &CentralOrigin) -> anyhow::Result<()> {
-    if let (Some((host, log)), Some(object)) = (from, value.as_object_mut()) {
-        object.insert("central".into(), json!({ "host": host, "log": log }));
+fn emit(mut value: Value, from: &Option<CentralLog>) -> anyhow::Result<()> {
+    if let (Some(from), Some(object)) = (from, value.as_object_mut()) {
+        object.insert(
+            "central".into(),
+            json!({ "host": from.host, "log": from.origin }),
+        );
     }
     Ok(render::json(&value)?)
 }
 
 /// In a table: which enrolled host and log the call comes from, when central.
-fn from_line(from: &CentralOrigin) -> anyhow::Result<()> {
-    if let Some((host, log)) = from {
-        render::line(&render::escape(&format!("from host `{host}`, log {log}")))?;
+fn from_line(from: &Option<CentralLog>) -> anyhow::Result<()> {
+    if let Some(from) = from {
+        render::line(&render::escape(&format!(
+            "from host `{}`, log {}",
+            from.host, from.origin
+        )))?;
     }
     Ok(())
 }
 
 pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
-    let (store, from, integrity) = call_source(
-        global,
-        args.read,
-        &args.call_id,
-        args.log.as_deref(),
-        &args.schema,
-    )?;
+    let mut source = call_source(global, args.read, args.log.as_deref(), &args.schema)?;
+    let log = call_log(&mut source, &args.call_id)?;
+    let (store, from, integrity) = (log.store(), &log.from, log.integrity.clone());
     let events = store.call_events(&args.call_id)?;
     store.check_unchanged()?;
     if args.format.is_json() {
@@ -156,11 +139,11 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
                     })
                     .collect::<Vec<_>>(),
             }),
-            &from,
+            from,
         )?;
         return Ok(Exit::Ok);
     }
-    from_line(&from)?;
+    from_line(from)?;
     render::table_dropping(
         &["seq", "time", "kind", "payload", "leaf", "chain"],
         events.iter().map(|e| {
@@ -190,493 +173,15 @@ pub fn show(global: &Global, args: ShowArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// The rules tried before the deciding one, re-evaluated on the recorded
-/// policy text and facts; `None` when that text was not recorded.
-/// The rules tried under the recorded policy, and which simple commands
-/// matched which entries of the deciding rule.
-type Explained = (Vec<RuleTrace>, Vec<EntryMatch>);
-
-fn recorded_trace(store: &Store, call: &CallSummary) -> anyhow::Result<Option<Explained>> {
-    let Some(text) = store.policy_source(&call.decision.policy.digest)? else {
-        return Ok(None);
-    };
-    let policy = Policy::from_toml(&text, "recorded policy")?;
-    let request = ToolRequest::new(
-        call.request.tool_use_id.clone(),
-        call.tool.clone(),
-        call.request.arguments.clone(),
-    );
-    let trace = policy.explain(&request, &call.decision.facts).1;
-    let matched = policy.entry_matches(&call.decision.rule_id, &request, &call.decision.facts);
-    Ok(Some((trace, matched)))
-}
-
-/// The call's first result: a later report is an anomaly, not its result.
-/// The call's last approval record, when it has one.
-fn approver_of(store: &Store, call_id: &str) -> anyhow::Result<Option<ApprovalRecord>> {
-    Ok(store
-        .call_events(call_id)?
-        .iter()
-        .rev()
-        .find(|e| e.kind == "approval")
-        .and_then(|e| match EventBody::from_json("approval", &e.payload) {
-            Ok(EventBody::Approval(record)) => Some(record),
-            _ => None,
-        }))
-}
-
-/// `approved via tty by alice`, `cancelled via tty (no_tty)`.
-fn approval_words(status: &str, record: &ApprovalRecord) -> String {
-    let mut text = status.to_owned();
-    if let Some(channel) = record.channel {
-        text.push_str(&format!(" via {}", channel.as_str()));
-    }
-    if let Some(who) = &record.approver {
-        text.push_str(&format!(" by `{who}`"));
-    }
-    if let Some(cause) = record.cause {
-        text.push_str(&format!(" ({})", cause.as_str()));
-    }
-    text
-}
-
-fn result_of(store: &Store, call_id: &str) -> anyhow::Result<Option<ResultRecord>> {
-    for event in store.call_events(call_id)? {
-        if event.kind == "result"
-            && let Ok(EventBody::Result(r)) = EventBody::from_json("result", &event.payload)
-        {
-            return Ok(Some(r));
-        }
-    }
-    Ok(None)
-}
-
-/// The anomaly lines of `explain`: what a client reported that did not
-/// complete the call as governed.
-fn anomaly_lines(anomalies: &[AnomalyEntry]) -> Vec<String> {
-    let mut text = Vec::new();
-    for a in anomalies {
-        let record = &a.record;
-        text.push(format!(
-            "ANOMALY: {} ({}), seq {} at {}",
-            record.anomaly.describe(),
-            record.anomaly,
-            a.seq,
-            format_time(a.ts_us)
-        ));
-        text.push(format!("  {}", record.detail));
-        let session = record.client.session_id.as_deref().unwrap_or("-");
-        text.push(format!(
-            "  reported by {} ({}) in session `{session}` as tool `{}` with {}",
-            record.client.client,
-            record.event,
-            record.client.tool,
-            render::cell(&record.client.input.to_string(), 200)
-        ));
-        text.push(format!(
-            "  reported result: {} after {} ms: {}",
-            record.result.status.as_str(),
-            record.result.duration_ms,
-            render::cell(&record.result.content, 200)
-        ));
-    }
-    text
-}
-
 pub fn explain(global: &Global, args: ExplainArgs) -> anyhow::Result<Exit> {
-    let (store, from, integrity) = call_source(
-        global,
-        args.read,
-        &args.call_id,
-        args.log.as_deref(),
-        &args.schema,
-    )?;
-    let query = AuditQuery {
-        call_id: Some(args.call_id.clone()),
-        ..AuditQuery::default()
-    };
-    let mut entry = None;
-    store.for_each_entry(&query, |e| -> anyhow::Result<()> {
-        entry.get_or_insert(e);
-        Ok(())
-    })?;
-    let anomalies = store.anomalies(&query)?;
-    store.check_unchanged()?;
-    let call = match entry {
-        None => anyhow::bail!("no call `{}` in the record", args.call_id),
-        Some(CallEntry::Ungoverned(call)) => {
-            if args.format.is_json() {
-                emit(
-                    json!({
-                        "call_id": call.call_id,
-                        "ts": format_time(call.ts_us),
-                        "tool": call.tool,
-                        "arguments": call.anomaly.client.input,
-                        "client": call.anomaly.client,
-                        "action": null,
-                        "rule_id": null,
-                        "reason": null,
-                        "approval": null,
-                        "status": gavel::store::UNGOVERNED,
-                        "result": call.anomaly.result,
-                        "anomalies": anomalies,
-                    }),
-                    &from,
-                )?;
-                return Ok(Exit::Ok);
-            }
-            let mut text = vec![
-                format!("Call `{}` at {}", call.call_id, format_time(call.ts_us)),
-                format!(
-                    "  UNGOVERNED: `{}` ran without a decision: gavel never decided, asked about or recorded it before it ran",
-                    call.tool
-                ),
-                String::new(),
-            ];
-            text.extend(anomaly_lines(&anomalies));
-            from_line(&from)?;
-            render::text(&text)?;
-            return Ok(Exit::Ok);
-        }
-        Some(CallEntry::Decided(call)) => call,
-    };
-    let (trace, matched) = match recorded_trace(&store, &call)? {
-        Some((trace, matched)) => (Some(trace), matched),
-        None => (None, Vec::new()),
-    };
-    let result = result_of(&store, &call.call_id)?;
-    let approver = approver_of(&store, &call.call_id)?;
-    let decision = &call.decision;
-    let policy_text = match store.recorded_policy(&decision.policy.digest)? {
-        gavel::store::PolicyText::Text(_) => "recorded",
-        gavel::store::PolicyText::Missing => "missing",
-        gavel::store::PolicyText::Mismatch => "tampered",
-    };
-
-    // The grant that allowed the call, when one did.
-    let grant = match decision
-        .rule_id
-        .strip_prefix(gavel::approvals::grants::GRANT_RULE_PREFIX)
-    {
-        Some(id) => gavel::approvals::grants(&store)?
-            .into_iter()
-            .find(|g| g.record.grant == id),
-        None => None,
-    };
-    let unverified = integrity.as_ref().filter(|i| i.unverified(call.seq));
+    let mut source = call_source(global, args.read, args.log.as_deref(), &args.schema)?;
+    let log = call_log(&mut source, &args.call_id)?;
+    let explained = gavel::explain::explain(log.store(), &args.call_id, log.integrity.as_ref())?;
     if args.format.is_json() {
-        emit(
-            json!({
-                "call_id": call.call_id,
-                "verified": unverified.is_none(),
-                "ts": format_time(call.ts_us),
-                "tool": call.tool,
-                "mcp": gavel::mcp::names::split_tool_name(&call.tool)
-                    .map(|(server, tool)| json!({"server": server, "tool": tool})),
-                "arguments": call.request.arguments,
-                "client": call.request.client,
-                "principal": call.request.principal,
-                "approver": approver,
-                "action": decision.action,
-                "rule_id": decision.rule_id,
-                "reason": decision.reason,
-                "policy": decision.policy,
-                "layer": decision.layer,
-                "layers": decision.layers,
-                "shadow": decision.shadow,
-                "facts": decision.facts,
-                "trace": trace,
-                "matched": matched,
-                "policy_text": policy_text,
-                "approval": call.approval,
-                "status": call.status,
-                "result": result,
-                "anomalies": anomalies,
-                "grant": grant,
-            }),
-            &from,
-        )?;
-        return Ok(Exit::Ok);
+        emit(explained.json, &log.from)?;
+    } else {
+        from_line(&log.from)?;
+        render::text(&explained.lines)?;
     }
-
-    let mut text: Vec<String> = unverified.map(unverified_line).into_iter().collect();
-    text.extend([
-        format!("Call `{}` at {}", call.call_id, format_time(call.ts_us)),
-        format!(
-            "  asked to run `{}` with {}",
-            call.tool,
-            render::cell(&call.request.arguments.to_string(), 300)
-        ),
-    ]);
-    if let Some(client) = &call.request.client {
-        text.push(format!(
-            "  (sent by {} as tool `{}`)",
-            client.client, client.tool
-        ));
-    }
-    if let Some(p) = &call.request.principal {
-        let version = p
-            .client_version
-            .as_deref()
-            .map(|v| format!(" {v}"))
-            .unwrap_or_default();
-        text.push(format!(
-            "  by user `{}` (uid {}) on host `{}` (id {}) via {}{version}, gavel {}",
-            p.user, p.uid, p.host, p.host_id, p.client, p.gavel
-        ));
-        if let Some(session) = &p.session {
-            text.push(format!("  in session `{session}`"));
-        }
-        if let Some(agent) = &p.agent_id {
-            text.push(format!(
-                "  by subagent `{agent}`{}",
-                p.agent_type
-                    .as_deref()
-                    .map(|t| format!(" ({t})"))
-                    .unwrap_or_default()
-            ));
-        }
-        if let Some(source) = &p.policy {
-            text.push(format!(
-                "  policy from {}{}",
-                source.layer,
-                source
-                    .path
-                    .as_deref()
-                    .map(|path| format!(" `{path}`"))
-                    .unwrap_or_default()
-            ));
-        }
-    }
-    if decision.facts.mcp.is_none()
-        && let Some((server, tool)) = gavel::mcp::names::split_tool_name(&call.tool)
-    {
-        text.push(format!("  the tool `{tool}` of MCP server `{server}`"));
-    }
-    if let Some(mcp) = &decision.facts.mcp {
-        text.push(match (&mcp.definition_sha256, &mcp.previous_sha256) {
-            (Some(now), Some(before)) => format!(
-                "  under a changed definition of `{}` on MCP server `{}`: sha256 {now}, the log held {before}",
-                mcp.tool, mcp.server
-            ),
-            (Some(now), None) => format!(
-                "  under the definition of `{}` on MCP server `{}` with sha256 {now}",
-                mcp.tool, mcp.server
-            ),
-            (None, _) => format!(
-                "  on MCP server `{}`, its definition of `{}` not listed to gavel",
-                mcp.server, mcp.tool
-            ),
-        });
-    }
-    text.extend(path_lines(&decision.facts));
-    if let Some(shell) = &decision.facts.shell {
-        text.push("  the command runs, as parsed:".into());
-        text.extend(super::check::parse_lines(shell));
-        if call.parse_differs {
-            text.push(
-                "    (parsed again from the request: the parse that decided was recorded by digest, and differs)"
-                    .into(),
-            );
-        }
-    }
-    text.push(String::new());
-    match &trace {
-        Some(trace) => {
-            let before: Vec<&RuleTrace> = trace.iter().filter(|t| !t.matched).collect();
-            if before.is_empty() {
-                text.push("No rule came before the deciding one.".into());
-            } else {
-                text.push("Rules tried before the deciding one:".into());
-                for t in before {
-                    text.push(format!("  - `{}` did not match: {}", t.rule_id, t.detail));
-                }
-            }
-        }
-        None if policy_text == "tampered" => text.push(format!(
-            "The recorded text of policy `{}` does not match its digest (sha256 {}): it was edited after it was recorded, so the rules tried before cannot be shown.",
-            decision.policy.name, decision.policy.digest
-        )),
-        None => text.push(format!(
-            "The text of policy `{}` was not recorded, so the rules tried before cannot be shown.",
-            decision.policy.name
-        )),
-    }
-    text.push(format!(
-        "Decision: {} by rule `{}` of policy `{}` (sha256 {}):",
-        decision.action,
-        decision.rule_id,
-        decision.policy.name,
-        render::cell(&decision.policy.digest, 16)
-    ));
-    text.push(format!("  {}", decision.reason));
-    for line in super::check::match_lines(&matched, &decision.rule_id) {
-        text.push(format!("  {line}"));
-    }
-    if let Some(layer) = &decision.layer {
-        text.push(format!(
-            "  in layer {}",
-            super::check::layer_line(layer, &decision.layers)
-        ));
-    }
-    for verdict in &decision.shadow {
-        text.push(format!(
-            "  shadow `{}` (sha256 {}, not enforced) would have decided: {} by rule `{}`",
-            verdict.name,
-            render::cell(&verdict.digest, 16),
-            verdict.action,
-            verdict.rule_id
-        ));
-    }
-    if let Some(g) = &grant {
-        text.push(format!(
-            "Grant: `{}` ({}), given by {} via {} with the approval of call `{}`; used {} time(s){}",
-            g.record.grant,
-            g.record.scope.describe(),
-            g.record.created_by,
-            g.record.channel.as_str(),
-            g.record.call_id,
-            g.used,
-            match &g.revoked {
-                Some(r) => format!("; revoked since by {}", r.revoked_by),
-                None => String::new(),
-            }
-        ));
-    }
-    text.push(format!(
-        "Approval: {}",
-        match call.approval.as_str() {
-            "not_required" => format!(
-                "not required ({} is never put to a person)",
-                decision.action
-            ),
-            "pending" => "pending: the client was asked and no answer was recorded".into(),
-            other => match &approver {
-                Some(a) => approval_words(other, a),
-                None => other.to_owned(),
-            },
-        }
-    ));
-    match (&result, call.status.as_str()) {
-        (Some(r), _) => {
-            let code = r.exit_code.map(|c| format!(", exit code {c}")).unwrap_or_default();
-            text.push(format!("Result: {} after {} ms{code}", r.status.as_str(), r.duration_ms));
-            text.push(format!("  {}", render::cell(&r.content, 300)));
-        }
-        (None, status) => text.push(format!(
-            "Result: {status}: no result was recorded (gavel stopped while the call ran, or the client never reported back)"
-        )),
-    }
-    if !anomalies.is_empty() {
-        text.push(String::new());
-        text.extend(anomaly_lines(&anomalies));
-    } else if !call.anomalies.is_empty() {
-        // A log from before anomalies were recorded as such: a second result.
-        text.push(String::new());
-        for kind in &call.anomalies {
-            text.push(format!(
-                "ANOMALY: {} ({kind}): a later result was recorded; `gavel show` lists every event",
-                kind.describe()
-            ));
-        }
-    }
-    from_line(&from)?;
-    render::text(&text)?;
     Ok(Exit::Ok)
-}
-
-/// The paths a decision judged, for people: each word the facts took as a
-/// path, with its use and where it resolved; what could not be resolved;
-/// and, for a command gavel has no model of (or uses outside its model),
-/// that any of its words may be a path, naming only those that resolve
-/// outside the workspace. An option letter or a pattern is never listed as
-/// a path unless a model said it is one.
-fn path_lines(facts: &gavel::Facts) -> Vec<String> {
-    use gavel::facts::{Access, Judged};
-    let mut lines = Vec::new();
-    let judged: std::collections::HashSet<(&str, Option<&str>)> = facts
-        .paths
-        .iter()
-        .filter(|p| p.access.is_some())
-        .map(|p| (p.requested.as_str(), p.cwd.as_deref()))
-        .collect();
-    let from = |path: &gavel::facts::PathFact| {
-        path.cwd
-            .as_deref()
-            .map(|cwd| format!(" (from `{cwd}`)"))
-            .unwrap_or_default()
-    };
-    let workspace = &facts.workspace;
-    for path in &facts.paths {
-        let place = if path.inside { "inside" } else { "outside" };
-        match (path.access, &path.error, &path.resolved) {
-            (Some(access), _, Some(resolved)) => {
-                let use_ = match access {
-                    Access::Read => "read",
-                    Access::Write => "written",
-                };
-                lines.push(format!(
-                    "  path `{}`{} ({use_}) resolved to `{resolved}`, {place} the workspace `{workspace}`",
-                    path.requested,
-                    from(path)
-                ));
-            }
-            (_, Some(error), _) => lines.push(format!(
-                "  path `{}`{} could not be resolved: {error}",
-                path.requested,
-                from(path)
-            )),
-            (Some(_), None, None) => lines.push(format!(
-                "  path `{}`{} could not be resolved",
-                path.requested,
-                from(path)
-            )),
-            // A word of a command without a model: shown only when,
-            // taken as a path, it lies outside.
-            (None, None, resolved) => {
-                if path.inside || judged.contains(&(path.requested.as_str(), path.cwd.as_deref())) {
-                    continue;
-                }
-                lines.push(format!(
-                    "  word `{}`{}, if it is a path, is `{}`, outside the workspace `{workspace}`",
-                    path.requested,
-                    from(path),
-                    resolved.as_deref().unwrap_or("(could not be resolved)")
-                ));
-            }
-        }
-    }
-    let Some(shell) = &facts.shell else {
-        return lines;
-    };
-    let mut said = Vec::new();
-    for command in &shell.commands {
-        if command.args().is_empty() {
-            continue;
-        }
-        let why = match gavel::facts::judged(command) {
-            Judged::Modelled(_) => continue,
-            Judged::NotModelled if !gavel::shell::operands::operands(command).is_empty() => {
-                format!(
-                    "gavel knows only which paths `{}` writes",
-                    command.program()
-                )
-            }
-            Judged::NotModelled => format!("gavel has no model of `{}`", command.program()),
-            Judged::OutsideModel(hazards) => format!(
-                "this use of `{}` is outside gavel's model of it ({})",
-                command.program(),
-                hazards.join("; ")
-            ),
-        };
-        if said.contains(&why) {
-            continue;
-        }
-        lines.push(format!(
-            "  `{}`: {why}, so which of its words are paths is not known; the path rules took each word as one that might be",
-            render::cell(&command.words.join(" "), 120)
-        ));
-        said.push(why);
-    }
-    lines
 }

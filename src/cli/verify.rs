@@ -2,17 +2,16 @@
 //! optionally a signed checkpoint file, or an exported archive with no
 //! database. Exit 0 intact, 1 tampered, 2 could not verify.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 
 use gavel::checkpoint::{self, VerifierKey};
-use gavel::store::{GivenCheckpoint, Problem, Store, StoreError, VerifyOptions, VerifyReport};
+use gavel::source::{Selection, Source, Verified};
+use gavel::store::{GivenCheckpoint, Problem, VerifyReport};
 
-use super::{Exit, FormatArgs, Global, render};
+use super::{Exit, FormatArgs, Global, SchemaArg, render};
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
@@ -32,63 +31,25 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "export")]
     pub ocsf: Option<PathBuf>,
     #[command(flatten)]
-    pub schema: super::query::SchemaArg,
+    pub schema: SchemaArg,
     #[command(flatten)]
     pub format: FormatArgs,
 }
 
-/// A progress bar on stderr when it is a terminal and the log is long.
-pub fn progress_bar(store: &Store, what: &str) -> anyhow::Result<Option<ProgressBar>> {
-    if !std::io::stderr().is_terminal() {
-        return Ok(None);
-    }
-    let total = store.event_count()?;
-    if total < 200_000 {
-        return Ok(None);
-    }
-    let bar = ProgressBar::new(total).with_message(what.to_owned());
-    if let Ok(style) = ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} events ({eta})") {
-        bar.set_style(style);
-    }
-    Ok(Some(bar))
-}
-
-/// Verifies the log behind `store`, with an optional checkpoint file.
-pub fn verify_store(
-    store: &Store,
-    checkpoint: Option<GivenCheckpoint<'_>>,
-) -> anyhow::Result<VerifyReport> {
-    verify_with(
-        store,
-        &VerifyOptions {
-            checkpoint,
-            ..VerifyOptions::default()
-        },
-    )
-}
-
-fn verify_with(store: &Store, options: &VerifyOptions<'_>) -> anyhow::Result<VerifyReport> {
-    let bar = progress_bar(store, "verifying")?;
-    let report = store.verify(options, &mut |rows| {
-        if let Some(bar) = &bar {
-            bar.set_position(rows);
-        }
-    })?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    Ok(report)
-}
-
 pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
-    #[cfg(feature = "postgres")]
-    if let Some(url) = global.central_url()
-        && args.export.is_none()
-        && args.ocsf.is_none()
-    {
-        return super::central_read::verify(&url, &args);
+    let location = if args.export.is_none() && args.ocsf.is_none() {
+        Some(global.location(&args.schema, &Selection::default())?)
+    } else {
+        if args.schema.schema.is_some() {
+            anyhow::bail!("--schema selects the schema of a central store; give --db postgres://…");
+        }
+        None
+    };
+    if location.as_ref().is_some_and(|l| l.is_central()) && args.checkpoint.is_some() {
+        anyhow::bail!(
+            "--checkpoint checks a local log; a central store's checkpoints are all checked"
+        );
     }
-    args.schema.check_local()?;
     let keys: Vec<VerifierKey> = args
         .public_key
         .iter()
@@ -123,58 +84,36 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
             .with_context(|| format!("export `{}`", path.display()))?;
         return print(&outcome.report, json, Some(outcome.whole_chain), None);
     }
-    let store = match Store::open_read_only(&global.db_path()?) {
-        Ok(store) => store,
-        Err(err @ (StoreError::IdentityMissing { .. } | StoreError::IdentityMalformed { .. })) => {
-            return print(
-                &tampered(Problem::IdentityMismatch, err.to_string(), &keys),
-                json,
-                None,
-                None,
-            );
-        }
-        Err(err @ StoreError::UnknownFormat { .. }) => {
-            return print(
-                &tampered(Problem::UnknownFormat, err.to_string(), &keys),
-                json,
-                None,
-                None,
-            );
-        }
-        Err(err) => return Err(err.into()),
+    let Some(location) = location else {
+        unreachable!("a database is verified only when no export is given")
     };
-    let report = verify_with(
-        &store,
-        &VerifyOptions {
-            checkpoint: given,
-            keys: &keys,
-            root: false,
+    let mut source = match Source::open(location, Selection::default(), false) {
+        Ok(source) => source,
+        Err(err) => match err.tampered() {
+            Some(problem) => {
+                return print(&tampered(problem, err.to_string(), &keys), json, None, None);
+            }
+            None => return Err(err.into()),
         },
-    )?;
-    let exit = print(&report, json, None, begins_mid_session(&store)?.as_ref())?;
-    Ok(exit)
-}
-
-/// What the log's first event says when a hook started the log in the
-/// middle of a session: a note, not a failure (the chain is whole; what
-/// came before it was never recorded here).
-fn begins_mid_session(store: &Store) -> anyhow::Result<Option<serde_json::Value>> {
-    // A first row that cannot even be read (a column of the wrong type) is
-    // the verification's finding, not an error of this note.
-    let Ok(Some(first)) = store.first_event() else {
-        return Ok(None);
     };
-    if first.kind != "lifecycle" {
-        return Ok(None);
+    let mut reading = source.reading()?;
+    let bar = render::progress_of(reading.event_count()?, "verifying")?;
+    let verified = reading.verify(given, &keys, &mut |rows| {
+        if let Some(bar) = &bar {
+            bar.set_position(rows);
+        }
+    })?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
-    let payload: serde_json::Value = serde_json::from_slice(&first.payload).unwrap_or_default();
-    if payload["event"] != gavel::clients::LOG_STARTED_MID_SESSION {
-        return Ok(None);
+    match verified {
+        Verified::Local {
+            report,
+            mid_session,
+        } => print(&report, json, None, mid_session.as_ref()),
+        #[cfg(feature = "postgres")]
+        Verified::Central(report) => print_central(&report, json),
     }
-    Ok(Some(serde_json::json!({
-        "session_id": payload["data"]["session_id"],
-        "client": payload["data"]["client"],
-    })))
 }
 
 /// A failed report that no row can be blamed for.
@@ -260,6 +199,55 @@ fn print(
             "TAMPERED: {problem}{seq}: {}",
             report.detail.as_deref().unwrap_or("")
         ))?;
+    }
+    Ok(if report.ok { Exit::Ok } else { Exit::Failed })
+}
+
+/// What verifying a central store found: every log, checkpoint,
+/// cosignature and the central log.
+#[cfg(feature = "postgres")]
+fn print_central(
+    report: &gavel::central::verify::CentralReport,
+    json: bool,
+) -> anyhow::Result<Exit> {
+    if json {
+        render::json(&serde_json::to_value(report)?)?;
+    } else if report.ok {
+        render::line(&format!(
+            "ok: {} logs, {} events, chains intact{}; {} host checkpoints signed by their enrolled hosts and cosigned; central log of {} leaves intact, {} central checkpoints ({})",
+            report.logs,
+            report.events,
+            if report.cut_logs > 0 {
+                format!(" ({} from their retention cut)", report.cut_logs)
+            } else {
+                String::new()
+            },
+            report.checkpoints,
+            report.central_log,
+            report.central_checkpoints,
+            if report.central_key_given {
+                "central key verified"
+            } else {
+                "central key NOT checked against one you hold: no --public-key"
+            }
+        ))?;
+    } else {
+        let mut place = Vec::new();
+        if let Some(origin) = &report.origin {
+            place.push(format!("log {origin}"));
+        }
+        if let Some(host) = &report.host {
+            place.push(format!("of host `{host}`"));
+        }
+        if let Some(seq) = report.first_bad_seq {
+            place.push(format!("at seq {seq}"));
+        }
+        render::line(&render::escape(&format!(
+            "TAMPERED: {} in {}: {}",
+            report.problem.as_deref().unwrap_or("unknown"),
+            place.join(" "),
+            report.detail.as_deref().unwrap_or("")
+        )))?;
     }
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
 }

@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use super::SessionError;
-use crate::escape::escape;
 use crate::store::Store;
+use crate::text::escape;
 
 /// The environment variable that sets how many new rows make an automatic
 /// checkpoint (`0` turns them off).

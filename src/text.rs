@@ -1,8 +1,18 @@
-//! Text bound for a terminal, made harmless: recorded text (a call id, a
-//! tool name, an argument, a reason, a tampered log's origin) is printed
-//! with its control characters written as escapes.
+//! Text from the record made safe to show to a person: control
+//! characters written as escapes, and a cell's worth of one line.
 
 use std::borrow::Cow;
+
+/// Shortens `text` to one line of at most `max` characters for a table
+/// cell, control characters escaped.
+pub fn cell(text: &str, max: usize) -> String {
+    let flat = text.replace(['\n', '\r'], " ");
+    let flat = escape(&flat);
+    match flat.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat.into_owned(),
+    }
+}
 
 /// Whether a character must not reach a terminal raw: C0 and C1 controls,
 /// DEL, and the bidirectional overrides and isolates that reorder text.
