@@ -1087,7 +1087,18 @@ fn init_signs_the_logs_first_checkpoint() {
         "{}",
         stdout(&out)
     );
-    let public = format!("{}.checkpoint-key.pub", sandbox.db.display());
+    // The key is the log's own, outside the workspace; init says where.
+    let text = stdout(&out);
+    let key = text
+        .lines()
+        .find_map(|l| l.strip_prefix("checkpoint key "))
+        .and_then(|l| l.split(':').next())
+        .expect("init names the checkpoint key");
+    assert!(
+        key.starts_with(&*sandbox.root.join("data").to_string_lossy()),
+        "{text}"
+    );
+    let public = format!("{key}.pub");
     let out = sandbox
         .gavel(&["verify", "--json", "--public-key", &public])
         .output()
