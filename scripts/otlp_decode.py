@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Decodes OTLP/HTTP protobuf trace requests (the bodies `gavel push --otlp`
 sends) with the OpenTelemetry project's own Python bindings, and prints one
-JSON object per span: its trace and span ids (hex), name, kind, times,
+JSON object per span: its trace, span and parent span ids (hex), name, kind, times,
 attributes, events and status, with the resource attributes it came under.
 
 Usage: otlp_decode.py BODY_FILE...   (needs `pip install opentelemetry-proto`)
@@ -37,6 +37,7 @@ def main():
                         "scope": scope_spans.scope.name,
                         "trace_id": span.trace_id.hex(),
                         "span_id": span.span_id.hex(),
+                        "parent_span_id": span.parent_span_id.hex(),
                         "name": span.name,
                         "kind": span.kind,
                         "start": span.start_time_unix_nano,

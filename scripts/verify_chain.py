@@ -237,13 +237,33 @@ def split_note(note):
     return text, lines
 
 
+# The canonical encodings of the 8 Ed25519 points of small order.
+SMALL_ORDER = {bytes.fromhex(h) for h in (
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "0000000000000000000000000000000000000000000000000000000000000080",
+    "0100000000000000000000000000000000000000000000000000000000000000",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+)}
+
+
 def on_curve(public):
-    """Whether 32 bytes decode to an Ed25519 point (x^2 = (y^2-1)/(d y^2+1) has a root)."""
+    """Whether 32 bytes are a strict Ed25519 public key (checkpoints.md, "Keys"):
+    RFC 8032's decoding (y below p, x^2 = (y^2-1)/(d y^2+1) has a root, and no
+    sign bit on an x of 0), and not one of the 8 points of small order."""
     p = 2**255 - 19
     d = -121665 * pow(121666, p - 2, p) % p
     y = int.from_bytes(public, "little") & (2**255 - 1)
+    sign = public[31] >> 7
+    if y >= p or public in SMALL_ORDER:
+        return False
     x2 = (y * y - 1) * pow(d * y * y + 1, p - 2, p) % p
-    return x2 == 0 or pow(x2, (p - 1) // 2, p) == 1
+    if x2 == 0:
+        return sign == 0
+    return pow(x2, (p - 1) // 2, p) == 1
 
 
 def read_key(path):

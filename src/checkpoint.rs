@@ -574,8 +574,7 @@ impl VerifierKey {
         check_name(name)?;
         let id = parse_key_id(hex)?;
         let bytes = parse_key_material(b64)?;
-        let key = ed25519_dalek::VerifyingKey::from_bytes(&bytes)
-            .map_err(|_| key_format("public key is not a valid Ed25519 point"))?;
+        let key = strict_public_key(&bytes)?;
         if key_id(name, &key) != id {
             return Err(key_format(format!(
                 "key id `{hex}` does not match verifier key `{name}`"
@@ -587,6 +586,34 @@ impl VerifierKey {
             key,
         })
     }
+}
+
+/// Decodes a public key as RFC 8032 (section 5.1.3) does, and refuses a
+/// key no honest signer has: the 32 bytes must be the canonical encoding
+/// of a point (its y below p = 2^255 - 19, and no sign bit on an x of 0:
+/// decoding and encoding again gives the same bytes), and the point must
+/// not be of small order (one of the 8 whose order divides 8, under which
+/// any signature of the right form verifies for many messages).
+/// `curve25519-dalek` alone reduces a y at or above p, so another byte
+/// string would name the same key.
+fn strict_public_key(bytes: &[u8; 32]) -> Result<ed25519_dalek::VerifyingKey, CheckpointError> {
+    // y (the bytes, little-endian, top bit cleared) is at least p exactly
+    // when it is p + 0 ... p + 18: 0xed ... 0xff, 30 bytes 0xff, then 0x7f.
+    let y_at_least_p =
+        bytes[0] >= 0xed && bytes[1..31].iter().all(|b| *b == 0xff) && bytes[31] & 0x7f == 0x7f;
+    if y_at_least_p {
+        return Err(key_format(
+            "public key is not a canonical Ed25519 point encoding (its y is not below 2^255-19)",
+        ));
+    }
+    let key = ed25519_dalek::VerifyingKey::from_bytes(bytes)
+        .map_err(|_| key_format("public key is not a valid Ed25519 point"))?;
+    // An x of 0 with the sign bit set (y = 1 or y = p - 1) decodes to a
+    // point of small order, refused below.
+    if key.is_weak() {
+        return Err(key_format("public key is an Ed25519 point of small order"));
+    }
+    Ok(key)
 }
 
 // ---------------------------------------------------------------------------
@@ -1351,6 +1378,61 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    /// The 8 canonical encodings of the points of small order, and the
+    /// non-reduced encodings (y + p) of valid points.
+    const SMALL_ORDER: [&str; 8] = [
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000080",
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    ];
+
+    fn verifier_text(name: &str, hex: &str) -> String {
+        let mut public = [0u8; 32];
+        for (i, byte) in public.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+        }
+        let mut data = vec![0x01];
+        data.extend_from_slice(&public);
+        let id = &Sha256::digest([name.as_bytes(), b"\n", &data].concat())[..4];
+        format!("{name}+{}+{}", crate::digest::hex(id), BASE64.encode(&data))
+    }
+
+    #[test]
+    fn key_files_accepted_a_point_whose_y_is_not_reduced() {
+        // y = 3 + p, 4 + p, ... 18 + p: each names the point of y = 3, ...;
+        // RFC 8032 refuses the encoding (y must be below p).
+        for y in [3u8, 4, 5, 6, 9, 10, 14, 15, 16, 18] {
+            let mut hex = format!("{:02x}", 0xedu8 + y);
+            hex.push_str(&"ff".repeat(30));
+            hex.push_str("7f");
+            let text = verifier_text("gavel", &hex);
+            let err = VerifierKey::from_text(&text).unwrap_err();
+            assert!(err.to_string().contains("canonical"), "{y}: {err}");
+        }
+        // x = 0 with its sign bit set (y = 1 + p too).
+        for hex in [
+            "0100000000000000000000000000000000000000000000000000000000000080",
+            "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        ] {
+            assert!(
+                VerifierKey::from_text(&verifier_text("gavel", hex)).is_err(),
+                "{hex}"
+            );
+        }
+        for hex in SMALL_ORDER {
+            let err = VerifierKey::from_text(&verifier_text("gavel", hex)).unwrap_err();
+            assert!(err.to_string().contains("small order"), "{hex}: {err}");
+        }
+        // An honest key still reads.
+        let key = test_key("gavel");
+        assert!(VerifierKey::from_text(&key.verifier().to_text()).is_ok());
     }
 
     // -- key files -------------------------------------------------------------------

@@ -203,14 +203,19 @@ fn client_hooks(
     };
     for (program, runs) in programs {
         match runs {
-            Runs::This if install::in_build_folder(this) => report.warn(
-                &check,
-                format!(
-                    "`{shown}` runs this gavel, `{}`, from a build folder: after `cargo clean` the hooks find no gavel and {name} runs its tools ungoverned",
-                    this.display()
-                ),
-                format!("install gavel on PATH (`cargo install --path .`), then {init}"),
-            ),
+            Runs::This
+                if install::locate(&program)
+                    .and_then(|p| std::fs::canonicalize(p).ok())
+                    .is_some_and(|p| install::in_build_folder(&p)) =>
+            {
+                report.warn(
+                    &check,
+                    format!(
+                        "`{shown}` runs this gavel, `{program}`, from a build folder: after `cargo clean` the hooks find no gavel and {name} runs its tools ungoverned"
+                    ),
+                    format!("install gavel on PATH (`cargo install --path .`), then {init}"),
+                )
+            }
             Runs::This => report.ok(&check, format!("`{shown}` runs this gavel (`{program}`)")),
             Runs::Other(other) => report.warn(
                 &check,
@@ -331,9 +336,9 @@ fn log(report: &mut Report, db: &Path) {
     let verified = Store::open_read_only(db).and_then(|store| {
         let report = store.verify(&VerifyOptions::default(), &mut |_| {})?;
         let newest = store.checkpoint_rows()?.last().map(|c| c.size);
-        Ok((report, newest))
+        Ok((report, newest, store.identity().log_id.clone()))
     });
-    let (verify, newest) = match verified {
+    let (verify, newest, log_id) = match verified {
         Ok(found) => found,
         Err(err) => {
             report.fail(
@@ -369,7 +374,8 @@ fn log(report: &mut Report, db: &Path) {
             "`gavel verify` and `gavel audit` say what broke; keep the file as evidence",
         );
     }
-    let key = crate::store::checkpoint_key_path(db);
+    let key = crate::store::checkpoint_key_path(db, &log_id);
+    key_location(report, db, &key, &log_id);
     match newest {
         Some(size) => report.ok(
             "checkpoint",
@@ -388,6 +394,51 @@ fn log(report: &mut Report, db: &Path) {
             ),
         ),
     }
+}
+
+/// Where the key of the log's automatic checkpoints is: outside the
+/// workspace, or (left there by an older gavel) beside the log, where
+/// whoever can rewrite the log can re-sign every checkpoint.
+fn key_location(report: &mut Report, db: &Path, key: &Path, log_id: &[u8]) {
+    let beside = crate::store::checkpoint_key_beside(db);
+    let shown = |p: &Path| crate::clients::shell_word(&p.to_string_lossy());
+    if key != beside {
+        let state = if key.exists() {
+            "is"
+        } else {
+            "will be (on the first automatic checkpoint)"
+        };
+        report.ok(
+            "checkpoint key",
+            format!(
+                "the key of this log's automatic checkpoints {state} `{}`, outside the log's folder",
+                key.display()
+            ),
+        );
+        return;
+    }
+    let fix = match crate::store::user_keys_dir() {
+        Some(dir) => {
+            let target = dir.join(format!("{}.checkpoint-key", crate::digest::hex(log_id)));
+            format!(
+                "move it out of the agent's reach (once none is beside the log, gavel uses the one there): `mkdir -p -m 700 {dir} && mv {key} {target} && mv {key}.pub {target}.pub`",
+                dir = shown(&dir),
+                key = shown(key),
+                target = shown(&target),
+            )
+        }
+        None => {
+            "set HOME or XDG_DATA_HOME so that gavel can keep keys outside the workspace".to_owned()
+        }
+    };
+    report.warn(
+        "checkpoint key",
+        format!(
+            "the key of this log's automatic checkpoints is beside the log (`{}`): whoever can rewrite the log can re-sign every checkpoint",
+            key.display()
+        ),
+        fix,
+    );
 }
 
 /// In a git repository, the database (and the keys beside it) is ignored
@@ -460,8 +511,15 @@ fn modes(report: &mut Report, db: &Path) {
         db.to_path_buf(),
         sibling("-wal"),
         crate::store::redact_key_path(db),
-        crate::store::checkpoint_key_path(db),
+        crate::store::checkpoint_key_beside(db),
     ];
+    if let Ok(store) = Store::open_read_only(db) {
+        let key = crate::store::checkpoint_key_path(db, &store.identity().log_id);
+        if let Some(dir) = key.parent().filter(|_| key != files[3]) {
+            files.push(dir.to_path_buf());
+        }
+        files.push(key);
+    }
     if let Some(dir) = db
         .parent()
         .filter(|d| d.file_name().is_some_and(|n| n == ".gavel"))

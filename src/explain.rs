@@ -431,7 +431,7 @@ fn anomaly_lines(anomalies: &[AnomalyEntry]) -> Vec<String> {
 /// outside the workspace. An option letter or a pattern is never listed as
 /// a path unless a model said it is one.
 fn path_lines(facts: &crate::Facts) -> Vec<String> {
-    use crate::facts::{Access, Judged};
+    use crate::facts::Judged;
     let mut lines = Vec::new();
     let judged: std::collections::HashSet<(&str, Option<&str>)> = facts
         .paths
@@ -450,10 +450,7 @@ fn path_lines(facts: &crate::Facts) -> Vec<String> {
         let place = if path.inside { "inside" } else { "outside" };
         match (path.access, &path.error, &path.resolved) {
             (Some(access), _, Some(resolved)) => {
-                let use_ = match access {
-                    Access::Read => "read",
-                    Access::Write => "written",
-                };
+                let use_ = access.as_str();
                 lines.push(format!(
                     "  path `{}`{} ({use_}) resolved to `{resolved}`, {place} the workspace `{workspace}`",
                     path.requested,

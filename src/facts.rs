@@ -6,6 +6,7 @@
 //! Resolution fails closed: a path that cannot be resolved (a symlink loop,
 //! an unreadable link) is reported as outside the workspace.
 
+pub mod git;
 pub mod pattern;
 mod workspace;
 
@@ -78,10 +79,24 @@ impl McpFacts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Access {
-    /// Read: its contents, or its names and metadata.
+    /// Read: its contents (for a folder, what is below it read as contents).
     Read,
     /// Created, changed or removed.
     Write,
+    /// Listed: only its name and metadata are read (`ls`, `stat`, `find`,
+    /// the `glob` tool, a shell pattern's expansion), never its contents.
+    List,
+}
+
+impl Access {
+    /// How the use reads in explanations.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "written",
+            Access::List => "listed",
+        }
+    }
 }
 
 /// Commands longer than this (bytes) have their parse recorded by digest
@@ -233,12 +248,18 @@ trait Resolver {
     fn lists(&self) -> bool {
         true
     }
+    /// What the configuration of the repository a `git` command run from
+    /// `base` at `location` finds makes git run, one phrase each
+    /// ([`git::config_programs`]); lexical facts read no file and find none.
+    fn git_programs(&self, base: &Base, location: &programs::GitLocation) -> Vec<String>;
 }
 
 /// How a file tool uses its path: `None` for any other tool.
 fn tool_access(tool: &str) -> Option<Access> {
     match tool {
-        "read_file" | "glob" => Some(Access::Read),
+        "read_file" => Some(Access::Read),
+        // It answers with names that match, never with contents.
+        "glob" => Some(Access::List),
         "write_file" | "edit_file" | "apply_patch" => Some(Access::Write),
         _ => None,
     }
@@ -329,7 +350,16 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
                     for path in &reading.reads {
                         collector.word(path, base);
                     }
+                    collector.access = Some(Access::List);
+                    for path in &reading.lists {
+                        collector.word(path, base);
+                    }
                     for walk in &reading.walks {
+                        collector.access = Some(if walk.contents {
+                            Access::Read
+                        } else {
+                            Access::List
+                        });
                         collector.walk(walk, command.program(), base);
                     }
                 }
@@ -342,8 +372,10 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
             }
             // Bash expands every pattern, whatever the program makes of the
             // names (`echo -- link_out/*` lists a folder outside); before
-            // `--`, a name starting with `-` is read as an option.
-            collector.access = Some(Access::Read);
+            // `--`, a name starting with `-` is read as an option. The
+            // expansion itself only lists folders: what the program opens
+            // among the names is its own use, above.
+            collector.access = Some(Access::List);
             let mut options_end = false;
             for arg in command.args() {
                 options_end |= arg == "--";
@@ -352,6 +384,14 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
                     if !options_end {
                         collector.option_like(arg, command.program(), base);
                     }
+                }
+            }
+        }
+        // The repository's own configuration may make git run programs.
+        if let Some(location) = programs::git_location(&command.words) {
+            for base in &bases {
+                for why in collector.resolver.git_programs(base, &location) {
+                    collector.unprovable(why);
                 }
             }
         }
@@ -1059,6 +1099,10 @@ impl Resolver for Lexical {
 
     fn lists(&self) -> bool {
         false
+    }
+
+    fn git_programs(&self, _: &Base, _: &programs::GitLocation) -> Vec<String> {
+        Vec::new()
     }
 }
 

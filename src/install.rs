@@ -4,7 +4,13 @@
 //! `--check`) and `gavel doctor`, so that the two can never disagree on
 //! what a working hook is.
 //!
-//! Reads files and `PATH`; writes nothing, decides nothing about calls.
+//! "This gavel" is a file: the running binary, or another that is the same
+//! gavel (the same file after symlinks, the same bytes, or the same
+//! `--version`), so a copy in a build folder and the one installed on
+//! `PATH` count as one, and the one on `PATH` is preferred.
+//!
+//! Reads files and `PATH` (and runs a `gavel --version` found there);
+//! writes nothing, decides nothing about calls.
 
 use std::path::{Path, PathBuf};
 
@@ -95,6 +101,125 @@ pub fn which(name: &str) -> Option<PathBuf> {
     })
 }
 
+/// How another binary is the same gavel as this one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Same {
+    /// The same file, after symlinks.
+    File,
+    /// Another file with the same bytes (a copy, `cargo install` of the same build).
+    Contents,
+    /// Another build that says it is the same version (`gavel 0.1.0`).
+    Version(String),
+}
+
+/// What this gavel answers to `--version`.
+pub fn version_line() -> String {
+    format!("gavel {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Whether `other` is the same gavel as `this` (canonical), and how.
+pub fn same_gavel(this: &Path, other: &Path) -> Option<Same> {
+    let other = std::fs::canonicalize(other).ok()?;
+    if other == this {
+        return Some(Same::File);
+    }
+    if same_bytes(this, &other) {
+        return Some(Same::Contents);
+    }
+    let version = version_of(&other)?;
+    (version == version_line()).then_some(Same::Version(version))
+}
+
+/// Whether two files hold the same bytes.
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    if ma.len() != mb.len() {
+        return false;
+    }
+    let (Ok(fa), Ok(fb)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+        return false;
+    };
+    let (mut ra, mut rb) = (
+        std::io::BufReader::with_capacity(1 << 16, fa),
+        std::io::BufReader::with_capacity(1 << 16, fb),
+    );
+    let (mut ba, mut bb) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        let (Ok(na), Ok(nb)) = (read_full(&mut ra, &mut ba), read_full(&mut rb, &mut bb)) else {
+            return false;
+        };
+        if na != nb || ba[..na] != bb[..nb] {
+            return false;
+        }
+        if na == 0 {
+            return true;
+        }
+    }
+}
+
+/// Reads until `buf` is full or the input ends; how much was read.
+fn read_full(input: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+/// The first line `program --version` prints, within two seconds.
+fn version_of(program: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use wait_timeout::ChildExt;
+    let mut child = Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let status = match child.wait_timeout(std::time::Duration::from_secs(2)) {
+        Ok(Some(status)) => status,
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()?
+        .take(4096)
+        .read_to_string(&mut out)
+        .ok()?;
+    status
+        .success()
+        .then(|| out.lines().next().unwrap_or_default().trim().to_owned())
+}
+
+/// The `gavel` on `PATH` when it is the same gavel as `this` (canonical).
+pub fn gavel_on_path(this: &Path) -> Option<(PathBuf, Same)> {
+    let found = which("gavel")?;
+    let same = same_gavel(this, &found)?;
+    Some((found, same))
+}
+
+/// The file a hook command's program names: a path as written, a bare
+/// name looked up on `PATH`.
+pub fn locate(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        Some(PathBuf::from(program))
+    } else {
+        which(program)
+    }
+}
+
 /// Whether `binary` lies in a cargo build folder (`…/target/release/gavel`),
 /// which `cargo clean` removes.
 pub fn in_build_folder(binary: &Path) -> bool {
@@ -108,7 +233,7 @@ pub fn in_build_folder(binary: &Path) -> bool {
 /// What a hook command's program runs now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Runs {
-    /// The gavel expected (the same file, after symlinks).
+    /// The gavel expected ([`same_gavel`]: the same file, bytes or version).
     This,
     /// Another program, at this path.
     Other(PathBuf),
@@ -121,13 +246,8 @@ pub enum Runs {
 /// written, a bare name is looked up on `PATH`; `this` is the gavel
 /// expected, canonical.
 pub fn resolve_program(program: &str, this: &Path) -> Runs {
-    let found = if program.contains('/') {
-        Some(PathBuf::from(program))
-    } else {
-        which(program)
-    };
-    match found.as_deref().map(std::fs::canonicalize) {
-        Some(Ok(found)) if found == this => Runs::This,
+    match locate(program).as_deref().map(std::fs::canonicalize) {
+        Some(Ok(found)) if same_gavel(this, &found).is_some() => Runs::This,
         Some(Ok(found)) => Runs::Other(found),
         _ => Runs::Missing,
     }

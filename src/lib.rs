@@ -14,6 +14,7 @@ pub mod central;
 pub mod chain;
 pub mod checkpoint;
 pub mod clients;
+pub mod demo;
 pub mod digest;
 pub mod doctor;
 pub mod explain;

@@ -5,6 +5,13 @@
 //! as OTLP/JSON (`gavel export --format otlp-json`) or as the OTLP/HTTP
 //! protobuf body (`gavel push --otlp`).
 //!
+//! What `push --otlp` sends, once per span id, is planned here ([`Due`],
+//! [`PushState`]): a call once its result is recorded; a call still open
+//! after a grace period (an agent killed mid-call, an ask nobody answered)
+//! as an incomplete span; and, for a call sent incomplete whose result came
+//! later, that result as a `gavel.late_result` child span of it, never the
+//! call's span again.
+//!
 //! The protobuf encoding is written here, for the few messages of
 //! `ExportTraceServiceRequest` gavel fills: the OpenTelemetry Rust crates
 //! that carry those messages bring the SDK and an async runtime with them,
@@ -39,6 +46,24 @@ pub struct Span {
     /// last row: what `push --otlp` resumes after.
     pub completed_at: u64,
     pub complete: bool,
+    /// The call the span is about.
+    pub call_id: String,
+    /// The span this one belongs under (a late result's call span).
+    pub parent_span_id: Option<[u8; 8]>,
+    /// What the span says of its call.
+    pub sent: Sent,
+}
+
+/// What a span says of its call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// The call, completed: its result is in it.
+    Complete,
+    /// The call, with no result yet (`gavel.status` = `incomplete`).
+    Incomplete,
+    /// The result of a call sent before as [`Sent::Incomplete`], as a child
+    /// span of it (`gavel.late_result`).
+    LateResult,
 }
 
 /// An attribute: its key and value.
@@ -166,6 +191,7 @@ impl Spans {
                 span.attributes.push(s("gavel.status", status));
                 span.completed_at = row.seq;
                 span.complete = true;
+                span.sent = Sent::Complete;
                 Some(span)
             }
             _ => None,
@@ -183,6 +209,173 @@ impl Spans {
                 span
             })
             .collect()
+    }
+}
+
+/// The span that carries the result of `call` (a completed call's span)
+/// when the call was already sent incomplete: a child of that span, with an
+/// id of its own, from the call's start to its result, named
+/// `gavel.late_result`. It repeats no `gen_ai.operation.name`, so a
+/// consumer counting tool executions counts the call once.
+pub fn late_result(call: &Span) -> Span {
+    let keep = [
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.id",
+        "gen_ai.conversation.id",
+        "gavel.call_id",
+        "gavel.log_id",
+        "gavel.mcp.server",
+        "gavel.rule_id",
+        "gavel.action",
+        "gavel.approval",
+        "gavel.status",
+        "gavel.exit_code",
+    ];
+    let log_id = call
+        .attributes
+        .iter()
+        .find_map(|(k, v)| match (k.as_str(), v) {
+            ("gavel.log_id", AnyValue::Str(id)) => Some(id.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut attributes: Vec<Attribute> = call
+        .attributes
+        .iter()
+        .filter(|(k, _)| keep.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    attributes.push(s("gavel.late_result_of", crate::digest::hex(&call.span_id)));
+    attributes.push((
+        "gavel.seq".into(),
+        AnyValue::Int(i64::try_from(call.completed_at).unwrap_or(i64::MAX)),
+    ));
+    Span {
+        trace_id: call.trace_id,
+        span_id: id(&[
+            b"gavel/late-result",
+            log_id.as_bytes(),
+            call.call_id.as_bytes(),
+        ]),
+        name: "gavel.late_result".to_owned(),
+        guardrail: None,
+        attributes,
+        parent_span_id: Some(call.span_id),
+        sent: Sent::LateResult,
+        ..call.clone()
+    }
+}
+
+/// What `push --otlp` already sent to one endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PushState {
+    /// Every call whose result is at or before this seq was sent (as its
+    /// span, or as the late result of a call sent incomplete).
+    pub sent_through: u64,
+    /// Calls sent incomplete whose result has not been sent yet.
+    pub incomplete: std::collections::BTreeSet<String>,
+}
+
+impl PushState {
+    /// What was sent to `url`, as kept at `path` (nothing yet: none).
+    pub fn read(path: &std::path::Path) -> std::io::Result<Self> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(err) => return Err(err),
+        };
+        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(Self {
+            sent_through: value["sent_through"].as_u64().unwrap_or(0),
+            incomplete: value["incomplete"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+        })
+    }
+
+    /// Keeps the state at `path` (written to a new file, then renamed over
+    /// the old one).
+    pub fn write(&self, path: &std::path::Path, url: &str) -> std::io::Result<()> {
+        let tmp = path.with_extension("tmp");
+        let text = json!({
+            "url": url,
+            "sent_through": self.sent_through,
+            "incomplete": self.incomplete,
+        });
+        std::fs::write(&tmp, text.to_string())?;
+        std::fs::rename(tmp, path)
+    }
+
+    /// Takes in a batch of spans the endpoint accepted.
+    pub fn sent(&mut self, batch: &[Span]) {
+        for span in batch {
+            match span.sent {
+                Sent::Complete => {
+                    self.sent_through = self.sent_through.max(span.completed_at);
+                }
+                Sent::LateResult => {
+                    self.sent_through = self.sent_through.max(span.completed_at);
+                    self.incomplete.remove(&span.call_id);
+                }
+                Sent::Incomplete => {
+                    self.incomplete.insert(span.call_id.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The spans a push sends, from the log's rows in seq order: each call
+/// completed after [`PushState::sent_through`] (a call sent incomplete
+/// before: its late result instead), then each call still open whose
+/// request is at or before `cutoff_ns` and was not sent incomplete yet.
+pub struct Due<'a> {
+    spans: Spans,
+    state: &'a PushState,
+    cutoff_ns: u64,
+    due: Vec<Span>,
+}
+
+impl<'a> Due<'a> {
+    pub fn new(state: &'a PushState, cutoff_ns: u64) -> Self {
+        Self {
+            spans: Spans::new(),
+            state,
+            cutoff_ns,
+            due: Vec::new(),
+        }
+    }
+
+    /// Takes in one row.
+    pub fn push(&mut self, row: &StoredEvent) {
+        if let Some(span) = self.spans.push(row)
+            && span.completed_at > self.state.sent_through
+        {
+            self.due
+                .push(if self.state.incomplete.contains(&span.call_id) {
+                    late_result(&span)
+                } else {
+                    span
+                });
+        }
+    }
+
+    /// The spans to send, in that order.
+    pub fn finish(self) -> Vec<Span> {
+        let Self {
+            spans,
+            state,
+            cutoff_ns,
+            mut due,
+        } = self;
+        due.extend(spans.finish().into_iter().filter(|span| {
+            span.start_ns <= cutoff_ns && !state.incomplete.contains(&span.call_id)
+        }));
+        due
     }
 }
 
@@ -260,6 +453,9 @@ fn request_span(row: &StoredEvent, payload: &Value) -> Span {
         resource,
         completed_at: row.seq,
         complete: false,
+        call_id: row.call_id.clone(),
+        parent_span_id: None,
+        sent: Sent::Incomplete,
     }
 }
 
@@ -319,6 +515,9 @@ fn span_json(span: &Span) -> Value {
         "endTimeUnixNano": span.end_ns.to_string(),
         "attributes": json_attributes(&span.attributes),
     });
+    if let Some(parent) = &span.parent_span_id {
+        value["parentSpanId"] = json!(crate::digest::hex(parent));
+    }
     if let Some((time, attributes)) = &span.guardrail {
         value["events"] = json!([{
             "timeUnixNano": time.to_string(),
@@ -399,6 +598,9 @@ fn proto_span(span: &Span) -> Proto {
     let mut out = Proto::default();
     out.bytes(1, &span.trace_id);
     out.bytes(2, &span.span_id);
+    if let Some(parent) = &span.parent_span_id {
+        out.bytes(4, parent);
+    }
     out.bytes(5, span.name.as_bytes());
     out.uint(6, 1); // SPAN_KIND_INTERNAL
     out.fixed64(7, span.start_ns);
@@ -457,24 +659,4 @@ pub fn state_path(db: &std::path::Path, url: &str) -> std::path::PathBuf {
     let mut name = db.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".otlp-{tag}"));
     db.with_file_name(name)
-}
-
-/// The seq through which every completed call was sent (0: none yet).
-pub fn sent_through(state: &std::path::Path) -> std::io::Result<u64> {
-    match std::fs::read_to_string(state) {
-        Ok(text) => Ok(serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| v["sent_through"].as_u64())
-            .unwrap_or(0)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(0),
-        Err(err) => Err(err),
-    }
-}
-
-/// Records that every call completed through `seq` was sent to `url`
-/// (written to a new file, then renamed over the old one).
-pub fn record_sent(state: &std::path::Path, url: &str, seq: u64) -> std::io::Result<()> {
-    let tmp = state.with_extension("tmp");
-    std::fs::write(&tmp, json!({"url": url, "sent_through": seq}).to_string())?;
-    std::fs::rename(tmp, state)
 }

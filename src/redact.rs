@@ -101,15 +101,18 @@ const BUILT_IN: &[(&str, &str, bool, &[&str])] = &[
     ),
     (
         "gitlab_token",
-        r"\b(?:glpat|gldt|glptt|glrt|glsoat)-[A-Za-z0-9_\-]{20,}",
+        r"\b(?:glpat|gldt|glptt|glrt|glsoat|glcbt|glft|glimt|glagent|gloas)-[A-Za-z0-9_\-]{20,}",
         false,
-        &["glpat-", "gldt-", "glptt-", "glrt-", "glsoat-"],
+        &[
+            "glpat-", "gldt-", "glptt-", "glrt-", "glsoat-", "glcbt-", "glft-", "glimt-",
+            "glagent-", "gloas-",
+        ],
     ),
     (
         "slack_token",
-        r"\bxox[abposre]-[A-Za-z0-9\-]{10,}",
+        r"\b(?:xox[abposre]-|xoxe\.xox[bp]-|xapp-)[A-Za-z0-9\-]{10,}",
         false,
-        &["xox"],
+        &["xox", "xapp-"],
     ),
     (
         "slack_webhook",
@@ -141,6 +144,203 @@ const BUILT_IN: &[(&str, &str, bool, &[&str])] = &[
         r"\bpypi-[A-Za-z0-9_\-]{50,}",
         false,
         &["pypi-"],
+    ),
+    (
+        "sendgrid_key",
+        r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",
+        false,
+        &["SG."],
+    ),
+    // Tokens that announce themselves by a vendor's prefix. Each
+    // alternative asks for the shape its vendor documents (length and
+    // alphabet), so that an ordinary word with the same start is kept.
+    (
+        "api_token",
+        concat!(
+            r"\b(?:",
+            r"hf_[A-Za-z0-9]{30,}",
+            r"|do[por]_v1_[a-f0-9]{64}",
+            r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+            r"|dapi[a-f0-9]{32}",
+            r"|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}",
+            r"|hv[sbr]\.[A-Za-z0-9_\-]{20,}",
+            r"|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,}",
+            r"|lin_(?:api|oauth)_[A-Za-z0-9]{40,}",
+            r"|secret_[A-Za-z0-9]{43}\b",
+            r"|ntn_[A-Za-z0-9]{40,}",
+            r"|AT(?:ATT|CTT|BB)[A-Za-z0-9_\-=]{24,}",
+            r"|PMAK-[a-f0-9]{24}-[a-f0-9]{34}",
+            r"|glc_[A-Za-z0-9+/]{32,}={0,2}",
+            r"|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",
+            r"|NR(?:AK|JS|II)-[A-Za-z0-9]{19,}",
+            r"|sntry[su]_[A-Za-z0-9+/=_]{40,}",
+            r"|pul-[a-f0-9]{40}",
+            r"|AGE-SECRET-KEY-1[A-Z0-9]{58}",
+            r"|fo1_[A-Za-z0-9_\-]{40,}",
+            r"|fm[12][ar]?_[A-Za-z0-9+/=_\-]{40,}",
+            r"|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9=\-_.]{32,}",
+            r"|sbp_[a-f0-9]{40}",
+            r"|sb_secret_[A-Za-z0-9_\-]{20,}",
+            r"|dckr_pat_[A-Za-z0-9_\-]{27,}",
+            r"|figd_[A-Za-z0-9_\-]{40,}",
+            r"|CFPAT-[A-Za-z0-9_\-]{43,}",
+            r"|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}",
+            r"|EZ[AT]K[A-Za-z0-9]{54}",
+            r"|FLWSECK(?:_TEST)?-[a-hA-H0-9]{32}-X",
+            r"|AKCp[A-Za-z0-9]{60,}",
+            r"|cmVmdGtu[A-Za-z0-9]{56,}",
+            r"|key-[a-f0-9]{32}\b",
+            r"|[a-f0-9]{32}-us[0-9]{1,2}\b",
+            r"|SK[0-9a-fA-F]{32}\b",
+            r"|x(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}",
+            r"|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}",
+            r"|EAA[A-Za-z0-9_\-+=]{60,}",
+            r"|A{20,}[A-Za-z0-9%]{40,}",
+            r"|sl\.(?:u\.)?[A-Za-z0-9_\-=]{40,}",
+            r"|[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}",
+            r"|gsk_[A-Za-z0-9]{48,}",
+            r"|r8_[A-Za-z0-9]{37,}",
+            r"|pplx-[A-Za-z0-9]{40,}",
+            r"|xai-[A-Za-z0-9]{60,}",
+            r"|GOCSPX-[A-Za-z0-9_\-]{28}",
+            r"|LTAI[A-Za-z0-9]{12,20}\b",
+            r"|AKID[A-Za-z0-9]{32}",
+            r"|rubygems_[a-f0-9]{48}",
+            r"|CLOJARS_[a-z0-9]{60}",
+            r"|oy2[a-z0-9]{43}",
+            r"|pnu_[A-Za-z0-9]{36}",
+            r"|rdme_[a-z0-9]{70}",
+            r"|tfp_[A-Za-z0-9_\-.=]{59}",
+            r"|shippo_(?:live|test)_[a-f0-9]{40}",
+            r"|HRKU-[A-Za-z0-9_\-]{58,}",
+            r"|nfp_[A-Za-z0-9]{36}",
+            r"|sq[pua]_[a-f0-9]{40}",
+            r"|CCIPAT_[A-Za-z0-9]{20,}_[a-f0-9]{40}",
+            r"|bkua_[a-f0-9]{40}",
+            r"|API-[A-Z0-9]{26}\b",
+            r"|sgp_[A-Za-z0-9]{64}",
+            r"|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}",
+            r"|pcsk_[A-Za-z0-9_]{50,}",
+            r"|ops_eyJ[A-Za-z0-9_\-]{20,}",
+            r"|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}",
+            r"|sk_[a-f0-9]{48}",
+            r"|napi_[a-z0-9]{60,}",
+            r"|tvly-(?:dev-)?[A-Za-z0-9]{32,}",
+            r"|fc-[a-f0-9]{32}",
+            r"|phx_[A-Za-z0-9]{40,}",
+            r"|GR1348941[A-Za-z0-9_\-]{20}",
+            r"|access_token\$production\$[0-9a-z]{16}\$[0-9a-f]{32}",
+            r"|sk\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]{20,}",
+            r"|v1\.0-[a-f0-9]{24}-[a-f0-9]{146}",
+            r"|https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]+",
+            r")",
+            // An Azure client secret may start with `~` or `.`: no `\b`.
+            r"|[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}",
+        ),
+        false,
+        &[
+            "hf_",
+            "dop_v1_",
+            "doo_v1_",
+            "dor_v1_",
+            "shpat_",
+            "shpca_",
+            "shppa_",
+            "shpss_",
+            "dapi",
+            "dp.",
+            "hvs.",
+            "hvb.",
+            "hvr.",
+            ".atlasv1.",
+            "lin_api_",
+            "lin_oauth_",
+            "secret_",
+            "ntn_",
+            "ATATT",
+            "ATCTT",
+            "ATBB",
+            "PMAK-",
+            "glc_",
+            "glsa_",
+            "NRAK-",
+            "NRJS-",
+            "NRII-",
+            "sntrys_",
+            "sntryu_",
+            "pul-",
+            "AGE-SECRET-KEY-1",
+            "fo1_",
+            "fm1",
+            "fm2",
+            "pscale_",
+            "sbp_",
+            "sb_secret_",
+            "dckr_pat_",
+            "figd_",
+            "CFPAT-",
+            "dt0c01.",
+            "EZAK",
+            "EZTK",
+            "FLWSECK",
+            "AKCp",
+            "cmVmdGtu",
+            "key-",
+            "-us",
+            "SK",
+            "xkeysib-",
+            "xsmtpsib-",
+            "sq0atp-",
+            "sq0csp-",
+            "EAA",
+            "AAAAAAAAAAAAAAAAAAAA",
+            "sl.",
+            ":AA",
+            "gsk_",
+            "r8_",
+            "pplx-",
+            "xai-",
+            "GOCSPX-",
+            "LTAI",
+            "AKID",
+            "rubygems_",
+            "CLOJARS_",
+            "oy2",
+            "pnu_",
+            "rdme_",
+            "tfp_",
+            "shippo_",
+            "HRKU-",
+            "nfp_",
+            "sqp_",
+            "squ_",
+            "sqa_",
+            "CCIPAT_",
+            "bkua_",
+            "API-",
+            "sgp_",
+            "lsv2_",
+            "pcsk_",
+            "ops_eyJ",
+            "re_",
+            "sk_",
+            "napi_",
+            "tvly-",
+            "fc-",
+            "phx_",
+            "GR1348941",
+            "access_token$",
+            "sk.eyJ",
+            "Q~",
+            "v1.0-",
+            "discord",
+        ],
+    ),
+    (
+        "private_key",
+        r"PuTTY-User-Key-File-[0-9]+:[\s\S]*?(?:Private-MAC:[ \t]*[0-9a-fA-F]+|\z)",
+        false,
+        &["PuTTY-User-Key-File-"],
     ),
     (
         "jwt",
@@ -471,11 +671,113 @@ fn nothing_to_detect(payload: &[u8]) -> bool {
 /// random, or would once its string is unescaped (an escape's letter, as
 /// the `n` of `\n`, is no part of the token that follows it).
 fn random_token(payload: &[u8]) -> bool {
+    // A run after a `.` is judged as a path's (see [`random_parts`]); so
+    // may be one after an escape's letter, which may stand for anything.
     runs(payload).any(|(start, end)| {
-        looks_random_bytes(&payload[start..end])
-            || (start > 0
-                && payload[start - 1] == b'\\'
-                && looks_random_bytes(&payload[start + 1..end]))
+        let after = |at: usize, byte: u8| at > 0 && payload[at - 1] == byte;
+        !random_parts(&payload[start..end], after(start, b'.')).is_empty()
+            || (after(start, b'\\')
+                && (!random_parts(&payload[start + 1..end], false).is_empty()
+                    || !random_parts(&payload[start + 1..end], true).is_empty()))
+    })
+}
+
+/// The parts of `run`, a maximal run of token bytes, that the entropy
+/// detector takes for secrets, as byte ranges of `run`.
+///
+/// A run without `/` is judged whole ([`looks_random`]). A run with one
+/// may be a path. Its components (split at `/`) that look random on their
+/// own are set apart; when what is left reads as a path ([`path_like`]),
+/// only they are taken, so that a random-looking folder name (a `mktemp`
+/// folder, a worktree's, a cache's hash) does not take the whole path
+/// with it. Otherwise (base64, whose alphabet holds `/`, cut into pieces
+/// that read as no words) the run is judged whole, so that no part of a
+/// secret is left beside its marker. `anchored` tells that the run starts
+/// as a path does: at a `/` or `~`, or after a `.` (`/tmp/tmp.x/...`).
+pub fn random_parts(run: &[u8], anchored: bool) -> Vec<(usize, usize)> {
+    if run.len() < ENTROPY_MIN_LEN {
+        return Vec::new();
+    }
+    if !run.contains(&b'/') {
+        return match looks_random_bytes(run) {
+            true => vec![(0, run.len())],
+            false => Vec::new(),
+        };
+    }
+    let mut parts = Vec::new();
+    let mut rest = Vec::new();
+    let mut start = 0;
+    for component in run.split(|&b| b == b'/') {
+        let end = start + component.len();
+        match looks_random_bytes(component) {
+            true => parts.push((start, end)),
+            false => rest.push(component),
+        }
+        start = end + 1;
+    }
+    let anchored = anchored || matches!(run.first(), Some(b'/' | b'~'));
+    if !path_like(rest.iter().copied(), anchored) && looks_random_bytes(run) {
+        return vec![(0, run.len())];
+    }
+    parts
+}
+
+/// Whether `components` (of a run of token bytes, split at `/`) read as a
+/// path: of their pieces (split at `-`, `_`, `+`, `=`), those that read
+/// as words (see [`word_like`]) hold at least as many bytes as the
+/// others; or, for a run `anchored` where a path starts, no other piece
+/// is longer than [`PATH_PIECE_MAX`] (the random part of a `mktemp`
+/// folder is 6 to 12). The pieces of a random base64 text almost never
+/// read as words (a long piece would have to be letters of one case, or
+/// capitalized, with digits at its end only).
+pub fn path_like<'a>(components: impl IntoIterator<Item = &'a [u8]>, anchored: bool) -> bool {
+    let (mut words, mut other, mut longest) = (0usize, 0usize, 0usize);
+    for component in components {
+        for piece in component.split(|b| matches!(b, b'-' | b'_' | b'+' | b'=')) {
+            match word_like(piece) {
+                true => words += piece.len(),
+                false => {
+                    other += piece.len();
+                    longest = longest.max(piece.len());
+                }
+            }
+        }
+    }
+    words >= other || (anchored && longest <= PATH_PIECE_MAX)
+}
+
+/// The longest piece of a path's folder name, neither a word nor random
+/// on its own, that leaves the path to be judged folder by folder.
+pub const PATH_PIECE_MAX: usize = 16;
+
+/// Whether `piece` (letters and digits) reads as a word of a name: digits
+/// only, lowercase hex, or letters of one case, capitalized or camel-case
+/// (each capital followed by at least two lowercase letters), with digits
+/// at its end only.
+fn word_like(piece: &[u8]) -> bool {
+    if piece
+        .iter()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'a'..=b'f'))
+    {
+        return true;
+    }
+    let letters = piece
+        .iter()
+        .rposition(|b| !b.is_ascii_digit())
+        .map_or(&piece[..0], |last| &piece[..=last]);
+    if !letters.iter().all(u8::is_ascii_alphabetic) {
+        return false;
+    }
+    if letters.iter().all(u8::is_ascii_uppercase) || letters.iter().all(u8::is_ascii_lowercase) {
+        return true;
+    }
+    // Camel case: every capital but a leading one starts a run of at
+    // least two lowercase letters.
+    letters.iter().enumerate().all(|(at, b)| {
+        !b.is_ascii_uppercase()
+            || (letters.get(at + 1).is_some_and(u8::is_ascii_lowercase)
+                && letters.get(at + 2).is_some_and(u8::is_ascii_lowercase))
+            || (at == 0 && letters.get(1).is_some_and(u8::is_ascii_lowercase))
     })
 }
 
@@ -539,10 +841,44 @@ impl Known {
     }
 }
 
+/// The attributes of a `Set-Cookie:` value (RFC 6265), whose values are
+/// no secrets.
+const COOKIE_ATTRIBUTES: &[&str] = &[
+    "path",
+    "domain",
+    "expires",
+    "max-age",
+    "samesite",
+    "secure",
+    "httponly",
+    "priority",
+    "partitioned",
+    "version",
+    "comment",
+];
+
 /// The `(kind, secret)` pairs to replace wherever they occur again.
 fn known_secrets(found: Vec<(String, String)>) -> Vec<(String, String)> {
     let mut known: Vec<(String, String)> = Vec::new();
     for (kind, secret) in found {
+        if kind == "cookie" {
+            // Each value of `name=value; name=value` on its own: a cookie
+            // header split into shell words (or resolved as a path) keeps
+            // the values, not the header as it was.
+            for pair in secret.split(';') {
+                let Some((name, value)) = pair.split_once('=') else {
+                    continue;
+                };
+                let value = value.trim();
+                if value.len() >= KNOWN_MIN_LEN
+                    && !COOKIE_ATTRIBUTES
+                        .iter()
+                        .any(|a| name.trim().eq_ignore_ascii_case(a))
+                {
+                    known.push((kind.clone(), value.to_owned()));
+                }
+            }
+        }
         if kind == "private_key" {
             for part in secret.split(|c: char| c.is_whitespace() || c == '\\') {
                 let part = part.trim_start_matches('n');
@@ -668,18 +1004,31 @@ impl Redactor {
     }
 
     /// `text` with its secrets replaced, and how many there were.
+    ///
+    /// In three rounds, each over the whole text: the detectors of known
+    /// shapes; every other occurrence of what they found; then the
+    /// entropy scan, and every other occurrence of what it found. A
+    /// secret a detector found is so replaced whole wherever it occurs
+    /// before the entropy scan could cut it into random-looking tokens
+    /// (which it takes or leaves by chance).
     pub fn redact_str(&self, text: &str) -> (String, usize) {
         let mut found = Vec::new();
         let (out, mut count) = self.detect(text, &mut found);
         let mut out = out.into_owned();
         count += self.replace_known(&mut out, &self.known(found));
+        let mut random = Vec::new();
+        let mut cow = Cow::Borrowed(out.as_str());
+        count += self.redact_entropy(&mut cow, &mut random);
+        let mut out = cow.into_owned();
+        count += self.replace_known(&mut out, &self.known(random));
         (out, count)
     }
 
     /// The policy's patterns, then each detector one of whose triggers
-    /// occurs in `text` (found in one pass), then the entropy scan; the
-    /// secrets found are added to `found` as `(kind, secret)`. `text` is
-    /// copied only when something in it is replaced.
+    /// occurs in `text` (found in one pass); the secrets found are added to
+    /// `found` as `(kind, secret)`. `text` is copied only when something in
+    /// it is replaced. The entropy scan is a round of its own
+    /// ([`Redactor::redact_entropy`]).
     ///
     /// The triggers are looked for once, before the detectors run. A
     /// marker a detector puts in holds no trigger of a later one but its
@@ -711,7 +1060,6 @@ impl Redactor {
                 }
             }
         }
-        count += self.redact_entropy(&mut out, found);
         (out, count)
     }
 
@@ -824,23 +1172,29 @@ impl Redactor {
         count
     }
 
+    /// Replaces the random-looking parts of `text`'s long tokens (see
+    /// [`random_parts`]).
     fn redact_entropy(&self, text: &mut Cow<'_, str>, found: &mut Vec<(String, String)>) -> usize {
+        if self.settings.disabled {
+            return 0;
+        }
         let mut out = String::new();
         let mut last = 0;
         let mut count = 0;
-        for (start, end) in tokens(text) {
-            let token = &text[start..end];
-            if !looks_random(token) {
-                continue;
+        for (run_start, run_end) in tokens(text) {
+            let anchored = run_start > 0 && text.as_bytes()[run_start - 1] == b'.';
+            for (start, end) in random_parts(&text.as_bytes()[run_start..run_end], anchored) {
+                let (start, end) = (run_start + start, run_start + end);
+                let token = &text[start..end];
+                if count == 0 {
+                    out.reserve(text.len() + 64);
+                }
+                out.push_str(&text[last..start]);
+                out.push_str(&self.marker("high_entropy", token));
+                found.push(("high_entropy".to_owned(), token.to_owned()));
+                last = end;
+                count += 1;
             }
-            if count == 0 {
-                out.reserve(text.len() + 64);
-            }
-            out.push_str(&text[last..start]);
-            out.push_str(&self.marker("high_entropy", token));
-            found.push(("high_entropy".to_owned(), token.to_owned()));
-            last = end;
-            count += 1;
         }
         if count > 0 {
             out.push_str(&text[last..]);
@@ -861,7 +1215,30 @@ impl Redactor {
         if !known.is_empty() {
             count += self.replace_value(value, &known);
         }
+        let mut random = Vec::new();
+        count += self.entropy_value(value, &mut random);
+        let known = self.known(random);
+        if !known.is_empty() {
+            count += self.replace_value(value, &known);
+        }
         count
+    }
+
+    /// [`Redactor::redact_entropy`] over every string of `value`.
+    fn entropy_value(&self, value: &mut Value, found: &mut Vec<(String, String)>) -> usize {
+        match value {
+            Value::String(s) => {
+                let mut text = Cow::Borrowed(s.as_str());
+                let count = self.redact_entropy(&mut text, found);
+                if count > 0 {
+                    *s = text.into_owned();
+                }
+                count
+            }
+            Value::Array(items) => items.iter_mut().map(|v| self.entropy_value(v, found)).sum(),
+            Value::Object(map) => map.values_mut().map(|v| self.entropy_value(v, found)).sum(),
+            _ => 0,
+        }
     }
 
     fn detect_value(&self, value: &mut Value, found: &mut Vec<(String, String)>) -> usize {
@@ -936,23 +1313,22 @@ impl Redactor {
                 *count += self.detect_value(value, found);
             }
         }
-        let known = self.known(found.clone());
+        // Rounds as in [`Redactor::redact_str`], each over the whole batch.
+        self.replace_staged(&mut staged, &self.known(found.clone()));
+        let mut random = Vec::new();
+        for (_, stage) in &mut staged {
+            if let Stage::Parsed(Some(value), count) = stage {
+                *count += self.entropy_value(value, &mut random);
+            }
+        }
+        self.replace_staged(&mut staged, &self.known(random.clone()));
+        found.extend(random);
         staged
             .into_iter()
             .map(|(payload, stage)| {
-                let (value, mut count) = match stage {
-                    Stage::Kept | Stage::Parsed(None, _) => return (payload, 0),
-                    Stage::Clean if known.is_empty() => return (payload, 0),
-                    Stage::Clean => match serde_json::from_slice::<Value>(&payload) {
-                        Ok(value) => (value, 0),
-                        Err(_) => return (payload, 0),
-                    },
-                    Stage::Parsed(Some(value), count) => (value, count),
+                let Stage::Parsed(Some(mut value), count) = stage else {
+                    return (payload, 0);
                 };
-                let mut value = value;
-                if !known.is_empty() {
-                    count += self.replace_value(&mut value, &known);
-                }
                 if count == 0 {
                     return (payload, 0);
                 }
@@ -966,6 +1342,23 @@ impl Redactor {
             })
             .collect()
     }
+
+    /// Replaces the `known` secrets in every payload of a batch, parsing
+    /// one left unparsed (nothing for the detectors) only now that there
+    /// is something to look for.
+    fn replace_staged(&self, staged: &mut [(Vec<u8>, Stage)], known: &Known) {
+        if known.is_empty() {
+            return;
+        }
+        for (payload, stage) in staged {
+            if let Stage::Clean = stage {
+                *stage = Stage::Parsed(serde_json::from_slice::<Value>(payload).ok(), 0);
+            }
+            if let Stage::Parsed(Some(value), count) = stage {
+                *count += self.replace_value(value, known);
+            }
+        }
+    }
 }
 
 /// Where a payload of a batch is in [`Redactor::redact_batch`].
@@ -978,21 +1371,105 @@ enum Stage {
     Parsed(Option<Value>, usize),
 }
 
-/// Whether `token` looks like a random secret: long, letters of both cases
-/// and digits, and Shannon entropy at or above [`ENTROPY_THRESHOLD`].
+/// Whether `token` looks like a random secret: at least [`ENTROPY_MIN_LEN`]
+/// bytes, letters of both cases, at least [`RANDOM_MATERIAL_MIN`] of them in
+/// pieces that read as no words, and either digits and Shannon entropy at
+/// or above [`ENTROPY_THRESHOLD`], or the short words of random text.
 pub fn looks_random(token: &str) -> bool {
     looks_random_bytes(token.as_bytes())
 }
 
+///
+/// Entropy alone decides by chance on a short token: 32 random letters and
+/// digits fall below [`ENTROPY_THRESHOLD`] one time in three. So a token
+/// with letters of both cases whose entropy is at least
+/// [`ENTROPY_FLOOR`] is taken too when its words are short: split into
+/// words (a capital and its lowercase letters, a run of capitals, a run
+/// of digits), they are under 3.2 bytes long on average (2.8 without a
+/// digit). Random text falls into words of 1.5 to 2 bytes; a name made of
+/// words (`AbstractSingletonProxyFactoryBean2`) into words of 4 and more.
 fn looks_random_bytes(bytes: &[u8]) -> bool {
     if bytes.len() < ENTROPY_MIN_LEN
-        || !bytes.iter().any(u8::is_ascii_digit)
         || !bytes.iter().any(u8::is_ascii_uppercase)
         || !bytes.iter().any(u8::is_ascii_lowercase)
+        || random_material(bytes) < RANDOM_MATERIAL_MIN
     {
         return false;
     }
-    entropy(bytes) >= ENTROPY_THRESHOLD
+    let digits = bytes.iter().any(u8::is_ascii_digit);
+    let entropy = entropy(bytes);
+    if digits && entropy >= ENTROPY_THRESHOLD {
+        return true;
+    }
+    if entropy < ENTROPY_FLOOR {
+        return false;
+    }
+    let (words, bytes_in_words) = words(bytes);
+    // Average word length under 3.2 (with digits) or 2.8 bytes, in integers.
+    match digits {
+        true => 5 * bytes_in_words < 16 * words,
+        false => 5 * bytes_in_words < 14 * words,
+    }
+}
+
+/// The fewest bytes of a token, in pieces that read as no words, for it
+/// to be taken for a secret: a folder named `tool-first-hour-9j5q310f`
+/// or a `mktemp` template's 6 to 12 random bytes after words is a name.
+pub const RANDOM_MATERIAL_MIN: usize = 20;
+
+/// How many bytes of `token`'s pieces (split at `/`, `-`, `_`, `+`, `=`)
+/// read as no words ([`word_like`]).
+fn random_material(token: &[u8]) -> usize {
+    token
+        .split(|b| matches!(b, b'/' | b'-' | b'_' | b'+' | b'='))
+        .filter(|piece| !word_like(piece))
+        .map(<[u8]>::len)
+        .sum()
+}
+
+/// Shannon entropy (bits per character) under which a token is never
+/// taken for a secret (see [`looks_random`]).
+pub const ENTROPY_FLOOR: f64 = 4.0;
+
+/// How many words `bytes` falls into, and how many bytes they hold: a
+/// capital with the lowercase letters after it, lowercase letters, a run
+/// of capitals (its last one starts the next word when lowercase letters
+/// follow), a run of digits; other bytes separate words.
+fn words(bytes: &[u8]) -> (usize, usize) {
+    let run = |mut at: usize, class: fn(&u8) -> bool| {
+        while at < bytes.len() && class(&bytes[at]) {
+            at += 1;
+        }
+        at
+    };
+    let (mut words, mut held, mut at) = (0, 0, 0);
+    while at < bytes.len() {
+        let b = bytes[at];
+        let end = if b.is_ascii_digit() {
+            run(at, u8::is_ascii_digit)
+        } else if b.is_ascii_lowercase() {
+            run(at, u8::is_ascii_lowercase)
+        } else if b.is_ascii_uppercase() {
+            let capitals = run(at, u8::is_ascii_uppercase);
+            if capitals < bytes.len() && bytes[capitals].is_ascii_lowercase() {
+                if capitals - 1 > at {
+                    words += 1;
+                    held += capitals - 1 - at;
+                }
+                at = capitals - 1;
+                run(capitals, u8::is_ascii_lowercase)
+            } else {
+                capitals
+            }
+        } else {
+            at += 1;
+            continue;
+        };
+        words += 1;
+        held += end - at;
+        at = end;
+    }
+    (words, held)
 }
 
 /// Shannon entropy of `bytes`, in bits per byte.
@@ -1039,3 +1516,8 @@ mod tests;
 /// for every input.
 #[cfg(test)]
 mod same_as_before;
+
+/// Every secret shape with generated values, and paths with random
+/// folder names, through the pass.
+#[cfg(test)]
+mod shapes;

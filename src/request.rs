@@ -332,6 +332,31 @@ fn argument_list(schema: &ToolSchema) -> String {
     }
 }
 
+/// The built-in tools and their arguments, for `--help` (from the same
+/// schemas the policy checks requests against).
+pub fn builtin_tools_help() -> String {
+    let mut text = String::from(
+        "Built-in tools and their arguments (a missing required argument, a value of the wrong\n\
+         kind or any other key is denied as request.invalid_arguments):\n",
+    );
+    for tool in BUILTIN_TOOLS {
+        text.push_str(&format!("  {}: {}\n", tool.name, tool.about));
+        for argument in tool.arguments {
+            let need = if argument.required {
+                "required"
+            } else {
+                "optional"
+            };
+            text.push_str(&format!(
+                "      {:<9} {need}, {}\n",
+                argument.name, argument.about
+            ));
+        }
+    }
+    text.push_str("Any other tool name is judged by the policy alone (default: denied).");
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

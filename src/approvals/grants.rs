@@ -32,10 +32,11 @@ pub const GRANT_RULE_PREFIX: &str = "grant.";
 /// whatever a policy makes of them, they stand for something a person must
 /// see each time (a changed MCP tool definition: the "rug pull" a grant
 /// given before it would wave through; gavel's own record and policy; the
-/// agent answering its own approvals).
+/// agent answering its own approvals; a write to what git runs).
 pub const NEVER_GRANTED: &[&str] = &[
     "mcp.definition_changed",
     "path.protected",
+    "path.git_config",
     "bash.self_approval",
     "bash.hard_deny",
 ];

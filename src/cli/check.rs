@@ -8,7 +8,7 @@ use gavel::ToolRequest;
 use super::{Exit, FormatArgs, Global, hint_tool_typo, parse_json_arg, render};
 
 #[derive(Args, Debug)]
-#[command(after_help = super::builtin_tools_help())]
+#[command(after_help = gavel::request::builtin_tools_help())]
 pub struct CheckArgs {
     /// Tool name (bash, read_file, write_file, edit_file, glob, or any other)
     pub tool: String,

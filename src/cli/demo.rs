@@ -1,22 +1,16 @@
 //! `gavel demo`: a short scripted session in a fresh temporary workspace,
-//! showing each stage of the pipeline on the built-in policy.
+//! showing each stage of the pipeline on the built-in policy (the script is
+//! `gavel::demo`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
-use serde_json::{Value, json};
 
-use gavel::approval::Fixed;
-use gavel::policy::{DEFAULT_POLICY_TOML, Policy};
-use gavel::replay::{self, FactSource};
-use gavel::session::{Ask, Call, Governed, Service};
-use gavel::tools::Registry;
-use gavel::{ApprovalStatus, ToolRequest, Workspace};
-
-use gavel::store::{AuditQuery, Durability};
-
+use gavel::demo;
 use gavel::frontend::run::outcome_json;
+use gavel::policy::Policy;
+use gavel::replay::{self, FactSource};
+use gavel::store::AuditQuery;
 
 use super::{Exit, FormatArgs, Global, render};
 
@@ -33,155 +27,18 @@ pub struct DemoArgs {
     pub format: FormatArgs,
 }
 
-/// One scripted step: a call and how a user would answer if asked.
-struct Step {
-    what: &'static str,
-    tool: &'static str,
-    arguments: Value,
-    answer: ApprovalStatus,
-}
-
-fn script() -> Vec<Step> {
-    vec![
-        Step {
-            what: "read a file in the workspace",
-            tool: "read_file",
-            arguments: json!({"path": "notes.txt"}),
-            answer: ApprovalStatus::Cancelled,
-        },
-        Step {
-            what: "write a file, user approves",
-            tool: "write_file",
-            arguments: json!({"path": "report.md", "content": "# Report\nall good\n"}),
-            answer: ApprovalStatus::Approved,
-        },
-        Step {
-            what: "write a file, user rejects",
-            tool: "write_file",
-            arguments: json!({"path": "notes.txt", "content": "overwritten"}),
-            answer: ApprovalStatus::Rejected,
-        },
-        Step {
-            what: "hard-denied command (approval cannot help)",
-            tool: "bash",
-            arguments: json!({"command": "rm -rf ./build"}),
-            answer: ApprovalStatus::Approved,
-        },
-        Step {
-            what: "path escape",
-            tool: "read_file",
-            arguments: json!({"path": "../../etc/passwd"}),
-            answer: ApprovalStatus::Approved,
-        },
-        Step {
-            what: "unknown tool",
-            tool: "deploy",
-            arguments: json!({"env": "prod"}),
-            answer: ApprovalStatus::Approved,
-        },
-    ]
-}
-
-/// The built-in policy with one rule that allows more and one that denies more.
-fn demo_policy_change() -> String {
-    let allow_docs = r#"[[rules]]
-id = "docs.write_allow"
-action = "allow"
-tools = ["write_file", "edit_file"]
-path_scope = "inside"
-path_glob = ["**/*.md"]
-reason = "markdown in the workspace may be written freely"
-
-"#;
-    let deny_notes = r#"[[rules]]
-id = "notes.private"
-action = "deny"
-tools = ["read_file"]
-path_glob = ["notes.txt"]
-reason = "notes.txt is private"
-
-"#;
-    DEFAULT_POLICY_TOML
-        .replacen(
-            "name = \"gavel-default\"",
-            "name = \"gavel-demo-change\"",
-            1,
-        )
-        .replacen(
-            "[[rules]]\nid = \"path.read_allow\"",
-            &format!("{deny_notes}[[rules]]\nid = \"path.read_allow\""),
-            1,
-        )
-        .replacen(
-            "[[rules]]\nid = \"path.write_requires_approval\"",
-            &format!("{allow_docs}[[rules]]\nid = \"path.write_requires_approval\""),
-            1,
-        )
-}
-
-/// Refuses a folder that already holds anything (an audit log above all):
-/// the demo would overwrite `notes.txt` and append its calls to the log.
-fn refuse_used_folder(dir: &Path) -> anyhow::Result<()> {
-    let mut entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(e).with_context(|| format!("cannot read demo folder `{}`", dir.display()));
-        }
-    };
-    if dir.join(".gavel").exists() {
-        anyhow::bail!(
-            "`{}` holds a gavel log (.gavel/); the demo would add its calls to it. Choose an empty or new folder, or pass --force",
-            dir.display()
-        );
-    }
-    if entries.next().is_some() {
-        anyhow::bail!(
-            "`{}` is not empty; the demo writes notes.txt and report.md there. Choose an empty or new folder, or pass --force",
-            dir.display()
-        );
-    }
-    Ok(())
-}
-
 pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
     let dir = match args.dir {
         Some(dir) => {
             if !args.force {
-                refuse_used_folder(&dir)?;
+                demo::refuse_used_folder(&dir)?;
             }
             dir
         }
         None => std::env::temp_dir().join(format!("gavel-demo-{}", std::process::id())),
     };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create demo workspace `{}`", dir.display()))?;
-    std::fs::write(
-        dir.join("notes.txt"),
-        "remember: the policy decides, the user approves\n",
-    )
-    .context("cannot write the demo's notes.txt")?;
-    let workspace = Workspace::open(&dir).context("cannot open the demo workspace")?;
-    let db = global
-        .db
-        .clone()
-        .unwrap_or_else(|| workspace.root().join(".gavel").join("audit.db"));
     // The demo always decides by the built-in policy, whatever --policy says.
-    let setup = gavel::session::Setup {
-        workspace: Some(dir.clone()),
-        db: Some(db.clone()),
-        durability: Durability::Normal,
-        ..gavel::session::Setup::default()
-    };
-    let store = setup.open_store()?;
-    let mut service = Service::with(
-        &setup,
-        "cli",
-        Registry::builtin(),
-        workspace,
-        Policy::builtin(),
-        store,
-    )?;
+    let (mut service, db) = demo::open(&dir, global.db.clone())?;
 
     let json = args.format.is_json();
     let mut rows = Vec::new();
@@ -192,15 +49,8 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
         chrono::Utc::now().timestamp_micros() & 0xffff_ffff
     );
     let call_id = |index: usize| format!("demo-{run}-{}", index + 1);
-    for (index, step) in script().into_iter().enumerate() {
-        let request = ToolRequest::new(call_id(index), step.tool, step.arguments);
-        let governed = service.call(
-            Call::new(&request.tool_use_id, &request),
-            Ask::Now(&mut Fixed(step.answer)),
-        )?;
-        let Governed::Ran(outcome) = governed else {
-            anyhow::bail!("the demo's call `{}` did not run here", request.tool_use_id);
-        };
+    for (index, step) in demo::script().iter().enumerate() {
+        let outcome = demo::run_step(&mut service, call_id(index), step)?;
         if json {
             render::json(&outcome_json(&outcome))?;
             continue;
@@ -212,7 +62,7 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
             format!(
                 "{} {}",
                 step.tool,
-                render::cell(&request.arguments.to_string(), 40)
+                render::cell(&outcome.request.arguments.to_string(), 40)
             ),
             decision.action.to_string(),
             decision.rule_id.clone(),
@@ -250,7 +100,7 @@ pub fn run(global: &Global, args: DemoArgs) -> anyhow::Result<Exit> {
             format!("TAMPERED: {:?}", report.problem)
         }
     ))?;
-    let changed = Policy::from_toml(&demo_policy_change(), "demo change")?;
+    let changed = Policy::from_toml(&demo::policy_change(), "demo change")?;
     let drift = replay::replay(
         store,
         &AuditQuery::default(),

@@ -1,9 +1,10 @@
 //! `gavel init <client>`: installs gavel as a client's hooks (project or
 //! user level) and writes the coding-agent policy to `gavel.toml` in the
-//! project, `.gavel/` to its `.gitignore`, and the checkpoint key. The hook
-//! command is the `gavel` on `PATH` when that is this binary, else its
-//! absolute path (with a warning when it lies in a build folder, which
-//! `cargo clean` removes). Refuses to change an existing file without
+//! project, `.gavel/` to its `.gitignore`, the checkpoint key, and the
+//! log's first signed checkpoint. It says what an ask becomes. The hook
+//! command is the `gavel` on `PATH` when that is the same gavel as this
+//! binary (the same file, bytes or version), else its absolute path (with a
+//! warning when it lies in a build folder, which `cargo clean` removes). Refuses to change an existing file without
 //! `--force`, and never rewrites a customised `gavel.toml` without
 //! `--overwrite-policy`; prints what it changed. `--check` changes nothing
 //! and says whether every hook command still runs this gavel.
@@ -96,23 +97,41 @@ fn with_wait(client: &dyn Client, json: &mut Value, wait: std::time::Duration) -
 }
 
 /// The command the hooks run gavel by: `gavel` when the `gavel` on `PATH`
-/// is this binary, else this binary's absolute path; and a warning when
-/// that path lies in a build folder.
-fn hook_program(this: &Path) -> (String, Option<String>) {
-    if let Some(on_path) = gavel::install::which("gavel")
-        && std::fs::canonicalize(&on_path).ok().as_deref() == Some(this)
-    {
-        return ("gavel".to_owned(), None);
+/// is the same gavel as this binary (the same file, or a copy: the same
+/// bytes or version), else this binary's absolute path; a note when the
+/// `PATH` one stands in for this one, a warning when the path lies in a
+/// build folder.
+fn hook_program(this: &Path) -> (String, Option<String>, Option<String>) {
+    if let Some((on_path, same)) = install::gavel_on_path(this) {
+        let note = match same {
+            install::Same::File => None,
+            _ if !install::in_build_folder(this) => None,
+            install::Same::Contents | install::Same::Version(_) => Some(format!(
+                "the hooks run `gavel` from PATH (`{}`), the same gavel as this one in a build folder (`{}`)",
+                on_path.display(),
+                this.display()
+            )),
+        };
+        return ("gavel".to_owned(), note, None);
     }
     let shown = this.to_string_lossy().into_owned();
-    let warning = gavel::install::in_build_folder(this).then(|| {
+    let warning = install::in_build_folder(this).then(|| {
+        let found = install::which("gavel").map_or_else(
+            || "there is no gavel on PATH".to_owned(),
+            |other| {
+                format!(
+                    "the gavel on PATH, `{}`, is another version",
+                    other.display()
+                )
+            },
+        );
         format!(
-            "the hooks run `{shown}`, inside a build folder: after `cargo clean` they find no gavel \
-             and the client runs its tools ungoverned. Install gavel on PATH (`cargo install --path .`) \
+            "the hooks run `{shown}`, inside a build folder, because {found}: after `cargo clean` they find no gavel \
+             and the client runs its tools ungoverned. Install this gavel on PATH (`cargo install --path .`) \
              and run `gavel init --force` again; `gavel init --check` tells whether the hooks still run"
         )
     });
-    (shown, warning)
+    (shown, None, warning)
 }
 
 /// `gavel init --check`: every installed hook command must run this gavel.
@@ -194,7 +213,7 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
     let gavel = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .context("cannot find the path of this gavel binary")?;
-    let (program, warning) = hook_program(&gavel);
+    let (program, path_note, warning) = hook_program(&gavel);
     let mut config = client.hook_config(&program);
     let wait_warning = args
         .ask
@@ -284,6 +303,9 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
             ignore.display()
         ))?;
     }
+    if let Some(note) = &path_note {
+        render::line(&format!("note: {note}"))?;
+    }
     if let Some(warning) = &warning {
         let _ = writeln!(std::io::stderr(), "gavel: warning: {warning}");
     }
@@ -291,9 +313,8 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
         let _ = writeln!(std::io::stderr(), "gavel: warning: {warning}");
     }
     if !args.user {
-        // The key gavel signs its automatic checkpoints with, beside the
-        // database (which the first hook creates): every hook then leaves
-        // a log whose cut tail `verify` catches.
+        // The folder of the database (which the first hook creates): every
+        // hook then leaves a log whose cut tail `verify` catches.
         let db = global.db_path()?;
         if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::DirBuilder::new()
@@ -302,21 +323,53 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
                 .create(dir)
                 .with_context(|| format!("cannot create `{}`", dir.display()))?;
         }
-        let key = gavel::store::checkpoint_key_path(&db);
-        gavel::checkpoint::read_or_create_key(&key, "gavel")?;
-        render::line(&format!(
-            "checkpoint key {}: each hook signs a checkpoint of the log it leaves (GAVEL_CHECKPOINT_EVERY=0 turns that off)",
-            key.display()
-        ))?;
+        // The log's own key, named by the log's id, outside the workspace
+        // (an agent that can rewrite the log cannot re-sign it); the log
+        // starts vouched for: its first checkpoint is signed now, not at
+        // the first call.
+        let mut store = global.open_store()?;
+        let key_path = gavel::store::checkpoint_key_path(&db, &store.identity().log_id);
+        gavel::store::prepare_key_dir(&key_path)
+            .with_context(|| format!("cannot create the folder of `{}`", key_path.display()))?;
+        let key = gavel::checkpoint::read_or_create_key(&key_path, "gavel")?;
+        if key_path == gavel::store::checkpoint_key_beside(&db) {
+            render::line(&format!(
+                "checkpoint key {}: beside the log, where whoever can rewrite the log can re-sign it (no home folder for keys: set HOME or XDG_DATA_HOME)",
+                key_path.display()
+            ))?;
+        } else {
+            render::line(&format!(
+                "checkpoint key {}: each hook signs a checkpoint of the log it leaves (GAVEL_CHECKPOINT_EVERY=0 turns that off)",
+                key_path.display()
+            ))?;
+        }
+        if store.checkpoint_rows()?.is_empty() {
+            match store.checkpoint(&key)? {
+                Ok((checkpoint, _)) => render::line(&format!(
+                    "log {}: first checkpoint signed ({} events)",
+                    db.display(),
+                    checkpoint.size
+                ))?,
+                Err(report) => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "gavel: warning: no first checkpoint: `{}` does not verify ({} at seq {}); `gavel verify` says more",
+                        db.display(),
+                        report.problem.map_or("unknown", |p| p.as_str()),
+                        report.first_bad_seq.unwrap_or(0)
+                    );
+                }
+            }
+        }
     }
     let waits = args
         .ask
         .map(|ask| gavel::session::hook_wait_for(client.name(), ask));
+    // What an ask becomes, for every client: with --ask wait, the queue.
+    if waits.is_none() {
+        render::line(&format!("note: {}", config.asks))?;
+    }
     for note in &config.notes {
-        // With --ask wait, asks are no longer denied for want of a prompt.
-        if waits.is_some() && note.starts_with("asks are denied") {
-            continue;
-        }
         render::line(&format!("note: {note}"))?;
     }
     if let Some(wait) = waits {

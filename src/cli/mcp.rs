@@ -10,8 +10,8 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
 use gavel::mcp::open::Opener;
-use gavel::mcp::wrap::{self, WrapClient};
-use gavel::mcp::wrap_toml;
+use gavel::mcp::wrap::WrapClient;
+use gavel::mcp::wrap_file::{self, Applied};
 use gavel::mcp::{End, names, relay};
 
 use super::{Exit, Global};
@@ -86,10 +86,12 @@ pub struct McpArgs {
 pub enum McpAction {
     /// Put every stdio MCP server of a client's configuration behind `gavel mcp`
     /// (Claude Code `.mcp.json`, Cursor `.cursor/mcp.json`, Gemini CLI
-    /// `.gemini/settings.json`, Codex `.codex/config.toml` or `~/.codex/config.toml`);
-    /// the file is kept first as FILE.gavel-backup
+    /// `.gemini/settings.json`, Codex `.codex/config.toml` or `~/.codex/config.toml`),
+    /// editing only their `command` and `args`; the file is kept first as FILE.gavel-backup
     Wrap(WrapArgs),
-    /// Take the servers `wrap` put behind gavel back out
+    /// Take the servers `wrap` put behind gavel back out: the file as it was
+    /// before `wrap`, byte for byte, when it has not changed since; else the
+    /// servers are taken out in place (and gavel says so)
     Unwrap(WrapArgs),
 }
 
@@ -244,43 +246,17 @@ fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<E
         .with_context(|| format!("unknown client `{}`", args.client))?;
     let file = match &args.file {
         Some(file) => file.clone(),
-        None => config_file(global, client)?,
+        None => wrap_file::config_file(client, global.workspace()?.root())
+            .context("no project .codex/config.toml, and neither CODEX_HOME nor HOME is set")?,
     };
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read `{}`", file.display()))?;
-    let gavel = std::env::current_exe().context("cannot find the gavel binary")?;
-    let gavel = gavel.canonicalize().unwrap_or(gavel);
-    let gavel = gavel.to_string_lossy();
-    let (out, done) = if client == WrapClient::Codex {
-        wrap_toml::rewrite(&text, &gavel, wrapping)
-            .with_context(|| format!("cannot rewrite `{}`", file.display()))?
+    let gavel = if wrapping {
+        let gavel = std::env::current_exe().context("cannot find the gavel binary")?;
+        Some(gavel.canonicalize().unwrap_or(gavel))
     } else {
-        let mut config: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("`{}` is not JSON", file.display()))?;
-        let done = if wrapping {
-            wrap::wrap(&mut config, &gavel)
-        } else {
-            wrap::unwrap(&mut config)
-        }
-        .with_context(|| format!("cannot rewrite `{}`", file.display()))?;
-        let mut out = serde_json::to_string_pretty(&config)?;
-        out.push('\n');
-        (out, done)
+        None
     };
-    if !done.changed.is_empty() {
-        if wrapping {
-            let backup = PathBuf::from(format!("{}.gavel-backup", file.display()));
-            if !backup.exists() {
-                std::fs::write(&backup, &text)
-                    .with_context(|| format!("cannot write the backup `{}`", backup.display()))?;
-            }
-        }
-        let temporary = PathBuf::from(format!("{}.gavel-tmp", file.display()));
-        std::fs::write(&temporary, out)
-            .with_context(|| format!("cannot write `{}`", temporary.display()))?;
-        std::fs::rename(&temporary, &file)
-            .with_context(|| format!("cannot replace `{}`", file.display()))?;
-    }
+    let gavel = gavel.map(|g| g.to_string_lossy().into_owned());
+    let Applied { done, notes } = wrap_file::apply(client, &file, gavel.as_deref())?;
     let verb = if wrapping { "wrapped" } else { "unwrapped" };
     let mut stdout = std::io::stdout().lock();
     let list = |names: &[String]| names.join(", ");
@@ -306,21 +282,8 @@ fn rewrite(global: &Global, args: &WrapArgs, wrapping: bool) -> anyhow::Result<E
             list(&done.skipped)
         )?;
     }
-    Ok(Exit::Ok)
-}
-
-/// The client's configuration file: the project's; for Codex, the
-/// project's `.codex/config.toml` when there is one, else
-/// `$CODEX_HOME/config.toml` (`~/.codex/config.toml`).
-fn config_file(global: &Global, client: WrapClient) -> anyhow::Result<PathBuf> {
-    let project = global.workspace()?.root().join(client.config_file());
-    if client != WrapClient::Codex || project.exists() {
-        return Ok(project);
+    for line in notes {
+        writeln!(stdout, "{line}")?;
     }
-    let home = std::env::var_os("CODEX_HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
-        .context("no project .codex/config.toml, and neither CODEX_HOME nor HOME is set")?;
-    Ok(home.join("config.toml"))
+    Ok(Exit::Ok)
 }

@@ -7,6 +7,7 @@ mod audit;
 #[cfg(feature = "postgres")]
 mod central;
 mod check;
+mod completions;
 mod demo;
 mod doctor;
 mod exec;
@@ -266,6 +267,10 @@ pub enum Command {
     #[cfg(feature = "postgres")]
     #[command(subcommand)]
     Central(central::CentralCommand),
+    /// Print a shell's completion script for gavel (`source <(gavel completions bash)`)
+    Completions(completions::CompletionsArgs),
+    /// Print gavel's man page in roff (`gavel man > gavel.1; man -l gavel.1`)
+    Man,
 }
 
 pub fn main() -> std::process::ExitCode {
@@ -348,6 +353,14 @@ const NOT_APPLICABLE: &[(&str, &str)] = &[
     ("approvals", "policy max_argument_bytes wide"),
     ("revoke", "policy max_argument_bytes wide"),
     ("mcp", "wide"),
+    (
+        "completions",
+        "workspace policy db durability max_argument_bytes wide",
+    ),
+    (
+        "man",
+        "workspace policy db durability max_argument_bytes wide",
+    ),
 ];
 
 /// Parses the command line with each command's help showing only the global
@@ -475,6 +488,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Push(args) => push::run(&global, args),
         #[cfg(feature = "postgres")]
         Command::Central(command) => central::run(&global, command),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
     }
 }
 
@@ -519,12 +534,6 @@ impl Global {
     /// The workspace, canonicalized.
     pub fn workspace(&self) -> anyhow::Result<Workspace> {
         Ok(self.setup().workspace()?)
-    }
-
-    /// The central store's URL when `--db` (or `$GAVEL_DB`) names one
-    /// (`postgres://…` or `postgresql://…`) rather than a SQLite file.
-    pub fn central_url(&self) -> Option<String> {
-        self.setup().central_url()
     }
 
     /// The audit database path: `--db`, `$GAVEL_DB`, `.gavel/audit.db` in the workspace.
@@ -575,7 +584,7 @@ impl Global {
     /// `selection.enrolled`) and `--schema` only pick in a central store.
     pub fn location(&self, schema: &SchemaArg, selection: &Selection) -> anyhow::Result<Location> {
         #[cfg(feature = "postgres")]
-        if let Some(url) = self.central_url() {
+        if let Some(url) = self.setup().central_url() {
             let schema = schema.schema.clone();
             return Ok(Location::Central { url, schema });
         }
@@ -605,14 +614,14 @@ impl Global {
 }
 
 /// How a person runs this gavel from a shell: `gavel` when the `gavel` on
-/// `PATH` is this binary, else its absolute path (after `cargo run`).
+/// `PATH` is the same gavel as this binary (the same file, bytes or
+/// version), else its absolute path (after `cargo run`).
 pub fn gavel_command() -> String {
-    let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
-    let on_path = gavel::install::which("gavel").and_then(|p| std::fs::canonicalize(p).ok());
-    match (this, on_path) {
-        (Some(this), Some(found)) if this == found => "gavel".to_owned(),
-        (Some(this), _) => gavel::clients::shell_word(&this.to_string_lossy()),
-        (None, _) => "gavel".to_owned(),
+    match std::env::current_exe().and_then(std::fs::canonicalize) {
+        Ok(this) if gavel::install::gavel_on_path(&this).is_none() => {
+            gavel::clients::shell_word(&this.to_string_lossy())
+        }
+        _ => "gavel".to_owned(),
     }
 }
 
@@ -638,31 +647,6 @@ pub fn refuse_filters(integrity: &Integrity, query: &AuditQuery) -> anyhow::Resu
         );
     }
     Ok(())
-}
-
-/// The built-in tools and their arguments, for `--help` (from the same
-/// schemas the policy checks requests against).
-pub fn builtin_tools_help() -> String {
-    let mut text = String::from(
-        "Built-in tools and their arguments (a missing required argument, a value of the wrong\n\
-         kind or any other key is denied as request.invalid_arguments):\n",
-    );
-    for tool in gavel::request::BUILTIN_TOOLS {
-        text.push_str(&format!("  {}: {}\n", tool.name, tool.about));
-        for argument in tool.arguments {
-            let need = if argument.required {
-                "required"
-            } else {
-                "optional"
-            };
-            text.push_str(&format!(
-                "      {:<9} {need}, {}\n",
-                argument.name, argument.about
-            ));
-        }
-    }
-    text.push_str("Any other tool name is judged by the policy alone (default: denied).");
-    text
 }
 
 /// Tells stderr when `tool` looks like a mistyped built-in tool; returns the suggestion.

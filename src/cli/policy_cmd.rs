@@ -186,19 +186,27 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
 /// Every layer, top first, with its rules; then the shadows.
 fn show_layers(policy: &Policy) -> std::io::Result<()> {
     render::line(
-        "A call is decided by each layer; the strictest decision wins (deny over ask over \
-         allow), the higher layer's among equals. A layer above the project abstains \
-         where none of its rules matches; the project's denies what none of its rules names.",
+        "gavel's built-in floor is decided first, above every policy. Then a call is decided \
+         by each layer; the strictest decision wins (deny over ask over allow), the higher \
+         layer's among equals. A layer above the project abstains where none of its rules \
+         matches; the project's denies what none of its rules names.",
     )?;
-    let layers = policy
-        .layers()
-        .iter()
-        .map(|l| (l.name.as_str(), l.path.as_str(), &l.policy))
-        .chain(std::iter::once((
-            gavel::policy::PROJECT_LAYER,
-            policy.origin(),
-            policy,
-        )));
+    let layers = std::iter::once((
+        gavel::policy::FLOOR_LAYER,
+        "<built-in floor>",
+        gavel::policy::floor(),
+    ))
+    .chain(
+        policy
+            .layers()
+            .iter()
+            .map(|l| (l.name.as_str(), l.path.as_str(), &l.policy)),
+    )
+    .chain(std::iter::once((
+        gavel::policy::PROJECT_LAYER,
+        policy.origin(),
+        policy,
+    )));
     let mut rows = Vec::new();
     for (layer, path, layer_policy) in layers {
         rows.push([
@@ -220,6 +228,26 @@ fn show_layers(policy: &Policy) -> std::io::Result<()> {
         }
     }
     render::table(&["layer", "file / rule", "action"], rows)?;
+    render::line(
+        "In effect, top down: the first of these that matches a call decides it (a rule \
+         counts only where it is the first of its own layer to match).",
+    )?;
+    render::table(
+        &["#", "layer", "rule", "action", "decides"],
+        policy
+            .effective_order()
+            .into_iter()
+            .enumerate()
+            .map(|(i, step)| {
+                [
+                    (i + 1).to_string(),
+                    step.layer,
+                    step.rule_id,
+                    step.action.to_string(),
+                    step.when,
+                ]
+            }),
+    )?;
     if policy.shadows().is_empty() {
         render::line("shadows: none")?;
     } else {

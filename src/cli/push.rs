@@ -8,7 +8,10 @@
 //! it, so nothing is sent twice; a push that dies between the endpoint's
 //! answer and that write sends the batch again, with the same trace and
 //! span ids (derived from the log and the call), which a collector takes
-//! as the same spans. A call is sent once its result is recorded.
+//! as the same spans. A call is sent once its result is recorded, or, with
+//! none after `--incomplete-after` (an agent killed mid-call, an ask nobody
+//! answered), as an incomplete span; its result, if it comes later, is then
+//! sent as a `gavel.late_result` child span, never as the call's span again.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -19,7 +22,7 @@ use serde_json::json;
 
 use gavel::central::push::{self, Pushed};
 use gavel::checkpoint;
-use gavel::otlp::{Spans, record_sent, sent_through, state_path, to_protobuf};
+use gavel::otlp::{Due, PushState, Sent, state_path, to_protobuf};
 
 use super::{Exit, FormatArgs, Global, render};
 
@@ -49,6 +52,11 @@ pub struct PushArgs {
     /// A header for the OTLP endpoint, e.g. `Authorization=Bearer …` (repeatable)
     #[arg(long, value_name = "NAME=VALUE", requires = "otlp")]
     pub otlp_header: Vec<String>,
+    /// With --otlp: a call with no result SECONDS after its request (an agent killed
+    /// mid-call, an ask nobody answered) is sent as an incomplete span, once; its result,
+    /// if it comes, follows as a `gavel.late_result` child span
+    #[arg(long, value_name = "SECONDS", default_value_t = 600, requires = "otlp")]
+    pub incomplete_after: u64,
     /// Keep pushing every SECONDS until interrupted (errors are reported and retried)
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub every: Option<u64>,
@@ -65,7 +73,15 @@ pub struct PushArgs {
 
 pub fn run(global: &Global, args: PushArgs) -> anyhow::Result<Exit> {
     if let Some(url) = &args.otlp {
-        return otlp(global, url, &args.otlp_header, args.every, &args.format);
+        let grace = Duration::from_secs(args.incomplete_after);
+        return otlp(
+            global,
+            url,
+            &args.otlp_header,
+            args.every,
+            grace,
+            &args.format,
+        );
     }
     let (Some(_), Some(key)) = (&args.to, &args.key) else {
         anyhow::bail!("push needs --to and --key (or --otlp URL)");
@@ -282,6 +298,7 @@ fn otlp(
     url: &str,
     headers: &[String],
     every: Option<u64>,
+    grace: Duration,
     format: &FormatArgs,
 ) -> anyhow::Result<Exit> {
     let endpoint = if url.trim_end_matches('/').ends_with("/v1/traces") {
@@ -298,10 +315,10 @@ fn otlp(
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let Some(every) = every else {
-        return otlp_once(global, &endpoint, &headers, format);
+        return otlp_once(global, &endpoint, &headers, grace, format);
     };
     loop {
-        if let Err(err) = otlp_once(global, &endpoint, &headers, format) {
+        if let Err(err) = otlp_once(global, &endpoint, &headers, grace, format) {
             eprintln!("gavel: push failed: {}", super::one_line(&err));
         }
         std::thread::sleep(Duration::from_secs(every));
@@ -312,6 +329,7 @@ fn otlp_once(
     global: &Global,
     endpoint: &str,
     headers: &[(String, String)],
+    grace: Duration,
     format: &FormatArgs,
 ) -> anyhow::Result<Exit> {
     let db = global.db_path()?;
@@ -319,18 +337,19 @@ fn otlp_once(
         anyhow::bail!("no audit database at `{}`: nothing to push", db.display());
     }
     let store = global.read_store()?;
-    let state = state_path(&db, endpoint);
-    let from = sent_through(&state)?;
-    let mut spans = Spans::new();
-    let mut due = Vec::new();
+    let state_file = state_path(&db, endpoint);
+    let mut state = PushState::read(&state_file)
+        .with_context(|| format!("cannot read `{}`", state_file.display()))?;
+    let now_ns = u64::try_from(chrono::Utc::now().timestamp_micros())
+        .unwrap_or(0)
+        .saturating_mul(1000);
+    let cutoff_ns = now_ns.saturating_sub(u64::try_from(grace.as_nanos()).unwrap_or(u64::MAX));
+    let mut due = Due::new(&state, cutoff_ns);
     store.for_each_event(|event| -> anyhow::Result<()> {
-        if let Some(span) = spans.push(&event)
-            && span.completed_at > from
-        {
-            due.push(span);
-        }
+        due.push(&event);
         Ok(())
     })?;
+    let due = due.finish();
     store.check_unchanged()?;
     let agent = ureq::Agent::new_with_config(
         ureq::Agent::config_builder()
@@ -339,7 +358,8 @@ fn otlp_once(
             .build(),
     );
     let mut sent = 0usize;
-    let mut through = from;
+    let mut incomplete = 0usize;
+    let mut late = 0usize;
     for batch in due.chunks(OTLP_BATCH) {
         let mut request = agent
             .post(endpoint)
@@ -356,19 +376,27 @@ fn otlp_once(
                 "`{endpoint}` answered {status} after {sent} spans were sent; the rest are sent at the next push"
             );
         }
-        through = batch
-            .iter()
-            .map(|s| s.completed_at)
-            .max()
-            .unwrap_or(through);
-        record_sent(&state, endpoint, through)?;
+        state.sent(batch);
+        state
+            .write(&state_file, endpoint)
+            .with_context(|| format!("cannot write `{}`", state_file.display()))?;
         sent += batch.len();
+        incomplete += batch.iter().filter(|s| s.sent == Sent::Incomplete).count();
+        late += batch.iter().filter(|s| s.sent == Sent::LateResult).count();
     }
+    let through = state.sent_through;
     if format.is_json() {
-        render::json(&json!({"endpoint": endpoint, "sent": sent, "through": through}))?;
+        render::json(&json!({
+            "endpoint": endpoint,
+            "sent": sent,
+            "incomplete": incomplete,
+            "late_results": late,
+            "through": through,
+            "open": state.incomplete.len(),
+        }))?;
     } else {
         render::line(&format!(
-            "pushed {sent} span(s) to {endpoint}; every call completed through seq {through} has been sent"
+            "pushed {sent} span(s) to {endpoint} ({incomplete} incomplete, {late} late result(s)); every call completed through seq {through} has been sent"
         ))?;
     }
     Ok(Exit::Ok)

@@ -23,7 +23,7 @@ use super::{
 };
 
 #[derive(Args, Debug)]
-#[command(after_help = super::builtin_tools_help())]
+#[command(after_help = gavel::request::builtin_tools_help())]
 pub struct RunArgs {
     /// Tool name
     #[arg(required_unless_present = "request", conflicts_with = "request")]

@@ -17,6 +17,8 @@
 //! | `MultiEdit`, `NotebookEdit` | `apply_patch` | `paths`, `edits` / `new_source` |
 //! | `Glob` | `glob` | `pattern`, joined to `path` (default: the cwd) unless absolute |
 //! | `Grep` | `read_file` | `path` (default: the cwd) |
+//! | `LS` | `glob` | `path/*` (default: the cwd) |
+//! | `NotebookRead` | `read_file` | `path` ← `notebook_path` |
 //! | anything else | its own name | its own input |
 //!
 //! `Grep` becomes a `read_file` of the folder or file it searches: it
@@ -151,6 +153,8 @@ impl Client for ClaudeCode {
             "NotebookEdit" => f.patch(f.get("notebook_path").into_iter().collect(), "new_source"),
             "Glob" => f.glob("pattern", "path"),
             "Grep" => f.search("path"),
+            "LS" => f.list("path"),
+            "NotebookRead" => f.read("notebook_path"),
             other => (other.to_owned(), call.input.clone()),
         }
     }
@@ -206,6 +210,12 @@ impl Client for ClaudeCode {
             path: ".claude/settings.json",
             user_path: Some(".claude/settings.json"),
             json: json!({ "hooks": hooks }),
+            asks: "asks go to Claude Code's own permission prompt: recorded `pending`, then \
+                   `approved` when you allow the call and it runs, `rejected` when you decline; \
+                   where Claude Code shows no prompt (`claude -p`) it refuses them, and a mode that \
+                   skips prompts (`bypassPermissions`) may run them unasked (recorded `client_auto`); \
+                   `gavel init claude-code --ask wait=60s` makes them wait for `gavel approve` instead"
+                .to_owned(),
             notes: Vec::new(),
         }
     }
@@ -304,6 +314,19 @@ mod tests {
                 json!({"pattern":"fn main","glob":"*.rs"}),
                 "read_file",
                 json!({"path":"/ws"}),
+            ),
+            (
+                "LS",
+                json!({"path":"/ws/src","ignore":["*.tmp"]}),
+                "glob",
+                json!({"pattern":"/ws/src/*"}),
+            ),
+            ("LS", json!({}), "glob", json!({"pattern":"/ws/*"})),
+            (
+                "NotebookRead",
+                json!({"notebook_path":"nb.ipynb"}),
+                "read_file",
+                json!({"path":"/ws/nb.ipynb"}),
             ),
             (
                 "Read",

@@ -173,14 +173,14 @@ impl Client for Codex {
             path: ".codex/hooks.json",
             user_path: Some(".codex/hooks.json"),
             json: json!({ "hooks": hooks }),
+            asks: "asks are denied as \"needs approval\": a Codex hook cannot ask a person, so \
+                   under the coding-agent policy Codex can read and run read-only commands but every \
+                   write and every other command is refused; allow what it should do without asking \
+                   in gavel.toml, or let asks wait for `gavel approve` (`gavel init codex --ask wait=60s`)"
+                .to_owned(),
             notes: vec![
                 "Codex runs new hooks only once you have trusted them (`/hooks` in Codex; headless \
                  `codex exec` skips untrusted hooks unless given --dangerously-bypass-hook-trust)"
-                    .to_owned(),
-                "asks are denied as \"needs approval\": a Codex hook cannot ask a person, so under \
-                 the coding-agent policy Codex can read and run read-only commands but every write \
-                 and every other command is refused; allow what it should do without asking in \
-                 gavel.toml, or let asks wait for `gavel approve` (`gavel init codex --ask wait=60s`)"
                     .to_owned(),
             ],
         }

@@ -210,11 +210,11 @@ impl Client for Copilot {
             path: ".github/hooks/gavel.json",
             user_path: Some(".copilot/hooks/gavel.json"),
             json: json!({"version": 1, "hooks": hooks}),
-            notes: vec![
-                "asks are denied as \"needs approval\" (nobody is asked in `copilot -p`); for \
-                 interactive sessions, add `--ask prompt` to the preToolUse command"
-                    .to_owned(),
-            ],
+            asks: "asks are denied as \"needs approval\" (nobody is asked in `copilot -p`); for \
+                   interactive sessions, add `--ask prompt` to the preToolUse command, or let asks \
+                   wait for `gavel approve` (`gavel init copilot --ask wait=60s`)"
+                .to_owned(),
+            notes: Vec::new(),
         }
     }
 }

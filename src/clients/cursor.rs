@@ -255,6 +255,12 @@ impl Client for Cursor {
             path: ".cursor/hooks.json",
             user_path: Some(".cursor/hooks.json"),
             json: json!({"version": 1, "hooks": hooks}),
+            asks: "asks go to Cursor's own prompt for shell commands, MCP tools and `preToolUse` \
+                   calls (recorded `pending`, then `approved` when the call runs); a file read \
+                   (`beforeReadFile`) takes only allow or deny, so an ask on a read is denied as \
+                   \"needs approval\"; `gavel init cursor --ask wait=60s` makes asks wait for \
+                   `gavel approve` instead"
+                .to_owned(),
             notes: vec![
                 "Cursor cannot gate its own file edits with these events: each edit is recorded \
                  by afterFileEdit as ran without a decision (newer Cursor versions can use preToolUse)"

@@ -203,10 +203,12 @@ impl Client for Gemini {
             path: ".gemini/settings.json",
             user_path: Some(".gemini/settings.json"),
             json: json!({ "hooks": hooks }),
-            notes: vec![format!(
+            asks: format!(
                 "asks are denied as \"needs approval\" (a headless `gemini -p` would hang on them); \
-                 for interactive sessions, change the command to `{command} --ask prompt`"
-            )],
+                 for interactive sessions, change the command to `{command} --ask prompt`, or let \
+                 asks wait for `gavel approve` (`gavel init gemini --ask wait=60s`)"
+            ),
+            notes: Vec::new(),
         }
     }
 }

@@ -298,6 +298,9 @@ pub struct HookConfig {
     pub user_path: Option<&'static str>,
     /// The JSON gavel needs; merged into an existing file's `hooks` table.
     pub json: Value,
+    /// What a policy's `ask` becomes with these hooks (the client's prompt,
+    /// a deny, ...), in one line: `gavel init` always says it.
+    pub asks: String,
     /// Anything else to set up by hand, in one line each.
     pub notes: Vec<String>,
 }

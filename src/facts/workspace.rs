@@ -145,6 +145,30 @@ impl Resolver for Workspace {
         }
     }
 
+    fn git_programs(&self, base: &Base, location: &programs::GitLocation) -> Vec<String> {
+        let from = match base {
+            Base::Start => &self.cwd,
+            Base::Dir(from) => from,
+            // An absolute `-C` says where git runs whatever the folder.
+            Base::Unknown(_) if location.dirs.first().is_some_and(|d| d.starts_with('/')) => {
+                &self.cwd
+            }
+            Base::Unknown(why) => {
+                return vec![format!(
+                    "the repository `git` runs in {why} is not known, nor what its configuration runs"
+                )];
+            }
+        };
+        // `-C ~/x`: the home folder, as the shell expands it.
+        let mut location = location.clone();
+        for dir in &mut location.dirs {
+            if let Ok(expanded) = expand_home(dir) {
+                *dir = expanded.to_string_lossy().into_owned();
+            }
+        }
+        git::config_programs(from, &location)
+    }
+
     fn list(&self, base: &Base, dir: &str) -> Option<Vec<(String, bool, bool)>> {
         let from = match base {
             Base::Start => &self.cwd,

@@ -68,6 +68,55 @@ pub fn classify(value: &Value) -> Message<'_> {
     }
 }
 
+/// Whether `value` is something a JSON-RPC peer may send: a request, a
+/// notification, a response, a batch, or an error response for no request
+/// (`"id": null`, a peer's parse error). Everything else is not JSON-RPC and
+/// is never relayed.
+pub fn is_message(value: &Value) -> bool {
+    !matches!(classify(value), Message::Other) || is_error_for_no_request(value)
+}
+
+/// An error response whose `id` is `null`: the answer to a message its
+/// sender could not read, for no request in particular.
+pub fn is_error_for_no_request(value: &Value) -> bool {
+    value.get("id") == Some(&Value::Null)
+        && value.get("error").is_some()
+        && value.get("method").is_none()
+}
+
+/// The id that a line which is not a JSON-RPC message appears to answer:
+/// the `id` of a JSON object that is not one (`{"id": 3}`, no result), or
+/// the first `"id": 3` / `"id": "a"` in text that is not JSON at all
+/// (`{this is not json, "id": 3`). A guess, for a line that is an error
+/// either way: it only says which open request the error goes to.
+pub fn stray_id(line: &str) -> Option<Value> {
+    if let Ok(value) = serde_json::from_str::<Value>(line) {
+        return value.get("id").filter(|id| is_id(id)).cloned();
+    }
+    let mut rest = line;
+    while let Some(at) = rest.find("\"id\"") {
+        rest = &rest[at + 4..];
+        let Some(value) = rest.trim_start().strip_prefix(':') else {
+            continue;
+        };
+        let value = value.trim_start();
+        if value.starts_with('"') {
+            let mut stream = serde_json::Deserializer::from_str(value).into_iter::<String>();
+            if let Some(Ok(text)) = stream.next() {
+                return Some(Value::String(text));
+            }
+        } else {
+            let end = value
+                .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
+                .unwrap_or(value.len());
+            if let Ok(number) = serde_json::from_str::<serde_json::Number>(&value[..end]) {
+                return Some(Value::Number(number));
+            }
+        }
+    }
+    None
+}
+
 /// A JSON-RPC id: a string or a number (`null` only in error responses,
 /// which are not for any one request).
 fn is_id(id: &Value) -> bool {
@@ -163,6 +212,25 @@ mod tests {
         assert_eq!(kind(r#"{"id":1,"method":7}"#), "other");
         assert_eq!(kind(r#"{"id":1}"#), "other");
         assert_eq!(kind("7"), "other");
+    }
+
+    #[test]
+    fn what_is_not_json_rpc_is_told_apart_and_its_id_guessed() {
+        let message = |text: &str| is_message(&serde_json::from_str(text).unwrap());
+        assert!(message(
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#
+        ));
+        assert!(message(r#"{"id":1,"result":{}}"#));
+        assert!(message(r#"[{"id":1,"result":{}}]"#));
+        assert!(!message(r#"{"id":1}"#));
+        assert!(!message(r#"{"id":null}"#));
+        assert!(!message(r#""hello""#));
+        assert_eq!(stray_id(r#"{this is not json, "id": 3"#), Some(json!(3)));
+        assert_eq!(stray_id(r#"{x "id" :"a\"b", "id": 4"#), Some(json!("a\"b")));
+        assert_eq!(stray_id(r#"{"id": 5}"#), Some(json!(5)));
+        assert_eq!(stray_id(r#"{"id": {}}"#), None);
+        assert_eq!(stray_id(r#"{"id": nope, "id": 6"#), Some(json!(6)));
+        assert_eq!(stray_id("this is not json"), None);
     }
 
     #[test]

@@ -14,8 +14,10 @@
 //!   server; [`sse`], event streams; [`hub`], which runs one [`Session`]
 //!   per client session between them; [`bridge`], stdio to the client and
 //!   HTTP to the server (`--upstream` without `--listen`).
-//! - [`wrap`], [`wrap_toml`]: putting a client's configured servers behind
-//!   `gavel mcp` (JSON configurations, and Codex's TOML).
+//! - [`wrap`], [`wrap_json`], [`wrap_toml`], [`wrap_file`]: putting a
+//!   client's configured servers behind `gavel mcp` and back, editing its
+//!   file in place (JSON and JSON with comments; Codex's TOML), and giving
+//!   back the very bytes `wrap` found when nothing changed since.
 //!
 //! It builds `ToolRequest`s and hands them to `GovernedRunner`; it knows
 //! nothing of the command line.
@@ -33,6 +35,8 @@ pub mod session;
 pub mod sse;
 pub mod upstream;
 pub mod wrap;
+pub mod wrap_file;
+pub mod wrap_json;
 pub mod wrap_toml;
 
 #[cfg(test)]

@@ -273,20 +273,111 @@ impl Session {
         }
     }
 
-    /// A line from the server.
+    /// A line from the server. A line that is not a JSON-RPC message is
+    /// never relayed: the open call it answers (by the id it seems to carry,
+    /// else every forwarded call, whose response it may have been) fails
+    /// with a JSON-RPC error and is recorded `failed`.
     pub fn from_server(&mut self, line: &str) -> Vec<Out> {
         if line.trim().is_empty() {
             return Vec::new();
         }
         let Ok(value) = serde_json::from_str::<Value>(line) else {
-            return vec![
-                Out::Note("the server sent a line that is not JSON; relayed as is".to_owned()),
-                Out::Client(line.to_owned()),
-            ];
+            return self.stray(line);
         };
-        let Message::Response { id, result, error } = jsonrpc::classify(&value) else {
-            return vec![Out::Client(line.to_owned())];
+        match jsonrpc::classify(&value) {
+            Message::Response { id, result, error } => self.response(line, id, result, error),
+            // Each message of a batch on its own: a response in it completes
+            // its call like any other.
+            Message::Batch(items) => {
+                let lines: Vec<String> = items.iter().map(Value::to_string).collect();
+                lines
+                    .iter()
+                    .flat_map(|item| self.from_server(item))
+                    .collect()
+            }
+            Message::Request { .. } | Message::Notification { .. } => {
+                vec![Out::Client(line.to_owned())]
+            }
+            Message::Other if jsonrpc::is_error_for_no_request(&value) => {
+                vec![Out::Client(line.to_owned())]
+            }
+            Message::Other => self.stray(line),
+        }
+    }
+
+    /// A line from the server that is not a JSON-RPC message: dropped with a
+    /// note; the calls it may have answered fail.
+    fn stray(&mut self, line: &str) -> Vec<Out> {
+        let shown: String = line.chars().take(120).collect();
+        let guessed = jsonrpc::stray_id(line).map(|id| jsonrpc::id_key(&id));
+        let held = self
+            .held
+            .as_ref()
+            .map(|h| jsonrpc::id_key(&Value::String(h.list_id.clone())));
+        let listing = guessed
+            .as_ref()
+            .is_some_and(|key| self.lists.contains(key) || held.as_ref() == Some(key));
+        let keys: Vec<String> = match &guessed {
+            Some(key) if self.calls.contains_key(key) => vec![key.clone()],
+            _ if listing => Vec::new(),
+            _ => self.calls.keys().cloned().collect(),
         };
+        let mut out = vec![Out::Note(format!(
+            "the server sent a line that is not JSON-RPC, not relayed{}: {shown}",
+            if keys.is_empty() {
+                String::new()
+            } else {
+                format!("; failing {} open call(s)", keys.len())
+            }
+        ))];
+        for key in keys {
+            let Some(call) = self.calls.remove(&key) else {
+                continue;
+            };
+            let message = format!(
+                "gavel: the MCP server answered `{}` with a line that is not JSON-RPC",
+                call.tool
+            );
+            out.push(Out::Server(jsonrpc::notification(
+                "notifications/cancelled",
+                json!({"requestId": call.request_id, "reason": message}),
+            )));
+            out.push(Out::Client(jsonrpc::error(
+                &call.request_id,
+                jsonrpc::INTERNAL_ERROR,
+                &message,
+            )));
+            self.answered.insert(key);
+            let result = failed(message, call.started.elapsed());
+            out.extend(self.finish(call, &result));
+        }
+        // gavel's own listing the line was for: decided without it.
+        if listing && guessed == held {
+            out.extend(self.release(Instant::now()));
+        }
+        // The client's `tools/list` the line was for gets an error.
+        if let Some(key) = guessed
+            && self.lists.remove(&key)
+            && let Ok(id) = serde_json::from_str::<Value>(&key)
+        {
+            self.answered.insert(key);
+            out.push(Out::Client(jsonrpc::error(
+                &id,
+                jsonrpc::INTERNAL_ERROR,
+                "gavel: the MCP server answered with a line that is not JSON-RPC",
+            )));
+        }
+        out
+    }
+
+    /// A response from the server.
+    fn response(
+        &mut self,
+        line: &str,
+        id: &Value,
+        result: Option<&Value>,
+        error: Option<&Value>,
+    ) -> Vec<Out> {
         let key = jsonrpc::id_key(id);
         if self
             .held

@@ -361,10 +361,61 @@ fn malformed_messages_are_answered_not_fatal() {
         let out = f.session.from_client(other, Instant::now());
         assert_eq!(to_server(&out), [other]);
     }
-    let out = f.session.from_server("not json");
-    // A line from the server that is not JSON is relayed, with a note.
-    assert!(out.contains(&Out::Client("not json".to_owned())));
-    assert!(out.iter().any(|o| matches!(o, Out::Note(_))));
+    // A line from the server that is not JSON-RPC, with no call open: a
+    // note, never relayed.
+    for stray in ["not json", r#"{"hello":1}"#, "7", r#"{"id":2}"#] {
+        let out = f.session.from_server(stray);
+        assert!(to_client(&out).is_empty(), "{stray}");
+        assert!(out.iter().any(|o| matches!(o, Out::Note(_))), "{stray}");
+    }
+    // An error for no request is JSON-RPC: relayed.
+    let parse_error = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#;
+    assert_eq!(
+        f.session.from_server(parse_error),
+        [Out::Client(parse_error.to_owned())]
+    );
+}
+
+#[test]
+fn a_server_line_that_is_not_json_rpc_fails_the_call_it_names_else_every_open_call() {
+    let mut f = fixture();
+    call(&mut f.session, json!(1), "echo", json!({}));
+    call(&mut f.session, json!(2), "echo", json!({}));
+    // It names call 2: only call 2 fails.
+    let out = f.session.from_server(r#"{this is not json, "id": 2"#);
+    let answers = to_client(&out);
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0]["id"], 2);
+    assert_eq!(answers[0]["error"]["code"], -32603);
+    assert!(!f.session.is_idle());
+    // The real answer that follows is dropped: the call was answered.
+    let late = f
+        .session
+        .from_server(r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#);
+    assert!(to_client(&late).is_empty());
+    // It names nobody: every open call fails.
+    call(&mut f.session, json!(3), "echo", json!({}));
+    let out = f.session.from_server("Server listening on stdio");
+    let mut ids: Vec<Value> = to_client(&out).iter().map(|a| a["id"].clone()).collect();
+    ids.sort_by_key(Value::to_string);
+    assert_eq!(ids, [json!(1), json!(3)]);
+    assert!(f.session.is_idle());
+    let statuses: Vec<String> = calls(&mut f.session)
+        .into_iter()
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(statuses, ["failed", "failed", "failed"]);
+}
+
+#[test]
+fn a_server_batch_completes_the_calls_it_answers() {
+    let mut f = fixture();
+    call(&mut f.session, json!(1), "echo", json!({}));
+    let batch = r#"[{"jsonrpc":"2.0","id":1,"result":{"content":[]}},{"jsonrpc":"2.0","method":"notifications/x"}]"#;
+    let out = f.session.from_server(batch);
+    assert_eq!(to_client(&out).len(), 2);
+    assert_eq!(calls(&mut f.session)[0].status, "succeeded");
+    assert!(f.session.is_idle());
 }
 
 #[test]

@@ -11,7 +11,8 @@
 //! not JSON-RPC, or ends its answer without a response never leaves a
 //! request waiting: the request gets a JSON-RPC error (`-32603`, its text
 //! starting `gavel:`), which the session records as the call's `failed`
-//! result and relays to the client.
+//! result and relays to the client. What is not JSON-RPC is never handed
+//! on (on the server's own stream it is only a note).
 
 use std::io::BufReader;
 use std::sync::Arc;
@@ -269,7 +270,18 @@ impl Upstream {
             let limit = usize::try_from(upstream.max_bytes).unwrap_or(usize::MAX);
             for event in Events::new(BufReader::new(reader)).with_limit(limit) {
                 match event {
-                    Ok(data) => deliver(Upstreamed::Line(data)),
+                    Ok(data)
+                        if serde_json::from_str::<Value>(&data)
+                            .is_ok_and(|value| jsonrpc::is_message(&value)) =>
+                    {
+                        deliver(Upstreamed::Line(data));
+                    }
+                    // Its stream answers no request: only a note.
+                    Ok(data) => deliver(Upstreamed::Note(format!(
+                        "{}: {}",
+                        upstream.url,
+                        not_json_rpc(&data)
+                    ))),
                     Err(_) => break,
                 }
             }
@@ -313,12 +325,18 @@ impl Answer {
         });
     }
 
-    /// Hands on one message; whether it is the response to the request.
+    /// Hands on one message; whether the request is answered now. What is
+    /// not a JSON-RPC message is not handed on: the request fails instead.
     fn message(&self, text: &str) -> bool {
+        let value = match serde_json::from_str::<Value>(text) {
+            Ok(value) if jsonrpc::is_message(&value) => value,
+            _ => {
+                self.fail(&not_json_rpc(text));
+                return true;
+            }
+        };
         let answers = self.id.as_ref().is_some_and(|id| {
-            serde_json::from_str::<Value>(text).is_ok_and(|value| {
-                matches!(jsonrpc::classify(&value), Message::Response { id: got, .. } if got == id)
-            })
+            matches!(jsonrpc::classify(&value), Message::Response { id: got, .. } if got == id)
         });
         self.deliver(Upstreamed::Line(text.to_owned()));
         answers
@@ -373,6 +391,12 @@ fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> Option<Str
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().to_owned())
+}
+
+/// Why a message the upstream sent was not handed on, with its start.
+fn not_json_rpc(text: &str) -> String {
+    let shown: String = text.trim().chars().take(120).collect();
+    format!("the upstream sent what is not JSON-RPC: {shown}")
 }
 
 /// The text of an HTTP error answer: the status, and the JSON-RPC error's

@@ -25,7 +25,7 @@ pub enum TomlWrapError {
 /// Wraps (`wrap = true`) or unwraps every stdio server of the Codex
 /// configuration `text`: the new text and what changed.
 pub fn rewrite(text: &str, gavel: &str, wrap: bool) -> Result<(String, Rewrite), TomlWrapError> {
-    let config = as_json(text)?;
+    let config = parse(text)?;
     let mut done = Rewrite::default();
     let Some(servers) = config.get("mcp_servers") else {
         return Ok((text.to_owned(), done));
@@ -71,13 +71,14 @@ pub fn rewrite(text: &str, gavel: &str, wrap: bool) -> Result<(String, Rewrite),
     if text.ends_with('\n') {
         out.push('\n');
     }
-    if as_json(&out)? != expected {
+    if parse(&out)? != expected {
         return Err(TomlWrapError::Unexpected);
     }
     Ok((out, done))
 }
 
-fn as_json(text: &str) -> Result<Value, TomlWrapError> {
+/// The configuration `text` holds, as JSON.
+pub fn parse(text: &str) -> Result<Value, TomlWrapError> {
     let table: toml::Table =
         toml::from_str(text).map_err(|e| TomlWrapError::NotToml(e.message().to_owned()))?;
     serde_json::to_value(table).map_err(|e| TomlWrapError::NotToml(e.to_string()))
@@ -257,7 +258,7 @@ model = "o3"
         assert_eq!(again, wrapped_text);
         let (back, done) = rewrite(&wrapped_text, "", false).unwrap();
         assert_eq!(done.changed, ["filesystem", "git"]);
-        assert_eq!(as_json(&back).unwrap(), as_json(CODEX).unwrap());
+        assert_eq!(parse(&back).unwrap(), parse(CODEX).unwrap());
         assert!(back.contains("# the project's files\ncommand = \"npx\"\n"));
         assert!(back.contains("[profiles.x]\nmodel = \"o3\"\n"));
     }

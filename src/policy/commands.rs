@@ -167,6 +167,48 @@ impl CommandMatcher {
 }
 
 impl CommandMatcher {
+    /// Whether every simple command `other` matches, this entry provably
+    /// matches too (under the same or a looser quantifier), from the
+    /// entries as written: each condition of this entry is one of
+    /// `other`'s, or implied by one (a shorter prefix, fewer globs or
+    /// flags). `["cat"]` covers `["cat", "notes.txt"]`.
+    pub(super) fn covers(&self, other: &CommandMatcher) -> bool {
+        let globs =
+            |mine: &Option<Patterns<Globs>>, theirs: &Option<Patterns<Globs>>| match (mine, theirs)
+            {
+                (None, _) => true,
+                (Some(mine), Some(theirs)) => mine.covers(theirs),
+                (Some(_), None) => false,
+            };
+        let prefix = match (&self.prefix, &other.prefix) {
+            (None, _) => true,
+            (Some(mine), Some(theirs)) => theirs.starts_with(mine),
+            (Some(_), None) => false,
+        };
+        // A program glob is implied by the other's program globs, or by the
+        // first word of its prefix.
+        let program = match (&self.program, &other.program, &other.prefix) {
+            (None, _, _) => true,
+            (Some(mine), Some(theirs), _) => mine.covers(theirs),
+            (Some(mine), None, Some(prefix)) => prefix.first().is_some_and(|p| mine.is_match(p)),
+            (Some(_), None, None) => false,
+        };
+        // Each group of mine needs a group of theirs whose every flag is in it.
+        let flags = self.flags.iter().all(|group| {
+            other
+                .flags
+                .iter()
+                .any(|theirs| theirs.iter().all(|f| group.contains(f)))
+        });
+        prefix
+            && program
+            && flags
+            && globs(&self.args, &other.args)
+            && globs(&self.subcommand, &other.subcommand)
+            && globs(&self.redirect, &other.redirect)
+            && globs(&self.writes, &other.writes)
+    }
+
     /// The entry as a policy file writes it: `{ program = ["rm"], flags = [...] }`,
     /// or a `command_prefix` entry's word list.
     pub(super) fn written(&self, prefix_entry: bool) -> String {

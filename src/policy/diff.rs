@@ -191,7 +191,10 @@ pub fn sample_requests(old: &Policy, new: &Policy) -> Vec<ToolRequest> {
                     .cloned(),
             );
         }
-        for globs in [&rule.path_glob, &rule.write_glob].into_iter().flatten() {
+        for globs in [&rule.path_glob, &rule.content_glob, &rule.write_glob]
+            .into_iter()
+            .flatten()
+        {
             paths.extend(globs.written.iter().map(|g| example_path(g)));
         }
         for matcher in rule.commands.iter().chain(&rule.command_prefix).flatten() {
@@ -320,6 +323,55 @@ mod tests {
             &policy(&READ_ALL.replace("allow", "ask")),
         );
         assert_eq!(stricter[0].action, Some((Action::Allow, Action::Ask)));
+    }
+
+    /// Issue 39, item 12: `command_prefix = [["cat"]]` becoming
+    /// `[["cat", "notes.txt"]]` was "conditions changed", though every
+    /// command the new rule allows the old one did.
+    #[test]
+    fn a_longer_command_prefix_is_narrowed_not_changed() {
+        let rule = |prefix: &str| {
+            policy(&format!(
+                "[[rules]]\nid = \"cat\"\naction = \"allow\"\ntools = [\"bash\"]\n\
+                 command_prefix = {prefix}\nreason = \"r\"\n"
+            ))
+        };
+        let kind = |old: &str, new: &str| rule_changes(&rule(old), &rule(new))[0].kind;
+        let cat = r#"[["cat"]]"#;
+        let notes = r#"[["cat", "notes.txt"]]"#;
+        assert_eq!(kind(cat, notes), RuleChangeKind::Narrowed);
+        assert_eq!(kind(notes, cat), RuleChangeKind::Widened);
+        assert_eq!(
+            kind(r#"[["cat"], ["ls"]]"#, notes),
+            RuleChangeKind::Narrowed
+        );
+        assert_eq!(
+            kind(r#"[["cat", "a"]]"#, notes),
+            RuleChangeKind::Changed,
+            "neither covers the other"
+        );
+        // The same holds for `commands` entries and path globs.
+        let commands = |entries: &str| {
+            policy(&format!(
+                "[[rules]]\nid = \"rm\"\naction = \"deny\"\ntools = [\"bash\"]\n\
+                 commands = {entries}\nreason = \"r\"\n"
+            ))
+        };
+        let changes = rule_changes(
+            &commands(r#"[{ program = ["rm"] }]"#),
+            &commands(r#"[{ program = ["rm"], flags = [["-r", "-R"]] }]"#),
+        );
+        assert_eq!(changes[0].kind, RuleChangeKind::Narrowed);
+        let changes = rule_changes(
+            &commands(r#"[{ prefix = ["git", "push"] }]"#),
+            &commands(r#"[{ program = ["git"] }]"#),
+        );
+        assert_eq!(changes[0].kind, RuleChangeKind::Widened);
+        let changes = rule_changes(
+            &policy(READ_SRC),
+            &policy(&READ_SRC.replace("src/**", "src/main.rs")),
+        );
+        assert_eq!(changes[0].kind, RuleChangeKind::Narrowed);
     }
 
     #[test]

@@ -42,6 +42,7 @@ struct RuleFile {
     tools: Option<Vec<String>>,
     path_scope: Option<String>,
     path_glob: Option<Vec<String>>,
+    content_glob: Option<Vec<String>>,
     write_glob: Option<Vec<String>>,
     command_regex: Option<Vec<String>>,
     command_prefix: Option<Vec<Vec<String>>>,
@@ -210,6 +211,8 @@ struct PathsFile {
     read: Vec<String>,
     #[serde(default)]
     write: Vec<String>,
+    #[serde(default)]
+    list: Vec<String>,
 }
 
 /// Compiles the `[[paths]]` entries: each needs tools and at least one argument.
@@ -222,16 +225,25 @@ fn path_arguments(specs: Vec<PathsFile>) -> Result<Vec<super::PathArguments>, St
             if spec.tools.is_empty() {
                 return Err(at("`tools` must name at least one tool"));
             }
-            if spec.read.is_empty() && spec.write.is_empty() {
-                return Err(at("name at least one argument in `read` or `write`"));
+            if spec.read.is_empty() && spec.write.is_empty() && spec.list.is_empty() {
+                return Err(at(
+                    "name at least one argument in `read`, `write` or `list`",
+                ));
             }
-            if spec.read.iter().chain(&spec.write).any(|a| a.is_empty()) {
+            if spec
+                .read
+                .iter()
+                .chain(&spec.write)
+                .chain(&spec.list)
+                .any(|a| a.is_empty())
+            {
                 return Err(at("an argument name must not be empty"));
             }
             Ok(super::PathArguments {
                 tools: globs("tools", spec.tools, false).map_err(|e| at(&e))?,
                 read: spec.read,
                 write: spec.write,
+                list: spec.list,
             })
         })
         .collect()
@@ -632,6 +644,7 @@ fn refuse_text_only_shell_allow(rule: &Rule) -> Result<(), String> {
     let judges_text = rule.command_regex.is_some()
         || rule.path_scope.is_some()
         || rule.path_glob.is_some()
+        || rule.content_glob.is_some()
         || rule.write_glob.is_some();
     let judges_commands = rule.command_prefix.is_some() || rule.commands.is_some();
     if rule.action == Action::Allow && applies_to_bash && judges_text && !judges_commands {
@@ -693,6 +706,10 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
         path_glob: spec
             .path_glob
             .map(|g| globs("path_glob", g, true))
+            .transpose()?,
+        content_glob: spec
+            .content_glob
+            .map(|g| globs("content_glob", g, true))
             .transpose()?,
         write_glob: spec
             .write_glob

@@ -140,6 +140,97 @@ impl Policy {
     }
 }
 
+/// One step of the order in which a policy's rules take effect, with the
+/// layers combined ([`Policy::effective_order`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EffectiveRule {
+    /// `built-in` (gavel's floor), `system`, `admin`, `user` or `project`.
+    pub layer: String,
+    pub rule_id: String,
+    pub action: Action,
+    /// When the rule decides, in a phrase: "first", "when it is the
+    /// first rule of its layer to match", ...
+    pub when: String,
+}
+
+impl Policy {
+    /// The rules in the order they take effect, as one list a reader can
+    /// follow top down: gavel's floor first (its deny decides at once, its
+    /// ask unless a layer denies); then, for a policy alone, its rules in
+    /// order and its default deny; with layers, every layer's deny rules
+    /// (top layer first) and the project's default deny, then their ask
+    /// rules, then their allow rules, since a call gets the strictest of
+    /// each layer's first match. Within a layer a rule still decides only
+    /// when it is the first of that layer to match.
+    pub fn effective_order(&self) -> Vec<EffectiveRule> {
+        let step = |layer: &str, rule: &super::Rule, when: &str| EffectiveRule {
+            layer: layer.to_owned(),
+            rule_id: rule.id.clone(),
+            action: rule.action,
+            when: when.to_owned(),
+        };
+        let mut order: Vec<EffectiveRule> = super::floor()
+            .rules()
+            .iter()
+            .map(|rule| {
+                let when = match rule.action {
+                    Action::Deny => "before any policy: its deny is final",
+                    _ => "before any policy, unless a layer denies the call",
+                };
+                step(super::FLOOR_LAYER, rule, when)
+            })
+            .collect();
+        if self.above.is_empty() {
+            order.extend(
+                self.rules
+                    .iter()
+                    .map(|rule| step(PROJECT_LAYER, rule, "when no rule before it matches")),
+            );
+        } else {
+            let layers: Vec<(&str, &Policy)> = self
+                .above
+                .iter()
+                .map(|l| (l.name.as_str(), &l.policy))
+                .chain(std::iter::once((PROJECT_LAYER, self)))
+                .collect();
+            for action in [Action::Deny, Action::Ask, Action::Allow] {
+                for (name, policy) in &layers {
+                    let when = if action == Action::Allow && *name != PROJECT_LAYER {
+                        "when it is the first rule of its layer to match, no layer is stricter, \
+                         and the project's first match is an allow too"
+                    } else {
+                        "when it is the first rule of its layer to match and no layer is stricter"
+                    };
+                    order.extend(
+                        policy
+                            .rules
+                            .iter()
+                            .filter(|r| r.action == action)
+                            .map(|rule| step(name, rule, when)),
+                    );
+                }
+                // The project's default deny is a deny like the others.
+                if action == Action::Deny {
+                    order.push(default_deny());
+                }
+            }
+            return order;
+        }
+        order.push(default_deny());
+        order
+    }
+}
+
+/// The project's default deny as a step of [`Policy::effective_order`].
+fn default_deny() -> EffectiveRule {
+    EffectiveRule {
+        layer: PROJECT_LAYER.to_owned(),
+        rule_id: super::DEFAULT_DENY.to_owned(),
+        action: Action::Deny,
+        when: "when none of the project's rules matches".to_owned(),
+    }
+}
+
 /// The layered decision of `project` (which has layers above it).
 pub(super) fn decide(
     project: &Policy,

@@ -5,7 +5,9 @@
 //! Shadowing is flagged only where it is provable from the rules as
 //! written: an earlier rule whose tools include the later rule's and whose
 //! every condition is also a condition of the later rule, written the same
-//! way (or with more entries), under a quantifier at least as loose.
+//! way or provably wider (more entries or globs, a shorter command prefix,
+//! a glob matching the other's literal text), under a quantifier at least
+//! as loose.
 
 use std::collections::BTreeMap;
 
@@ -69,13 +71,16 @@ pub fn lint(policy: &Policy) -> Vec<Finding> {
             let shell_condition = rule.command_prefix.is_some() || rule.commands.is_some();
             let scoped =
                 rule.path_scope == Some(Scope::Inside) || rules[..i].iter().any(keeps_bash_inside);
-            if shell_condition && !scoped {
+            if shell_condition
+                && !scoped
+                && let Some(example) = outside_example(rule)
+            {
                 findings.push(Finding {
                     kind: LintKind::UnscopedShellAllow,
                     rule_id: rule.id.clone(),
                     by: None,
                     message: format!(
-                        "allow rule `{}` lets `bash` read outside the workspace (`grep -r BEGIN ~/.ssh`): \
+                        "allow rule `{}` lets `bash` reach outside the workspace (it allows `{example}`): \
                          add an earlier ask rule for `bash` with `path_scope = \"outside\"`, as the \
                          coding-agent preset's `bash.outside_workspace`",
                         rule.id
@@ -176,12 +181,66 @@ fn keeps_bash_inside(rule: &Rule) -> bool {
         && applies_to_bash(rule)
         && rule.path_scope == Some(Scope::Outside)
         && rule.path_glob.is_none()
+        && rule.content_glob.is_none()
         && rule.write_glob.is_none()
         && rule.command_regex.is_none()
         && rule.command_prefix.is_none()
         && rule.commands.is_none()
         && rule.unprovable.is_none()
         && rule.definition_changed.is_none()
+}
+
+/// A command that `rule` allows and that names a path outside the
+/// workspace, built from the rule's own entries (its prefixes, its literal
+/// program names) followed by an outside path; `None` when none of them is
+/// such a command, so the finding is never shown with an example the rule
+/// does not allow. Matched on lexical facts, as a rule's examples are;
+/// whether an earlier rule decides first is the shadowing finding's
+/// business.
+fn outside_example(rule: &Rule) -> Option<String> {
+    const OUTSIDE: [&str; 3] = ["~/.ssh", "-r BEGIN ~/.ssh", "BEGIN ~/.ssh/id_rsa"];
+    let mut bases: Vec<String> = Vec::new();
+    for matcher in rule
+        .command_prefix
+        .iter()
+        .chain(rule.commands.iter())
+        .flatten()
+    {
+        if let Some(prefix) = &matcher.prefix {
+            bases.push(prefix.join(" "));
+            if let Some(rest) = prefix.strip_prefix(&["git".to_owned()]) {
+                // git's own `-C` names the folder it reads.
+                bases.push(format!("git -C ~/.ssh {}", rest.join(" ")));
+            }
+        }
+        if let Some(program) = &matcher.program {
+            bases.extend(
+                program
+                    .written
+                    .iter()
+                    .filter(|p| !p.contains(['*', '?', '[', '{']))
+                    .cloned(),
+            );
+        }
+    }
+    bases.extend(["cat", "ls", "grep"].map(str::to_owned));
+    let mut candidates = bases.iter().flat_map(|base| {
+        let reads_dir = base.contains("~/.ssh");
+        OUTSIDE
+            .iter()
+            .filter(move |_| !reads_dir)
+            .map(move |tail| format!("{base} {tail}"))
+            .chain(reads_dir.then(|| base.clone()))
+    });
+    candidates.find(|command| {
+        let request = crate::request::ToolRequest::new(
+            "lint",
+            "bash",
+            serde_json::json!({ "command": command }),
+        );
+        let facts = crate::facts::lexical_facts(&request);
+        rule.matches(&request, &facts).is_ok() && facts.paths.iter().any(|p| !p.inside)
+    })
 }
 
 /// The programs an allow rule names that have no model, as written.
@@ -220,6 +279,7 @@ fn every_tool(rule: &Rule) -> bool {
 fn has_conditions(rule: &Rule) -> bool {
     rule.path_scope.is_some()
         || rule.path_glob.is_some()
+        || rule.content_glob.is_some()
         || rule.write_glob.is_some()
         || rule.command_regex.is_some()
         || rule.command_prefix.is_some()
@@ -236,6 +296,7 @@ pub(super) fn shadows(earlier: &Rule, later: &Rule) -> bool {
     // and `unprovable` read the same under every action.
     let quantified = earlier.path_scope.is_some()
         || earlier.path_glob.is_some()
+        || earlier.content_glob.is_some()
         || earlier.write_glob.is_some()
         || earlier.command_prefix.is_some()
         || earlier.commands.is_some();
@@ -245,6 +306,7 @@ pub(super) fn shadows(earlier: &Rule, later: &Rule) -> bool {
     tools_cover(earlier, later)
         && (earlier.path_scope.is_none() || earlier.path_scope == later.path_scope)
         && globs_cover(&earlier.path_glob, &later.path_glob)
+        && globs_cover(&earlier.content_glob, &later.content_glob)
         && globs_cover(&earlier.write_glob, &later.write_glob)
         && regex_same(earlier, later)
         && matchers_cover(&earlier.command_prefix, &later.command_prefix)
@@ -268,7 +330,7 @@ fn tools_cover(earlier: &Rule, later: &Rule) -> bool {
 fn globs_cover(earlier: &Option<Patterns<Globs>>, later: &Option<Patterns<Globs>>) -> bool {
     match (earlier, later) {
         (None, _) => true,
-        (Some(e), Some(l)) => l.written.iter().all(|g| e.written.contains(g)),
+        (Some(e), Some(l)) => e.covers(l),
         (Some(_), None) => false,
     }
 }
@@ -289,7 +351,9 @@ fn matchers_cover(
 ) -> bool {
     match (earlier, later) {
         (None, _) => true,
-        (Some(e), Some(l)) => l.iter().all(|m| e.iter().any(|n| n.shown == m.shown)),
+        (Some(e), Some(l)) => l
+            .iter()
+            .all(|m| e.iter().any(|n| n.shown == m.shown || n.covers(m))),
         (Some(_), None) => false,
     }
 }
@@ -354,6 +418,50 @@ reason = "x"
         assert!(lint(&preset).is_empty(), "{:?}", lint(&preset));
         let builtin = Policy::builtin();
         assert!(lint(&builtin).is_empty(), "{:?}", lint(&builtin));
+    }
+
+    /// Issue 39, item 11: the warning for an unscoped allow of `ls` gave
+    /// `grep -r BEGIN ~/.ssh` as its example, a command that rule never
+    /// allows.
+    #[test]
+    fn the_unscoped_allow_example_is_a_command_the_rule_allows() {
+        for (prefix, expected) in [
+            (r#"[["ls"]]"#, "ls ~/.ssh"),
+            (r#"[["grep"]]"#, "grep -r BEGIN ~/.ssh"),
+            (r#"[["git", "log"]]"#, "git log ~/.ssh"),
+            (r#"[["make"]]"#, "make ~/.ssh"),
+        ] {
+            let p = policy(&format!(
+                "[[rules]]\nid = \"r\"\naction = \"allow\"\ntools = [\"bash\"]\n\
+                 command_prefix = {prefix}\nreason = \"x\"\n"
+            ));
+            let finding = lint(&p)
+                .into_iter()
+                .find(|f| f.kind == LintKind::UnscopedShellAllow)
+                .unwrap_or_else(|| panic!("{prefix}: no finding"));
+            assert!(
+                finding
+                    .message
+                    .contains(&format!("(it allows `{expected}`)")),
+                "{prefix}: {}",
+                finding.message
+            );
+            let request = crate::request::ToolRequest::new(
+                "t",
+                "bash",
+                serde_json::json!({ "command": expected }),
+            );
+            let decision = p.decide(&request, &crate::facts::lexical_facts(&request));
+            assert_eq!(decision.rule_id, "r", "{expected}");
+            assert_eq!(decision.action, Action::Allow, "{expected}");
+            assert!(!finding.message.contains("BEGIN") || expected.contains("BEGIN"));
+        }
+        // A rule that names only what cannot reach a path gets no claim.
+        let printers = policy(
+            "[[rules]]\nid = \"r\"\naction = \"allow\"\ntools = [\"bash\"]\n\
+             command_prefix = [[\"echo\"]]\nreason = \"x\"\n",
+        );
+        assert!(kinds(&printers).is_empty(), "{:?}", lint(&printers));
     }
 
     #[test]

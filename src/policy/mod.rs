@@ -9,6 +9,7 @@ pub mod cases;
 mod commands;
 pub mod diff;
 mod file;
+mod floor;
 mod layered;
 pub mod lint;
 mod patterns;
@@ -23,7 +24,8 @@ use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
 pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec, memoize_parses};
-pub use layered::{Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
+pub use floor::{FLOOR_LAYER, FLOOR_POLICY_TOML, floor};
+pub use layered::{EffectiveRule, Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
 pub use rule::{EntryMatch, Rule};
 
 /// The built-in default policy, as shipped in the repository.
@@ -95,7 +97,9 @@ pub struct Decision {
     pub reason: String,
     pub policy: PolicyRef,
     /// Under layered policies: the layer whose rule decided (`system`,
-    /// `admin`, `user`, or `project`); absent with the project's policy alone.
+    /// `admin`, `user`, or `project`); absent with the project's policy
+    /// alone. `built-in` when a rule of gavel's floor decided, under any
+    /// policy (`floor.toml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layer: Option<String>,
     /// Under layered policies: every layer that was consulted, top first.
@@ -155,6 +159,9 @@ pub struct PathArguments {
     tools: patterns::Patterns<patterns::Globs>,
     pub read: Vec<String>,
     pub write: Vec<String>,
+    /// Arguments naming paths whose names and metadata only are read (a
+    /// folder listed, a file's size): `list` facts, not reads.
+    pub list: Vec<String>,
 }
 
 /// What a policy's `[redact]` table asks of the record: plain settings,
@@ -186,15 +193,16 @@ impl Default for RedactSettings {
 impl Policy {
     /// The built-in default policy.
     pub fn builtin() -> Self {
-        // The default policy is compiled in, and a test parses it with its
-        // examples checked; it always parses.
-        let mut policy = file::parse(
-            DEFAULT_POLICY_TOML,
-            DEFAULT_POLICY_SOURCE,
-            file::Checks::Deferred,
-        )
-        .expect("the built-in default policy is valid");
-        // A unit test checks its examples on every build.
+        Self::compiled_in(DEFAULT_POLICY_TOML, DEFAULT_POLICY_SOURCE)
+    }
+
+    /// A policy compiled into gavel (the default, the floor), named
+    /// `source` where a file path would be.
+    fn compiled_in(text: &str, source: &str) -> Self {
+        // Compiled in, and a unit test parses each with its examples
+        // checked on every build: it always parses.
+        let mut policy = file::parse(text, source, file::Checks::Deferred)
+            .expect("a policy compiled into gavel is valid");
         policy.checked = true;
         policy
     }
@@ -287,6 +295,7 @@ fn declared_paths(paths: &[PathArguments], tool: &str) -> Vec<(String, crate::fa
         for (names, access) in [
             (&entry.read, crate::facts::Access::Read),
             (&entry.write, crate::facts::Access::Write),
+            (&entry.list, crate::facts::Access::List),
         ] {
             for name in names {
                 if !found.iter().any(|(n, a)| n == name && *a == access) {
@@ -315,7 +324,7 @@ impl Policy {
         &self,
         request: &ToolRequest,
         facts: &Facts,
-        trace: Option<&mut Vec<RuleTrace>>,
+        mut trace: Option<&mut Vec<RuleTrace>>,
     ) -> Decision {
         if let Some(problem) = request
             .schema_problem()
@@ -324,12 +333,22 @@ impl Policy {
         {
             return self.decision(Action::Deny, INVALID_ARGUMENTS, problem);
         }
-        if self.above.is_empty() {
-            return self
-                .first_match(request, facts, trace, None)
-                .unwrap_or_else(|| self.unmatched(request));
+        // The floor sits above every policy and layer: its deny is final,
+        // its ask yields only to a deny.
+        let floor = floor::held(self, request, facts, trace.as_deref_mut());
+        if let Some(floor) = floor.as_ref().filter(|d| d.action == Action::Deny) {
+            return floor.clone();
         }
-        layered::decide(self, request, facts, trace)
+        let decision = if self.above.is_empty() {
+            self.first_match(request, facts, trace, None)
+                .unwrap_or_else(|| self.unmatched(request))
+        } else {
+            layered::decide(self, request, facts, trace)
+        };
+        match floor {
+            Some(floor) if floor.action >= decision.action => floor,
+            _ => decision,
+        }
     }
 
     /// The decision of the first rule that matches, if one does. `layer`

@@ -114,6 +114,16 @@ impl Patterns<Globs> {
             }
     }
 
+    /// Whether every text `other` matches, these match too, provably from
+    /// the globs as written: each of `other`'s is one of these, or matches
+    /// only its own text and that text matches one of these.
+    pub(super) fn covers(&self, other: &Self) -> bool {
+        other
+            .written
+            .iter()
+            .all(|g| self.written.contains(g) || (is_literal(g) && self.is_match(g)))
+    }
+
     /// Compiles the globs now: the first that does not compile, named.
     pub(super) fn check(&self) -> Result<(), String> {
         self.compiled().as_ref().map(|_| ()).map_err(Clone::clone)

@@ -32,6 +32,9 @@ pub struct Rule {
     pub(super) tools: Option<Patterns<Globs>>,
     pub(super) path_scope: Option<Scope>,
     pub(super) path_glob: Option<Patterns<Globs>>,
+    /// Like `path_glob`, for paths whose contents are (or may be) read or
+    /// written: a path only listed (`ls`, `find`, the `glob` tool) is not.
+    pub(super) content_glob: Option<Patterns<Globs>>,
     pub(super) write_glob: Option<Patterns<Globs>>,
     pub(super) command_regex: Option<Patterns<RegexSet>>,
     pub(super) command_prefix: Option<Vec<CommandMatcher>>,
@@ -67,7 +70,7 @@ impl Rule {
         {
             return Err(Miss::Tool);
         }
-        if self.path_scope.is_some() || self.path_glob.is_some() || self.write_glob.is_some() {
+        if self.path_scope.is_some() || self.has_glob() {
             if facts.paths.is_empty() {
                 return Err(Miss::NoPath);
             }
@@ -76,9 +79,7 @@ impl Rule {
             {
                 return Err(Miss::Scope);
             }
-            if (self.path_glob.is_some() || self.write_glob.is_some())
-                && !self.holds(&facts.paths, |p| self.glob_holds(p))
-            {
+            if self.has_glob() && !self.holds(&facts.paths, |p| self.glob_holds(p)) {
                 return Err(Miss::PathGlob);
             }
         }
@@ -111,10 +112,15 @@ impl Rule {
     /// Every glob list of the rule, the commands' included.
     fn glob_lists(&self) -> impl Iterator<Item = &Patterns<Globs>> {
         let matchers = self.command_prefix.iter().chain(&self.commands).flatten();
-        [&self.tools, &self.path_glob, &self.write_glob]
-            .into_iter()
-            .flatten()
-            .chain(matchers.flat_map(CommandMatcher::glob_lists))
+        [
+            &self.tools,
+            &self.path_glob,
+            &self.content_glob,
+            &self.write_glob,
+        ]
+        .into_iter()
+        .flatten()
+        .chain(matchers.flat_map(CommandMatcher::glob_lists))
     }
 
     /// Compiles every glob of the rule: the first that does not compile.
@@ -135,20 +141,30 @@ impl Rule {
         let scope = self
             .path_scope
             .is_none_or(|scope| fact.inside == (scope == Scope::Inside));
-        let glob = (self.path_glob.is_none() && self.write_glob.is_none()) || self.glob_holds(fact);
+        let glob = !self.has_glob() || self.glob_holds(fact);
         scope && glob
     }
 
-    /// Whether a fact matches `path_glob`, or is (or may be) written and
-    /// matches `write_glob`: a fact whose use is not known may be a write.
+    /// Whether the rule has a path glob condition.
+    fn has_glob(&self) -> bool {
+        self.path_glob.is_some() || self.content_glob.is_some() || self.write_glob.is_some()
+    }
+
+    /// Whether a fact matches `path_glob`; or is (or may be) read or
+    /// written, not only listed, and matches `content_glob`; or is (or may
+    /// be) written and matches `write_glob`. A fact whose use is not known
+    /// may be any.
     fn glob_holds(&self, fact: &PathFact) -> bool {
         let Some(rel) = fact.relative.as_deref() else {
             return false;
         };
-        let any_use = self.path_glob.as_ref().is_some_and(|g| g.is_match(rel));
-        let written = fact.access != Some(Access::Read)
-            && self.write_glob.as_ref().is_some_and(|g| g.is_match(rel));
-        any_use || written
+        let matches =
+            |globs: &Option<Patterns<Globs>>| globs.as_ref().is_some_and(|g| g.is_match(rel));
+        let any_use = matches(&self.path_glob);
+        let content = fact.access != Some(Access::List) && matches(&self.content_glob);
+        let written =
+            !matches!(fact.access, Some(Access::Read | Access::List)) && matches(&self.write_glob);
+        any_use || content || written
     }
 
     /// Applies `test` to the facts with the quantifier the action calls for.
@@ -230,10 +246,13 @@ impl Policy {
         request: &ToolRequest,
         facts: &Facts,
     ) -> Vec<EntryMatch> {
-        self.rules()
+        // A floor rule decides before the policy's own copy of it.
+        super::floor()
+            .rules()
             .iter()
-            .find(|r| r.id == rule_id)
-            .filter(|r| r.matches(request, facts).is_ok())
+            .chain(self.rules())
+            .filter(|r| r.id == rule_id)
+            .find(|r| r.matches(request, facts).is_ok())
             .map(|r| r.entry_matches(request, facts))
             .unwrap_or_default()
     }
@@ -266,6 +285,14 @@ impl Miss {
                     .as_ref()
                     .map_or(&[][..], |g| &g.written[..])
                     .to_vec();
+                if let Some(content) = &rule.content_glob {
+                    globs.extend(
+                        content
+                            .written
+                            .iter()
+                            .map(|g| format!("{g} (read or written)")),
+                    );
+                }
                 if let Some(written) = &rule.write_glob {
                     globs.extend(written.written.iter().map(|g| format!("{g} (written)")));
                 }

@@ -198,7 +198,9 @@ fn explain_says_why_earlier_rules_did_not_match() {
     assert!(
         trace[2]
             .detail
-            .contains("matches none of [.gavel, .gavel/**, gavel.toml (written)]"),
+            .contains(
+                "matches none of [.gavel (read or written), .gavel/** (read or written), gavel.toml (written)]"
+            ),
         "{:?}",
         trace[2]
     );
@@ -639,7 +641,7 @@ name = "subcommands"
 id = "deny.publish"
 action = "deny"
 tools = ["bash"]
-commands = [{ program = ["cargo", "gavel"], subcommand = ["publish", "approve"] }]
+commands = [{ program = ["cargo", "gavel"], subcommand = ["publish", "pending"] }]
 reason = "no"
 [[rules]]
 id = "allow.test"
@@ -661,8 +663,10 @@ reason = "yes"
     assert_eq!(rule("cargo test"), "allow.test");
     assert_eq!(rule("cargo --offline test"), "default.deny");
     // gavel's model: its options are read, and what it cannot read fails closed.
-    assert_eq!(rule("gavel --db x approve c"), "deny.publish");
-    assert_eq!(rule("gavel --unknown approve c"), "deny.publish");
-    assert_eq!(rule("gavel log --grep approve"), "default.deny");
-    assert_eq!(rule("gavel --db approve log"), "default.deny");
+    assert_eq!(rule("gavel --db x pending c"), "deny.publish");
+    assert_eq!(rule("gavel --unknown pending c"), "deny.publish");
+    assert_eq!(rule("gavel log --grep pending"), "default.deny");
+    assert_eq!(rule("gavel --db pending log"), "default.deny");
+    // The approval subcommands are the floor's, whatever the policy says.
+    assert_eq!(rule("gavel --db x approve c"), "bash.self_approval");
 }

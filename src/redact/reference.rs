@@ -4,6 +4,9 @@ pub(super) fn redact_str(r: &Redactor, text: &str) -> (String, usize) {
     let mut found = Vec::new();
     let (mut out, mut count) = detect(r, text, &mut found);
     count += r.replace_known(&mut out, &r.known(found));
+    let mut random = Vec::new();
+    count += redact_entropy(r, &mut out, &mut random);
+    count += r.replace_known(&mut out, &r.known(random));
     (out, count)
 }
 
@@ -25,7 +28,6 @@ fn detect(r: &Redactor, text: &str, found: &mut Vec<(String, String)>) -> (Strin
             count += apply(r, &mut out, detector.kind, regex, found);
         }
     }
-    count += redact_entropy(r, &mut out, found);
     (out, count)
 }
 
@@ -78,19 +80,23 @@ fn apply(
 }
 
 fn redact_entropy(r: &Redactor, text: &mut String, found: &mut Vec<(String, String)>) -> usize {
+    if r.settings.disabled {
+        return 0;
+    }
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     let mut count = 0;
-    for (start, end) in tokens(text) {
-        let token = &text[start..end];
-        if !looks_random(token) {
-            continue;
+    for (run_start, run_end) in tokens(text) {
+        let anchored = run_start > 0 && text.as_bytes()[run_start - 1] == b'.';
+        for (start, end) in random_parts(&text.as_bytes()[run_start..run_end], anchored) {
+            let (start, end) = (run_start + start, run_start + end);
+            let token = &text[start..end];
+            out.push_str(&text[last..start]);
+            out.push_str(&r.marker("high_entropy", token));
+            found.push(("high_entropy".to_owned(), token.to_owned()));
+            last = end;
+            count += 1;
         }
-        out.push_str(&text[last..start]);
-        out.push_str(&r.marker("high_entropy", token));
-        found.push(("high_entropy".to_owned(), token.to_owned()));
-        last = end;
-        count += 1;
     }
     if count > 0 {
         out.push_str(&text[last..]);
@@ -109,7 +115,22 @@ pub(super) fn redact_value(r: &Redactor, value: &mut Value) -> usize {
     if !known.is_empty() {
         count += r.replace_value(value, &known);
     }
+    let mut random = Vec::new();
+    count += entropy_value(r, value, &mut random);
+    let known = r.known(random);
+    if !known.is_empty() {
+        count += r.replace_value(value, &known);
+    }
     count
+}
+
+fn entropy_value(r: &Redactor, value: &mut Value, found: &mut Vec<(String, String)>) -> usize {
+    match value {
+        Value::String(s) => redact_entropy(r, s, found),
+        Value::Array(items) => items.iter_mut().map(|v| entropy_value(r, v, found)).sum(),
+        Value::Object(map) => map.values_mut().map(|v| entropy_value(r, v, found)).sum(),
+        _ => 0,
+    }
 }
 
 fn detect_value(r: &Redactor, value: &mut Value, found: &mut Vec<(String, String)>) -> usize {
@@ -153,16 +174,31 @@ pub(super) fn redact_batch(
         }
     }
     let known = r.known(found.clone());
+    for (_, value, count) in &mut parsed {
+        if let Some(value) = value {
+            *count += r.replace_value(value, &known);
+        }
+    }
+    let mut random = Vec::new();
+    for (_, value, count) in &mut parsed {
+        if let Some(value) = value {
+            *count += entropy_value(r, value, &mut random);
+        }
+    }
+    let known = r.known(random.clone());
+    for (_, value, count) in &mut parsed {
+        if let Some(value) = value {
+            *count += r.replace_value(value, &known);
+        }
+    }
+    found.extend(random);
     parsed
         .into_iter()
-        .map(|(payload, value, mut count)| {
+        .map(|(payload, value, count)| {
             let payload = payload.unwrap_or_default();
             let Some(mut value) = value else {
                 return (payload, 0);
             };
-            if !known.is_empty() {
-                count += r.replace_value(&mut value, &known);
-            }
             if count == 0 {
                 return (payload, 0);
             }

@@ -14,8 +14,9 @@ pub const CHECKPOINT_EVERY_VAR: &str = "GAVEL_CHECKPOINT_EVERY";
 
 /// After governed calls: when at least `every` rows (or what
 /// `GAVEL_CHECKPOINT_EVERY` says) were appended since the newest
-/// checkpoint, signs one with the key kept beside the database (made on
-/// first use), reading only the new rows. Never fails the call it follows:
+/// checkpoint, signs one with the log's key in the user's data folder
+/// ([`crate::store::checkpoint_key_path`], made on first use), reading only
+/// the new rows. Never fails the call it follows:
 /// a problem is one warning line on stderr.
 pub fn auto_checkpoint(store: &mut Store, every: u64) {
     let every = match std::env::var(CHECKPOINT_EVERY_VAR) {
@@ -41,10 +42,11 @@ pub fn auto_checkpoint(store: &mut Store, every: u64) {
 /// Signs a checkpoint when one is due: what went wrong, if anything.
 fn sign(store: &mut Store, every: u64) -> Option<String> {
     let signed = (|| -> Result<Option<String>, SessionError> {
-        let key = crate::checkpoint::read_or_create_key(
-            &crate::store::checkpoint_key_path(store.path()),
-            "gavel",
-        )?;
+        let path = crate::store::checkpoint_key_path(store.path(), &store.identity().log_id);
+        if let Err(source) = crate::store::prepare_key_dir(&path) {
+            return Err(crate::checkpoint::CheckpointError::Io { path, source }.into());
+        }
+        let key = crate::checkpoint::read_or_create_key(&path, "gavel")?;
         Ok(match store.checkpoint_since_last(&key, every)? {
             Some(Err(report)) => Some(format!(
                 "not signing a checkpoint of a log that does not verify: {} at seq {}",

@@ -76,3 +76,6 @@ pub enum SessionError {
     #[error("{0}")]
     Call(String),
 }
+
+#[cfg(test)]
+mod tests;

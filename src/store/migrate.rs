@@ -80,7 +80,16 @@ pub(super) fn apply(conn: &Connection, path: &str, state: State) -> Result<(), S
         State::Fresh => 0,
         State::Gavel(version) => version,
     };
-    if state == State::Fresh {
+    // Every writer opens the log in WAL mode, a new one and one switched
+    // to another journal mode (`sqlite3` loading a dump, `PRAGMA
+    // journal_mode=delete`): in a rollback journal a reader's lock blocks
+    // the writer, and the call that asks someone (which reads its pending
+    // row on a second connection while the first appends) waited 30 s and
+    // recorded nothing.
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |row| row.get(0))
+        .map_err(sql("reading the journal mode"))?;
+    if !mode.eq_ignore_ascii_case("wal") {
         enable_wal(conn, path)?;
     }
     if from == MIGRATIONS.len() as i64 {
@@ -114,7 +123,7 @@ pub(super) fn apply(conn: &Connection, path: &str, state: State) -> Result<(), S
     result
 }
 
-/// Switches a new database to WAL, which lets readers run while one writer
+/// Switches a database to WAL, which lets readers run while one writer
 /// appends. Another gavel creating the same file at the same moment may hold
 /// the lock this needs (SQLite does not wait for it here), so this retries
 /// until the file is in WAL mode, by either of them.

@@ -18,7 +18,7 @@ mod verify;
 mod wal;
 
 use std::fs::{DirBuilder, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -188,10 +188,57 @@ pub fn redact_key_path(path: &Path) -> PathBuf {
     sibling(path, ".redact-key")
 }
 
-/// The path of the key gavel signs its automatic checkpoints of the
-/// database at `path` with (`audit.db.checkpoint-key`, and `.pub` beside it).
-pub fn checkpoint_key_path(path: &Path) -> PathBuf {
+/// Where older gavels kept the key they signed a log's automatic
+/// checkpoints with: beside the database (`audit.db.checkpoint-key`), where
+/// whoever can rewrite the log can also re-sign it. Still used when found.
+pub fn checkpoint_key_beside(path: &Path) -> PathBuf {
     sibling(path, ".checkpoint-key")
+}
+
+/// The folder of the user's checkpoint keys: `$XDG_DATA_HOME/gavel/keys`,
+/// else `$HOME/.local/share/gavel/keys` (an unset, empty or relative
+/// variable is not used); `None` without either.
+pub fn user_keys_dir() -> Option<PathBuf> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute("XDG_DATA_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local/share")))
+        .map(|data| data.join("gavel/keys"))
+}
+
+/// The key gavel signs the automatic checkpoints of the log at `path`
+/// (whose id is `log_id`) with, and its `.pub` beside it: one key per log,
+/// `<user keys>/<log id>.checkpoint-key` ([`user_keys_dir`]), outside the
+/// workspace, so that an agent that can rewrite the log cannot re-sign it.
+/// A key an older gavel left beside the database is used while it is there
+/// (`gavel doctor` says to move it). Without a home folder, beside the
+/// database.
+pub fn checkpoint_key_path(path: &Path, log_id: &[u8]) -> PathBuf {
+    let beside = checkpoint_key_beside(path);
+    if std::fs::symlink_metadata(&beside).is_ok() {
+        return beside;
+    }
+    match user_keys_dir() {
+        Some(dir) => dir.join(format!("{}.checkpoint-key", crate::digest::hex(log_id))),
+        None => beside,
+    }
+}
+
+/// Creates the folder of `key` (and any missing parent) owner-only (0700),
+/// and tightens it to 0700 when it exists with wider modes.
+pub fn prepare_key_dir(key: &Path) -> std::io::Result<()> {
+    let Some(dir) = key.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let meta = std::fs::metadata(dir)?;
+    if meta.permissions().mode() & 0o077 != 0 && user_keys_dir().is_some_and(|d| d == dir) {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 fn random_key() -> Result<[u8; 32], StoreError> {

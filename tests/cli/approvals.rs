@@ -438,6 +438,94 @@ fn the_agents_own_bash_cannot_approve_under_either_builtin_policy() {
     }
 }
 
+/// Issue 39, item 3: a project policy whose first rule allowed the program
+/// `gavel` let half of the spellings of `gavel approve` through, since
+/// `bash.self_approval` was only a rule of the policy, after it. The floor
+/// is decided above any policy: every spelling is denied, and so is any
+/// use of gavel's record and any write of its policy, whatever a policy
+/// allows first.
+#[test]
+fn self_approval_is_denied_even_when_a_policy_allows_gavel_before_it() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".gavel/audit.db", "record");
+    let loose = r#"
+name = "allows-gavel"
+[[rules]]
+id = "allow.gavel"
+action = "allow"
+tools = ["bash"]
+commands = [{ program = ["gavel", "env", "command", "nohup", "timeout", "nice", "exec", "sh", "bash", "echo", "true", "xargs", "cat", "rm", "cp"] }]
+reason = "anything"
+[[rules]]
+id = "allow.files"
+action = "allow"
+tools = ["read_file", "write_file", "edit_file", "glob", "apply_patch"]
+reason = "anything"
+"#;
+    let policy = sandbox.root.join("loose.toml");
+    std::fs::write(&policy, loose).unwrap();
+    let policy = policy.display().to_string();
+    let decide = |tool: &str, arguments: Value| {
+        let args = arguments.to_string();
+        json(&run_expecting(
+            &mut sandbox.gavel(&["check", tool, &args, "--json", "--policy", &policy]),
+            0,
+        ))
+    };
+    for command in SELF_APPROVALS {
+        let report = decide("bash", json!({ "command": command }));
+        assert_eq!(
+            (report["action"].as_str(), report["rule_id"].as_str()),
+            (Some("deny"), Some("bash.self_approval")),
+            "{command}: {report}"
+        );
+        assert_eq!(report["layer"], "built-in", "{command}: {report}");
+    }
+    for command in NOT_SELF_APPROVALS
+        .iter()
+        .filter(|c| c.starts_with("gavel "))
+    {
+        let report = decide("bash", json!({ "command": command }));
+        assert_eq!(report["rule_id"], "allow.gavel", "{command}: {report}");
+    }
+    for (tool, arguments) in [
+        ("read_file", json!({ "path": ".gavel/audit.db" })),
+        ("write_file", json!({ "path": "gavel.toml", "content": "" })),
+        (
+            "edit_file",
+            json!({ "path": "gavel.toml", "old_text": "a", "new_text": "b" }),
+        ),
+        (
+            "apply_patch",
+            json!({ "paths": ["src/a.rs", ".gavel/audit.db"] }),
+        ),
+        ("bash", json!({ "command": "cat .gavel/audit.db" })),
+        ("bash", json!({ "command": "rm -f .gavel/audit.db" })),
+        ("bash", json!({ "command": "cp x gavel.toml" })),
+        (
+            "bash",
+            json!({ "command": "echo '[[rules]]' >> gavel.toml" }),
+        ),
+    ] {
+        let report = decide(tool, arguments.clone());
+        assert_eq!(
+            (report["action"].as_str(), report["rule_id"].as_str()),
+            (Some("deny"), Some("path.protected")),
+            "{tool} {arguments}: {report}"
+        );
+    }
+    // The floor's ask: a write to what git runs, never an allow.
+    let report = decide(
+        "write_file",
+        json!({ "path": ".git/config", "content": "[core]\nfsmonitor = ./x" }),
+    );
+    assert_eq!(
+        (report["action"].as_str(), report["rule_id"].as_str()),
+        (Some("ask"), Some("path.git_config")),
+        "{report}"
+    );
+}
+
 /// `gavel check bash COMMAND --json` under the built-in policy.
 fn checked(sandbox: &Sandbox, command: &str) -> Value {
     let args = json!({ "command": command }).to_string();

@@ -947,3 +947,209 @@ fn init_names_the_gavel_on_path() {
     );
     assert!(!stderr(&out).contains("build folder"), "{}", stderr(&out));
 }
+
+/// Issue 39: `init` run through a build-folder copy, with the same gavel
+/// (a copy of the same file) on PATH, names the PATH one, so the hooks
+/// survive `cargo clean`; `--check` through the build copy calls it this
+/// gavel. A gavel of another version on PATH is not taken.
+#[test]
+fn init_through_a_build_folder_copy_prefers_the_same_gavel_on_path() {
+    let sandbox = Sandbox::new();
+    let built = crate::support::copy_gavel(&sandbox.root.join("project/target/release"));
+    let installed = sandbox.root.join("bin");
+    crate::support::copy_gavel(&installed);
+    let path = format!("{}:/usr/bin:/bin", installed.display());
+    let run = |binary: &Path, args: &[&str], path: &str| {
+        crate::support::output(
+            std::process::Command::new(binary)
+                .args(args)
+                .arg("--workspace")
+                .arg(&sandbox.ws)
+                .env("PATH", path)
+                .env("GAVEL_CHECKPOINT_EVERY", "0")
+                .env_remove("GAVEL_DB")
+                .env_remove("GAVEL_POLICY"),
+        )
+    };
+    let out = run(&built, &["init", "claude-code"], &path);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("build folder"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("the same gavel"), "{}", stdout(&out));
+    let settings: Value = serde_json::from_str(&sandbox.read(".claude/settings.json")).unwrap();
+    let command = installed_command(&settings, "PreToolUse");
+    assert_eq!(command, "gavel hook claude-code");
+    let out = run(&built, &["init", "claude-code", "--check"], &path);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("ok: runs this gavel"),
+        "{}",
+        stdout(&out)
+    );
+
+    // `cargo clean`: the hook still runs gavel, the one on PATH.
+    std::fs::remove_dir_all(sandbox.root.join("project/target")).unwrap();
+    let stdin = payload(&sandbox, "claude-code", "shell_pre", "ls", "t1");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .current_dir(&sandbox.ws)
+        .env("PATH", &path)
+        .env("CLAUDE_PROJECT_DIR", &sandbox.ws)
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(stdin.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(decision("claude-code", &out).0, "allow", "{}", stderr(&out));
+
+    // Another version on PATH: the build copy is named, with the warning.
+    let other = sandbox.root.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let fake = other.join("gavel");
+    std::fs::write(&fake, "#!/bin/sh\necho 'gavel 0.0.1'\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let built = crate::support::copy_gavel(&sandbox.root.join("project/target/release"));
+    let out = run(
+        &built,
+        &["init", "claude-code", "--force"],
+        &format!("{}:/usr/bin:/bin", other.display()),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("another version"), "{}", stderr(&out));
+    let settings: Value = serde_json::from_str(&sandbox.read(".claude/settings.json")).unwrap();
+    assert_eq!(
+        installed_command(&settings, "PreToolUse"),
+        format!(
+            "{} hook claude-code",
+            built.canonicalize().unwrap().display()
+        )
+    );
+}
+
+/// Issue 39: `init` says what an ask becomes for every client (it said
+/// nothing for Claude Code and Cursor), and with `--ask wait` that asks wait.
+#[test]
+fn init_says_what_an_ask_becomes_for_every_client() {
+    for (name, says) in [
+        ("claude-code", "Claude Code's own permission prompt"),
+        ("cursor", "Cursor's own prompt"),
+        ("codex", "asks are denied"),
+        ("gemini", "asks are denied"),
+        ("copilot", "asks are denied"),
+    ] {
+        let sandbox = Sandbox::new();
+        let out = sandbox.gavel(&["init", name]).output().unwrap();
+        assert_eq!(code(&out), 0, "{name}: {}", stderr(&out));
+        let text = stdout(&out);
+        let notes: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("note: asks"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{name}: {}", stdout(&out));
+        assert!(notes[0].contains(says), "{name}: {}", notes[0]);
+        let waiting = Sandbox::new();
+        let out = waiting
+            .gavel(&["init", name, "--ask", "wait=30s"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{name}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(
+            text.contains("note: asks wait up to 30 s"),
+            "{name}: {text}"
+        );
+        assert!(
+            !text.contains("note: asks go") && !text.contains("note: asks are denied"),
+            "{name}: {text}"
+        );
+    }
+}
+
+/// Issue 39: `init` made the checkpoint key but no checkpoint, so a log
+/// started unvouched until its first call; now it signs the first one.
+#[test]
+fn init_signs_the_logs_first_checkpoint() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.gavel(&["init", "claude-code"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("first checkpoint signed"),
+        "{}",
+        stdout(&out)
+    );
+    // The key is the log's own, outside the workspace; init says where.
+    let text = stdout(&out);
+    let key = text
+        .lines()
+        .find_map(|l| l.strip_prefix("checkpoint key "))
+        .and_then(|l| l.split(':').next())
+        .expect("init names the checkpoint key");
+    assert!(
+        key.starts_with(&*sandbox.root.join("data").to_string_lossy()),
+        "{text}"
+    );
+    let public = format!("{key}.pub");
+    let out = sandbox
+        .gavel(&["verify", "--json", "--public-key", &public])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["stored_checkpoints"], 1, "{report}");
+    assert_eq!(report["signature_checked"], true, "{report}");
+    // Again (--force): the log already has one; no second.
+    let out = sandbox
+        .gavel(&["init", "claude-code", "--force"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = sandbox.gavel(&["verify", "--json"]).output().unwrap();
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["stored_checkpoints"], 1, "{report}");
+}
+
+/// Issue 39: Claude Code's `LS` was denied as an unknown tool
+/// (`default.deny`; 11 calls in real session logs). It is a listing of its
+/// folder, decided like `glob`: inside the workspace it runs, outside it is
+/// the workspace boundary's to refuse.
+#[test]
+fn claude_codes_ls_is_a_listing_not_denied_as_unknown() {
+    let sandbox = sandbox();
+    std::fs::create_dir_all(sandbox.ws.join("src")).unwrap();
+    for (id, path, expected, rule) in [
+        (
+            "toolu_ls_inside",
+            sandbox.ws.join("src"),
+            "allow",
+            "path.read_allow",
+        ),
+        (
+            "toolu_ls_outside",
+            "/etc".into(),
+            "deny",
+            "path.outside_workspace",
+        ),
+    ] {
+        let mut pre = crate::support::hook_payload(&sandbox, "pre_tool_use.json");
+        pre["tool_use_id"] = json!(id);
+        pre["tool_name"] = json!("LS");
+        pre["tool_input"] = json!({"path": path});
+        let out = hook(&sandbox, "claude-code", &[], &pre.to_string());
+        let (answer, reason) = decision("claude-code", &out);
+        assert_eq!(answer, expected, "{reason}");
+        assert!(reason.contains(rule), "{reason}");
+    }
+    let calls = log(&sandbox);
+    assert_eq!(calls[0]["tool"], "glob", "{:#?}", calls[0]);
+    assert!(calls.iter().all(|c| c["rule_id"] != "default.deny"));
+}

@@ -202,3 +202,75 @@ fn documented_vectors_are_what_the_independent_verifier_prints() {
     }
     assert_eq!(printed.matches("genesis =").count(), 2, "{printed}");
 }
+
+/// A call that asks, rejected, in a log found in `mode`: answered at once
+/// (not after the 30 s busy timeout), recorded, and the log still verifies
+/// (both verifiers) and is in WAL mode from then on.
+fn ask_in_journal_mode(sandbox: &Sandbox, what: &str) {
+    let started = std::time::Instant::now();
+    let out = run_expecting(
+        &mut sandbox.gavel(&[
+            "run",
+            "write_file",
+            r#"{"path":"c.txt","content":"no"}"#,
+            "--reject",
+            "--call-id",
+            "asked",
+            "--json",
+        ]),
+        3,
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{what}: took {:?}",
+        started.elapsed()
+    );
+    let line = json_lines(&out).pop().unwrap();
+    assert_eq!(line["recorded"], true, "{what}: {line}");
+    assert_eq!(line["approval"], "rejected", "{what}: {line}");
+    let events = json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0));
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter(|e| e["call_id"] == "asked")
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["request", "decision", "approval", "result"],
+        "{what}"
+    );
+    let plain = both_agree_db(sandbox, what, &[], &sandbox.db);
+    assert_eq!(plain["ok"], true, "{what}: {plain}");
+    let conn = Connection::open(&sandbox.db).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal", "{what}");
+}
+
+#[test]
+fn an_asked_call_deadlocked_on_a_log_in_rollback_journal_mode() {
+    // The format-1 fixture as `sqlite3` loads it: journal mode `delete`.
+    let sandbox = Sandbox::new();
+    let dump = std::fs::read_to_string(fixture("audit.sql")).unwrap();
+    let conn = Connection::open(&sandbox.db).unwrap();
+    conn.execute_batch(&dump).unwrap();
+    drop(conn);
+    ask_in_journal_mode(&sandbox, "v1 dump loaded as shipped");
+
+    // A log gavel made, switched to each rollback journal mode.
+    for mode in ["delete", "truncate", "persist"] {
+        let sandbox = Sandbox::new();
+        run_expecting(
+            &mut sandbox.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]),
+            0,
+        );
+        let conn = Connection::open(&sandbox.db).unwrap();
+        let now: String = conn
+            .query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(now, mode);
+        drop(conn);
+        ask_in_journal_mode(&sandbox, mode);
+    }
+}

@@ -842,12 +842,14 @@ fn hook_large_input_is_stored_once_and_still_binds_its_completion() {
 #[test]
 fn hooks_after_init_checkpoint_the_log_so_a_cut_tail_fails_verify() {
     let env = Env::new();
+    let data = env.ws.parent().unwrap().join("data");
     let gavel = || {
         let mut cmd = Command::cargo_bin("gavel").unwrap();
         cmd.env_remove("GAVEL_POLICY")
             .env_remove("GAVEL_DB")
             .env_remove("GAVEL_CHECKPOINT_EVERY")
             .env_remove("CLAUDE_PROJECT_DIR")
+            .env("XDG_DATA_HOME", &data)
             .current_dir(&env.ws);
         cmd
     };
@@ -857,7 +859,10 @@ fn hooks_after_init_checkpoint_the_log_so_a_cut_tail_fails_verify() {
         "{}",
         String::from_utf8_lossy(&init.stderr)
     );
-    assert!(env.ws.join(".gavel/audit.db.checkpoint-key").exists());
+    // The key is the log's, made with the log, outside the workspace.
+    let keys = data.join("gavel/keys");
+    assert!(keys.is_dir());
+    assert!(!env.ws.join(".gavel/audit.db.checkpoint-key").exists());
     for i in 0..100 {
         let id = format!("toolu_{i}");
         let input = json!({ "file_path": env.path("a.txt") });
@@ -888,6 +893,23 @@ fn hooks_after_init_checkpoint_the_log_so_a_cut_tail_fails_verify() {
         "{report}"
     );
     assert_eq!(report["tail_protected"], true, "{report}");
+    let key = std::fs::read_dir(&keys)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "pub"))
+        .expect("a verifier key in the keys folder");
+    let verify = gavel()
+        .args(["verify", "--format", "json", "--public-key"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert_eq!(
+        (&report["ok"], &report["signature_checked"]),
+        (&json!(true), &json!(true)),
+        "{report}"
+    );
+    assert!(!env.ws.join(".gavel/audit.db.checkpoint-key").exists());
 
     let db = env.ws.join(".gavel/audit.db");
     let conn = rusqlite::Connection::open(&db).unwrap();

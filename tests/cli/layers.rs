@@ -382,3 +382,48 @@ fn policy_show_layers_lists_every_layer_with_its_rules() {
     assert!(text.find("proj.shell").unwrap() > project, "{text}");
     assert!(text.contains("shadows: none"), "{text}");
 }
+
+/// Issue 39, item 13: `policy show --layers` listed each layer's rules but
+/// not what they add up to. It now also prints the effective order: the
+/// built-in floor first, then every layer's denies (the project's default
+/// deny among them), asks and allows, each with when it decides.
+#[test]
+fn policy_show_layers_says_which_layer_decides_what() {
+    let (sandbox, _) = layered(NO_CURL);
+    let out = sandbox
+        .gavel(&["policy", "show", "--layers", "--wide"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let effective = &text[text.find("In effect").expect("an effective order")..];
+    let row = |needle: &str| -> usize {
+        effective
+            .lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no `{needle}` in:\n{effective}"))
+    };
+    let floor = row("bash.self_approval");
+    let corp = row("corp.no_curl");
+    let default = row("default.deny");
+    let project = row("proj.shell");
+    assert!(
+        floor < corp && corp < default && default < project,
+        "{effective}"
+    );
+    for (needle, layer, action) in [
+        ("bash.self_approval", "built-in", "deny"),
+        ("path.git_config", "built-in", "ask"),
+        ("corp.no_curl", "user", "deny"),
+        ("proj.shell", "project", "allow"),
+    ] {
+        let line = effective.lines().find(|l| l.contains(needle)).unwrap();
+        assert!(line.contains(layer) && line.contains(action), "{line}");
+    }
+    // The layers listed first include the floor, above the others.
+    let listing = &text[..text.find("In effect").unwrap()];
+    assert!(
+        listing.find("built-in").unwrap() < listing.find("user").unwrap(),
+        "{listing}"
+    );
+}

@@ -15,6 +15,7 @@ mod central_read;
 mod central_truth;
 mod check;
 mod clients;
+mod completions;
 mod demo;
 mod differential;
 mod doctor;

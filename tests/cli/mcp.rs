@@ -396,7 +396,7 @@ fn a_call_the_server_does_not_answer_in_time_fails() {
 }
 
 #[test]
-fn a_server_line_that_is_not_json_does_not_end_the_session() {
+fn a_server_line_that_is_not_json_rpc_fails_the_open_call_and_is_never_relayed() {
     if !node_available() {
         return;
     }
@@ -404,13 +404,25 @@ fn a_server_line_that_is_not_json_does_not_end_the_session() {
     let policy = policy(&sandbox);
     let mut client = Client::start(&sandbox, &["--policy", &policy], &[], &words(&server()));
     client.initialize(json!({}));
+    // The server writes `{this is not json, "id": 2`, then answers anyway.
     let answer = client.call("garbage", json!({}));
-    assert_eq!(text(&answer), "after garbage");
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("gavel:"), "{message}");
+    assert!(message.contains("not JSON-RPC"), "{message}");
+    // The session goes on; neither the garbage nor the late answer reached
+    // the client.
     assert_eq!(
-        client.others,
-        [Value::String("this is not json".to_owned())]
+        text(&client.call("echo", json!({"text": "still here"}))),
+        "still here"
     );
+    assert!(client.others.is_empty(), "{:?}", client.others);
     assert_eq!(client.close(), Some(0));
+    let calls = log(&sandbox);
+    assert_eq!(calls[0]["tool"], "mcp__test__garbage");
+    assert_eq!(calls[0]["status"], "failed");
+    assert_eq!(calls[1]["status"], "succeeded");
+    verify(&sandbox);
 }
 
 /// One session that lists the tools and calls `echo`, with `description`
@@ -691,15 +703,75 @@ fn wrap_codex_edits_its_toml_in_place_keeping_comments() {
         "{wrapped}"
     );
     assert!(run("wrap").contains("already wrapped: fs"));
-    run("unwrap");
-    let back = std::fs::read_to_string(&file).unwrap();
-    assert!(
-        back.starts_with("# mine\n[mcp_servers.fs]\ncommand = \"npx\"\n"),
-        "{back}"
-    );
     assert_eq!(
         std::fs::read_to_string(codex_home.join("config.toml.gavel-backup")).unwrap(),
         original
+    );
+    assert!(run("unwrap").contains("restored exactly as it was"));
+    // The comment on the command line is back too: the very bytes.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    assert!(!codex_home.join("config.toml.gavel-backup").exists());
+}
+
+#[test]
+fn unwrap_restores_the_clients_config_byte_for_byte_not_reformatted() {
+    let sandbox = Sandbox::new();
+    // Key order that is not sorted, two-space and tab indents, a server
+    // without args; Gemini CLI's settings with comments and a trailing comma.
+    let claude = "{\n  \"mcpServers\": {\n    \"zeta\": { \"command\": \"npx\", \"args\": [\"-y\", \"zeta\"] },\n\t\"alpha\": {\n\t\t\"type\": \"stdio\",\n\t\t\"command\": \"alpha-server\"\n\t}\n  },\n  \"aaa\": 1\n}";
+    let gemini = "{\n  // my settings\n  \"theme\": \"dark\",\n  \"mcpServers\": {\n    \"fs\": {\n      \"command\": \"npx\", /* pinned */\n      \"args\": [\"-y\", \"fs\"],\n    },\n  },\n}\n";
+    for (client, name, original) in [
+        ("claude-code", ".mcp.json", claude),
+        ("gemini", ".gemini/settings.json", gemini),
+    ] {
+        let file = sandbox.write(name, original);
+        let run = |verb: &str| {
+            let out = sandbox.gavel(&["mcp", verb, client]).output().unwrap();
+            assert_eq!(code(&out), 0, "{client}: {}", stderr(&out));
+            super::support::stdout(&out)
+        };
+        run("wrap");
+        let wrapped = std::fs::read_to_string(&file).unwrap();
+        assert_ne!(wrapped, original);
+        // Only command and args changed: the rest is where it was.
+        if client == "gemini" {
+            assert!(
+                wrapped.starts_with("{\n  // my settings\n  \"theme\": \"dark\","),
+                "{wrapped}"
+            );
+            assert!(wrapped.contains("/* pinned */"), "{wrapped}");
+        } else {
+            assert!(wrapped.find("zeta") < wrapped.find("alpha"), "{wrapped}");
+            assert!(wrapped.ends_with("  \"aaa\": 1\n}"), "{wrapped}");
+        }
+        let said = run("unwrap");
+        assert!(said.contains("restored exactly as it was"), "{said}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            original,
+            "{client}"
+        );
+    }
+    // Changed since wrap: not restored from the backup, taken out in place, and said.
+    let file = sandbox.write(".mcp.json", claude);
+    let run = |verb: &str| {
+        let out = sandbox
+            .gavel(&["mcp", verb, "claude-code"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        super::support::stdout(&out)
+    };
+    run("wrap");
+    let edited = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("\"aaa\": 1", "\"aaa\": 2");
+    std::fs::write(&file, &edited).unwrap();
+    let said = run("unwrap");
+    assert!(said.contains("changed since `gavel mcp wrap`"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        claude.replace("\"aaa\": 1", "\"aaa\": 2")
     );
 }
 

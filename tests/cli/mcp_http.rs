@@ -25,7 +25,7 @@ fn http_policy() -> String {
 [[rules]]
 id = "http.allow"
 action = "allow"
-tools = ["mcp__test__stream", "mcp__test__http500", "mcp__test__cut"]
+tools = ["mcp__test__stream", "mcp__test__http500", "mcp__test__cut", "mcp__test__garbled"]
 reason = "{tool} is harmless"
 
 [[rules]]
@@ -536,9 +536,11 @@ fn over_http_a_broken_upstream_fails_the_call_and_never_hangs() {
         (2, "garbage", json!({})),
         (3, "cut", json!({})),
         (4, "slow", json!({"ms": 5000})),
+        (5, "garbled", json!({})),
     ] {
         let answer = call(&proxy.url, &session, id, tool, arguments);
         assert_eq!(answer.status, 200, "{answer:?}");
+        assert_eq!(answer.messages.len(), 1, "{tool}: {answer:?}");
         let error = &response(&answer)["error"];
         assert_eq!(error["code"], -32603, "{tool}: {answer:?}");
         errors.push(error["message"].as_str().unwrap().to_owned());
@@ -551,9 +553,12 @@ fn over_http_a_broken_upstream_fails_the_call_and_never_hangs() {
     );
     assert!(errors[2].contains("without answering"), "{errors:?}");
     assert!(errors[3].contains("within 2 s"), "{errors:?}");
+    // An event that is not JSON-RPC fails the call it came for and is never
+    // passed on (the test's reader panics on an event that is not JSON).
+    assert!(errors[4].contains("not JSON-RPC"), "{errors:?}");
     assert!(started.elapsed() < Duration::from_secs(20));
     let recorded = rows(&sandbox);
-    assert_eq!(recorded.len(), 4);
+    assert_eq!(recorded.len(), 5);
     for (tool, _, _, status) in &recorded {
         assert_eq!(status, "failed", "{tool}");
     }

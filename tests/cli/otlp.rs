@@ -257,3 +257,92 @@ fn push_otlp_sends_each_completed_call_once_and_resumes_after_a_refusal() {
     assert_eq!(denied["status"]["code"], 2);
     assert_eq!(denied["resource"]["service.name"], "gavel");
 }
+
+/// One Claude Code hook event for the call `id` (`PreToolUse` or
+/// `PostToolUse` of `ls`).
+fn hook(sandbox: &Sandbox, fixture: &str, id: &str) {
+    let mut payload = crate::support::hook_payload(sandbox, fixture);
+    payload["tool_use_id"] = id.into();
+    let out = sandbox
+        .gavel(&["hook", "claude-code"])
+        .write_stdin(payload.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+fn push_with(sandbox: &Sandbox, url: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["push", "--otlp", url, "--json"];
+    args.extend(extra);
+    let out = sandbox.gavel(&args).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json(&out)
+}
+
+/// Issue 39: a call that never completes (an agent killed mid-call, an ask
+/// nobody answered) never reached the SIEM. After the grace period it is
+/// sent once, marked incomplete; a result that comes later is sent once, as
+/// a `gavel.late_result` child span, never as the call's span again.
+#[test]
+fn push_otlp_sends_a_call_that_never_completes_once_marked_incomplete() {
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", gavel::policy::CODING_AGENT_POLICY_TOML);
+    let receiver = Receiver::start(&sandbox.root);
+    hook(&sandbox, "pre_tool_use.json", "toolu_done");
+    hook(&sandbox, "post_tool_use.json", "toolu_done");
+    hook(&sandbox, "pre_tool_use.json", "toolu_open");
+    // Within the grace period (10 minutes by default): only the completed call.
+    let pushed = push_with(&sandbox, &receiver.url, &[]);
+    assert_eq!(
+        (pushed["sent"].as_u64(), pushed["incomplete"].as_u64()),
+        (Some(1), Some(0)),
+        "{pushed}"
+    );
+    // Past it: the open call, marked incomplete, once.
+    let pushed = push_with(&sandbox, &receiver.url, &["--incomplete-after", "0"]);
+    assert_eq!(
+        (pushed["sent"].as_u64(), pushed["incomplete"].as_u64()),
+        (Some(1), Some(1)),
+        "{pushed}"
+    );
+    let pushed = push_with(&sandbox, &receiver.url, &["--incomplete-after", "0"]);
+    assert_eq!(pushed["sent"], 0, "{pushed}");
+    // Its result comes after all: sent once, as the late result.
+    hook(&sandbox, "post_tool_use.json", "toolu_open");
+    let pushed = push_with(&sandbox, &receiver.url, &["--incomplete-after", "0"]);
+    assert_eq!(
+        (pushed["sent"].as_u64(), pushed["late_results"].as_u64()),
+        (Some(1), Some(1)),
+        "{pushed}"
+    );
+    assert_eq!(pushed["open"], 0, "{pushed}");
+    let pushed = push_with(&sandbox, &receiver.url, &["--incomplete-after", "0"]);
+    assert_eq!(pushed["sent"], 0, "{pushed}");
+
+    let bodies = receiver.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 3);
+    let Some(spans) = decoded(&bodies) else {
+        return;
+    };
+    assert_eq!(spans.len(), 3);
+    let mut ids: Vec<&str> = spans
+        .iter()
+        .map(|s| s["span_id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "no span id sent twice: {spans:#?}");
+    let open = &spans[1];
+    assert_eq!(open["name"], "execute_tool bash");
+    assert_eq!(open["attributes"]["gavel.status"], "incomplete");
+    assert_eq!(open["attributes"]["gen_ai.tool.call.id"], "toolu_open");
+    assert_eq!(open["status"]["code"], 0, "unset: no result yet");
+    let late = &spans[2];
+    assert_eq!(late["name"], "gavel.late_result");
+    assert_eq!(late["parent_span_id"], open["span_id"]);
+    assert_eq!(late["trace_id"], open["trace_id"]);
+    assert_eq!(late["attributes"]["gavel.late_result_of"], open["span_id"]);
+    assert_eq!(late["attributes"]["gavel.status"], "succeeded");
+    assert_eq!(late["status"]["code"], 1);
+    assert!(late["attributes"].get("gen_ai.operation.name").is_none());
+}

@@ -105,7 +105,7 @@ fn options_that_run_write_or_read_lists_are_not_allowed() {
             "sort -S1 --compress-program=sh README.md",
             "runs another program",
         ),
-        ("tree -o .git/hooks/pre-commit", "`tree -o` writes a file"),
+        ("tree -o notes/tree.txt", "`tree -o` writes a file"),
         ("file -C", "writes a file"),
         ("date -s 2020-01-01", "sets the system clock"),
         ("git branch -D main", "deletes a branch"),
@@ -178,7 +178,8 @@ fn the_record_and_the_policy_stay_protected() {
         "sed -i s/deny/allow/ gavel.toml",
         "git log --output=gavel.toml",
         "cp README.md gavel.toml",
-        "ls .gavel",
+        "grep -r x .gavel",
+        "head -c 16 .gavel/audit.db",
     ] {
         let (action, rule, reason) = bash(&sandbox, command);
         assert_eq!(
@@ -293,4 +294,307 @@ fn the_preset_allows_what_agents_really_send() {
     }
     assert!(denied.is_empty(), "denied: {denied:#?}");
     assert!(share >= 0.95, "only {:.1}% allowed", share * 100.0);
+}
+
+/// Issue 39, item 4: `ls -d .*` and `find . -maxdepth 1 -type f -name ".*"`
+/// (real Claude Code commands) were denied by `path.protected`, as if
+/// printing the name `.gavel` read the record. A listing of names is not a
+/// read: the models mark such operands listed, and `path.protected` denies
+/// only what reads or writes the contents.
+#[test]
+fn names_only_listings_of_the_record_are_not_denied() {
+    let sandbox = hostile();
+    for command in [
+        "ls -d .*",
+        "find . -maxdepth 1 -type f -name \".*\"",
+        "ls -la .gavel",
+        "ls -d .gavel",
+        "find .gavel -maxdepth 1",
+        "stat .gavel/audit.db",
+        "test -f .gavel/audit.db && echo yes",
+        "du -sh .gavel",
+        "tree -a .gavel",
+        "echo .gavel/*",
+        "cd .gavel && ls",
+    ] {
+        let (action, rule, reason) = bash(&sandbox, command);
+        assert_eq!(
+            (action.as_str(), rule.as_str()),
+            ("allow", "bash.read_only"),
+            "{command}: {reason}"
+        );
+    }
+    // The glob tool and the MCP filesystem server's listings answer with
+    // names and metadata, never contents.
+    for (tool, arguments) in [
+        ("glob", json!({ "pattern": ".gavel/*" })),
+        (
+            "mcp__filesystem__list_directory",
+            json!({ "path": ".gavel" }),
+        ),
+        (
+            "mcp__filesystem__directory_tree",
+            json!({ "path": ".gavel" }),
+        ),
+        (
+            "mcp__filesystem__get_file_info",
+            json!({ "path": ".gavel/audit.db" }),
+        ),
+    ] {
+        let (action, rule, reason) = decide(&sandbox, tool, arguments);
+        assert_eq!(
+            (action.as_str(), rule.as_str()),
+            ("allow", "path.read_allow"),
+            "{tool}: {reason}"
+        );
+    }
+    let (action, rule, reason) = decide(
+        &sandbox,
+        "mcp__filesystem__read_text_file",
+        json!({ "path": ".gavel/audit.db" }),
+    );
+    assert_eq!(
+        (action.as_str(), rule.as_str()),
+        ("deny", "path.protected"),
+        "{reason}"
+    );
+    // What opens the record is still denied, in any spelling.
+    for command in [
+        "cat .gavel/*",
+        "cd .gavel && cat audit.db",
+        "grep -r x .gavel",
+        "wc -c .gavel/audit.db",
+        "file .gavel/audit.db",
+        "sqlite3 .gavel/audit.db .dump",
+        "cat < .gavel/audit.db",
+    ] {
+        let (action, rule, reason) = bash(&sandbox, command);
+        assert_eq!(
+            (action.as_str(), rule.as_str()),
+            ("deny", "path.protected"),
+            "{command}: {reason}"
+        );
+    }
+}
+
+/// A git repository in the sandbox's workspace (or `dir`), with one commit.
+fn repository(dir: &std::path::Path) {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    git(&["init", "-q"]);
+    std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["commit", "-q", "-m", "one"]);
+}
+
+/// Appends `text` to the repository's `.git/config` in `dir`.
+fn configure(dir: &std::path::Path, text: &str) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join(".git/config"))
+        .unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+/// Issue 39, item 5: `git status`, `git diff`, `git log -p` run the
+/// programs a repository's own configuration names (`core.fsmonitor`,
+/// `diff.*.textconv`, `core.pager`, ...), and the git model trusted any
+/// configuration: a `["git", "status"]` rule allowed `git -C
+/// /tmp/repo-with-fsmonitor status`, and a `.git/config` written once made
+/// every later allowed `git status` run code. Facts now read the
+/// repository's configuration (and what it includes) and make such a
+/// command unprovable; writes to `.git/config` and `.git/hooks/` are the
+/// floor's `path.git_config` ask.
+#[test]
+fn git_is_not_trusted_with_a_configuration_that_runs_programs() {
+    let sandbox = hostile();
+    repository(&sandbox.ws);
+    let status_only = sandbox.root.join("git-status.toml");
+    std::fs::write(
+        &status_only,
+        "name = \"git-status\"\n[[rules]]\nid = \"git.status\"\naction = \"allow\"\ntools = [\"bash\"]\n\
+         command_prefix = [[\"git\", \"status\"], [\"git\", \"diff\"], [\"git\", \"log\"]]\nreason = \"ok\"\n",
+    )
+    .unwrap();
+    let status_only = status_only.display().to_string();
+    let under = |policy: &str, command: &str| {
+        let args = json!({ "command": command }).to_string();
+        let report = json(&run_expecting(
+            &mut sandbox.gavel(&["check", "bash", &args, "--json", "--policy", policy]),
+            0,
+        ));
+        (
+            report["action"].as_str().unwrap().to_owned(),
+            report["rule_id"].as_str().unwrap().to_owned(),
+            report["reason"].as_str().unwrap().to_owned(),
+        )
+    };
+    // A clean repository: read-only git is allowed.
+    for command in ["git status", "git diff", "git log -p -1"] {
+        let (action, _, reason) = bash(&sandbox, command);
+        assert_eq!(action, "allow", "{command}: {reason}");
+        assert_eq!(under(&status_only, command).0, "allow", "{command}");
+    }
+    // Another repository, outside, whose configuration runs a program.
+    let outside = sandbox.outside.join("repo-with-fsmonitor");
+    repository(&outside);
+    configure(&outside, "[core]\n\tfsmonitor = ./fsmonitor.sh\n");
+    let command = format!("git -C {} status", outside.display());
+    let (action, rule, reason) = under(&status_only, &command);
+    assert_ne!(action, "allow", "{command}: {rule} {reason}");
+    // The workspace's own repository, one key at a time.
+    for (config, key) in [
+        ("[core]\n\tfsmonitor = \"./x.sh\"\n", "core.fsmonitor"),
+        ("[diff \"pdf\"]\n\ttextconv = ./x.sh\n", "diff.pdf.textconv"),
+        ("[Core]\n\tPager = ./x.sh\n", "core.pager"),
+        (
+            "[filter \"lfs\"]\n\tsmudge = ./x.sh %f\n",
+            "filter.lfs.smudge",
+        ),
+        ("[diff]\n\texternal = ./x.sh\n", "diff.external"),
+        ("[core]\n\tsshCommand = ./x.sh\n", "core.sshcommand"),
+        ("[core]\n\thooksPath = hooks\n", "core.hookspath"),
+        ("[include]\n\tpath = ../included.cfg\n", "core.pager"),
+    ] {
+        let original = std::fs::read_to_string(sandbox.ws.join(".git/config")).unwrap();
+        sandbox.write("included.cfg", "[core]\n\tpager = ./x.sh\n");
+        configure(&sandbox.ws, config);
+        for command in [
+            "git status",
+            "git diff",
+            "git log -p -1",
+            "git --no-pager log",
+        ] {
+            let (action, rule, reason) = bash(&sandbox, command);
+            assert_eq!(
+                (action.as_str(), rule.as_str()),
+                ("ask", "bash.unprovable"),
+                "{config}{command}: {reason}"
+            );
+            assert!(
+                reason.contains(&format!("`{key}`")),
+                "{config}{command}: {reason}"
+            );
+            let (action, _, reason) = under(&status_only, command);
+            assert_ne!(action, "allow", "{config}{command}: {reason}");
+        }
+        std::fs::write(sandbox.ws.join(".git/config"), original).unwrap();
+    }
+    // Settings that name no program change nothing.
+    configure(
+        &sandbox.ws,
+        "[core]\n\tfsmonitor = false\n\tautocrlf = input\n[color]\n\tpager = true\n",
+    );
+    assert_eq!(bash(&sandbox, "git status").0, "allow");
+    // Configuration given on the command line is not proven either.
+    for command in [
+        "git -c core.fsmonitor=./x.sh status",
+        "git --config-env=core.pager=X log",
+    ] {
+        let (action, rule, reason) = under(&status_only, command);
+        assert_ne!(action, "allow", "{command}: {rule} {reason}");
+    }
+    // Writing what git runs is asked by its own rule, whatever else allows.
+    for (tool, arguments) in [
+        (
+            "write_file",
+            json!({ "path": ".git/config", "content": "" }),
+        ),
+        (
+            "edit_file",
+            json!({ "path": ".git/config", "old_text": "a", "new_text": "b" }),
+        ),
+        (
+            "write_file",
+            json!({ "path": ".git/hooks/pre-commit", "content": "" }),
+        ),
+        (
+            "bash",
+            json!({ "command": "echo '[core] pager = x' >> .git/config" }),
+        ),
+        (
+            "bash",
+            json!({ "command": "tree -o .git/hooks/pre-commit" }),
+        ),
+        (
+            "bash",
+            json!({ "command": "cp a.txt .git/hooks/post-checkout" }),
+        ),
+    ] {
+        let (action, rule, reason) = decide(&sandbox, tool, arguments.clone());
+        assert_eq!(
+            (action.as_str(), rule.as_str()),
+            ("ask", "path.git_config"),
+            "{tool} {arguments}: {reason}"
+        );
+    }
+    assert!(gavel::approvals::grants::NEVER_GRANTED.contains(&"path.git_config"));
+}
+
+/// Issue 39, item 6: read-only git commands agents send that had no model,
+/// so the preset asked about each.
+#[test]
+fn git_stash_show_remote_show_ref_and_check_ignore_are_read_only() {
+    let sandbox = hostile();
+    repository(&sandbox.ws);
+    for command in [
+        "git stash show -p stash@{0}",
+        "git stash show --stat",
+        "git stash list",
+        "git stash list --oneline",
+        "git remote -v",
+        "git remote",
+        "git remote get-url origin",
+        "git remote show -n origin",
+        "git show-ref --verify --quiet refs/heads/main",
+        "git show-ref --tags -d",
+        "git check-ignore -v src/main.rs",
+        "git check-ignore -q target",
+        "git for-each-ref --sort=-committerdate --format='%(refname:short)' refs/heads/",
+    ] {
+        let (action, rule, reason) = bash(&sandbox, command);
+        assert_eq!(
+            (action.as_str(), rule.as_str()),
+            ("allow", "bash.read_only"),
+            "{command}: {reason}"
+        );
+    }
+    for command in [
+        "git stash",
+        "git stash pop",
+        "git stash drop stash@{0}",
+        "git stash -p",
+        "git remote add x https://example.com/x.git",
+        "git remote -v add x y",
+        "git remote set-url origin y",
+        "git remote remove origin",
+        "git remote show origin",
+        "git remote prune origin",
+        "git show-ref --output=x",
+        "git check-ignore -v ../x",
+    ] {
+        let (action, _, reason) = bash(&sandbox, command);
+        assert_eq!(action, "ask", "{command}: {reason}");
+    }
 }

@@ -56,6 +56,7 @@ fn every_quickstart_line_runs_as_written_in_an_empty_folder() {
             .env_remove("GAVEL_POLICY")
             .env_remove("GAVEL_DB")
             .env_remove("GAVEL_CHECKPOINT_EVERY")
+            .env("XDG_DATA_HOME", dir.path().join("data"))
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("{line}: {e}"));

@@ -553,3 +553,105 @@ fn every_client_adapter_redacts_before_hashing() {
         .collect();
     assert!(leaks.is_empty(), "{} leaks: {leaks:#?}", leaks.len());
 }
+
+/// `n` random letters and digits.
+fn random_alphanumeric(n: usize) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes).unwrap();
+    bytes
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect()
+}
+
+/// The secrets of `secrets` found anywhere a raw byte could be kept.
+fn raw_in_record(sandbox: &Sandbox, secrets: &[String]) -> Vec<String> {
+    let places = everything_stored(sandbox, &[]);
+    secrets
+        .iter()
+        .flat_map(|secret| {
+            places
+                .iter()
+                .filter(move |(_, bytes)| {
+                    bytes.windows(secret.len()).any(|w| w == secret.as_bytes())
+                })
+                .map(move |(place, _)| format!("{secret} in {place}"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_cookie_header_left_session_ids_raw_in_the_record() {
+    // The values are random: before, the entropy detector cut the header
+    // as the facts repeat it into tokens and took a value or left it, by
+    // its entropy (a third of them stayed raw).
+    let sandbox = Sandbox::new();
+    let mut secrets = Vec::new();
+    for _ in 0..12 {
+        let (a, b) = (random_alphanumeric(32), random_alphanumeric(32));
+        let command =
+            format!("curl -H \"Cookie: sessionid={a}; csrftoken={b}\" https://app.example.com/");
+        let args = json!({ "command": command }).to_string();
+        run_expecting(&mut sandbox.gavel(&["run", "bash", &args, "--reject"]), 3);
+        secrets.extend([a, b]);
+    }
+    let leaks = raw_in_record(&sandbox, &secrets);
+    assert!(leaks.is_empty(), "{leaks:#?}");
+}
+
+#[test]
+fn a_sendgrid_key_reached_the_record_in_clear() {
+    let sandbox = Sandbox::new();
+    let mut secrets = Vec::new();
+    for i in 0..4 {
+        // Its id and its secret part are separate tokens to the entropy
+        // detector: the id (22 bytes, too short) was kept raw.
+        let (id, secret) = (random_alphanumeric(22), random_alphanumeric(43));
+        let key = format!("SG.{id}.{secret}");
+        let command = match i % 2 {
+            0 => format!("echo {key}"),
+            _ => format!("curl -d 'api_user=x' --data-urlencode k={key} https://api.sendgrid.com"),
+        };
+        let args = json!({ "command": command }).to_string();
+        run_expecting(&mut sandbox.gavel(&["run", "bash", &args, "--reject"]), 3);
+        secrets.extend([id, secret]);
+    }
+    let leaks = raw_in_record(&sandbox, &secrets);
+    assert!(leaks.is_empty(), "{leaks:#?}");
+}
+
+#[test]
+fn paths_with_a_random_folder_name_were_recorded_as_a_marker() {
+    // The sandbox itself lives in a folder named by `mktemp` (`.tmpXXXXXX`);
+    // one more such folder, its name as random as a token's.
+    let sandbox = Sandbox::new();
+    let folder = format!("gavel-first-hour-{}", random_alphanumeric(8));
+    let readme = sandbox.write(&format!("{folder}/ws/README.md"), "# hi\n");
+    let readme = readme.to_string_lossy().into_owned();
+    let args = json!({ "path": readme }).to_string();
+    run_expecting(
+        &mut sandbox.gavel(&["run", "read_file", &args, "--call-id", "read"]),
+        0,
+    );
+    let command = format!("cat {readme} | head -n 3");
+    let args = json!({ "command": command }).to_string();
+    run_expecting(
+        &mut sandbox.gavel(&["run", "bash", &args, "--reject", "--call-id", "bash"]),
+        3,
+    );
+    let events = json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0));
+    let request = |id: &str| {
+        events
+            .iter()
+            .find(|e| e["call_id"] == id && e["kind"] == "request")
+            .unwrap_or_else(|| panic!("no request of {id}"))
+            .clone()
+    };
+    let read = request("read");
+    assert_eq!(read["payload"]["arguments"]["path"], readme, "{read}");
+    let bash = request("bash");
+    assert_eq!(bash["payload"]["arguments"]["command"], command, "{bash}");
+    let text = events.iter().map(Value::to_string).collect::<String>();
+    assert!(!text.contains("redacted"), "{text}");
+}

@@ -1350,3 +1350,164 @@ fn log_at_a_path_with_uri_characters_is_read_where_it_is() {
     // (The redaction key lives beside the log, by design.)
     assert_eq!(listing(&dir), ["audit?.db", "audit?.db.redact-key"]);
 }
+
+/// A verifier key file naming the 32 bytes `public` (hex) as `gavel`.
+fn key_file(dir: &Path, label: &str, public: &str) -> PathBuf {
+    use base64::Engine as _;
+    let mut data = vec![0x01u8];
+    data.extend((0..32).map(|i| u8::from_str_radix(&public[2 * i..2 * i + 2], 16).unwrap()));
+    let id = Sha256::digest([b"gavel\n".as_slice(), &data].concat());
+    let text = format!(
+        "gavel+{}+{}\n",
+        id[..4]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>(),
+        base64::engine::general_purpose::STANDARD.encode(&data)
+    );
+    let path = dir.join(format!("{label}.pub"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_verifier_key_whose_y_is_not_reduced_was_accepted() {
+    let sandbox = Sandbox::new();
+    record_mix(&sandbox);
+    let y_at_least_p = format!("f0{}7f", "ff".repeat(30)); // y = 3 + p
+    let small_order = "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05";
+    for (label, public) in [("unreduced", y_at_least_p.as_str()), ("small", small_order)] {
+        let key = key_file(&sandbox.root, label, public);
+        let out = sandbox
+            .gavel(&["verify", "--public-key", key.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 2, "{label}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("Ed25519"),
+            "{label}: {}",
+            stderr(&out)
+        );
+        let args = [
+            "--public-key".as_ref(),
+            key.as_os_str(),
+            sandbox.db.as_os_str(),
+        ];
+        if let Some((exit, text)) = python_verifier(&args) {
+            assert_eq!(exit, 2, "{label}: {text}");
+        }
+    }
+}
+
+/// The log's id, as its export names it.
+fn log_id(sandbox: &Sandbox) -> String {
+    let header = json_lines(&run_expecting(&mut sandbox.gavel(&["export"]), 0)).remove(0);
+    header["log_id"].as_str().unwrap().to_owned()
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn the_checkpoint_key_sat_beside_the_log_where_its_rewriter_could_resign() {
+    let sandbox = Sandbox::new();
+    let read = |id: &str| {
+        let mut cmd = sandbox.gavel(&[
+            "run",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+            "--call-id",
+            id,
+        ]);
+        cmd.env("GAVEL_CHECKPOINT_EVERY", "1");
+        run_expecting(&mut cmd, 0);
+    };
+    read("first");
+    read("second");
+    let beside = sandbox.root.join("audit.db.checkpoint-key");
+    assert!(!beside.exists(), "a key beside the log");
+    let keys = sandbox.root.join("data/gavel/keys");
+    let key = keys.join(format!("{}.checkpoint-key", log_id(&sandbox)));
+    let public = keys.join(format!("{}.checkpoint-key.pub", log_id(&sandbox)));
+    assert_eq!(mode_of(&keys), 0o700);
+    assert_eq!(mode_of(&sandbox.root.join("data/gavel")), 0o700);
+    assert_eq!(mode_of(&key), 0o600);
+    assert!(
+        std::fs::read_to_string(&public)
+            .unwrap()
+            .starts_with("gavel+")
+    );
+    let report = both_agree_db(
+        &sandbox,
+        "the user key",
+        &["--public-key".as_ref(), public.as_os_str()],
+        &sandbox.db,
+    );
+    assert_eq!(report["signature_checked"], true, "{report}");
+    assert_eq!(report["stored_checkpoints"], 2, "{report}");
+    let doctor = json(
+        &sandbox
+            .gavel(&["doctor", "--format", "json"])
+            .output()
+            .unwrap(),
+    );
+    let check = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "checkpoint key")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(check["status"], "ok", "{doctor}");
+
+    // A log an older gavel left with its key beside it: still used (its
+    // checkpoints keep verifying with that key), and doctor says to move it.
+    let old = Sandbox::new();
+    run_expecting(
+        &mut old.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]),
+        0,
+    );
+    let beside = old.root.join("audit.db.checkpoint-key");
+    run_expecting(
+        old.bare()
+            .args(["keygen", "--name", "gavel", "--out"])
+            .arg(&beside),
+        0,
+    );
+    let mut cmd = old.gavel(&["run", "read_file", r#"{"path":"notes.txt"}"#]);
+    cmd.env("GAVEL_CHECKPOINT_EVERY", "1");
+    run_expecting(&mut cmd, 0);
+    assert!(
+        !old.root
+            .join("data/gavel/keys")
+            .join(format!("{}.checkpoint-key", log_id(&old)))
+            .exists()
+    );
+    let public = old.root.join("audit.db.checkpoint-key.pub");
+    let report = both_agree_db(
+        &old,
+        "the key beside",
+        &["--public-key".as_ref(), public.as_os_str()],
+        &old.db,
+    );
+    assert_eq!(
+        (&report["ok"], &report["signature_checked"]),
+        (&json!(true), &json!(true)),
+        "{report}"
+    );
+    let doctor = json(&old.gavel(&["doctor", "--format", "json"]).output().unwrap());
+    let check = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "checkpoint key")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(check["status"], "warn", "{doctor}");
+    assert!(
+        check["message"].as_str().unwrap().contains("re-sign"),
+        "{check}"
+    );
+}

@@ -79,6 +79,8 @@ impl Sandbox {
         // user layer under `config/`, the admin layer by name).
         cmd.env("XDG_CONFIG_HOME", self.root.join("config"))
             .env_remove("GAVEL_ADMIN_POLICY");
+        // Checkpoint keys go to the user's data folder: the sandbox's.
+        cmd.env("XDG_DATA_HOME", self.root.join("data"));
         cmd.env_remove("GAVEL_POLICY")
             .env_remove("GAVEL_DB")
             .env_remove("COLUMNS")

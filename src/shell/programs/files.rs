@@ -609,7 +609,10 @@ pub(crate) const MODELS: &[Model] = &[
         "every option but `--files0-from`",
     ),
     model(&["nl"], NL, Operands::Paths(None), "every option"),
-    model(&["stat"], STAT, Operands::Paths(None), "every option"),
+    Model {
+        contents: false,
+        ..model(&["stat"], STAT, Operands::Paths(None), "every option")
+    },
     Model {
         walks: Walks::Always,
         contents: false,
@@ -678,18 +681,24 @@ pub(crate) const MODELS: &[Model] = &[
         Operands::Paths(None),
         "every option but `-C`, `-f`, `-z`, `-Z`, `-p`",
     ),
-    model(
-        &["realpath"],
-        REALPATH,
-        Operands::Paths(None),
-        "every option",
-    ),
-    model(
-        &["readlink"],
-        READLINK,
-        Operands::Paths(None),
-        "every option",
-    ),
+    Model {
+        contents: false,
+        ..model(
+            &["realpath"],
+            REALPATH,
+            Operands::Paths(None),
+            "every option",
+        )
+    },
+    Model {
+        contents: false,
+        ..model(
+            &["readlink"],
+            READLINK,
+            Operands::Paths(None),
+            "every option",
+        )
+    },
     model(
         &["basename"],
         BASENAME,
@@ -723,6 +732,8 @@ pub(crate) const MODELS: &[Model] = &[
     Model {
         style: Style::GnuStopAtOperand,
         check: cd_check,
+        // It enters the folder; what is read there is each later command's.
+        contents: false,
         ..model(
             &["cd"],
             CD,
@@ -917,7 +928,7 @@ pub(super) fn test(args: &[String]) -> Reading {
         "-L", "-h", "-b", "-c", "-p", "-S", "-g", "-u", "-k", "-O", "-G", "-N", "-t", "-v", "-R",
     ];
     Reading {
-        reads: args
+        lists: args
             .iter()
             .filter(|a| !OPERATORS.contains(&a.as_str()))
             .cloned()

@@ -141,7 +141,7 @@ pub(super) fn read(args: &[String]) -> Reading {
             match takes(&mut i) {
                 // `-newerXt` compares with a time, not a file.
                 Some(_) if primary.ends_with('t') && primary.len() == 8 => {}
-                Some(file) => reading.reads.push(file),
+                Some(file) => reading.lists.push(file),
                 None => hazard(format!("`find {primary}` lacks its argument")),
             }
         } else if matches!(primary, "-exec" | "-execdir" | "-ok" | "-okdir") {
@@ -183,6 +183,6 @@ pub(super) fn read(args: &[String]) -> Reading {
             includes: Vec::new(),
         })
         .collect();
-    reading.reads.extend(roots);
+    reading.lists.extend(roots);
     reading
 }

@@ -2,7 +2,9 @@
 //! do. Only read-only subcommands have a model: `status`, `diff`, `log`,
 //! `show`, `branch` and `tag` (listing), `rev-parse`, `ls-files`, `blame`,
 //! `describe`, `ls-tree`, `grep`, `config` (reading), `shortlog`, `rev-list`,
-//! `merge-base`, `cat-file`, `reflog`, `worktree list`, `count-objects`; any other
+//! `merge-base`, `cat-file`, `reflog`, `worktree list`, `count-objects`,
+//! `stash show` and `stash list`, `remote` (listing, `get-url`, `show -n`),
+//! `show-ref`, `for-each-ref`, `check-ignore`; any other
 //! subcommand has none. Options that run programs (`--ext-diff`,
 //! `--textconv`, `--show-signature`, a pager, `-c` configuration) or write
 //! (`--output`) are hazards. `cargo metadata` and `cargo tree` are modelled
@@ -482,6 +484,62 @@ const WORKTREE_LIST_OPTS: &[Opt] = &[
     short('z', Arg::No, N),
 ];
 
+const SHOW_REF: &[Opt] = &[
+    MANUAL,
+    long("head", Arg::No, N),
+    long("branches", Arg::No, N),
+    long("heads", Arg::No, N),
+    long("tags", Arg::No, N),
+    both('d', "dereference", Arg::No, N),
+    both('s', "hash", Arg::Optional, N),
+    long("abbrev", Arg::Optional, N),
+    long("verify", Arg::No, N),
+    long("exists", Arg::No, N),
+    both('q', "quiet", Arg::No, N),
+    // Reads ref names from standard input, never a file.
+    long("exclude-existing", Arg::Optional, N),
+];
+
+const FOR_EACH_REF: &[Opt] = &[
+    MANUAL,
+    long("count", Arg::Required, N),
+    both('s', "shell", Arg::No, N),
+    both('p', "perl", Arg::No, N),
+    long("python", Arg::No, N),
+    long("tcl", Arg::No, N),
+    long("sort", Arg::Required, N),
+    long("format", Arg::Required, N),
+    long("color", Arg::Optional, N),
+    long("points-at", Arg::Required, N),
+    long("merged", Arg::Optional, N),
+    long("no-merged", Arg::Optional, N),
+    long("contains", Arg::Optional, N),
+    long("no-contains", Arg::Optional, N),
+    long("ignore-case", Arg::No, N),
+    long("omit-empty", Arg::No, N),
+    long("exclude", Arg::Required, N),
+    long("include-root-refs", Arg::No, N),
+    // Reads ref patterns from standard input, never a file.
+    long("stdin", Arg::No, N),
+];
+
+const CHECK_IGNORE: &[Opt] = &[
+    MANUAL,
+    both('q', "quiet", Arg::No, N),
+    both('v', "verbose", Arg::No, N),
+    // Reads path names from standard input; it opens none of them.
+    long("stdin", Arg::No, N),
+    short('z', Arg::No, N),
+    both('n', "non-matching", Arg::No, N),
+    long("no-index", Arg::No, N),
+];
+
+const REMOTE: &[Opt] = &[MANUAL, both('v', "verbose", Arg::No, N)];
+
+const REMOTE_GET_URL: &[Opt] = &[long("push", Arg::No, N), long("all", Arg::No, N)];
+
+const REMOTE_SHOW: &[Opt] = &[short('n', Arg::No, N)];
+
 const COUNT_OBJECTS: &[Opt] = &[
     MANUAL,
     both('v', "verbose", Arg::No, N),
@@ -541,6 +599,43 @@ const CONFIG_MODEL: Model = Model {
 };
 
 const WORKTREE_LIST: Model = sub(WORKTREE_LIST_OPTS, Operands::Text, "");
+
+/// `git stash show`: the diff options of `git log`; its operand is a stash.
+const STASH_SHOW: Model = Model {
+    digits: true,
+    ..sub(LOG, Operands::Text, "")
+};
+
+const REMOTE_LIST: Model = Model {
+    check: remote_list_check,
+    ..sub(REMOTE, Operands::Text, "")
+};
+
+/// `git remote -v WORD ...`: the word after `-v` is a subcommand
+/// (`git remote -v add x URL` adds a remote); only a bare listing reads.
+fn remote_list_check(parsed: &Parsed<'_>) -> Vec<String> {
+    match parsed.operands.first() {
+        Some(word) => vec![format!(
+            "`git remote {word}` may change the remotes (only a listing is read here)"
+        )],
+        None => Vec::new(),
+    }
+}
+const REMOTE_GET_URL_MODEL: Model = sub(REMOTE_GET_URL, Operands::Text, "");
+const REMOTE_SHOW_MODEL: Model = Model {
+    check: remote_show_check,
+    ..sub(REMOTE_SHOW, Operands::Text, "")
+};
+
+/// `git remote show NAME` asks the remote over the network (running
+/// `ssh` or a credential helper) unless `-n` says not to.
+fn remote_show_check(parsed: &Parsed<'_>) -> Vec<String> {
+    if parsed.named("-n") || parsed.operands.is_empty() {
+        Vec::new()
+    } else {
+        vec!["`git remote show` without `-n` contacts the remote".to_owned()]
+    }
+}
 
 const STATUS: &[Opt] = &[
     MANUAL,
@@ -914,6 +1009,35 @@ const MODELLED: &[(&str, Model)] = &[
         "count-objects",
         sub(COUNT_OBJECTS, Operands::Text, "every option"),
     ),
+    (
+        "stash",
+        sub(
+            LOG,
+            Operands::Text,
+            "`show` (the options of `git diff`), `list`; never any other",
+        ),
+    ),
+    (
+        "remote",
+        sub(
+            REMOTE,
+            Operands::Text,
+            "listing (`-v`), `get-url`, `show -n`; never `show` without `-n`, `add`, `remove`, `set-url`, `prune`, `update`",
+        ),
+    ),
+    ("show-ref", sub(SHOW_REF, Operands::Text, "every option")),
+    (
+        "for-each-ref",
+        sub(FOR_EACH_REF, Operands::Text, "every option"),
+    ),
+    (
+        "check-ignore",
+        Model {
+            // It matches the names against the ignore rules, never opens them.
+            contents: false,
+            ..sub(CHECK_IGNORE, Operands::Paths(None), "every option")
+        },
+    ),
 ];
 
 /// The git subcommands with a model.
@@ -938,6 +1062,11 @@ pub(super) const SUBCOMMANDS: &[&str] = &[
     "reflog",
     "worktree",
     "count-objects",
+    "stash",
+    "remote",
+    "show-ref",
+    "for-each-ref",
+    "check-ignore",
 ];
 
 /// The cargo subcommands with a model (which says they are not reads).
@@ -1023,6 +1152,55 @@ fn globals(args: &[String]) -> (Reading, usize) {
     (reading, i)
 }
 
+/// Where a `git` command finds its repository, from its own options
+/// before the subcommand.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitLocation {
+    /// The `-C` folders, in order (each taken from the one before).
+    pub dirs: Vec<String>,
+    /// `--git-dir`, taken from the last `-C` folder.
+    pub git_dir: Option<String>,
+}
+
+/// [`GitLocation`] of `git ARGS`.
+pub fn location(args: &[String]) -> GitLocation {
+    let mut found = GitLocation::default();
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        if !arg.starts_with('-') {
+            break;
+        }
+        i += 1;
+        let (name, attached) = match arg.split_once('=') {
+            Some((n, v)) if arg.starts_with("--") => (n, Some(v.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let takes_value = matches!(
+            name,
+            "-C" | "--git-dir"
+                | "--work-tree"
+                | "--namespace"
+                | "--attr-source"
+                | "-c"
+                | "--config-env"
+        );
+        if !takes_value {
+            continue;
+        }
+        let value = attached.or_else(|| {
+            let v = args.get(i).cloned();
+            i += 1;
+            v
+        });
+        match (name, value) {
+            ("-C", Some(dir)) => found.dirs.push(dir),
+            ("--git-dir", Some(dir)) => found.git_dir = Some(dir),
+            _ => {}
+        }
+    }
+    found
+}
+
 /// How `git ARGS` reads: its own options, then a modelled subcommand.
 pub(super) fn read(args: &[String]) -> Option<Reading> {
     let (mut reading, i) = globals(args);
@@ -1034,16 +1212,19 @@ pub(super) fn read(args: &[String]) -> Option<Reading> {
     let (_, model) = MODELLED.iter().find(|(name, _)| *name == subcommand)?;
     let rest = &args[i + 1..];
     let inner = match subcommand {
-        "reflog" | "worktree" | "config" => match subcommand_of(subcommand, rest) {
-            Ok(inner) => inner,
-            Err(hazard) => Reading {
-                hazards: vec![hazard],
-                ..Reading::default()
-            },
-        },
+        "reflog" | "worktree" | "config" | "stash" | "remote" => {
+            match subcommand_of(subcommand, rest) {
+                Ok(inner) => inner,
+                Err(hazard) => Reading {
+                    hazards: vec![hazard],
+                    ..Reading::default()
+                },
+            }
+        }
         _ => apply(model, &format!("git {subcommand}"), rest),
     };
     reading.reads.extend(inner.reads);
+    reading.lists.extend(inner.lists);
     reading.walks.extend(inner.walks);
     reading.hazards.extend(inner.hazards);
     Some(reading)
@@ -1064,6 +1245,22 @@ fn subcommand_of(subcommand: &str, rest: &[String]) -> Result<Reading, String> {
         ("reflog", _) => Ok(apply(&LOG_MODEL, "git reflog", rest)),
         ("worktree", Some("list")) => Ok(apply(&WORKTREE_LIST, "git worktree list", &rest[1..])),
         ("worktree", _) => Err("`git worktree` changes worktrees (only `list` reads)".to_owned()),
+        ("stash", Some("show")) => Ok(apply(&STASH_SHOW, "git stash show", &rest[1..])),
+        ("stash", Some("list")) => Ok(apply(&LOG_MODEL, "git stash list", &rest[1..])),
+        ("stash", _) => Err(
+            "`git stash` changes the stash or the worktree (only `show` and `list` read)"
+                .to_owned(),
+        ),
+        ("remote", Some("get-url")) => Ok(apply(
+            &REMOTE_GET_URL_MODEL,
+            "git remote get-url",
+            &rest[1..],
+        )),
+        ("remote", Some("show")) => Ok(apply(&REMOTE_SHOW_MODEL, "git remote show", &rest[1..])),
+        ("remote", Some(word)) if !word.starts_with('-') => Err(format!(
+            "`git remote {word}` changes the remotes (only listing, `get-url` and `show -n` read)"
+        )),
+        ("remote", _) => Ok(apply(&REMOTE_LIST, "git remote", rest)),
         ("config", Some("get" | "list")) => Ok(apply(&CONFIG_MODEL, "git config", &rest[1..])),
         ("config", Some(word))
             if !word.starts_with('-') && rest.len() > 1 && !config_gets(rest) =>

@@ -20,14 +20,20 @@ mod search;
 
 use getopt::{Does, Opt, Parsed, Style};
 
+pub use git::GitLocation;
+
 use super::SimpleCommand;
 
 /// How a modelled invocation reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reading {
-    /// Files and folders named by the command that the program reads (or
-    /// whose names and metadata it reads), as written.
+    /// Files and folders named by the command whose contents the program
+    /// reads, as written.
     pub reads: Vec<String>,
+    /// Files and folders named by the command of which the program reads
+    /// only names and metadata (`ls`, `stat`, `du`, `find`, `test`), as
+    /// written: it lists them, never opens them.
+    pub lists: Vec<String>,
     /// Folders the program walks below what it names.
     pub walks: Vec<Walk>,
     /// Why the invocation is not proven to be a read inside what it names:
@@ -84,7 +90,9 @@ pub(crate) struct Model {
     pub digits: bool,
     pub operands: Operands,
     pub walks: Walks,
-    /// Whether a walk reads file contents.
+    /// Whether the program reads the contents of the files it names or
+    /// walks (`cat`, `grep -r`), or only their names and metadata (`ls`,
+    /// `stat`, `du`, `tree`): then its operands are listed, not read.
     pub contents: bool,
     /// Whether a walk follows symlinks unless told not to (`diff -r`).
     pub follows: bool,
@@ -133,6 +141,12 @@ pub fn read_words(words: &[String]) -> Option<Reading> {
         p if files::PRINTERS.contains(&p) => Some(Reading::default()),
         _ => model(program).map(|m| apply(m, program, args)),
     }
+}
+
+/// Where `git ARGS` (`words`, program first) finds its repository, or
+/// `None` when the program is not `git`.
+pub fn git_location(words: &[String]) -> Option<GitLocation> {
+    (words.first().map(String::as_str) == Some("git")).then(|| git::location(&words[1..]))
 }
 
 /// The words a rule's prefix is also matched against: `git` without its
@@ -194,11 +208,11 @@ pub fn documented() -> Vec<(String, &'static str)> {
         models().map(|m| (m.names.join(", "), m.summary)).collect();
     rows.push((
         "find".to_owned(),
-        "tests and `-print`, `-printf`, `-ls`, `-prune`; never `-exec`, `-execdir`, `-ok`, `-okdir`, `-delete`, `-fprint*`, `-fls`, `-files0-from`; walks (names only), `-L`/`-follow` follow symlinks",
+        "tests and `-print`, `-printf`, `-ls`, `-prune`; never `-exec`, `-execdir`, `-ok`, `-okdir`, `-delete`, `-fprint*`, `-fls`, `-files0-from`; walks (names only: its starting points are listed, not opened), `-L`/`-follow` follow symlinks",
     ));
     rows.push((
         "test, [".to_owned(),
-        "any expression; every word that is not an operator is read as a file (metadata)",
+        "any expression; every word that is not an operator is a file whose metadata is read (listed, not opened)",
     ));
     rows.push((
         "jq".to_owned(),
@@ -261,7 +275,12 @@ pub(crate) fn apply(model: &Model, program: &str, args: &[String]) -> Reading {
         (true, Some(default)) => vec![default],
         _ => files.clone(),
     };
-    reading.reads.extend(roots.iter().map(|r| (*r).to_owned()));
+    let named = if model.contents {
+        &mut reading.reads
+    } else {
+        &mut reading.lists
+    };
+    named.extend(roots.iter().map(|r| (*r).to_owned()));
     if recursive {
         let mut excludes: Vec<String> = parsed.values(Does::Excludes).map(str::to_owned).collect();
         let mut includes: Vec<String> = parsed.values(Does::Includes).map(str::to_owned).collect();

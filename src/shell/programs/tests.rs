@@ -132,8 +132,13 @@ fn operands_are_files_patterns_or_text_as_the_program_reads_them() {
     assert_eq!(reading("rg foo").reads, ["."]);
     assert_eq!(reading("echo gavel.toml").reads, Vec::<String>::new());
     assert_eq!(reading("basename /etc/passwd").reads, Vec::<String>::new());
-    assert_eq!(reading("ls").reads, ["."]);
-    assert_eq!(reading("find . -name gavel.toml").reads, ["."]);
+    // Names and metadata only: listed, not read.
+    assert_eq!(reading("ls").lists, ["."]);
+    assert_eq!(reading("ls").reads, Vec::<String>::new());
+    assert_eq!(reading("find . -name gavel.toml").lists, ["."]);
+    assert_eq!(reading("stat -c %s a").lists, ["a"]);
+    assert_eq!(reading("test -f a").lists, ["a"]);
+    assert_eq!(reading("du --exclude-from=x .").reads, ["x"]);
     assert_eq!(
         reading("git log --oneline -- gavel.toml").reads,
         ["gavel.toml"]
