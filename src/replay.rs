@@ -351,8 +351,8 @@ impl DriftBuilder {
         if !self.recorded.contains(&recorded.policy.digest) {
             self.recorded.push(recorded.policy.digest.clone());
         }
-        let from = Verdict::of(&recorded);
-        let to = Verdict::of(&now);
+        let from = Verdict::of(recorded);
+        let to = Verdict::of(now);
         let Some(direction) = direction(&from, &to) else {
             return;
         };
@@ -388,8 +388,8 @@ impl DriftBuilder {
         if !self.recorded.contains(&recorded.policy.digest) {
             self.recorded.push(recorded.policy.digest.clone());
         }
-        let from = Verdict::of(&recorded);
-        let to = Verdict::of(&now);
+        let from = Verdict::of(recorded);
+        let to = Verdict::of(now);
         let Some(direction) = direction(&from, &to) else {
             if recorded.reason != now.reason {
                 self.reason_changed += 1;

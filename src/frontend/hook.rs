@@ -250,7 +250,7 @@ impl Handling<'_> {
             Ask::Route(route),
         );
         let decision = match governed {
-            Ok(Governed::Recorded { decision, .. }) => decision,
+            Ok(Governed::Recorded { decision, .. }) => *decision,
             Ok(Governed::Ran(outcome)) => outcome.decision().clone(),
             Err(err) => {
                 let reused = err

@@ -106,8 +106,8 @@ enum Reply {
     },
     /// Prompt for the ask of this call, on the caller's terminal.
     Ask {
-        request: crate::ToolRequest,
-        decision: crate::Decision,
+        request: Box<crate::ToolRequest>,
+        decision: Box<crate::Decision>,
     },
     /// Run this tool, in the caller's process.
     Execute {

@@ -677,7 +677,7 @@ impl Session {
             ..Call::new(&call_id, &request)
         };
         let decision = match self.service.call(call, Ask::Route(route.clone())) {
-            Ok(Governed::Recorded { decision, .. }) => decision,
+            Ok(Governed::Recorded { decision, .. }) => *decision,
             Ok(Governed::Ran(outcome)) => outcome.decision().clone(),
             Err(err) => return vec![Out::Client(unrecorded(id, &err))],
         };

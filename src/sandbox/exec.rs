@@ -133,12 +133,15 @@ fn launch(
 ) -> Result<Command, ExecError> {
     let fail = |e: LaunchError| ExecError::Unenforceable(e.to_string());
     let home = home().map_err(fail)?;
+    // The log, its keys beside it (an older gavel's) and the user's keys
+    // folder, whatever a profile's write set holds.
     let protected: Vec<PathBuf> = [
         db.to_path_buf(),
         crate::store::redact_key_path(db),
-        crate::store::checkpoint_key_path(db),
+        crate::store::checkpoint_key_beside(db),
     ]
     .into_iter()
+    .chain(crate::store::user_keys_dir())
     .filter(|p| p.exists())
     .collect();
     let extra_write: Vec<PathBuf> = tmp.map(Path::to_path_buf).into_iter().collect();

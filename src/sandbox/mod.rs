@@ -74,6 +74,7 @@ pub const NEVER_WRITABLE: &[&str] = &[
     ".git/hooks",
     "/etc/gavel",
     "~/.config/gavel",
+    "~/.local/share/gavel",
     "~/.bashrc",
     "~/.bash_profile",
     "~/.bash_login",

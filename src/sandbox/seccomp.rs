@@ -223,7 +223,7 @@ mod tests {
 
     /// Runs the filter over one `seccomp_data` the way the kernel does.
     fn run(filter: &Filter, nr: u32, args: [u32; 6]) -> u32 {
-        let mut data = vec![0u8; 64];
+        let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&nr.to_le_bytes());
         data[4..8].copy_from_slice(&AUDIT_ARCH.to_le_bytes());
         for (i, a) in args.iter().enumerate() {

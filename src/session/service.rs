@@ -55,7 +55,7 @@ pub enum Governed {
     /// It went through the whole pipeline here.
     Ran(Box<CallOutcome>),
     /// It was decided and recorded write-ahead; the client runs it.
-    Recorded { decision: Decision },
+    Recorded { decision: Box<Decision> },
 }
 
 /// A front-end's governed calls: the pipeline and the record it writes to.
@@ -187,7 +187,9 @@ impl Service {
                     route,
                     self.record.inner_mut(),
                 )?;
-                Ok(Governed::Recorded { decision })
+                Ok(Governed::Recorded {
+                    decision: Box::new(decision),
+                })
             }
         }
     }

@@ -223,8 +223,8 @@ struct PromptThere {
 impl Approver for PromptThere {
     fn approve(&mut self, request: &ToolRequest, decision: &Decision) -> ApprovalStatus {
         let ask = Reply::Ask {
-            request: request.clone(),
-            decision: decision.clone(),
+            request: Box::new(request.clone()),
+            decision: Box::new(decision.clone()),
         };
         match exchange(&self.caller, &ask) {
             Some(Said::Answered { status, answer }) => {
