@@ -115,13 +115,75 @@ pub struct ChangedCall {
 pub enum Kept {
     /// Every changed call (JSON output: nothing left out).
     All,
+    /// As `All`, and every call replayed, moved or not, in
+    /// `DriftReport::replayed` (a JUnit report has a test case per call).
+    Every,
     /// The first `CALL_IDS_KEPT` (a table shows only examples).
     Examples,
 }
 
 impl Kept {
     fn allows(self, len: usize) -> bool {
-        self == Kept::All || len < CALL_IDS_KEPT
+        self != Kept::Examples || len < CALL_IDS_KEPT
+    }
+}
+
+/// One call replayed, moved or not (kept with `Kept::Every`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplayedCall {
+    pub call_id: String,
+    pub tool: String,
+    /// As `ChangedCall::arguments`.
+    pub arguments: String,
+    pub from: Verdict,
+    pub to: Verdict,
+    /// How its decision moved; `None`: as recorded.
+    pub direction: Option<Direction>,
+    /// It moved, but cannot be re-decided exactly (see `DriftReport::undecidable`).
+    pub undecidable: bool,
+}
+
+/// Which drift fails a replay used as a gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOn {
+    /// Any loosened, tightened or rerouted call.
+    Any,
+    Loosened,
+    Tightened,
+    Never,
+}
+
+/// A replay's gate: the drift it fails on and whether calls that cannot be
+/// re-decided exactly (a field stored redacted) fail with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gate {
+    pub fail_on: FailOn,
+    /// With `Any` or `Loosened`, undecidable calls fail (the drift they
+    /// could hide) unless this is set.
+    pub allow_undecidable: bool,
+}
+
+impl Gate {
+    /// How many calls of `report` make the gate fail.
+    pub fn failing(&self, report: &DriftReport) -> u64 {
+        let undecidable = |n: u64| if self.allow_undecidable { 0 } else { n };
+        match self.fail_on {
+            FailOn::Any => report.changed + undecidable(report.undecidable),
+            FailOn::Loosened => report.loosened + undecidable(report.undecidable_loosened),
+            FailOn::Tightened => report.tightened,
+            FailOn::Never => 0,
+        }
+    }
+
+    /// Whether one call that moved `direction` fails the gate.
+    pub fn fails(&self, direction: Direction, undecidable: bool) -> bool {
+        let counted = match self.fail_on {
+            FailOn::Any => true,
+            FailOn::Loosened => direction == Direction::Loosened,
+            FailOn::Tightened => direction == Direction::Tightened && !undecidable,
+            FailOn::Never => false,
+        };
+        counted && !(undecidable && self.allow_undecidable)
     }
 }
 
@@ -192,6 +254,9 @@ pub struct DriftReport {
     pub undecidable_loosened: u64,
     /// Them (all, or the first few when only examples are kept), with why.
     pub undecidable_calls: Vec<UndecidableCall>,
+    /// Every call replayed, oldest first, when kept (`Kept::Every`).
+    #[serde(skip)]
+    pub replayed: Vec<ReplayedCall>,
     /// Calls a grant allows in this replay (`grant.<ID>`): unless replayed
     /// without grants, a call the policy still asks about is allowed by a
     /// grant of the log that covers it and was in force at the call's place
@@ -301,6 +366,7 @@ pub struct DriftBuilder {
     undecidable_loosened: u64,
     kept: Kept,
     groups: HashMap<(Verdict, Verdict), Group>,
+    replayed: Vec<ReplayedCall>,
 }
 
 struct Group {
@@ -329,6 +395,7 @@ impl DriftBuilder {
             undecidable_count: 0,
             undecidable_loosened: 0,
             groups: HashMap::new(),
+            replayed: Vec::new(),
         }
     }
 
@@ -344,6 +411,7 @@ impl DriftBuilder {
         &mut self,
         call_id: &str,
         tool: &str,
+        arguments: &Value,
         recorded: &Decision,
         now: &Decision,
     ) {
@@ -359,6 +427,17 @@ impl DriftBuilder {
         self.undecidable_count += 1;
         if direction == Direction::Loosened {
             self.undecidable_loosened += 1;
+        }
+        if self.kept == Kept::Every {
+            self.replayed.push(ReplayedCall {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                arguments: arguments_summary(tool, arguments),
+                from: from.clone(),
+                to: to.clone(),
+                direction: Some(direction),
+                undecidable: true,
+            });
         }
         if self.kept.allows(self.undecidable.len()) {
             self.undecidable.push(UndecidableCall {
@@ -390,7 +469,19 @@ impl DriftBuilder {
         }
         let from = Verdict::of(recorded);
         let to = Verdict::of(now);
-        let Some(direction) = direction(&from, &to) else {
+        let moved = direction(&from, &to);
+        if self.kept == Kept::Every {
+            self.replayed.push(ReplayedCall {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                arguments: arguments_summary(tool, arguments),
+                from: from.clone(),
+                to: to.clone(),
+                direction: moved,
+                undecidable: false,
+            });
+        }
+        let Some(direction) = moved else {
             if recorded.reason != now.reason {
                 self.reason_changed += 1;
             }
@@ -473,6 +564,7 @@ impl DriftBuilder {
             undecidable: self.undecidable_count,
             undecidable_loosened: self.undecidable_loosened,
             undecidable_calls: self.undecidable,
+            replayed: self.replayed,
             granted: 0,
             granted_calls: Vec::new(),
         }
@@ -782,7 +874,13 @@ fn drift_calls<E: From<StoreError>>(
         // costs nothing.
         let moved = direction(&Verdict::of(&recorded), &Verdict::of(&now)).is_some();
         if moved && redaction_decides(&call.tool, &call.request.arguments, &call.decision.facts) {
-            drift.add_undecidable(&call.call_id, &call.tool, &recorded, &now);
+            drift.add_undecidable(
+                &call.call_id,
+                &call.tool,
+                &call.request.arguments,
+                &recorded,
+                &now,
+            );
         } else if let Some(change) = drift.add_call(
             &call.call_id,
             &call.tool,

@@ -509,6 +509,33 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     Ok((name, rules, redact, shadows, paths, wait, sandbox))
 }
 
+/// The line (from 1) where each rule of a policy's text begins (its
+/// `[[rules]]` header, or its inline table), by rule id; the first rule of
+/// an id wins. Empty when the text does not parse: a policy that loaded
+/// always does. Read apart from the load, which does not keep spans: only
+/// reports that point into the file (`gavel::ci`) ask for it.
+pub fn rule_lines(text: &str) -> HashMap<String, usize> {
+    #[derive(Deserialize)]
+    struct RuleId {
+        id: String,
+    }
+    #[derive(Deserialize)]
+    struct Rules {
+        #[serde(default)]
+        rules: Vec<toml::Spanned<RuleId>>,
+    }
+    let Ok(file) = toml::from_str::<Rules>(text) else {
+        return HashMap::new();
+    };
+    let mut lines = HashMap::new();
+    for rule in file.rules {
+        let start = rule.span().start.min(text.len());
+        let line = text[..start].matches('\n').count() + 1;
+        lines.entry(rule.into_inner().id).or_insert(line);
+    }
+    lines
+}
+
 /// A parse's key: the text, the origin its errors name, whether checked now.
 type ParseKey = (String, String, bool);
 
@@ -833,6 +860,19 @@ mod tests {
             }
         }
         texts
+    }
+
+    #[test]
+    fn rule_lines_are_where_each_rule_begins() {
+        let text = "name = \"p\"\n\n[[rules]]\n# why\nid = \"a\"\naction = \"allow\"\nreason = \"r\"\n\n[[rules]]\naction = \"deny\"\nid = 'b'\nreason = \"r\"\n";
+        let lines = super::rule_lines(text);
+        assert_eq!(lines.get("a"), Some(&3));
+        assert_eq!(lines.get("b"), Some(&9));
+        assert_eq!(lines.len(), 2);
+        let inline = "name = 'p'\nrules = [\n  { id = 'x', action = 'deny', reason = 'r' },\n]\n";
+        assert_eq!(super::rule_lines(inline).get("x"), Some(&3));
+        assert!(super::rule_lines("not [toml").is_empty());
+        assert!(super::rule_lines("rules = 3").is_empty());
     }
 
     #[test]
