@@ -377,3 +377,50 @@ pub fn verify(report: &mut Report, verified: &VerifyReport, log: &str) {
         }
     }
 }
+
+/// `verify`'s check of a central store: one, an error when anything in it
+/// does not verify (the command exits 1), naming the log that breaks.
+#[cfg(feature = "postgres")]
+pub fn verify_central(report: &mut Report, verified: &crate::central::verify::CentralReport) {
+    let problem = verified.problem.as_deref().unwrap_or("unknown");
+    let checkpoints = [
+        "checkpoint",
+        "cosignature",
+        "central_checkpoint",
+        "central_key",
+    ];
+    let (level, message) = if verified.ok {
+        (
+            Level::Pass,
+            format!(
+                "{} logs, {} events, {} checkpoints and the central log of {} leaves verify",
+                verified.logs, verified.events, verified.checkpoints, verified.central_log
+            ),
+        )
+    } else {
+        (
+            Level::Error,
+            format!(
+                "tampered: {problem} in log {} of host `{}`{}: {}",
+                verified.origin.as_deref().unwrap_or("?"),
+                verified.host.as_deref().unwrap_or("?"),
+                verified
+                    .first_bad_seq
+                    .map(|s| format!(" at seq {s}"))
+                    .unwrap_or_default(),
+                verified.detail.as_deref().unwrap_or("")
+            ),
+        )
+    };
+    report.checks.push(Check {
+        name: "central store".to_owned(),
+        kind: if checkpoints.iter().any(|c| problem.starts_with(c)) {
+            "verify.checkpoints"
+        } else {
+            "verify.chain"
+        },
+        level,
+        message,
+        site: None,
+    });
+}

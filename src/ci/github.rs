@@ -10,7 +10,7 @@ use std::fmt::Write;
 use super::{Level, Report, Run, shown_path};
 
 /// `report` as workflow commands, one per line.
-pub fn render(report: &Report, run: &Run<'_>) -> String {
+pub fn render(report: &Report, run: &Run) -> String {
     let mut out = String::new();
     let mut counts = [0usize; 4];
     for check in &report.checks {
@@ -25,7 +25,7 @@ pub fn render(report: &Report, run: &Run<'_>) -> String {
         if let Some(site) = &check.site {
             properties.push(format!(
                 "file={}",
-                property(&shown_path(&site.file, run.base))
+                property(&shown_path(&site.file, run.base.as_deref()))
             ));
             if let Some(line) = site.line {
                 properties.push(format!("line={line}"));

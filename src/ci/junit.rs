@@ -10,7 +10,7 @@ use std::fmt::Write;
 use super::{Level, Report, Run, shown_path};
 
 /// `report` as a JUnit XML document.
-pub fn render(report: &Report, run: &Run<'_>) -> String {
+pub fn render(report: &Report, run: &Run) -> String {
     let failures = report
         .checks
         .iter()
@@ -20,20 +20,20 @@ pub fn render(report: &Report, run: &Run<'_>) -> String {
     let hostname = if run.hostname.trim().is_empty() {
         "localhost"
     } else {
-        run.hostname
+        &run.hostname
     };
     // Writing to a String cannot fail.
     let _ = writeln!(
         out,
         "<testsuite name=\"gavel {}\" timestamp=\"{}\" hostname=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{}\">",
         escape(report.command),
-        timestamp(run.timestamp),
+        timestamp(&run.timestamp),
         escape(hostname),
         report.checks.len(),
         seconds(run.seconds)
     );
     out.push_str("  <properties>\n");
-    let version = [("gavel.version".to_owned(), run.version.to_owned())];
+    let version = [("gavel.version".to_owned(), run.version.clone())];
     for (name, value) in version.iter().chain(&report.properties) {
         if name.trim().is_empty() {
             continue;
@@ -49,7 +49,7 @@ pub fn render(report: &Report, run: &Run<'_>) -> String {
     let mut noted = String::new();
     for check in &report.checks {
         let place = check.site.as_ref().map(|site| {
-            let file = shown_path(&site.file, run.base);
+            let file = shown_path(&site.file, run.base.as_deref());
             match site.line {
                 Some(line) => format!("{file}:{line}"),
                 None => file,

@@ -10,16 +10,19 @@
 //! failing, passes for the rest. Each format writes the same report.
 //!
 //! Pure: values in, text out. The caller gives the time, the host name and
-//! the folder paths are shown relative to; nothing here reads the clock,
-//! the environment or a file, and nothing knows the command line.
+//! the folder paths are shown relative to ([`Run`], which [`Run::here`]
+//! reads from the machine); nothing else here reads the clock, the
+//! environment or a file, and nothing knows the command line.
 
 mod gates;
 pub mod github;
 pub mod junit;
 pub mod sarif;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+#[cfg(feature = "postgres")]
+pub use gates::verify_central;
 pub use gates::{CaseResult, Sites, change_word, diff, lint, policy_test, replay, verify};
 
 /// A format a CI system reads.
@@ -163,18 +166,33 @@ pub struct Report {
 }
 
 /// Where and when the report is written.
-#[derive(Debug, Clone, Copy)]
-pub struct Run<'a> {
+#[derive(Debug, Clone)]
+pub struct Run {
     /// gavel's version.
-    pub version: &'a str,
+    pub version: String,
     /// When the command ran, UTC, `YYYY-MM-DDTHH:MM:SS` (JUnit's form).
-    pub timestamp: &'a str,
-    pub hostname: &'a str,
+    pub timestamp: String,
+    pub hostname: String,
     /// How long the command took.
     pub seconds: f64,
     /// Paths under this folder are shown relative to it (a CI job runs at
     /// the repository's root, and annotations name files from there).
-    pub base: Option<&'a Path>,
+    pub base: Option<PathBuf>,
+}
+
+impl Run {
+    /// This run, of a command started at `started`: now, this host, this
+    /// gavel, paths relative to the current folder. The one place this
+    /// module reads the clock and the machine.
+    pub fn here(started: std::time::Instant) -> Self {
+        Self {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            timestamp: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S").to_string(),
+            hostname: crate::principal::Principal::current("cli").host,
+            seconds: started.elapsed().as_secs_f64(),
+            base: std::env::current_dir().ok(),
+        }
+    }
 }
 
 impl Report {
@@ -192,7 +210,7 @@ impl Report {
     }
 
     /// The report in `format`, ending with a newline.
-    pub fn render(&self, format: Format, run: &Run<'_>) -> String {
+    pub fn render(&self, format: Format, run: &Run) -> String {
         match format {
             Format::Junit => junit::render(self, run),
             Format::Sarif => sarif::render(self, run),

@@ -15,7 +15,7 @@ pub const SCHEMA: &str =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 
 /// `report` as a SARIF log (pretty JSON).
-pub fn render(report: &Report, run: &Run<'_>) -> String {
+pub fn render(report: &Report, run: &Run) -> String {
     let mut rules: Vec<&'static str> = Vec::new();
     let mut results = Vec::new();
     for check in report.checks.iter().filter(|c| c.level != Level::Pass) {
@@ -34,7 +34,7 @@ pub fn render(report: &Report, run: &Run<'_>) -> String {
         });
         if let Some(site) = &check.site {
             let mut location = json!({
-                "artifactLocation": {"uri": uri(&shown_path(&site.file, run.base))},
+                "artifactLocation": {"uri": uri(&shown_path(&site.file, run.base.as_deref()))},
             });
             if let Some(line) = site.line.filter(|l| *l > 0) {
                 location["region"] = json!({"startLine": line});

@@ -2,13 +2,13 @@ use std::path::Path;
 
 use super::*;
 
-fn run() -> Run<'static> {
+fn run() -> Run {
     Run {
-        version: "0.1.0",
-        timestamp: "2026-05-01T12:30:00",
-        hostname: "ci-host",
+        version: "0.1.0".into(),
+        timestamp: "2026-05-01T12:30:00".into(),
+        hostname: "ci-host".into(),
         seconds: 0.25,
-        base: Some(Path::new("/repo")),
+        base: Some(Path::new("/repo").to_path_buf()),
     }
 }
 
@@ -81,8 +81,8 @@ fn junit_has_one_case_per_check_and_a_failure_only_on_errors() {
 #[test]
 fn junit_never_writes_an_invalid_time_or_an_empty_host() {
     let mut odd = run();
-    odd.timestamp = "yesterday";
-    odd.hostname = " ";
+    odd.timestamp = "yesterday".into();
+    odd.hostname = " ".into();
     odd.seconds = f64::NAN;
     let xml = Report::new("verify").render(Format::Junit, &odd);
     assert!(xml.contains("timestamp=\"1970-01-01T00:00:00\" hostname=\"localhost\" tests=\"0\" failures=\"0\" errors=\"0\" skipped=\"0\" time=\"0\""), "{xml}");

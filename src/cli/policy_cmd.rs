@@ -16,7 +16,7 @@ use gavel::replay::arguments_summary;
 use gavel::store::AuditQuery;
 
 use super::render::progress_bar;
-use super::{Exit, FormatArgs, Global, read_input, render};
+use super::{Exit, GateFormatArgs, Global, read_input, render};
 
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
@@ -62,7 +62,7 @@ pub enum PolicyCommand {
         #[arg(long)]
         no_usage: bool,
         #[command(flatten)]
-        format: FormatArgs,
+        format: GateFormatArgs,
     },
     /// What changed from OLD to NEW: rules added, removed, moved, widened, narrowed; which
     /// of a sample of generated requests and of the recorded calls decide differently
@@ -73,7 +73,7 @@ pub enum PolicyCommand {
         #[arg(long)]
         no_log: bool,
         #[command(flatten)]
-        format: FormatArgs,
+        format: GateFormatArgs,
     },
     /// Run regression cases (TOML `[[cases]]` or JSON lines) against the current policy
     Test {
@@ -87,7 +87,7 @@ pub enum PolicyCommand {
         #[arg(long)]
         accept: bool,
         #[command(flatten)]
-        format: FormatArgs,
+        format: GateFormatArgs,
     },
 }
 
@@ -274,8 +274,9 @@ fn lint_cmd(
     file: Option<&Path>,
     strict: bool,
     no_usage: bool,
-    format: FormatArgs,
+    format: GateFormatArgs,
 ) -> anyhow::Result<Exit> {
+    let (ci, format) = (format.ci(), format.plain());
     let policy = match file {
         Some(file) => Policy::load(file)?,
         None => global.policy(&global.workspace()?)?,
@@ -302,7 +303,13 @@ fn lint_cmd(
         Some(lint::usage(&policy, &counts))
     };
     let failing = strict && !findings.is_empty();
-
+    if let Some(ci) = ci {
+        let mut report = gavel::ci::Report::new("policy lint");
+        let never = usage.as_ref().map_or(&[][..], |(_, never)| never);
+        let sites = gavel::ci::Sites::of(&policy);
+        gavel::ci::lint(&mut report, &findings, never, strict, &sites);
+        return super::print_ci(&report, ci);
+    }
     if format.is_json() {
         render::json(&json!({
             "policy": policy.reference(),
@@ -375,16 +382,21 @@ fn lint_cmd(
 struct TestOptions {
     failures_only: bool,
     accept: bool,
-    format: FormatArgs,
+    format: GateFormatArgs,
 }
 
 /// How wide the arguments column is.
 const ARGUMENTS_CHARS: usize = 40;
 
 fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Exit> {
-    let format = options.format;
+    let (ci, format) = (options.format.ci(), options.format.plain());
     if options.accept && path == Path::new("-") {
         anyhow::bail!("--accept rewrites the cases file; it cannot rewrite stdin");
+    }
+    if options.accept && ci.is_some() {
+        anyhow::bail!(
+            "--accept rewrites the failing cases; a CI report is of the cases as they are"
+        );
     }
     let text = read_input(path)?;
     let is_toml = path.extension().is_some_and(|e| e == "toml");
@@ -395,6 +407,7 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
     let mut failed = 0;
     let mut rows = Vec::new();
     let mut accepted = Vec::new();
+    let mut decided = Vec::new();
     for (index, case) in cases.iter().enumerate() {
         let facts = match &case.facts {
             Some(facts) => facts.clone(),
@@ -405,6 +418,10 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
         };
         let got = policy.decide_case(case, index, &facts);
         let pass = case.passes(&got);
+        if ci.is_some() {
+            decided.push(got);
+            continue;
+        }
         failed += usize::from(!pass);
         if !pass && options.accept {
             accepted.push(Accepted {
@@ -442,6 +459,14 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
                 if pass { "pass" } else { "FAIL" }.to_owned(),
             ]);
         }
+    }
+    if let Some(ci) = ci {
+        let mut report = gavel::ci::Report::new("policy test");
+        let results: Vec<_> = (cases.iter().enumerate().zip(&decided))
+            .map(|((index, case), got)| gavel::ci::CaseResult { case, index, got })
+            .collect();
+        gavel::ci::policy_test(&mut report, &results, &gavel::ci::Sites::of(&policy));
+        return super::print_ci(&report, ci);
     }
     if !format.is_json() {
         if rows.is_empty() {
