@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use gavel::replay::{self, DriftReport, FactSource, Kept};
-use gavel::source::Verified;
+use gavel::source::{Location, Selection, Source, Verified};
 
 use super::{Exit, GateFormatArgs, Global, QueryArgs, render};
 
@@ -26,6 +26,10 @@ pub enum FailOn {
 pub struct ReplayArgs {
     #[command(flatten)]
     pub query: QueryArgs,
+    /// Replay the calls of this JSON-lines export (`gavel export`: a reference record
+    /// committed for a CI gate) instead of a database; verified as `verify --export` does
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<std::path::PathBuf>,
     /// Re-gather facts from the filesystem as it is now instead of using the recorded ones
     #[arg(long)]
     pub live: bool,
@@ -79,7 +83,13 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
         );
     }
     let (format, gate) = (args.format.plain(), args.gate());
-    let mut source = global.source(&args.query.schema, args.query.selection(), args.query.read)?;
+    let mut source = match &args.export {
+        Some(_) if args.query.log.is_some() || args.query.schema.schema.is_some() => {
+            anyhow::bail!("--log and --schema pick in a central store; --export reads one log")
+        }
+        Some(path) => Source::open(Location::Export(path.clone()), Selection::default(), false)?,
+        None => global.source(&args.query.schema, args.query.selection(), args.query.read)?,
+    };
     if let Some(integrity) = source.opened() {
         super::warn(integrity);
     }
