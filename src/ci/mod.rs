@@ -204,6 +204,21 @@ impl Report {
         }
     }
 
+    /// A report of a command run under `policy`: its name, digest and file
+    /// as properties.
+    pub fn for_policy(command: &'static str, policy: &crate::policy::Policy) -> Self {
+        let mut report = Self::new(command);
+        report.properties = vec![
+            ("policy".to_owned(), policy.reference().name.clone()),
+            (
+                "policy.sha256".to_owned(),
+                policy.reference().digest.clone(),
+            ),
+            ("policy.file".to_owned(), policy.origin().to_owned()),
+        ];
+        report
+    }
+
     /// Whether the gate fails: some check is an error.
     pub fn fails(&self) -> bool {
         self.checks.iter().any(|c| c.level == Level::Error)

@@ -304,7 +304,7 @@ fn lint_cmd(
     };
     let failing = strict && !findings.is_empty();
     if let Some(ci) = ci {
-        let mut report = gavel::ci::Report::new("policy lint");
+        let mut report = gavel::ci::Report::for_policy("policy lint", &policy);
         let never = usage.as_ref().map_or(&[][..], |(_, never)| never);
         let sites = gavel::ci::Sites::of(&policy);
         gavel::ci::lint(&mut report, &findings, never, strict, &sites);
@@ -461,7 +461,7 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
         }
     }
     if let Some(ci) = ci {
-        let mut report = gavel::ci::Report::new("policy test");
+        let mut report = gavel::ci::Report::for_policy("policy test", &policy);
         let results: Vec<_> = (cases.iter().enumerate().zip(&decided))
             .map(|((index, case), got)| gavel::ci::CaseResult { case, index, got })
             .collect();

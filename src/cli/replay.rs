@@ -138,7 +138,10 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
         .as_ref()
         .map(gavel::ci::Sites::of)
         .unwrap_or_default();
-    let mut checks = gavel::ci::Report::new("replay");
+    let mut checks = match &policy {
+        Some(policy) => gavel::ci::Report::for_policy("replay", policy),
+        None => gavel::ci::Report::new("replay"),
+    };
     let mut failing = 0u64;
     let mut out = Vec::new();
     let logs = reading.for_each_log(&args.query.to_query()?, |log| -> anyhow::Result<()> {

@@ -14,6 +14,7 @@ mod central_read;
 #[cfg(feature = "postgres")]
 mod central_truth;
 mod check;
+mod ci_formats;
 mod clients;
 mod completions;
 mod demo;

@@ -56,7 +56,7 @@ pub fn run(
         Some(report)
     };
     if let Some(ci) = ci {
-        let mut report = gavel::ci::Report::new("policy diff");
+        let mut report = gavel::ci::Report::for_policy("policy diff", &new);
         let sites = (gavel::ci::Sites::of(&old), gavel::ci::Sites::of(&new));
         gavel::ci::diff(&mut report, &rules, &samples, &calls, &sites.0, &sites.1);
         crate::cli::print_ci(&report, ci)?;
