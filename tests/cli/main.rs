@@ -36,6 +36,7 @@ mod otlp;
 mod paths;
 mod pipeline;
 mod policy;
+mod pre_commit;
 mod preset;
 mod principal;
 mod programs;
