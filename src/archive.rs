@@ -739,6 +739,69 @@ mod tests {
     }
 
     #[test]
+    fn an_export_reads_back_as_the_rows_it_copies() {
+        let identity = LogIdentity {
+            log_id: vec![1; 16],
+            origin: "gavel/0101".into(),
+            format: 2,
+            created_us: 5,
+            genesis: [7; 32],
+        };
+        let event = StoredEvent {
+            seq: 1,
+            log_id: vec![1; 16],
+            ts_us: 1_764_676_800_000_000,
+            kind: "request".into(),
+            call_id: "c1".into(),
+            tool: Some("bash".into()),
+            action: None,
+            rule_id: None,
+            approval: None,
+            status: None,
+            payload: b"{\"a\":1}".to_vec(),
+            leaf: vec![2; 32],
+            chain: vec![3; 32],
+            user: Some("u".into()),
+            host: None,
+            client: None,
+            session: None,
+            agent: None,
+        };
+        let mut text = header_line(&identity, None).to_string() + "\n\n";
+        text += &(event_line(&event, 2).to_string() + "\n");
+        let read = read_export(text.as_bytes()).unwrap();
+        assert_eq!(read.identity.log_id, identity.log_id);
+        assert_eq!(read.identity.genesis, identity.genesis);
+        assert_eq!(read.events.len(), 1);
+        let got = &read.events[0];
+        assert_eq!(
+            (
+                &got.call_id,
+                &got.tool,
+                &got.payload,
+                &got.leaf,
+                &got.chain,
+                &got.user
+            ),
+            (
+                &event.call_id,
+                &event.tool,
+                &event.payload,
+                &event.leaf,
+                &event.chain,
+                &event.user
+            )
+        );
+        let broken = text.replace("\"leaf\":\"", "\"leaf\":\"zz");
+        let err = read_export(broken.as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().contains("line 3: `leaf` is not hex"),
+            "{err}"
+        );
+        assert!(read_export(&b"not json\n"[..]).is_err());
+    }
+
+    #[test]
     fn an_export_without_a_header_is_not_an_export() {
         let err = verify_export(std::io::Cursor::new("{\"seq\":1}\n"), None, &[]).unwrap_err();
         assert!(matches!(err, ArchiveError::NotAnExport { .. }), "{err}");

@@ -68,8 +68,8 @@ pub fn render(report: &Report, run: &Run) -> String {
                     ">\n    <failure message=\"{}\" type=\"{}\">{}{}</failure>\n  </testcase>",
                     escape(&check.message),
                     escape(check.kind),
-                    escape(&check.message),
-                    escape(&place.map(|p| format!("\nat {p}")).unwrap_or_default())
+                    content(&check.message),
+                    content(&place.map(|p| format!("\nat {p}")).unwrap_or_default())
                 );
             }
             level => {
@@ -87,9 +87,15 @@ pub fn render(report: &Report, run: &Run) -> String {
             }
         }
     }
-    let _ = writeln!(out, "  <system-out>{}</system-out>", escape(&noted));
+    let _ = writeln!(out, "  <system-out>{}</system-out>", content(&noted));
     out.push_str("  <system-err></system-err>\n</testsuite>\n");
     out
+}
+
+/// `text` safe as an element's content: as [`escape`], but tabs and line
+/// feeds kept as they are (content keeps them; a report reads better).
+fn content(text: &str) -> String {
+    escape(text).replace("&#10;", "\n").replace("&#9;", "\t")
 }
 
 /// `text` safe in XML content and in a double-quoted attribute: markup

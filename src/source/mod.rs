@@ -1,10 +1,10 @@
 //! One read source for every reading command: a local audit log (SQLite,
-//! opened read-only) or a team's central store (PostgreSQL, feature
-//! `postgres`), answering the readers' questions the same way: the calls a
-//! query selects and their counts, one call's events, a verification, and
-//! each selected log in turn as a [`Store`] for what runs on one log
-//! (replay, export, report, audit). Which of the two it is, is decided once,
-//! by the [`Location`] it is opened at.
+//! opened read-only, or a JSON-lines export of one, read into memory) or a
+//! team's central store (PostgreSQL, feature `postgres`), answering the
+//! readers' questions the same way: the calls a query selects and their
+//! counts, one call's events, a verification, and each selected log in
+//! turn as a [`Store`] for what runs on one log (replay, export, report,
+//! audit). Which it is, is decided once, by the [`Location`] it is opened at.
 //!
 //! It knows nothing of the command line, a terminal or how answers are
 //! printed: it hands back stores, rows and reports.

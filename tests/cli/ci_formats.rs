@@ -251,6 +251,8 @@ fn replay_of_an_export_gates_as_replay_of_its_database() {
     std::fs::write(sandbox.root.join("loose.toml"), LOOSE).unwrap();
     let export = run(&sandbox, &["export"], 0);
     std::fs::write(sandbox.root.join("reference.jsonl"), &export.stdout).unwrap();
+    let filtered = run(&sandbox, &["export", "--tool", "write_file"], 0);
+    std::fs::write(sandbox.root.join("writes.jsonl"), &filtered.stdout).unwrap();
     let gate = [
         "replay",
         "--policy",
@@ -273,6 +275,15 @@ fn replay_of_an_export_gates_as_replay_of_its_database() {
             .collect()
     };
     assert_eq!(names(&from_db), names(&from_export));
+
+    // A filtered export (its events verified one by one) replays its calls.
+    let mut writes = gate.to_vec();
+    writes.extend(["--export", "writes.jsonl"]);
+    let cases = junit(&sandbox, &run(&sandbox, &writes, 1));
+    assert_eq!(
+        names(&cases),
+        [("call w1: write_file out.txt".to_owned(), true)]
+    );
 
     // An edited export is refused, not replayed.
     let text = String::from_utf8(export.stdout).unwrap();
