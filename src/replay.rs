@@ -380,13 +380,7 @@ impl DriftBuilder {
         }
         let from = Verdict::of(recorded);
         let to = Verdict::of(now);
-        let Some(direction) = direction(&from, &to) else {
-            return;
-        };
-        self.undecidable_count += 1;
-        if direction == Direction::Loosened {
-            self.undecidable_loosened += 1;
-        }
+        let moved = direction(&from, &to);
         if self.kept == Kept::Every {
             self.replayed.push(ReplayedCall {
                 call_id: call_id.to_owned(),
@@ -394,9 +388,16 @@ impl DriftBuilder {
                 arguments: arguments_summary(tool, arguments),
                 from: from.clone(),
                 to: to.clone(),
-                direction: Some(direction),
-                undecidable: true,
+                direction: moved,
+                undecidable: moved.is_some(),
             });
+        }
+        let Some(direction) = moved else {
+            return;
+        };
+        self.undecidable_count += 1;
+        if direction == Direction::Loosened {
+            self.undecidable_loosened += 1;
         }
         if self.kept.allows(self.undecidable.len()) {
             self.undecidable.push(UndecidableCall {

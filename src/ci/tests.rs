@@ -159,3 +159,65 @@ fn every_kind_is_described() {
     }
     assert_eq!(describe("nope"), "");
 }
+
+#[test]
+fn lint_findings_are_errors_only_under_strict_and_never_matched_rules_notes() {
+    use crate::policy::lint::{Finding, LintKind};
+    let finding = |kind, rule: &str| Finding {
+        kind,
+        rule_id: rule.into(),
+        by: None,
+        message: format!("about {rule}"),
+    };
+    let policy = crate::policy::Policy::from_toml(
+        "name = \"p\"\n\n[[rules]]\nid = \"a\"\naction = \"allow\"\nreason = \"r\"\n",
+        "dir/p.toml",
+    )
+    .unwrap();
+    let sites = Sites::of(&policy);
+    let findings = [finding(LintKind::UnconditionalAllow, "a")];
+    let never = [finding(LintKind::NeverMatched, "a")];
+    for (strict, level) in [(true, Level::Error), (false, Level::Warning)] {
+        let mut report = Report::for_policy("policy lint", &policy);
+        lint(&mut report, &findings, &never, strict, &sites);
+        let levels: Vec<Level> = report.checks.iter().map(|c| c.level).collect();
+        assert_eq!(levels, [level, Level::Note]);
+        assert_eq!(report.fails(), strict);
+        assert_eq!(
+            report.checks[0].site,
+            Some(Site {
+                file: "dir/p.toml".into(),
+                line: Some(3)
+            })
+        );
+        assert_eq!(report.checks[1].kind, "lint.never_matched");
+    }
+    // A decision no rule wrote points at the file; the built-in policy at nothing.
+    assert_eq!(sites.rule("default.deny").unwrap().line, None);
+    assert_eq!(Sites::of(&crate::policy::Policy::builtin()).rule("x"), None);
+}
+
+#[test]
+fn verify_lists_the_checks_made_up_to_the_broken_one() {
+    use crate::store::{Problem, VerifyReport};
+    let mut report = Report::new("verify");
+    let broken = VerifyReport::bad(3, Some(4), Problem::ChainBreak, "seq 4".into());
+    verify(&mut report, &broken, "audit.db");
+    let kinds: Vec<(&str, Level)> = report.checks.iter().map(|c| (c.kind, c.level)).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("verify.identity", Level::Pass),
+            ("verify.chain", Level::Error)
+        ]
+    );
+    assert_eq!(
+        report.checks[1].message,
+        "tampered: chain_break at seq 4: seq 4"
+    );
+    let mut report = Report::new("verify");
+    let forged = VerifyReport::bad(0, None, Problem::IdentityMismatch, "x".into());
+    verify(&mut report, &forged, "audit.db");
+    assert_eq!(report.checks.len(), 1);
+    assert!(report.fails());
+}

@@ -46,3 +46,85 @@ impl Gate {
         counted && !(undecidable && self.allow_undecidable)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Action, Decision, PolicyRef};
+    use crate::replay::{DriftBuilder, FactSource, Kept};
+
+    fn decision(action: Action, rule: &str) -> Decision {
+        Decision {
+            action,
+            rule_id: rule.into(),
+            reason: "r".into(),
+            policy: PolicyRef {
+                name: "p".into(),
+                digest: "d".into(),
+            },
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
+            sandbox: None,
+        }
+    }
+
+    #[test]
+    fn the_calls_a_gate_fails_one_by_one_are_the_calls_it_counts() {
+        let actions = [Action::Allow, Action::Ask, Action::Deny];
+        let mut drift = DriftBuilder::keeping(
+            PolicyRef {
+                name: "p".into(),
+                digest: "e".into(),
+            },
+            FactSource::Recorded,
+            Kept::Every,
+        );
+        let mut n = 0;
+        // Every move between two verdicts, as a call and as an undecidable one.
+        for from in actions {
+            for to in actions {
+                for rule in ["same", "other"] {
+                    for undecidable in [false, true] {
+                        n += 1;
+                        let (was, now) = (decision(from, "same"), decision(to, rule));
+                        let id = format!("c{n}");
+                        let arguments = serde_json::json!({"command": "ls"});
+                        if undecidable {
+                            drift.add_undecidable(&id, "bash", &arguments, &was, &now);
+                        } else {
+                            drift.add_call(&id, "bash", &arguments, &was, &now);
+                        }
+                    }
+                }
+            }
+        }
+        let report = drift.finish();
+        assert!(report.undecidable > 0 && report.loosened > 0 && report.tightened > 0);
+        assert_eq!(
+            report.replayed.len() as u64,
+            report.total,
+            "every call is kept"
+        );
+        for fail_on in [
+            FailOn::Any,
+            FailOn::Loosened,
+            FailOn::Tightened,
+            FailOn::Never,
+        ] {
+            for allow_undecidable in [false, true] {
+                let gate = Gate {
+                    fail_on,
+                    allow_undecidable,
+                };
+                let one_by_one = report
+                    .replayed
+                    .iter()
+                    .filter_map(|c| c.direction.map(|d| gate.fails(d, c.undecidable)))
+                    .filter(|fails| *fails)
+                    .count() as u64;
+                assert_eq!(one_by_one, gate.failing(&report), "{gate:?}");
+            }
+        }
+    }
+}
