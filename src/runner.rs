@@ -24,7 +24,7 @@ use crate::hooks::{HookEvent, Hooks};
 use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy, ShadowVerdict};
 use crate::principal::Principal;
 use crate::request::ToolRequest;
-use crate::tools::{Registry, ToolContext};
+use crate::tools::{Contained, Registry, ToolContext};
 
 /// Everything that happened to one call.
 #[derive(Debug, Clone, Serialize)]
@@ -236,6 +236,14 @@ impl GovernedRunner {
         };
         facts.mcp = mcp;
         let mut decision = self.policy.decide(request, &facts);
+        // The sandbox it runs in, and whether this kernel can hold it.
+        crate::sandbox::admit(
+            &mut decision,
+            request,
+            &facts,
+            crate::sandbox::kernel::enforcement_here,
+            self.policy.sandbox_unenforceable(),
+        );
         // Shadow policies decide on the same facts; never enforced.
         decision.shadow = self.policy.shadow_verdicts(request, &facts);
         if decision.action == Action::Ask
@@ -301,7 +309,7 @@ impl GovernedRunner {
         self.hooks
             .emit(HookEvent::PermissionDecision(request, &resolution));
 
-        let result = self.execute(request, &resolution);
+        let result = self.execute(call_id, request, &resolution);
         // The call is over: a result that cannot be written is reported
         // with the outcome, never in its place (the caller must not take a
         // call that ran for one that did not, and run it again).
@@ -329,7 +337,7 @@ impl GovernedRunner {
     }
 
     /// Calls the handler when the resolution allows it; always a result.
-    fn execute(&self, request: &ToolRequest, resolution: &Resolution) -> ToolResult {
+    fn execute(&self, call_id: &str, request: &ToolRequest, resolution: &Resolution) -> ToolResult {
         if !resolution.allowed {
             return ToolResult {
                 status: ExecutionStatus::Blocked,
@@ -347,8 +355,14 @@ impl GovernedRunner {
                 duration_ms: 0,
             };
         };
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            handler.call(&request.arguments, &self.context)
+        // A `bash` command allowed under a sandbox runs inside it (gavel's
+        // own file tools check their paths themselves).
+        let contained = crate::sandbox::contained(&resolution.decision)
+            .filter(|_| request.name == "bash")
+            .map(|sandbox| Contained { call_id, sandbox });
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &contained {
+            Some(contained) => handler.call_contained(&request.arguments, &self.context, contained),
+            None => handler.call(&request.arguments, &self.context),
         }));
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match outcome {

@@ -156,7 +156,7 @@ pub fn authorize(
                 workspace,
             })
         }
-        None if proven_read_only(&decision) => {
+        None if super::admit::proven_read_only(&decision.facts) => {
             let spec = Spec::read_only();
             Ok(Authorized {
                 command,
@@ -171,22 +171,4 @@ pub fn authorize(
             call_id: call_id.to_owned(),
         }),
     }
-}
-
-/// Whether the recorded facts prove a `bash` command only reads: fully
-/// parsed, nothing unprovable, no redirection that writes, and every path
-/// it names known to be read.
-pub fn proven_read_only(decision: &DecisionRecord) -> bool {
-    let facts = &decision.facts;
-    let Some(shell) = &facts.shell else {
-        return false;
-    };
-    shell.unprovable.is_empty()
-        && shell.unjudgeable.is_none()
-        && facts.unprovable.is_empty()
-        && !shell.all_redirects().any(|r| r.writes())
-        && facts
-            .paths
-            .iter()
-            .all(|p| p.access == Some(crate::facts::Access::Read))
 }

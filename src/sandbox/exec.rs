@@ -5,6 +5,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::Spec;
 use super::bind::{Authorized, authorize};
 use super::kernel::{Enforcement, Support};
 use super::launch::{LaunchError, Resolved, contain, home};
@@ -94,66 +95,99 @@ pub fn exec(
     before: impl FnOnce(&Prepared),
 ) -> Result<i32, ExecError> {
     let authorized = authorize(call_id, events, given)?;
+    let workspace = PathBuf::from(&authorized.workspace);
+    let mut contained = contained_command(
+        &authorized.command,
+        &authorized.profile,
+        &authorized.spec,
+        &workspace,
+        Some(db),
+        call_id,
+    )?;
+    before(&Prepared {
+        authorized: authorized.clone(),
+        enforcement: contained.enforcement.clone(),
+    });
+    run_child(&mut contained.command)
+}
+
+/// A command made to run contained, and the private temporary folder it
+/// may write (removed when this is dropped).
+#[derive(Debug)]
+pub struct ContainedCommand {
+    pub command: Command,
+    pub enforcement: Enforcement,
+    tmp: Option<PathBuf>,
+}
+
+impl Drop for ContainedCommand {
+    fn drop(&mut self) {
+        if let Some(tmp) = &self.tmp {
+            let _ = std::fs::remove_dir_all(tmp);
+        }
+    }
+}
+
+/// `bash -c COMMAND` in `workspace`, contained by `spec` (the profile
+/// `profile`): spawn it as it is, or set its input and output first. The
+/// database `db` (and its keys) is never writable, nor is anything of
+/// [`super::NEVER_WRITABLE`]. A command that writes gets a private
+/// temporary folder (`TMPDIR`) under `.gavel/tmp/`. Errs, and nothing
+/// runs, when this kernel cannot enforce the spec.
+pub fn contained_command(
+    command: &str,
+    profile: &str,
+    spec: &Spec,
+    workspace: &Path,
+    db: Option<&Path>,
+    call_id: &str,
+) -> Result<ContainedCommand, ExecError> {
     let support = Support::probe_without_namespaces();
     let enforcement = support.enforcement();
     if let Enforcement::Unavailable { missing } = &enforcement {
         return Err(ExecError::Unenforceable(format!(
-            "the kernel cannot enforce sandbox `{}` (missing: {})",
-            authorized.profile,
+            "the kernel cannot enforce sandbox `{profile}` (missing: {})",
             missing.join("; ")
         )));
     }
-    let workspace = PathBuf::from(&authorized.workspace);
-    let tmp = if authorized.spec.write.is_empty() {
-        None
-    } else {
-        Some(private_tmp(&workspace, call_id)?)
+    let mut contained = ContainedCommand {
+        command: Command::new("bash"),
+        enforcement,
+        tmp: None,
     };
-    let outcome =
-        launch(&authorized, &workspace, db, tmp.as_deref(), &support).and_then(|mut command| {
-            before(&Prepared {
-                authorized: authorized.clone(),
-                enforcement: enforcement.clone(),
-            });
-            run_child(&mut command)
-        });
-    if let Some(tmp) = &tmp {
-        let _ = std::fs::remove_dir_all(tmp);
+    if !spec.write.is_empty() {
+        contained.tmp = Some(private_tmp(workspace, call_id)?);
     }
-    outcome
-}
-
-/// The command contained, ready to spawn.
-fn launch(
-    authorized: &Authorized,
-    workspace: &Path,
-    db: &Path,
-    tmp: Option<&Path>,
-    support: &Support,
-) -> Result<Command, ExecError> {
     let fail = |e: LaunchError| ExecError::Unenforceable(e.to_string());
     let home = home().map_err(fail)?;
     // The log, its keys beside it (an older gavel's) and the user's keys
     // folder, whatever a profile's write set holds.
-    let protected: Vec<PathBuf> = [
-        db.to_path_buf(),
-        crate::store::redact_key_path(db),
-        crate::store::checkpoint_key_beside(db),
-    ]
-    .into_iter()
-    .chain(crate::store::user_keys_dir())
-    .filter(|p| p.exists())
-    .collect();
-    let extra_write: Vec<PathBuf> = tmp.map(Path::to_path_buf).into_iter().collect();
-    let resolved = Resolved::new(&authorized.spec, workspace, &home, &extra_write, &protected)
-        .map_err(fail)?;
-    let mut command = Command::new("bash");
-    command.arg("-c").arg(&authorized.command);
-    if let Some(tmp) = tmp {
-        command.env("TMPDIR", tmp);
+    let protected: Vec<PathBuf> = db
+        .into_iter()
+        .flat_map(|db| {
+            [
+                db.to_path_buf(),
+                crate::store::redact_key_path(db),
+                crate::store::checkpoint_key_beside(db),
+            ]
+        })
+        .chain(crate::store::user_keys_dir())
+        .filter(|p| p.exists())
+        .collect();
+    let extra_write: Vec<PathBuf> = contained.tmp.iter().cloned().collect();
+    let resolved = Resolved::new(spec, workspace, &home, &extra_write, &protected).map_err(fail)?;
+    contained.command.arg("-c").arg(command);
+    if let Some(tmp) = &contained.tmp {
+        contained.command.env("TMPDIR", tmp);
     }
-    contain(&mut command, &resolved, workspace, support.landlock_abi).map_err(fail)?;
-    Ok(command)
+    contain(
+        &mut contained.command,
+        &resolved,
+        workspace,
+        support.landlock_abi,
+    )
+    .map_err(fail)?;
+    Ok(contained)
 }
 
 /// A fresh private temporary folder for one run, inside `.gavel/tmp/`.

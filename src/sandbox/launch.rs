@@ -274,7 +274,7 @@ fn write_file(path: &[u8], data: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-fn set_readonly(path: &CString, readonly: bool) -> std::io::Result<()> {
+fn set_readonly(path: &std::ffi::CStr, readonly: bool) -> std::io::Result<()> {
     let attr = MountAttr {
         attr_set: if readonly { MOUNT_ATTR_RDONLY } else { 0 },
         attr_clr: if readonly { 0 } else { MOUNT_ATTR_RDONLY },
@@ -304,7 +304,7 @@ impl ChildSetup {
         write_file(b"/proc/self/setgroups\0", b"deny")?;
         write_file(b"/proc/self/uid_map\0", &self.uid_map)?;
         write_file(b"/proc/self/gid_map\0", &self.gid_map)?;
-        let root = c"/".to_owned();
+        let root = c"/";
         // SAFETY: as above.
         unsafe {
             check(libc::mount(
@@ -315,7 +315,7 @@ impl ChildSetup {
                 std::ptr::null(),
             ) as libc::c_long)?;
         }
-        set_readonly(&root, true)?;
+        set_readonly(root, true)?;
         for (path, writable) in &self.binds {
             // SAFETY: as above.
             unsafe {
@@ -384,9 +384,11 @@ pub fn contain(
         filter: Filter::sandbox(resolved.network),
     };
     command.current_dir(cwd);
-    // SAFETY: the closure runs in the forked child of a process with one
-    // thread (`gavel exec` starts none), so what it allocates cannot
-    // deadlock; it makes system calls on data prepared above.
+    // SAFETY: the closure runs in the forked child; it makes system calls
+    // on data prepared above and allocates nothing on its way to `execve`
+    // (only an error's message may allocate, and glibc's fork leaves the
+    // allocator usable in the child of a process with other threads:
+    // `run` and `serve` have them).
     unsafe {
         command.pre_exec(move || setup.run());
     }
