@@ -609,7 +609,7 @@ pub fn replay_calls_with<E: From<StoreError>>(
             &mut now,
             request,
             facts,
-            || &enforced,
+            |_| enforced,
             policy.sandbox_unenforceable(),
         );
         let recorded = recorded_decision(call);

@@ -241,7 +241,7 @@ impl GovernedRunner {
             &mut decision,
             request,
             &facts,
-            crate::sandbox::kernel::enforcement_here,
+            |record| crate::sandbox::enforcement_in(record, self.workspace.root()),
             self.policy.sandbox_unenforceable(),
         );
         // Shadow policies decide on the same facts; never enforced.

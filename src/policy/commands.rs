@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use super::Action;
 use super::patterns::{Globs, Patterns};
+use super::rule::Held;
 use crate::facts::Facts;
 use crate::shell::operands::{is_harmless_target, operands};
 use crate::shell::{Redirect, SimpleCommand, programs};
@@ -396,6 +397,7 @@ pub(super) fn check(
     matchers: &[CommandMatcher],
     action: Action,
     facts: &Facts,
+    held: Option<Held>,
 ) -> Result<(), ShellMiss> {
     let Some(shell) = &facts.shell else {
         return Err(ShellMiss::NotShell);
@@ -431,19 +433,39 @@ pub(super) fn check(
             if shell.commands.is_empty() {
                 return Err(ShellMiss::Empty);
             }
-            if has_unproven(facts) {
+            let unproven = match held {
+                None => has_unproven(facts),
+                // The kernel holds what the models cannot prove; the
+                // text must still be read in full.
+                Some(Held::Writes) => !shell.unprovable.is_empty(),
+                Some(Held::ReadOnly) => false,
+            };
+            if unproven {
                 return Err(ShellMiss::Unprovable);
             }
-            if let Some(r) = shell.bare_redirects.iter().position(writes_a_file) {
+            // Writes the sandbox keeps to its write set.
+            let writes_held = held == Some(Held::Writes);
+            if let Some(r) = shell
+                .bare_redirects
+                .iter()
+                .position(writes_a_file)
+                .filter(|_| !writes_held)
+            {
                 return Err(ShellMiss::BareRedirect(r));
             }
             for (i, command) in shell.commands.iter().enumerate() {
-                if let Some(r) = command.redirects.iter().position(writes_a_file) {
+                if let Some(r) = command
+                    .redirects
+                    .iter()
+                    .position(writes_a_file)
+                    .filter(|_| !writes_held)
+                {
                     return Err(ShellMiss::WritesFile(i, r));
                 }
-                if operands(command)
-                    .iter()
-                    .any(|o| o.writes && !is_harmless_target(&o.path))
+                if !writes_held
+                    && operands(command)
+                        .iter()
+                        .any(|o| o.writes && !is_harmless_target(&o.path))
                 {
                     return Err(ShellMiss::WritesOperand(i));
                 }

@@ -595,6 +595,14 @@ fn parse_text(text: &str, origin: &str, checks: Checks) -> Result<Policy, Policy
         }
         refuse_text_only_shell_allow(&rule).map_err(&rule_error)?;
         check_sandbox(&rule, &profiles).map_err(&rule_error)?;
+        let mut rule = rule;
+        rule.held = rule.sandbox.as_ref().map(|name| {
+            let spec = crate::sandbox::Spec::builtin(name).or_else(|| profiles.get(name).cloned());
+            match spec {
+                Some(spec) if !spec.write.is_empty() => super::rule::Held::Writes,
+                _ => super::rule::Held::ReadOnly,
+            }
+        });
         if let Some(examples) = examples.filter(|_| checks == Checks::Now) {
             check_examples(&rule, examples, &paths).map_err(&rule_error)?;
         }
@@ -750,6 +758,7 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
         unprovable: spec.unprovable,
         definition_changed: spec.definition_changed,
         sandbox: spec.sandbox,
+        held: None,
     })
 }
 

@@ -16,15 +16,15 @@ use crate::facts::{Access, Facts};
 use crate::policy::{Action, Decision};
 use crate::request::ToolRequest;
 
-/// Records on `decision` the sandbox it runs under and what the kernel
-/// enforces of it (`enforcement` is asked only when there is a sandbox),
-/// turning an allow that relies on an unenforceable sandbox into
-/// `unenforceable` (ask or deny).
-pub fn admit<'e>(
+/// Records on `decision` the sandbox it runs under and what is enforced
+/// of it (`enforcement` is asked only when there is a sandbox), turning an
+/// allow that relies on an unenforceable sandbox into `unenforceable` (ask
+/// or deny).
+pub fn admit(
     decision: &mut Decision,
     request: &ToolRequest,
     facts: &Facts,
-    enforcement: impl FnOnce() -> &'e Enforcement,
+    enforcement: impl FnOnce(&SandboxRecord) -> Enforcement,
     unenforceable: Action,
 ) {
     if decision.action != Action::Allow {
@@ -39,7 +39,7 @@ pub fn admit<'e>(
     let Some(record) = decision.sandbox.as_mut() else {
         return;
     };
-    let enforcement = enforcement();
+    let enforcement = &enforcement(record);
     record.enforcement = Some(enforcement.as_str().to_owned());
     record.missing = match enforcement {
         Enforcement::Full => Vec::new(),
@@ -58,6 +58,26 @@ pub fn admit<'e>(
             record.missing.join("; ")
         );
         decision.action = unenforceable.max(Action::Ask);
+    }
+}
+
+/// What can be enforced of `record` for a command in `workspace` on this
+/// machine: the kernel's support ([`super::kernel::enforcement_here`]),
+/// and, for a profile that writes, whether every never-writable path can
+/// be protected (one missing in a writable folder could be created).
+pub fn enforcement_in(record: &SandboxRecord, workspace: &std::path::Path) -> Enforcement {
+    let kernel = super::kernel::enforcement_here();
+    if matches!(kernel, Enforcement::Unavailable { .. }) || record.spec.write.is_empty() {
+        return kernel.clone();
+    }
+    let unprotectable = super::launch::home().and_then(|home| {
+        super::launch::Resolved::new(&record.spec, workspace, &home, &[], &[]).map(|_| ())
+    });
+    match unprotectable {
+        Ok(()) => kernel.clone(),
+        Err(err) => Enforcement::Unavailable {
+            missing: vec![err.to_string()],
+        },
     }
 }
 

@@ -1,6 +1,7 @@
 //! `gavel exec` as a library call: a recorded call's events in, the
 //! contained command run, its exit status out; or why it did not run.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -156,7 +157,19 @@ pub fn contained_command(
         tmp: None,
     };
     if !spec.write.is_empty() {
-        contained.tmp = Some(private_tmp(workspace, call_id)?);
+        contained.tmp = Some(private_tmp(call_id)?);
+        // gavel's own folder, made (owner-only) where it is missing so
+        // that it can be held read-only: the command must not make it.
+        let own = workspace.join(".gavel");
+        if std::fs::symlink_metadata(&own).is_err() {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&own)
+                .map_err(|source| ExecError::Tmp {
+                    path: own.display().to_string(),
+                    source,
+                })?;
+        }
     }
     let fail = |e: LaunchError| ExecError::Unenforceable(e.to_string());
     let home = home().map_err(fail)?;
@@ -190,8 +203,10 @@ pub fn contained_command(
     Ok(contained)
 }
 
-/// A fresh private temporary folder for one run, inside `.gavel/tmp/`.
-fn private_tmp(workspace: &Path, call_id: &str) -> Result<PathBuf, ExecError> {
+/// A fresh private temporary folder for one run (owner-only, a random
+/// name in the system's temporary folder): the command's `TMPDIR`, not
+/// the shared `/tmp` itself.
+fn private_tmp(call_id: &str) -> Result<PathBuf, ExecError> {
     let safe: String = call_id
         .chars()
         .map(|c| {
@@ -201,20 +216,19 @@ fn private_tmp(workspace: &Path, call_id: &str) -> Result<PathBuf, ExecError> {
                 '_'
             }
         })
-        .take(64)
+        .take(48)
         .collect();
-    let dir = workspace
-        .join(".gavel")
-        .join("tmp")
-        .join(format!("{safe}.{}", std::process::id()));
-    let made = dir
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| std::fs::create_dir(&dir));
-    made.map_err(|source| ExecError::Tmp {
-        path: dir.display().to_string(),
-        source,
-    })?;
+    let mut random = [0u8; 8];
+    let _ = getrandom::fill(&mut random);
+    let dir =
+        std::env::temp_dir().join(format!("gavel-exec-{safe}-{}", crate::digest::hex(&random)));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|source| ExecError::Tmp {
+            path: dir.display().to_string(),
+            source,
+        })?;
     Ok(dir)
 }
 

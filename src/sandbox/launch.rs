@@ -49,6 +49,9 @@ pub struct Resolved {
     pub exec: Vec<PathBuf>,
     /// Never-writable paths inside a write path, bound read-only.
     pub protected: Vec<PathBuf>,
+    /// gavel's record where the command could read it (the workspace's
+    /// `.gavel/`): an empty read-only folder is mounted over it.
+    pub hidden: Vec<PathBuf>,
     pub network: bool,
 }
 
@@ -124,6 +127,9 @@ impl Resolved {
                         protected.push(real);
                     }
                 }
+                // gavel's own folder is made before a command that writes
+                // runs (`exec::contained_command`).
+                Err(_) if path == workspace.join(".gavel") => {}
                 Err(_) => {
                     // Missing: the command could create it if its folder is
                     // writable. A missing `.git/config` under a missing
@@ -151,11 +157,19 @@ impl Resolved {
                 write.push(real);
             }
         }
+        // The record (its redaction key among it) is not for the command
+        // to read: what it may print reaches the model.
+        let hidden = std::fs::canonicalize(workspace.join(".gavel"))
+            .ok()
+            .filter(|p| p.is_dir())
+            .into_iter()
+            .collect();
         Ok(Self {
             read: canon(&spec.read),
             write,
             exec: canon(&spec.exec),
             protected,
+            hidden,
             network: spec.network,
         })
     }
@@ -233,6 +247,8 @@ struct ChildSetup {
     /// Bind mounts in order (shallow first): path, and whether it ends
     /// writable.
     binds: Vec<(CString, bool)>,
+    /// Folders an empty read-only tmpfs is mounted over.
+    hidden: Vec<CString>,
     cwd: CString,
     ruleset: Option<RulesetCreated>,
     filter: Filter,
@@ -329,6 +345,20 @@ impl ChildSetup {
             }
             set_readonly(path, !*writable)?;
         }
+        let tmpfs = c"tmpfs";
+        let options = c"size=4k,mode=0555";
+        for path in &self.hidden {
+            // SAFETY: as above.
+            unsafe {
+                check(libc::mount(
+                    tmpfs.as_ptr(),
+                    path.as_ptr(),
+                    tmpfs.as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    options.as_ptr().cast(),
+                ) as libc::c_long)?;
+            }
+        }
         // The working folder was entered before the mounts: enter it again,
         // through them.
         // SAFETY: as above.
@@ -379,6 +409,11 @@ pub fn contain(
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
         gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         binds,
+        hidden: resolved
+            .hidden
+            .iter()
+            .map(|p| cstring(p))
+            .collect::<Result<_, _>>()?,
         cwd: cstring(cwd)?,
         ruleset: Some(ruleset(resolved, kernel_abi)?),
         filter: Filter::sandbox(resolved.network),

@@ -20,7 +20,7 @@ pub mod seccomp;
 
 use serde::{Deserialize, Serialize};
 
-pub use admit::{admit, contained};
+pub use admit::{admit, contained, enforcement_in};
 
 use crate::digest::{hex, sha256};
 

@@ -666,3 +666,40 @@ fn a_policy_may_deny_what_the_kernel_cannot_contain() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_contained_command_cannot_read_gavels_record() {
+    let sb = workspace("read-only");
+    sb.write(".gavel/audit.db.redact-key", "secret-key");
+    let script =
+        "perl -e 'open(F, \"<.gavel/audit.db.redact-key\") or die \"hidden: $!\\n\"; print <F>'";
+    let output = sb
+        .gavel(&["run", "bash", &json!({ "command": script }).to_string()])
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert!(!text.contains("secret-key"), "{text}");
+    assert!(text.contains("hidden:"), "{text}");
+}
+
+#[test]
+fn a_writable_workspace_missing_what_must_stay_read_only_is_asked() {
+    // No `.git`: a command that may write the workspace could make
+    // `.git/config` (which names programs git runs) or `.git/hooks`.
+    let sb = workspace("workspace-write");
+    std::fs::remove_dir_all(sb.ws.join(".git")).unwrap();
+    let command = json!({ "command": "perl -e 'open(F, \">made.txt\")'" }).to_string();
+    let output = sb
+        .gavel(&["run", "bash", &command, "--reject"])
+        .output()
+        .unwrap();
+    assert_ne!(code(&output), 0);
+    assert!(!sb.ws.join("made.txt").exists());
+    let decision = last_decision(&sb);
+    assert_eq!(decision["action"], "ask", "{decision}");
+    assert_eq!(decision["sandbox"]["enforcement"], "unavailable");
+    assert!(
+        decision["sandbox"]["missing"].to_string().contains(".git"),
+        "{decision}"
+    );
+}
