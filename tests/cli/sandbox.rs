@@ -703,3 +703,88 @@ fn a_writable_workspace_missing_what_must_stay_read_only_is_asked() {
         "{decision}"
     );
 }
+
+/// A workspace under the coding-agent preset, as `gavel init` writes it.
+fn preset_workspace() -> Sandbox {
+    let sb = Sandbox::new();
+    let output = sb
+        .bare()
+        .args(["policy", "show", "--preset", "coding-agent"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    sb.write("gavel.toml", &stdout(&output));
+    sb.write(".git/config", "[core]\n");
+    std::fs::create_dir_all(sb.ws.join(".git/hooks")).unwrap();
+    sb
+}
+
+#[test]
+fn the_preset_runs_a_build_contained_instead_of_asking() {
+    let sb = preset_workspace();
+    let outside = sb.root.join("outside.txt");
+    sb.write(
+        "Makefile",
+        &format!(
+            "all:\n\techo built > out.txt\n\t-echo escaped > {}\n\t-echo hook > .git/hooks/pre-commit\n",
+            outside.display()
+        ),
+    );
+    let output = sb
+        .gavel(&["run", "bash", r#"{"command":"make 2>&1 | tail -5"}"#])
+        .output()
+        .unwrap();
+    let decision = last_decision(&sb);
+    assert_eq!(decision["rule_id"], "bash.contained_build", "{decision}");
+    assert_eq!(decision["action"], "allow");
+    assert_eq!(decision["sandbox"]["profile"], "build");
+    assert_eq!(sb.read("out.txt"), "built\n", "{}", stdout(&output));
+    assert!(!outside.exists(), "the build wrote outside the workspace");
+    assert!(!sb.ws.join(".git/hooks/pre-commit").exists());
+    // Without Landlock the same command is asked, and nothing runs.
+    std::fs::remove_file(sb.ws.join("out.txt")).unwrap();
+    let output = run_without_landlock(
+        &sb,
+        &[
+            "run",
+            "bash",
+            r#"{"command":"make 2>&1 | tail -5"}"#,
+            "--reject",
+        ],
+    );
+    assert_ne!(code(&output), 0);
+    assert!(!sb.ws.join("out.txt").exists());
+    assert_eq!(last_decision(&sb)["action"], "ask");
+}
+
+#[test]
+fn the_preset_runs_an_unprovable_read_only_looking_command_read_only() {
+    let sb = preset_workspace();
+    sb.write("a.txt", "hello\n");
+    let command = "find . -name '*.txt' | xargs grep -n hello";
+    let output = sb
+        .gavel(&["run", "bash", &json!({ "command": command }).to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}{}", stdout(&output), stderr(&output));
+    assert!(stdout(&output).contains("a.txt:1:hello"));
+    let decision = last_decision(&sb);
+    assert_eq!(
+        decision["rule_id"], "bash.contained_read_only",
+        "{decision}"
+    );
+    assert_eq!(decision["sandbox"]["profile"], "read-only");
+    // One whose model says it writes is still asked.
+    let output = sb
+        .gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"sed -i s/hello/bye/ a.txt"}"#,
+            "--reject",
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(code(&output), 0);
+    assert_eq!(last_decision(&sb)["action"], "ask");
+    assert_eq!(sb.read("a.txt"), "hello\n");
+}
