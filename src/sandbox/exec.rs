@@ -10,6 +10,7 @@ use super::Spec;
 use super::bind::{Authorized, authorize};
 use super::kernel::{Enforcement, Support};
 use super::launch::{LaunchError, Resolved, contain, home};
+use super::observe::{Observed, Observer};
 use crate::store::StoredEvent;
 
 /// Why a call did not run.
@@ -75,7 +76,36 @@ pub fn exec_recorded(
             eprintln!("{}", p.describe(call_id));
         }
     };
-    exec(call_id, &events, given, &db, before)
+    let ran = exec(call_id, &events, given, &db, before)?;
+    // What the sandbox refused, chained to the call; a record that cannot
+    // be written is said, and the command's status stands.
+    if !ran.observed.attempts.is_empty() {
+        let refused = crate::audit::RefusedRecord {
+            profile: ran.profile,
+            attempts: ran.observed.attempts,
+            more: ran.observed.more,
+        };
+        let event = crate::audit::Event::now(
+            call_id,
+            Some("bash"),
+            crate::audit::EventBody::Refused(refused),
+        );
+        let written = crate::store::Store::open(&db, crate::store::Durability::default())
+            .and_then(|mut store| store.append(&[event]));
+        if let Err(err) = written {
+            eprintln!("gavel exec: warning: the refused attempts were not recorded: {err}");
+        }
+    }
+    Ok(ran.status)
+}
+
+/// A command `gavel exec` ran: its exit status, the profile it ran in and
+/// what the sandbox refused it.
+#[derive(Debug)]
+pub struct Ran {
+    pub status: i32,
+    pub profile: String,
+    pub observed: Observed,
 }
 
 impl ExecError {
@@ -87,14 +117,15 @@ impl ExecError {
 
 /// Runs call `call_id` of the database `db` (its `events`), the command
 /// `given` or the recorded one, contained; `before` sees what is about to
-/// run. Returns the command's exit status (128 + a signal's number).
+/// run. Returns the command's exit status (128 + a signal's number) and
+/// what the sandbox refused.
 pub fn exec(
     call_id: &str,
     events: &[StoredEvent],
     given: Option<&str>,
     db: &Path,
     before: impl FnOnce(&Prepared),
-) -> Result<i32, ExecError> {
+) -> Result<Ran, ExecError> {
     let authorized = authorize(call_id, events, given)?;
     let workspace = PathBuf::from(&authorized.workspace);
     let mut contained = contained_command(
@@ -109,7 +140,12 @@ pub fn exec(
         authorized: authorized.clone(),
         enforcement: contained.enforcement.clone(),
     });
-    run_child(&mut contained.command)
+    let status = run_child(&mut contained.command)?;
+    Ok(Ran {
+        status,
+        profile: authorized.profile,
+        observed: contained.observed(),
+    })
 }
 
 /// A command made to run contained, and the private temporary folder it
@@ -119,6 +155,17 @@ pub struct ContainedCommand {
     pub command: Command,
     pub enforcement: Enforcement,
     tmp: Option<PathBuf>,
+    observer: Option<Observer>,
+}
+
+impl ContainedCommand {
+    /// Once the command is over: the attempts the sandbox refused.
+    pub fn observed(&mut self) -> Observed {
+        self.observer
+            .take()
+            .map(Observer::finish)
+            .unwrap_or_default()
+    }
 }
 
 impl Drop for ContainedCommand {
@@ -155,6 +202,7 @@ pub fn contained_command(
         command: Command::new("bash"),
         enforcement,
         tmp: None,
+        observer: None,
     };
     if !spec.write.is_empty() {
         contained.tmp = Some(private_tmp(call_id)?);
@@ -193,11 +241,15 @@ pub fn contained_command(
     if let Some(tmp) = &contained.tmp {
         contained.command.env("TMPDIR", tmp);
     }
+    let (observer, end) = Observer::start(&resolved)
+        .map_err(|e| ExecError::Unenforceable(format!("cannot start the observer: {e}")))?;
+    contained.observer = Some(observer);
     contain(
         &mut contained.command,
         &resolved,
         workspace,
         support.landlock_abi,
+        Some(end),
     )
     .map_err(fail)?;
     Ok(contained)

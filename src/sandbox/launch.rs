@@ -20,6 +20,7 @@ use landlock::{
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
+use super::observe::ChildEnd;
 use super::seccomp::Filter;
 use super::{NEVER_WRITABLE, Spec};
 
@@ -252,6 +253,8 @@ struct ChildSetup {
     cwd: CString,
     ruleset: Option<RulesetCreated>,
     filter: Filter,
+    /// The observer's filter, and where its listener goes.
+    observer: Option<(Filter, ChildEnd)>,
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
@@ -373,7 +376,11 @@ impl ChildSetup {
                 return Err(std::io::Error::other("landlock not fully enforced"));
             }
         }
-        self.filter.install()
+        self.filter.install()?;
+        if let Some((filter, end)) = &self.observer {
+            end.send(filter.install_listener()?)?;
+        }
+        Ok(())
     }
 }
 
@@ -389,6 +396,7 @@ pub fn contain(
     resolved: &Resolved,
     cwd: &Path,
     kernel_abi: i64,
+    observer: Option<ChildEnd>,
 ) -> Result<(), LaunchError> {
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -416,7 +424,12 @@ pub fn contain(
             .collect::<Result<_, _>>()?,
         cwd: cstring(cwd)?,
         ruleset: Some(ruleset(resolved, kernel_abi)?),
-        filter: Filter::sandbox(resolved.network),
+        filter: if observer.is_some() {
+            Filter::sandbox_observed(resolved.network)
+        } else {
+            Filter::sandbox(resolved.network)
+        },
+        observer: observer.map(|end| (Filter::observer(resolved.network), end)),
     };
     command.current_dir(cwd);
     // SAFETY: the closure runs in the forked child; it makes system calls

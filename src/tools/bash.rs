@@ -44,7 +44,7 @@ impl ToolHandler for Bash {
         let command = std::mem::replace(&mut made.command, Command::new("bash"));
         // `made` keeps the private temporary folder until the command is done.
         let output = run(command, context);
-        drop(made);
+        *contained.observed.borrow_mut() = made.observed();
         output
     }
 }

@@ -105,11 +105,13 @@ pub struct ToolContext {
     pub record: Option<PathBuf>,
 }
 
-/// The sandbox one allowed call runs in (docs/sandbox.md).
+/// The sandbox one allowed call runs in (docs/sandbox.md), and where the
+/// handler leaves what the sandbox refused it.
 #[derive(Debug, Clone, Copy)]
 pub struct Contained<'a> {
     pub call_id: &'a str,
     pub sandbox: &'a crate::sandbox::SandboxRecord,
+    pub observed: &'a std::cell::RefCell<crate::sandbox::observe::Observed>,
 }
 
 impl ToolContext {

@@ -788,3 +788,100 @@ fn the_preset_runs_an_unprovable_read_only_looking_command_read_only() {
     assert_eq!(last_decision(&sb)["action"], "ask");
     assert_eq!(sb.read("a.txt"), "hello\n");
 }
+
+/// The `refused` events of call `id`, as `gavel show --format json` gives them.
+fn refused_events(sb: &Sandbox, id: &str) -> Vec<serde_json::Value> {
+    let output = sb
+        .gavel(&["show", id, "--format", "json"])
+        .output()
+        .unwrap();
+    let events: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    events["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "refused")
+        .map(|e| e["payload"].clone())
+        .collect()
+}
+
+/// Perl that tries a write outside, a removal outside and a socket, then
+/// writes inside the workspace.
+fn trespass(sb: &Sandbox) -> String {
+    let outside = sb.root.join("outside.txt");
+    std::fs::write(sb.root.join("victim.txt"), "v").unwrap();
+    format!(
+        "perl -e 'open(F, \">{out}\"); unlink(\"{victim}\"); socket(S, 2, 1, 0); open(G, \">inside.txt\") or die; print \"done\\n\"'",
+        out = outside.display(),
+        victim = sb.root.join("victim.txt").display(),
+    )
+}
+
+#[test]
+fn every_refused_attempt_is_recorded_on_its_call_when_gavel_runs_it() {
+    let sb = workspace("workspace-write");
+    let command = trespass(&sb);
+    let output = sb
+        .gavel(&["run", "bash", &json!({ "command": command }).to_string()])
+        .output()
+        .unwrap();
+    assert!(stdout(&output).contains("done"), "{}", stdout(&output));
+    assert!(!sb.root.join("outside.txt").exists());
+    assert!(sb.root.join("victim.txt").exists());
+    let output = sb.gavel(&["log", "--json"]).output().unwrap();
+    let last = stdout(&output).lines().last().unwrap().to_owned();
+    let id = serde_json::from_str::<serde_json::Value>(&last).unwrap()["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = refused_events(&sb, &id);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let attempts = refused[0]["attempts"].as_array().unwrap();
+    let has = |op: &str, target: &str| {
+        attempts.iter().any(|a| {
+            a["operation"] == op
+                && a["target"].as_str().unwrap().contains(target)
+                && a["program"].as_str().unwrap().ends_with("perl")
+        })
+    };
+    assert!(has("write", "outside.txt"), "{attempts:?}");
+    assert!(has("remove", "victim.txt"), "{attempts:?}");
+    assert!(has("network", "socket(inet)"), "{attempts:?}");
+    assert!(
+        !attempts
+            .iter()
+            .any(|a| a["target"].as_str().unwrap().ends_with("inside.txt")),
+        "a permitted write is not a refusal: {attempts:?}"
+    );
+    // The result says it ran contained; explain shows what was refused.
+    let output = sb.gavel(&["explain", &id]).output().unwrap();
+    let text = stdout(&output);
+    assert!(
+        text.contains("REFUSED by the sandbox `workspace-write`"),
+        "{text}"
+    );
+    assert!(text.contains("outside.txt"), "{text}");
+    // And the chain, with the new event, verifies.
+    let output = sb.gavel(&["verify"]).output().unwrap();
+    assert_eq!(code(&output), 0, "{}", stdout(&output));
+}
+
+#[test]
+fn every_refused_attempt_is_recorded_on_its_call_when_gavel_exec_runs_it() {
+    let sb = workspace("read-only");
+    let command = trespass(&sb);
+    assert_eq!(decide(&sb, "exec-refused", &command), "allow");
+    let output = exec(&sb, "exec-refused");
+    assert_ne!(code(&output), 124, "{}", stderr(&output));
+    assert!(!sb.root.join("outside.txt").exists());
+    let refused = refused_events(&sb, "exec-refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["profile"], "read-only");
+    let text = refused[0]["attempts"].to_string();
+    assert!(
+        text.contains("outside.txt") && text.contains("victim.txt"),
+        "{text}"
+    );
+    // Read-only: the write inside the workspace is refused too.
+    assert!(text.contains("inside.txt"), "{text}");
+}
