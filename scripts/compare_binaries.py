@@ -38,6 +38,9 @@ CASES = [
     ("`gavel check bash` preset, `grep -rn --exclude-dir=.gavel foo .`",
      ["check", "bash", '{"command":"grep -rn --exclude-dir=.gavel foo ."}',
       "--policy", "{preset}"], None),
+    # An allowed command run: since the sandbox (issue 38), inside `read-only`.
+    ("`gavel run bash` preset, `cat a.txt` (run)",
+     ["run", "bash", '{"command":"cat a.txt"}', "--policy", "{preset}", "--json"], None),
 ]
 
 

@@ -199,7 +199,7 @@ pub fn contained_command(
         )));
     }
     let mut contained = ContainedCommand {
-        command: Command::new("bash"),
+        command: Command::new(bash()),
         enforcement,
         tmp: None,
         observer: None,
@@ -253,6 +253,25 @@ pub fn contained_command(
     )
     .map_err(fail)?;
     Ok(contained)
+}
+
+/// `bash` found on `PATH` here, once: the contained child then executes
+/// it directly, rather than trying each folder of `PATH` (each try an
+/// observed `execve`).
+fn bash() -> &'static Path {
+    static BASH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BASH.get_or_init(|| {
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join("bash"))
+            .find(|p| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::metadata(p)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+            .unwrap_or_else(|| PathBuf::from("bash"))
+    })
 }
 
 /// A fresh private temporary folder for one run (owner-only, a random

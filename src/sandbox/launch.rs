@@ -57,10 +57,34 @@ pub struct Resolved {
 }
 
 /// The user's home folder from the password database (never `$HOME`,
-/// which the command's caller controls).
+/// which the command's caller controls): `/etc/passwd` read directly, else
+/// (a user from another source) the C library's lookup, which may load
+/// name-service modules and costs milliseconds. Asked once per process.
 pub fn home() -> Result<PathBuf, LaunchError> {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
+    static HOME: std::sync::OnceLock<Result<PathBuf, u32>> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        passwd_home(uid)
+            .ok_or(uid)
+            .or_else(|uid| lookup_home(uid).ok_or(uid))
+    })
+    .clone()
+    .map_err(|uid| LaunchError::NoHome { uid })
+}
+
+/// The home folder of `uid` in `/etc/passwd` (`name:x:uid:gid:gecos:home:shell`).
+fn passwd_home(uid: u32) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 7 && fields[2].parse() == Ok(uid) && fields[5].starts_with('/'))
+            .then(|| PathBuf::from(fields[5]))
+    })
+}
+
+/// The home folder of `uid` by `getpwuid_r`.
+fn lookup_home(uid: u32) -> Option<PathBuf> {
     let mut buf = vec![0u8; 4096];
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
     let mut out: *mut libc::passwd = std::ptr::null_mut();
@@ -69,11 +93,11 @@ pub fn home() -> Result<PathBuf, LaunchError> {
     let rc =
         unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr().cast(), buf.len(), &mut out) };
     if rc != 0 || out.is_null() || pwd.pw_dir.is_null() {
-        return Err(LaunchError::NoHome { uid });
+        return None;
     }
     // SAFETY: pw_dir is a NUL-terminated string inside buf.
     let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
-    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
 }
 
 /// `path` as written, made absolute against `workspace` and `home`.
@@ -114,10 +138,13 @@ impl Resolved {
         };
         let mut write = canon(&spec.write);
         let mut protected = Vec::new();
+        // Nothing to protect where nothing is writable.
+        let writes = !write.is_empty() || !extra_write.is_empty();
         let candidates = NEVER_WRITABLE
             .iter()
             .map(|p| absolute(p, workspace, home))
-            .chain(extra_protected.iter().cloned());
+            .chain(extra_protected.iter().cloned())
+            .filter(|_| writes);
         for path in candidates {
             // Lexically inside a write path (the write paths are canonical;
             // the workspace is too).
@@ -165,8 +192,18 @@ impl Resolved {
             .filter(|p| p.is_dir())
             .into_iter()
             .collect();
+        // Read paths are only Landlock's, which follows symlinks itself:
+        // made absolute, not canonical (a `realpath` each is most of the
+        // cost of preparing a sandbox).
+        let mut read: Vec<PathBuf> = spec
+            .read
+            .iter()
+            .map(|p| absolute(p, workspace, home))
+            .collect();
+        read.sort();
+        read.dedup();
         Ok(Self {
-            read: canon(&spec.read),
+            read,
             write,
             exec: canon(&spec.exec),
             protected,
