@@ -22,6 +22,7 @@ mod doctor;
 mod format;
 mod frontends;
 mod hook;
+mod hook_exec;
 mod layers;
 mod mcp;
 mod mcp_http;
