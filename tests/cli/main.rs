@@ -42,6 +42,7 @@ mod programs;
 mod query;
 mod quickstart;
 mod real_clients;
+mod real_clients_exec;
 mod real_clients_model;
 mod redact;
 mod replay;
