@@ -10,6 +10,11 @@
 //! records, and prints what the client renders. Adding a client is one new
 //! file and one line in [`CLIENTS`].
 //!
+//! A shell call allowed under a sandbox the kernel enforces is answered
+//! with its input rewritten (`Reply::Allow`'s `rewrite`): the command under
+//! `gavel exec`, in the field [`Client::command_field`] names, where the
+//! client's answer can carry a new input.
+//!
 //! gavel's vocabulary: `bash` (`command`), `read_file` (`path`),
 //! `write_file` (`path`, `content`), `edit_file` (`path`, `old_text`,
 //! `new_text`), `glob` (`pattern`), and `apply_patch` (`paths`: every file
@@ -675,6 +680,45 @@ mod tests {
             );
         }
         assert!(by_name("vim").is_none());
+    }
+
+    #[test]
+    fn a_rewrite_replaces_only_the_command_and_reads_back_for_its_own_call() {
+        let call = ToolCall {
+            tool: "Bash".into(),
+            input: serde_json::json!({"command": "ls", "timeout": 5, "dangerouslyDisableSandbox": true}),
+            id: Some("toolu_1".into()),
+        };
+        let line = crate::sandbox::line::ExecLine {
+            gavel: "/bin/gavel".into(),
+            db: "/w/a.db".into(),
+            call_id: "toolu_1".into(),
+            command: "ls".into(),
+        };
+        let client = &claude_code::ClaudeCode;
+        let input = rewritten_input(client, &call, &line.render()).unwrap();
+        assert_eq!(
+            input,
+            serde_json::json!({"command": line.render(), "timeout": 5, "dangerouslyDisableSandbox": true})
+        );
+        let reported = ToolCall {
+            input,
+            ..call.clone()
+        };
+        assert_eq!(as_decided(client, &reported), call);
+        // A line naming another call is not this call's.
+        let other = ToolCall {
+            id: Some("toolu_2".into()),
+            ..reported.clone()
+        };
+        assert_eq!(as_decided(client, &other), other);
+        // Cursor's answer takes no rewrite; other tools have no command.
+        assert_eq!(rewritten_input(&cursor::Cursor, &call, "x"), None);
+        let read = ToolCall {
+            tool: "Read".into(),
+            ..call
+        };
+        assert_eq!(rewritten_input(client, &read, "x"), None);
     }
 
     #[test]
