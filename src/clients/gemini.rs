@@ -7,11 +7,12 @@
 //! digest of the input. Answer: `{"decision": "allow"|"deny"|"ask",
 //! "reason"}`; a `run_shell_command` allowed under a sandbox the kernel
 //! enforces also carries `hookSpecificOutput.tool_input`, its command
-//! rewritten to run under `gavel exec`. Gemini's `ask` prompts in an interactive session but hangs
-//! a headless one (`gemini -p`), so asks are denied with "needs approval"
-//! unless `--ask prompt` says a person is at the terminal. Fails closed
-//! with exit 2 on `BeforeTool` and `BeforeAgent` (blocks); elsewhere, where
-//! exit 2 would retry or hide a result, exit 1 (a warning).
+//! rewritten to run under `gavel exec`. Gemini's `ask` prompts in an
+//! interactive session but hangs a headless one (`gemini -p`), so asks are
+//! denied with "needs approval" unless `--ask prompt` says a person is at
+//! the terminal. Fails closed with exit 2 on `BeforeTool` and `BeforeAgent`
+//! (blocks); elsewhere, where exit 2 would retry or hide a result, exit 1
+//! (a warning).
 //!
 //! | Gemini CLI | gavel | arguments |
 //! |---|---|---|
