@@ -128,11 +128,13 @@ pub fn exec(
 ) -> Result<Ran, ExecError> {
     let authorized = authorize(call_id, events, given)?;
     let workspace = PathBuf::from(&authorized.workspace);
+    let cwd = decided_in(&workspace, authorized.cwd.as_deref());
     let mut contained = contained_command(
         &authorized.command,
         &authorized.profile,
         &authorized.spec,
         &workspace,
+        &cwd,
         Some(db),
         call_id,
     )?;
@@ -146,6 +148,14 @@ pub fn exec(
         profile: authorized.profile,
         observed: contained.observed(),
     })
+}
+
+/// The folder a call's relative paths were decided from, as the hook
+/// resolved it (`Workspace::with_cwd`): the reported `cwd` taken from the
+/// workspace; the workspace itself when none was reported or it is gone.
+fn decided_in(workspace: &Path, cwd: Option<&str>) -> PathBuf {
+    cwd.and_then(|cwd| std::fs::canonicalize(workspace.join(cwd)).ok())
+        .unwrap_or_else(|| workspace.to_path_buf())
 }
 
 /// A command made to run contained, and the private temporary folder it
@@ -176,8 +186,9 @@ impl Drop for ContainedCommand {
     }
 }
 
-/// `bash -c COMMAND` in `workspace`, contained by `spec` (the profile
-/// `profile`): spawn it as it is, or set its input and output first. The
+/// `bash -c COMMAND` in `cwd`, contained by `spec` (the profile `profile`)
+/// whose relative paths are `workspace`'s: spawn it as it is, or set its
+/// input and output first. The
 /// database `db` (and its keys) is never writable, nor is anything of
 /// [`super::NEVER_WRITABLE`]. A command that writes gets a private
 /// temporary folder (`TMPDIR`) under `.gavel/tmp/`. Errs, and nothing
@@ -187,6 +198,7 @@ pub fn contained_command(
     profile: &str,
     spec: &Spec,
     workspace: &Path,
+    cwd: &Path,
     db: Option<&Path>,
     call_id: &str,
 ) -> Result<ContainedCommand, ExecError> {
@@ -247,7 +259,7 @@ pub fn contained_command(
     contain(
         &mut contained.command,
         &resolved,
-        workspace,
+        cwd,
         support.landlock_abi,
         Some(end),
     )

@@ -16,6 +16,7 @@ pub mod bind;
 pub mod exec;
 pub mod kernel;
 pub mod launch;
+pub mod line;
 pub mod observe;
 pub mod seccomp;
 

@@ -36,6 +36,7 @@ impl ToolHandler for Bash {
             &sandbox.profile,
             &sandbox.spec,
             context.workspace.root(),
+            context.workspace.root(),
             context.record.as_deref(),
             contained.call_id,
         )
