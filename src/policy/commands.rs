@@ -12,7 +12,6 @@ use std::collections::HashMap;
 
 use super::Action;
 use super::patterns::{Globs, Patterns};
-use super::rule::Held;
 use crate::facts::Facts;
 use crate::shell::operands::{is_harmless_target, operands};
 use crate::shell::{Redirect, SimpleCommand, programs};
@@ -438,34 +437,38 @@ pub(super) fn check(
                 // The kernel holds what the models cannot prove; the
                 // text must still be read in full.
                 Some(Held::Writes) => !shell.unprovable.is_empty(),
-                Some(Held::ReadOnly) => false,
+                // Read-only holds an `xargs` pipeline (its appended words
+                // cannot write or reach out); what a program's model says
+                // runs, writes or is not known is still asked (it would
+                // mostly fail).
+                Some(Held::ReadOnly) => {
+                    shell
+                        .unprovable
+                        .iter()
+                        .any(|p| p != crate::shell::XARGS_INPUT)
+                        || !facts.unprovable.is_empty()
+                        || shell
+                            .commands
+                            .iter()
+                            .any(|c| programs::read(c).is_some_and(|r| !r.hazards.is_empty()))
+                }
             };
             if unproven {
                 return Err(ShellMiss::Unprovable);
             }
-            // Writes the sandbox keeps to its write set.
-            let writes_held = held == Some(Held::Writes);
-            if let Some(r) = shell
-                .bare_redirects
-                .iter()
-                .position(writes_a_file)
-                .filter(|_| !writes_held)
-            {
+            // A write the text names is still proven or asked, whatever
+            // the sandbox: a contained rule runs a build's own writes, not
+            // the agent's (`echo x > src/main.rs`).
+            if let Some(r) = shell.bare_redirects.iter().position(writes_a_file) {
                 return Err(ShellMiss::BareRedirect(r));
             }
             for (i, command) in shell.commands.iter().enumerate() {
-                if let Some(r) = command
-                    .redirects
-                    .iter()
-                    .position(writes_a_file)
-                    .filter(|_| !writes_held)
-                {
+                if let Some(r) = command.redirects.iter().position(writes_a_file) {
                     return Err(ShellMiss::WritesFile(i, r));
                 }
-                if !writes_held
-                    && operands(command)
-                        .iter()
-                        .any(|o| o.writes && !is_harmless_target(&o.path))
+                if operands(command)
+                    .iter()
+                    .any(|o| o.writes && !is_harmless_target(&o.path))
                 {
                     return Err(ShellMiss::WritesOperand(i));
                 }
@@ -480,6 +483,20 @@ pub(super) fn check(
             Ok(())
         }
     }
+}
+
+/// What an allow rule's sandbox holds a command to, so that the rule need
+/// not prove it: when the profile writes, what the programs' models cannot
+/// prove (an option that runs or writes, an unproven walk); the writes the
+/// command's text names (redirections, written operands) are still judged
+/// as without a sandbox. A profile that writes nothing holds an `xargs` pipeline
+/// and programs without a model, and still needs the command's text read
+/// in full, no hazard a model names and no proven write: those would
+/// mostly fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    ReadOnly,
+    Writes,
 }
 
 /// Checks `unprovable = wanted`.

@@ -599,8 +599,8 @@ fn parse_text(text: &str, origin: &str, checks: Checks) -> Result<Policy, Policy
         rule.held = rule.sandbox.as_ref().map(|name| {
             let spec = crate::sandbox::Spec::builtin(name).or_else(|| profiles.get(name).cloned());
             match spec {
-                Some(spec) if !spec.write.is_empty() => super::rule::Held::Writes,
-                _ => super::rule::Held::ReadOnly,
+                Some(spec) if !spec.write.is_empty() => super::commands::Held::Writes,
+                _ => super::commands::Held::ReadOnly,
             }
         });
         if let Some(examples) = examples.filter(|_| checks == Checks::Now) {

@@ -46,20 +46,8 @@ pub struct Rule {
     /// `sandbox`: the profile an allow by this rule runs under (`gavel exec`).
     pub(super) sandbox: Option<String>,
     /// For an allow naming a sandbox: what the kernel holds instead of a
-    /// proof ([`Held`]); set when the policy's profiles are known.
-    pub(super) held: Option<Held>,
-}
-
-/// What an allow rule's sandbox holds a command to, so that the rule need
-/// not prove it: what the programs' models cannot (an option that runs or
-/// writes, a program without a model, an unproven walk), and, when the
-/// profile writes, the writes themselves (the kernel keeps them to its
-/// write set). A profile that writes nothing still needs the command's
-/// text read in full and no proven write: the write would only fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Held {
-    ReadOnly,
-    Writes,
+    /// proof ([`commands::Held`]); set when the policy's profiles are known.
+    pub(super) held: Option<commands::Held>,
 }
 
 /// The first condition of a rule that did not hold.

@@ -253,7 +253,13 @@ pub fn contained_command(
     if let Some(tmp) = &contained.tmp {
         contained.command.env("TMPDIR", tmp);
     }
-    let (observer, end) = Observer::start(&resolved)
+    let closed: Vec<PathBuf> = resolved
+        .protected
+        .iter()
+        .chain(&resolved.hidden)
+        .cloned()
+        .collect();
+    let (observer, end) = Observer::start(&resolved.write, &resolved.exec, &closed)
         .map_err(|e| ExecError::Unenforceable(format!("cannot start the observer: {e}")))?;
     contained.observer = Some(observer);
     contain(

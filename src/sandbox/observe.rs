@@ -17,8 +17,6 @@ use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
 
-use super::launch::Resolved;
-
 /// At most this many refused attempts are kept for one call; the rest are
 /// counted.
 pub const KEPT: usize = 64;
@@ -92,9 +90,14 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Starts the observer of a command contained by `resolved` (before it
-    /// is spawned: its first `execve` already waits for the observer).
-    pub fn start(resolved: &Resolved) -> std::io::Result<(Self, ChildEnd)> {
+    /// Starts the observer of a command that may write beneath `write`
+    /// (but nothing beneath `closed`) and execute beneath `exec`, before
+    /// it is spawned: its first `execve` already waits for the observer.
+    pub fn start(
+        write: &[PathBuf],
+        exec: &[PathBuf],
+        closed: &[PathBuf],
+    ) -> std::io::Result<(Self, ChildEnd)> {
         let mut fds = [0; 2];
         // SAFETY: fds has room for the two descriptors.
         let rc = unsafe {
@@ -112,7 +115,11 @@ impl Observer {
         let (ours, theirs) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let stop = Arc::new(AtomicBool::new(false));
-        let judge = Judge::new(resolved);
+        let judge = Judge {
+            write: write.to_vec(),
+            exec: exec.to_vec(),
+            closed: closed.to_vec(),
+        };
         let stopped = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("gavel-observer".into())
@@ -257,19 +264,6 @@ struct Judge {
 }
 
 impl Judge {
-    fn new(resolved: &Resolved) -> Self {
-        Self {
-            write: resolved.write.clone(),
-            exec: resolved.exec.clone(),
-            closed: resolved
-                .protected
-                .iter()
-                .chain(&resolved.hidden)
-                .cloned()
-                .collect(),
-        }
-    }
-
     fn writable(&self, path: &Path) -> bool {
         path.starts_with("/dev")
             || (self.write.iter().any(|w| path.starts_with(w))
