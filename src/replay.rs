@@ -54,7 +54,9 @@ pub enum Direction {
 pub struct Verdict {
     pub action: Action,
     pub rule_id: String,
-    /// The sandbox an allow runs under, when its rule names one.
+    /// The sandbox an allow runs under, when its rule names one (the
+    /// `read-only` a proven read-only command gets without a rule naming
+    /// it follows from the facts, not the policy, and is left out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Contained>,
 }
@@ -75,11 +77,15 @@ impl Verdict {
         Self {
             action: decision.action,
             rule_id: decision.rule_id.clone(),
-            sandbox: decision.sandbox.as_ref().map(|s| Contained {
-                profile: s.profile.clone(),
-                sha256: s.sha256.clone(),
-                spec: s.spec.clone(),
-            }),
+            sandbox: decision
+                .sandbox
+                .as_ref()
+                .filter(|s| !s.implied)
+                .map(|s| Contained {
+                    profile: s.profile.clone(),
+                    sha256: s.sha256.clone(),
+                    spec: s.spec.clone(),
+                }),
         }
     }
 }
@@ -642,7 +648,22 @@ pub fn replay_calls_with<E: From<StoreError>>(
                 &live
             }
         };
-        let now = policy.decide(request, facts);
+        let mut now = policy.decide(request, facts);
+        // Under the enforcement the call's machine recorded (a record
+        // older than it: a kernel that enforces everything).
+        let enforced = call
+            .decision
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.enforcement())
+            .unwrap_or(crate::sandbox::kernel::Enforcement::Full);
+        crate::sandbox::admit(
+            &mut now,
+            request,
+            facts,
+            |_| enforced,
+            policy.sandbox_unenforceable(),
+        );
         let recorded = recorded_decision(call);
         let was = recorded
             .rule_id
