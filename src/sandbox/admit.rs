@@ -5,10 +5,10 @@
 //!
 //! A `bash` allow whose rule names no profile but whose command is proven
 //! to only read gets `read-only` (marked `implied`). An allow that relies
-//! on its sandbox (a rule named the profile) where the kernel cannot
-//! enforce it is asked (or denied, per the policy's `[sandbox]
-//! unenforceable`), never run uncontained; an implied sandbox that cannot
-//! be enforced leaves the allow standing on its proof.
+//! on its sandbox (a rule named the profile, and the command is not
+//! proven to only read) where the kernel cannot enforce it is asked (or
+//! denied, per the policy's `[sandbox] unenforceable`), never run
+//! uncontained; a proven read-only command's allow stands on its proof.
 
 use super::kernel::Enforcement;
 use super::{READ_ONLY, SandboxRecord, Spec};
@@ -45,7 +45,10 @@ pub fn admit(
         Enforcement::Full => Vec::new(),
         Enforcement::Partial { missing } | Enforcement::Unavailable { missing } => missing.clone(),
     };
-    if matches!(enforcement, Enforcement::Unavailable { .. }) && !record.implied {
+    // A command proven to only read does not rely on its sandbox, whether
+    // a rule named it or not: the proof stands without the kernel.
+    let relies = !record.implied && !(request.name == "bash" && proven_read_only(facts));
+    if matches!(enforcement, Enforcement::Unavailable { .. }) && relies {
         let verb = if unenforceable == Action::Deny {
             "denied"
         } else {
@@ -92,13 +95,18 @@ pub fn contained(decision: &Decision) -> Option<&SandboxRecord> {
 }
 
 /// Whether the facts prove a `bash` command only reads: fully parsed,
-/// nothing unprovable, no redirection that writes, and every path it names
-/// known to be read (or listed).
+/// every program one with a model, nothing unprovable, no redirection that
+/// writes, and every path it names known to be read (or listed).
 pub fn proven_read_only(facts: &Facts) -> bool {
     let Some(shell) = &facts.shell else {
         return false;
     };
-    shell.unprovable.is_empty()
+    !shell.commands.is_empty()
+        && shell
+            .commands
+            .iter()
+            .all(|c| crate::shell::programs::read(c).is_some())
+        && shell.unprovable.is_empty()
         && shell.unjudgeable.is_none()
         && facts.unprovable.is_empty()
         && !shell.all_redirects().any(|r| r.writes())

@@ -22,7 +22,7 @@ pub mod seccomp;
 
 use serde::{Deserialize, Serialize};
 
-pub use admit::{admit, contained, enforcement_in};
+pub use admit::{admit, contained, enforcement_in, proven_read_only};
 
 use crate::digest::{hex, sha256};
 

@@ -135,7 +135,7 @@ fn options_that_run_write_or_read_lists_are_not_allowed() {
     for (command, contained) in [
         (
             "echo -e '--output=gavel\\x2etoml' | xargs git log -1",
-            "bash.contained_read_only",
+            "bash.read_only",
         ),
         ("cargo metadata", "bash.contained_build"),
         // Its walk would read gavel's record, which is hidden in a sandbox.

@@ -752,7 +752,7 @@ fn the_preset_runs_a_build_contained_instead_of_asking() {
             "--reject",
         ],
     );
-    assert_ne!(code(&output), 0);
+    assert_ne!(code(&output), 0, "{}{}", stdout(&output), stderr(&output));
     assert!(!sb.ws.join("out.txt").exists());
     assert_eq!(last_decision(&sb)["action"], "ask");
 }
@@ -769,10 +769,7 @@ fn the_preset_runs_an_unprovable_read_only_looking_command_read_only() {
     assert_eq!(code(&output), 0, "{}{}", stdout(&output), stderr(&output));
     assert!(stdout(&output).contains("a.txt:1:hello"));
     let decision = last_decision(&sb);
-    assert_eq!(
-        decision["rule_id"], "bash.contained_read_only",
-        "{decision}"
-    );
+    assert_eq!(decision["rule_id"], "bash.read_only", "{decision}");
     assert_eq!(decision["sandbox"]["profile"], "read-only");
     // One whose model says it writes is still asked.
     let output = sb
