@@ -47,8 +47,8 @@ pub fn admit(
     };
     // A command proven to only read does not rely on its sandbox, whether
     // a rule named it or not: the proof stands without the kernel.
-    let relies = !record.implied && !(request.name == "bash" && proven_read_only(facts));
-    if matches!(enforcement, Enforcement::Unavailable { .. }) && relies {
+    let proven = record.implied || (request.name == "bash" && proven_read_only(facts));
+    if matches!(enforcement, Enforcement::Unavailable { .. }) && !proven {
         let verb = if unenforceable == Action::Deny {
             "denied"
         } else {
