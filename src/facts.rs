@@ -350,8 +350,13 @@ fn collect_shell<R: Resolver>(collector: &mut Collector<'_, R>, analysis: &Comma
                     for path in &reading.reads {
                         collector.word(path, base);
                     }
-                    collector.access = Some(Access::List);
                     for path in &reading.lists {
+                        // `tree` opens each path it is named: a file (not
+                        // a folder it lists) is read.
+                        let opened = command.program() == "tree"
+                            && collector.resolver.lists()
+                            && collector.resolver.list(base, path).is_none();
+                        collector.access = Some(if opened { Access::Read } else { Access::List });
                         collector.word(path, base);
                     }
                     for walk in &reading.walks {

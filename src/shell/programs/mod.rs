@@ -261,6 +261,19 @@ pub(crate) fn apply(model: &Model, program: &str, args: &[String]) -> Reading {
         Operands::PatternThenPaths(default) => {
             let given = parsed.has(Does::Pattern) || parsed.has(Does::PatternFile);
             let skip = usize::from(!given).min(parsed.operands.len());
+            // Bash expands a glob in the pattern's place before the program
+            // runs: the first name becomes the pattern, the others files it
+            // reads, which no operand here names. Quoting is gone from the
+            // words, so a regular expression (`fn.*main`) looks the same: a
+            // path-like one (a `/` in it) is taken for a glob.
+            if let Some(pattern) = parsed.operands[..skip]
+                .iter()
+                .find(|o| o.contains('/') && expands(o))
+            {
+                reading.hazards.push(format!(
+                    "the glob `{pattern}` in the place of `{program}`'s pattern may expand to several names, the rest read as files"
+                ));
+            }
             (&parsed.operands[skip..], default)
         }
     };
@@ -316,3 +329,13 @@ pub(crate) fn apply(model: &Model, program: &str, args: &[String]) -> Reading {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether `word` holds a `*`, `?` or `[` that no backslash escapes.
+fn expands(word: &str) -> bool {
+    let mut escaped = false;
+    word.chars().any(|c| {
+        let wild = !escaped && matches!(c, '*' | '?' | '[');
+        escaped = !escaped && c == '\\';
+        wild
+    })
+}
