@@ -20,6 +20,7 @@ pub mod doctor;
 pub mod explain;
 pub mod export;
 pub mod facts;
+pub mod files;
 pub mod frontend;
 pub mod hooks;
 pub mod install;
@@ -39,6 +40,7 @@ pub mod session;
 pub mod shell;
 pub mod source;
 pub mod store;
+pub mod suggest;
 pub mod text;
 pub mod tools;
 

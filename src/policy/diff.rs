@@ -52,6 +52,26 @@ pub struct RuleChange {
     pub sandbox: Option<(Option<String>, Option<String>)>,
 }
 
+impl RuleChange {
+    /// The change in words, as `policy diff` shows it.
+    pub fn describe(&self) -> String {
+        let kind = match self.kind {
+            RuleChangeKind::Added => "added",
+            RuleChangeKind::Removed => "removed",
+            RuleChangeKind::Reordered => "moved",
+            RuleChangeKind::Widened => "widened",
+            RuleChangeKind::Narrowed => "narrowed",
+            RuleChangeKind::Changed => "conditions changed",
+            RuleChangeKind::Same => "same conditions",
+        };
+        if self.reason_changed {
+            format!("{kind}, reason changed")
+        } else {
+            kind.to_owned()
+        }
+    }
+}
+
 /// A decision that differs between the two policies on a sample request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SampleChange {

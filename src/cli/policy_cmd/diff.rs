@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::json;
 
 use gavel::policy::Policy;
-use gavel::policy::diff::{RuleChange, RuleChangeKind, rule_changes, sample_changes};
+use gavel::policy::diff::{rule_changes, sample_changes};
 use gavel::replay::{self, DriftReport, Kept};
 use gavel::store::AuditQuery;
 
@@ -69,7 +69,7 @@ pub fn run(
             rules.iter().map(|c| {
                 [
                     c.rule_id.clone(),
-                    describe(c),
+                    c.describe(),
                     c.action
                         .map_or(String::new(), |(a, b)| format!("{a} -> {b}")),
                     c.position
@@ -106,23 +106,6 @@ pub fn run(
         Some(report) => log_lines(report)?,
     }
     Ok(Exit::Ok)
-}
-
-fn describe(change: &RuleChange) -> String {
-    let kind = match change.kind {
-        RuleChangeKind::Added => "added",
-        RuleChangeKind::Removed => "removed",
-        RuleChangeKind::Reordered => "moved",
-        RuleChangeKind::Widened => "widened",
-        RuleChangeKind::Narrowed => "narrowed",
-        RuleChangeKind::Changed => "conditions changed",
-        RuleChangeKind::Same => "same conditions",
-    };
-    if change.reason_changed {
-        format!("{kind}, reason changed")
-    } else {
-        kind.to_owned()
-    }
 }
 
 fn log_lines(report: &DriftReport) -> std::io::Result<()> {
