@@ -515,6 +515,27 @@ fn unused_allow_rules_are_proposed_for_removal_with_what_would_get_stricter() {
         1,
     );
     sandbox.write("gavel.toml", &policy);
+    // A grant given long before the window and never used since.
+    {
+        use gavel::audit::{ApprovalChannel, Event, EventBody, GrantRecord, GrantScope};
+        let mut store =
+            gavel::store::Store::open(&sandbox.db, gavel::store::Durability::Normal).unwrap();
+        let grant = GrantRecord {
+            grant: "g0000beef".into(),
+            scope: GrantScope::Command {
+                words: vec!["make".into(), "release".into()],
+            },
+            session: None,
+            until_us: None,
+            uses: None,
+            created_by: "someone".into(),
+            channel: ApprovalChannel::Cli,
+            call_id: "earlier".into(),
+        };
+        store
+            .append(&[Event::now("grant/g0000beef", None, EventBody::Grant(grant))])
+            .unwrap();
+    }
     let out = sandbox
         .gavel(&["run", "deploy", r#"{"env":"prod"}"#, "--call-id", "d0"])
         .output()
@@ -537,9 +558,26 @@ fn unused_allow_rules_are_proposed_for_removal_with_what_would_get_stricter() {
         "the replay says what tightens"
     );
     let index = removal["index"].to_string();
+    let grant = report["removals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "g0000beef")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(grant["kind"], "grant");
+    assert_eq!(
+        grant["stricter"], 0,
+        "a revocation now changes no recorded call"
+    );
+    let both = format!("{index},{}", grant["index"]);
     // The same options find the same numbers.
-    suggest(&sandbox, &["--unused-for", "1s", "--apply", &index]);
+    suggest(&sandbox, &["--unused-for", "1s", "--apply", &both]);
     assert!(!sandbox.read("gavel.toml").contains("deploy.allow"));
+    let grants = json(&run_expecting(
+        &mut sandbox.gavel(&["grants", "--format", "json"]),
+        0,
+    ));
+    assert!(grants.to_string().contains("revoked"), "{grants}");
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
 }
 
