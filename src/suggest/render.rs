@@ -289,11 +289,58 @@ fn edits(a: &[&str], b: &[&str]) -> Vec<Op> {
     ops
 }
 
+/// Moves each run of added (or removed) lines up while the line kept just
+/// above it equals the run's last line and is not blank: a new `[[rules]]`
+/// table then reads as one block with its header, not as lines around the
+/// next table's.
+fn slide(ops: &mut [Op], a: &[&str], b: &[&str]) {
+    loop {
+        let mut moved = false;
+        let (mut i, mut j) = (0usize, 0usize);
+        let mut at = 0;
+        while at < ops.len() {
+            let op = ops[at];
+            if op == Op::Keep {
+                i += 1;
+                j += 1;
+                at += 1;
+                continue;
+            }
+            let start = at;
+            while at < ops.len() && ops[at] == op {
+                at += 1;
+            }
+            let (lines, first) = if op == Op::Add { (b, j) } else { (a, i) };
+            let len = at - start;
+            if start > 0
+                && ops[start - 1] == Op::Keep
+                && first > 0
+                && !lines[first - 1].trim().is_empty()
+                && lines[first - 1] == lines[first + len - 1]
+            {
+                ops[start - 1] = op;
+                ops[at - 1] = Op::Keep;
+                moved = true;
+                break;
+            }
+            if op == Op::Add {
+                j += len;
+            } else {
+                i += len;
+            }
+        }
+        if !moved {
+            return;
+        }
+    }
+}
+
 /// A unified diff of `before` and `after` (3 lines of context).
 pub fn diff(before: &str, after: &str, from: &str, to: &str) -> String {
     let a: Vec<&str> = before.lines().collect();
     let b: Vec<&str> = after.lines().collect();
-    let ops = edits(&a, &b);
+    let mut ops = edits(&a, &b);
+    slide(&mut ops, &a, &b);
     let mut out = format!("--- {from}\n+++ {to}\n");
     // Each op with the line numbers it sits at.
     let mut rows = Vec::with_capacity(ops.len());
@@ -356,6 +403,17 @@ pub fn diff(before: &str, after: &str, from: &str, to: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_inserted_table_reads_as_one_block() {
+        let before = "x\n\n[[rules]]\nid = 1\n";
+        let after = "x\n\n# new\n[[rules]]\nid = 0\n\n[[rules]]\nid = 1\n";
+        let out = diff(before, after, "p", "q");
+        assert!(
+            out.contains("+# new\n+[[rules]]\n+id = 0\n+\n [[rules]]\n id = 1\n"),
+            "{out}"
+        );
+    }
 
     #[test]
     fn the_diff_shows_insertions_and_removals_with_context() {
