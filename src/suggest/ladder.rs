@@ -473,6 +473,9 @@ fn learn_bash(
     }
 }
 
+/// The longest command an exact rule is written for.
+const MAX_EXACT: usize = 1024;
+
 /// Exact rules for the variants of `positives` approved often enough.
 fn exact_rungs(
     ask: &Ask<'_>,
@@ -496,6 +499,15 @@ fn exact_rungs(
             continue;
         };
         let n = calls.len() as u64;
+        if exact.len() > MAX_EXACT {
+            refuse(
+                "bash",
+                format!("{}…", shown.chars().take(60).collect::<String>()),
+                n,
+                format!("longer than {MAX_EXACT} bytes: too long for an exact rule"),
+            );
+            continue;
+        }
         if let Some(c) = first.commands.iter().find(|c| c.destructive.is_some()) {
             refuse(
                 "bash",
@@ -816,7 +828,7 @@ fn learn_paths(
             shape: option.glob.clone(),
             rule: RuleSpec {
                 id: rule_id(tool, &option.glob),
-                tools: vec![tool.to_owned()],
+                tools: vec![globset::escape(tool)],
                 command_prefix: Vec::new(),
                 command_regex: None,
                 inside: true,
@@ -902,7 +914,7 @@ fn learn_paths(
             shape: glob.clone(),
             rule: RuleSpec {
                 id: rule_id(tool, path),
-                tools: vec![tool.to_owned()],
+                tools: vec![globset::escape(tool)],
                 command_prefix: Vec::new(),
                 command_regex: None,
                 inside: true,
@@ -985,7 +997,7 @@ fn learn_tool(
         shape: shown,
         rule: RuleSpec {
             id: rule_id(tool, "any"),
-            tools: vec![tool.to_owned()],
+            tools: vec![globset::escape(tool)],
             command_prefix: Vec::new(),
             command_regex: None,
             inside: false,

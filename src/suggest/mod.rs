@@ -288,7 +288,20 @@ pub fn suggest(
         min_support: options.min_support,
     });
     let mut not_proposed = learned.not_proposed;
-    let mut candidates = learned.candidates;
+    // A rule that does not load on its own (a regex past the engine's
+    // size limit, say) is named, never a reason to propose nothing.
+    let (mut candidates, broken): (Vec<Candidate>, Vec<Candidate>) = learned
+        .candidates
+        .into_iter()
+        .partition(|c| proof::alone(&[&c.rule]).is_ok());
+    for candidate in broken {
+        not_proposed.push(NotProposed {
+            tool: candidate.tool.clone(),
+            shape: candidate.shape.clone(),
+            calls: candidate.positives.len() as u64,
+            why: "the rule it would need does not load as a policy rule".to_owned(),
+        });
+    }
     candidates.sort_by(|a, b| {
         (
             std::cmp::Reverse(a.positives.len()),

@@ -67,7 +67,7 @@ pub fn load(policy: &Policy, plan: &Plan) -> Result<Policy, SuggestError> {
 }
 
 /// The proposed rules alone, to match each against the calls it must not cover.
-fn alone(rules: &[&RuleSpec]) -> Result<Policy, SuggestError> {
+pub fn alone(rules: &[&RuleSpec]) -> Result<Policy, SuggestError> {
     let mut text = "name = \"proposed rules\"\n".to_owned();
     for rule in rules {
         text.push('\n');

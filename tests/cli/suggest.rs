@@ -601,3 +601,20 @@ fn bad_input_is_a_one_line_error() {
     let empty = Sandbox::new();
     assert_one_line_error(&mut empty.gavel(&["policy", "suggest"]));
 }
+
+#[test]
+fn a_record_that_does_not_verify_teaches_nothing() {
+    let sandbox = Sandbox::new();
+    for i in 0..3 {
+        rejected(&sandbox, &format!("x{i}"), &format!("cargo test -p x{i}"));
+    }
+    // An editor turns the rejections into approvals.
+    crate::store::attacker(&sandbox.db)
+        .execute(
+            "UPDATE events SET approval = 'approved' WHERE kind = 'approval'",
+            [],
+        )
+        .unwrap();
+    let err = assert_one_line_error(&mut sandbox.gavel(&["policy", "suggest"]));
+    assert!(err.contains("does not verify"), "{err}");
+}

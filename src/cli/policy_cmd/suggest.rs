@@ -8,7 +8,7 @@ use clap::Args;
 
 use gavel::suggest::{self, Options, apply};
 
-use crate::cli::{Exit, FormatArgs, Global, QueryArgs, render, warn};
+use crate::cli::{Exit, FormatArgs, Global, QueryArgs, render};
 
 #[derive(Args, Debug)]
 pub struct SuggestArgs {
@@ -53,36 +53,40 @@ pub fn run(global: &Global, args: SuggestArgs) -> anyhow::Result<Exit> {
         holdout: args.holdout,
     };
     let mut source = global.source(&args.query.schema, args.query.selection(), args.query.read)?;
-    if let Some(integrity) = source.opened() {
-        warn(integrity);
-    }
     let central = source.is_central();
+    let label = source.label();
+    let mut reading = source.reading()?;
+    // Learning from a record that does not verify would learn what its editor wrote.
+    if !reading.verify(None, &[], &mut |_| {})?.ok() {
+        anyhow::bail!(
+            "refusing to learn from `{label}`: it does not verify (`gavel verify` says where)"
+        );
+    }
     let mut found = None;
-    source
-        .reading()?
-        .for_each_log(&args.query.to_query()?, |log| {
-            anyhow::ensure!(
-                found.is_none(),
-                "suggest reads one log: pick one with --log"
-            );
-            let bar = render::progress_bar(log.store, "reading")?;
-            let report = suggest::suggest(log.store, log.query, &policy, &options, &mut |n| {
-                if let Some(bar) = &bar {
-                    bar.set_position(n);
-                }
-            })?;
-            if let Some(bar) = bar {
-                bar.finish_and_clear();
+    reading.for_each_log(&args.query.to_query()?, |log| {
+        anyhow::ensure!(
+            found.is_none(),
+            "suggest reads one log: pick one with --log"
+        );
+        let bar = render::progress_bar(log.store, "reading")?;
+        let report = suggest::suggest(log.store, log.query, &policy, &options, &mut |n| {
+            if let Some(bar) = &bar {
+                bar.set_position(n);
             }
-            found = Some(report);
-            Ok(())
         })?;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        found = Some(report);
+        Ok(())
+    })?;
     let report = found.context("no log matches")?;
     if !args.apply.is_empty() {
         anyhow::ensure!(
             !central,
             "--apply records the change in a local log; give its --db"
         );
+        drop(reading);
         drop(source);
         let mut store = global.open_store()?;
         let by =
