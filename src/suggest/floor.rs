@@ -336,12 +336,11 @@ pub const DESTRUCTIVE_WHEN: &[(&str, &str, &[&str])] = &[
         &["-D", "-d", "--delete", "-M", "-f", "--force"],
     ),
     ("git", "tag", &["-d", "--delete", "-f", "--force"]),
-    ("git", "stash", &["drop", "clear", "pop"]),
+    ("git", "stash", &["drop", "clear"]),
     ("git", "worktree", &["remove", "prune"]),
     ("git", "reflog", &["expire", "delete"]),
     ("git", "update-ref", &["-d"]),
     ("git", "gc", &["--prune"]),
-    ("git", "commit", &["--amend"]),
     ("git", "rebase", &[]),
     (
         "rsync",

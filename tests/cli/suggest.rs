@@ -618,3 +618,36 @@ fn a_record_that_does_not_verify_teaches_nothing() {
     let err = assert_one_line_error(&mut sandbox.gavel(&["policy", "suggest"]));
     assert!(err.contains("does not verify"), "{err}");
 }
+
+#[test]
+fn filters_choose_what_is_learned_from_and_the_whole_record_is_the_check() {
+    let sandbox = Sandbox::new();
+    for (i, c) in ["make build", "make build -j4", "make build V=1"]
+        .iter()
+        .enumerate()
+    {
+        approved(&sandbox, &format!("a{i}"), "mine", c);
+    }
+    for (i, c) in ["cargo check", "cargo check -q", "cargo check --tests"]
+        .iter()
+        .enumerate()
+    {
+        approved(&sandbox, &format!("b{i}"), "theirs", c);
+    }
+    // Rejected in a session the filter leaves out: it still stops `make build *`.
+    rejected(&sandbox, "r0", "make build deploy=prod");
+    let mine = suggest_json(&sandbox, &["--session", "mine"]);
+    assert_eq!(mine["record"]["selected"], 3, "{mine:#}");
+    assert_eq!(mine["proposals"], json!([]), "{mine:#}");
+    assert!(
+        mine["not_proposed"]
+            .to_string()
+            .contains("rejected at call `r0`"),
+        "{mine:#}"
+    );
+    let theirs = suggest_json(&sandbox, &["--session", "theirs"]);
+    let only: Vec<&Value> = theirs["proposals"].as_array().unwrap().iter().collect();
+    assert_eq!(only.len(), 1, "{theirs:#}");
+    assert_eq!(only[0]["shape"], "cargo check *");
+    assert_eq!(only[0]["proof"]["sessions"], json!(["theirs"]));
+}
