@@ -15,7 +15,7 @@
 //! paths): an estimate, made exact afterwards by the proof, which decides
 //! every call of the record under the proposed rules.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Serialize;
@@ -148,19 +148,79 @@ fn blocks(o: &Observation) -> bool {
     o.part != Part::HeldOut && (label.negative() || (!label.positive() && o.now != Action::Allow))
 }
 
-/// A blocker as the shapes see it.
-struct Blocker<'a> {
-    o: &'a Observation,
+/// A call no proposal may cover, as a reason.
+fn described(o: &Observation) -> String {
+    format!(
+        "{} at call `{}` (`{}`)",
+        o.label().as_str(),
+        o.call_id,
+        o.summary
+    )
 }
 
-impl Blocker<'_> {
-    fn described(&self) -> String {
-        format!(
-            "{} at call `{}` (`{}`)",
-            self.o.label().as_str(),
-            self.o.call_id,
-            self.o.summary
-        )
+/// The calls no proposal may cover, in record order, indexed by what a
+/// rung could cover them by.
+struct Blockers<'a> {
+    all: Vec<&'a Observation>,
+    /// Bash calls by each of their command keys.
+    by_key: HashMap<&'a str, Vec<usize>>,
+    /// Bash calls by their exact key: the first.
+    by_exact: HashMap<&'a str, usize>,
+    by_tool: HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> Blockers<'a> {
+    fn new(all: Vec<&'a Observation>) -> Self {
+        let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_exact = HashMap::new();
+        let mut by_tool: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (at, o) in all.iter().enumerate() {
+            by_tool.entry(o.tool.as_str()).or_default().push(at);
+            if let Ok(Shape::Bash(b)) = &o.shape {
+                by_exact.entry(b.exact.as_str()).or_insert(at);
+                for c in &b.commands {
+                    let list = by_key.entry(c.key.as_str()).or_default();
+                    if list.last() != Some(&at) {
+                        list.push(at);
+                    }
+                }
+            }
+        }
+        Self {
+            all,
+            by_key,
+            by_exact,
+            by_tool,
+        }
+    }
+
+    /// The first bash call naming a path whose every command is one of `keys`.
+    fn command(&self, keys: &BTreeSet<&str>) -> Option<&'a Observation> {
+        keys.iter()
+            .filter_map(|key| self.by_key.get(key))
+            .flatten()
+            .copied()
+            .filter(|at| {
+                bash_shape(self.all[*at]).is_some_and(|s| {
+                    s.has_paths && s.commands.iter().all(|c| keys.contains(c.key.as_str()))
+                })
+            })
+            .min()
+            .map(|at| self.all[at])
+    }
+
+    /// The first bash call with this exact key.
+    fn exact(&self, exact: &str) -> Option<&'a Observation> {
+        self.by_exact.get(exact).map(|at| self.all[*at])
+    }
+
+    /// The calls of `tool`, in record order.
+    fn of_tool(&self, tool: &str) -> impl Iterator<Item = &'a Observation> + '_ {
+        self.by_tool
+            .get(tool)
+            .into_iter()
+            .flatten()
+            .map(|at| self.all[*at])
     }
 }
 
@@ -171,11 +231,11 @@ pub fn learn(ask: &Ask<'_>) -> Learned {
     let mut bash: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     let mut paths: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     let mut tools: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-    let mut blockers: Vec<Blocker<'_>> = Vec::new();
+    let mut blockers: Vec<&Observation> = Vec::new();
     for (i, o) in record.observations.iter().enumerate() {
         let i = i as u32;
         if blocks(o) {
-            blockers.push(Blocker { o });
+            blockers.push(o);
         }
         if o.part != Part::Train || !o.label().positive() {
             continue;
@@ -203,6 +263,7 @@ pub fn learn(ask: &Ask<'_>) -> Learned {
             Err(_) => {}
         }
     }
+    let blockers = Blockers::new(blockers);
     let mut out = Learned {
         candidates: Vec::new(),
         not_proposed: Vec::new(),
@@ -299,7 +360,7 @@ fn learn_bash(
     ask: &Ask<'_>,
     group: &str,
     positives: &[u32],
-    blockers: &[Blocker<'_>],
+    blockers: &Blockers<'_>,
     candidates: &mut Vec<Candidate>,
     refuse: &mut Refuse<'_>,
 ) {
@@ -336,11 +397,7 @@ fn learn_bash(
     let destructive_pair = first.commands.iter().find_map(|c| {
         floor::also_allows(&c.program, c.subcommand.as_deref()).map(|words| (c, words))
     });
-    let command_blocker = blockers.iter().find(|b| {
-        bash_shape(b.o).is_some_and(|s| {
-            s.has_paths && s.commands.iter().all(|c| keys.contains(c.key.as_str()))
-        })
-    });
+    let command_blocker = blockers.command(&keys);
     let command_rung: Result<(), String> = if let Some((c, words)) = destructive_pair {
         Err(format!(
             "floor: a rule for `{}` would also allow {}",
@@ -352,7 +409,7 @@ fn learn_bash(
             }
         ))
     } else if let Some(b) = command_blocker {
-        Err(b.described())
+        Err(described(b))
     } else if variants.len() < ask.min_support {
         Err(format!(
             "only {} distinct approved variant{} (--min-support {})",
@@ -480,7 +537,7 @@ const MAX_EXACT: usize = 1024;
 fn exact_rungs(
     ask: &Ask<'_>,
     positives: &[u32],
-    blockers: &[Blocker<'_>],
+    blockers: &Blockers<'_>,
     candidates: &mut Vec<Candidate>,
     refuse: &mut Refuse<'_>,
     sandbox: &Option<String>,
@@ -539,11 +596,8 @@ fn exact_rungs(
             refuse("bash", shown, n, why);
             continue;
         }
-        if let Some(b) = blockers
-            .iter()
-            .find(|b| bash_shape(b.o).is_some_and(|s| s.exact == exact))
-        {
-            refuse("bash", shown, n, b.described());
+        if let Some(b) = blockers.exact(exact) {
+            refuse("bash", shown, n, described(b));
             continue;
         }
         let anchor = match anchor(ask, "bash", &calls) {
@@ -665,14 +719,14 @@ fn learn_paths(
     ask: &Ask<'_>,
     tool: &str,
     positives: &[u32],
-    blockers: &[Blocker<'_>],
+    blockers: &Blockers<'_>,
     candidates: &mut Vec<Candidate>,
     refuse: &mut Refuse<'_>,
 ) {
     let obs = |i: &u32| &ask.record.observations[*i as usize];
-    let blockers: Vec<&Blocker<'_>> = blockers
-        .iter()
-        .filter(|b| b.o.tool == tool && !path_shape(b.o).is_empty())
+    let blockers: Vec<&Observation> = blockers
+        .of_tool(tool)
+        .filter(|o| !path_shape(o).is_empty())
         .collect();
     // Every glob any approved path suggests, with its rank.
     let mut candidates_by_glob: BTreeMap<String, u8> = BTreeMap::new();
@@ -687,14 +741,14 @@ fn learn_paths(
             }
         }
     }
-    struct Option_ {
+    struct Choice {
         glob: String,
         rank: u8,
         calls: Vec<u32>,
         paths: BTreeSet<String>,
         blocked: Option<String>,
     }
-    let mut options: Vec<Option_> = Vec::new();
+    let mut options: Vec<Choice> = Vec::new();
     for (glob, rank) in candidates_by_glob {
         let Some(m) = matcher(&glob) else { continue };
         let covers = |o: &Observation| {
@@ -713,9 +767,9 @@ fn learn_paths(
         let blocked = if touches_protected(&m, &glob) {
             Some("floor: it could name gavel's or git's own files".to_owned())
         } else {
-            blockers.iter().find(|b| covers(b.o)).map(|b| b.described())
+            blockers.iter().find(|o| covers(o)).map(|o| described(o))
         };
-        options.push(Option_ {
+        options.push(Choice {
             glob,
             rank,
             calls,
@@ -772,7 +826,7 @@ fn learn_paths(
             }
         };
         let m = matcher(&option.glob);
-        let within = |other: &Option_| {
+        let within = |other: &Choice| {
             m.as_ref()
                 .is_some_and(|m| other.paths.iter().all(|p| m.is_match(p)))
         };
@@ -891,9 +945,9 @@ fn learn_paths(
         }
         if let Some(b) = blockers
             .iter()
-            .find(|b| path_shape(b.o) == std::slice::from_ref(&path.to_owned()))
+            .find(|b| path_shape(b) == std::slice::from_ref(&path.to_owned()))
         {
-            refuse(tool, path.to_owned(), n, b.described());
+            refuse(tool, path.to_owned(), n, described(b));
             continue;
         }
         let anchor = match anchor(ask, tool, &calls) {
@@ -946,7 +1000,7 @@ fn learn_tool(
     ask: &Ask<'_>,
     tool: &str,
     positives: &[u32],
-    blockers: &[Blocker<'_>],
+    blockers: &Blockers<'_>,
     candidates: &mut Vec<Candidate>,
     refuse: &mut Refuse<'_>,
 ) {
@@ -974,8 +1028,8 @@ fn learn_tool(
         );
         return;
     }
-    if let Some(b) = blockers.iter().find(|b| b.o.tool == tool) {
-        refuse(tool, shown, n, b.described());
+    if let Some(b) = blockers.of_tool(tool).next() {
+        refuse(tool, shown, n, described(b));
         return;
     }
     let anchor = match anchor(ask, tool, positives) {

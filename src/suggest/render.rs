@@ -7,6 +7,10 @@ use std::fmt::Write;
 
 use super::Report;
 
+/// How many shapes of approved calls not proposed the text lists, most
+/// calls first.
+const SHOWN_NOT_PROPOSED: usize = 20;
+
 /// How many call ids a proposal lists before "and N more".
 const SHOWN_CALLS: usize = 5;
 
@@ -150,7 +154,7 @@ pub fn text(report: &Report) -> String {
             out,
             "# approved calls the policy asks about that no proposal covers:"
         );
-        for n in &report.not_proposed {
+        for n in report.not_proposed.iter().take(SHOWN_NOT_PROPOSED) {
             let _ = writeln!(
                 out,
                 "#   {} `{}` ({} call{}): {}",
@@ -161,6 +165,13 @@ pub fn text(report: &Report) -> String {
                 n.why
             );
         }
+    }
+    if report.not_proposed.len() > SHOWN_NOT_PROPOSED {
+        let _ = writeln!(
+            out,
+            "#   and {} more shapes (--format json lists them)",
+            report.not_proposed.len() - SHOWN_NOT_PROPOSED
+        );
     }
     let replay = &report.replay;
     let _ = writeln!(out, "#");
