@@ -651,3 +651,37 @@ fn filters_choose_what_is_learned_from_and_the_whole_record_is_the_check() {
     assert_eq!(only[0]["shape"], "cargo check *");
     assert_eq!(only[0]["proof"]["sessions"], json!(["theirs"]));
 }
+
+#[test]
+fn suggest_selects_the_calls_log_selects() {
+    let sandbox = Sandbox::new();
+    mixed_record(&sandbox);
+    approved(&sandbox, "other", "s-2", "cargo test -p other");
+    let filters: &[&[&str]] = &[
+        &[],
+        &["--session", "s-1"],
+        &["--session", "s-2"],
+        &["--tool", "bash"],
+        &["--tool", "write_file"],
+        &["--rule", "bash.requires_approval"],
+        &["--action", "deny"],
+        &["--approval", "approved"],
+        &["--approval", "rejected"],
+        &["--status", "succeeded"],
+        &["--client", "cli"],
+        &["--grep", "cargo"],
+        &["--call", "gp1"],
+        &["--limit", "5"],
+    ];
+    for filter in filters {
+        let mut args = vec!["log", "--format", "jsonl"];
+        args.extend_from_slice(filter);
+        let listed = json_lines(&run_expecting(&mut sandbox.gavel(&args), 0)).len();
+        let report = suggest_json(&sandbox, filter);
+        assert_eq!(
+            report["record"]["selected"].as_u64(),
+            Some(listed as u64),
+            "{filter:?}"
+        );
+    }
+}
