@@ -123,6 +123,7 @@ pub fn apply(
     shadow: bool,
     by: &Arc<Principal>,
 ) -> Result<Applied, SuggestError> {
+    refuse_layers(policy, file)?;
     let count = report.proposals.len() + report.removals.len();
     if chosen.is_empty() {
         return Err(ApplyError::NoneChosen.into());
@@ -132,7 +133,6 @@ pub fn apply(
             return Err(ApplyError::NoSuch { index, count }.into());
         }
     }
-    refuse_layers(policy, file)?;
     let on_disk = match std::fs::read_to_string(file) {
         Ok(text) => Some(text),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,

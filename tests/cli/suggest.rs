@@ -685,3 +685,23 @@ fn suggest_selects_the_calls_log_selects() {
         );
     }
 }
+
+#[test]
+fn a_layer_above_the_project_is_never_edited() {
+    let sandbox = Sandbox::new();
+    mixed_record(&sandbox);
+    let user = sandbox.root.join("config/gavel/policy.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, gavel::policy::DEFAULT_POLICY_TOML).unwrap();
+    let before = std::fs::read_to_string(&user).unwrap();
+    let user = user.display().to_string();
+    // Its own asks now come from the user layer too: nothing to learn,
+    // and nothing it would let `--apply` write.
+    let report = suggest_json(&sandbox, &["--policy", &user]);
+    assert_eq!(report["proposals"], json!([]));
+    let err = assert_one_line_error(
+        &mut sandbox.gavel(&["policy", "suggest", "--policy", &user, "--apply", "1"]),
+    );
+    assert!(err.contains("user layer"), "{err}");
+    assert_eq!(std::fs::read_to_string(&user).unwrap(), before);
+}
