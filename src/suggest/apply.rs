@@ -169,17 +169,12 @@ pub fn apply(
     let inserts: Vec<Insert<'_>> = proposals
         .iter()
         .map(|p| Insert {
-            before: ids.iter().position(|id| *id == p.before).unwrap_or(ids.len()),
+            before: ids
+                .iter()
+                .position(|id| *id == p.before)
+                .unwrap_or(ids.len()),
             rule: &p.rule,
-            comment: format!(
-                "Proposed by `gavel policy suggest` ({}, digest {}): {} approved calls in {} sessions, {} .. {}.",
-                p.index,
-                &p.digest[..16.min(p.digest.len())],
-                p.proof.calls,
-                p.proof.sessions.len(),
-                p.proof.first_seen,
-                p.proof.last_seen
-            ),
+            comment: super::proof::comment(p.index, p.rung.as_str(), &p.shape, &p.digest),
         })
         .collect();
     let removed: Vec<&str> = removals

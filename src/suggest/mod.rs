@@ -616,9 +616,7 @@ fn report(
             .rules()
             .get(candidate.anchor)
             .map_or_else(String::new, |r| r.id.clone());
-        let digest = hex(&sha256(
-            format!("{before}\n{before_rule}\n{toml}").as_bytes(),
-        ));
+        let digest = proof::digest(policy, candidate);
         let held_out_calls = options.holdout.map(|_| {
             replayed
                 .moved

@@ -28,13 +28,27 @@ pub fn rule_ids(policy: &Policy) -> Vec<&str> {
     policy.rules().iter().map(|r| r.id.as_str()).collect()
 }
 
-/// The comment written above a proposed rule.
-pub fn comment(index: usize, candidate: &Candidate) -> String {
+/// What identifies a proposal: the policy it applies to, the rule it goes
+/// before and the rule's text.
+pub fn digest(policy: &Policy, candidate: &Candidate) -> String {
+    let before = policy
+        .rules()
+        .get(candidate.anchor)
+        .map_or("", |r| r.id.as_str());
+    let text = format!(
+        "{}\n{before}\n{}",
+        policy.reference().digest,
+        edit::rule_text(&candidate.rule)
+    );
+    hex(&sha256(text.as_bytes()))
+}
+
+/// The comment written above a proposed rule, the same in the diff and
+/// in the file `--apply` writes.
+pub fn comment(index: usize, rung: &str, shape: &str, digest: &str) -> String {
     format!(
-        "Proposed by `gavel policy suggest` ({}): {} ({} rung).",
-        index,
-        candidate.shape,
-        candidate.rung.as_str()
+        "Proposed by `gavel policy suggest` ({index}, digest {}): {shape} ({rung} rung).",
+        &digest[..16.min(digest.len())]
     )
 }
 
@@ -51,7 +65,7 @@ pub fn plan(
         .map(|(index, c)| Insert {
             before: c.anchor,
             rule: &c.rule,
-            comment: comment(*index, c),
+            comment: comment(*index, c.rung.as_str(), &c.shape, &digest(policy, c)),
         })
         .collect();
     let text = edit::edit(policy.source(), policy.origin(), &ids, &inserts, removals)?;

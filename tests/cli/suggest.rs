@@ -309,7 +309,8 @@ fn replay_under_applied_proposals_is_looser_only_on_approved_calls() {
         .iter()
         .flat_map(|p| ids(&p["proof"]["call_ids"]))
         .collect();
-    suggest(&sandbox, &["--apply", &all.join(",")]);
+    let applied = json(&suggest(&sandbox, &["--apply", &all.join(","), "--json"]));
+    assert_eq!(applied["policy_after"], report["policy"]["after"]);
     assert!(sandbox.ws.join("gavel.toml").exists());
 
     // The replay command itself, under the written policy (the one in force now).
@@ -352,6 +353,10 @@ fn applying_writes_the_rules_keeping_comments_and_a_chained_record_naming_the_pr
     let applied = json(&out);
     assert_eq!(applied["applied"], json!([cargo["index"]]));
     assert_eq!(applied["policy_before"], report["policy"]["before"]);
+    assert_eq!(
+        applied["policy_after"], cargo["proof"]["policy_after"],
+        "the file written is the one the proof decided the record under"
+    );
 
     let written = sandbox.read("gavel.toml");
     assert!(written.starts_with("# our team's policy: keep this line\n"));
