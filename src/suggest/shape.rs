@@ -25,6 +25,12 @@ const MARK: char = '\u{0}';
 /// rule matches them with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Volatile {
+    /// A path under a temporary folder, whole: it lies outside the
+    /// workspace, so no exact rule is ever written for it (its regex
+    /// matches nothing).
+    TempDir,
+    /// A `mktemp` name, `tmp.XXXXXX`.
+    Temp,
     Uuid,
     Time,
     Hex,
@@ -34,6 +40,8 @@ enum Volatile {
 impl Volatile {
     fn name(self) -> &'static str {
         match self {
+            Volatile::TempDir => "tmpdir",
+            Volatile::Temp => "tmp",
             Volatile::Uuid => "uuid",
             Volatile::Time => "time",
             Volatile::Hex => "hex",
@@ -43,6 +51,8 @@ impl Volatile {
 
     fn regex(self) -> &'static str {
         match self {
+            Volatile::TempDir => "[^\\s\\S]",
+            Volatile::Temp => "tmp[.][A-Za-z0-9]{6,}",
             Volatile::Uuid => {
                 "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
             }
@@ -54,6 +64,8 @@ impl Volatile {
 
     fn from_name(name: &str) -> Option<Self> {
         [
+            Volatile::TempDir,
+            Volatile::Temp,
             Volatile::Uuid,
             Volatile::Time,
             Volatile::Hex,
@@ -68,7 +80,9 @@ static VOLATILE: LazyLock<Regex> = LazyLock::new(|| {
     // One alternation, tried left to right at each place: the longest
     // shapes first. Compiled from constants: it always compiles.
     Regex::new(concat!(
-        r"(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)",
+        r"(?P<tmpdir>^(?:/tmp|/var/tmp|/private/var/folders|/var/folders)/.*)",
+        r"|(?P<tmp>\btmp\.[A-Za-z0-9]{6,}\b)",
+        r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)",
         r"|(?P<time>\b[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9:.]+(?:Z|[+-][0-9:]+)?)?)",
         r"|(?P<hex>\b[0-9a-f]{7,64}\b)",
         r"|(?P<n>\b[0-9]{3,}\b)",
@@ -76,16 +90,22 @@ static VOLATILE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("the volatile-token regex is a constant")
 });
 
-/// `token` with its volatile parts replaced by placeholders. A run of hex
-/// digits counts as a hash only with a digit and a letter in it (`deadbeef`
-/// and `1234567` are not hashes); temporary paths are left whole (they lie
-/// outside the workspace, which already keeps a command from being learned).
+/// `token` with its volatile parts replaced by placeholders: a temporary
+/// path (a token under `/tmp`, `/var/tmp`, macOS's `/var/folders`, or a
+/// `mktemp` name `tmp.XXXXXX`), a UUID, a date or timestamp, a hash (a run
+/// of hex digits counts as one only with a digit and a letter in it:
+/// `deadbeef` and `1234567` are not hashes), a number of three digits or
+/// more (a PID, a port, an epoch time).
 pub fn abstract_token(token: &str) -> String {
     let mut out = String::with_capacity(token.len());
     let mut last = 0;
     for found in VOLATILE.captures_iter(token) {
         let Some(whole) = found.get(0) else { continue };
-        let kind = if found.name("uuid").is_some() {
+        let kind = if found.name("tmpdir").is_some() {
+            Volatile::TempDir
+        } else if found.name("tmp").is_some() {
+            Volatile::Temp
+        } else if found.name("uuid").is_some() {
             Volatile::Uuid
         } else if found.name("time").is_some() {
             Volatile::Time
@@ -489,6 +509,21 @@ mod tests {
         assert!(!regex.is_match("git show 9e8d7c6b --since=2025-12-31 kill 999 deadbeef 5; rm x"));
         let uuid = abstract_token("run-0b1f9c52-6a0e-4d7e-9a43-2f3c1b7d8e90.log");
         assert_eq!(shown(&uuid), "run-<uuid>.log");
+        assert_eq!(shown(&abstract_token("/tmp/build-1/out.txt")), "<tmpdir>");
+        let key = abstract_token("/tmp/build-1/out.txt");
+        assert!(
+            !Regex::new(&exact_regex(&key))
+                .unwrap()
+                .is_match("/tmp/build-1/out.txt")
+        );
+        assert_eq!(
+            shown(&abstract_token("out/tmp.Xa81bC/log")),
+            "out/<tmp>/log"
+        );
+        let key = ["cat", "out/tmp.Xa81bC/log"].map(abstract_token).join(" ");
+        let regex = Regex::new(&exact_regex(&key)).unwrap();
+        assert!(regex.is_match("cat out/tmp.Q0wErTy/log"));
+        assert!(!regex.is_match("cat out/tmp.Q0wErTy/../../x"));
     }
 
     #[test]
