@@ -685,6 +685,23 @@ fn globs_for(path: &str) -> Vec<(u8, String)> {
     out
 }
 
+/// The globs that cover every one of `paths` (none for a path holding a
+/// backslash, which a glob would read as an escape), each with its rank.
+fn globs_of(paths: &[String]) -> Vec<(u8, String)> {
+    let Some((first, rest)) = paths.split_first() else {
+        return Vec::new();
+    };
+    if paths.iter().any(|p| p.contains('\\')) {
+        return Vec::new();
+    }
+    let mut globs = globs_for(first);
+    for path in rest {
+        let other: BTreeSet<String> = globs_for(path).into_iter().map(|(_, g)| g).collect();
+        globs.retain(|(_, g)| other.contains(g));
+    }
+    globs
+}
+
 fn matcher(glob: &str) -> Option<GlobMatcher> {
     GlobBuilder::new(glob)
         .literal_separator(true)
@@ -724,21 +741,20 @@ fn learn_paths(
     refuse: &mut Refuse<'_>,
 ) {
     let obs = |i: &u32| &ask.record.observations[*i as usize];
-    let blockers: Vec<&Observation> = blockers
-        .of_tool(tool)
-        .filter(|o| !path_shape(o).is_empty())
-        .collect();
-    // Every glob any approved path suggests, with its rank.
-    let mut candidates_by_glob: BTreeMap<String, u8> = BTreeMap::new();
+    // Every glob the approved paths suggest, with the calls it covers: a
+    // call is covered by the globs every one of its paths suggests. The
+    // calls it must not cover are indexed the same way (the proof then
+    // matches every chosen rule against every call exactly).
+    let mut by_glob: BTreeMap<String, (u8, Vec<u32>)> = BTreeMap::new();
     for i in positives {
-        for path in path_shape(obs(i)) {
-            if path.contains('\\') {
-                continue;
-            }
-            for (rank, glob) in globs_for(path) {
-                let kept = candidates_by_glob.entry(glob).or_insert(rank);
-                *kept = (*kept).min(rank);
-            }
+        for (rank, glob) in globs_of(path_shape(obs(i))) {
+            by_glob.entry(glob).or_insert((rank, Vec::new())).1.push(*i);
+        }
+    }
+    let mut blocked_by: HashMap<String, &Observation> = HashMap::new();
+    for o in blockers.of_tool(tool) {
+        for (_, glob) in globs_of(path_shape(o)) {
+            blocked_by.entry(glob).or_insert(o);
         }
     }
     struct Choice {
@@ -749,17 +765,8 @@ fn learn_paths(
         blocked: Option<String>,
     }
     let mut options: Vec<Choice> = Vec::new();
-    for (glob, rank) in candidates_by_glob {
+    for (glob, (rank, calls)) in by_glob {
         let Some(m) = matcher(&glob) else { continue };
-        let covers = |o: &Observation| {
-            let paths = path_shape(o);
-            !paths.is_empty() && paths.iter().all(|p| m.is_match(p))
-        };
-        let calls: Vec<u32> = positives
-            .iter()
-            .copied()
-            .filter(|i| covers(obs(i)))
-            .collect();
         let paths: BTreeSet<String> = calls
             .iter()
             .flat_map(|i| path_shape(obs(i)).iter().cloned())
@@ -767,7 +774,7 @@ fn learn_paths(
         let blocked = if touches_protected(&m, &glob) {
             Some("floor: it could name gavel's or git's own files".to_owned())
         } else {
-            blockers.iter().find(|o| covers(o)).map(|o| described(o))
+            blocked_by.get(&glob).map(|o| described(o))
         };
         options.push(Choice {
             glob,
@@ -900,6 +907,11 @@ fn learn_paths(
             alternatives,
         });
     }
+    let option_of: HashMap<&str, usize> = options
+        .iter()
+        .enumerate()
+        .map(|(at, o)| (o.glob.as_str(), at))
+        .collect();
     // What is left: one path each, approved often enough on its own.
     let mut exact: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for i in positives.iter().filter(|i| !covered.contains(i)) {
@@ -916,9 +928,11 @@ fn learn_paths(
     for (path, calls) in exact {
         let glob = globset::escape(path);
         let n = calls.len() as u64;
-        let broader = options
+        let broader = globs_for(path)
             .iter()
-            .filter(|o| o.rank > 0 && o.calls.iter().any(|c| calls.contains(c)))
+            .filter(|(rank, _)| *rank > 0)
+            .filter_map(|(_, glob)| option_of.get(glob.as_str()))
+            .map(|at| &options[*at])
             .min_by_key(|o| (o.rank, o.glob.clone()));
         let broader_why = broader.map(|o| {
             let why = o.blocked.clone().unwrap_or_else(|| {
@@ -943,10 +957,7 @@ fn learn_paths(
             refuse(tool, path.to_owned(), n, why);
             continue;
         }
-        if let Some(b) = blockers
-            .iter()
-            .find(|b| path_shape(b) == std::slice::from_ref(&path.to_owned()))
-        {
+        if let Some(b) = blocked_by.get(&glob) {
             refuse(tool, path.to_owned(), n, described(b));
             continue;
         }
