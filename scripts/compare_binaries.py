@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Time one governed call with two gavel binaries, interleaved, in one run.
 
-Usage: compare_binaries.py OLD NEW [--runs N] [--markdown]
+Usage: compare_binaries.py OLD NEW [--runs N] [--only TEXT] [--markdown]
+
+`--only TEXT` times only the cases whose name contains TEXT.
 
 Each round runs every case once with OLD and once with NEW (the order
 alternates between rounds), each binary against its own workspace and
@@ -30,6 +32,10 @@ CASES = [
     ("`gavel run bash` (asked, `--approve`)",
      ["run", "bash", '{"command":"true"}', "--approve", "--json"], None),
     ("`gavel hook claude-code` PreToolUse `Read`", ["hook", "claude-code"], "hook"),
+    # A contained allow (`cat a.txt`, proven read-only: `read-only`) under the
+    # preset: a gavel that rewrites answers with the command under `gavel exec`.
+    ("`gavel hook claude-code` PreToolUse `Bash` `cat a.txt` (contained allow)",
+     ["hook", "claude-code", "--policy", "{preset}"], "hook-bash"),
     # Under each binary's own coding-agent preset: the shell reader, the
     # program models and the facts of a read-only pipeline and of a walk.
     ("`gavel check bash` preset, `git log … | grep … | head`",
@@ -38,14 +44,19 @@ CASES = [
     ("`gavel check bash` preset, `grep -rn --exclude-dir=.gavel foo .`",
      ["check", "bash", '{"command":"grep -rn --exclude-dir=.gavel foo ."}',
       "--policy", "{preset}"], None),
+    # An allowed command run: since the sandbox (issue 38), inside `read-only`.
+    ("`gavel run bash` preset, `cat a.txt` (run)",
+     ["run", "bash", '{"command":"cat a.txt"}', "--policy", "{preset}", "--json"], None),
 ]
 
 
-def hook_input(ws, n):
+def hook_input(ws, n, kind="hook"):
+    tool, tool_input = (("Read", {"file_path": os.path.join(ws, "a.txt")}) if kind == "hook"
+                        else ("Bash", {"command": "cat a.txt", "description": "Show a.txt"}))
     return json.dumps({
         "session_id": "bench-session", "transcript_path": "/tmp/t.jsonl", "cwd": ws,
-        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Read",
-        "tool_input": {"file_path": os.path.join(ws, "a.txt")}, "tool_use_id": f"toolu_bench_{n}",
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tool,
+        "tool_input": tool_input, "tool_use_id": f"toolu_bench_{n}",
     })
 
 
@@ -67,6 +78,8 @@ def main(argv):
         sys.exit(__doc__)
     old, new = argv[0], argv[1]
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 100
+    only = argv[argv.index("--only") + 1] if "--only" in argv else ""
+    cases = [c for c in CASES if only in c[0]]
     root = tempfile.mkdtemp(prefix="gavel-compare-")
     try:
         places = {}
@@ -85,15 +98,15 @@ def main(argv):
             with open(preset, "w") as f:
                 f.write(shown.stdout)
             presets[name] = preset
-        times = {(case, name): ([], []) for case, _, _ in CASES for name in binaries}
+        times = {(case, name): ([], []) for case, _, _ in cases for name in binaries}
         n = 0
         for round_ in range(runs):
             order = ("old", "new") if round_ % 2 == 0 else ("new", "old")
-            for case, args, kind in CASES:
+            for case, args, kind in cases:
                 for name in order:
                     n += 1
                     ws, db = places[name]
-                    stdin = hook_input(ws, n) if kind == "hook" else None
+                    stdin = hook_input(ws, n, kind) if kind else None
                     case_args = [a.replace("{preset}", presets[name]) for a in args]
                     wall, cpu = timed(binaries[name], case_args, ws, db, stdin)
                     times[(case, name)][0].append(wall)
@@ -101,7 +114,7 @@ def main(argv):
         print(f"{runs} rounds, interleaved; median wall time, mean CPU time in brackets\n")
         print("| call | before | now | now / before (wall) | now / before (CPU) |")
         print("|---|---|---|---|---|")
-        for case, _, _ in CASES:
+        for case, _, _ in cases:
             (ow, oc), (nw, nc) = times[(case, "old")], times[(case, "new")]
             o, m = statistics.median(ow) * 1000, statistics.median(nw) * 1000
             oc, nc = statistics.mean(oc) * 1000, statistics.mean(nc) * 1000

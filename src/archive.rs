@@ -595,6 +595,114 @@ pub fn verify_export(
     })
 }
 
+/// What an export holds, to be read as a log (`source::Location::Export`):
+/// its identity, stored checkpoints and events, each as stored. Read, not
+/// verified: [`verify_export`] says whether they are what was recorded.
+#[derive(Debug)]
+pub struct Contents {
+    /// The log's identity; an export does not carry the log's creation
+    /// time, so `created_us` is 0.
+    pub identity: LogIdentity,
+    /// `(size, root, note, created_us)`, created 0.
+    pub checkpoints: Vec<crate::store::CheckpointCopy>,
+    pub events: Vec<StoredEvent>,
+}
+
+/// Reads an export's lines into [`Contents`]; a line that is not a header,
+/// checkpoint or event line of the documented types is an error naming it.
+pub fn read_export(input: impl BufRead) -> Result<Contents, ArchiveError> {
+    let bad = |detail: String| ArchiveError::NotAnExport { detail };
+    let mut lines = input.lines().enumerate();
+    let mut next = || -> Result<Option<(usize, Value)>, ArchiveError> {
+        for (i, line) in lines.by_ref() {
+            let line = line?;
+            if !line.trim().is_empty() {
+                return Ok(Some((i + 1, read_line(&line))));
+            }
+        }
+        Ok(None)
+    };
+    let Some((_, first)) = next()? else {
+        return Err(bad("it is empty".into()));
+    };
+    let header = read_header(&first)?;
+    let format = header
+        .format
+        .filter(|f| known_format(*f))
+        .ok_or_else(|| bad(format!("record format {} is unknown", header.format_text)))?;
+    let mut contents = Contents {
+        identity: LogIdentity {
+            log_id: header.log_id,
+            origin: header.origin,
+            format: format as u32,
+            created_us: 0,
+            genesis: header.genesis,
+        },
+        checkpoints: Vec::new(),
+        events: Vec::new(),
+    };
+    while let Some((number, value)) = next()? {
+        let read = match value["record"].as_str() {
+            Some("checkpoint") => checkpoint_copy(&value).map(|c| contents.checkpoints.push(c)),
+            Some("event") => stored_event(&value).map(|e| contents.events.push(e)),
+            _ => Err("not a checkpoint or event line".to_owned()),
+        };
+        read.map_err(|detail| bad(format!("line {number}: {detail}")))?;
+    }
+    Ok(contents)
+}
+
+fn checkpoint_copy(value: &Value) -> Result<crate::store::CheckpointCopy, String> {
+    let size = value["size"].as_i64().filter(|n| *n >= 0);
+    let root = value["root"].as_str().and_then(unhex);
+    let note = value["note"].as_str();
+    match (size, root, note) {
+        (Some(size), Some(root), Some(note)) => Ok((size, root, note.to_owned(), 0)),
+        _ => Err("a checkpoint needs `size`, `root` (hex) and `note`".into()),
+    }
+}
+
+/// An event line as the row it copies.
+fn stored_event(value: &Value) -> Result<StoredEvent, String> {
+    let text = |name: &str| {
+        value[name]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("`{name}` is not a string"))
+    };
+    let optional = |name: &str| match &value[name] {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.clone())),
+        _ => Err(format!("`{name}` is not a string or null")),
+    };
+    let bytes = |name: &str| unhex(&text(name)?).ok_or_else(|| format!("`{name}` is not hex"));
+    let payload = match (&value["payload_raw"], &value["payload_hex"]) {
+        (Value::String(raw), Value::Null) => raw.as_bytes().to_vec(),
+        (Value::Null, Value::String(_)) => bytes("payload_hex")?,
+        _ => return Err("needs exactly one of `payload_raw` and `payload_hex`".into()),
+    };
+    Ok(StoredEvent {
+        seq: value["seq"].as_u64().ok_or("`seq` is not a number")?,
+        log_id: bytes("log_id")?,
+        ts_us: value["ts_us"].as_i64().ok_or("`ts_us` is not a number")?,
+        kind: text("kind")?,
+        call_id: text("call_id")?,
+        tool: optional("tool")?,
+        action: optional("action")?,
+        rule_id: optional("rule_id")?,
+        approval: optional("approval")?,
+        status: optional("status")?,
+        payload,
+        leaf: bytes("leaf")?,
+        chain: bytes("chain")?,
+        user: optional("user")?,
+        host: optional("host")?,
+        client: optional("client")?,
+        session: optional("session")?,
+        agent: optional("agent")?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -628,6 +736,69 @@ mod tests {
         assert!(checked_time(0));
         assert!(!checked_time(i64::MAX));
         assert!(!checked_time(-62_135_596_800_000_001));
+    }
+
+    #[test]
+    fn an_export_reads_back_as_the_rows_it_copies() {
+        let identity = LogIdentity {
+            log_id: vec![1; 16],
+            origin: "gavel/0101".into(),
+            format: 2,
+            created_us: 5,
+            genesis: [7; 32],
+        };
+        let event = StoredEvent {
+            seq: 1,
+            log_id: vec![1; 16],
+            ts_us: 1_764_676_800_000_000,
+            kind: "request".into(),
+            call_id: "c1".into(),
+            tool: Some("bash".into()),
+            action: None,
+            rule_id: None,
+            approval: None,
+            status: None,
+            payload: b"{\"a\":1}".to_vec(),
+            leaf: vec![2; 32],
+            chain: vec![3; 32],
+            user: Some("u".into()),
+            host: None,
+            client: None,
+            session: None,
+            agent: None,
+        };
+        let mut text = header_line(&identity, None).to_string() + "\n\n";
+        text += &(event_line(&event, 2).to_string() + "\n");
+        let read = read_export(text.as_bytes()).unwrap();
+        assert_eq!(read.identity.log_id, identity.log_id);
+        assert_eq!(read.identity.genesis, identity.genesis);
+        assert_eq!(read.events.len(), 1);
+        let got = &read.events[0];
+        assert_eq!(
+            (
+                &got.call_id,
+                &got.tool,
+                &got.payload,
+                &got.leaf,
+                &got.chain,
+                &got.user
+            ),
+            (
+                &event.call_id,
+                &event.tool,
+                &event.payload,
+                &event.leaf,
+                &event.chain,
+                &event.user
+            )
+        );
+        let broken = text.replace("\"leaf\":\"", "\"leaf\":\"zz");
+        let err = read_export(broken.as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().contains("line 3: `leaf` is not hex"),
+            "{err}"
+        );
+        assert!(read_export(&b"not json\n"[..]).is_err());
     }
 
     #[test]

@@ -443,6 +443,26 @@ pub struct ResultRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
+    /// The sandbox profile the command ran in, when gavel ran it contained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contained: Option<String>,
+}
+
+/// What the sandbox refused a contained call (docs/sandbox.md): each
+/// write, creation, removal, rename, mode change, execution or socket
+/// outside what its profile permits, and the program that tried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedRecord {
+    /// The profile the command ran in.
+    pub profile: String,
+    pub attempts: Vec<crate::sandbox::observe::Attempt>,
+    /// Refused attempts beyond the ones kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ResultRecord {
@@ -471,6 +491,7 @@ impl ResultRecord {
             content_bytes,
             exit_code: result.exit_code,
             duration_ms: result.duration_ms,
+            contained: None,
         }
     }
 }
@@ -650,6 +671,8 @@ pub enum EventBody {
     Grant(GrantRecord),
     /// A grant's revocation.
     Revocation(RevocationRecord),
+    /// What the sandbox refused a contained call.
+    Refused(RefusedRecord),
 }
 
 impl EventBody {
@@ -665,6 +688,7 @@ impl EventBody {
             EventBody::Format(_) => crate::chain::FORMAT_KIND,
             EventBody::Grant(_) => "grant",
             EventBody::Revocation(_) => "revocation",
+            EventBody::Refused(_) => "refused",
         }
     }
 
@@ -683,6 +707,7 @@ impl EventBody {
             EventBody::Format(r) => serde_json::to_writer(&mut bytes, r),
             EventBody::Grant(r) => serde_json::to_writer(&mut bytes, r),
             EventBody::Revocation(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Refused(r) => serde_json::to_writer(&mut bytes, r),
         };
         // These records hold only strings, numbers and JSON values with string keys,
         // which serde_json always serializes.
@@ -703,6 +728,7 @@ impl EventBody {
             "format" => EventBody::Format(serde_json::from_slice(payload).map_err(err)?),
             "grant" => EventBody::Grant(serde_json::from_slice(payload).map_err(err)?),
             "revocation" => EventBody::Revocation(serde_json::from_slice(payload).map_err(err)?),
+            "refused" => EventBody::Refused(serde_json::from_slice(payload).map_err(err)?),
             other => return Err(format!("unknown event kind `{other}`")),
         })
     }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::ToolRequest;
 use crate::archive::format_time;
-use crate::audit::{ApprovalRecord, EventBody, ResultRecord};
+use crate::audit::{ApprovalRecord, EventBody, RefusedRecord, ResultRecord};
 use crate::policy::{EntryMatch, Policy, PolicyError, RuleTrace};
 use crate::source::Integrity;
 use crate::store::{AnomalyEntry, AuditQuery, CallEntry, CallSummary, Store, StoreError};
@@ -99,6 +99,7 @@ pub fn explain(
         None => (None, Vec::new()),
     };
     let result = result_of(store, &call.call_id)?;
+    let refused = refused_of(store, &call.call_id)?;
     let approver = approver_of(store, &call.call_id)?;
     let decision = &call.decision;
     let policy_text = match store.recorded_policy(&decision.policy.digest)? {
@@ -143,6 +144,8 @@ pub fn explain(
                 "approval": call.approval,
                 "status": call.status,
                 "result": result,
+                "sandbox": decision.sandbox,
+                "refused": refused,
                 "anomalies": anomalies,
                 "grant": grant,
     });
@@ -315,6 +318,7 @@ pub fn explain(
             "Result: {status}: no result was recorded (gavel stopped while the call ran, or the client never reported back)"
         )),
     }
+    text.extend(sandbox_lines(decision.sandbox.as_ref(), &refused));
     if !anomalies.is_empty() {
         text.push(String::new());
         text.extend(anomaly_lines(&anomalies));
@@ -377,6 +381,62 @@ fn approval_words(status: &str, record: &ApprovalRecord) -> String {
     }
     if let Some(cause) = record.cause {
         text.push_str(&format!(" ({})", cause.as_str()));
+    }
+    text
+}
+
+/// What the sandbox refused the call, every `refused` event of it.
+fn refused_of(store: &Store, call_id: &str) -> Result<Vec<RefusedRecord>, StoreError> {
+    Ok(store
+        .call_events(call_id)?
+        .iter()
+        .filter(|e| e.kind == "refused")
+        .filter_map(|e| match EventBody::from_json("refused", &e.payload) {
+            Ok(EventBody::Refused(r)) => Some(r),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The sandbox lines of `explain`: the profile, what the kernel enforced,
+/// and each attempt it refused.
+fn sandbox_lines(
+    sandbox: Option<&crate::sandbox::SandboxRecord>,
+    refused: &[RefusedRecord],
+) -> Vec<String> {
+    let mut text = Vec::new();
+    if let Some(s) = sandbox {
+        let enforcement = match s.enforcement.as_deref() {
+            Some(e) if s.missing.is_empty() => format!(", enforcement {e}"),
+            Some(e) => format!(", enforcement {e} (missing: {})", s.missing.join("; ")),
+            None => String::new(),
+        };
+        let implied = if s.implied {
+            " (implied: the command is proven to only read)"
+        } else {
+            ""
+        };
+        text.push(format!("Sandbox: `{}`{implied}{enforcement}", s.profile));
+    }
+    for r in refused {
+        let more = if r.more > 0 {
+            format!(" and {} more", r.more)
+        } else {
+            String::new()
+        };
+        text.push(format!(
+            "REFUSED by the sandbox `{}`: {} attempt(s){more}",
+            r.profile,
+            r.attempts.len()
+        ));
+        for a in &r.attempts {
+            text.push(format!(
+                "  {} `{}` by `{}`",
+                a.operation,
+                crate::text::escape(&a.target),
+                crate::text::escape(&a.program)
+            ));
+        }
     }
     text
 }

@@ -13,6 +13,7 @@ pub mod audit;
 pub mod central;
 pub mod chain;
 pub mod checkpoint;
+pub mod ci;
 pub mod clients;
 pub mod demo;
 pub mod digest;

@@ -166,10 +166,10 @@ pub fn event(
     Value::Object(event)
 }
 
-/// Informational, but Medium for a deny and for a row that reports an
-/// anomaly.
+/// Informational, but Medium for a deny, for a row that reports an
+/// anomaly, and for what a sandbox refused.
 fn severity(line: &Value) -> u64 {
-    if line["action"] == "deny" || line["kind"] == "anomaly" {
+    if line["action"] == "deny" || line["kind"] == "anomaly" || line["kind"] == "refused" {
         3
     } else {
         1
@@ -187,6 +187,26 @@ fn message(kind: &str, tool: Option<&str>, line: &Value, payload: &Value) -> Str
         ),
         "approval" => format!("{tool} {}", line["approval"].as_str().unwrap_or("")),
         "result" => format!("{tool} {}", line["status"].as_str().unwrap_or("")),
+        "refused" => {
+            let attempts: Vec<String> = payload["attempts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| {
+                    format!(
+                        "{} {} by {}",
+                        a["operation"].as_str().unwrap_or(""),
+                        a["target"].as_str().unwrap_or(""),
+                        a["program"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            format!(
+                "{tool} refused by sandbox {}: {}",
+                payload["profile"].as_str().unwrap_or(""),
+                attempts.join("; ")
+            )
+        }
         other => format!("{other} {tool}"),
     }
 }
@@ -254,6 +274,7 @@ fn control(kind: &str, line: &Value, payload: &Value) -> Vec<(&'static str, Valu
             Some("blocked") => disposition(2, "Blocked"),
             _ => disposition(27, "Error"),
         },
+        "refused" => disposition(2, "Blocked"),
         _ => Vec::new(),
     }
 }

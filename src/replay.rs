@@ -16,8 +16,11 @@ use crate::policy::{Action, Decision, Policy, PolicyRef};
 use crate::request::ToolRequest;
 use crate::store::{AuditQuery, DecidedCall, Store, StoreError};
 
+mod gate;
 mod grants;
+pub mod summary;
 
+pub use gate::{FailOn, Gate};
 use grants::GrantBook;
 pub use grants::{GrantedCall, Grants};
 
@@ -51,7 +54,9 @@ pub enum Direction {
 pub struct Verdict {
     pub action: Action,
     pub rule_id: String,
-    /// The sandbox an allow runs under, when its rule names one.
+    /// The sandbox an allow runs under, when its rule names one (the
+    /// `read-only` a proven read-only command gets without a rule naming
+    /// it follows from the facts, not the policy, and is left out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Contained>,
 }
@@ -72,11 +77,15 @@ impl Verdict {
         Self {
             action: decision.action,
             rule_id: decision.rule_id.clone(),
-            sandbox: decision.sandbox.as_ref().map(|s| Contained {
-                profile: s.profile.clone(),
-                sha256: s.sha256.clone(),
-                spec: s.spec.clone(),
-            }),
+            sandbox: decision
+                .sandbox
+                .as_ref()
+                .filter(|s| !s.implied)
+                .map(|s| Contained {
+                    profile: s.profile.clone(),
+                    sha256: s.sha256.clone(),
+                    spec: s.spec.clone(),
+                }),
         }
     }
 }
@@ -115,14 +124,32 @@ pub struct ChangedCall {
 pub enum Kept {
     /// Every changed call (JSON output: nothing left out).
     All,
+    /// As `All`, and every call replayed, moved or not, in
+    /// `DriftReport::replayed` (a JUnit report has a test case per call).
+    Every,
     /// The first `CALL_IDS_KEPT` (a table shows only examples).
     Examples,
 }
 
 impl Kept {
     fn allows(self, len: usize) -> bool {
-        self == Kept::All || len < CALL_IDS_KEPT
+        self != Kept::Examples || len < CALL_IDS_KEPT
     }
+}
+
+/// One call replayed, moved or not (kept with `Kept::Every`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplayedCall {
+    pub call_id: String,
+    pub tool: String,
+    /// As `ChangedCall::arguments`.
+    pub arguments: String,
+    pub from: Verdict,
+    pub to: Verdict,
+    /// How its decision moved; `None`: as recorded.
+    pub direction: Option<Direction>,
+    /// It moved, but cannot be re-decided exactly (see `DriftReport::undecidable`).
+    pub undecidable: bool,
 }
 
 /// The longest arguments summary, in characters.
@@ -192,6 +219,9 @@ pub struct DriftReport {
     pub undecidable_loosened: u64,
     /// Them (all, or the first few when only examples are kept), with why.
     pub undecidable_calls: Vec<UndecidableCall>,
+    /// Every call replayed, oldest first, when kept (`Kept::Every`).
+    #[serde(skip)]
+    pub replayed: Vec<ReplayedCall>,
     /// Calls a grant allows in this replay (`grant.<ID>`): unless replayed
     /// without grants, a call the policy still asks about is allowed by a
     /// grant of the log that covers it and was in force at the call's place
@@ -301,6 +331,7 @@ pub struct DriftBuilder {
     undecidable_loosened: u64,
     kept: Kept,
     groups: HashMap<(Verdict, Verdict), Group>,
+    replayed: Vec<ReplayedCall>,
 }
 
 struct Group {
@@ -329,6 +360,7 @@ impl DriftBuilder {
             undecidable_count: 0,
             undecidable_loosened: 0,
             groups: HashMap::new(),
+            replayed: Vec::new(),
         }
     }
 
@@ -344,6 +376,7 @@ impl DriftBuilder {
         &mut self,
         call_id: &str,
         tool: &str,
+        arguments: &Value,
         recorded: &Decision,
         now: &Decision,
     ) {
@@ -353,7 +386,19 @@ impl DriftBuilder {
         }
         let from = Verdict::of(recorded);
         let to = Verdict::of(now);
-        let Some(direction) = direction(&from, &to) else {
+        let moved = direction(&from, &to);
+        if self.kept == Kept::Every {
+            self.replayed.push(ReplayedCall {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                arguments: arguments_summary(tool, arguments),
+                from: from.clone(),
+                to: to.clone(),
+                direction: moved,
+                undecidable: moved.is_some(),
+            });
+        }
+        let Some(direction) = moved else {
             return;
         };
         self.undecidable_count += 1;
@@ -390,7 +435,19 @@ impl DriftBuilder {
         }
         let from = Verdict::of(recorded);
         let to = Verdict::of(now);
-        let Some(direction) = direction(&from, &to) else {
+        let moved = direction(&from, &to);
+        if self.kept == Kept::Every {
+            self.replayed.push(ReplayedCall {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                arguments: arguments_summary(tool, arguments),
+                from: from.clone(),
+                to: to.clone(),
+                direction: moved,
+                undecidable: false,
+            });
+        }
+        let Some(direction) = moved else {
             if recorded.reason != now.reason {
                 self.reason_changed += 1;
             }
@@ -473,6 +530,7 @@ impl DriftBuilder {
             undecidable: self.undecidable_count,
             undecidable_loosened: self.undecidable_loosened,
             undecidable_calls: self.undecidable,
+            replayed: self.replayed,
             granted: 0,
             granted_calls: Vec::new(),
         }
@@ -590,7 +648,22 @@ pub fn replay_calls_with<E: From<StoreError>>(
                 &live
             }
         };
-        let now = policy.decide(request, facts);
+        let mut now = policy.decide(request, facts);
+        // Under the enforcement the call's machine recorded (a record
+        // older than it: a kernel that enforces everything).
+        let enforced = call
+            .decision
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.enforcement())
+            .unwrap_or(crate::sandbox::kernel::Enforcement::Full);
+        crate::sandbox::admit(
+            &mut now,
+            request,
+            facts,
+            |_| enforced,
+            policy.sandbox_unenforceable(),
+        );
         let recorded = recorded_decision(call);
         let was = recorded
             .rule_id
@@ -810,7 +883,13 @@ fn drift_calls<E: From<StoreError>>(
         // costs nothing.
         let moved = direction(&Verdict::of(&recorded), &Verdict::of(&now)).is_some();
         if moved && redaction_decides(&call.tool, &call.request.arguments, &call.decision.facts) {
-            drift.add_undecidable(&call.call_id, &call.tool, &recorded, &now);
+            drift.add_undecidable(
+                &call.call_id,
+                &call.tool,
+                &call.request.arguments,
+                &recorded,
+                &now,
+            );
         } else if let Some(change) = drift.add_call(
             &call.call_id,
             &call.tool,
@@ -883,96 +962,4 @@ pub fn rule_usage(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn decision(action: Action, rule_id: &str, reason: &str) -> Decision {
-        Decision {
-            action,
-            rule_id: rule_id.into(),
-            reason: reason.into(),
-            policy: PolicyRef {
-                name: "p".into(),
-                digest: "d".into(),
-            },
-            layer: None,
-            layers: Vec::new(),
-            shadow: Vec::new(),
-            sandbox: None,
-        }
-    }
-
-    #[test]
-    fn directions_follow_strictness() {
-        let v = |action, rule: &str| Verdict {
-            action,
-            rule_id: rule.into(),
-            sandbox: None,
-        };
-        assert_eq!(
-            direction(&v(Action::Deny, "a"), &v(Action::Ask, "b")),
-            Some(Direction::Loosened)
-        );
-        assert_eq!(
-            direction(&v(Action::Ask, "a"), &v(Action::Allow, "a")),
-            Some(Direction::Loosened)
-        );
-        assert_eq!(
-            direction(&v(Action::Allow, "a"), &v(Action::Deny, "b")),
-            Some(Direction::Tightened)
-        );
-        assert_eq!(
-            direction(&v(Action::Ask, "a"), &v(Action::Ask, "b")),
-            Some(Direction::Rerouted)
-        );
-        assert_eq!(direction(&v(Action::Ask, "a"), &v(Action::Ask, "a")), None);
-    }
-
-    #[test]
-    fn a_changed_reason_alone_is_not_drift() {
-        let mut drift = DriftBuilder::new(
-            PolicyRef {
-                name: "p".into(),
-                digest: "e".into(),
-            },
-            FactSource::Recorded,
-        );
-        drift.add(
-            "c1",
-            &decision(Action::Ask, "r", "old"),
-            &decision(Action::Ask, "r", "new"),
-        );
-        drift.add(
-            "c2",
-            &decision(Action::Deny, "r", "x"),
-            &decision(Action::Allow, "s", "x"),
-        );
-        drift.add(
-            "c3",
-            &decision(Action::Deny, "r", "x"),
-            &decision(Action::Allow, "s", "x"),
-        );
-        drift.add(
-            "c4",
-            &decision(Action::Allow, "s", "x"),
-            &decision(Action::Ask, "t", "x"),
-        );
-        let report = drift.finish();
-        assert_eq!(
-            (
-                report.total,
-                report.unchanged,
-                report.changed,
-                report.reason_changed
-            ),
-            (4, 1, 3, 1)
-        );
-        assert_eq!(
-            (report.loosened, report.tightened, report.rerouted),
-            (2, 1, 0)
-        );
-        assert_eq!(report.transitions[0].direction, Direction::Loosened);
-        assert_eq!(report.transitions[0].call_ids, ["c2", "c3"]);
-        assert_eq!(report.transitions[1].direction, Direction::Tightened);
-    }
-}
+mod tests;

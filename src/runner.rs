@@ -8,6 +8,7 @@
 //! record; `PostToolUse`. If the record cannot be written the call does not
 //! run: gavel fails closed.
 
+use std::cell::RefCell;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -17,14 +18,16 @@ use crate::approval::{self, ApprovalStatus, Approver, Resolution};
 use crate::approvals::grants::GrantSource;
 use crate::audit::{
     ApprovalRecord, AuditError, AuditSink, ClientCall, DEFAULT_MAX_ARGUMENT_BYTES, DecisionRecord,
-    Event, EventBody, ExecutionStatus, JsonMeasure, RequestRecord, ResultRecord, ToolResult,
+    Event, EventBody, ExecutionStatus, JsonMeasure, RefusedRecord, RequestRecord, ResultRecord,
+    ToolResult,
 };
 use crate::facts::{Facts, McpFacts, Workspace};
 use crate::hooks::{HookEvent, Hooks};
 use crate::policy::{Action, Decision, INVALID_ARGUMENTS, Policy, ShadowVerdict};
 use crate::principal::Principal;
 use crate::request::ToolRequest;
-use crate::tools::{Registry, ToolContext};
+use crate::sandbox::observe::Observed;
+use crate::tools::{Contained, Registry, ToolContext};
 
 /// Everything that happened to one call.
 #[derive(Debug, Clone, Serialize)]
@@ -236,6 +239,14 @@ impl GovernedRunner {
         };
         facts.mcp = mcp;
         let mut decision = self.policy.decide(request, &facts);
+        // The sandbox it runs in, and whether this kernel can hold it.
+        crate::sandbox::admit(
+            &mut decision,
+            request,
+            &facts,
+            |record| crate::sandbox::enforcement_in(record, self.workspace.root()),
+            self.policy.sandbox_unenforceable(),
+        );
         // Shadow policies decide on the same facts; never enforced.
         decision.shadow = self.policy.shadow_verdicts(request, &facts);
         if decision.action == Action::Ask
@@ -301,21 +312,27 @@ impl GovernedRunner {
         self.hooks
             .emit(HookEvent::PermissionDecision(request, &resolution));
 
-        let result = self.execute(request, &resolution);
+        let observed = RefCell::new(Observed::default());
+        let (result, contained) = self.execute(call_id, request, &resolution, &observed);
         // The call is over: a result that cannot be written is reported
         // with the outcome, never in its place (the caller must not take a
         // call that ran for one that did not, and run it again).
-        let record_error = audit
-            .append_owned(vec![
-                Event::now(
-                    call_id,
-                    tool,
-                    EventBody::Result(ResultRecord::from_result(&result)),
-                )
-                .by(who),
-            ])
-            .err()
-            .map(|err| err.to_string());
+        let mut events = Vec::with_capacity(2);
+        let observed = observed.into_inner();
+        if let Some(profile) = &contained
+            && !observed.attempts.is_empty()
+        {
+            let refused = RefusedRecord {
+                profile: profile.clone(),
+                attempts: observed.attempts,
+                more: observed.more,
+            };
+            events.push(Event::now(call_id, tool, EventBody::Refused(refused)).by(who));
+        }
+        let mut record = ResultRecord::from_result(&result);
+        record.contained = contained;
+        events.push(Event::now(call_id, tool, EventBody::Result(record)).by(who));
+        let record_error = audit.append_owned(events).err().map(|err| err.to_string());
         self.hooks.emit(HookEvent::PostToolUse(request, &result));
 
         Ok(CallOutcome {
@@ -328,8 +345,32 @@ impl GovernedRunner {
         })
     }
 
-    /// Calls the handler when the resolution allows it; always a result.
-    fn execute(&self, request: &ToolRequest, resolution: &Resolution) -> ToolResult {
+    /// Calls the handler when the resolution allows it; always a result,
+    /// and the profile it ran contained in.
+    fn execute(
+        &self,
+        call_id: &str,
+        request: &ToolRequest,
+        resolution: &Resolution,
+        observed: &RefCell<Observed>,
+    ) -> (ToolResult, Option<String>) {
+        let contained = crate::sandbox::contained(&resolution.decision)
+            .filter(|_| request.name == "bash" && resolution.allowed)
+            .map(|sandbox| Contained {
+                call_id,
+                sandbox,
+                observed,
+            });
+        let result = self.execute_in(request, resolution, contained.as_ref());
+        (result, contained.map(|c| c.sandbox.profile.clone()))
+    }
+
+    fn execute_in(
+        &self,
+        request: &ToolRequest,
+        resolution: &Resolution,
+        contained: Option<&Contained>,
+    ) -> ToolResult {
         if !resolution.allowed {
             return ToolResult {
                 status: ExecutionStatus::Blocked,
@@ -347,8 +388,11 @@ impl GovernedRunner {
                 duration_ms: 0,
             };
         };
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            handler.call(&request.arguments, &self.context)
+        // A `bash` command allowed under a sandbox runs inside it (gavel's
+        // own file tools check their paths themselves).
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match contained {
+            Some(contained) => handler.call_contained(&request.arguments, &self.context, contained),
+            None => handler.call(&request.arguments, &self.context),
         }));
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match outcome {

@@ -190,6 +190,75 @@ impl FormatArgs {
     }
 }
 
+/// `--format` of the commands a CI job gates on: a table or JSON, or what
+/// CI systems read (`gavel::ci`).
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateFormat {
+    Table,
+    Json,
+    Jsonl,
+    /// JUnit XML: one test case per call, case or finding; failures where the gate fails
+    Junit,
+    /// SARIF 2.1.0: results located in the policy file at the rule's line
+    Sarif,
+    /// GitHub Actions workflow commands: `::error file=…,line=…::` annotations
+    Github,
+}
+
+/// `--format` (with the CI formats) and `--json` as its short form.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct GateFormatArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value_t = GateFormat::Table)]
+    pub format: GateFormat,
+    /// JSON, one object per line (short for --format jsonl)
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl GateFormatArgs {
+    /// The CI format asked for (`--json` overrides `--format`, as everywhere).
+    pub fn ci(self) -> Option<gavel::ci::Format> {
+        match self.format {
+            _ if self.json => None,
+            GateFormat::Junit => Some(gavel::ci::Format::Junit),
+            GateFormat::Sarif => Some(gavel::ci::Format::Sarif),
+            GateFormat::Github => Some(gavel::ci::Format::Github),
+            _ => None,
+        }
+    }
+
+    /// The table or JSON format asked for, when not a CI one.
+    pub fn plain(self) -> FormatArgs {
+        let format = match self.format {
+            GateFormat::Json => Format::Json,
+            GateFormat::Jsonl => Format::Jsonl,
+            _ => Format::Table,
+        };
+        FormatArgs {
+            format,
+            json: self.json,
+        }
+    }
+}
+
+/// When the command started, for a CI report's time.
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Prints `report` in `format`; the exit its gate gives.
+pub fn print_ci(report: &gavel::ci::Report, format: gavel::ci::Format) -> anyhow::Result<Exit> {
+    let started = *STARTED.get_or_init(std::time::Instant::now);
+    let text = report.render(format, &gavel::ci::Run::here(started));
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(if report.fails() {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    })
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Decide a call without asking, running or recording anything
@@ -456,6 +525,7 @@ fn hide_inapplicable(
 
 fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     let global = cli.global;
+    STARTED.get_or_init(std::time::Instant::now);
     render::set_wide(global.wide);
     match cli.command {
         Command::Check(args) => check::run(&global, args),

@@ -17,7 +17,7 @@ use gavel::replay::arguments_summary;
 use gavel::store::AuditQuery;
 
 use super::render::progress_bar;
-use super::{Exit, FormatArgs, Global, read_input, render};
+use super::{Exit, GateFormatArgs, Global, read_input, render};
 
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
@@ -63,7 +63,7 @@ pub enum PolicyCommand {
         #[arg(long)]
         no_usage: bool,
         #[command(flatten)]
-        format: FormatArgs,
+        format: GateFormatArgs,
     },
     /// What changed from OLD to NEW: rules added, removed, moved, widened, narrowed; which
     /// of a sample of generated requests and of the recorded calls decide differently
@@ -74,7 +74,7 @@ pub enum PolicyCommand {
         #[arg(long)]
         no_log: bool,
         #[command(flatten)]
-        format: FormatArgs,
+        format: GateFormatArgs,
     },
     /// Propose the narrowest allow rules that would have spared the prompts people
     /// approved, each proven by replay over the record (a TOML diff; --format json)
@@ -91,7 +91,7 @@ pub enum PolicyCommand {
         #[arg(long)]
         accept: bool,
         #[command(flatten)]
-        format: FormatArgs,
+        format: GateFormatArgs,
     },
 }
 
@@ -279,8 +279,9 @@ fn lint_cmd(
     file: Option<&Path>,
     strict: bool,
     no_usage: bool,
-    format: FormatArgs,
+    format: GateFormatArgs,
 ) -> anyhow::Result<Exit> {
+    let (ci, format) = (format.ci(), format.plain());
     let policy = match file {
         Some(file) => Policy::load(file)?,
         None => global.policy(&global.workspace()?)?,
@@ -307,7 +308,13 @@ fn lint_cmd(
         Some(lint::usage(&policy, &counts))
     };
     let failing = strict && !findings.is_empty();
-
+    if let Some(ci) = ci {
+        let mut report = gavel::ci::Report::for_policy("policy lint", &policy);
+        let never = usage.as_ref().map_or(&[][..], |(_, never)| never);
+        let sites = gavel::ci::Sites::of(&policy);
+        gavel::ci::lint(&mut report, &findings, never, strict, &sites);
+        return super::print_ci(&report, ci);
+    }
     if format.is_json() {
         render::json(&json!({
             "policy": policy.reference(),
@@ -333,16 +340,21 @@ fn lint_cmd(
 struct TestOptions {
     failures_only: bool,
     accept: bool,
-    format: FormatArgs,
+    format: GateFormatArgs,
 }
 
 /// How wide the arguments column is.
 const ARGUMENTS_CHARS: usize = 40;
 
 fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Exit> {
-    let format = options.format;
+    let (ci, format) = (options.format.ci(), options.format.plain());
     if options.accept && path == Path::new("-") {
         anyhow::bail!("--accept rewrites the cases file; it cannot rewrite stdin");
+    }
+    if options.accept && ci.is_some() {
+        anyhow::bail!(
+            "--accept rewrites the failing cases; a CI report is of the cases as they are"
+        );
     }
     let text = read_input(path)?;
     let is_toml = path.extension().is_some_and(|e| e == "toml");
@@ -353,6 +365,7 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
     let mut failed = 0;
     let mut rows = Vec::new();
     let mut accepted = Vec::new();
+    let mut decided = Vec::new();
     for (index, case) in cases.iter().enumerate() {
         let facts = match &case.facts {
             Some(facts) => facts.clone(),
@@ -363,6 +376,10 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
         };
         let got = policy.decide_case(case, index, &facts);
         let pass = case.passes(&got);
+        if ci.is_some() {
+            decided.push(got);
+            continue;
+        }
         failed += usize::from(!pass);
         if !pass && options.accept {
             accepted.push(Accepted {
@@ -400,6 +417,14 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
                 if pass { "pass" } else { "FAIL" }.to_owned(),
             ]);
         }
+    }
+    if let Some(ci) = ci {
+        let mut report = gavel::ci::Report::for_policy("policy test", &policy);
+        let results: Vec<_> = (cases.iter().enumerate().zip(&decided))
+            .map(|((index, case), got)| gavel::ci::CaseResult { case, index, got })
+            .collect();
+        gavel::ci::policy_test(&mut report, &results, &gavel::ci::Sites::of(&policy));
+        return super::print_ci(&report, ci);
     }
     if !format.is_json() {
         if rows.is_empty() {

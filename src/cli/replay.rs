@@ -8,9 +8,9 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use gavel::replay::{self, DriftReport, FactSource, Kept};
-use gavel::source::Verified;
+use gavel::source::{Location, Selection, Source, Verified};
 
-use super::{Exit, FormatArgs, Global, QueryArgs, render};
+use super::{Exit, GateFormatArgs, Global, QueryArgs, render};
 
 /// Which drift makes `replay` exit 1.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,10 @@ pub enum FailOn {
 pub struct ReplayArgs {
     #[command(flatten)]
     pub query: QueryArgs,
+    /// Replay the calls of this JSON-lines export (`gavel export`: a reference record
+    /// committed for a CI gate) instead of a database; verified as `verify --export` does
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<std::path::PathBuf>,
     /// Re-gather facts from the filesystem as it is now instead of using the recorded ones
     #[arg(long)]
     pub live: bool,
@@ -52,11 +56,40 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub no_grants: bool,
     #[command(flatten)]
-    pub format: FormatArgs,
+    pub format: GateFormatArgs,
+}
+
+impl ReplayArgs {
+    /// The library's gate for `--fail-on` and `--allow-undecidable`.
+    fn gate(&self) -> replay::Gate {
+        let fail_on = match self.fail_on {
+            FailOn::Any => replay::FailOn::Any,
+            FailOn::Loosened => replay::FailOn::Loosened,
+            FailOn::Tightened => replay::FailOn::Tightened,
+            FailOn::Never => replay::FailOn::Never,
+        };
+        replay::Gate {
+            fail_on,
+            allow_undecidable: self.allow_undecidable,
+        }
+    }
 }
 
 pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
-    let mut source = global.source(&args.query.schema, args.query.selection(), args.query.read)?;
+    let ci = args.format.ci();
+    if ci.is_some() && args.calls {
+        anyhow::bail!(
+            "--calls streams JSON lines; it does not go with --format junit|sarif|github"
+        );
+    }
+    let (format, gate) = (args.format.plain(), args.gate());
+    let mut source = match &args.export {
+        Some(_) if args.query.log.is_some() || args.query.schema.schema.is_some() => {
+            anyhow::bail!("--log and --schema pick in a central store; --export reads one log")
+        }
+        Some(path) => Source::open(Location::Export(path.clone()), Selection::default(), false)?,
+        None => global.source(&args.query.schema, args.query.selection(), args.query.read)?,
+    };
     if let Some(integrity) = source.opened() {
         super::warn(integrity);
     }
@@ -95,11 +128,19 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
         Some(_) => None,
         None => Some(global.policy(&global.workspace()?)?),
     };
-    // JSON lists every changed call; a table shows only examples.
-    let kept = if args.format.is_json() && !args.calls {
-        Kept::All
-    } else {
-        Kept::Examples
+    // JSON lists every changed call, a CI report every call; a table shows only examples.
+    let kept = match ci {
+        Some(_) => Kept::Every,
+        None if format.is_json() && !args.calls => Kept::All,
+        None => Kept::Examples,
+    };
+    let sites = policy
+        .as_ref()
+        .map(gavel::ci::Sites::of)
+        .unwrap_or_default();
+    let mut checks = match &policy {
+        Some(policy) => gavel::ci::Report::for_policy("replay", policy),
+        None => gavel::ci::Report::new("replay"),
     };
     let mut failing = 0u64;
     let mut out = Vec::new();
@@ -154,8 +195,10 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
             bar.finish_and_clear();
         }
         store.check_unchanged()?;
-        failing += failing_calls(&report, args.fail_on, args.allow_undecidable);
+        failing += gate.failing(&report);
+        let name = log.from.map(|f| format!("host `{}`, log {}", f.host, f.origin));
         match log.from {
+            _ if ci.is_some() => gavel::ci::replay(&mut checks, &report, gate, &sites, name.as_deref()),
             Some(from) if args.calls => eprintln!(
                 "gavel: host `{}`, log {}: replayed {} calls: unchanged {}, changed {} (loosened {}, tightened {}, rerouted {})",
                 from.host,
@@ -168,7 +211,7 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
                 report.rerouted
             ),
             None if args.calls => eprintln_summary(&report)?,
-            Some(from) if args.format.is_json() => {
+            Some(from) if format.is_json() => {
                 let mut value = serde_json::to_value(&report)?;
                 if let Some(object) = value.as_object_mut() {
                     object.insert("host".into(), from.host.clone().into());
@@ -177,19 +220,20 @@ pub fn run(global: &Global, args: ReplayArgs) -> anyhow::Result<Exit> {
                 }
                 out.push(value);
             }
-            None if args.format.is_json() => print_json(&report, !args.skip_verify, &changes)?,
-            Some(from) => {
-                render::line(&render::escape(&format!(
-                    "== host `{}`, log {}",
-                    from.host, from.origin
-                )))?;
+            None if format.is_json() => print_json(&report, !args.skip_verify, &changes)?,
+            Some(_) => {
+                render::line(&render::escape(&format!("== {}", name.unwrap_or_default())))?;
                 render::drift_table(&report, args.skip_verify)?;
             }
             None => render::drift_table(&report, args.skip_verify)?,
         }
         Ok(())
     })?;
-    if central && args.format.is_json() && !args.calls {
+    if let Some(ci) = ci {
+        // The report's errors are the calls the gate counted.
+        debug_assert_eq!(checks.fails(), failing > 0);
+        super::print_ci(&checks, ci)?;
+    } else if central && format.is_json() && !args.calls {
         render::json(&json!({ "verified": !args.skip_verify, "logs": out }))?;
     } else if central && logs == 0 && !args.calls {
         render::line("no logs match")?;
@@ -226,18 +270,6 @@ fn print_json(
     writeln!(out)?;
     out.flush()?;
     Ok(())
-}
-
-/// How many calls make the gate fail: the drift `fail_on` names, and,
-/// unless allowed, the undecidable calls that drift could hide in.
-pub fn failing_calls(report: &DriftReport, fail_on: FailOn, allow_undecidable: bool) -> u64 {
-    let undecidable = |n: u64| if allow_undecidable { 0 } else { n };
-    match fail_on {
-        FailOn::Any => report.changed + undecidable(report.undecidable),
-        FailOn::Loosened => report.loosened + undecidable(report.undecidable_loosened),
-        FailOn::Tightened => report.tightened,
-        FailOn::Never => 0,
-    }
 }
 
 /// With `--calls`: the counts on stderr, stdout keeping only the calls.

@@ -11,7 +11,7 @@ use gavel::checkpoint::{self, VerifierKey};
 use gavel::source::{Selection, Source, Verified};
 use gavel::store::{GivenCheckpoint, Problem, VerifyReport};
 
-use super::{Exit, FormatArgs, Global, SchemaArg, render};
+use super::{Exit, GateFormatArgs, Global, SchemaArg, render};
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
@@ -33,7 +33,15 @@ pub struct VerifyArgs {
     #[command(flatten)]
     pub schema: SchemaArg,
     #[command(flatten)]
-    pub format: FormatArgs,
+    pub format: GateFormatArgs,
+}
+
+/// How `verify` prints: a line, JSON, or a CI report naming the log.
+#[derive(Clone, Copy)]
+enum Out<'a> {
+    Text,
+    Json,
+    Ci(gavel::ci::Format, &'a str),
 }
 
 pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
@@ -71,18 +79,27 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
         label: &label,
         note,
     });
-    let json = args.format.is_json();
+    let log = match (&args.ocsf, &args.export, &location) {
+        (Some(path), _, _) | (_, Some(path), _) => path.display().to_string(),
+        (_, _, Some(gavel::source::Location::Local(path))) => path.display().to_string(),
+        _ => "central store".to_owned(),
+    };
+    let out = match args.format.ci() {
+        Some(format) => Out::Ci(format, &log),
+        None if args.format.plain().is_json() => Out::Json,
+        None => Out::Text,
+    };
     if let Some(path) = &args.ocsf {
         let outcome = gavel::ocsf::verify(path, given, &keys)
             .with_context(|| format!("OCSF export `{}`", path.display()))?;
-        return print(&outcome.report, json, Some(outcome.whole_chain), None);
+        return print(&outcome.report, out, Some(outcome.whole_chain), None);
     }
     if let Some(path) = &args.export {
         let file = std::fs::File::open(path)
             .with_context(|| format!("cannot read export `{}`", path.display()))?;
         let outcome = gavel::archive::verify_export(std::io::BufReader::new(file), given, &keys)
             .with_context(|| format!("export `{}`", path.display()))?;
-        return print(&outcome.report, json, Some(outcome.whole_chain), None);
+        return print(&outcome.report, out, Some(outcome.whole_chain), None);
     }
     let Some(location) = location else {
         unreachable!("a database is verified only when no export is given")
@@ -91,7 +108,7 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
         Ok(source) => source,
         Err(err) => match err.tampered() {
             Some(problem) => {
-                return print(&tampered(problem, err.to_string(), &keys), json, None, None);
+                return print(&tampered(problem, err.to_string(), &keys), out, None, None);
             }
             None => return Err(err.into()),
         },
@@ -110,9 +127,9 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
         Verified::Local {
             report,
             mid_session,
-        } => print(&report, json, None, mid_session.as_ref()),
+        } => print(&report, out, None, mid_session.as_ref()),
         #[cfg(feature = "postgres")]
-        Verified::Central(report) => print_central(&report, json),
+        Verified::Central(report) => print_central(&report, out),
     }
 }
 
@@ -125,11 +142,15 @@ fn tampered(problem: Problem, detail: String, keys: &[VerifierKey]) -> VerifyRep
 
 fn print(
     report: &VerifyReport,
-    json: bool,
+    out: Out<'_>,
     whole_chain: Option<bool>,
     mid_session: Option<&serde_json::Value>,
 ) -> anyhow::Result<Exit> {
-    if json {
+    if let Out::Ci(format, log) = out {
+        let mut checks = gavel::ci::Report::new("verify");
+        gavel::ci::verify(&mut checks, report, log);
+        super::print_ci(&checks, format)?;
+    } else if let Out::Json = out {
         let mut value = serde_json::to_value(report)?;
         if let (Some(whole), Some(object)) = (whole_chain, value.as_object_mut()) {
             object.insert("whole_chain".into(), whole.into());
@@ -208,9 +229,13 @@ fn print(
 #[cfg(feature = "postgres")]
 fn print_central(
     report: &gavel::central::verify::CentralReport,
-    json: bool,
+    out: Out<'_>,
 ) -> anyhow::Result<Exit> {
-    if json {
+    if let Out::Ci(format, _) = out {
+        let mut checks = gavel::ci::Report::new("verify");
+        gavel::ci::verify_central(&mut checks, report);
+        super::print_ci(&checks, format)?;
+    } else if let Out::Json = out {
         render::json(&serde_json::to_value(report)?)?;
     } else if report.ok {
         render::line(&format!(

@@ -5,7 +5,9 @@
 //! with what the model was told: closes the asks that were declined), any
 //! other event is a lifecycle event. Answer: `hookSpecificOutput` with
 //! `permissionDecision` allow | deny | ask (ask is Claude Code's own
-//! prompt). Fails closed with exit 2 (stderr shown to Claude), except on
+//! prompt); a `Bash` call allowed under a sandbox the kernel enforces is
+//! answered with `updatedInput`, its command rewritten to run under
+//! `gavel exec`. Fails closed with exit 2 (stderr shown to Claude), except on
 //! `Stop`/`SubagentStop`, where exit 2 would keep the agent working: exit 1.
 //!
 //! | Claude Code | gavel | arguments |
@@ -159,24 +161,35 @@ impl Client for ClaudeCode {
         }
     }
 
+    fn command_field(&self, call: &ToolCall) -> Option<&'static str> {
+        (call.tool == "Bash").then_some("command")
+    }
+
     fn can_prompt(&self, _: &Context, _: AskMode) -> bool {
         true
     }
 
     fn render(&self, context: &Context, reply: &Reply) -> Answer {
-        let (decision, reason) = match reply {
-            Reply::Allow { reason } => ("allow", reason),
-            Reply::Deny { reason } => ("deny", reason),
-            Reply::Ask { reason } => ("ask", reason),
+        let (decision, reason, rewrite) = match reply {
+            Reply::Allow { reason, rewrite } => ("allow", reason, rewrite.as_ref()),
+            Reply::Deny { reason } => ("deny", reason, None),
+            Reply::Ask { reason } => ("ask", reason, None),
             Reply::Pass => return Answer::ok(None),
         };
-        Answer::ok(Some(json!({
+        let mut answer = json!({
             "hookSpecificOutput": {
                 "hookEventName": context.event,
                 "permissionDecision": decision,
                 "permissionDecisionReason": reason,
             }
-        })))
+        });
+        // The whole input, rewritten: Claude Code runs `updatedInput` in
+        // place of what the model sent, whatever `dangerouslyDisableSandbox`
+        // says (that flag only turns off Claude Code's own sandbox).
+        if let Some(input) = rewrite {
+            answer["hookSpecificOutput"]["updatedInput"] = input.clone();
+        }
+        Answer::ok(Some(answer))
     }
 
     fn fail_closed(&self, event: Option<&str>, message: &str) -> Answer {

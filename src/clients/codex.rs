@@ -6,7 +6,9 @@
 //! decides), any other event is a lifecycle event. Codex's `PreToolUse`
 //! honours only `deny`: an `ask` (or an `allow` without `updatedInput`) is
 //! treated as unsupported and the call runs. So an `allow` prints nothing
-//! (the call runs), and an `ask` is denied with the ask's reason and "needs
+//! (the call runs), except a `Bash` call allowed under a sandbox the kernel
+//! enforces: `allow` with `updatedInput`, its command rewritten to run under
+//! `gavel exec`. An `ask` is denied with the ask's reason and "needs
 //! approval": no person was asked, and the record says so (`cancelled`,
 //! `blocked`), never `approved`. Fails closed with exit 2.
 //!
@@ -122,6 +124,10 @@ impl Client for Codex {
         }
     }
 
+    fn command_field(&self, call: &ToolCall) -> Option<&'static str> {
+        (call.tool == "Bash").then_some("command")
+    }
+
     fn can_prompt(&self, _: &Context, _: AskMode) -> bool {
         // `PreToolUse` cannot ask; the person is asked only when Codex itself
         // decides to (its `PermissionRequest`).
@@ -143,8 +149,24 @@ impl Client for Codex {
                     "permissionDecisionReason": reason,
                 }
             }))),
-            // An allow runs the call; an ask at `PermissionRequest` goes to
-            // Codex's own prompt. Neither needs an answer.
+            // A contained allow runs its command under `gavel exec`: Codex
+            // takes `updatedInput` only with an explicit allow.
+            (
+                "PreToolUse",
+                Reply::Allow {
+                    reason,
+                    rewrite: Some(input),
+                },
+            ) => Answer::ok(Some(json!({
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "allow",
+                    "permissionDecisionReason": reason,
+                    "updatedInput": input,
+                }
+            }))),
+            // Any other allow runs the call; an ask at `PermissionRequest`
+            // goes to Codex's own prompt. Neither needs an answer.
             _ => Answer::ok(None),
         }
     }
@@ -230,7 +252,13 @@ mod tests {
             ..Context::default()
         };
         assert_eq!(
-            Codex.render(&pre, &Reply::Allow { reason: "r".into() }),
+            Codex.render(
+                &pre,
+                &Reply::Allow {
+                    reason: "r".into(),
+                    rewrite: None
+                }
+            ),
             Answer::ok(None)
         );
         let denied = Codex.render(&pre, &Reply::Deny { reason: "r".into() });

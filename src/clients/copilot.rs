@@ -9,7 +9,9 @@
 //! gavel mints one at `preToolUse` and matches the completion to it by
 //! session, tool and the digest of the input. A `postToolUse` whose
 //! `resultType` is `denied` reports a call that did not run (declined at
-//! Copilot's prompt). Answer: `{"permissionDecision", "permissionDecisionReason"}`.
+//! Copilot's prompt). Answer: `{"permissionDecision", "permissionDecisionReason"}`,
+//! and for a `bash` call allowed under a sandbox the kernel enforces,
+//! `modifiedArgs`: its command rewritten to run under `gavel exec`.
 //! Copilot's `ask` prompts in an interactive session only; in `copilot -p`
 //! nobody is asked, so asks are denied with "needs approval" unless
 //! `--ask prompt`. Fails closed with a deny on stdout and exit 2.
@@ -168,21 +170,31 @@ impl Client for Copilot {
         }
     }
 
+    fn command_field(&self, call: &ToolCall) -> Option<&'static str> {
+        // `powershell` is not bash: it is not run under `gavel exec`.
+        matches!(call.tool.as_str(), "bash" | "Bash").then_some("command")
+    }
+
     fn can_prompt(&self, _: &Context, mode: AskMode) -> bool {
         mode == AskMode::Prompt
     }
 
     fn render(&self, _: &Context, reply: &Reply) -> Answer {
-        let (decision, reason) = match reply {
-            Reply::Allow { reason } => ("allow", reason),
-            Reply::Deny { reason } => ("deny", reason),
-            Reply::Ask { reason } => ("ask", reason),
+        let (decision, reason, rewrite) = match reply {
+            Reply::Allow { reason, rewrite } => ("allow", reason, rewrite.as_ref()),
+            Reply::Deny { reason } => ("deny", reason, None),
+            Reply::Ask { reason } => ("ask", reason, None),
             Reply::Pass => return Answer::ok(None),
         };
-        Answer::ok(Some(json!({
+        let mut answer = json!({
             "permissionDecision": decision,
             "permissionDecisionReason": reason,
-        })))
+        });
+        // The arguments the tool runs with instead of the model's.
+        if let Some(input) = rewrite {
+            answer["modifiedArgs"] = input.clone();
+        }
+        Answer::ok(Some(answer))
     }
 
     fn fail_closed(&self, event: Option<&str>, message: &str) -> Answer {

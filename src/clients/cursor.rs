@@ -199,7 +199,9 @@ impl Client for Cursor {
 
     fn render(&self, context: &Context, reply: &Reply) -> Answer {
         let (permission, reason) = match reply {
-            Reply::Allow { reason } => ("allow", reason),
+            // Cursor's answer takes no new input: a contained allow runs
+            // as Cursor runs it, uncontained (docs/sandbox.md).
+            Reply::Allow { reason, .. } => ("allow", reason),
             Reply::Deny { reason } => ("deny", reason),
             Reply::Ask { reason } => ("ask", reason),
             Reply::Pass => return Answer::ok(None),

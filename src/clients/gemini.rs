@@ -5,11 +5,14 @@
 //! lifecycle event. Gemini sends no call id: gavel mints one at
 //! `BeforeTool` and matches `AfterTool` to it by session, tool and the
 //! digest of the input. Answer: `{"decision": "allow"|"deny"|"ask",
-//! "reason"}`. Gemini's `ask` prompts in an interactive session but hangs
-//! a headless one (`gemini -p`), so asks are denied with "needs approval"
-//! unless `--ask prompt` says a person is at the terminal. Fails closed
-//! with exit 2 on `BeforeTool` and `BeforeAgent` (blocks); elsewhere, where
-//! exit 2 would retry or hide a result, exit 1 (a warning).
+//! "reason"}`; a `run_shell_command` allowed under a sandbox the kernel
+//! enforces also carries `hookSpecificOutput.tool_input`, its command
+//! rewritten to run under `gavel exec`. Gemini's `ask` prompts in an
+//! interactive session but hangs a headless one (`gemini -p`), so asks are
+//! denied with "needs approval" unless `--ask prompt` says a person is at
+//! the terminal. Fails closed with exit 2 on `BeforeTool` and `BeforeAgent`
+//! (blocks); elsewhere, where exit 2 would retry or hide a result, exit 1
+//! (a warning).
 //!
 //! | Gemini CLI | gavel | arguments |
 //! |---|---|---|
@@ -154,14 +157,24 @@ impl Client for Gemini {
         }
     }
 
+    fn command_field(&self, call: &ToolCall) -> Option<&'static str> {
+        (call.tool == "run_shell_command").then_some("command")
+    }
+
     fn can_prompt(&self, _: &Context, mode: AskMode) -> bool {
         mode == AskMode::Prompt
     }
 
     fn render(&self, _: &Context, reply: &Reply) -> Answer {
         match reply {
-            Reply::Allow { reason } => {
-                Answer::ok(Some(json!({"decision": "allow", "reason": reason})))
+            Reply::Allow { reason, rewrite } => {
+                let mut answer = json!({"decision": "allow", "reason": reason});
+                // Merged over the model's arguments before the tool runs.
+                if let Some(input) = rewrite {
+                    answer["hookSpecificOutput"] =
+                        json!({"hookEventName": "BeforeTool", "tool_input": input});
+                }
+                Answer::ok(Some(answer))
             }
             Reply::Deny { reason } => {
                 Answer::ok(Some(json!({"decision": "deny", "reason": reason})))

@@ -10,6 +10,11 @@
 //! records, and prints what the client renders. Adding a client is one new
 //! file and one line in [`CLIENTS`].
 //!
+//! A shell call allowed under a sandbox the kernel enforces is answered
+//! with its input rewritten (`Reply::Allow`'s `rewrite`): the command under
+//! `gavel exec`, in the field [`Client::command_field`] names, where the
+//! client's answer can carry a new input.
+//!
 //! gavel's vocabulary: `bash` (`command`), `read_file` (`path`),
 //! `write_file` (`path`, `content`), `edit_file` (`path`, `old_text`,
 //! `new_text`), `glob` (`pattern`), and `apply_patch` (`paths`: every file
@@ -209,8 +214,12 @@ pub enum AskMode {
 /// gavel's answer to a pre-event, before the client renders it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
-    /// Run without a prompt.
-    Allow { reason: String },
+    /// Run without a prompt; with `rewrite`, run that input instead of the
+    /// one the client sent (its command under `gavel exec`, contained).
+    Allow {
+        reason: String,
+        rewrite: Option<Value>,
+    },
     /// Do not run; `reason` is shown to the model (and the user).
     Deny { reason: String },
     /// Hand to the client's own permission prompt.
@@ -250,6 +259,15 @@ pub trait Client: Sync {
     /// Maps a call onto gavel's tool name and arguments; relative paths
     /// are taken from `cwd`. Tools gavel does not know keep their name and input.
     fn map_tool(&self, call: &ToolCall, cwd: &str) -> (String, Value);
+
+    /// The field of `call`'s input that holds the shell command gavel
+    /// decides as `bash`, where this client's answer to the pre-event can
+    /// replace the input (so that the command runs under `gavel exec`);
+    /// `None` for other tools, and where the answer takes no new input.
+    fn command_field(&self, call: &ToolCall) -> Option<&'static str> {
+        let _ = call;
+        None
+    }
 
     /// Whether an `ask` on this event can be handed to the client's own prompt.
     fn can_prompt(&self, context: &Context, mode: AskMode) -> bool;
@@ -328,6 +346,36 @@ impl Context {
 pub fn to_request(client: &dyn Client, call: &ToolCall, cwd: &str, call_id: &str) -> ToolRequest {
     let (name, arguments) = client.map_tool(call, cwd);
     ToolRequest::new(call_id, name, arguments)
+}
+
+/// `call`'s input with its shell command replaced by `line` (the command
+/// under `gavel exec`), everything else kept; `None` where the client's
+/// answer cannot carry it or the call has no command.
+pub fn rewritten_input(client: &dyn Client, call: &ToolCall, line: &str) -> Option<Value> {
+    let field = client.command_field(call)?;
+    let mut input = call.input.as_object()?.clone();
+    input.get(field)?.as_str()?;
+    input.insert(field.to_owned(), Value::String(line.to_owned()));
+    Some(Value::Object(input))
+}
+
+/// `call` as it was decided, when a client reports the input gavel
+/// rewrote it to (a completion of a call that ran under `gavel exec`): its
+/// command read back from the line, if the line names the call `call`
+/// carries (or the call carries no id). Anything else as it is.
+pub fn as_decided(client: &dyn Client, call: &ToolCall) -> ToolCall {
+    let line = client
+        .command_field(call)
+        .and_then(|field| Some((field, call.input.get(field)?.as_str()?)))
+        .and_then(|(field, text)| Some((field, crate::sandbox::line::ExecLine::parse(text)?)));
+    let mut decided = call.clone();
+    if let Some((field, line)) = line
+        && call.id.as_deref().is_none_or(|id| id == line.call_id)
+        && let Some(input) = decided.input.as_object_mut()
+    {
+        input.insert(field.to_owned(), Value::String(line.command));
+    }
+    decided
 }
 
 /// What a completion (a post-event) of a recorded call differs in:
@@ -632,6 +680,45 @@ mod tests {
             );
         }
         assert!(by_name("vim").is_none());
+    }
+
+    #[test]
+    fn a_rewrite_replaces_only_the_command_and_reads_back_for_its_own_call() {
+        let call = ToolCall {
+            tool: "Bash".into(),
+            input: serde_json::json!({"command": "ls", "timeout": 5, "dangerouslyDisableSandbox": true}),
+            id: Some("toolu_1".into()),
+        };
+        let line = crate::sandbox::line::ExecLine {
+            gavel: "/bin/gavel".into(),
+            db: "/w/a.db".into(),
+            call_id: "toolu_1".into(),
+            command: "ls".into(),
+        };
+        let client = &claude_code::ClaudeCode;
+        let input = rewritten_input(client, &call, &line.render()).unwrap();
+        assert_eq!(
+            input,
+            serde_json::json!({"command": line.render(), "timeout": 5, "dangerouslyDisableSandbox": true})
+        );
+        let reported = ToolCall {
+            input,
+            ..call.clone()
+        };
+        assert_eq!(as_decided(client, &reported), call);
+        // A line naming another call is not this call's.
+        let other = ToolCall {
+            id: Some("toolu_2".into()),
+            ..reported.clone()
+        };
+        assert_eq!(as_decided(client, &other), other);
+        // Cursor's answer takes no rewrite; other tools have no command.
+        assert_eq!(rewritten_input(&cursor::Cursor, &call, "x"), None);
+        let read = ToolCall {
+            tool: "Read".into(),
+            ..call
+        };
+        assert_eq!(rewritten_input(client, &read, "x"), None);
     }
 
     #[test]

@@ -33,6 +33,7 @@ use crate::clients::{
 use crate::policy::{Action, Decision};
 use crate::principal::Principal;
 use crate::runner::{AskRoute, blocked_content, new_call_id};
+use crate::sandbox::line::ExecLine;
 use crate::session::{
     Ask, Call, Governed, HookAsk, Service, SessionError, Setup, chain, hook_wait_for,
 };
@@ -141,12 +142,14 @@ fn waited_reply(
         .map(|a| format!(" by {a}"))
         .unwrap_or_default();
     Ok(match waited.status {
+        // An approved ask has no sandbox to run in: not rewritten.
         ApprovalStatus::Approved => Reply::Allow {
             reason: format!(
                 "{} (approved{by} via {})",
                 clients::decision_reason(decision),
                 waited.channel.as_str()
             ),
+            rewrite: None,
         },
         ApprovalStatus::Rejected => {
             let tool = store
@@ -266,7 +269,10 @@ impl Handling<'_> {
         };
         let reason = clients::decision_reason(&decision);
         let reply = match decision.action {
-            Action::Allow => Reply::Allow { reason },
+            Action::Allow => Reply::Allow {
+                reason,
+                rewrite: self.contain(&decision, call, &call_id, service.store().path())?,
+            },
             Action::Deny => Reply::Deny { reason },
             Action::Ask if wait.is_some() => {
                 waited_reply(service.store(), &call_id, &decision, &who)?
@@ -278,6 +284,49 @@ impl Handling<'_> {
         };
         service.close();
         Ok(client.render(context, &reply))
+    }
+
+    /// The client's input for an allowed call that runs contained: its
+    /// command rewritten to `'<this gavel>' exec --db '<db>' --call-id
+    /// '<id>' -- '<command>'`, which runs it in the sandbox its decision
+    /// records (and only the command decided). `None` when the call does
+    /// not run contained, or the client's answer cannot carry the input.
+    fn contain(
+        &self,
+        decision: &Decision,
+        call: &ToolCall,
+        call_id: &str,
+        db: &Path,
+    ) -> Result<Option<Value>, SessionError> {
+        let command = self
+            .client
+            .command_field(call)
+            .and_then(|field| call.input.get(field)?.as_str());
+        let (Some(command), Some(_)) = (command, crate::sandbox::contained(decision)) else {
+            return Ok(None);
+        };
+        let gavel = std::env::current_exe().map_err(|source| SessionError::Io {
+            what: "cannot find this gavel's own path for `gavel exec`".to_owned(),
+            source,
+        })?;
+        let db = std::fs::canonicalize(db).map_err(|source| SessionError::Io {
+            what: format!("cannot resolve the database `{}`", db.display()),
+            source,
+        })?;
+        let (Some(gavel), Some(db)) = (gavel.to_str(), db.to_str()) else {
+            return Err(SessionError::Call(format!(
+                "cannot rewrite the call to run contained: `{}` or `{}` is not UTF-8",
+                gavel.display(),
+                db.display()
+            )));
+        };
+        let line = ExecLine {
+            gavel: gavel.to_owned(),
+            db: db.to_owned(),
+            call_id: call_id.to_owned(),
+            command: command.to_owned(),
+        };
+        Ok(clients::rewritten_input(self.client, call, &line.render()))
     }
 
     /// The client is about to ask its person: recorded, and denied only
@@ -352,6 +401,9 @@ impl Handling<'_> {
         }
         match kind {
             Kind::Post { call, result } => {
+                // A call that ran under `gavel exec` is reported with the
+                // input its answer rewrote: completed as the call decided.
+                let call = &clients::as_decided(client, call);
                 let completion = Completion {
                     client,
                     context,

@@ -396,6 +396,7 @@ pub(super) fn check(
     matchers: &[CommandMatcher],
     action: Action,
     facts: &Facts,
+    held: Option<Held>,
 ) -> Result<(), ShellMiss> {
     let Some(shell) = &facts.shell else {
         return Err(ShellMiss::NotShell);
@@ -431,9 +432,33 @@ pub(super) fn check(
             if shell.commands.is_empty() {
                 return Err(ShellMiss::Empty);
             }
-            if has_unproven(facts) {
+            let unproven = match held {
+                None => has_unproven(facts),
+                // The kernel holds what the models cannot prove; the
+                // text must still be read in full.
+                Some(Held::Writes) => !shell.unprovable.is_empty(),
+                // Read-only holds an `xargs` pipeline (its appended words
+                // cannot write or reach out); what a program's model says
+                // runs, writes or is not known is still asked (it would
+                // mostly fail).
+                Some(Held::ReadOnly) => {
+                    shell
+                        .unprovable
+                        .iter()
+                        .any(|p| p != crate::shell::XARGS_INPUT)
+                        || !facts.unprovable.is_empty()
+                        || shell
+                            .commands
+                            .iter()
+                            .any(|c| programs::read(c).is_some_and(|r| !r.hazards.is_empty()))
+                }
+            };
+            if unproven {
                 return Err(ShellMiss::Unprovable);
             }
+            // A write the text names is still proven or asked, whatever
+            // the sandbox: a contained rule runs a build's own writes, not
+            // the agent's (`echo x > src/main.rs`).
             if let Some(r) = shell.bare_redirects.iter().position(writes_a_file) {
                 return Err(ShellMiss::BareRedirect(r));
             }
@@ -458,6 +483,20 @@ pub(super) fn check(
             Ok(())
         }
     }
+}
+
+/// What an allow rule's sandbox holds a command to, so that the rule need
+/// not prove it: when the profile writes, what the programs' models cannot
+/// prove (an option that runs or writes, an unproven walk); the writes the
+/// command's text names (redirections, written operands) are still judged
+/// as without a sandbox. A profile that writes nothing holds an `xargs` pipeline
+/// and programs without a model, and still needs the command's text read
+/// in full, no hazard a model names and no proven write: those would
+/// mostly fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    ReadOnly,
+    Writes,
 }
 
 /// Checks `unprovable = wanted`.

@@ -34,6 +34,21 @@ pub enum RuleChangeKind {
     Same,
 }
 
+impl RuleChangeKind {
+    /// How `policy diff` says it: `added`, `widened`, `conditions changed`, …
+    pub fn word(self) -> &'static str {
+        match self {
+            RuleChangeKind::Added => "added",
+            RuleChangeKind::Removed => "removed",
+            RuleChangeKind::Reordered => "moved",
+            RuleChangeKind::Widened => "widened",
+            RuleChangeKind::Narrowed => "narrowed",
+            RuleChangeKind::Changed => "conditions changed",
+            RuleChangeKind::Same => "same conditions",
+        }
+    }
+}
+
 /// One rule's change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RuleChange {
@@ -55,15 +70,7 @@ pub struct RuleChange {
 impl RuleChange {
     /// The change in words, as `policy diff` shows it.
     pub fn describe(&self) -> String {
-        let kind = match self.kind {
-            RuleChangeKind::Added => "added",
-            RuleChangeKind::Removed => "removed",
-            RuleChangeKind::Reordered => "moved",
-            RuleChangeKind::Widened => "widened",
-            RuleChangeKind::Narrowed => "narrowed",
-            RuleChangeKind::Changed => "conditions changed",
-            RuleChangeKind::Same => "same conditions",
-        };
+        let kind = self.kind.word();
         if self.reason_changed {
             format!("{kind}, reason changed")
         } else {

@@ -303,6 +303,9 @@ type Read = (
 pub(super) struct SandboxFile {
     #[serde(default)]
     profiles: std::collections::BTreeMap<String, ProfileFile>,
+    /// What an allow whose sandbox the kernel cannot enforce becomes:
+    /// `ask` (the default) or `deny`.
+    unenforceable: Option<super::Action>,
 }
 
 /// One `[sandbox.profiles.NAME]`: paths added to its base's.
@@ -322,11 +325,11 @@ struct ProfileFile {
 
 /// The profiles of a `[sandbox]` table, each expanded over its base.
 fn sandbox_profiles(
-    file: SandboxFile,
+    file: &mut SandboxFile,
 ) -> Result<std::collections::BTreeMap<String, crate::sandbox::Spec>, String> {
     use crate::sandbox::Spec;
     let mut out = std::collections::BTreeMap::new();
-    for (name, profile) in file.profiles {
+    for (name, profile) in std::mem::take(&mut file.profiles) {
         if Spec::builtin(&name).is_some() {
             return Err(format!(
                 "[sandbox.profiles.{name}]: `{name}` is built in and cannot be redefined"
@@ -509,6 +512,33 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     Ok((name, rules, redact, shadows, paths, wait, sandbox))
 }
 
+/// The line (from 1) where each rule of a policy's text begins (its
+/// `[[rules]]` header, or its inline table), by rule id; the first rule of
+/// an id wins. Empty when the text does not parse: a policy that loaded
+/// always does. Read apart from the load, which does not keep spans: only
+/// reports that point into the file (`gavel::ci`) ask for it.
+pub fn rule_lines(text: &str) -> HashMap<String, usize> {
+    #[derive(Deserialize)]
+    struct RuleId {
+        id: String,
+    }
+    #[derive(Deserialize)]
+    struct Rules {
+        #[serde(default)]
+        rules: Vec<toml::Spanned<RuleId>>,
+    }
+    let Ok(file) = toml::from_str::<Rules>(text) else {
+        return HashMap::new();
+    };
+    let mut lines = HashMap::new();
+    for rule in file.rules {
+        let start = rule.span().start.min(text.len());
+        let line = text[..start].matches('\n').count() + 1;
+        lines.entry(rule.into_inner().id).or_insert(line);
+    }
+    lines
+}
+
 /// A parse's key: the text, the origin its errors name, whether checked now.
 type ParseKey = (String, String, bool);
 
@@ -552,12 +582,21 @@ fn parse_text(text: &str, origin: &str, checks: Checks) -> Result<Policy, Policy
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact, shadow_specs, paths, approval_wait, sandbox) = match read_typed(text)
-    {
-        Some(read) => read,
-        None => read_table(text, &file_error)?,
+    let (name, specs, redact, shadow_specs, paths, approval_wait, mut sandbox) =
+        match read_typed(text) {
+            Some(read) => read,
+            None => read_table(text, &file_error)?,
+        };
+    let profiles = sandbox_profiles(&mut sandbox).map_err(file_error)?;
+    let unenforceable = match sandbox.unenforceable {
+        None | Some(super::Action::Ask) => super::Action::Ask,
+        Some(super::Action::Deny) => super::Action::Deny,
+        Some(super::Action::Allow) => {
+            return Err(file_error(
+                "[sandbox] unenforceable: `allow` would run a command uncontained where its rule relies on a sandbox; `ask` or `deny`".into(),
+            ));
+        }
     };
-    let profiles = sandbox_profiles(sandbox).map_err(file_error)?;
     let paths = path_arguments(paths).map_err(file_error)?;
     if checks == Checks::Now {
         for (index, entry) in paths.iter().enumerate() {
@@ -583,6 +622,14 @@ fn parse_text(text: &str, origin: &str, checks: Checks) -> Result<Policy, Policy
         }
         refuse_text_only_shell_allow(&rule).map_err(&rule_error)?;
         check_sandbox(&rule, &profiles).map_err(&rule_error)?;
+        let mut rule = rule;
+        rule.held = rule.sandbox.as_ref().map(|name| {
+            let spec = crate::sandbox::Spec::builtin(name).or_else(|| profiles.get(name).cloned());
+            match spec {
+                Some(spec) if !spec.write.is_empty() => super::commands::Held::Writes,
+                _ => super::commands::Held::ReadOnly,
+            }
+        });
         if let Some(examples) = examples.filter(|_| checks == Checks::Now) {
             check_examples(&rule, examples, &paths).map_err(&rule_error)?;
         }
@@ -608,6 +655,7 @@ fn parse_text(text: &str, origin: &str, checks: Checks) -> Result<Policy, Policy
         shadows: Vec::new(),
         approval_wait,
         profiles,
+        unenforceable,
     })
 }
 
@@ -737,6 +785,7 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
         unprovable: spec.unprovable,
         definition_changed: spec.definition_changed,
         sandbox: spec.sandbox,
+        held: None,
     })
 }
 
@@ -833,6 +882,19 @@ mod tests {
             }
         }
         texts
+    }
+
+    #[test]
+    fn rule_lines_are_where_each_rule_begins() {
+        let text = "name = \"p\"\n\n[[rules]]\n# why\nid = \"a\"\naction = \"allow\"\nreason = \"r\"\n\n[[rules]]\naction = \"deny\"\nid = 'b'\nreason = \"r\"\n";
+        let lines = super::rule_lines(text);
+        assert_eq!(lines.get("a"), Some(&3));
+        assert_eq!(lines.get("b"), Some(&9));
+        assert_eq!(lines.len(), 2);
+        let inline = "name = 'p'\nrules = [\n  { id = 'x', action = 'deny', reason = 'r' },\n]\n";
+        assert_eq!(super::rule_lines(inline).get("x"), Some(&3));
+        assert!(super::rule_lines("not [toml").is_empty());
+        assert!(super::rule_lines("rules = 3").is_empty());
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! narrowed below. Which layer decided and every layer's digest go with the
 //! decision into the record.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{Action, Decision, Policy, RuleTrace};
@@ -91,6 +93,27 @@ impl Policy {
     /// Where this policy was read from (`<built-in default>` for the built-in one).
     pub fn origin(&self) -> &str {
         &self.origin
+    }
+
+    /// Where each rule is written, by id: its file and the line its table
+    /// begins on (`None` when the text gives none). This policy's own rules
+    /// first, then each layer's, top first; the first of an id wins. Rules
+    /// no file holds (gavel's floor, `default.deny`, a policy compiled in)
+    /// are not listed.
+    pub fn rule_sites(&self) -> HashMap<String, (String, Option<usize>)> {
+        let mut sites = HashMap::new();
+        let files = std::iter::once((self.origin.as_str(), self))
+            .chain(self.above.iter().map(|l| (l.path.as_str(), &l.policy)))
+            .filter(|(path, _)| !path.starts_with('<'));
+        for (path, policy) in files {
+            let lines = super::file::rule_lines(&policy.source);
+            for rule in &policy.rules {
+                sites
+                    .entry(rule.id.clone())
+                    .or_insert_with(|| (path.to_owned(), lines.get(&rule.id).copied()));
+            }
+        }
+        sites
     }
 
     /// What each shadow policy decides on `request` with `facts`.

@@ -87,7 +87,11 @@ pub fn lint(policy: &Policy) -> Vec<Finding> {
                     ),
                 });
             }
-            for program in unmodelled(rule) {
+            // A rule naming a sandbox is held by the kernel, not by models.
+            for program in unmodelled(rule)
+                .into_iter()
+                .filter(|_| rule.sandbox.is_none())
+            {
                 findings.push(Finding {
                     kind: LintKind::UnmodelledProgram,
                     rule_id: rule.id.clone(),

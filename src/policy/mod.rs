@@ -150,6 +150,9 @@ pub struct Policy {
     shadows: Vec<Shadow>,
     /// `[sandbox.profiles.NAME]`: the policy's own profiles, expanded.
     profiles: std::collections::BTreeMap<String, crate::sandbox::Spec>,
+    /// `[sandbox] unenforceable`: what an allow whose sandbox the kernel
+    /// cannot enforce becomes (`ask` or `deny`).
+    unenforceable: Action,
 }
 
 /// One `[[paths]]` entry of a policy: the top-level arguments of the
@@ -429,6 +432,16 @@ impl Policy {
     /// The spec of the profile `name`: built in, or this policy's own.
     pub fn sandbox_profile(&self, name: &str) -> Option<crate::sandbox::Spec> {
         crate::sandbox::Spec::builtin(name).or_else(|| self.profiles.get(name).cloned())
+    }
+
+    /// What an allow whose sandbox the kernel cannot enforce becomes: the
+    /// strictest `[sandbox] unenforceable` of this policy and the layers
+    /// above it.
+    pub fn sandbox_unenforceable(&self) -> Action {
+        self.above
+            .iter()
+            .map(|l| l.policy.unenforceable)
+            .fold(self.unenforceable, Action::max)
     }
 
     /// The policy's own `[sandbox.profiles]`, by name.

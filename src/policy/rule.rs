@@ -45,6 +45,9 @@ pub struct Rule {
     pub(super) definition_changed: Option<bool>,
     /// `sandbox`: the profile an allow by this rule runs under (`gavel exec`).
     pub(super) sandbox: Option<String>,
+    /// For an allow naming a sandbox: what the kernel holds instead of a
+    /// proof ([`commands::Held`]); set when the policy's profiles are known.
+    pub(super) held: Option<commands::Held>,
 }
 
 /// The first condition of a rule that did not hold.
@@ -98,10 +101,11 @@ impl Rule {
             }
         }
         if let Some(matchers) = &self.command_prefix {
-            commands::check(matchers, self.action, facts).map_err(Miss::CommandPrefix)?;
+            commands::check(matchers, self.action, facts, self.held)
+                .map_err(Miss::CommandPrefix)?;
         }
         if let Some(matchers) = &self.commands {
-            commands::check(matchers, self.action, facts).map_err(Miss::Commands)?;
+            commands::check(matchers, self.action, facts, self.held).map_err(Miss::Commands)?;
         }
         if let Some(wanted) = self.unprovable {
             commands::check_unprovable(wanted, facts).map_err(Miss::Unprovable)?;

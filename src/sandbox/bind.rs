@@ -36,7 +36,7 @@ pub enum Refusal {
 }
 
 /// A call `gavel exec` may run: its command, the spec it runs under, and
-/// the workspace it was decided in.
+/// the workspace (and folder) it was decided in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Authorized {
     pub command: String,
@@ -48,6 +48,10 @@ pub struct Authorized {
     /// for a command proven read-only).
     pub recorded: bool,
     pub workspace: String,
+    /// The folder the client reported the call from (a hook's `cwd`), as
+    /// recorded: relative paths were decided from there. `None`: the
+    /// workspace.
+    pub cwd: Option<String>,
 }
 
 /// Decides whether `command` (or, when `None`, the recorded command) of
@@ -140,6 +144,7 @@ pub fn authorize(
         }
     };
     let workspace = decision.facts.workspace.clone();
+    let cwd = request.client.as_ref().and_then(|c| c.cwd.clone());
     match decision.sandbox {
         Some(record) => {
             if record.spec.digest() != record.sha256 {
@@ -154,9 +159,10 @@ pub fn authorize(
                 sha256: record.sha256,
                 recorded: true,
                 workspace,
+                cwd,
             })
         }
-        None if proven_read_only(&decision) => {
+        None if super::admit::proven_read_only(&decision.facts) => {
             let spec = Spec::read_only();
             Ok(Authorized {
                 command,
@@ -165,28 +171,11 @@ pub fn authorize(
                 spec,
                 recorded: false,
                 workspace,
+                cwd,
             })
         }
         None => Err(Refusal::Uncontained {
             call_id: call_id.to_owned(),
         }),
     }
-}
-
-/// Whether the recorded facts prove a `bash` command only reads: fully
-/// parsed, nothing unprovable, no redirection that writes, and every path
-/// it names known to be read.
-pub fn proven_read_only(decision: &DecisionRecord) -> bool {
-    let facts = &decision.facts;
-    let Some(shell) = &facts.shell else {
-        return false;
-    };
-    shell.unprovable.is_empty()
-        && shell.unjudgeable.is_none()
-        && facts.unprovable.is_empty()
-        && !shell.all_redirects().any(|r| r.writes())
-        && facts
-            .paths
-            .iter()
-            .all(|p| p.access == Some(crate::facts::Access::Read))
 }

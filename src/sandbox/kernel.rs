@@ -57,14 +57,15 @@ impl Support {
         }
     }
 
-    /// As [`Support::probe`], without forking to try user namespaces: for
-    /// `gavel exec`, whose child creates them anyway, and refuses (nothing
-    /// runs) when it cannot.
+    /// As [`Support::probe`], without forking to try user namespaces: the
+    /// system's settings that forbid them are read instead. For deciding
+    /// and for `gavel exec`, whose child creates the namespaces anyway and
+    /// refuses (nothing runs) when it cannot.
     pub fn probe_without_namespaces() -> Self {
         Self {
             landlock_abi: landlock_abi(),
             seccomp: seccomp_available(),
-            user_namespaces: true,
+            user_namespaces: user_namespaces_permitted(),
         }
     }
 
@@ -103,6 +104,28 @@ impl Support {
         }
         Enforcement::Full
     }
+}
+
+/// What this machine enforces of a sandbox, asked of the kernel once per
+/// process ([`Support::probe_without_namespaces`]).
+pub fn enforcement_here() -> &'static Enforcement {
+    static HERE: std::sync::OnceLock<Enforcement> = std::sync::OnceLock::new();
+    HERE.get_or_init(|| Support::probe_without_namespaces().enforcement())
+}
+
+/// Whether the system's settings leave unprivileged user namespaces on:
+/// none of `user.max_user_namespaces = 0`, Debian's
+/// `kernel.unprivileged_userns_clone = 0` or Ubuntu's
+/// `kernel.apparmor_restrict_unprivileged_userns = 1`.
+fn user_namespaces_permitted() -> bool {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_owned())
+    };
+    read("/proc/sys/user/max_user_namespaces").as_deref() != Some("0")
+        && read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() != Some("0")
+        && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() != Some("1")
 }
 
 /// The Landlock ABI version, or 0.

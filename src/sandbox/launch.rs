@@ -20,6 +20,7 @@ use landlock::{
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
+use super::observe::ChildEnd;
 use super::seccomp::Filter;
 use super::{NEVER_WRITABLE, Spec};
 
@@ -49,14 +50,41 @@ pub struct Resolved {
     pub exec: Vec<PathBuf>,
     /// Never-writable paths inside a write path, bound read-only.
     pub protected: Vec<PathBuf>,
+    /// gavel's record where the command could read it (the workspace's
+    /// `.gavel/`): an empty read-only folder is mounted over it.
+    pub hidden: Vec<PathBuf>,
     pub network: bool,
 }
 
 /// The user's home folder from the password database (never `$HOME`,
-/// which the command's caller controls).
+/// which the command's caller controls): `/etc/passwd` read directly, else
+/// (a user from another source) the C library's lookup, which may load
+/// name-service modules and costs milliseconds. Asked once per process.
 pub fn home() -> Result<PathBuf, LaunchError> {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
+    static HOME: std::sync::OnceLock<Result<PathBuf, u32>> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        passwd_home(uid)
+            .ok_or(uid)
+            .or_else(|uid| lookup_home(uid).ok_or(uid))
+    })
+    .clone()
+    .map_err(|uid| LaunchError::NoHome { uid })
+}
+
+/// The home folder of `uid` in `/etc/passwd` (`name:x:uid:gid:gecos:home:shell`).
+fn passwd_home(uid: u32) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 7 && fields[2].parse() == Ok(uid) && fields[5].starts_with('/'))
+            .then(|| PathBuf::from(fields[5]))
+    })
+}
+
+/// The home folder of `uid` by `getpwuid_r`.
+fn lookup_home(uid: u32) -> Option<PathBuf> {
     let mut buf = vec![0u8; 4096];
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
     let mut out: *mut libc::passwd = std::ptr::null_mut();
@@ -65,11 +93,11 @@ pub fn home() -> Result<PathBuf, LaunchError> {
     let rc =
         unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr().cast(), buf.len(), &mut out) };
     if rc != 0 || out.is_null() || pwd.pw_dir.is_null() {
-        return Err(LaunchError::NoHome { uid });
+        return None;
     }
     // SAFETY: pw_dir is a NUL-terminated string inside buf.
     let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
-    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
 }
 
 /// `path` as written, made absolute against `workspace` and `home`.
@@ -110,10 +138,13 @@ impl Resolved {
         };
         let mut write = canon(&spec.write);
         let mut protected = Vec::new();
+        // Nothing to protect where nothing is writable.
+        let writes = !write.is_empty() || !extra_write.is_empty();
         let candidates = NEVER_WRITABLE
             .iter()
             .map(|p| absolute(p, workspace, home))
-            .chain(extra_protected.iter().cloned());
+            .chain(extra_protected.iter().cloned())
+            .filter(|_| writes);
         for path in candidates {
             // Lexically inside a write path (the write paths are canonical;
             // the workspace is too).
@@ -124,6 +155,9 @@ impl Resolved {
                         protected.push(real);
                     }
                 }
+                // gavel's own folder is made before a command that writes
+                // runs (`exec::contained_command`).
+                Err(_) if path == workspace.join(".gavel") => {}
                 Err(_) => {
                     // Missing: the command could create it if its folder is
                     // writable. A missing `.git/config` under a missing
@@ -151,11 +185,29 @@ impl Resolved {
                 write.push(real);
             }
         }
+        // The record (its redaction key among it) is not for the command
+        // to read: what it may print reaches the model.
+        let hidden = std::fs::canonicalize(workspace.join(".gavel"))
+            .ok()
+            .filter(|p| p.is_dir())
+            .into_iter()
+            .collect();
+        // Read paths are only Landlock's, which follows symlinks itself:
+        // made absolute, not canonical (a `realpath` each is most of the
+        // cost of preparing a sandbox).
+        let mut read: Vec<PathBuf> = spec
+            .read
+            .iter()
+            .map(|p| absolute(p, workspace, home))
+            .collect();
+        read.sort();
+        read.dedup();
         Ok(Self {
-            read: canon(&spec.read),
+            read,
             write,
             exec: canon(&spec.exec),
             protected,
+            hidden,
             network: spec.network,
         })
     }
@@ -233,9 +285,13 @@ struct ChildSetup {
     /// Bind mounts in order (shallow first): path, and whether it ends
     /// writable.
     binds: Vec<(CString, bool)>,
+    /// Folders an empty read-only tmpfs is mounted over.
+    hidden: Vec<CString>,
     cwd: CString,
     ruleset: Option<RulesetCreated>,
     filter: Filter,
+    /// The observer's filter, and where its listener goes.
+    observer: Option<(Filter, ChildEnd)>,
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
@@ -274,7 +330,7 @@ fn write_file(path: &[u8], data: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-fn set_readonly(path: &CString, readonly: bool) -> std::io::Result<()> {
+fn set_readonly(path: &std::ffi::CStr, readonly: bool) -> std::io::Result<()> {
     let attr = MountAttr {
         attr_set: if readonly { MOUNT_ATTR_RDONLY } else { 0 },
         attr_clr: if readonly { 0 } else { MOUNT_ATTR_RDONLY },
@@ -304,7 +360,7 @@ impl ChildSetup {
         write_file(b"/proc/self/setgroups\0", b"deny")?;
         write_file(b"/proc/self/uid_map\0", &self.uid_map)?;
         write_file(b"/proc/self/gid_map\0", &self.gid_map)?;
-        let root = c"/".to_owned();
+        let root = c"/";
         // SAFETY: as above.
         unsafe {
             check(libc::mount(
@@ -315,7 +371,7 @@ impl ChildSetup {
                 std::ptr::null(),
             ) as libc::c_long)?;
         }
-        set_readonly(&root, true)?;
+        set_readonly(root, true)?;
         for (path, writable) in &self.binds {
             // SAFETY: as above.
             unsafe {
@@ -328,6 +384,20 @@ impl ChildSetup {
                 ) as libc::c_long)?;
             }
             set_readonly(path, !*writable)?;
+        }
+        let tmpfs = c"tmpfs";
+        let options = c"size=4k,mode=0555";
+        for path in &self.hidden {
+            // SAFETY: as above.
+            unsafe {
+                check(libc::mount(
+                    tmpfs.as_ptr(),
+                    path.as_ptr(),
+                    tmpfs.as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    options.as_ptr().cast(),
+                ) as libc::c_long)?;
+            }
         }
         // The working folder was entered before the mounts: enter it again,
         // through them.
@@ -343,7 +413,11 @@ impl ChildSetup {
                 return Err(std::io::Error::other("landlock not fully enforced"));
             }
         }
-        self.filter.install()
+        self.filter.install()?;
+        if let Some((filter, end)) = &self.observer {
+            end.send(filter.install_listener()?)?;
+        }
+        Ok(())
     }
 }
 
@@ -359,6 +433,7 @@ pub fn contain(
     resolved: &Resolved,
     cwd: &Path,
     kernel_abi: i64,
+    observer: Option<ChildEnd>,
 ) -> Result<(), LaunchError> {
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -379,14 +454,26 @@ pub fn contain(
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
         gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         binds,
+        hidden: resolved
+            .hidden
+            .iter()
+            .map(|p| cstring(p))
+            .collect::<Result<_, _>>()?,
         cwd: cstring(cwd)?,
         ruleset: Some(ruleset(resolved, kernel_abi)?),
-        filter: Filter::sandbox(resolved.network),
+        filter: if observer.is_some() {
+            Filter::sandbox_observed(resolved.network)
+        } else {
+            Filter::sandbox(resolved.network)
+        },
+        observer: observer.map(|end| (Filter::observer(resolved.network), end)),
     };
     command.current_dir(cwd);
-    // SAFETY: the closure runs in the forked child of a process with one
-    // thread (`gavel exec` starts none), so what it allocates cannot
-    // deadlock; it makes system calls on data prepared above.
+    // SAFETY: the closure runs in the forked child; it makes system calls
+    // on data prepared above and allocates nothing on its way to `execve`
+    // (only an error's message may allocate, and glibc's fork leaves the
+    // allocator usable in the child of a process with other threads:
+    // `run` and `serve` have them).
     unsafe {
         command.pre_exec(move || setup.run());
     }

@@ -11,13 +11,18 @@
 //! `execve`, and [`seccomp`] builds the filter. docs/sandbox.md is the
 //! threat model.
 
+mod admit;
 pub mod bind;
 pub mod exec;
 pub mod kernel;
 pub mod launch;
+pub mod line;
+pub mod observe;
 pub mod seccomp;
 
 use serde::{Deserialize, Serialize};
+
+pub use admit::{admit, contained, enforcement_in, proven_read_only};
 
 use crate::digest::{hex, sha256};
 
@@ -117,6 +122,18 @@ pub struct SandboxRecord {
     /// it is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_sha256: Option<String>,
+    /// Set when no rule named the profile: the allow stands on the proof
+    /// that the command only reads, and `read-only` holds it to that.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub implied: bool,
+    /// What the kernel of the machine that decided enforces of the spec:
+    /// `full`, `partial` or `unavailable` ([`kernel::Enforcement`]);
+    /// absent in records older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<String>,
+    /// What is missing for `partial` or `unavailable`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// Why a profile is not acceptable.
@@ -254,7 +271,27 @@ impl SandboxRecord {
             sha256: spec.digest(),
             spec,
             command_sha256: command.map(|c| hex(&sha256(c.as_bytes()))),
+            implied: false,
+            enforcement: None,
+            missing: Vec::new(),
         }
+    }
+
+    /// What the record says the kernel enforced; `None` in older records.
+    pub fn enforcement(&self) -> Option<kernel::Enforcement> {
+        let missing = self.missing.clone();
+        match self.enforcement.as_deref()? {
+            "full" => Some(kernel::Enforcement::Full),
+            "partial" => Some(kernel::Enforcement::Partial { missing }),
+            _ => Some(kernel::Enforcement::Unavailable { missing }),
+        }
+    }
+
+    /// Whether the command runs contained under this record: the kernel
+    /// enforces it (fully or partly), or the record is older than the
+    /// enforcement it carries.
+    pub fn enforced(&self) -> bool {
+        self.enforcement.as_deref() != Some("unavailable")
     }
 }
 

@@ -30,6 +30,7 @@ const fn offset_arg(i: u32) -> u32 {
 }
 
 const RET_ALLOW: u32 = 0x7fff_0000;
+const RET_USER_NOTIF: u32 = 0x7fc0_0000;
 const RET_KILL_PROCESS: u32 = 0x8000_0000;
 const fn ret_errno(errno: i32) -> u32 {
     0x0005_0000 | (errno as u32 & 0xffff)
@@ -143,9 +144,91 @@ impl Program {
     }
 }
 
+/// The calls the observer is told of ([`Filter::observer`]): what may
+/// write, create, remove, rename or change a file, and what executes.
+/// `openat` and `open` only with a flag that writes.
+const OBSERVED: &[libc::c_long] = &[
+    libc::SYS_openat2,
+    libc::SYS_unlinkat,
+    libc::SYS_renameat,
+    libc::SYS_renameat2,
+    libc::SYS_mkdirat,
+    libc::SYS_symlinkat,
+    libc::SYS_linkat,
+    libc::SYS_fchmodat,
+    libc::SYS_fchownat,
+    libc::SYS_truncate,
+    libc::SYS_mknodat,
+    libc::SYS_utimensat,
+    libc::SYS_execve,
+    libc::SYS_execveat,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_creat,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_unlink,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_rename,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_mkdir,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_rmdir,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_symlink,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_link,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chmod,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_lchown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_mknod,
+];
+
+/// The `open` flags that write.
+const WRITE_FLAGS: u32 = (libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC) as u32;
+
 impl Filter {
+    /// The observer's filter: every call of [`OBSERVED`] (and `openat` or
+    /// `open` with a flag that writes, and, without `network`, `socket`)
+    /// is handed to gavel's observer, which answers: it lets the kernel
+    /// decide the file calls and refuses `socket` itself
+    /// (`super::observe`). Installed with a listener.
+    pub fn observer(network: bool) -> Self {
+        let mut p = Program::new();
+        let mut opens = vec![(libc::SYS_openat, 2)];
+        #[cfg(target_arch = "x86_64")]
+        opens.push((libc::SYS_open, 1));
+        for (nr, flags) in opens {
+            p.push(JEQ_K, 0, 4, nr as u32);
+            p.push(LD_W_ABS, 0, 0, offset_arg(flags));
+            p.push(JSET_K, 0, 1, WRITE_FLAGS);
+            p.push(RET_K, 0, 0, RET_USER_NOTIF);
+            p.push(RET_K, 0, 0, RET_ALLOW);
+        }
+        for &nr in OBSERVED {
+            p.answer(nr, RET_USER_NOTIF);
+        }
+        if !network {
+            p.answer(libc::SYS_socket, RET_USER_NOTIF);
+        }
+        p.finish()
+    }
+
     /// The sandbox's filter; `network` false refuses every `socket(2)`.
     pub fn sandbox(network: bool) -> Self {
+        Self::sandbox_with(network, false)
+    }
+
+    /// [`Filter::sandbox`] for a child whose observer refuses `socket`
+    /// itself (a refusal by this filter would win over the observer's
+    /// notification, and go unrecorded).
+    pub fn sandbox_observed(network: bool) -> Self {
+        Self::sandbox_with(network, true)
+    }
+
+    fn sandbox_with(network: bool, observed: bool) -> Self {
         let mut p = Program::new();
         for &nr in DENIED {
             p.answer(nr, ret_errno(libc::EPERM));
@@ -165,7 +248,7 @@ impl Filter {
         p.push(JEQ_K, 0, 1, libc::TIOCLINUX as u32);
         p.push(RET_K, 0, 0, ret_errno(libc::EPERM));
         p.push(RET_K, 0, 0, RET_ALLOW);
-        if !network {
+        if !network && !observed {
             p.answer(libc::SYS_socket, ret_errno(libc::EACCES));
         }
         p.finish()
@@ -177,6 +260,29 @@ impl Filter {
         let mut p = Program::new();
         p.answer(libc::SYS_landlock_create_ruleset, ret_errno(libc::ENOSYS));
         p.finish()
+    }
+
+    /// Installs the filter (as [`Filter::install`], `no_new_privs`
+    /// already set) with a listener: the descriptor its notifications
+    /// arrive on. Async-signal-safe.
+    pub fn install_listener(&self) -> std::io::Result<std::os::fd::RawFd> {
+        let program = libc::sock_fprog {
+            len: self.program.len() as libc::c_ushort,
+            filter: self.program.as_ptr() as *mut libc::sock_filter,
+        };
+        // SAFETY: as in `install`.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                &program as *const libc::sock_fprog,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(fd as std::os::fd::RawFd)
     }
 
     /// How many instructions the filter has.
@@ -291,6 +397,31 @@ mod tests {
         assert_eq!(
             run(&closed, 0x4000_0000 | libc::SYS_read as u32, [0; 6]),
             eperm
+        );
+    }
+
+    #[test]
+    fn the_observer_is_told_of_writes_and_executions_only() {
+        let f = Filter::observer(false);
+        let creat = [0, 0, (libc::O_WRONLY | libc::O_CREAT) as u32, 0, 0, 0];
+        let read = [0, 0, libc::O_RDONLY as u32, 0, 0, 0];
+        assert_eq!(run(&f, libc::SYS_openat as u32, creat), RET_USER_NOTIF);
+        assert_eq!(run(&f, libc::SYS_openat as u32, read), RET_ALLOW);
+        assert_eq!(run(&f, libc::SYS_execve as u32, [0; 6]), RET_USER_NOTIF);
+        assert_eq!(run(&f, libc::SYS_unlinkat as u32, [0; 6]), RET_USER_NOTIF);
+        assert_eq!(run(&f, libc::SYS_read as u32, [0; 6]), RET_ALLOW);
+        assert_eq!(run(&f, libc::SYS_socket as u32, [0; 6]), RET_USER_NOTIF);
+        let online = Filter::observer(true);
+        assert_eq!(run(&online, libc::SYS_socket as u32, [0; 6]), RET_ALLOW);
+        // The sandbox's own filter leaves `socket` to the observer.
+        let inet = [libc::AF_INET as u32, 1, 0, 0, 0, 0];
+        assert_eq!(
+            run(
+                &Filter::sandbox_observed(false),
+                libc::SYS_socket as u32,
+                inet
+            ),
+            RET_ALLOW
         );
     }
 

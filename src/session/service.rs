@@ -97,7 +97,9 @@ impl Service {
         store.set_redaction(policy.redaction());
         let principal = setup.principal(client, &workspace, &policy, &store);
         let grants = StoreGrants::new(store.path());
+        let context = ToolContext::new(workspace.clone()).recording_to(store.path().to_path_buf());
         let runner = GovernedRunner::new(policy, workspace, tools)
+            .with_context(context)
             .with_max_argument_bytes(setup.max_argument_bytes)
             .with_principal(principal)
             .with_grants(Box::new(grants));
@@ -122,7 +124,8 @@ impl Service {
 
     /// The built-in tools' context (limits) for calls executed here.
     pub fn with_context(mut self, context: impl FnOnce(&Workspace) -> ToolContext) -> Self {
-        let context = context(self.runner.workspace());
+        let db = self.store().path().to_path_buf();
+        let context = context(self.runner.workspace()).recording_to(db);
         self.runner = self.runner.with_context(context);
         self
     }

@@ -39,6 +39,8 @@ mod walk;
 mod word;
 mod wrappers;
 
+pub use wrappers::XARGS_INPUT;
+
 #[cfg(test)]
 mod tests;
 

@@ -655,8 +655,7 @@ pub(super) fn strip(
 }
 
 /// Why a command run by `xargs` is never proven.
-pub(super) const XARGS_INPUT: &str =
-    "`xargs` appends words read from its input to the command it runs";
+pub const XARGS_INPUT: &str = "`xargs` appends words read from its input to the command it runs";
 
 /// Reads the wrapper `name` at `words[base]`, looked up as `lookup`.
 fn step(

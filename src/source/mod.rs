@@ -1,10 +1,10 @@
 //! One read source for every reading command: a local audit log (SQLite,
-//! opened read-only) or a team's central store (PostgreSQL, feature
-//! `postgres`), answering the readers' questions the same way: the calls a
-//! query selects and their counts, one call's events, a verification, and
-//! each selected log in turn as a [`Store`] for what runs on one log
-//! (replay, export, report, audit). Which of the two it is, is decided once,
-//! by the [`Location`] it is opened at.
+//! opened read-only, or a JSON-lines export of one, read into memory) or a
+//! team's central store (PostgreSQL, feature `postgres`), answering the
+//! readers' questions the same way: the calls a query selects and their
+//! counts, one call's events, a verification, and each selected log in
+//! turn as a [`Store`] for what runs on one log (replay, export, report,
+//! audit). Which it is, is decided once, by the [`Location`] it is opened at.
 //!
 //! It knows nothing of the command line, a terminal or how answers are
 //! printed: it hands back stores, rows and reports.
@@ -41,6 +41,11 @@ pub enum SourceError {
     Read(#[from] crate::central::query::ReadError),
     #[error("no log of the central store is of the enrolled host `{host}`")]
     NoLogOfHost { host: String },
+    #[error("export `{path}`")]
+    Export {
+        path: String,
+        source: crate::archive::ArchiveError,
+    },
 }
 
 impl SourceError {
@@ -63,6 +68,9 @@ impl SourceError {
 pub enum Location {
     /// A local SQLite audit log.
     Local(PathBuf),
+    /// A JSON-lines export of a log (`gavel export`), read as the log it
+    /// copies (in memory) and verified as `verify --export` verifies it.
+    Export(PathBuf),
     /// A central store (`postgres://…`), in `schema` (else the URL's
     /// `search_path`, else `public`).
     #[cfg(feature = "postgres")]
@@ -72,7 +80,7 @@ pub enum Location {
 impl Location {
     /// Whether this is a central store.
     pub fn is_central(&self) -> bool {
-        !matches!(self, Self::Local(_))
+        !matches!(self, Self::Local(_) | Self::Export(_))
     }
 }
 
@@ -242,10 +250,18 @@ enum StoreRef<'a> {
 /// A local log or a central store, open for reading.
 pub struct Source {
     kind: Kind,
+    /// The export a local log was read from, kept to verify what was read.
+    export: Option<Export>,
     selection: Selection,
     /// Whether the bounded check of recent rows is made.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     check: bool,
+}
+
+/// An export read as a log: its path and bytes.
+struct Export {
+    path: PathBuf,
+    bytes: Vec<u8>,
 }
 
 enum Kind {
@@ -266,7 +282,23 @@ impl Source {
         selection: Selection,
         check: bool,
     ) -> Result<Source, SourceError> {
+        let mut export = None;
         let kind = match location {
+            Location::Export(path) => {
+                let failed = |source| SourceError::Export {
+                    path: path.display().to_string(),
+                    source,
+                };
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| failed(crate::archive::ArchiveError::Io(e)))?;
+                let read = crate::archive::read_export(&bytes[..]).map_err(failed)?;
+                let store = Store::mirror(&read.identity, read.events, &read.checkpoints, &[])?;
+                export = Some(Export { path, bytes });
+                Kind::Local {
+                    store: Box::new(store),
+                    integrity: None,
+                }
+            }
             Location::Local(path) => {
                 let store = Store::open_read_only(&path)?;
                 let integrity = if check { check_local(&store) } else { None };
@@ -282,6 +314,7 @@ impl Source {
         };
         Ok(Source {
             kind,
+            export,
             selection,
             check,
         })
@@ -294,6 +327,9 @@ impl Source {
 
     /// How to name it: the local log's path, or the URL without its password.
     pub fn label(&self) -> String {
+        if let Some(export) = &self.export {
+            return export.path.display().to_string();
+        }
         match &self.kind {
             Kind::Local { store, .. } => store.path().display().to_string(),
             #[cfg(feature = "postgres")]
@@ -396,6 +432,7 @@ impl Source {
         };
         Ok(Reading {
             view,
+            export: self.export.as_ref(),
             selection: &self.selection,
         })
     }
@@ -404,6 +441,7 @@ impl Source {
 /// One consistent view of a source (see [`Source::reading`]).
 pub struct Reading<'a> {
     view: View<'a>,
+    export: Option<&'a Export>,
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     selection: &'a Selection,
 }
@@ -437,6 +475,22 @@ impl Reading<'_> {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Verified, SourceError> {
         match &mut self.view {
+            View::Local(store) if self.export.is_some() => {
+                let bytes = self.export.map_or(&[][..], |e| &e.bytes[..]);
+                let report = crate::archive::verify_export(bytes, checkpoint, keys)
+                    .map_err(|source| SourceError::Export {
+                        path: self
+                            .export
+                            .map(|e| e.path.display().to_string())
+                            .unwrap_or_default(),
+                        source,
+                    })?
+                    .report;
+                Ok(Verified::Local {
+                    report,
+                    mid_session: begins_mid_session(store),
+                })
+            }
             View::Local(store) => {
                 let options = VerifyOptions {
                     checkpoint,
@@ -465,13 +519,17 @@ impl Reading<'_> {
     ) -> Result<usize, E> {
         match &mut self.view {
             View::Local(store) => {
+                let label = match self.export {
+                    Some(export) => export.path.display().to_string(),
+                    None => store.path().display().to_string(),
+                };
                 each(Log {
                     store,
                     from: None,
                     query,
                     index: 0,
                     count: 1,
-                    label: store.path().display().to_string(),
+                    label,
                 })?;
                 Ok(1)
             }

@@ -35,7 +35,8 @@ fn columns(body: &EventBody) -> Columns<'_> {
         | EventBody::Anomaly(_)
         | EventBody::Format(_)
         | EventBody::Grant(_)
-        | EventBody::Revocation(_) => {}
+        | EventBody::Revocation(_)
+        | EventBody::Refused(_) => {}
     }
     columns
 }

@@ -93,6 +93,7 @@ fn result(call_id: &str, status: ExecutionStatus) -> Event {
             content_bytes: None,
             exit_code: Some(0),
             duration_ms: 5,
+            contained: None,
         }),
     )
 }
@@ -542,6 +543,7 @@ fn anomaly(call_id: &str, kind: crate::audit::AnomalyKind) -> Event {
                 content_bytes: None,
                 exit_code: None,
                 duration_ms: 1,
+                contained: None,
             },
         }),
     )

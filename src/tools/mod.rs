@@ -66,6 +66,9 @@ pub enum ToolError {
     Exit { code: i32, output: String },
     #[error("command was killed by a signal\n{output}")]
     Signal { output: String },
+    /// The call's sandbox could not be set up; nothing ran.
+    #[error("not run: {0}")]
+    Uncontained(String),
     /// The error of a handler that ran in another process, as it reported it.
     #[error("{message}")]
     Elsewhere {
@@ -97,6 +100,18 @@ pub struct ToolContext {
     pub bash_timeout: Duration,
     /// Output beyond this many bytes is cut and marked.
     pub output_limit: usize,
+    /// The database the calls are recorded in: never writable by a
+    /// contained command, nor its keys.
+    pub record: Option<PathBuf>,
+}
+
+/// The sandbox one allowed call runs in (docs/sandbox.md), and where the
+/// handler leaves what the sandbox refused it.
+#[derive(Debug, Clone, Copy)]
+pub struct Contained<'a> {
+    pub call_id: &'a str,
+    pub sandbox: &'a crate::sandbox::SandboxRecord,
+    pub observed: &'a std::cell::RefCell<crate::sandbox::observe::Observed>,
 }
 
 impl ToolContext {
@@ -105,7 +120,14 @@ impl ToolContext {
             workspace,
             bash_timeout: DEFAULT_BASH_TIMEOUT,
             output_limit: DEFAULT_OUTPUT_LIMIT,
+            record: None,
         }
+    }
+
+    /// The same context for calls recorded in the database `db`.
+    pub fn recording_to(mut self, db: PathBuf) -> Self {
+        self.record = Some(db);
+        self
     }
 
     /// The same context with other limits.
@@ -130,6 +152,22 @@ impl ToolContext {
 /// A tool implementation.
 pub trait ToolHandler: Send + Sync {
     fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Runs an allowed call inside its sandbox. A handler that cannot
+    /// contain what it runs refuses: nothing runs uncontained that a
+    /// decision said must not.
+    fn call_contained(
+        &self,
+        arguments: &Value,
+        context: &ToolContext,
+        contained: &Contained,
+    ) -> Result<ToolOutput, ToolError> {
+        let _ = (arguments, context);
+        Err(ToolError::Uncontained(format!(
+            "this handler cannot run inside sandbox `{}`",
+            contained.sandbox.profile
+        )))
+    }
 }
 
 /// Handlers by tool name.

@@ -713,10 +713,11 @@ fn logged(sandbox: &Sandbox, id: &str) -> Value {
 }
 
 #[test]
-fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
+fn a_session_grant_for_cargo_update_covers_the_next_calls_until_it_is_revoked() {
     let sandbox = coding_agent_sandbox();
-    // The first `cargo test` waits; approved with a grant for `cargo test` this session.
-    let child = spawn_hook(&sandbox, "codex", "wait=30s", "cargo test", "g0");
+    // The first `cargo update` waits (a build or test would run contained,
+    // not asked); approved with a grant for `cargo update` this session.
+    let child = spawn_hook(&sandbox, "codex", "wait=30s", "cargo update", "g0");
     let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
         .as_str()
         .unwrap()
@@ -736,16 +737,16 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     let grant = answered["grant"]["grant"].as_str().unwrap().to_owned();
     assert_eq!(
         answered["grant"]["scope"],
-        json!({"type": "command", "words": ["cargo", "test"]})
+        json!({"type": "command", "words": ["cargo", "update"]})
     );
     let (answer, _) = crate::clients::decision("codex", &child.wait_with_output().unwrap());
     assert_eq!(answer, "allow");
 
     // The next three run without anybody asked, each citing the grant.
     for (n, command) in [
-        "cargo test",
-        "cargo test --lib grants",
-        "cargo test -q -- --nocapture",
+        "cargo update",
+        "cargo update --lib grants",
+        "cargo update -q -- --nocapture",
     ]
     .iter()
     .enumerate()
@@ -767,11 +768,11 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     // What the grant never covers: another program, an unprovable or
     // outside command, a write by redirection, another session.
     for (command, id) in [
-        ("cargo build", "n1"),
-        ("cargo test $(cat x)", "n2"),
-        ("cargo test > out.txt", "n3"),
-        ("cargo test --manifest-path /etc/Cargo.toml", "n4"),
-        ("cargo test && rm -f a", "n5"),
+        ("cargo publish", "n1"),
+        ("cargo update $(cat x)", "n2"),
+        ("cargo update > out.txt", "n3"),
+        ("cargo update --manifest-path /etc/Cargo.toml", "n4"),
+        ("cargo update && rm -f a", "n5"),
     ] {
         let (answer, _) = codex_pre(&sandbox, command, id, &[]);
         assert_eq!(answer, "deny", "{command}");
@@ -795,7 +796,7 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
     ));
     assert!(
         explained.contains(&format!(
-            "Grant: `{grant}` (`cargo test` with any arguments)"
+            "Grant: `{grant}` (`cargo update` with any arguments)"
         )),
         "{explained}"
     );
@@ -810,7 +811,7 @@ fn a_session_grant_for_cargo_test_covers_the_next_calls_until_it_is_revoked() {
         &mut sandbox.gavel(&["revoke", &grant, "--reason", "done"]),
         0,
     );
-    let (answer, reason) = codex_pre(&sandbox, "cargo test", "g4", &[]);
+    let (answer, reason) = codex_pre(&sandbox, "cargo update", "g4", &[]);
     assert_eq!(answer, "deny", "{reason}");
     assert_eq!(logged(&sandbox, "g4")["rule_id"], "bash.requires_approval");
     let listed = json_lines(&run_expecting(&mut sandbox.gavel(&["grants", "--json"]), 0));
@@ -916,10 +917,10 @@ fn replayed_grants(sandbox: &Sandbox) -> Vec<(String, bool, String)> {
         .collect()
 }
 
-/// Approves the `cargo test` hook call `id` waiting under Codex with a
+/// Approves the `cargo update` hook call `id` waiting under Codex with a
 /// `command` grant limited by `limits`; the grant's id.
-fn grant_cargo_test(sandbox: &Sandbox, id: &str, limits: &[&str]) -> String {
-    let child = spawn_hook(sandbox, "codex", "wait=30s", "cargo test", id);
+fn grant_cargo_update(sandbox: &Sandbox, id: &str, limits: &[&str]) -> String {
+    let child = spawn_hook(sandbox, "codex", "wait=30s", "cargo update", id);
     let call = wait_for_pending(sandbox, 1)[0]["call_id"]
         .as_str()
         .unwrap()
@@ -935,9 +936,9 @@ fn grant_cargo_test(sandbox: &Sandbox, id: &str, limits: &[&str]) -> String {
 #[test]
 fn replay_re_checks_a_grants_use_limit_and_its_end() {
     let sandbox = coding_agent_sandbox();
-    let grant = grant_cargo_test(&sandbox, "u0", &["--uses", "2"]);
+    let grant = grant_cargo_update(&sandbox, "u0", &["--uses", "2"]);
     for (id, expected) in [("u1", "allow"), ("u2", "allow"), ("u3", "deny")] {
-        let (answer, reason) = codex_pre(&sandbox, "cargo test", id, &[]);
+        let (answer, reason) = codex_pre(&sandbox, "cargo update", id, &[]);
         assert_eq!(answer, expected, "{id}: {reason}");
     }
     assert_eq!(logged(&sandbox, "u3")["rule_id"], "bash.requires_approval");
@@ -955,9 +956,9 @@ fn replay_re_checks_a_grants_use_limit_and_its_end() {
 
     // A grant for one second: a call after it is asked, and replay says why.
     let sandbox = coding_agent_sandbox();
-    grant_cargo_test(&sandbox, "d0", &["--for", "1s"]);
+    grant_cargo_update(&sandbox, "d0", &["--for", "1s"]);
     std::thread::sleep(Duration::from_millis(1200));
-    let (answer, _) = codex_pre(&sandbox, "cargo test", "d1", &[]);
+    let (answer, _) = codex_pre(&sandbox, "cargo update", "d1", &[]);
     assert_eq!(answer, "deny");
     assert_eq!(
         replayed_grants(&sandbox),
@@ -968,7 +969,7 @@ fn replay_re_checks_a_grants_use_limit_and_its_end() {
 #[test]
 fn another_session_is_not_covered_by_a_session_grant() {
     let sandbox = coding_agent_sandbox();
-    let child = spawn_hook(&sandbox, "codex", "wait=30s", "cargo test", "s0");
+    let child = spawn_hook(&sandbox, "codex", "wait=30s", "cargo update", "s0");
     let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
         .as_str()
         .unwrap()
@@ -978,7 +979,7 @@ fn another_session_is_not_covered_by_a_session_grant() {
         0,
     );
     child.wait_with_output().unwrap();
-    let payload = crate::clients::payload(&sandbox, "codex", "shell_pre", "cargo test", "s1")
+    let payload = crate::clients::payload(&sandbox, "codex", "shell_pre", "cargo update", "s1")
         .replace("019a7c2e-5b1d-7f30-9a64-3c2d1e0f4b8a", "another-session");
     let output = sandbox
         .gavel(&["hook", "codex"])

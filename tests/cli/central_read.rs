@@ -320,6 +320,25 @@ fn show_explain_replay_export_and_report_read_the_central_store() {
     assert_eq!(logs[0]["total"], 12);
     assert_eq!(logs[1]["total"], 13);
     assert_eq!(replay["verified"], true);
+    // For CI: a test case per call of every log, named by its host and log.
+    let xml = stdout(&expect(
+        &mut team.read(&["replay", "--format", "junit", "--fail-on", "never"]),
+        0,
+    ));
+    assert_eq!(xml.matches("<testcase ").count(), 25, "{xml}");
+    assert!(
+        xml.contains(&format!("name=\"host `{}`, log ", team.hosts[1].name)),
+        "{xml}"
+    );
+    let key = format!("{}.pub", team.central_key.display());
+    let xml = stdout(&expect(
+        &mut team.read(&["verify", "--public-key", &key, "--format", "junit"]),
+        0,
+    ));
+    assert!(
+        xml.contains("tests=\"1\" failures=\"0\"") && xml.contains("name=\"central store\""),
+        "{xml}"
+    );
 
     // Export one log: an archive `verify --export` checks with no database.
     let archive = team.dir.path().join("h1.jsonl");

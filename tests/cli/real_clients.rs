@@ -128,7 +128,7 @@ fn policy() -> PathBuf {
 
 /// `<gavel> hook <client> [extra] --db DB --policy POLICY --workspace WS`:
 /// the sandbox's record, `policy`, the sandbox's workspace.
-fn hook_command(sandbox: &Sandbox, client: &str, extra: &str, policy: &Path) -> String {
+pub(super) fn hook_command(sandbox: &Sandbox, client: &str, extra: &str, policy: &Path) -> String {
     format!(
         "{} hook {client}{extra} --db {} --policy {} --workspace {}",
         shell_word(Path::new(env!("CARGO_BIN_EXE_gavel"))),
@@ -219,7 +219,7 @@ fn script(shell: &str, shell_input: &str, read: Step) -> Vec<Step> {
 }
 
 /// The one recorded call (`gavel log --json`) whose arguments mention `needle`.
-fn call(sandbox: &Sandbox, needle: &str, context: &str) -> Value {
+pub(super) fn call(sandbox: &Sandbox, needle: &str, context: &str) -> Value {
     let output = run_expecting(&mut sandbox.gavel(&["log", "--json"]), 0);
     let rows = json_lines(&output);
     let matching: Vec<&Value> = rows
@@ -335,7 +335,7 @@ fn check_parallel_reads(sandbox: &Sandbox, server: &ModelServer, run: &Run, need
 }
 
 /// Claude Code's hook settings: every event gavel records, to `command`.
-fn claude_settings(command: &str) -> Value {
+pub(super) fn claude_settings(command: &str) -> Value {
     let hook = json!([{ "type": "command", "command": command }]);
     let mut hooks = serde_json::Map::new();
     for event in ["PreToolUse", "PostToolUse", "PostToolUseFailure"] {
@@ -363,7 +363,7 @@ pub(super) fn claude_command(sandbox: &Sandbox, bin: &Path, server: &ModelServer
 /// Runs `claude -p` on the scripted `server` with gavel as the project's
 /// hooks under `policy`; `args` are further flags. Returns the run and
 /// Claude Code's JSON result.
-fn claude_session(
+pub(super) fn claude_session(
     sandbox: &Sandbox,
     bin: &Path,
     server: &ModelServer,
@@ -498,12 +498,18 @@ fn claude_code_parallel_identical_reads_each_complete() {
 
 /// Runs `codex exec` on the scripted `server` with gavel as its hooks.
 fn codex_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
-    codex_session_with(sandbox, bin, server, "")
+    codex_session_with(sandbox, bin, server, "", &policy())
 }
 
 /// [`codex_session`] with `extra` after `hook codex` (`--ask wait=60s`),
-/// and Codex's hook timeout above any wait.
-fn codex_session_with(sandbox: &Sandbox, bin: &Path, server: &ModelServer, extra: &str) -> Run {
+/// Codex's hook timeout above any wait, and `policy`.
+pub(super) fn codex_session_with(
+    sandbox: &Sandbox,
+    bin: &Path,
+    server: &ModelServer,
+    extra: &str,
+    policy: &Path,
+) -> Run {
     let codex_home = sandbox.root.join("codex-home");
     std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::write(
@@ -525,7 +531,7 @@ hooks = true
         ),
     )
     .unwrap();
-    let command = hook_command(sandbox, "codex", extra, &policy());
+    let command = hook_command(sandbox, "codex", extra, policy);
     let hook = json!([{ "hooks": [{ "type": "command", "command": command, "timeout": 90 }] }]);
     let hooks = json!({ "hooks": {
         "SessionStart": hook, "UserPromptSubmit": hook, "PreToolUse": hook,
@@ -582,13 +588,19 @@ fn codex_parallel_identical_reads_each_complete() {
 
 /// Runs `gemini -p` on the scripted `server` with gavel as its hooks.
 fn gemini_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
-    gemini_session_with(sandbox, bin, server, "")
+    gemini_session_with(sandbox, bin, server, "", &policy())
 }
 
 /// [`gemini_session`] with `extra` after `hook gemini` (`--ask wait=60s`),
-/// and Gemini's hook timeout (milliseconds) above any wait.
-fn gemini_session_with(sandbox: &Sandbox, bin: &Path, server: &ModelServer, extra: &str) -> Run {
-    let command = hook_command(sandbox, "gemini", extra, &policy());
+/// Gemini's hook timeout (milliseconds) above any wait, and `policy`.
+pub(super) fn gemini_session_with(
+    sandbox: &Sandbox,
+    bin: &Path,
+    server: &ModelServer,
+    extra: &str,
+    policy: &Path,
+) -> Run {
+    let command = hook_command(sandbox, "gemini", extra, policy);
     let hook = json!([{ "type": "command", "command": command, "timeout": 90_000 }]);
     let mut hooks = serde_json::Map::new();
     for event in ["BeforeTool", "AfterTool"] {
@@ -669,12 +681,18 @@ fn copilot_run(sandbox: &Sandbox, bin: &Path, server: &ModelServer, hooks: &Valu
 
 /// Runs `copilot -p` on the scripted `server` with gavel as its hooks.
 fn copilot_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
-    copilot_session_with(sandbox, bin, server, "")
+    copilot_session_with(sandbox, bin, server, "", &policy())
 }
 
 /// [`copilot_session`] with `extra` after each hook command (`--ask wait=60s`),
-/// and Copilot's hook timeout above any wait.
-fn copilot_session_with(sandbox: &Sandbox, bin: &Path, server: &ModelServer, extra: &str) -> Run {
+/// Copilot's hook timeout above any wait, and `policy`.
+pub(super) fn copilot_session_with(
+    sandbox: &Sandbox,
+    bin: &Path,
+    server: &ModelServer,
+    extra: &str,
+    policy: &Path,
+) -> Run {
     // Copilot's payloads carry no event name: the command says which.
     let mut hooks = serde_json::Map::new();
     for event in [
@@ -689,7 +707,7 @@ fn copilot_session_with(sandbox: &Sandbox, bin: &Path, server: &ModelServer, ext
             sandbox,
             "copilot",
             &format!(" --event {event}{extra}"),
-            &policy(),
+            policy,
         );
         hooks.insert(
             event.into(),
@@ -721,9 +739,14 @@ fn copilot_claude_hooks(command: &str) -> Value {
 }
 
 /// Runs `copilot -p` on the scripted `server` with `gavel hook copilot`
-/// as its Claude-compatible hooks.
-fn copilot_claude_session(sandbox: &Sandbox, bin: &Path, server: &ModelServer) -> Run {
-    let command = hook_command(sandbox, "copilot", "", &policy());
+/// as its Claude-compatible hooks, under `policy`.
+pub(super) fn copilot_claude_session(
+    sandbox: &Sandbox,
+    bin: &Path,
+    server: &ModelServer,
+    policy: &Path,
+) -> Run {
+    let command = hook_command(sandbox, "copilot", "", policy);
     copilot_run(sandbox, bin, server, &copilot_claude_hooks(&command))
 }
 
@@ -763,7 +786,7 @@ fn copilot_claude_format_hooks_deny_ask_and_allow_for_real() {
     // The model calls Copilot's own tools; the hooks see them as `Bash` and `Read`.
     let read = Step::tool("view", json!({ "path": sandbox.ws.join("notes.txt") }));
     let server = ModelServer::start(script("bash", "command", read));
-    let run = copilot_claude_session(&sandbox, &bin, &server);
+    let run = copilot_claude_session(&sandbox, &bin, &server, &policy());
     check_session(&sandbox, &server, &run, "notes.txt");
     // The model is told which rule denied it.
     let told = server.tool_result(0).unwrap_or_default();
@@ -783,7 +806,7 @@ fn copilot_claude_format_parallel_identical_reads_each_complete() {
     let sandbox = Sandbox::new();
     let read = Step::tool("view", json!({ "path": sandbox.ws.join("notes.txt") }));
     let server = ModelServer::start(parallel_reads(read));
-    let run = copilot_claude_session(&sandbox, &bin, &server);
+    let run = copilot_claude_session(&sandbox, &bin, &server, &policy());
     check_parallel_reads(&sandbox, &server, &run, "notes.txt");
 }
 
@@ -1158,7 +1181,13 @@ fn codex_asked_write_waits_for_gavel_approve_from_another_process() {
         let sandbox = Sandbox::new();
         let server = ModelServer::start(asked_write("exec_command", "cmd"));
         let answerer = answer_when_pending(&sandbox, verb);
-        let run = codex_session_with(&sandbox, &bin, &server, &format!(" --ask wait={wait}"));
+        let run = codex_session_with(
+            &sandbox,
+            &bin,
+            &server,
+            &format!(" --ask wait={wait}"),
+            &policy(),
+        );
         assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
         check_waited(&sandbox, &server, &run, verb);
     }
@@ -1178,7 +1207,13 @@ fn gemini_asked_write_waits_for_gavel_approve_from_another_process() {
         let sandbox = Sandbox::new();
         let server = ModelServer::start(asked_write("run_shell_command", "command"));
         let answerer = answer_when_pending(&sandbox, verb);
-        let run = gemini_session_with(&sandbox, &bin, &server, &format!(" --ask wait={wait}"));
+        let run = gemini_session_with(
+            &sandbox,
+            &bin,
+            &server,
+            &format!(" --ask wait={wait}"),
+            &policy(),
+        );
         assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
         check_waited(&sandbox, &server, &run, verb);
     }
@@ -1198,7 +1233,13 @@ fn copilot_asked_write_waits_for_gavel_approve_from_another_process() {
         let sandbox = Sandbox::new();
         let server = ModelServer::start(asked_write("bash", "command"));
         let answerer = answer_when_pending(&sandbox, verb);
-        let run = copilot_session_with(&sandbox, &bin, &server, &format!(" --ask wait={wait}"));
+        let run = copilot_session_with(
+            &sandbox,
+            &bin,
+            &server,
+            &format!(" --ask wait={wait}"),
+            &policy(),
+        );
         assert_eq!(answerer.join().unwrap().is_some(), verb.is_some());
         check_waited(&sandbox, &server, &run, verb);
     }

@@ -377,14 +377,23 @@ fn the_decision_records_the_sandbox_and_its_digest() {
     let spec = gavel::sandbox::Spec::read_only();
     assert_eq!(sandbox["sha256"], spec.digest());
     assert_eq!(sandbox["spec"]["network"], false);
+    assert_eq!(sandbox["enforcement"], "full", "this kernel enforces it");
+    assert!(sandbox.get("implied").is_none(), "a rule named it");
+    // A proven read-only command allowed by a rule naming no profile gets
+    // `read-only`, marked implied.
     let output = sb
         .gavel(&["show", "plain", "--format", "json"])
         .output()
         .unwrap();
-    assert!(
-        !stdout(&output).contains("\"sandbox\""),
-        "absent without a profile"
-    );
+    let events: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let decision = events["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["kind"] == "decision")
+        .unwrap();
+    assert_eq!(decision["payload"]["sandbox"]["profile"], "read-only");
+    assert_eq!(decision["payload"]["sandbox"]["implied"], true);
     // And the chain, with the new field, still verifies (gavel's verifier).
     let output = sb.gavel(&["verify"]).output().unwrap();
     assert_eq!(code(&output), 0, "{}", stdout(&output));
@@ -483,4 +492,393 @@ fn replay_counts_a_wider_sandbox_as_loosening() {
     // The same policy back: nothing moved.
     let output = sb.gavel(&["replay", "--format", "json"]).output().unwrap();
     assert_eq!(code(&output), 0, "{}", stdout(&output));
+}
+
+/// `gavel run` under Landlock hidden by a seccomp filter (as a kernel
+/// without it answers): `gavel` is started inside the filter.
+fn run_without_landlock(sb: &Sandbox, args: &[&str]) -> Output {
+    let filter = gavel::sandbox::seccomp::Filter::without_landlock();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gavel"));
+    cmd.args(args)
+        .arg("--workspace")
+        .arg(&sb.ws)
+        .arg("--db")
+        .arg(&sb.db)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env("XDG_DATA_HOME", sb.root.join("data"))
+        .env("XDG_CONFIG_HOME", sb.root.join("config"))
+        .env_remove("GAVEL_POLICY")
+        .env_remove("GAVEL_DB")
+        .env_remove("GAVEL_ADMIN_POLICY");
+    // SAFETY: installing the filter is two system calls, no allocation.
+    unsafe {
+        cmd.pre_exec(move || filter.install());
+    }
+    cmd.output().unwrap()
+}
+
+/// The decision event of the newest call, as `gavel show --format json` gives it.
+fn last_decision(sb: &Sandbox) -> serde_json::Value {
+    let output = sb.gavel(&["log", "--json"]).output().unwrap();
+    let last = stdout(&output)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned();
+    let row: serde_json::Value = serde_json::from_str(&last).unwrap_or_else(|_| panic!("{last}"));
+    let id = row["call_id"].as_str().unwrap().to_owned();
+    let output = sb
+        .gavel(&["show", &id, "--format", "json"])
+        .output()
+        .unwrap();
+    let events: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    events["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["kind"] == "decision")
+        .unwrap()["payload"]
+        .clone()
+}
+
+#[test]
+fn run_executes_an_allowed_command_inside_its_sandbox() {
+    let sb = workspace("workspace-write");
+    let outside = sb.root.join("outside.txt");
+    let script = format!(
+        "perl -e 'open(F, \">inside.txt\") or die; print F 1; close F; open(G, \">{}\") or die \"refused: $!\\n\"'",
+        outside.display()
+    );
+    let output = sb
+        .gavel(&["run", "bash", &json!({ "command": script }).to_string()])
+        .output()
+        .unwrap();
+    // The command ran (its write inside the workspace happened) and its
+    // write outside was refused by the kernel: the call failed with the
+    // command's own error.
+    assert_eq!(sb.read("inside.txt"), "1");
+    assert!(!outside.exists(), "written outside the sandbox");
+    let text = stdout(&output);
+    assert!(text.contains("refused: Read-only file system"), "{text}");
+    let decision = last_decision(&sb);
+    assert_eq!(decision["rule_id"], "perl.contained");
+    assert_eq!(decision["sandbox"]["profile"], "workspace-write");
+    assert_eq!(decision["sandbox"]["enforcement"], "full");
+}
+
+#[test]
+fn run_contains_a_proven_read_only_command_read_only() {
+    let sb = workspace("read-only");
+    sb.write("notes.txt", "top\n");
+    let output = sb
+        .gavel(&["run", "bash", r#"{"command":"cat notes.txt"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(stdout(&output).contains("top"));
+    let decision = last_decision(&sb);
+    assert_eq!(decision["sandbox"]["implied"], true);
+    assert_eq!(decision["sandbox"]["profile"], "read-only");
+}
+
+#[test]
+fn without_landlock_a_contained_allow_is_asked_and_nothing_runs() {
+    let sb = workspace("workspace-write");
+    let command = json!({ "command": "perl -e 'open(F, \">ran.txt\")'" }).to_string();
+    let output = run_without_landlock(&sb, &["run", "bash", &command, "--reject"]);
+    assert_ne!(code(&output), 0);
+    assert!(!sb.ws.join("ran.txt").exists(), "ran uncontained");
+    let decision = last_decision(&sb);
+    assert_eq!(decision["action"], "ask", "{decision}");
+    assert_eq!(decision["rule_id"], "perl.contained");
+    assert_eq!(decision["sandbox"]["enforcement"], "unavailable");
+    let missing = decision["sandbox"]["missing"].to_string();
+    assert!(missing.contains("landlock"), "{missing}");
+    assert!(
+        decision["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cannot enforce its sandbox"),
+        "{decision}"
+    );
+    // The hook asks the client instead of allowing.
+    let event = json!({
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "perl -e 1"},
+        "tool_use_id": "hook-nolandlock",
+        "session_id": "sandbox-tests",
+        "cwd": sb.ws,
+    });
+    let filter = gavel::sandbox::seccomp::Filter::without_landlock();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gavel"));
+    cmd.args(["hook", "claude-code", "--workspace"])
+        .arg(&sb.ws)
+        .arg("--db")
+        .arg(&sb.db)
+        .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env("XDG_DATA_HOME", sb.root.join("data"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    // SAFETY: as above.
+    unsafe {
+        cmd.pre_exec(move || filter.install());
+    }
+    let mut child = cmd.spawn().unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "ask",
+        "{answer}"
+    );
+}
+
+#[test]
+fn a_policy_may_deny_what_the_kernel_cannot_contain() {
+    let sb = workspace("workspace-write");
+    let policy = sb.read("gavel.toml");
+    sb.write(
+        "gavel.toml",
+        &format!("{policy}[sandbox]\nunenforceable = \"deny\"\n"),
+    );
+    let command = json!({ "command": "perl -e 1" }).to_string();
+    let output = run_without_landlock(&sb, &["run", "bash", &command, "--approve"]);
+    assert_ne!(code(&output), 0);
+    let decision = last_decision(&sb);
+    assert_eq!(decision["action"], "deny", "{decision}");
+    // `allow` is not a choice.
+    sb.write(
+        "gavel.toml",
+        &format!("{policy}[sandbox]\nunenforceable = \"allow\"\n"),
+    );
+    let output = sb.gavel(&["policy", "validate"]).output().unwrap();
+    assert_ne!(code(&output), 0);
+    assert!(
+        stderr(&output).contains("unenforceable"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_contained_command_cannot_read_gavels_record() {
+    let sb = workspace("read-only");
+    sb.write(".gavel/audit.db.redact-key", "secret-key");
+    let script =
+        "perl -e 'open(F, \"<.gavel/audit.db.redact-key\") or die \"hidden: $!\\n\"; print <F>'";
+    let output = sb
+        .gavel(&["run", "bash", &json!({ "command": script }).to_string()])
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert!(!text.contains("secret-key"), "{text}");
+    assert!(text.contains("hidden:"), "{text}");
+}
+
+#[test]
+fn a_writable_workspace_missing_what_must_stay_read_only_is_asked() {
+    // No `.git`: a command that may write the workspace could make
+    // `.git/config` (which names programs git runs) or `.git/hooks`.
+    let sb = workspace("workspace-write");
+    std::fs::remove_dir_all(sb.ws.join(".git")).unwrap();
+    let command = json!({ "command": "perl -e 'open(F, \">made.txt\")'" }).to_string();
+    let output = sb
+        .gavel(&["run", "bash", &command, "--reject"])
+        .output()
+        .unwrap();
+    assert_ne!(code(&output), 0);
+    assert!(!sb.ws.join("made.txt").exists());
+    let decision = last_decision(&sb);
+    assert_eq!(decision["action"], "ask", "{decision}");
+    assert_eq!(decision["sandbox"]["enforcement"], "unavailable");
+    assert!(
+        decision["sandbox"]["missing"].to_string().contains(".git"),
+        "{decision}"
+    );
+}
+
+/// A workspace under the coding-agent preset, as `gavel init` writes it.
+fn preset_workspace() -> Sandbox {
+    let sb = Sandbox::new();
+    let output = sb
+        .bare()
+        .args(["policy", "show", "--preset", "coding-agent"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    sb.write("gavel.toml", &stdout(&output));
+    sb.write(".git/config", "[core]\n");
+    std::fs::create_dir_all(sb.ws.join(".git/hooks")).unwrap();
+    sb
+}
+
+#[test]
+fn the_preset_runs_a_build_contained_instead_of_asking() {
+    let sb = preset_workspace();
+    let outside = sb.root.join("outside.txt");
+    sb.write(
+        "Makefile",
+        &format!(
+            "all:\n\techo built > out.txt\n\t-echo escaped > {}\n\t-echo hook > .git/hooks/pre-commit\n",
+            outside.display()
+        ),
+    );
+    let output = sb
+        .gavel(&["run", "bash", r#"{"command":"make 2>&1 | tail -5"}"#])
+        .output()
+        .unwrap();
+    let decision = last_decision(&sb);
+    assert_eq!(decision["rule_id"], "bash.contained_build", "{decision}");
+    assert_eq!(decision["action"], "allow");
+    assert_eq!(decision["sandbox"]["profile"], "build");
+    assert_eq!(sb.read("out.txt"), "built\n", "{}", stdout(&output));
+    assert!(!outside.exists(), "the build wrote outside the workspace");
+    assert!(!sb.ws.join(".git/hooks/pre-commit").exists());
+    // Without Landlock the same command is asked, and nothing runs.
+    std::fs::remove_file(sb.ws.join("out.txt")).unwrap();
+    let output = run_without_landlock(
+        &sb,
+        &[
+            "run",
+            "bash",
+            r#"{"command":"make 2>&1 | tail -5"}"#,
+            "--reject",
+        ],
+    );
+    assert_ne!(code(&output), 0, "{}{}", stdout(&output), stderr(&output));
+    assert!(!sb.ws.join("out.txt").exists());
+    assert_eq!(last_decision(&sb)["action"], "ask");
+}
+
+#[test]
+fn the_preset_runs_an_unprovable_read_only_looking_command_read_only() {
+    let sb = preset_workspace();
+    sb.write("a.txt", "hello\n");
+    let command = "find . -name '*.txt' | xargs grep -n hello";
+    let output = sb
+        .gavel(&["run", "bash", &json!({ "command": command }).to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}{}", stdout(&output), stderr(&output));
+    assert!(stdout(&output).contains("a.txt:1:hello"));
+    let decision = last_decision(&sb);
+    assert_eq!(decision["rule_id"], "bash.read_only", "{decision}");
+    assert_eq!(decision["sandbox"]["profile"], "read-only");
+    // One whose model says it writes is still asked.
+    let output = sb
+        .gavel(&[
+            "run",
+            "bash",
+            r#"{"command":"sed -i s/hello/bye/ a.txt"}"#,
+            "--reject",
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(code(&output), 0);
+    assert_eq!(last_decision(&sb)["action"], "ask");
+    assert_eq!(sb.read("a.txt"), "hello\n");
+}
+
+/// The `refused` events of call `id`, as `gavel show --format json` gives them.
+fn refused_events(sb: &Sandbox, id: &str) -> Vec<serde_json::Value> {
+    let output = sb
+        .gavel(&["show", id, "--format", "json"])
+        .output()
+        .unwrap();
+    let events: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    events["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "refused")
+        .map(|e| e["payload"].clone())
+        .collect()
+}
+
+/// Perl that tries a write outside, a removal outside and a socket, then
+/// writes inside the workspace.
+fn trespass(sb: &Sandbox) -> String {
+    let outside = sb.root.join("outside.txt");
+    std::fs::write(sb.root.join("victim.txt"), "v").unwrap();
+    format!(
+        "perl -e 'open(F, \">{out}\"); unlink(\"{victim}\"); socket(S, 2, 1, 0); open(G, \">inside.txt\") or die; print \"done\\n\"'",
+        out = outside.display(),
+        victim = sb.root.join("victim.txt").display(),
+    )
+}
+
+#[test]
+fn every_refused_attempt_is_recorded_on_its_call_when_gavel_runs_it() {
+    let sb = workspace("workspace-write");
+    let command = trespass(&sb);
+    let output = sb
+        .gavel(&["run", "bash", &json!({ "command": command }).to_string()])
+        .output()
+        .unwrap();
+    assert!(stdout(&output).contains("done"), "{}", stdout(&output));
+    assert!(!sb.root.join("outside.txt").exists());
+    assert!(sb.root.join("victim.txt").exists());
+    let output = sb.gavel(&["log", "--json"]).output().unwrap();
+    let last = stdout(&output).lines().last().unwrap().to_owned();
+    let id = serde_json::from_str::<serde_json::Value>(&last).unwrap()["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = refused_events(&sb, &id);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let attempts = refused[0]["attempts"].as_array().unwrap();
+    let has = |op: &str, target: &str| {
+        attempts.iter().any(|a| {
+            a["operation"] == op
+                && a["target"].as_str().unwrap().contains(target)
+                && a["program"].as_str().unwrap().ends_with("perl")
+        })
+    };
+    assert!(has("write", "outside.txt"), "{attempts:?}");
+    assert!(has("remove", "victim.txt"), "{attempts:?}");
+    assert!(has("network", "socket(inet)"), "{attempts:?}");
+    assert!(
+        !attempts
+            .iter()
+            .any(|a| a["target"].as_str().unwrap().ends_with("inside.txt")),
+        "a permitted write is not a refusal: {attempts:?}"
+    );
+    // The result says it ran contained; explain shows what was refused.
+    let output = sb.gavel(&["explain", &id]).output().unwrap();
+    let text = stdout(&output);
+    assert!(
+        text.contains("REFUSED by the sandbox `workspace-write`"),
+        "{text}"
+    );
+    assert!(text.contains("outside.txt"), "{text}");
+    // And the chain, with the new event, verifies.
+    let output = sb.gavel(&["verify"]).output().unwrap();
+    assert_eq!(code(&output), 0, "{}", stdout(&output));
+}
+
+#[test]
+fn every_refused_attempt_is_recorded_on_its_call_when_gavel_exec_runs_it() {
+    let sb = workspace("read-only");
+    let command = trespass(&sb);
+    assert_eq!(decide(&sb, "exec-refused", &command), "allow");
+    let output = exec(&sb, "exec-refused");
+    assert_ne!(code(&output), 124, "{}", stderr(&output));
+    assert!(!sb.root.join("outside.txt").exists());
+    let refused = refused_events(&sb, "exec-refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["profile"], "read-only");
+    let text = refused[0]["attempts"].to_string();
+    assert!(
+        text.contains("outside.txt") && text.contains("victim.txt"),
+        "{text}"
+    );
+    // Read-only: the write inside the workspace is refused too.
+    assert!(text.contains("inside.txt"), "{text}");
 }

@@ -318,6 +318,7 @@ fn append_calls(db: &Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
                 layer: None,
                 layers: Vec::new(),
                 shadow: Vec::new(),
+                sandbox: None,
             }),
         ));
         batch.push(Event::now(

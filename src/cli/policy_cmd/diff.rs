@@ -11,7 +11,7 @@ use gavel::policy::diff::{rule_changes, sample_changes};
 use gavel::replay::{self, DriftReport, Kept};
 use gavel::store::AuditQuery;
 
-use crate::cli::{Exit, FormatArgs, Global, render};
+use crate::cli::{Exit, GateFormatArgs, Global, render};
 
 /// Sample changes a table shows; JSON lists them all.
 const SHOWN: usize = 20;
@@ -21,14 +21,16 @@ pub fn run(
     old: &Path,
     new: &Path,
     no_log: bool,
-    format: FormatArgs,
+    format: GateFormatArgs,
 ) -> anyhow::Result<Exit> {
+    let (ci, format) = (format.ci(), format.plain());
     let old = Policy::load(old)?;
     let new = Policy::load(new)?;
     let rules = rule_changes(&old, &new);
     let (tried, samples) = sample_changes(&old, &new);
     // The recorded calls: `--db` (or $GAVEL_DB) must exist; the default log
     // is used when there is one.
+    let mut calls = Vec::new();
     let log = if no_log || (global.db.is_none() && !global.db_path()?.exists()) {
         None
     } else {
@@ -38,12 +40,28 @@ pub fn run(
             &AuditQuery::default(),
             &old,
             &new,
-            Kept::Examples,
+            if ci.is_some() {
+                Kept::All
+            } else {
+                Kept::Examples
+            },
             &mut |_| {},
-            &mut |_| Ok::<_, gavel::store::StoreError>(()),
+            &mut |call| {
+                if ci.is_some() {
+                    calls.push(call.clone());
+                }
+                Ok::<_, gavel::store::StoreError>(())
+            },
         )?;
         Some(report)
     };
+    if let Some(ci) = ci {
+        let mut report = gavel::ci::Report::for_policy("policy diff", &new);
+        let sites = (gavel::ci::Sites::of(&old), gavel::ci::Sites::of(&new));
+        gavel::ci::diff(&mut report, &rules, &samples, &calls, &sites.0, &sites.1);
+        crate::cli::print_ci(&report, ci)?;
+        return Ok(Exit::Ok);
+    }
     if format.is_json() {
         render::json(&json!({
             "old": old.reference(),

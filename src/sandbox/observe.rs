@@ -1,0 +1,446 @@
+//! Refused attempts as evidence. A contained command's writes, creations,
+//! removals, renames, mode changes, executions and (offline) sockets are
+//! handed to an observer by a seccomp filter with a listener
+//! ([`Filter::observer`]); the observer, a thread of the gavel that runs
+//! the command, judges each against the sandbox and keeps those the sandbox
+//! refuses, then lets the kernel decide (the file calls) or refuses itself
+//! (`socket`). Enforcement stays the kernel's: the observer only watches,
+//! so a path it misreads costs a record, never an escape. If the observer
+//! is gone, the observed calls fail (`ENOSYS`): closed, not open.
+
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use serde::{Deserialize, Serialize};
+
+/// At most this many refused attempts are kept for one call; the rest are
+/// counted.
+pub const KEPT: usize = 64;
+
+/// One attempt the sandbox refused.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Attempt {
+    /// `write`, `create`, `remove`, `rename`, `chmod`, `chown`, `utime`,
+    /// `exec` or `network`.
+    pub operation: String,
+    /// The path (absolute, as the command named it), or for `network` the
+    /// socket's family.
+    pub target: String,
+    /// The program that tried (`/proc/PID/exe`).
+    pub program: String,
+}
+
+/// What the observer saw: the refused attempts kept, and how many more.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observed {
+    pub attempts: Vec<Attempt>,
+    pub more: u64,
+}
+
+/// The child's end: where it sends its listener.
+#[derive(Debug)]
+pub struct ChildEnd(OwnedFd);
+
+impl ChildEnd {
+    /// Sends the listener `fd` to the observer, then closes it here.
+    /// Async-signal-safe (a forked child calls it before `execve`).
+    pub fn send(&self, fd: RawFd) -> std::io::Result<()> {
+        let mut byte = [0u8; 1];
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        // Room for one descriptor (CMSG_SPACE of an int is 24 bytes on
+        // 64-bit Linux; 64 is ample and aligned).
+        #[repr(C, align(8))]
+        struct Control([u8; 64]);
+        let mut control = Control([0; 64]);
+        // SAFETY: msg points at iov and control, alive for the call; the
+        // CMSG macros stay inside control.
+        unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.0.as_mut_ptr().cast();
+            msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
+            let sent = libc::sendmsg(self.0.as_raw_fd(), &msg, libc::MSG_NOSIGNAL);
+            libc::close(fd);
+            if sent < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The observer of one contained command.
+#[derive(Debug)]
+pub struct Observer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Observed>>,
+}
+
+impl Observer {
+    /// Starts the observer of a command that may write beneath `write`
+    /// (but nothing beneath `closed`) and execute beneath `exec`, before
+    /// it is spawned: its first `execve` already waits for the observer.
+    pub fn start(
+        write: &[PathBuf],
+        exec: &[PathBuf],
+        closed: &[PathBuf],
+    ) -> std::io::Result<(Self, ChildEnd)> {
+        let mut fds = [0; 2];
+        // SAFETY: fds has room for the two descriptors.
+        let rc = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: socketpair gave us both, owned from here.
+        let (ours, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let stop = Arc::new(AtomicBool::new(false));
+        let judge = Judge {
+            write: write.to_vec(),
+            exec: exec.to_vec(),
+            closed: closed.to_vec(),
+        };
+        let stopped = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("gavel-observer".into())
+            .spawn(move || watch(&ours, &judge, &stopped))?;
+        Ok((
+            Self {
+                stop,
+                thread: Some(thread),
+            },
+            ChildEnd(theirs),
+        ))
+    }
+
+    /// Once the command is over: what was refused.
+    pub fn finish(mut self) -> Observed {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Waits for `fd` to be readable for up to `ms`; whether it is, and whether
+/// it hung up.
+fn wait(fd: RawFd, ms: i32) -> (bool, bool) {
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, alive for the call.
+    let n = unsafe { libc::poll(&mut poll, 1, ms) };
+    if n <= 0 {
+        return (false, false);
+    }
+    (
+        poll.revents & libc::POLLIN != 0,
+        poll.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0,
+    )
+}
+
+/// Receives the listener the child sends.
+fn receive(sock: &OwnedFd, stop: &AtomicBool) -> Option<OwnedFd> {
+    loop {
+        let (ready, hung) = wait(sock.as_raw_fd(), 50);
+        if ready {
+            break;
+        }
+        if hung || stop.load(Ordering::Relaxed) {
+            return None;
+        }
+    }
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    #[repr(C, align(8))]
+    struct Control([u8; 64]);
+    let mut control = Control([0; 64]);
+    // SAFETY: as in `ChildEnd::send`; the descriptor received is owned here.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.0.as_mut_ptr().cast();
+        msg.msg_controllen = control.0.len() as _;
+        if libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) <= 0 {
+            return None;
+        }
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
+            return None;
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>());
+        Some(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// The observer's loop: every notification judged and answered, until
+/// every process of the command is gone or the command is over.
+fn watch(sock: &OwnedFd, judge: &Judge, stop: &AtomicBool) -> Observed {
+    let mut observed = Observed::default();
+    let Some(listener) = receive(sock, stop) else {
+        return observed;
+    };
+    let fd = listener.as_raw_fd();
+    loop {
+        let (ready, hung) = wait(fd, 50);
+        if !ready {
+            if hung || stop.load(Ordering::Relaxed) {
+                return observed;
+            }
+            continue;
+        }
+        // SAFETY: the kernel wants a zeroed notification to fill.
+        let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+        // SAFETY: notif is the struct this ioctl fills.
+        if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut notif) } != 0 {
+            // The process died before it was received (ENOENT), or an
+            // interruption: carry on.
+            continue;
+        }
+        let seen = judge.judge(&notif, fd);
+        let mut resp = libc::seccomp_notif_resp {
+            id: notif.id,
+            val: 0,
+            error: 0,
+            flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+        };
+        if notif.data.nr as libc::c_long == libc::SYS_socket {
+            // Offline: refused here, not by the kernel.
+            resp.error = -libc::EACCES;
+            resp.flags = 0;
+        }
+        if let Some(attempt) = seen {
+            if observed.attempts.len() < KEPT && !observed.attempts.contains(&attempt) {
+                observed.attempts.push(attempt);
+            } else if !observed.attempts.contains(&attempt) {
+                observed.more += 1;
+            }
+        }
+        // SAFETY: resp is the struct this ioctl reads; a process that died
+        // meanwhile makes it fail, which is fine.
+        unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
+    }
+}
+
+/// What the sandbox permits, to judge attempts against.
+struct Judge {
+    write: Vec<PathBuf>,
+    exec: Vec<PathBuf>,
+    /// Never writable, or hidden: refused beneath, whatever `write` says.
+    closed: Vec<PathBuf>,
+}
+
+impl Judge {
+    fn writable(&self, path: &Path) -> bool {
+        path.starts_with("/dev")
+            || (self.write.iter().any(|w| path.starts_with(w))
+                && !self.closed.iter().any(|c| path.starts_with(c)))
+    }
+
+    /// The attempt `notif` is, when the sandbox refuses it.
+    fn judge(&self, notif: &libc::seccomp_notif, listener: RawFd) -> Option<Attempt> {
+        let pid = notif.pid;
+        let nr = notif.data.nr as libc::c_long;
+        let args = notif.data.args;
+        let at = |dirfd: u64, ptr: u64| path_at(pid, dirfd as i32, ptr);
+        let cwd = libc::AT_FDCWD as u64;
+        let (operation, paths): (&str, Vec<Option<PathBuf>>) = match nr {
+            libc::SYS_socket => {
+                let family = match args[0] as i32 {
+                    libc::AF_UNIX => "unix",
+                    libc::AF_INET => "inet",
+                    libc::AF_INET6 => "inet6",
+                    libc::AF_NETLINK => "netlink",
+                    libc::AF_PACKET => "packet",
+                    _ => "other",
+                };
+                let attempt = Attempt {
+                    operation: "network".into(),
+                    target: format!("socket({family})"),
+                    program: program(pid),
+                };
+                return valid(listener, notif.id).then_some(attempt);
+            }
+            libc::SYS_openat | libc::SYS_openat2 => ("write", vec![at(args[0], args[1])]),
+            libc::SYS_unlinkat => ("remove", vec![at(args[0], args[1])]),
+            libc::SYS_renameat | libc::SYS_renameat2 => {
+                ("rename", vec![at(args[0], args[1]), at(args[2], args[3])])
+            }
+            libc::SYS_linkat => ("create", vec![at(args[2], args[3])]),
+            libc::SYS_mkdirat | libc::SYS_mknodat => ("create", vec![at(args[0], args[1])]),
+            libc::SYS_symlinkat => ("create", vec![at(args[1], args[2])]),
+            libc::SYS_fchmodat => ("chmod", vec![at(args[0], args[1])]),
+            libc::SYS_fchownat => ("chown", vec![at(args[0], args[1])]),
+            libc::SYS_truncate => ("write", vec![at(cwd, args[0])]),
+            libc::SYS_utimensat if args[1] != 0 => ("utime", vec![at(args[0], args[1])]),
+            libc::SYS_execve => ("exec", vec![at(cwd, args[0])]),
+            libc::SYS_execveat => ("exec", vec![at(args[0], args[1])]),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_open | libc::SYS_creat => ("write", vec![at(cwd, args[0])]),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_unlink | libc::SYS_rmdir => ("remove", vec![at(cwd, args[0])]),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_rename => ("rename", vec![at(cwd, args[0]), at(cwd, args[1])]),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_mkdir | libc::SYS_mknod => ("create", vec![at(cwd, args[0])]),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_symlink | libc::SYS_link => ("create", vec![at(cwd, args[1])]),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_chmod => ("chmod", vec![at(cwd, args[0])]),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_chown | libc::SYS_lchown => ("chown", vec![at(cwd, args[0])]),
+            _ => return None,
+        };
+        // What was read of the process's memory is its own only while the
+        // notification is still pending.
+        if !valid(listener, notif.id) {
+            return None;
+        }
+        let refused = paths.into_iter().flatten().find(|path| {
+            if operation == "exec" {
+                !self.exec.iter().any(|e| path.starts_with(e))
+            } else {
+                !self.writable(path)
+            }
+        })?;
+        Some(Attempt {
+            operation: operation.into(),
+            target: refused.display().to_string(),
+            program: program(pid),
+        })
+    }
+}
+
+/// Whether notification `id` is still pending (its process alive and the
+/// same).
+fn valid(listener: RawFd, id: u64) -> bool {
+    let mut id = id;
+    // SAFETY: the ioctl reads one u64.
+    unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) == 0 }
+}
+
+/// The program process `pid` runs.
+fn program(pid: u32) -> String {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// The path argument at `ptr` of process `pid`, made absolute against the
+/// folder `dirfd` names (or its working folder), with `.` and `..`
+/// resolved and the folder holding it followed through symlinks.
+fn path_at(pid: u32, dirfd: i32, ptr: u64) -> Option<PathBuf> {
+    if ptr == 0 {
+        return None;
+    }
+    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut bytes = Vec::with_capacity(256);
+    {
+        use std::io::{Seek, SeekFrom};
+        mem.seek(SeekFrom::Start(ptr)).ok()?;
+        let mut buf = [0u8; 256];
+        while bytes.len() < libc::PATH_MAX as usize {
+            let n = mem.read(&mut buf).ok()?;
+            if n == 0 {
+                break;
+            }
+            if let Some(end) = buf[..n].iter().position(|&b| b == 0) {
+                bytes.extend_from_slice(&buf[..end]);
+                break;
+            }
+            bytes.extend_from_slice(&buf[..n]);
+        }
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let raw = PathBuf::from(std::ffi::OsStr::from_bytes(&bytes));
+    let base = if raw.is_absolute() {
+        PathBuf::new()
+    } else if dirfd == libc::AT_FDCWD {
+        std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?
+    } else {
+        std::fs::read_link(format!("/proc/{pid}/fd/{dirfd}")).ok()?
+    };
+    Some(normalize(&base.join(raw)))
+}
+
+/// `path` with `.` and `..` resolved lexically, then its folder's real
+/// path (symlinks followed) when it exists.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    match (out.parent(), out.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|d| d.join(name))
+            .unwrap_or(out),
+        _ => out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_normalized_lexically_then_through_their_folder() {
+        assert_eq!(
+            normalize(Path::new("/a/b/../c/./d")),
+            PathBuf::from("/a/c/d")
+        );
+        let tmp = std::fs::canonicalize(std::env::temp_dir()).unwrap();
+        assert_eq!(normalize(&tmp.join("x/../y")), tmp.join("y"));
+    }
+
+    #[test]
+    fn the_judge_refuses_writes_outside_the_write_set_and_beneath_protected_paths() {
+        let judge = Judge {
+            write: vec![PathBuf::from("/w")],
+            exec: vec![PathBuf::from("/usr")],
+            closed: vec![PathBuf::from("/w/.git/hooks")],
+        };
+        assert!(judge.writable(Path::new("/w/src/a.rs")));
+        assert!(!judge.writable(Path::new("/etc/passwd")));
+        assert!(!judge.writable(Path::new("/w/.git/hooks/pre-commit")));
+        assert!(judge.writable(Path::new("/dev/null")));
+    }
+}
