@@ -21,6 +21,7 @@ pub mod doctor;
 pub mod explain;
 pub mod export;
 pub mod facts;
+pub mod files;
 pub mod frontend;
 pub mod hooks;
 pub mod install;
@@ -40,6 +41,7 @@ pub mod session;
 pub mod shell;
 pub mod source;
 pub mod store;
+pub mod suggest;
 pub mod text;
 pub mod tools;
 

@@ -803,9 +803,37 @@ pub fn diff_calls<E: From<StoreError>>(
     progress: &mut dyn FnMut(u64),
     on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
 ) -> Result<DriftReport, E> {
+    diff_calls_inspecting(
+        store,
+        query,
+        old,
+        new,
+        kept,
+        progress,
+        on_change,
+        &mut |_, _, _, _| {},
+    )
+}
+
+/// [`diff_calls`], handing `inspect` every call with its request and the
+/// two decisions as they are made (`policy suggest` checks its proposals
+/// against the calls they must not cover in the same pass).
+#[allow(clippy::too_many_arguments)]
+pub fn diff_calls_inspecting<E: From<StoreError>>(
+    store: &Store,
+    query: &AuditQuery,
+    old: &Policy,
+    new: &Policy,
+    kept: Kept,
+    progress: &mut dyn FnMut(u64),
+    on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
+    inspect: &mut dyn FnMut(&DecidedCall, &ToolRequest, &Decision, &Decision),
+) -> Result<DriftReport, E> {
     let mut decide = |call: &DecidedCall, request: &ToolRequest| {
         let facts = &call.decision.facts;
-        Some((old.decide(request, facts), new.decide(request, facts)))
+        let (before, after) = (old.decide(request, facts), new.decide(request, facts));
+        inspect(call, request, &before, &after);
+        Some((before, after))
     };
     drift_calls(
         store,

@@ -42,3 +42,12 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     }
     Cow::Owned(out)
 }
+
+/// `1 case`, `2 cases`.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

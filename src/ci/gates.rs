@@ -210,15 +210,7 @@ fn lint_kind(finding: &Finding) -> &'static str {
 
 /// The word `policy diff` uses for a rule's change.
 pub fn change_word(kind: RuleChangeKind) -> &'static str {
-    match kind {
-        RuleChangeKind::Added => "added",
-        RuleChangeKind::Removed => "removed",
-        RuleChangeKind::Reordered => "moved",
-        RuleChangeKind::Widened => "widened",
-        RuleChangeKind::Narrowed => "narrowed",
-        RuleChangeKind::Changed => "conditions changed",
-        RuleChangeKind::Same => "same conditions",
-    }
+    kind.word()
 }
 
 /// Whether a move from `from` to `to` is a loosening.

@@ -255,7 +255,7 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
         );
     }
 
-    let merged = merge(client, existing, &config.json);
+    let merged = install::merge_hooks(client, existing, &config.json);
     if let Some(parent) = hooks_path.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create `{}`", parent.display()))?;
@@ -379,48 +379,4 @@ pub fn run(global: &Global, args: InitArgs) -> anyhow::Result<Exit> {
         ))?;
     }
     Ok(Exit::Ok)
-}
-
-/// `existing` with gavel's hooks for each event of `ours`: entries that
-/// already run `hook <client>` are replaced, every other entry is kept.
-fn merge(client: &dyn Client, existing: Option<Value>, ours: &Value) -> Value {
-    let Some(mut merged) = existing else {
-        return ours.clone();
-    };
-    let marker = format!(" hook {}", client.name());
-    let Some(object) = merged.as_object_mut() else {
-        return ours.clone();
-    };
-    for (key, value) in ours.as_object().into_iter().flatten() {
-        if key != "hooks" {
-            object.entry(key.clone()).or_insert_with(|| value.clone());
-        }
-    }
-    let hooks = object
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !hooks.is_object() {
-        *hooks = Value::Object(Map::new());
-    }
-    let Some(hooks) = hooks.as_object_mut() else {
-        return merged;
-    };
-    for (event, entries) in ours
-        .get("hooks")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        let list = hooks
-            .entry(event.clone())
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if !list.is_array() {
-            *list = Value::Array(Vec::new());
-        }
-        if let Some(list) = list.as_array_mut() {
-            list.retain(|entry| !entry.to_string().contains(&marker));
-            list.extend(entries.as_array().into_iter().flatten().cloned());
-        }
-    }
-    merged
 }

@@ -371,6 +371,7 @@ const NOT_APPLICABLE: &[(&str, &str)] = &[
     ("policy validate", "db durability max_argument_bytes wide"),
     ("policy test", "db durability max_argument_bytes"),
     ("policy lint", "durability max_argument_bytes"),
+    ("policy suggest", "max_argument_bytes wide"),
     ("demo", "workspace policy durability max_argument_bytes"),
     ("log", "policy durability max_argument_bytes"),
     ("show", "policy durability max_argument_bytes"),

@@ -1,7 +1,8 @@
-//! `gavel policy show|validate|lint|diff|test`; `diff` lives in
-//! `policy_cmd/diff.rs`.
+//! `gavel policy show|validate|lint|diff|test|suggest`; `diff` and
+//! `suggest` live in `policy_cmd/`.
 
 mod diff;
+mod suggest;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -75,6 +76,9 @@ pub enum PolicyCommand {
         #[command(flatten)]
         format: GateFormatArgs,
     },
+    /// Propose the narrowest allow rules that would have spared the prompts people
+    /// approved, each proven by replay over the record (a TOML diff; --format json)
+    Suggest(Box<suggest::SuggestArgs>),
     /// Run regression cases (TOML `[[cases]]` or JSON lines) against the current policy
     Test {
         /// The cases file (`.toml`, else JSON lines as written by `gavel export --requests`)
@@ -163,6 +167,7 @@ pub fn run(global: &Global, command: PolicyCommand) -> anyhow::Result<Exit> {
             no_log,
             format,
         } => return diff::run(global, &old, &new, no_log, format),
+        PolicyCommand::Suggest(args) => return suggest::run(global, *args),
         PolicyCommand::Test {
             cases,
             failures_only,
@@ -326,54 +331,7 @@ fn lint_cmd(
         return Ok(if failing { Exit::Failed } else { Exit::Ok });
     }
 
-    let mut text = vec![format!(
-        "policy `{}` ({}, sha256 {}): {}",
-        policy.reference().name,
-        plural(policy.rules().len(), "rule"),
-        render::cell(&policy.reference().digest, 16),
-        if findings.is_empty() {
-            "no warnings".to_owned()
-        } else {
-            plural(findings.len(), "warning")
-        }
-    )];
-    for finding in &findings {
-        text.push(format!("  warning: {}", finding.message));
-    }
-    match &usage {
-        None if no_usage => {}
-        None => text.push(format!(
-            "No log at `{}`: no usage report (--db LOG names one)",
-            db.display()
-        )),
-        Some((usage, never)) => {
-            text.push(format!(
-                "Over {} recorded in `{}`, decided again under this policy:",
-                plural(usage.calls as usize, "call"),
-                db.display()
-            ));
-            if usage.top.is_empty() {
-                text.push("  no rule matched any call".into());
-            } else {
-                let top: Vec<String> = usage
-                    .top
-                    .iter()
-                    .map(|(id, n)| format!("`{id}` ({})", plural(*n as usize, "call")))
-                    .collect();
-                text.push(format!("  matched most: {}", top.join(", ")));
-            }
-            if never.is_empty() {
-                text.push("  every rule matched at least one call".into());
-            } else {
-                let ids: Vec<String> = never.iter().map(|f| format!("`{}`", f.rule_id)).collect();
-                text.push(format!(
-                    "  never matched ({}): {}",
-                    plural(never.len(), "rule"),
-                    ids.join(", ")
-                ));
-            }
-        }
-    }
+    let text = lint::text(&policy, &findings, usage.as_ref(), no_usage, &db);
     render::text(&text)?;
     Ok(if failing { Exit::Failed } else { Exit::Ok })
 }
@@ -492,7 +450,8 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
     if options.accept && !accepted.is_empty() {
         let rewritten = accept(&text, is_toml, &accepted)
             .map_err(|e| anyhow::anyhow!("cases `{}`: {e}", path.display()))?;
-        write_atomically(path, &rewritten)?;
+        gavel::files::write_atomically(path, &rewritten)
+            .map_err(|e| anyhow::anyhow!("cannot rewrite `{}`: {e}", path.display()))?;
         let _ = writeln!(
             std::io::stderr(),
             "gavel: accepted {} in `{}`: {} now expect what policy `{}` decides",
@@ -506,38 +465,4 @@ fn test(global: &Global, path: &Path, options: TestOptions) -> anyhow::Result<Ex
     Ok(if failed > 0 { Exit::Failed } else { Exit::Ok })
 }
 
-/// `1 case`, `2 cases`.
-pub fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// Replaces `path` with `text` in one rename: a temporary file beside it,
-/// synced, with the original's permissions, then renamed over it.
-fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.gavel-{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(text.as_bytes())?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            file.set_permissions(meta.permissions())?;
-        }
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        anyhow::anyhow!("cannot rewrite `{}`: {e}", path.display())
-    })
-}
+pub use gavel::text::plural;

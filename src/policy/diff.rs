@@ -34,6 +34,21 @@ pub enum RuleChangeKind {
     Same,
 }
 
+impl RuleChangeKind {
+    /// How `policy diff` says it: `added`, `widened`, `conditions changed`, …
+    pub fn word(self) -> &'static str {
+        match self {
+            RuleChangeKind::Added => "added",
+            RuleChangeKind::Removed => "removed",
+            RuleChangeKind::Reordered => "moved",
+            RuleChangeKind::Widened => "widened",
+            RuleChangeKind::Narrowed => "narrowed",
+            RuleChangeKind::Changed => "conditions changed",
+            RuleChangeKind::Same => "same conditions",
+        }
+    }
+}
+
 /// One rule's change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RuleChange {
@@ -50,6 +65,18 @@ pub struct RuleChange {
     /// sandbox widened is a widened rule, narrowed a narrowed one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<(Option<String>, Option<String>)>,
+}
+
+impl RuleChange {
+    /// The change in words, as `policy diff` shows it.
+    pub fn describe(&self) -> String {
+        let kind = self.kind.word();
+        if self.reason_changed {
+            format!("{kind}, reason changed")
+        } else {
+            kind.to_owned()
+        }
+    }
 }
 
 /// A decision that differs between the two policies on a sample request.

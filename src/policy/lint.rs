@@ -133,6 +133,68 @@ pub struct Usage {
     pub top: Vec<(String, u64)>,
 }
 
+/// `policy lint`'s report as lines of text: the policy, its warnings,
+/// and, over the log at `db`, the rules that matched most and those that
+/// never matched (`usage`; `None` when there is no log, or `no_usage`).
+pub fn text(
+    policy: &Policy,
+    findings: &[Finding],
+    usage: Option<&(Usage, Vec<Finding>)>,
+    no_usage: bool,
+    db: &std::path::Path,
+) -> Vec<String> {
+    use crate::text::plural;
+    let mut text = vec![format!(
+        "policy `{}` ({}, sha256 {}): {}",
+        policy.reference().name,
+        plural(policy.rules().len(), "rule"),
+        crate::text::cell(&policy.reference().digest, 16),
+        if findings.is_empty() {
+            "no warnings".to_owned()
+        } else {
+            plural(findings.len(), "warning")
+        }
+    )];
+    for finding in findings {
+        text.push(format!("  warning: {}", finding.message));
+    }
+    match usage {
+        None if no_usage => {}
+        None => text.push(format!(
+            "No log at `{}`: no usage report (--db LOG names one)",
+            db.display()
+        )),
+        Some((usage, never)) => {
+            text.push(format!(
+                "Over {} recorded in `{}`, decided again under this policy:",
+                plural(usage.calls as usize, "call"),
+                db.display()
+            ));
+            if usage.top.is_empty() {
+                text.push("  no rule matched any call".into());
+            } else {
+                let top: Vec<String> = usage
+                    .top
+                    .iter()
+                    .map(|(id, n)| format!("`{id}` ({})", plural(*n as usize, "call")))
+                    .collect();
+                text.push(format!("  matched most: {}", top.join(", ")));
+            }
+            if never.is_empty() {
+                text.push("  every rule matched at least one call".into());
+            } else {
+                let ids: Vec<String> = never.iter().map(|f| format!("`{}`", f.rule_id)).collect();
+                text.push(format!(
+                    "  never matched ({}): {}",
+                    plural(never.len(), "rule"),
+                    ids.join(", ")
+                ));
+            }
+        }
+    }
+    text
+}
+
 /// How many rules `Usage::top` lists.
 pub const TOP: usize = 5;
 

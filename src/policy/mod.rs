@@ -23,6 +23,7 @@ use serde_json::Value;
 use crate::facts::{Facts, path_argument};
 use crate::request::ToolRequest;
 
+pub(crate) use commands::unproven;
 pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec, memoize_parses};
 pub use floor::{FLOOR_LAYER, FLOOR_POLICY_TOML, floor};
 pub use layered::{EffectiveRule, Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
@@ -321,6 +322,18 @@ impl Policy {
         let mut trace = Vec::new();
         let decision = self.evaluate(request, facts, Some(&mut trace));
         (decision, trace)
+    }
+
+    /// The ids of this policy's own rules that match `request` on `facts`,
+    /// in order: no floor, no layers, no default, whatever their action.
+    /// Pure. `policy suggest` checks with it that a proposed rule covers
+    /// none of the calls it must not.
+    pub fn matching_rules(&self, request: &ToolRequest, facts: &Facts) -> Vec<&str> {
+        self.rules
+            .iter()
+            .filter(|rule| rule.matches(request, facts).is_ok())
+            .map(|rule| rule.id.as_str())
+            .collect()
     }
 
     fn evaluate(

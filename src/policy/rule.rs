@@ -66,6 +66,12 @@ pub(super) enum Miss {
 }
 
 impl Rule {
+    /// Whether the rule can apply to calls of `tool` (no `tools` list, or
+    /// one that names it).
+    pub fn applies_to_tool(&self, tool: &str) -> bool {
+        self.tools.as_ref().is_none_or(|tools| tools.is_match(tool))
+    }
+
     /// `Ok` when every condition holds, else the first that does not.
     pub(super) fn matches(&self, request: &ToolRequest, facts: &Facts) -> Result<(), Miss> {
         if let Some(tools) = &self.tools

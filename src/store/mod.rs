@@ -30,8 +30,8 @@ use crate::chain::Hash;
 pub use append::ClientKey;
 pub use mirror::CheckpointCopy;
 pub use query::{
-    AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Stats,
-    StoredEvent, UNGOVERNED, UngovernedCall,
+    AnomalyEntry, AuditQuery, CallEntry, CallSummary, DecidedCall, LifecycleEntry, Listed, Scanned,
+    Stats, StoredEvent, UNGOVERNED, UngovernedCall,
 };
 #[cfg(feature = "postgres")]
 pub(crate) use query::{RawCall, assemble};

@@ -14,7 +14,7 @@ mod decided;
 use crate::audit::{
     AnomalyKind, AnomalyRecord, DecisionRecord, EventBody, LifecycleRecord, RequestRecord,
 };
-pub use decided::DecidedCall;
+pub use decided::{DecidedCall, Scanned};
 
 /// Which calls to select. Every field present must hold.
 #[derive(Debug, Clone, Default)]

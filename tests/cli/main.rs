@@ -58,6 +58,7 @@ mod shadow;
 mod shell;
 mod snapshots_human;
 mod store;
+mod suggest;
 mod support;
 mod tables;
 mod tamper;

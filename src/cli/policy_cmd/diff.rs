@@ -87,10 +87,7 @@ pub fn run(
             rules.iter().map(|c| {
                 [
                     c.rule_id.clone(),
-                    match c.reason_changed {
-                        true => format!("{}, reason changed", gavel::ci::change_word(c.kind)),
-                        false => gavel::ci::change_word(c.kind).to_owned(),
-                    },
+                    c.describe(),
                     c.action
                         .map_or(String::new(), |(a, b)| format!("{a} -> {b}")),
                     c.position

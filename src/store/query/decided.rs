@@ -8,6 +8,23 @@ use super::AuditQuery;
 use crate::audit::{DecisionRecord, EventBody, RequestRecord};
 use crate::store::{Store, StoreError, sql};
 
+/// What [`Store::for_each_decided_call_with_outcomes`] hands on, in seq order.
+#[derive(Debug, Clone)]
+pub enum Scanned {
+    /// A decided call, when its decision row is read.
+    Call(Box<DecidedCall>),
+    /// A later row of a call: an approval (its status: `approved`,
+    /// `rejected`, `cancelled`, `pending`) or a result (its status:
+    /// `succeeded`, `failed`, `blocked`). A call may have several of each;
+    /// the last approval and the first result are the call's, as `log`
+    /// reads them.
+    Outcome {
+        call_id: String,
+        approval: Option<String>,
+        status: Option<String>,
+    },
+}
+
 /// A call's request and decision: what replay needs, without its outcome.
 #[derive(Debug, Clone)]
 pub struct DecidedCall {
@@ -37,9 +54,38 @@ impl Store {
         query: &AuditQuery,
         mut each: impl FnMut(DecidedCall) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.scan_decided(query, false, |scanned| match scanned {
+            Scanned::Call(call) => each(*call),
+            Scanned::Outcome { .. } => Ok(()),
+        })
+    }
+
+    /// [`Store::for_each_decided_call`], with each call's approvals and
+    /// results handed on too, as they come in the record (after its
+    /// decision): still one ordered scan, now over the approval and result
+    /// rows as well, whose typed columns say all that is needed of them.
+    pub fn for_each_decided_call_with_outcomes<E: From<StoreError>>(
+        &self,
+        query: &AuditQuery,
+        each: impl FnMut(Scanned) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.scan_decided(query, true, each)
+    }
+
+    fn scan_decided<E: From<StoreError>>(
+        &self,
+        query: &AuditQuery,
+        outcomes: bool,
+        mut each: impl FnMut(Scanned) -> Result<(), E>,
+    ) -> Result<(), E> {
         if query.reads_beyond_the_decision() || query.newest_first {
             return self.for_each_call(query, |call| {
-                each(DecidedCall {
+                let outcome = Scanned::Outcome {
+                    call_id: call.call_id.clone(),
+                    approval: Some(call.approval),
+                    status: Some(call.status),
+                };
+                each(Scanned::Call(Box::new(DecidedCall {
                     seq: call.seq,
                     ts_us: call.ts_us,
                     call_id: call.call_id,
@@ -47,7 +93,8 @@ impl Store {
                     request: call.request,
                     decision: call.decision,
                     parse_differs: call.parse_differs,
-                })
+                })))?;
+                if outcomes { each(outcome) } else { Ok(()) }
             });
         }
         let mut params: Vec<SqlValue> = Vec::new();
@@ -60,9 +107,14 @@ impl Store {
             params.push(SqlValue::Text(v));
             format!("?{}", params.len())
         }));
+        let kinds = if outcomes {
+            "'request', 'decision', 'approval', 'result'"
+        } else {
+            "'request', 'decision'"
+        };
         let text = format!(
-            "SELECT seq, kind, call_id, tool, action, rule_id, ts_us, payload FROM events
-             WHERE kind IN ('request', 'decision') {filters} ORDER BY seq"
+            "SELECT seq, kind, call_id, tool, action, rule_id, ts_us, payload, approval, status
+             FROM events WHERE kind IN ({kinds}) {filters} ORDER BY seq"
         );
         let mut statement = self.conn.prepare(&text).map_err(sql("preparing a scan"))?;
         let mut rows = statement
@@ -87,6 +139,23 @@ impl Store {
             };
             let (seq, kind, call_id, tool, action, rule_id, ts_us) =
                 read(row).map_err(sql("reading a call"))?;
+            if kind == "approval" || kind == "result" {
+                let column = if kind == "approval" { 8 } else { 9 };
+                let value = row
+                    .get::<_, Option<String>>(column)
+                    .map_err(sql("reading a call"))?;
+                let (approval, status) = if kind == "approval" {
+                    (value, None)
+                } else {
+                    (None, value)
+                };
+                each(Scanned::Outcome {
+                    call_id,
+                    approval,
+                    status,
+                })?;
+                continue;
+            }
             let payload = row
                 .get_ref(7)
                 .and_then(|v| v.as_blob().map_err(Into::into))
@@ -120,7 +189,7 @@ impl Store {
             if selected {
                 emitted += 1;
                 let parse_differs = decision.facts.restore(&request.arguments) == Some(false);
-                each(DecidedCall {
+                each(Scanned::Call(Box::new(DecidedCall {
                     seq,
                     ts_us,
                     call_id,
@@ -128,7 +197,7 @@ impl Store {
                     request,
                     decision,
                     parse_differs,
-                })?;
+                })))?;
             }
         }
         Ok(())
