@@ -276,6 +276,9 @@ impl Upstream {
                     {
                         deliver(Upstreamed::Line(data));
                     }
+                    // An event without data primes reconnection (MCP
+                    // 2025-11-25): nothing to hand on.
+                    Ok(data) if data.trim().is_empty() => {}
                     // Its stream answers no request: only a note.
                     Ok(data) => deliver(Upstreamed::Note(format!(
                         "{}: {}",
@@ -328,6 +331,11 @@ impl Answer {
     /// Hands on one message; whether the request is answered now. What is
     /// not a JSON-RPC message is not handed on: the request fails instead.
     fn message(&self, text: &str) -> bool {
+        // An event without data primes reconnection (MCP 2025-11-25): it
+        // answers nothing and is not handed on.
+        if text.trim().is_empty() {
+            return false;
+        }
         let value = match serde_json::from_str::<Value>(text) {
             Ok(value) if jsonrpc::is_message(&value) => value,
             _ => {
@@ -440,5 +448,26 @@ mod tests {
             "the upstream answered HTTP 502: Bad gateway"
         );
         assert!(http_error(404, "").contains("no longer knows this session"));
+    }
+
+    /// An SSE event without data (a server priming reconnection, MCP
+    /// 2025-11-25) was taken for a message that is not JSON-RPC, and the
+    /// request failed.
+    #[test]
+    fn an_event_without_data_is_skipped_not_refused() {
+        let delivered = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&delivered);
+        let answer = Answer {
+            conn: 1,
+            stream: None,
+            id: Some(serde_json::json!(7)),
+            sink: Arc::new(move |d: Delivery| seen.lock().unwrap().push(format!("{:?}", d.what))),
+            url: "http://upstream".into(),
+        };
+        assert!(!answer.message(""));
+        assert!(!answer.message("  \n"));
+        assert!(delivered.lock().unwrap().is_empty());
+        assert!(answer.message(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#));
+        assert_eq!(delivered.lock().unwrap().len(), 1);
     }
 }
