@@ -188,11 +188,11 @@ impl Drop for ContainedCommand {
 
 /// `bash -c COMMAND` in `cwd`, contained by `spec` (the profile `profile`)
 /// whose relative paths are `workspace`'s: spawn it as it is, or set its
-/// input and output first. The
-/// database `db` (and its keys) is never writable, nor is anything of
-/// [`super::NEVER_WRITABLE`]. A command that writes gets a private
-/// temporary folder (`TMPDIR`) under `.gavel/tmp/`. Errs, and nothing
-/// runs, when this kernel cannot enforce the spec.
+/// input and output first. The database `db` (and its keys) is never
+/// writable, nor is anything of [`super::NEVER_WRITABLE`]. A command that
+/// writes gets a private temporary folder (`TMPDIR`, owner-only, in the
+/// system's temporary folder). Errs, and nothing runs, when this kernel
+/// cannot enforce the spec.
 pub fn contained_command(
     command: &str,
     profile: &str,
