@@ -380,24 +380,7 @@ impl DriftBuilder {
         recorded: &Decision,
         now: &Decision,
     ) {
-        self.total += 1;
-        if !self.recorded.contains(&recorded.policy.digest) {
-            self.recorded.push(recorded.policy.digest.clone());
-        }
-        let from = Verdict::of(recorded);
-        let to = Verdict::of(now);
-        let moved = direction(&from, &to);
-        if self.kept == Kept::Every {
-            self.replayed.push(ReplayedCall {
-                call_id: call_id.to_owned(),
-                tool: tool.to_owned(),
-                arguments: arguments_summary(tool, arguments),
-                from: from.clone(),
-                to: to.clone(),
-                direction: moved,
-                undecidable: moved.is_some(),
-            });
-        }
+        let (from, to, moved) = self.count(call_id, tool, arguments, recorded, now, true);
         let Some(direction) = moved else {
             return;
         };
@@ -419,16 +402,18 @@ impl DriftBuilder {
         }
     }
 
-    /// Adds one call with its tool and arguments; returns the change when
-    /// its decision moved.
-    pub fn add_call(
+    /// Counts one replayed call (and keeps it, under `Kept::Every`): its
+    /// verdicts then and now, and how it moved. `undecidable` marks a call
+    /// that moved but cannot be re-decided exactly.
+    fn count(
         &mut self,
         call_id: &str,
         tool: &str,
         arguments: &Value,
         recorded: &Decision,
         now: &Decision,
-    ) -> Option<ChangedCall> {
+        undecidable: bool,
+    ) -> (Verdict, Verdict, Option<Direction>) {
         self.total += 1;
         if !self.recorded.contains(&recorded.policy.digest) {
             self.recorded.push(recorded.policy.digest.clone());
@@ -444,9 +429,23 @@ impl DriftBuilder {
                 from: from.clone(),
                 to: to.clone(),
                 direction: moved,
-                undecidable: false,
+                undecidable: undecidable && moved.is_some(),
             });
         }
+        (from, to, moved)
+    }
+
+    /// Adds one call with its tool and arguments; returns the change when
+    /// its decision moved.
+    pub fn add_call(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &Value,
+        recorded: &Decision,
+        now: &Decision,
+    ) -> Option<ChangedCall> {
+        let (from, to, moved) = self.count(call_id, tool, arguments, recorded, now, false);
         let Some(direction) = moved else {
             if recorded.reason != now.reason {
                 self.reason_changed += 1;

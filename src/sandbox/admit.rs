@@ -30,7 +30,10 @@ pub fn admit(
     if decision.action != Action::Allow {
         return;
     }
-    if decision.sandbox.is_none() && request.name == "bash" && proven_read_only(facts) {
+    // A command proven to only read does not rely on its sandbox, whether
+    // a rule named it or not: the proof stands without the kernel.
+    let proven = request.name == "bash" && proven_read_only(facts);
+    if decision.sandbox.is_none() && proven {
         let mut record =
             SandboxRecord::new(READ_ONLY, &Spec::read_only(), request.str_arg("command"));
         record.implied = true;
@@ -45,9 +48,6 @@ pub fn admit(
         Enforcement::Full => Vec::new(),
         Enforcement::Partial { missing } | Enforcement::Unavailable { missing } => missing.clone(),
     };
-    // A command proven to only read does not rely on its sandbox, whether
-    // a rule named it or not: the proof stands without the kernel.
-    let proven = record.implied || (request.name == "bash" && proven_read_only(facts));
     if matches!(enforcement, Enforcement::Unavailable { .. }) && !proven {
         let verb = if unenforceable == Action::Deny {
             "denied"

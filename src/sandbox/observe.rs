@@ -41,6 +41,30 @@ pub struct Observed {
     pub more: u64,
 }
 
+/// Room for one descriptor's control message (`CMSG_SPACE` of an int is
+/// 24 bytes on 64-bit Linux; 64 is ample), aligned as a `cmsghdr`.
+#[repr(C, align(8))]
+struct Control([u8; 64]);
+
+/// The one byte a descriptor travels with.
+fn one_byte(byte: &mut [u8; 1]) -> libc::iovec {
+    libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    }
+}
+
+/// A message of `iov` with `control` as its control buffer (whole).
+fn message(iov: &mut libc::iovec, control: &mut Control) -> libc::msghdr {
+    // SAFETY: a zeroed msghdr is a valid empty one.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = control.0.len() as _;
+    msg
+}
+
 /// The child's end: where it sends its listener.
 #[derive(Debug)]
 pub struct ChildEnd(OwnedFd);
@@ -50,22 +74,12 @@ impl ChildEnd {
     /// Async-signal-safe (a forked child calls it before `execve`).
     pub fn send(&self, fd: RawFd) -> std::io::Result<()> {
         let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        // Room for one descriptor (CMSG_SPACE of an int is 24 bytes on
-        // 64-bit Linux; 64 is ample and aligned).
-        #[repr(C, align(8))]
-        struct Control([u8; 64]);
+        let mut iov = one_byte(&mut byte);
         let mut control = Control([0; 64]);
         // SAFETY: msg points at iov and control, alive for the call; the
         // CMSG macros stay inside control.
         unsafe {
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.0.as_mut_ptr().cast();
+            let mut msg = message(&mut iov, &mut control);
             msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
             let cmsg = libc::CMSG_FIRSTHDR(&msg);
             (*cmsg).cmsg_level = libc::SOL_SOCKET;
@@ -180,20 +194,11 @@ fn receive(sock: &OwnedFd, stop: &AtomicBool) -> Option<OwnedFd> {
         }
     }
     let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    #[repr(C, align(8))]
-    struct Control([u8; 64]);
+    let mut iov = one_byte(&mut byte);
     let mut control = Control([0; 64]);
     // SAFETY: as in `ChildEnd::send`; the descriptor received is owned here.
     unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.0.as_mut_ptr().cast();
-        msg.msg_controllen = control.0.len() as _;
+        let mut msg = message(&mut iov, &mut control);
         if libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) <= 0 {
             return None;
         }

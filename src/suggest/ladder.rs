@@ -349,6 +349,16 @@ fn bash_shape(o: &Observation) -> Option<&shape::Bash> {
 }
 
 /// The words of `n` approved calls, for a reason.
+/// The reason a proposed rule gives: where it was learned from.
+fn learned(calls: usize, sessions: usize) -> String {
+    format!(
+        "learned by gavel policy suggest from {} in {} session{}",
+        approved(calls),
+        sessions,
+        if sessions == 1 { "" } else { "s" }
+    )
+}
+
 fn approved(n: usize) -> String {
     if n == 1 {
         "1 approved call".to_owned()
@@ -443,14 +453,6 @@ fn learn_bash(
             exacts.entry(b.exact.as_str()).or_default().push(*i);
         }
     }
-    let reason = |n: usize, sessions: usize| {
-        format!(
-            "learned by gavel policy suggest from {} in {} session{}",
-            approved(n),
-            sessions,
-            if sessions == 1 { "" } else { "s" }
-        )
-    };
     let sessions_of = |calls: &[u32]| {
         calls
             .iter()
@@ -496,7 +498,7 @@ fn learn_bash(
                     inside: true,
                     path_glob: None,
                     sandbox: sandbox.clone(),
-                    reason: reason(with_paths.len(), sessions_of(&with_paths)),
+                    reason: learned(with_paths.len(), sessions_of(&with_paths)),
                 },
                 positives: with_paths.clone(),
                 anchor,
@@ -633,12 +635,7 @@ fn exact_rungs(
                 inside: first.has_paths,
                 path_glob: None,
                 sandbox: if read_only { None } else { sandbox.clone() },
-                reason: format!(
-                    "learned by gavel policy suggest from {} in {} session{}",
-                    approved(calls.len()),
-                    sessions,
-                    if sessions == 1 { "" } else { "s" }
-                ),
+                reason: learned(calls.len(), sessions),
             },
             positives: calls.clone(),
             anchor,
@@ -708,12 +705,7 @@ fn learn_tool(
             inside: false,
             path_glob: None,
             sandbox: None,
-            reason: format!(
-                "learned by gavel policy suggest from {} in {} session{}",
-                approved(positives.len()),
-                sessions,
-                if sessions == 1 { "" } else { "s" }
-            ),
+            reason: learned(positives.len(), sessions),
         },
         positives: positives.to_vec(),
         anchor,

@@ -517,18 +517,20 @@ fn run_without_landlock(sb: &Sandbox, args: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
-/// The decision event of the newest call, as `gavel show --format json` gives it.
-fn last_decision(sb: &Sandbox) -> serde_json::Value {
+/// The id of the newest call.
+fn last_call_id(sb: &Sandbox) -> String {
     let output = sb.gavel(&["log", "--json"]).output().unwrap();
-    let last = stdout(&output)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_owned();
-    let row: serde_json::Value = serde_json::from_str(&last).unwrap_or_else(|_| panic!("{last}"));
-    let id = row["call_id"].as_str().unwrap().to_owned();
+    let text = stdout(&output);
+    let last = text.lines().last().unwrap_or_default();
+    let row: serde_json::Value = serde_json::from_str(last).unwrap_or_else(|_| panic!("{last}"));
+    row["call_id"].as_str().unwrap().to_owned()
+}
+
+/// The payloads of call `id`'s events of `kind`, as `gavel show --format
+/// json` gives them.
+fn events_of(sb: &Sandbox, id: &str, kind: &str) -> Vec<serde_json::Value> {
     let output = sb
-        .gavel(&["show", &id, "--format", "json"])
+        .gavel(&["show", id, "--format", "json"])
         .output()
         .unwrap();
     let events: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
@@ -536,9 +538,14 @@ fn last_decision(sb: &Sandbox) -> serde_json::Value {
         .as_array()
         .into_iter()
         .flatten()
-        .find(|e| e["kind"] == "decision")
-        .unwrap()["payload"]
-        .clone()
+        .filter(|e| e["kind"] == kind)
+        .map(|e| e["payload"].clone())
+        .collect()
+}
+
+/// The decision of the newest call.
+fn last_decision(sb: &Sandbox) -> serde_json::Value {
+    events_of(sb, &last_call_id(sb), "decision").remove(0)
 }
 
 #[test]
@@ -786,22 +793,6 @@ fn the_preset_runs_an_unprovable_read_only_looking_command_read_only() {
     assert_eq!(sb.read("a.txt"), "hello\n");
 }
 
-/// The `refused` events of call `id`, as `gavel show --format json` gives them.
-fn refused_events(sb: &Sandbox, id: &str) -> Vec<serde_json::Value> {
-    let output = sb
-        .gavel(&["show", id, "--format", "json"])
-        .output()
-        .unwrap();
-    let events: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
-    events["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["kind"] == "refused")
-        .map(|e| e["payload"].clone())
-        .collect()
-}
-
 /// Perl that tries a write outside, a removal outside and a socket, then
 /// writes inside the workspace.
 fn trespass(sb: &Sandbox) -> String {
@@ -825,13 +816,8 @@ fn every_refused_attempt_is_recorded_on_its_call_when_gavel_runs_it() {
     assert!(stdout(&output).contains("done"), "{}", stdout(&output));
     assert!(!sb.root.join("outside.txt").exists());
     assert!(sb.root.join("victim.txt").exists());
-    let output = sb.gavel(&["log", "--json"]).output().unwrap();
-    let last = stdout(&output).lines().last().unwrap().to_owned();
-    let id = serde_json::from_str::<serde_json::Value>(&last).unwrap()["call_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let refused = refused_events(&sb, &id);
+    let id = last_call_id(&sb);
+    let refused = events_of(&sb, &id, "refused");
     assert_eq!(refused.len(), 1, "{refused:?}");
     let attempts = refused[0]["attempts"].as_array().unwrap();
     let has = |op: &str, target: &str| {
@@ -871,7 +857,7 @@ fn every_refused_attempt_is_recorded_on_its_call_when_gavel_exec_runs_it() {
     let output = exec(&sb, "exec-refused");
     assert_ne!(code(&output), 124, "{}", stderr(&output));
     assert!(!sb.root.join("outside.txt").exists());
-    let refused = refused_events(&sb, "exec-refused");
+    let refused = events_of(&sb, "exec-refused", "refused");
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0]["profile"], "read-only");
     let text = refused[0]["attempts"].to_string();

@@ -11,7 +11,7 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use super::{
     Alternative, Ask, Blockers, Candidate, Refuse, RuleSpec, Rung, anchor, approved, described,
-    rule_id,
+    learned, rule_id,
 };
 use crate::suggest::observe::Observation;
 use crate::suggest::shape::Shape;
@@ -265,12 +265,7 @@ pub(super) fn learn_paths(
                 inside: true,
                 path_glob: Some(option.glob.clone()),
                 sandbox: None,
-                reason: format!(
-                    "learned by gavel policy suggest from {} in {} session{}",
-                    approved(calls.len()),
-                    sessions,
-                    if sessions == 1 { "" } else { "s" }
-                ),
+                reason: learned(calls.len(), sessions),
             },
             positives: calls.clone(),
             anchor,
@@ -355,12 +350,7 @@ pub(super) fn learn_paths(
                 inside: true,
                 path_glob: Some(glob.clone()),
                 sandbox: None,
-                reason: format!(
-                    "learned by gavel policy suggest from {} in {} session{}",
-                    approved(calls.len()),
-                    sessions,
-                    if sessions == 1 { "" } else { "s" }
-                ),
+                reason: learned(calls.len(), sessions),
             },
             positives: calls,
             anchor,
