@@ -4,7 +4,7 @@
 //! It knows nothing of rules, requests or facts: it only says whether a
 //! text matches.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
@@ -37,8 +37,77 @@ pub(super) struct Globs {
 struct Compiled {
     /// Globs with no special character match exactly their own text: a
     /// hash lookup, not a glob match (`sudo`, `rm` in a program list).
-    literals: HashSet<String>,
+    literals: BTreeSet<String>,
+    /// Globs of a shape a comparison of strings decides (`.gavel/**`,
+    /// `**/.env`, `mcp__*`): most of what policies write, and building a
+    /// glob set costs more than the rest of a decision.
+    shapes: Vec<Shape>,
     patterns: Patterned,
+}
+
+/// A glob that is a literal text and one `*` or `**` in a place that makes
+/// it a prefix, suffix or path test. Each matches exactly what globset
+/// matches for the same glob (`shapes_match_what_globset_matches`).
+#[derive(Debug, Clone, PartialEq)]
+enum Shape {
+    /// `LIT/**`: anything beneath the folder `LIT`.
+    Beneath(String),
+    /// `**/LIT`: `LIT`, at the top or beneath any folder.
+    Named(String),
+    /// `**/LIT/**`: anything beneath a folder `LIT` anywhere.
+    BeneathNamed(String),
+    /// `LIT*`: starts with `LIT` (and, for paths, no `/` after it).
+    Prefix(String),
+    /// `*LIT`: ends with `LIT` (and, for paths, no `/` before it).
+    Suffix(String),
+}
+
+impl Shape {
+    fn of(glob: &str) -> Option<Self> {
+        let literal = |s: &str| is_literal(s) && !s.is_empty();
+        if let Some(inner) = glob.strip_prefix("**/").and_then(|g| g.strip_suffix("/**")) {
+            return literal(inner).then(|| Shape::BeneathNamed(inner.to_owned()));
+        }
+        if let Some(name) = glob.strip_prefix("**/") {
+            return literal(name).then(|| Shape::Named(name.to_owned()));
+        }
+        if let Some(folder) = glob.strip_suffix("/**") {
+            return literal(folder).then(|| Shape::Beneath(folder.to_owned()));
+        }
+        // One `*`, not part of a `**`: a `**` that is not a whole path
+        // component is globset's `*` too, but left to globset.
+        if let Some(prefix) = glob.strip_suffix('*') {
+            return (is_literal(prefix) && !prefix.ends_with('*'))
+                .then(|| Shape::Prefix(prefix.to_owned()));
+        }
+        if let Some(suffix) = glob.strip_prefix('*') {
+            return (is_literal(suffix) && !suffix.starts_with('*'))
+                .then(|| Shape::Suffix(suffix.to_owned()));
+        }
+        None
+    }
+
+    /// Whether `text` matches; `paths`: `*` does not match `/`.
+    fn is_match(&self, text: &str, paths: bool) -> bool {
+        let slash_free = |rest: &str| !paths || !rest.contains('/');
+        match self {
+            Shape::Beneath(folder) => text
+                .strip_prefix(folder.as_str())
+                .is_some_and(|rest| rest.starts_with('/')),
+            Shape::Named(name) => text.strip_suffix(name.as_str()).is_some_and(|head| {
+                head.is_empty() || head.ends_with('/')
+            }),
+            Shape::BeneathNamed(folder) => {
+                text.strip_prefix(folder.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+                    || text.match_indices(folder.as_str()).any(|(at, _)| {
+                        text[..at].ends_with('/') && text[at + folder.len()..].starts_with('/')
+                    })
+            }
+            Shape::Prefix(prefix) => text.strip_prefix(prefix.as_str()).is_some_and(slash_free),
+            Shape::Suffix(suffix) => text.strip_suffix(suffix.as_str()).is_some_and(slash_free),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -67,7 +136,15 @@ impl Globs {
     fn compile(&self, written: &[String]) -> Result<Compiled, String> {
         let (literals, patterned): (Vec<&String>, Vec<&String>) =
             written.iter().partition(|g| is_literal(g));
-        let globs = patterned
+        let mut shapes = Vec::new();
+        let mut rest = Vec::new();
+        for glob in patterned {
+            match Shape::of(glob) {
+                Some(shape) => shapes.push(shape),
+                None => rest.push(glob),
+            }
+        }
+        let globs = rest
             .iter()
             .map(|pattern| {
                 GlobBuilder::new(pattern)
@@ -84,6 +161,7 @@ impl Globs {
         }
         Ok(Compiled {
             literals: literals.into_iter().cloned().collect(),
+            shapes,
             patterns: match set.build() {
                 _ if globs.is_empty() => Patterned::None,
                 Ok(set) => Patterned::Set(set),
@@ -107,6 +185,7 @@ impl Patterns<Globs> {
             return false;
         };
         compiled.literals.contains(text)
+            || compiled.shapes.iter().any(|s| s.is_match(text, self.compiled.paths))
             || match &compiled.patterns {
                 Patterned::None => false,
                 Patterned::Set(set) => set.is_match(text),
@@ -134,6 +213,60 @@ impl Patterns<Globs> {
         match self.compiled.compiled.get() {
             Some(Err(problem)) => Some(problem),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn globset_matches(glob: &str, text: &str, paths: bool) -> bool {
+        GlobBuilder::new(glob)
+            .literal_separator(paths)
+            .build()
+            .unwrap()
+            .compile_matcher()
+            .is_match(text)
+    }
+
+    #[test]
+    fn shapes_are_recognised_and_the_rest_left_to_globset() {
+        let shape = |g| Shape::of(g);
+        assert_eq!(shape(".gavel/**"), Some(Shape::Beneath(".gavel".into())));
+        assert_eq!(shape("**/.env"), Some(Shape::Named(".env".into())));
+        assert_eq!(shape("**/.git/hooks/**"), Some(Shape::BeneathNamed(".git/hooks".into())));
+        assert_eq!(shape("mcp__*"), Some(Shape::Prefix("mcp__".into())));
+        assert_eq!(shape("*.pem"), Some(Shape::Suffix(".pem".into())));
+        for other in ["**", "**/*.pem", "a/*/b", "a**", "**a", "*a*", "[ab]*", "{a,b}/**", "a\\*", "**/"] {
+            assert_eq!(shape(other), None, "{other}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn shapes_match_what_globset_matches(
+            literal in "[a./]{1,4}",
+            text in "[a./]{0,9}",
+            form in 0usize..5,
+            paths: bool,
+        ) {
+            let glob = match form {
+                0 => format!("{literal}/**"),
+                1 => format!("**/{literal}"),
+                2 => format!("**/{literal}/**"),
+                3 => format!("{literal}*"),
+                _ => format!("*{literal}"),
+            };
+            if let Some(shape) = Shape::of(&glob) {
+                prop_assert_eq!(
+                    shape.is_match(&text, paths),
+                    globset_matches(&glob, &text, paths),
+                    "glob {} text {} paths {}", glob, text, paths
+                );
+            }
         }
     }
 }
