@@ -169,7 +169,8 @@ fn json(column: &str) -> String {
 /// `CALLS_SQL`, per log.
 const CALLS_SQL: &str = "
 SELECT c.ts_us, c.log_id, c.seq, c.call_id, c.tool, c.payload, c.kind, c.request_payload,
-       c.call_approval, c.call_status, c.anomaly_kinds, c.result_count, c.enrolled, c.origin,
+       c.call_approval, c.call_status, c.anomaly_kinds, c.result_count, c.refused_count, c.enrolled,
+       c.origin,
        c.rule_id, c.action
 FROM (
   SELECT d.ts_us, d.log_id, d.seq, d.call_id, d.tool, d.payload, d.kind, d.rule_id, d.action,
@@ -187,7 +188,14 @@ FROM (
         ORDER BY r.seq LIMIT 1), 'incomplete') END AS call_status,
     {anomalies} AS anomaly_kinds,
     (SELECT count(*) FROM events r
-      WHERE r.log_id = d.log_id AND r.call_id = d.call_id AND r.kind = 'result') AS result_count
+      WHERE r.log_id = d.log_id AND r.call_id = d.call_id AND r.kind = 'result') AS result_count,
+    (SELECT COALESCE(sum(
+        CASE WHEN jsonb_typeof(gavel_jsonb(x.payload) -> 'attempts') = 'array'
+          THEN jsonb_array_length(gavel_jsonb(x.payload) -> 'attempts') ELSE 0 END
+        + CASE WHEN jsonb_typeof(gavel_jsonb(x.payload) -> 'more') = 'number'
+          THEN (gavel_jsonb(x.payload) ->> 'more')::numeric ELSE 0 END), 0)::bigint
+      FROM events x WHERE x.log_id = d.log_id AND x.call_id = d.call_id AND x.kind = 'refused')
+      AS refused_count
   FROM events d JOIN logs l ON l.log_id = d.log_id
   WHERE d.kind {kinds} {decision_filters}
   {ungoverned}
@@ -206,7 +214,7 @@ const UNGOVERNED_ROWS: &str = "UNION ALL
   SELECT d.ts_us, d.log_id, d.seq, d.call_id, d.tool, d.payload, d.kind, d.rule_id, d.action,
     d.session, d.host, l.host AS enrolled, l.origin, NULL::bytea AS request_payload,
     NULL::text AS call_approval, 'ungoverned' AS call_status, {anomalies} AS anomaly_kinds,
-    0::bigint AS result_count
+    0::bigint AS result_count, 0::bigint AS refused_count
   FROM events d JOIN logs l ON l.log_id = d.log_id
   WHERE d.kind = 'anomaly'
     AND NOT EXISTS (SELECT 1 FROM events e
@@ -385,8 +393,9 @@ fn listed_row(row: &postgres::Row) -> Result<(Located, Listed), ReadError> {
             row.try_get::<_, String>(9)?,
             row.try_get::<_, Vec<Option<String>>>(10)?,
             row.try_get::<_, i64>(11)?,
-            row.try_get::<_, String>(12)?,
+            row.try_get::<_, i64>(12)?,
             row.try_get::<_, String>(13)?,
+            row.try_get::<_, String>(14)?,
         ))
     };
     let (
@@ -402,6 +411,7 @@ fn listed_row(row: &postgres::Row) -> Result<(Located, Listed), ReadError> {
         status,
         anomalies,
         results,
+        refused,
         host,
         origin,
     ) = read().map_err(sql("reading a call"))?;
@@ -418,6 +428,7 @@ fn listed_row(row: &postgres::Row) -> Result<(Located, Listed), ReadError> {
         status,
         anomalies,
         results: u64::try_from(results).unwrap_or_default(),
+        refused: u64::try_from(refused).unwrap_or_default(),
     })
     .map_err(|detail| ReadError::Damaged {
         detail: format!("call `{call_id}` of {origin} (host {host}, seq {seq}): {detail}"),

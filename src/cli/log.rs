@@ -54,6 +54,7 @@ pub fn call_json(call: &CallSummary) -> Value {
         "reason": call.decision.reason,
         "approval": call.approval,
         "status": call.status,
+        "refused": call.refused,
         "anomalies": call.anomalies,
         "policy": call.decision.policy,
         "principal": call.request.principal,
@@ -193,6 +194,15 @@ fn event_text(entry: &LifecycleEntry) -> String {
     }
 }
 
+/// A call's status for a table cell, with what its sandbox refused:
+/// `failed (2 refused)`.
+fn status_cell(call: &CallSummary) -> String {
+    match call.refused {
+        0 => call.status.clone(),
+        n => format!("{} ({n} refused)", call.status),
+    }
+}
+
 /// A call's anomalies for a table cell: `-` when there are none.
 pub fn anomalies_cell(anomalies: &[AnomalyKind]) -> String {
     if anomalies.is_empty() {
@@ -227,7 +237,7 @@ const HEADERS: [&str; 10] = [
     "anomaly",
     "reason",
 ];
-const CAPS: [usize; 10] = [19, 40, 24, 80, 6, 40, 12, 10, 40, 60];
+const CAPS: [usize; 10] = [19, 40, 24, 80, 6, 40, 12, 22, 40, 60];
 /// Narrowed first, in this order, each to its floor, to fit the terminal:
 /// the free text (reason, anomaly), the id to 12, the call to 30, the id
 /// and tool, the call to 12. The rule is never narrowed: an id cut short
@@ -273,7 +283,7 @@ fn row_cells(listed: &Listed, narrow: bool, local: bool) -> Vec<String> {
             c.decision.action.to_string(),
             c.decision.rule_id.clone(),
             c.approval.clone(),
-            c.status.clone(),
+            status_cell(c),
             anomalies_cell(&c.anomalies),
             c.decision.reason.clone(),
         ],

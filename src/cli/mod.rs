@@ -443,7 +443,7 @@ fn parse() -> Cli {
     parse_full(&words)
 }
 
-/// The commands an agent runs once per tool call, `hook` and `run`, parsed
+/// The commands an agent runs once per tool call, `hook`, `run` and `exec`, parsed
 /// without building every other command's arguments (clap builds the
 /// whole tree before it parses; for these two that was a fifth of a
 /// call's CPU time). Only a command line that starts with their name and
@@ -455,6 +455,7 @@ fn parse_hot(words: &[std::ffi::OsString]) -> Option<Cli> {
     let sub = match name {
         "hook" => hook::HookArgs::augment_args(clap::Command::new("hook")),
         "run" => run::RunArgs::augment_args(clap::Command::new("run")),
+        "exec" => exec::ExecArgs::augment_args(clap::Command::new("exec")),
         _ => return None,
     };
     let command = Global::augment_args(clap::Command::new("gavel"))
@@ -467,6 +468,7 @@ fn parse_hot(words: &[std::ffi::OsString]) -> Option<Cli> {
     let (_, matches) = matches.subcommand()?;
     let command = match name {
         "hook" => Command::Hook(hook::HookArgs::from_arg_matches(matches).ok()?),
+        "exec" => Command::Exec(exec::ExecArgs::from_arg_matches(matches).ok()?),
         _ => Command::Run(run::RunArgs::from_arg_matches(matches).ok()?),
     };
     Some(Cli { global, command })

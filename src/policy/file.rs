@@ -940,7 +940,12 @@ mod tests {
         ];
         for text in carried {
             let lean = compiled_in_lean(text).expect("carried");
-            assert!(lean.len() * 2 < text.len(), "{} of {}", lean.len(), text.len());
+            assert!(
+                lean.len() * 2 < text.len(),
+                "{} of {}",
+                lean.len(),
+                text.len()
+            );
             let from_lean = parse_text(lean, text, "p", Checks::Deferred).unwrap();
             let from_text = parse_text(text, text, "p", Checks::Deferred).unwrap();
             assert!(!from_text.rules.is_empty());

@@ -94,9 +94,9 @@ impl Shape {
             Shape::Beneath(folder) => text
                 .strip_prefix(folder.as_str())
                 .is_some_and(|rest| rest.starts_with('/')),
-            Shape::Named(name) => text.strip_suffix(name.as_str()).is_some_and(|head| {
-                head.is_empty() || head.ends_with('/')
-            }),
+            Shape::Named(name) => text
+                .strip_suffix(name.as_str())
+                .is_some_and(|head| head.is_empty() || head.ends_with('/')),
             Shape::BeneathNamed(folder) => {
                 text.strip_prefix(folder.as_str())
                     .is_some_and(|rest| rest.starts_with('/'))
@@ -185,7 +185,10 @@ impl Patterns<Globs> {
             return false;
         };
         compiled.literals.contains(text)
-            || compiled.shapes.iter().any(|s| s.is_match(text, self.compiled.paths))
+            || compiled
+                .shapes
+                .iter()
+                .any(|s| s.is_match(text, self.compiled.paths))
             || match &compiled.patterns {
                 Patterned::None => false,
                 Patterned::Set(set) => set.is_match(text),
@@ -236,10 +239,15 @@ mod tests {
         let shape = |g| Shape::of(g);
         assert_eq!(shape(".gavel/**"), Some(Shape::Beneath(".gavel".into())));
         assert_eq!(shape("**/.env"), Some(Shape::Named(".env".into())));
-        assert_eq!(shape("**/.git/hooks/**"), Some(Shape::BeneathNamed(".git/hooks".into())));
+        assert_eq!(
+            shape("**/.git/hooks/**"),
+            Some(Shape::BeneathNamed(".git/hooks".into()))
+        );
         assert_eq!(shape("mcp__*"), Some(Shape::Prefix("mcp__".into())));
         assert_eq!(shape("*.pem"), Some(Shape::Suffix(".pem".into())));
-        for other in ["**", "**/*.pem", "a/*/b", "a**", "**a", "*a*", "[ab]*", "{a,b}/**", "a\\*", "**/"] {
+        for other in [
+            "**", "**/*.pem", "a/*/b", "a**", "**a", "*a*", "[ab]*", "{a,b}/**", "a\\*", "**/",
+        ] {
             assert_eq!(shape(other), None, "{other}");
         }
     }

@@ -199,6 +199,8 @@ pub struct CallRow {
     pub reason: String,
     pub approval: String,
     pub status: String,
+    /// Attempts the sandbox refused the command.
+    pub refused: u64,
     pub anomalies: Vec<String>,
     pub session: String,
     /// The request's arguments, pretty JSON.
@@ -343,6 +345,7 @@ fn row_of(entry: &CallEntry) -> CallRow {
             reason: call.decision.reason.clone(),
             approval: call.approval.clone(),
             status: call.status.clone(),
+            refused: call.refused,
             anomalies: call
                 .anomalies
                 .iter()
@@ -366,6 +369,7 @@ fn row_of(entry: &CallEntry) -> CallRow {
             reason: call.anomaly.detail.clone(),
             approval: String::new(),
             status: crate::store::UNGOVERNED.to_owned(),
+            refused: 0,
             anomalies: call
                 .anomalies
                 .iter()

@@ -136,6 +136,9 @@ pub struct CallSummary {
     /// The decision recorded a long command's parse by digest, and the
     /// command parses differently now (`decision.facts.shell` is today's parse).
     pub parse_differs: bool,
+    /// How many attempts the sandbox refused the command (`refused`
+    /// events: the attempts kept and those only counted).
+    pub refused: u64,
 }
 
 /// A tool a client reports it ran that gavel never decided: an anomaly
@@ -331,7 +334,8 @@ const CALLS_SQL: &str = "
         'incomplete') END AS call_status,
     {anomalies} AS anomaly_kinds,
     (SELECT count(*) FROM events r
-      WHERE r.call_id = d.call_id AND r.kind = 'result') AS result_count
+      WHERE r.call_id = d.call_id AND r.kind = 'result') AS result_count,
+    {refused} AS refused_count
   FROM events d
   WHERE d.kind {kinds} {decision_filters} {call_filters}
   {ungoverned}
@@ -343,11 +347,22 @@ const ANOMALIES_OF_D: &str =
     "(SELECT json_group_array(json_extract(CAST(x.payload AS TEXT), '$.anomaly'))
       FROM events x WHERE x.call_id = d.call_id AND x.kind = 'anomaly')";
 
+/// How many attempts the sandbox refused the call `d` (kept and counted
+/// beyond them, over its `refused` events); 0 where a payload is damaged.
+fn refused_of_d() -> String {
+    let payload = valid_json("x.payload");
+    format!(
+        "(SELECT COALESCE(sum(COALESCE(json_array_length({payload}, '$.attempts'), 0)
+           + COALESCE(json_extract({payload}, '$.more'), 0)), 0)
+          FROM events x WHERE x.call_id = d.call_id AND x.kind = 'refused')"
+    )
+}
+
 /// The rows `CALLS_SQL` adds for calls gavel never decided.
 const UNGOVERNED_ROWS: &str = "UNION ALL
   SELECT d.seq, d.call_id, d.ts_us, d.tool, d.payload, d.kind, NULL AS request_payload,
     NULL AS call_approval, 'ungoverned' AS call_status, {anomalies} AS anomaly_kinds,
-    0 AS result_count
+    0 AS result_count, 0 AS refused_count
   FROM events d
   WHERE d.kind = 'anomaly'
     AND NOT EXISTS (SELECT 1 FROM events e WHERE e.call_id = d.call_id AND e.kind = 'decision')
@@ -539,6 +554,7 @@ impl Store {
             )
             .replace("{order}", if query.newest_first { "DESC" } else { "" })
             .replace("{anomalies}", ANOMALIES_OF_D)
+            .replace("{refused}", &refused_of_d())
             .replace("{decision_filters}", &decision_filters)
             .replace("{call_filters}", &call_filters)
             .replace("{limit}", &limit);
@@ -578,6 +594,7 @@ impl Store {
                 row.get::<_, String>(8)?,
                 row.get::<_, Option<String>>(9)?,
                 row.get::<_, u64>(10)?,
+                row.get::<_, u64>(11)?,
             ))
         };
         let (
@@ -592,6 +609,7 @@ impl Store {
             status,
             anomalies,
             results,
+            refused,
         ) = read(row).map_err(sql("reading a call"))?;
         let anomalies = anomalies
             .as_deref()
@@ -609,6 +627,7 @@ impl Store {
             status,
             anomalies,
             results,
+            refused,
         })
         .map_err(|detail| StoreError::Damaged {
             path: self.path.display().to_string(),
@@ -898,6 +917,8 @@ pub(crate) struct RawCall<'a> {
     pub anomalies: Vec<Option<String>>,
     /// How many results the call has.
     pub results: u64,
+    /// How many attempts the sandbox refused it.
+    pub refused: u64,
 }
 
 /// Assembles a listing row into a call (or session event); the error is
@@ -916,6 +937,7 @@ pub(crate) fn assemble(raw: RawCall<'_>) -> Result<Listed, String> {
         status,
         anomalies,
         results,
+        refused,
     } = raw;
     let mut anomalies: Vec<AnomalyKind> = anomalies
         .into_iter()
@@ -984,5 +1006,6 @@ pub(crate) fn assemble(raw: RawCall<'_>) -> Result<Listed, String> {
         status,
         anomalies,
         parse_differs,
+        refused,
     })))
 }

@@ -908,14 +908,23 @@ impl Store {
         let end = hi.saturating_add(1);
         let log_id = self.identity.log_id.as_slice();
         let formats = self.formats()?;
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(4);
         let in_memory = self.path.as_os_str() == ":memory:";
         // Ranges of seq split the work only when seq has no gaps; otherwise
         // (a tampered log) read in order by key, whatever the seq values.
         let contiguous = hi.checked_sub(lo).and_then(|d| d.checked_add(1)) == Some(count);
-        if workers < 2 || in_memory || !contiguous || count < PARALLEL_FROM {
+        // Asked only for a scan worth splitting: the answer reads cgroup
+        // files, which costs a bounded check more than its hashing.
+        let workers = || {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(4)
+        };
+        let workers = if in_memory || !contiguous || count < PARALLEL_FROM {
+            1
+        } else {
+            workers()
+        };
+        if workers < 2 {
             let mut start = lo;
             loop {
                 let chunk = hash_rows(

@@ -844,6 +844,30 @@ fn every_refused_attempt_is_recorded_on_its_call_when_gavel_runs_it() {
         "{text}"
     );
     assert!(text.contains("outside.txt"), "{text}");
+    // `log` counts them on the call's row, in its table and its JSON; the
+    // report shows them on the call and in its detail.
+    let output = sb.gavel(&["log", "--format", "json"]).output().unwrap();
+    let calls: Vec<serde_json::Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    let listed = calls.iter().find(|c| c["call_id"] == id.as_str()).unwrap();
+    let count = listed["refused"].as_u64().unwrap();
+    assert_eq!(count, attempts.len() as u64, "{listed}");
+    let table = stdout(&sb.gavel(&["log", "--wide"]).output().unwrap());
+    assert!(table.contains(&format!("({count} refused)")), "{table}");
+    let report = sb.root.join("report.html");
+    let output = sb
+        .gavel(&["report", "--html", report.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        html.contains(&format!("({count} refused by the sandbox)")),
+        "the report's call row"
+    );
+    assert!(
+        html.contains("Refused by the sandbox (seq"),
+        "the call's detail"
+    );
     // And the chain, with the new event, verifies.
     let output = sb.gavel(&["verify"]).output().unwrap();
     assert_eq!(code(&output), 0, "{}", stdout(&output));
