@@ -560,10 +560,10 @@ pub fn memoize_parses() {
 }
 
 pub(super) fn parse(text: &str, origin: &str, checks: Checks) -> Result<Policy, PolicyError> {
-    if checks == Checks::Deferred {
-        if let Some(lean) = compiled_in_lean(text) {
-            return parse_text(lean, text, origin, checks);
-        }
+    if checks == Checks::Deferred
+        && let Some(lean) = compiled_in_lean(text)
+    {
+        return parse_text(lean, text, origin, checks);
     }
     let Some(memo) = MEMO.get() else {
         return parse_text(text, text, origin, checks);
