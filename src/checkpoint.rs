@@ -125,7 +125,7 @@ pub fn leaf_hash(data: &[u8]) -> Hash {
 }
 
 /// RFC 6962 interior node hash: `SHA-256(0x01 ‖ left ‖ right)`.
-fn node_hash(left: &Hash, right: &Hash) -> Hash {
+pub(crate) fn node_hash(left: &Hash, right: &Hash) -> Hash {
     let mut h = Sha256::new();
     h.update([0x01]);
     h.update(left);

@@ -24,6 +24,7 @@ pub mod facts;
 pub mod files;
 pub mod frontend;
 pub mod hooks;
+pub mod inclusion;
 pub mod install;
 pub mod layers;
 pub mod mcp;
