@@ -193,7 +193,8 @@ FROM (
         CASE WHEN jsonb_typeof(gavel_jsonb(x.payload) -> 'attempts') = 'array'
           THEN jsonb_array_length(gavel_jsonb(x.payload) -> 'attempts') ELSE 0 END
         + CASE WHEN jsonb_typeof(gavel_jsonb(x.payload) -> 'more') = 'number'
-          THEN (gavel_jsonb(x.payload) ->> 'more')::numeric ELSE 0 END), 0)::bigint
+          THEN GREATEST(0, LEAST((gavel_jsonb(x.payload) ->> 'more')::numeric, 1000000000000))
+          ELSE 0 END), 0)::bigint
       FROM events x WHERE x.log_id = d.log_id AND x.call_id = d.call_id AND x.kind = 'refused')
       AS refused_count
   FROM events d JOIN logs l ON l.log_id = d.log_id

@@ -36,7 +36,7 @@ pub(super) struct Globs {
 #[derive(Debug, Clone)]
 struct Compiled {
     /// Globs with no special character match exactly their own text: a
-    /// hash lookup, not a glob match (`sudo`, `rm` in a program list).
+    /// set lookup, not a glob match (`sudo`, `rm` in a program list).
     literals: BTreeSet<String>,
     /// Globs of a shape a comparison of strings decides (`.gavel/**`,
     /// `**/.env`, `mcp__*`): most of what policies write, and building a

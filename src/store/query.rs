@@ -348,12 +348,14 @@ const ANOMALIES_OF_D: &str =
       FROM events x WHERE x.call_id = d.call_id AND x.kind = 'anomaly')";
 
 /// How many attempts the sandbox refused the call `d` (kept and counted
-/// beyond them, over its `refused` events); 0 where a payload is damaged.
+/// beyond them, over its `refused` events). A damaged payload counts what
+/// it still says: not JSON, 0; a `more` that is not a count, 0.
 fn refused_of_d() -> String {
     let payload = valid_json("x.payload");
     format!(
         "(SELECT COALESCE(sum(COALESCE(json_array_length({payload}, '$.attempts'), 0)
-           + COALESCE(json_extract({payload}, '$.more'), 0)), 0)
+           + CASE WHEN json_type({payload}, '$.more') = 'integer'
+               THEN max(0, min(json_extract({payload}, '$.more'), 1000000000000)) ELSE 0 END), 0)
           FROM events x WHERE x.call_id = d.call_id AND x.kind = 'refused')"
     )
 }
@@ -594,7 +596,8 @@ impl Store {
                 row.get::<_, String>(8)?,
                 row.get::<_, Option<String>>(9)?,
                 row.get::<_, u64>(10)?,
-                row.get::<_, u64>(11)?,
+                // Summed by SQLite: read as a number whatever its type.
+                row.get::<_, f64>(11)? as u64,
             ))
         };
         let (

@@ -1112,3 +1112,42 @@ fn export_header_with_a_string_format_is_an_unknown_format() {
         assert_eq!(report["problem"], "unknown_format", "{format}: {report}");
     }
 }
+
+#[test]
+fn damaged_refused_events_count_only_what_they_still_say() {
+    let sandbox = four_reads();
+    let conn = attacker(&sandbox.db);
+    let attempt = r#"{"operation":"write","target":"/t","program":"/p"}"#;
+    for (seq, payload) in [
+        (
+            13,
+            format!(r#"{{"profile":"x","attempts":[{attempt}],"more":-7}}"#),
+        ),
+        (14, r#"{"attempts":"none","more":1e300}"#.to_owned()),
+        (15, "not json".to_owned()),
+        (16, r#"{"attempts":[],"more":"5"}"#.to_owned()),
+    ] {
+        conn.execute(
+            "INSERT INTO events SELECT ?1, log_id, ts_us, 'refused', 'r2', tool, NULL, NULL, NULL,
+                 NULL, CAST(?2 AS BLOB), leaf, chain, user, host, client, session, agent
+             FROM events WHERE seq = 11",
+            params![seq, payload],
+        )
+        .unwrap();
+    }
+    // The listing still reads every call, and counts the one attempt the
+    // damaged events still name.
+    let output = run_expecting(&mut sandbox.gavel(&["log", "--format", "json"]), 0);
+    let calls: Vec<serde_json::Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    let refused: Vec<(String, u64)> = calls
+        .iter()
+        .map(|c| {
+            let id = c["call_id"].as_str().unwrap().to_owned();
+            (id, c["refused"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        [("r1", 0), ("r2", 1), ("r3", 0), ("r4", 0)].map(|(id, n)| (id.to_owned(), n))
+    );
+}
