@@ -914,15 +914,10 @@ impl Store {
         let contiguous = hi.checked_sub(lo).and_then(|d| d.checked_add(1)) == Some(count);
         // Asked only for a scan worth splitting: the answer reads cgroup
         // files, which costs a bounded check more than its hashing.
-        let workers = || {
-            std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(4)
-        };
         let workers = if in_memory || !contiguous || count < PARALLEL_FROM {
             1
         } else {
-            workers()
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
         };
         if workers < 2 {
             let mut start = lo;
