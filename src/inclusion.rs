@@ -60,11 +60,10 @@ pub fn root_from_inclusion(index: u64, size: u64, leaf: &Hash, proof: &[Hash]) -
         }
         if fn_ & 1 == 1 || fn_ == sn {
             r = node_hash(p, &r);
-            if fn_ & 1 == 0 {
-                while fn_ & 1 == 0 && fn_ != 0 {
-                    fn_ >>= 1;
-                    sn >>= 1;
-                }
+            // A right edge: climb to where this node is a right child.
+            while fn_ & 1 == 0 && fn_ != 0 {
+                fn_ >>= 1;
+                sn >>= 1;
             }
         } else {
             r = node_hash(&r, p);
