@@ -592,6 +592,7 @@ pub fn verify_export(
         stored_checkpoints: 0,
         root: None,
         frontier: None,
+        blocks: None,
     })
 }
 

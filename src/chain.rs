@@ -83,20 +83,37 @@ impl Who<'_> {
     }
 }
 
-/// Feeds length-prefixed fields into a hasher.
-struct Encoder(Sha256);
+/// Where encoded bytes go: a hasher (the leaf hash) or a buffer (the leaf data).
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
 
-impl Encoder {
+impl Sink for Sha256 {
+    fn put(&mut self, bytes: &[u8]) {
+        self.update(bytes);
+    }
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Feeds length-prefixed fields into a sink.
+struct Encoder<S>(S);
+
+impl<S: Sink> Encoder<S> {
     fn bytes(&mut self, bytes: &[u8]) {
-        self.0.update((bytes.len() as u64).to_be_bytes());
-        self.0.update(bytes);
+        self.0.put(&(bytes.len() as u64).to_be_bytes());
+        self.0.put(bytes);
     }
 
     fn optional(&mut self, value: Option<&str>) {
         match value {
-            None => self.0.update([0u8]),
+            None => self.0.put(&[0u8]),
             Some(text) => {
-                self.0.update([1u8]);
+                self.0.put(&[1u8]);
                 self.bytes(text.as_bytes());
             }
         }
@@ -106,16 +123,30 @@ impl Encoder {
 impl EventFields<'_> {
     /// `SHA-256(0x00 ‖ enc)`: the RFC 6962 leaf hash of the event's encoding.
     pub fn leaf_hash(&self) -> Hash {
-        let mut enc = Encoder(Sha256::new());
-        enc.0.update([0u8]);
+        let mut hasher = Sha256::new();
+        hasher.update([0u8]);
+        let mut enc = Encoder(hasher);
+        self.encode_into(&mut enc);
+        enc.0.finalize().into()
+    }
+
+    /// `enc(row)`: the leaf data, the bytes a receipt carries and a verifier
+    /// hashes (with a 0x00 before them) into the leaf.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut enc = Encoder(Vec::with_capacity(160 + self.payload.len()));
+        self.encode_into(&mut enc);
+        enc.0
+    }
+
+    fn encode_into<S: Sink>(&self, enc: &mut Encoder<S>) {
         enc.bytes(if self.format == 1 {
             EVENT_TAG
         } else {
             EVENT_TAG_V2
         });
-        enc.0.update(self.seq.to_be_bytes());
+        enc.0.put(&self.seq.to_be_bytes());
         enc.bytes(self.log_id);
-        enc.0.update(self.ts_us.to_be_bytes());
+        enc.0.put(&self.ts_us.to_be_bytes());
         enc.bytes(self.kind.as_bytes());
         enc.bytes(self.call_id.as_bytes());
         enc.optional(self.tool);
@@ -131,7 +162,158 @@ impl EventFields<'_> {
             enc.optional(self.who.agent);
         }
         enc.bytes(self.payload);
-        enc.0.finalize().into()
+    }
+}
+
+/// One event read back from its leaf data (`enc1` or `enc2`), every field owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedEvent {
+    pub format: u32,
+    pub seq: u64,
+    pub log_id: Vec<u8>,
+    pub ts_us: i64,
+    pub kind: String,
+    pub call_id: String,
+    pub tool: Option<String>,
+    pub action: Option<String>,
+    pub rule_id: Option<String>,
+    pub approval: Option<String>,
+    pub status: Option<String>,
+    pub user: Option<String>,
+    pub host: Option<String>,
+    pub client: Option<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub payload: Vec<u8>,
+}
+
+/// Reads leaf data back into its fields: the exact inverse of
+/// [`EventFields::encode`]. Fails, naming the first field that does not
+/// read, on an unknown tag, a length past the end, text that is not UTF-8,
+/// an option byte other than 0 or 1, or bytes left over.
+pub fn decode(data: &[u8]) -> Result<DecodedEvent, String> {
+    let mut r = Reader { data, at: 0 };
+    let format = match r.bytes("tag")? {
+        tag if tag == EVENT_TAG => 1,
+        tag if tag == EVENT_TAG_V2 => 2,
+        _ => return Err("the tag is neither gavel/event/v1 nor gavel/event/v2".into()),
+    };
+    let seq = u64::from_be_bytes(r.fixed("seq")?);
+    let log_id = r.bytes("log_id")?.to_vec();
+    let ts_us = i64::from_be_bytes(r.fixed("ts_us")?);
+    let kind = r.text("kind")?;
+    let call_id = r.text("call_id")?;
+    let mut opt = |name| r.optional(name);
+    let (tool, action, rule_id, approval, status) = (
+        opt("tool")?,
+        opt("action")?,
+        opt("rule_id")?,
+        opt("approval")?,
+        opt("status")?,
+    );
+    let (user, host, client, session, agent) = if format == 2 {
+        (
+            opt("user")?,
+            opt("host")?,
+            opt("client")?,
+            opt("session")?,
+            opt("agent")?,
+        )
+    } else {
+        (None, None, None, None, None)
+    };
+    let payload = r.bytes("payload")?.to_vec();
+    if r.at != data.len() {
+        return Err(format!("{} bytes follow the payload", data.len() - r.at));
+    }
+    Ok(DecodedEvent {
+        format,
+        seq,
+        log_id,
+        ts_us,
+        kind,
+        call_id,
+        tool,
+        action,
+        rule_id,
+        approval,
+        status,
+        user,
+        host,
+        client,
+        session,
+        agent,
+        payload,
+    })
+}
+
+impl DecodedEvent {
+    /// The fields, borrowed, to encode or hash again.
+    pub fn fields(&self) -> EventFields<'_> {
+        EventFields {
+            seq: self.seq,
+            log_id: &self.log_id,
+            ts_us: self.ts_us,
+            kind: &self.kind,
+            call_id: &self.call_id,
+            tool: self.tool.as_deref(),
+            action: self.action.as_deref(),
+            rule_id: self.rule_id.as_deref(),
+            approval: self.approval.as_deref(),
+            status: self.status.as_deref(),
+            payload: &self.payload,
+            format: self.format,
+            who: Who {
+                user: self.user.as_deref(),
+                host: self.host.as_deref(),
+                client: self.client.as_deref(),
+                session: self.session.as_deref(),
+                agent: self.agent.as_deref(),
+            },
+        }
+    }
+}
+
+/// Reads length-prefixed fields off leaf data.
+struct Reader<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, name: &str) -> Result<&'a [u8], String> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&end| end <= self.data.len())
+            .ok_or_else(|| format!("`{name}` runs past the end of the data"))?;
+        let bytes = &self.data[self.at..end];
+        self.at = end;
+        Ok(bytes)
+    }
+
+    fn fixed<const N: usize>(&mut self, name: &str) -> Result<[u8; N], String> {
+        let bytes = self.take(N, name)?;
+        Ok(<[u8; N]>::try_from(bytes).unwrap_or([0; N]))
+    }
+
+    fn bytes(&mut self, name: &str) -> Result<&'a [u8], String> {
+        let len = u64::from_be_bytes(self.fixed(name)?);
+        let len = usize::try_from(len).map_err(|_| format!("`{name}` is too long"))?;
+        self.take(len, name)
+    }
+
+    fn text(&mut self, name: &str) -> Result<String, String> {
+        let bytes = self.bytes(name)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| format!("`{name}` is not UTF-8"))
+    }
+
+    fn optional(&mut self, name: &str) -> Result<Option<String>, String> {
+        match self.take(1, name)? {
+            [0] => Ok(None),
+            [1] => self.text(name).map(Some),
+            _ => Err(format!("`{name}` has an option byte other than 0 or 1")),
+        }
     }
 }
 
@@ -245,6 +427,49 @@ mod tests {
             hex(&v1.leaf_hash()),
             "042b741e4012f54735311c9ebd71a1941cf25f8a3ab3b277ca16df6dd7c1bcb0"
         );
+    }
+
+    /// The leaf data a receipt carries hashes to the leaf, and reads back
+    /// to the very fields; a cut, an extra byte or a bad option byte does not read.
+    #[test]
+    fn leaf_data_round_trips() {
+        let (log_id, base) = vector();
+        for format in [1, 2] {
+            let who = if format == 2 {
+                Who {
+                    user: Some("alice"),
+                    agent: Some("reviewer"),
+                    ..Who::default()
+                }
+            } else {
+                Who::default()
+            };
+            let fields = EventFields {
+                log_id: &log_id,
+                format,
+                who,
+                ..base
+            };
+            let data = fields.encode();
+            assert_eq!(crate::checkpoint::leaf_hash(&data), fields.leaf_hash());
+            let decoded = decode(&data).unwrap();
+            assert_eq!(decoded.fields(), fields);
+            assert!(decode(&data[..data.len() - 1]).is_err());
+            let mut longer = data.clone();
+            longer.push(0);
+            assert!(decode(&longer).unwrap_err().contains("follow the payload"));
+        }
+        let mut data = EventFields {
+            log_id: &log_id,
+            ..base
+        }
+        .encode();
+        // The `tool` option byte, right after the call id: the tag, seq,
+        // log id, time, kind ("decision") and call id ("call-1") before it.
+        let at = (8 + 14) + 8 + (8 + 16) + 8 + (8 + 8) + (8 + 6);
+        assert_eq!(data[at], 1);
+        data[at] = 2;
+        assert!(decode(&data).unwrap_err().contains("`tool`"));
     }
 
     #[test]

@@ -157,21 +157,35 @@ impl MerkleBuilder {
 
     /// Append the next leaf hash (see [`leaf_hash`]).
     pub fn push(&mut self, leaf: Hash) {
+        self.push_completing(leaf, u32::MAX);
+    }
+
+    /// Append the next leaf hash; when it completes an aligned perfect
+    /// subtree of 2^`level` leaves (the leaf count becomes a multiple of
+    /// 2^`level`), that subtree's root, at no extra hashing.
+    pub fn push_completing(&mut self, leaf: Hash, level: u32) -> Option<Hash> {
         let mut node = leaf;
+        let mut completed = (level == 0).then_some(leaf);
         // Each trailing one bit of the old count is a complete subtree of the
         // same size as `node` standing just left of it: merge them, like a
         // carry in binary addition.
         let mut carry = self.count;
+        let mut merged = 0;
         while carry & 1 == 1 {
             match self.subtrees.pop() {
                 Some(left) => node = node_hash(&left, &node),
                 // Unreachable: there is one subtree per set bit of `count`.
                 None => break,
             }
+            merged += 1;
+            if merged == level {
+                completed = Some(node);
+            }
             carry >>= 1;
         }
         self.subtrees.push(node);
         self.count += 1;
+        completed
     }
 
     /// A tree of `count` leaves from its frontier: the roots of its perfect

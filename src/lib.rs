@@ -15,6 +15,7 @@ pub mod chain;
 pub mod checkpoint;
 pub mod ci;
 pub mod clients;
+pub mod cosign;
 pub mod demo;
 pub mod digest;
 pub mod doctor;

@@ -12,7 +12,7 @@
 //! The design and the tables are in `docs/central.md`.
 
 pub mod admin;
-pub mod cosign;
+pub use crate::cosign;
 pub mod ingest;
 pub mod push;
 pub mod query;

@@ -13,6 +13,7 @@ mod migrate;
 mod mirror;
 mod query;
 mod queue;
+mod receipt;
 mod ship;
 mod verify;
 mod wal;
@@ -35,6 +36,7 @@ pub use query::{
 };
 #[cfg(feature = "postgres")]
 pub(crate) use query::{RawCall, assemble};
+pub use receipt::{BLOCK_LEVEL, LeafData, StoredNote};
 pub use ship::PolicyRow;
 pub(crate) use verify::{Checker, Notes, RowCheck, StoredCheckpoint, check_notes, switch_of};
 pub use verify::{

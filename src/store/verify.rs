@@ -96,6 +96,11 @@ pub struct VerifyReport {
     /// The frontier of that tree (what extends it), when asked for.
     #[serde(skip)]
     pub frontier: Option<Vec<Hash>>,
+    /// The roots of the tree's 256-leaf blocks completed during the check
+    /// (the first one's block number, then the roots), kept to build
+    /// inclusion proofs later.
+    #[serde(skip)]
+    pub blocks: Option<(u64, Vec<Hash>)>,
 }
 
 impl VerifyReport {
@@ -113,6 +118,7 @@ impl VerifyReport {
             stored_checkpoints: 0,
             root: None,
             frontier: None,
+            blocks: None,
         }
     }
 }
@@ -178,7 +184,7 @@ pub(crate) struct Formats {
 }
 
 impl Formats {
-    fn of(&self, seq: i64) -> u32 {
+    pub(crate) fn of(&self, seq: i64) -> u32 {
         super::row_format(self.log, self.switch, seq.max(0) as u64)
     }
 }
@@ -482,6 +488,8 @@ pub(crate) struct Checker {
     sizes: std::collections::BTreeSet<u64>,
     roots: std::collections::BTreeMap<u64, Hash>,
     merkle: Option<MerkleBuilder>,
+    /// The 256-leaf blocks the tree completed: the first one's number, the roots.
+    blocks: (u64, Vec<Hash>),
 }
 
 impl Checker {
@@ -498,6 +506,7 @@ impl Checker {
             merkle: (!vouched.is_empty() || root).then(MerkleBuilder::new),
             sizes,
             roots,
+            blocks: (0, Vec::new()),
         }
     }
 
@@ -591,7 +600,12 @@ impl Checker {
         self.previous = next;
         self.rows = expected_seq;
         if let Some(merkle) = self.merkle.as_mut() {
-            merkle.push(leaf);
+            if let Some(block) = merkle.push_completing(leaf, crate::store::BLOCK_LEVEL) {
+                if self.blocks.1.is_empty() {
+                    self.blocks.0 = (self.rows >> crate::store::BLOCK_LEVEL) - 1;
+                }
+                self.blocks.1.push(block);
+            }
             if self.sizes.contains(&self.rows) {
                 self.roots.insert(self.rows, merkle.root());
             }
@@ -614,6 +628,7 @@ impl Checker {
             stored_checkpoints: 0,
             root: self.merkle.as_ref().map(MerkleBuilder::root),
             frontier: self.merkle.as_ref().map(|m| m.frontier().to_vec()),
+            blocks: self.merkle.is_some().then(|| self.blocks.clone()),
         };
         for (label, size, root) in vouched {
             let problem = match self.roots.get(size) {
@@ -834,7 +849,7 @@ impl Store {
 
     /// Which format each row is in, as the `format` rows say (`verify`
     /// confirms it in order).
-    fn formats(&self) -> Result<Formats, StoreError> {
+    pub(crate) fn formats(&self) -> Result<Formats, StoreError> {
         Ok(Formats {
             log: self.identity.format,
             switch: self.format_switch()?,

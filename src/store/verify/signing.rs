@@ -5,6 +5,7 @@
 use rusqlite::OptionalExtension;
 
 use super::*;
+use crate::store::BLOCK_LEVEL;
 
 impl Store {
     /// Verifies the log, then records and returns a checkpoint of it signed by `key`.
@@ -29,16 +30,19 @@ impl Store {
             root,
         };
         let frontier = report.frontier.unwrap_or_default();
-        let note = self.store_checkpoint(key, &checkpoint, &frontier)?;
+        let (first, blocks) = report.blocks.unwrap_or_default();
+        let note = self.store_checkpoint(key, &checkpoint, &frontier, (first, &blocks))?;
         Ok(Ok((checkpoint, note)))
     }
 
-    /// Signs `checkpoint` and stores it with the frontier of its tree.
+    /// Signs `checkpoint` and stores it with the frontier of its tree, and
+    /// the roots of the 256-leaf blocks it completed (the first one's number, the roots).
     fn store_checkpoint(
         &mut self,
         key: &crate::checkpoint::SigningKey,
         checkpoint: &Checkpoint,
         frontier: &[Hash],
+        (first, blocks): (u64, &[Hash]),
     ) -> Result<String, StoreError> {
         let note = key.sign(checkpoint).map_err(|e| StoreError::Sign {
             detail: e.to_string(),
@@ -62,6 +66,7 @@ impl Store {
                 ],
             )
             .map_err(sql("storing a checkpoint"));
+        self.store_blocks(first, blocks);
         if full {
             crate::store::set_synchronous(&self.conn, crate::store::Durability::Full)?;
         }
@@ -120,15 +125,18 @@ impl Store {
         // Rows this process appended itself need no reading back.
         if let Some(leaves) = self.appended.rows(start, rows) {
             let mut merkle = builder;
+            let mut blocks = Vec::new();
             for leaf in leaves {
-                merkle.push(*leaf);
+                blocks.extend(merkle.push_completing(*leaf, BLOCK_LEVEL));
             }
+            let first = (merkle.len() >> BLOCK_LEVEL).saturating_sub(blocks.len() as u64);
             let checkpoint = Checkpoint {
                 origin: self.identity.origin.clone(),
                 size: merkle.len(),
                 root: merkle.root(),
             };
-            let note = self.store_checkpoint(key, &checkpoint, merkle.frontier())?;
+            let note =
+                self.store_checkpoint(key, &checkpoint, merkle.frontier(), (first, &blocks))?;
             return Ok(Some(Ok((checkpoint, note))));
         }
         let previous: Hash = if start == 1 {
@@ -159,12 +167,13 @@ impl Store {
             return Ok(Some(Err(report)));
         }
         let merkle = checker.merkle.take().unwrap_or_default();
+        let (first, blocks) = std::mem::take(&mut checker.blocks);
         let checkpoint = Checkpoint {
             origin: self.identity.origin.clone(),
             size: merkle.len(),
             root: merkle.root(),
         };
-        let note = self.store_checkpoint(key, &checkpoint, merkle.frontier())?;
+        let note = self.store_checkpoint(key, &checkpoint, merkle.frontier(), (first, &blocks))?;
         Ok(Some(Ok((checkpoint, note))))
     }
 }
