@@ -561,6 +561,23 @@ impl VerifierKey {
             .is_ok_and(|s| self.key.verify_strict(message, &s).is_ok())
     }
 
+    /// A verifier key from its name and 32-byte public key (checked as
+    /// strictly as a key text's).
+    pub fn from_parts(name: &str, public: &[u8; 32]) -> Result<Self, CheckpointError> {
+        check_name(name)?;
+        let key = strict_public_key(public)?;
+        Ok(VerifierKey {
+            name: name.to_owned(),
+            key_id: key_id(name, &key),
+            key,
+        })
+    }
+
+    /// The key id's four bytes.
+    pub fn key_id_bytes(&self) -> [u8; 4] {
+        self.key_id
+    }
+
     /// The verifier key text form of `golang.org/x/mod/sumdb/note`:
     /// `<name>+<hex8 key id>+<base64(0x01 ‖ 32-byte public key)>`.
     pub fn to_text(&self) -> String {
@@ -726,6 +743,32 @@ fn open_text<'a>(note: &'a str, verifier: &VerifierKey) -> Result<&'a str, Check
             name: verifier.name.clone(),
         })
     }
+}
+
+/// One signature line of a note: the key name, the 4-byte key id, and the
+/// bytes after it (a signature, or a cosignature's time and signature).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteSignature {
+    pub name: String,
+    pub key_id: [u8; 4],
+    pub signature: Vec<u8>,
+}
+
+/// A well-framed note's signed text (ending in its final newline) and its
+/// signature lines in order; nothing is verified.
+pub fn note_signatures(note: &str) -> Result<(&str, Vec<NoteSignature>), CheckpointError> {
+    let (text, lines) = split_note(note)?;
+    Ok((
+        text,
+        lines
+            .into_iter()
+            .map(|l| NoteSignature {
+                name: l.name.to_owned(),
+                key_id: l.key_id,
+                signature: l.signature,
+            })
+            .collect(),
+    ))
 }
 
 /// Parse a signed note's body without checking any signature (for when no

@@ -87,14 +87,17 @@ pub fn verify(verifier: &VerifierKey, body: &str, line: &str) -> Result<u64, Cos
             expected: verifier.name().to_owned(),
         });
     }
-    let mut time = [0u8; 8];
-    time.copy_from_slice(&blob[4..12]);
-    let time = u64::from_be_bytes(time);
-    if verifier.verify_bytes(message(body, time).as_bytes(), &blob[12..]) {
-        Ok(time)
-    } else {
-        Err(CosignatureError::BadSignature)
-    }
+    verify_signature(verifier, body, &blob[4..]).ok_or(CosignatureError::BadSignature)
+}
+
+/// Checks the part of a cosignature after its key id (the 8-byte time,
+/// then the signature) over a checkpoint `body`; its time when it verifies.
+pub fn verify_signature(verifier: &VerifierKey, body: &str, signed: &[u8]) -> Option<u64> {
+    let (time, signature) = signed.split_first_chunk::<8>()?;
+    let time = u64::from_be_bytes(*time);
+    verifier
+        .verify_bytes(message(body, time).as_bytes(), signature)
+        .then_some(time)
 }
 
 /// A central log leaf: `SHA-256(0x00 ‖ lp("gavel/central/v1") ‖ lp(note))`,

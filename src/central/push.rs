@@ -215,9 +215,7 @@ pub struct Pushed {
 
 /// `<db>.cosigned`: one JSON line per accepted checkpoint of this log.
 pub fn cosigned_path(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push(".cosigned");
-    PathBuf::from(name)
+    crate::receipt::cosigned_path(db)
 }
 
 /// Pushes the local log behind `store` to the central store at `url`.

@@ -1,0 +1,308 @@
+//! Receipts (docs/receipts.md): one file that proves one call with no
+//! database. It holds the call's chained rows as leaf data, each with an
+//! RFC 6962 inclusion proof into a signed (and possibly cosigned)
+//! checkpoint, as C2SP `tlog-proof@v1` texts; [`verify`] checks one
+//! against the keys a [`Trust`] names. Reading and checking are pure;
+//! [`make`] builds one from a store.
+
+mod make;
+mod trust;
+
+pub use make::{CosignedNote, MakeError, cosigned_path, make, read_cosigned};
+pub use trust::{SignatureProblem, Signer, Trust, Verified};
+
+use serde::Serialize;
+
+use crate::chain::{DecodedEvent, decode};
+use crate::checkpoint::{Checkpoint, leaf_hash, note_signatures};
+use crate::inclusion::{TLOG_PROOF_V1, TlogProof, root_from_inclusion};
+
+/// The first line of a receipt.
+pub const RECEIPT_V1: &str = "gavel-receipt@v1";
+
+/// A receipt: the call's id and one proof per chained row of the call, in
+/// seq order, each carrying the row's leaf data as its `extra`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    pub call_id: String,
+    pub proofs: Vec<TlogProof>,
+}
+
+/// What is wrong with a receipt, by kind (stable, for the conformance suite).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Problem {
+    /// Not a receipt by the grammar (the element is the line).
+    Malformed,
+    /// A row's leaf data does not read as `enc1` or `enc2`.
+    LeafData,
+    /// A row of another call.
+    CallMismatch,
+    /// A proof's index is not its row's seq − 1.
+    IndexMismatch,
+    /// Rows not in increasing seq order.
+    Order,
+    /// A checkpoint note that is not well framed or whose body is invalid.
+    CheckpointMalformed,
+    /// A checkpoint of another log than the row's.
+    OriginMismatch,
+    /// The proof does not lead from the row's leaf to the checkpoint's root.
+    Inclusion,
+    /// A signature line by a key the verifier was not given.
+    UnknownSigner,
+    /// A signature line that does not verify.
+    Signature,
+    /// Every signature verified, but not the ones the policy needs.
+    Quorum,
+}
+
+impl Problem {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Problem::Malformed => "malformed",
+            Problem::LeafData => "leaf_data",
+            Problem::CallMismatch => "call_mismatch",
+            Problem::IndexMismatch => "index_mismatch",
+            Problem::Order => "order",
+            Problem::CheckpointMalformed => "checkpoint_malformed",
+            Problem::OriginMismatch => "origin_mismatch",
+            Problem::Inclusion => "inclusion",
+            Problem::UnknownSigner => "unknown_signer",
+            Problem::Signature => "signature",
+            Problem::Quorum => "quorum",
+        }
+    }
+}
+
+/// The first thing wrong with a receipt: what, where (`line N`, `event N`,
+/// `event N checkpoint`, `event N signature K`), and a sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{element}: {detail}")]
+pub struct Failure {
+    pub problem: Problem,
+    pub element: String,
+    pub detail: String,
+}
+
+fn fail(problem: Problem, element: impl Into<String>, detail: impl Into<String>) -> Failure {
+    Failure {
+        problem,
+        element: element.into(),
+        detail: detail.into(),
+    }
+}
+
+fn at_line(line: usize, detail: impl Into<String>) -> Failure {
+    fail(Problem::Malformed, format!("line {line}"), detail)
+}
+
+impl Receipt {
+    /// The receipt's text: the header, then each proof.
+    pub fn to_text(&self) -> String {
+        let mut text = format!(
+            "{RECEIPT_V1}\ncall {}\nevents {}\n\n",
+            json_string(&self.call_id),
+            self.proofs.len()
+        );
+        for proof in &self.proofs {
+            text.push_str(&proof.to_text());
+        }
+        text
+    }
+
+    /// Reads a receipt, strictly (docs/receipts.md, "The grammar"); the
+    /// first line that breaks it is named. Checks nothing cryptographic.
+    pub fn parse(bytes: &[u8]) -> Result<Self, Failure> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let line = 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count();
+            at_line(line, "not UTF-8")
+        })?;
+        if let Some(at) = text.find(|c: char| c.is_control() && c != '\n') {
+            let line = 1 + text[..at].matches('\n').count();
+            return Err(at_line(line, "a control character other than a line feed"));
+        }
+        let Some(body) = text.strip_suffix('\n') else {
+            let line = 1 + text.matches('\n').count();
+            return Err(at_line(line, "the receipt does not end with a line feed"));
+        };
+        let lines: Vec<&str> = body.split('\n').collect();
+        let line = |n: usize| lines.get(n - 1).copied();
+        if line(1) != Some(RECEIPT_V1) {
+            return Err(at_line(1, format!("not `{RECEIPT_V1}`")));
+        }
+        let call_id = line(2)
+            .and_then(|l| l.strip_prefix("call "))
+            .and_then(|json| {
+                let id: String = serde_json::from_str(json).ok()?;
+                (json_string(&id) == json).then_some(id)
+            })
+            .ok_or_else(|| at_line(2, "not `call \"<id>\"` (a JSON string, as gavel writes it)"))?;
+        let count = line(3)
+            .and_then(|l| l.strip_prefix("events "))
+            .filter(|n| is_decimal(n) && *n != "0")
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| at_line(3, "not `events N` (N ≥ 1, decimal, no leading zero)"))?;
+        if line(4) != Some("") {
+            return Err(at_line(4, "not the blank line after the header"));
+        }
+        let mut n = 5;
+        let mut proofs = Vec::new();
+        for _ in 0..count {
+            let start = n;
+            if line(n) != Some(TLOG_PROOF_V1) {
+                return Err(at_line(n, format!("not `{TLOG_PROOF_V1}`")));
+            }
+            n += 1;
+            if !line(n).is_some_and(|l| l.starts_with("extra ")) {
+                return Err(at_line(n, "not `extra <base64 leaf data>`"));
+            }
+            // The proof's lines, then the note's body, then its signature lines.
+            while line(n).is_some_and(|l| !l.is_empty()) {
+                n += 1;
+            }
+            if line(n).is_none() {
+                return Err(at_line(n, "the receipt ends inside a proof"));
+            }
+            n += 1;
+            if line(n).is_none_or(str::is_empty) {
+                return Err(at_line(n, "no checkpoint after the proof"));
+            }
+            while line(n).is_some_and(|l| !l.is_empty()) {
+                n += 1;
+            }
+            if line(n).is_none() {
+                return Err(at_line(n, "the checkpoint has no blank line before its signatures"));
+            }
+            n += 1;
+            if !line(n).is_some_and(|l| l.starts_with("\u{2014} ")) {
+                return Err(at_line(n, "the checkpoint has no signature line"));
+            }
+            while line(n).is_some_and(|l| l.starts_with("\u{2014} ")) {
+                n += 1;
+            }
+            let chunk = lines[start - 1..n - 1].join("\n") + "\n";
+            let proof = TlogProof::parse(&chunk)
+                .map_err(|e| at_line(start - 1 + e.line, e.problem))?;
+            proofs.push(proof);
+        }
+        if n <= lines.len() {
+            return Err(at_line(n, format!("more than the {count} events the header says")));
+        }
+        Ok(Self { call_id, proofs })
+    }
+}
+
+/// A receipt that verified: the call as recorded, and its checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub call_id: String,
+    pub events: Vec<DecodedEvent>,
+    /// The checkpoint of the first proof (each proof was checked against its own).
+    pub checkpoint: Checkpoint,
+    /// Who signed it: the signer's label, and a cosignature's time.
+    pub signers: Vec<(String, Option<u64>)>,
+}
+
+/// Checks a receipt alone: its grammar, then event by event its leaf data,
+/// call, index and order, its checkpoint note, origin, inclusion proof,
+/// every signature line, and the trust rule, in that order; the first
+/// failure is returned.
+pub fn verify(bytes: &[u8], trust: &Trust) -> Result<Checked, Failure> {
+    let receipt = Receipt::parse(bytes)?;
+    let mut events: Vec<DecodedEvent> = Vec::new();
+    let mut first: Option<(Checkpoint, Vec<(String, Option<u64>)>)> = None;
+    for (i, proof) in receipt.proofs.iter().enumerate() {
+        let event = format!("event {}", i + 1);
+        let data = proof.extra.as_deref().unwrap_or_default();
+        let row = decode(data).map_err(|e| fail(Problem::LeafData, &event, e))?;
+        if row.call_id != receipt.call_id {
+            return Err(fail(
+                Problem::CallMismatch,
+                &event,
+                format!("row {} is of call `{}`", row.seq, row.call_id),
+            ));
+        }
+        if row.seq.checked_sub(1) != Some(proof.index) {
+            return Err(fail(
+                Problem::IndexMismatch,
+                &event,
+                format!("index {} is not row {}'s (seq − 1)", proof.index, row.seq),
+            ));
+        }
+        if let Some(before) = events.last()
+            && row.seq <= before.seq
+        {
+            return Err(fail(
+                Problem::Order,
+                &event,
+                format!("row {} after row {}", row.seq, before.seq),
+            ));
+        }
+        let at_checkpoint = format!("{event} checkpoint");
+        let (body, lines) = note_signatures(&proof.checkpoint)
+            .map_err(|e| fail(Problem::CheckpointMalformed, &at_checkpoint, e.to_string()))?;
+        let checkpoint = Checkpoint::from_body(body)
+            .map_err(|e| fail(Problem::CheckpointMalformed, &at_checkpoint, e.to_string()))?;
+        let origin = format!("gavel/{}", crate::digest::hex(&row.log_id));
+        if checkpoint.origin != origin {
+            return Err(fail(
+                Problem::OriginMismatch,
+                &at_checkpoint,
+                format!("a checkpoint of `{}`, not of the row's log `{origin}`", checkpoint.origin),
+            ));
+        }
+        let root = root_from_inclusion(proof.index, checkpoint.size, &leaf_hash(data), &proof.path);
+        if root != Some(checkpoint.root) {
+            return Err(fail(
+                Problem::Inclusion,
+                &event,
+                format!(
+                    "the proof does not lead from row {} to the root of the checkpoint of size {}",
+                    row.seq, checkpoint.size
+                ),
+            ));
+        }
+        let verified = trust.check(body, &lines).map_err(|problem| match problem {
+            SignatureProblem::Unknown { line, name } => fail(
+                Problem::UnknownSigner,
+                format!("{event} signature {line}"),
+                format!("the signature line by `{name}` is by no key given"),
+            ),
+            SignatureProblem::Bad { line, name } => fail(
+                Problem::Signature,
+                format!("{event} signature {line}"),
+                format!("the signature by `{name}` does not verify"),
+            ),
+            SignatureProblem::Quorum(why) => fail(Problem::Quorum, &at_checkpoint, why),
+        })?;
+        if first.is_none() {
+            let signers = verified
+                .iter()
+                .map(|v| (trust.signers()[v.signer].label.clone(), v.cosigned_at))
+                .collect();
+            first = Some((checkpoint, signers));
+        }
+        events.push(row);
+    }
+    let Some((checkpoint, signers)) = first else {
+        return Err(at_line(3, "no events"));
+    };
+    Ok(Checked {
+        call_id: receipt.call_id,
+        events,
+        checkpoint,
+        signers,
+    })
+}
+
+/// A string as JSON, the way a receipt's `call` line writes it.
+fn json_string(text: &str) -> String {
+    serde_json::Value::String(text.to_owned()).to_string()
+}
+
+/// ASCII digits, `0` or without a leading zero.
+fn is_decimal(text: &str) -> bool {
+    !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'))
+}
