@@ -150,4 +150,3 @@ pub fn call_text(arguments: &Value) -> String {
         other => text(other),
     }
 }
-

@@ -7,8 +7,8 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use gavel::archive::format_time;
-use gavel::listing::{call_text, layer_text, listed_json, who_text};
 use gavel::audit::AnomalyKind;
+use gavel::listing::{call_text, layer_text, listed_json, who_text};
 use gavel::source::{Integrity, RowFrom};
 use gavel::store::{CallEntry, CallSummary, LifecycleEntry, Listed};
 

@@ -22,6 +22,7 @@ mod pending;
 mod policy_cmd;
 #[cfg(feature = "postgres")]
 mod push;
+mod receipt;
 mod render;
 mod replay;
 mod report;
@@ -295,6 +296,9 @@ pub enum Command {
     Keygen(keys::KeygenArgs),
     /// Sign and store a checkpoint of the log's current size and Merkle root
     Checkpoint(keys::CheckpointArgs),
+    /// Write a call's receipt: its rows, their inclusion proofs and the signed
+    /// checkpoint, checkable offline with `gavel verify --receipt`
+    Receipt(receipt::ReceiptArgs),
     /// Answer an agent client's hook: decide its tool calls and record them
     ///
     /// One JSON object on stdin, in the client's own hook format; a tool call is
@@ -541,7 +545,16 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Export(args) => export::run(&global, args),
         Command::Replay(args) => replay::run(&global, args),
         Command::Report(args) => report::run(&global, args),
-        Command::Verify(args) => verify::run(&global, args),
+        Command::Verify(args) => match &args.receipt {
+            Some(path) => receipt::verify(
+                path,
+                &args.public_key,
+                global.policy.as_deref(),
+                args.json(),
+            ),
+            None => verify::run(&global, args),
+        },
+        Command::Receipt(args) => receipt::run(&global, args),
         Command::Audit(args) => audit::run(&global, args),
         Command::Keygen(args) => keys::keygen(args),
         Command::Checkpoint(args) => keys::checkpoint(&global, args),

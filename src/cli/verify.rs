@@ -30,10 +30,22 @@ pub struct VerifyArgs {
     /// of a database: its chain, its checkpoints, and that no event was edited
     #[arg(long, value_name = "FILE", conflicts_with = "export")]
     pub ocsf: Option<PathBuf>,
+    /// Check this receipt (`gavel receipt`) alone, with no database, against
+    /// the --public-key keys (at least one must sign; `--policy K-of-N` asks
+    /// for K) or a C2SP tlog-policy file given as --policy
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["export", "ocsf", "checkpoint"])]
+    pub receipt: Option<PathBuf>,
     #[command(flatten)]
     pub schema: SchemaArg,
     #[command(flatten)]
     pub format: GateFormatArgs,
+}
+
+impl VerifyArgs {
+    /// Whether the output is to be JSON.
+    pub fn json(&self) -> bool {
+        self.format.plain().is_json()
+    }
 }
 
 /// How `verify` prints: a line, JSON, or a CI report naming the log.

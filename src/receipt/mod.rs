@@ -114,7 +114,10 @@ impl Receipt {
     /// first line that breaks it is named. Checks nothing cryptographic.
     pub fn parse(bytes: &[u8]) -> Result<Self, Failure> {
         let text = std::str::from_utf8(bytes).map_err(|e| {
-            let line = 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count();
+            let line = 1 + bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
             at_line(line, "not UTF-8")
         })?;
         if let Some(at) = text.find(|c: char| c.is_control() && c != '\n') {
@@ -171,7 +174,10 @@ impl Receipt {
                 n += 1;
             }
             if line(n).is_none() {
-                return Err(at_line(n, "the checkpoint has no blank line before its signatures"));
+                return Err(at_line(
+                    n,
+                    "the checkpoint has no blank line before its signatures",
+                ));
             }
             n += 1;
             if !line(n).is_some_and(|l| l.starts_with("\u{2014} ")) {
@@ -181,12 +187,15 @@ impl Receipt {
                 n += 1;
             }
             let chunk = lines[start - 1..n - 1].join("\n") + "\n";
-            let proof = TlogProof::parse(&chunk)
-                .map_err(|e| at_line(start - 1 + e.line, e.problem))?;
+            let proof =
+                TlogProof::parse(&chunk).map_err(|e| at_line(start - 1 + e.line, e.problem))?;
             proofs.push(proof);
         }
         if n <= lines.len() {
-            return Err(at_line(n, format!("more than the {count} events the header says")));
+            return Err(at_line(
+                n,
+                format!("more than the {count} events the header says"),
+            ));
         }
         Ok(Self { call_id, proofs })
     }
@@ -248,7 +257,10 @@ pub fn verify(bytes: &[u8], trust: &Trust) -> Result<Checked, Failure> {
             return Err(fail(
                 Problem::OriginMismatch,
                 &at_checkpoint,
-                format!("a checkpoint of `{}`, not of the row's log `{origin}`", checkpoint.origin),
+                format!(
+                    "a checkpoint of `{}`, not of the row's log `{origin}`",
+                    checkpoint.origin
+                ),
             ));
         }
         let root = root_from_inclusion(proof.index, checkpoint.size, &leaf_hash(data), &proof.path);
@@ -292,6 +304,94 @@ pub fn verify(bytes: &[u8], trust: &Trust) -> Result<Checked, Failure> {
         events,
         checkpoint,
         signers,
+    })
+}
+
+impl Checked {
+    /// The call as recorded, and what proves it, as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        let events: Vec<serde_json::Value> = self.events.iter().map(event_json).collect();
+        let signers: Vec<serde_json::Value> = self
+            .signers
+            .iter()
+            .map(|(name, at)| serde_json::json!({"name": name, "cosigned_at": at}))
+            .collect();
+        serde_json::json!({
+            "ok": true,
+            "call_id": self.call_id,
+            "checkpoint": {
+                "origin": self.checkpoint.origin,
+                "size": self.checkpoint.size,
+                "root": crate::digest::hex(&self.checkpoint.root),
+            },
+            "signers": signers,
+            "events": events,
+        })
+    }
+
+    /// The same in lines of text: a summary, then each row.
+    pub fn to_lines(&self) -> Vec<String> {
+        let signers: Vec<String> = self
+            .signers
+            .iter()
+            .map(|(name, at)| match at {
+                None => format!("signed by {name}"),
+                Some(time) => format!(
+                    "cosigned by {name} at {}",
+                    crate::archive::format_time(
+                        i64::try_from(*time).unwrap_or(0).saturating_mul(1_000_000)
+                    )
+                ),
+            })
+            .collect();
+        let mut lines = vec![format!(
+            "ok: call {} proved: {} rows in the checkpoint of {} rows of {}, {}",
+            self.call_id,
+            self.events.len(),
+            self.checkpoint.size,
+            self.checkpoint.origin,
+            signers.join(", ")
+        )];
+        for e in &self.events {
+            let mut head = format!(
+                "  seq {}  {}  {}",
+                e.seq,
+                crate::archive::format_time(e.ts_us),
+                e.kind
+            );
+            for value in [&e.tool, &e.action, &e.rule_id, &e.approval, &e.status]
+                .into_iter()
+                .flatten()
+            {
+                head.push_str("  ");
+                head.push_str(value);
+            }
+            lines.push(head);
+            lines.push(format!("    {}", String::from_utf8_lossy(&e.payload)));
+        }
+        lines
+    }
+}
+
+/// One row as JSON: its columns, and its payload as JSON where it is JSON.
+fn event_json(e: &DecodedEvent) -> serde_json::Value {
+    let payload = serde_json::from_slice::<serde_json::Value>(&e.payload)
+        .unwrap_or_else(|_| String::from_utf8_lossy(&e.payload).into_owned().into());
+    serde_json::json!({
+        "seq": e.seq,
+        "ts": crate::archive::format_time(e.ts_us),
+        "kind": e.kind,
+        "tool": e.tool,
+        "action": e.action,
+        "rule_id": e.rule_id,
+        "approval": e.approval,
+        "status": e.status,
+        "user": e.user,
+        "host": e.host,
+        "client": e.client,
+        "session": e.session,
+        "agent": e.agent,
+        "payload": payload,
     })
 }
 

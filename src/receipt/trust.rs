@@ -75,7 +75,9 @@ impl Trust {
     /// N must be the number of keys), at least one of them by default.
     pub fn from_keys(keys: Vec<VerifierKey>, k_of_n: Option<&str>) -> Result<Self, String> {
         if keys.is_empty() {
-            return Err("give the keys to trust: --public-key KEY.pub (repeatable) or --policy FILE".into());
+            return Err(
+                "give the keys to trust: --public-key KEY.pub (repeatable) or --policy FILE".into(),
+            );
         }
         let k = match k_of_n {
             None => 1,
@@ -174,7 +176,9 @@ impl Trust {
                             .parse::<usize>()
                             .ok()
                             .filter(|k| (1..=n).contains(k))
-                            .ok_or_else(|| at(format!("threshold `{k}` is not any, all or 1 to {n}")))?,
+                            .ok_or_else(|| {
+                                at(format!("threshold `{k}` is not any, all or 1 to {n}"))
+                            })?,
                     };
                     groups.push((fields[1].to_owned(), Group { k, members }));
                 }
@@ -245,15 +249,13 @@ impl Trust {
                         signer: i,
                         cosigned_at: None,
                     }),
-                (None, Some(i)) => crate::cosign::verify_signature(
-                    &self.signers[i].key,
-                    body,
-                    &line.signature,
-                )
-                .map(|time| Verified {
-                    signer: i,
-                    cosigned_at: Some(time),
-                }),
+                (None, Some(i)) => {
+                    crate::cosign::verify_signature(&self.signers[i].key, body, &line.signature)
+                        .map(|time| Verified {
+                            signer: i,
+                            cosigned_at: Some(time),
+                        })
+                }
                 (None, None) => {
                     return Err(SignatureProblem::Unknown {
                         line: n + 1,
@@ -347,7 +349,9 @@ fn witness_key(text: &str) -> Result<VerifierKey, String> {
             let key = VerifierKey::from_parts(name, &public).map_err(|e| e.to_string())?;
             let id = crate::cosign::key_id(name, &public);
             if crate::digest::hex(&id) != hex.to_ascii_lowercase() {
-                return Err(format!("key id `{hex}` does not match the witness key `{name}`"));
+                return Err(format!(
+                    "key id `{hex}` does not match the witness key `{name}`"
+                ));
             }
             Ok(key)
         }
@@ -388,12 +392,16 @@ mod tests {
     fn k_of_n_counts_distinct_signers() {
         let (host, central) = keys();
         let note = cosigned_note();
-        let both = Trust::from_keys(vec![host.verifier(), central.verifier()], Some("2-of-2")).unwrap();
+        let both =
+            Trust::from_keys(vec![host.verifier(), central.verifier()], Some("2-of-2")).unwrap();
         let verified = check(&both, &note).unwrap();
         assert_eq!(verified[1].cosigned_at, Some(1_700_000_000));
         // The host's signature alone does not make 2-of-2.
         let alone = note.lines().take(5).collect::<Vec<_>>().join("\n") + "\n";
-        assert!(matches!(check(&both, &alone), Err(SignatureProblem::Quorum(_))));
+        assert!(matches!(
+            check(&both, &alone),
+            Err(SignatureProblem::Quorum(_))
+        ));
         // A line by a key not given is refused, not skipped.
         let host_only = Trust::from_keys(vec![host.verifier()], None).unwrap();
         assert_eq!(
@@ -424,15 +432,26 @@ mod tests {
         );
         let trust = Trust::from_tlog_policy(&policy).unwrap();
         assert!(check(&trust, &cosigned_note()).is_ok());
-        let alone = cosigned_note().lines().take(5).collect::<Vec<_>>().join("\n") + "\n";
-        assert!(matches!(check(&trust, &alone), Err(SignatureProblem::Quorum(_))));
+        let alone = cosigned_note()
+            .lines()
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n";
+        assert!(matches!(
+            check(&trust, &alone),
+            Err(SignatureProblem::Quorum(_))
+        ));
         let none = format!("log {}\nquorum none\n", host.verifier().to_text());
         assert!(check(&Trust::from_tlog_policy(&none).unwrap(), &alone).is_ok());
         for bad in [
             "quorum none\n".to_owned(),
             format!("log {}\n", host.verifier().to_text()),
             format!("log {}\nquorum nobody\n", host.verifier().to_text()),
-            format!("log {}\nwitness w {witness}\ngroup g 2 w\nquorum g\n", host.verifier().to_text()),
+            format!(
+                "log {}\nwitness w {witness}\ngroup g 2 w\nquorum g\n",
+                host.verifier().to_text()
+            ),
         ] {
             assert!(Trust::from_tlog_policy(&bad).is_err(), "{bad}");
         }
