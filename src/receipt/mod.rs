@@ -201,6 +201,9 @@ impl Receipt {
     }
 }
 
+/// Who signed a checkpoint: each signer's label, and a cosignature's time.
+pub type Signers = Vec<(String, Option<u64>)>;
+
 /// A receipt that verified: the call as recorded, and its checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checked {
@@ -208,8 +211,7 @@ pub struct Checked {
     pub events: Vec<DecodedEvent>,
     /// The checkpoint of the first proof (each proof was checked against its own).
     pub checkpoint: Checkpoint,
-    /// Who signed it: the signer's label, and a cosignature's time.
-    pub signers: Vec<(String, Option<u64>)>,
+    pub signers: Signers,
 }
 
 /// Checks a receipt alone: its grammar, then event by event its leaf data,
@@ -219,7 +221,7 @@ pub struct Checked {
 pub fn verify(bytes: &[u8], trust: &Trust) -> Result<Checked, Failure> {
     let receipt = Receipt::parse(bytes)?;
     let mut events: Vec<DecodedEvent> = Vec::new();
-    let mut first: Option<(Checkpoint, Vec<(String, Option<u64>)>)> = None;
+    let mut first: Option<(Checkpoint, Signers)> = None;
     for (i, proof) in receipt.proofs.iter().enumerate() {
         let event = format!("event {}", i + 1);
         let data = proof.extra.as_deref().unwrap_or_default();

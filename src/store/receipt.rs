@@ -279,7 +279,7 @@ impl Tree<'_> {
         if n == 1 {
             return self.leaves.get(&a).copied();
         }
-        if a % BLOCK == 0 && n % BLOCK == 0 && n.is_power_of_two() {
+        if a.is_multiple_of(BLOCK) && n.is_multiple_of(BLOCK) && n.is_power_of_two() {
             let blocks = self
                 .blocks
                 .get((a / BLOCK) as usize..(b / BLOCK) as usize)?;
