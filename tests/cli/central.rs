@@ -12,16 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use gavel::audit::{
-    DecisionRecord, Event, EventBody, ExecutionStatus, RequestRecord, ResultRecord,
-};
 use gavel::chain::{EventFields, Who, link};
-use gavel::store::{Durability, Store};
-use gavel::{Facts, ToolResult};
 use postgres::{Client, NoTls};
 use rusqlite::Connection;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+pub use crate::support::append_calls;
 use crate::support::{code, stderr, stdout};
 
 /// The PostgreSQL server under test, or `None` (the test is skipped).
@@ -302,86 +298,6 @@ impl Drop for Team {
                 host.role
             ));
         }
-    }
-}
-
-/// Appends `n` calls `c<first>`..: request, decision (allow or deny by
-/// turns, under two rules) and result, through the library, in batches.
-pub fn append_calls(db: &Path, first: usize, n: usize) {
-    let mut store = Store::open(db, Durability::Normal).expect("open the host's log");
-    // Nothing here is secret: redaction off keeps generating 10,000s of calls quick.
-    store.set_redaction(&gavel::policy::RedactSettings {
-        enabled: false,
-        ..Default::default()
-    });
-    let policy = gavel::policy::Policy::builtin().reference().clone();
-    let mut batch = Vec::with_capacity(1500);
-    for i in first..first + n {
-        let id = format!("c{i}");
-        let deny = i % 4 == 3;
-        batch.push(Event::now(
-            &id,
-            Some("bash"),
-            EventBody::Request(RequestRecord {
-                tool_use_id: id.clone(),
-                arguments: json!({"command": format!("echo {i}")}),
-                client: None,
-                arguments_bytes: None,
-                arguments_sha256: None,
-                principal: None,
-            }),
-        ));
-        batch.push(Event::now(
-            &id,
-            Some("bash"),
-            EventBody::Decision(DecisionRecord {
-                action: if deny {
-                    gavel::Action::Deny
-                } else {
-                    gavel::Action::Allow
-                },
-                rule_id: if deny {
-                    "bash.hard_deny".into()
-                } else {
-                    "bash.read_only".into()
-                },
-                reason: "test".into(),
-                policy: policy.clone(),
-                layer: None,
-                layers: Vec::new(),
-                shadow: Vec::new(),
-                sandbox: None,
-                facts: Facts {
-                    workspace: "/ws".into(),
-                    paths: vec![],
-                    shell: None,
-                    shell_sha256: None,
-                    unprovable: Vec::new(),
-                    mcp: None,
-                },
-            }),
-        ));
-        batch.push(Event::now(
-            &id,
-            Some("bash"),
-            EventBody::Result(ResultRecord::from_result(&ToolResult {
-                status: if deny {
-                    ExecutionStatus::Blocked
-                } else {
-                    ExecutionStatus::Succeeded
-                },
-                content: format!("{i}\n"),
-                exit_code: Some(0),
-                duration_ms: 1,
-            })),
-        ));
-        if batch.len() >= 1500 {
-            store.append(&batch).expect("append calls");
-            batch.clear();
-        }
-    }
-    if !batch.is_empty() {
-        store.append(&batch).expect("append calls");
     }
 }
 

@@ -46,6 +46,7 @@ mod quickstart;
 mod real_clients;
 mod real_clients_exec;
 mod real_clients_model;
+mod receipt;
 mod redact;
 mod replay;
 mod report;

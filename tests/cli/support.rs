@@ -237,3 +237,86 @@ pub fn output(cmd: &mut std::process::Command) -> Output {
     }
     panic!("the binary stayed busy");
 }
+
+/// Appends `n` calls `c<first>`..: request, decision (allow or deny by
+/// turns, under two rules) and result, through the library, in batches.
+pub fn append_calls(db: &Path, first: usize, n: usize) {
+    let mut store = gavel::store::Store::open(db, gavel::store::Durability::Normal)
+        .expect("open the host's log");
+    // Nothing here is secret: redaction off keeps generating 10,000s of calls quick.
+    store.set_redaction(&gavel::policy::RedactSettings {
+        enabled: false,
+        ..Default::default()
+    });
+    let policy = gavel::policy::Policy::builtin().reference().clone();
+    let mut batch = Vec::with_capacity(1500);
+    for i in first..first + n {
+        let id = format!("c{i}");
+        let deny = i % 4 == 3;
+        batch.push(gavel::audit::Event::now(
+            &id,
+            Some("bash"),
+            gavel::audit::EventBody::Request(gavel::audit::RequestRecord {
+                tool_use_id: id.clone(),
+                arguments: serde_json::json!({"command": format!("echo {i}")}),
+                client: None,
+                arguments_bytes: None,
+                arguments_sha256: None,
+                principal: None,
+            }),
+        ));
+        batch.push(gavel::audit::Event::now(
+            &id,
+            Some("bash"),
+            gavel::audit::EventBody::Decision(gavel::audit::DecisionRecord {
+                action: if deny {
+                    gavel::Action::Deny
+                } else {
+                    gavel::Action::Allow
+                },
+                rule_id: if deny {
+                    "bash.hard_deny".into()
+                } else {
+                    "bash.read_only".into()
+                },
+                reason: "test".into(),
+                policy: policy.clone(),
+                layer: None,
+                layers: Vec::new(),
+                shadow: Vec::new(),
+                sandbox: None,
+                facts: gavel::Facts {
+                    workspace: "/ws".into(),
+                    paths: vec![],
+                    shell: None,
+                    shell_sha256: None,
+                    unprovable: Vec::new(),
+                    mcp: None,
+                },
+            }),
+        ));
+        batch.push(gavel::audit::Event::now(
+            &id,
+            Some("bash"),
+            gavel::audit::EventBody::Result(gavel::audit::ResultRecord::from_result(
+                &gavel::ToolResult {
+                    status: if deny {
+                        gavel::ExecutionStatus::Blocked
+                    } else {
+                        gavel::ExecutionStatus::Succeeded
+                    },
+                    content: format!("{i}\n"),
+                    exit_code: Some(0),
+                    duration_ms: 1,
+                },
+            )),
+        ));
+        if batch.len() >= 1500 {
+            store.append(&batch).expect("append calls");
+            batch.clear();
+        }
+    }
+    if !batch.is_empty() {
+        store.append(&batch).expect("append calls");
+    }
+}
