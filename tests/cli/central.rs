@@ -1376,3 +1376,73 @@ pub fn push_all_but_diverged(team: &Team, range: std::ops::Range<usize>, diverge
         }
     });
 }
+
+#[test]
+#[ignore = "needs PostgreSQL: GAVEL_TEST_POSTGRES=postgres://… cargo test -- --ignored (CI runs it)"]
+fn a_receipt_of_a_cosigned_checkpoint_verifies_host_and_central_two_of_two() {
+    let Some(team) = setup_hosts(1) else { return };
+    let host = &team.hosts[0];
+    append_calls(&host.db, 1, 5);
+    team.push(0, 0);
+    team.ingest(0);
+    // The next push keeps the central store's cosignature in DB.cosigned.
+    append_calls(&host.db, 6, 1);
+    team.push(0, 0);
+    let receipt = team.dir.path().join("c2.receipt");
+    expect(
+        &mut team.gavel(&[
+            "receipt",
+            "c2",
+            "--db",
+            host.db.to_str().unwrap(),
+            "--out",
+            receipt.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let text = std::fs::read_to_string(&receipt).unwrap();
+    assert!(text.contains("\u{2014} central.test "), "{text}");
+    let host_pub = format!("{}.pub", host.key.display());
+    let central_pub = team.dir.path().join("central.key.pub");
+    let central_pub = central_pub.to_str().unwrap();
+    let verify = |keys: &[&str], policy: &[&str], exit: i32| {
+        let mut args = vec!["verify", "--json", "--receipt", receipt.to_str().unwrap()];
+        for key in keys {
+            args.extend(["--public-key", key]);
+        }
+        args.extend(policy);
+        json_out(&expect(&mut team.gavel(&args), exit))
+    };
+    let both = verify(&[&host_pub, central_pub], &["--policy", "2-of-2"], 0);
+    assert_eq!(both["signers"][1]["name"], "central.test", "{both}");
+    assert!(both["signers"][1]["cosigned_at"].as_u64().unwrap() > 1_700_000_000);
+    // The host's key alone cannot check the central line.
+    let alone = verify(&[&host_pub], &[], 1);
+    assert_eq!(alone["problem"], "unknown_signer", "{alone}");
+    // Without the cosignature, 2-of-2 is not met.
+    let stripped: String = text
+        .lines()
+        .filter(|l| !l.starts_with("\u{2014} central.test "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&receipt, stripped).unwrap();
+    let short = verify(&[&host_pub, central_pub], &["--policy", "2-of-2"], 1);
+    assert_eq!(short["problem"], "quorum", "{short}");
+    assert_eq!(verify(&[&host_pub, central_pub], &[], 0)["ok"], true);
+    // The same under a C2SP tlog-policy naming the host's log and the central witness.
+    std::fs::write(&receipt, &text).unwrap();
+    let policy = team.dir.path().join("trust.policy");
+    std::fs::write(
+        &policy,
+        format!(
+            "log {}\nwitness central {}\nquorum central\n",
+            std::fs::read_to_string(&host_pub).unwrap().trim(),
+            std::fs::read_to_string(central_pub).unwrap().trim()
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        verify(&[], &["--policy", policy.to_str().unwrap()], 0)["ok"],
+        true
+    );
+}
