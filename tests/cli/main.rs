@@ -17,6 +17,7 @@ mod check;
 mod ci_formats;
 mod clients;
 mod completions;
+mod conformance;
 mod demo;
 mod differential;
 mod doctor;
