@@ -3,6 +3,8 @@
 
 Usage: verify_chain.py [--json] [--checkpoint FILE] [--public-key KEY.pub ...] DB
        verify_chain.py [--json] [--checkpoint FILE] [--public-key KEY.pub ...] --export FILE
+       verify_chain.py [--json] [--public-key KEY.pub ... [--policy K-of-N]] [--policy TLOG-POLICY] --receipt FILE
+       verify_chain.py --conformance fixtures/conformance   run the conformance suite (docs/receipts.md)
        verify_chain.py --vector      print the documented test vectors
 Prints the first problem (or `ok: N rows`), or with --json the report of
 `gavel verify --json`. Exit 0 intact, 1 tampered, 2 could not verify.
@@ -17,7 +19,7 @@ import struct
 import sys
 
 APPLICATION_ID = 0x6761766C
-SCHEMA = 5
+SCHEMA = 6
 FORMATS = (1, 2)
 WHO = ("user", "host", "client", "session", "agent")
 
@@ -726,10 +728,431 @@ def read_checkpoint_file(path):
         raise Refused(f"cannot read checkpoint `{path}`: {e}")
 
 
+# ---- receipts.md ------------------------------------------------------------
+
+RECEIPT_V1 = "gavel-receipt@v1"
+TLOG_PROOF_V1 = "c2sp.org/tlog-proof@v1"
+
+
+class ReceiptBad(Exception):
+    def __init__(self, problem, element, detail=""):
+        super().__init__(f"{problem}: {element}: {detail}")
+        self.problem, self.element, self.detail = problem, element, detail
+
+
+def at_line(n, detail):
+    return ReceiptBad("malformed", f"line {n}", detail)
+
+
+def is_decimal(text):
+    return text.isascii() and text.isdigit() and (text == "0" or text[0] != "0")
+
+
+def json_string(text):
+    """The call id as gavel writes it: JSON, non-ASCII left as is."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def decode_leaf(data):
+    """The fields of enc1/enc2 leaf data (record-format.md), or ValueError."""
+    at = 0
+
+    def take(n):
+        nonlocal at
+        if at + n > len(data):
+            raise ValueError("runs past the end")
+        out = data[at:at + n]
+        at += n
+        return out
+
+    def lpb():
+        return take(struct.unpack(">Q", take(8))[0])
+
+    def text():
+        return lpb().decode("utf-8")
+
+    def option():
+        flag = take(1)
+        if flag == b"\x00":
+            return None
+        if flag == b"\x01":
+            return text()
+        raise ValueError("option byte")
+
+    tag = lpb()
+    fmt = {b"gavel/event/v1": 1, b"gavel/event/v2": 2}.get(tag)
+    if fmt is None:
+        raise ValueError("unknown tag")
+    row = {"format": fmt, "seq": struct.unpack(">Q", take(8))[0], "log_id": lpb(),
+           "ts_us": struct.unpack(">q", take(8))[0], "kind": text(), "call_id": text()}
+    for name in ("tool", "action", "rule_id", "approval", "status") + (WHO if fmt == 2 else ()):
+        row[name] = option()
+    row["payload"] = lpb()
+    if at != len(data):
+        raise ValueError("bytes after the payload")
+    return row
+
+
+def node(left, right):
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def root_from_inclusion(index, size, leaf_hash, path):
+    """RFC 9162 section 2.1.3.2."""
+    if index >= size:
+        return None
+    fn, sn, r = index, size - 1, leaf_hash
+    for p in path:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            r = node(p, r)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            r = node(r, p)
+        fn >>= 1
+        sn >>= 1
+    return r if sn == 0 else None
+
+
+def parse_tlog_proof(chunk):
+    """C2SP tlog-proof@v1: (extra, index, path, note), or (relative line, problem)."""
+    head, note = chunk.split("\n\n", 1)
+    lines = head.split("\n")
+    rest = iter(enumerate(lines[1:], start=2))
+    item = next(rest, None)
+    extra = None
+    if item and item[1].startswith("extra "):
+        try:
+            extra = b64(item[1][6:])
+        except ValueError:
+            raise ValueError((item[0], "extra is not base64"))
+        item = next(rest, None)
+    if item is None:
+        raise ValueError((2, "no index line"))
+    n, line = item
+    digits = line[6:] if line.startswith("index ") else ""
+    if not is_decimal(digits) or int(digits) >= 2**64:
+        raise ValueError((n, "not an index line"))
+    path = []
+    for n, line in rest:
+        try:
+            h = b64(line)
+        except ValueError:
+            h = b""
+        if len(h) != 32:
+            raise ValueError((n, "not a base64 SHA-256 hash"))
+        path.append(h)
+    return extra, int(digits), path, note
+
+
+def parse_receipt(raw):
+    """The call id and the proofs of a receipt (receipts.md, "The grammar")."""
+    import unicodedata
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise at_line(1 + raw[:e.start].count(b"\n"), "not UTF-8")
+    for i, c in enumerate(text):
+        if c != "\n" and unicodedata.category(c) == "Cc":
+            raise at_line(1 + text[:i].count("\n"), "control character")
+    if not text.endswith("\n"):
+        raise at_line(1 + text.count("\n"), "no final line feed")
+    lines = text[:-1].split("\n")
+
+    def line(n):
+        return lines[n - 1] if 1 <= n <= len(lines) else None
+
+    if line(1) != RECEIPT_V1:
+        raise at_line(1, "not a receipt")
+    call = line(2) or ""
+    call_id = None
+    if call.startswith("call "):
+        try:
+            value = json.loads(call[5:])
+            if isinstance(value, str) and json_string(value) == call[5:]:
+                call_id = value
+        except ValueError:
+            pass
+    if call_id is None:
+        raise at_line(2, "not a call line")
+    count = (line(3) or "")
+    count = count[7:] if count.startswith("events ") else ""
+    if not is_decimal(count) or count == "0" or int(count) >= 2**64:
+        raise at_line(3, "not an events line")
+    if line(4) != "":
+        raise at_line(4, "no blank line")
+    n, proofs = 5, []
+    for _ in range(int(count)):
+        start = n
+        if line(n) != TLOG_PROOF_V1:
+            raise at_line(n, "not a proof")
+        n += 1
+        if not (line(n) or "").startswith("extra "):
+            raise at_line(n, "no extra line")
+        while line(n):
+            n += 1
+        if line(n) is None:
+            raise at_line(n, "ends inside a proof")
+        n += 1
+        if not line(n):
+            raise at_line(n, "no checkpoint")
+        while line(n):
+            n += 1
+        if line(n) is None:
+            raise at_line(n, "no signatures")
+        n += 1
+        if not (line(n) or "").startswith("\u2014 "):
+            raise at_line(n, "no signature line")
+        while (line(n) or "").startswith("\u2014 "):
+            n += 1
+        chunk = "\n".join(lines[start - 1:n - 1]) + "\n"
+        try:
+            proofs.append(parse_tlog_proof(chunk))
+        except ValueError as e:
+            rel, problem = e.args[0]
+            raise at_line(start - 1 + rel, problem)
+    if n <= len(lines):
+        raise at_line(n, "more events than the header says")
+    return call_id, proofs
+
+
+def cosign_key_id(name, public):
+    return hashlib.sha256(name.encode() + b"\n\x04" + public).digest()[:4]
+
+
+def ed25519_ok(public, signature, message):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    if len(signature) != 64:
+        return False
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+        return True
+    except Exception:
+        return False
+
+
+def trust_from_keys(keys, rule):
+    """--public-key keys (name, key id, public), each a log key and a witness; K-of-N."""
+    if not keys:
+        raise Refused("give the keys to trust")
+    k = 1
+    if rule is not None:
+        k, _, n = rule.partition("-of-")
+        if not (k.isdigit() and n.isdigit()) or int(n) != len(keys) or not 1 <= int(k) <= int(n):
+            raise Refused(f"bad --policy {rule}")
+        k = int(k)
+    signers = [{"name": name, "kid": kid, "public": public, "log": True, "witness": True, "label": name}
+               for name, kid, public in keys]
+    return {"signers": signers, "rule": ("k", k)}
+
+
+def witness_key(text):
+    name, hexid, key_b64 = text.split("+", 2)
+    key = b64(key_b64)
+    if len(key) != 33 or key[0] not in (1, 4) or not on_curve(key[1:]) or not key_name_ok(name):
+        raise ValueError("not a verifier key")
+    kid = (cosign_key_id(name, key[1:]) if key[0] == 4
+           else hashlib.sha256(name.encode() + b"\n\x01" + key[1:]).digest()[:4])
+    if kid.hex() != hexid.lower():
+        raise ValueError("key id does not match")
+    return name, key[1:]
+
+
+def trust_from_policy(text):
+    """A C2SP tlog-policy: log, witness, group, quorum lines."""
+    signers, groups, quorum = [], {}, None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        f = line.split()
+        try:
+            if f[0] == "log" and 2 <= len(f) <= 3:
+                name, public = witness_key(f[1])
+                signers.append({"name": name, "public": public, "log": True, "witness": False,
+                                "label": name, "kid": hashlib.sha256(name.encode() + b"\n\x01" + public).digest()[:4]})
+            elif f[0] == "witness" and 3 <= len(f) <= 4:
+                name, public = witness_key(f[2])
+                signers.append({"name": name, "public": public, "log": False, "witness": True,
+                                "label": f[1], "kid": hashlib.sha256(name.encode() + b"\n\x01" + public).digest()[:4]})
+            elif f[0] == "group" and len(f) >= 4:
+                members = []
+                for m in f[3:]:
+                    idx = [i for i, s in enumerate(signers) if s["witness"] and s["label"] == m]
+                    members.append(("w", idx[0]) if idx else ("g", groups[m]))
+                k = {"any": 1, "all": len(members)}.get(f[2]) or int(f[2])
+                if not 1 <= k <= len(members):
+                    raise ValueError("threshold")
+                groups[f[1]] = (k, members)
+            elif f[0] == "quorum" and len(f) == 2 and quorum is None:
+                if f[1] == "none":
+                    quorum = ("none",)
+                else:
+                    idx = [i for i, s in enumerate(signers) if s["witness"] and s["label"] == f[1]]
+                    quorum = (1, [("w", idx[0])]) if idx else groups[f[1]]
+            else:
+                raise ValueError(line)
+        except (KeyError, ValueError, IndexError) as e:
+            raise Refused(f"tlog-policy: {e}")
+    if quorum is None or not any(s["log"] for s in signers):
+        raise Refused("tlog-policy: no quorum or no log")
+    return {"signers": signers, "rule": ("policy", None if quorum == ("none",) else quorum)}
+
+
+def group_holds(group, cosigned):
+    k, members = group
+    return sum(1 for kind, m in members if (m in cosigned if kind == "w" else group_holds(m, cosigned))) >= k
+
+
+def check_signatures(trust, body, lines, event):
+    verified = []
+    for k, (name, kid, sig) in enumerate(lines, start=1):
+        note = next((i for i, s in enumerate(trust["signers"])
+                     if s["log"] and s["name"] == name and s["kid"] == kid), None)
+        cos = next((i for i, s in enumerate(trust["signers"])
+                    if s["witness"] and s["name"] == name and cosign_key_id(name, s["public"]) == kid), None)
+        if note is not None:
+            ok = ed25519_ok(trust["signers"][note]["public"], sig, body.encode())
+            verified.append((note, None))
+        elif cos is not None:
+            time = struct.unpack(">Q", sig[:8])[0] if len(sig) >= 8 else 0
+            message = f"cosignature/v1\ntime {time}\n{body}".encode()
+            ok = len(sig) >= 8 and ed25519_ok(trust["signers"][cos]["public"], sig[8:], message)
+            verified.append((cos, time))
+        else:
+            raise ReceiptBad("unknown_signer", f"{event} signature {k}", f"by `{name}`")
+        if not ok:
+            raise ReceiptBad("signature", f"{event} signature {k}", f"by `{name}`")
+    kind, rule = trust["rule"]
+    if kind == "k":
+        if len({i for i, _ in verified}) < rule:
+            raise ReceiptBad("quorum", f"{event} checkpoint", "too few signers")
+    else:
+        if not any(t is None and trust["signers"][i]["log"] for i, t in verified):
+            raise ReceiptBad("quorum", f"{event} checkpoint", "no log signature")
+        cosigned = [i for i, t in verified if t is not None]
+        if rule is not None and not group_holds(rule, cosigned):
+            raise ReceiptBad("quorum", f"{event} checkpoint", "quorum of witnesses")
+
+
+def verify_receipt(raw, trust):
+    """receipts.md, "Checking a receipt": the rows it proves, or ReceiptBad."""
+    call_id, proofs = parse_receipt(raw)
+    rows = []
+    for i, (data, index, path, note) in enumerate(proofs, start=1):
+        event = f"event {i}"
+        try:
+            row = decode_leaf(data)
+        except (ValueError, UnicodeDecodeError, struct.error) as e:
+            raise ReceiptBad("leaf_data", event, str(e))
+        if row["call_id"] != call_id:
+            raise ReceiptBad("call_mismatch", event)
+        if row["seq"] - 1 != index:
+            raise ReceiptBad("index_mismatch", event)
+        if rows and row["seq"] <= rows[-1]["seq"]:
+            raise ReceiptBad("order", event)
+        try:
+            body, lines = split_note(note)
+            origin, size, root = parse_body(body)
+        except ValueError as e:
+            raise ReceiptBad("checkpoint_malformed", f"{event} checkpoint", str(e))
+        if origin != "gavel/" + row["log_id"].hex():
+            raise ReceiptBad("origin_mismatch", f"{event} checkpoint")
+        leaf_hash = hashlib.sha256(b"\x00" + data).digest()
+        if root_from_inclusion(index, size, leaf_hash, path) != root:
+            raise ReceiptBad("inclusion", event)
+        check_signatures(trust, body, lines, event)
+        rows.append(row)
+    return call_id, rows
+
+
+def receipt_trust(keys, policy, base="."):
+    """The trust of --public-key keys and --policy (K-of-N or a tlog-policy file)."""
+    import os
+    if policy is not None and "-of-" not in policy:
+        if keys:
+            raise Refused("keys in the tlog-policy or with --public-key, not both")
+        with open(os.path.join(base, policy)) as f:
+            return trust_from_policy(f.read())
+    return trust_from_keys(keys, policy)
+
+
+def conformance(suite):
+    """Runs every case of fixtures/conformance/cases.json; prints each disagreement."""
+    import contextlib
+    import io
+    import os
+    with open(os.path.join(suite, "cases.json")) as f:
+        cases = json.load(f)
+    wrong = 0
+    for case in cases:
+        path = os.path.join(suite, case["file"])
+        keys = [os.path.join(suite, k) for k in case["keys"]]
+        if case["kind"] == "receipt":
+            trust = receipt_trust([read_key(k) for k in keys], case["policy"], suite)
+            with open(path, "rb") as f:
+                raw = f.read()
+            try:
+                verify_receipt(raw, trust)
+                got = {"ok": True}
+            except ReceiptBad as e:
+                got = {"ok": False, "problem": e.problem, "element": e.element}
+        else:
+            args = ["--json"] + [a for k in keys for a in ("--public-key", k)]
+            args += ["--export", path] if case["kind"] == "export" else [path]
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                main(args)
+            report = json.loads(out.getvalue())
+            got = {"ok": True} if report["ok"] else {
+                "ok": False, "problem": report["problem"], "first_bad_seq": report["first_bad_seq"]}
+        if got != case["expect"]:
+            wrong += 1
+            print(f"{case['name']}: expected {case['expect']}, got {got}")
+    print(f"{len(cases) - wrong} of {len(cases)} cases agree")
+    return 0 if wrong == 0 else 1
+
+
+def receipt_main(argv):
+    as_json, keys, policy, path = False, [], None, None
+    it = iter(argv)
+    for a in it:
+        if a == "--json":
+            as_json = True
+        elif a == "--public-key":
+            keys.append(read_key(next(it)))
+        elif a == "--policy":
+            policy = next(it)
+        elif a == "--receipt":
+            path = next(it)
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        call_id, rows = verify_receipt(raw, receipt_trust(keys, policy))
+    except ReceiptBad as e:
+        report = {"ok": False, "problem": e.problem, "element": e.element}
+        print(json.dumps(report) if as_json else f"{e.problem}: {e.element}")
+        return 1
+    print(json.dumps({"ok": True, "call_id": call_id, "events": len(rows)}) if as_json
+          else f"ok: call {call_id}: {len(rows)} rows")
+    return 0
+
+
 def main(argv):
     if argv == ["--vector"]:
         vector()
         return 0
+    try:
+        if argv[:1] == ["--conformance"] and len(argv) == 2:
+            return conformance(argv[1])
+        if "--receipt" in argv:
+            return receipt_main(argv)
+    except (Refused, OSError, StopIteration) as e:
+        print(f"verify_chain.py: {e}", file=sys.stderr)
+        return 2
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if argv else 2
