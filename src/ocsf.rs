@@ -158,7 +158,13 @@ pub fn event(
         "attestation_list",
         json!([attestation(header, line, previous, checkpoints)]),
     );
-    let mut unmapped = json!({"gavel": line, "gavel_export": header});
+    // Where this row's receipt is (docs/receipts.md): `gavel receipt CALL_ID`.
+    let receipt = json!({
+        "call_id": line["call_id"],
+        "log": header["origin"],
+        "index": seq.saturating_sub(1),
+    });
+    let mut unmapped = json!({"gavel": line, "gavel_export": header, "gavel_receipt": receipt});
     if !checkpoints.is_empty() {
         unmapped["gavel_checkpoints"] = json!(checkpoints);
     }

@@ -41,6 +41,9 @@ pub struct CallOutcome {
     /// written: the record of this call is incomplete, and says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_error: Option<String>,
+    /// Where the call's receipt is (docs/receipts.md), once its session is done with the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::receipt::Reference>,
 }
 
 impl CallOutcome {
@@ -342,6 +345,7 @@ impl GovernedRunner {
             resolution,
             result,
             record_error,
+            receipt: None,
         })
     }
 

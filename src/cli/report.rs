@@ -25,6 +25,10 @@ pub struct ReportArgs {
     /// The calls table lists at most N calls (the counts always cover every selected call)
     #[arg(long, value_name = "N", default_value_t = report::DEFAULT_ROW_CAP)]
     pub max_rows: usize,
+    /// Also write the receipt of each call the page details into DIR and link it
+    /// (`gavel verify --receipt` checks one offline)
+    #[arg(long, value_name = "DIR")]
+    pub receipts: Option<PathBuf>,
     #[command(flatten)]
     pub query: QueryArgs,
 }
@@ -145,6 +149,18 @@ pub fn run(global: &Global, args: ReportArgs) -> anyhow::Result<Exit> {
     Ok(if verified { Exit::Ok } else { Exit::Failed })
 }
 
+/// How the page at `page` links the folder `dir`: relative to the page's
+/// folder when it lies inside it (the two can travel together), else absolute.
+fn link_to(dir: &std::path::Path, page: &std::path::Path) -> String {
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+    let dir = absolute(dir);
+    let base = absolute(page.parent().unwrap_or(std::path::Path::new(".")));
+    match dir.strip_prefix(&base) {
+        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+        _ => format!("file://{}", dir.display()),
+    }
+}
+
 /// What writing one log's page found. `calls`, `problem` and `entry` make
 /// the index of a report over several logs (of a central store).
 struct Page {
@@ -177,8 +193,19 @@ fn write_page(
         generated: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
         db_label,
         row_cap: args.max_rows,
+        receipts: args.receipts.as_deref().map(|dir| link_to(dir, path)),
     };
     let data = report::gather(store, &options)?;
+    if let Some(dir) = &args.receipts {
+        let ids: Vec<String> = data
+            .calls
+            .iter()
+            .filter(|c| c.receipt.as_ref().is_some_and(|r| r.file.is_some()))
+            .map(|c| c.call_id.clone())
+            .collect();
+        let cosigned = gavel::receipt::read_cosigned(store.path(), &store.identity().log_id)?;
+        gavel::receipt::write_all(store, &ids, &cosigned, dir)?;
+    }
     store.check_unchanged()?;
     let page = report::render(&data)?;
     // The page holds what the record holds: it is no more readable than

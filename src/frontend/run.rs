@@ -65,10 +65,12 @@ pub fn govern(
     // The store closes last: the last connection to close folds the
     // write-ahead log back into the database and removes it.
     drop(approver);
+    let mut outcome = *outcome;
     if outcome.record_error.is_none() {
-        service.close();
+        outcome.receipt =
+            service.close_then(|store| store.receipt_reference(call_id).ok().flatten());
     }
-    Ok(*outcome)
+    Ok(outcome)
 }
 
 /// The JSON object `run` prints for a call.
@@ -88,5 +90,6 @@ pub fn outcome_json(outcome: &CallOutcome) -> Value {
         "tool_result": outcome.to_protocol_block(),
         "recorded": outcome.record_error.is_none(),
         "record_error": outcome.record_error,
+        "receipt": outcome.receipt,
     })
 }

@@ -132,7 +132,15 @@ pub fn serve(
                 line["record_error"] = json!(outcome.record_error);
                 line
             }
-            Ok(Governed::Ran(outcome)) => outcome_line(&outcome),
+            Ok(Governed::Ran(outcome)) => {
+                let mut line = outcome_line(&outcome);
+                // Where its receipt will be: the proof needs the checkpoint
+                // the session's end signs (`gavel receipt CALL_ID`).
+                if let Ok(Some(reference)) = service.store().receipt_reference(&call_id) {
+                    line["receipt"] = json!(reference);
+                }
+                line
+            }
             Err(err) => error_line(&err.to_string(), Some(&call_id)),
         };
         send(output, &reply)?;

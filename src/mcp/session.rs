@@ -388,8 +388,10 @@ impl Session {
         }
         if let Some(call) = self.calls.remove(&key) {
             let result = server_result(result, error, call.started.elapsed());
+            let call_id = call.call_id.clone();
             let mut out = self.finish(call, &result);
-            out.push(Out::Client(line.to_owned()));
+            let reference = self.service.store().receipt_reference(&call_id);
+            out.push(Out::Client(with_receipt(line, reference.ok().flatten())));
             return out;
         }
         if self.answered.remove(&key) {
@@ -909,6 +911,29 @@ impl Session {
 
     fn event(&self, call: &OpenCall, body: EventBody) -> Event {
         Event::now(&call.call_id, Some(&call.tool), body).by(self.who.as_ref())
+    }
+}
+
+/// A server's `tools/call` response with the call's receipt reference in
+/// its result's `_meta` (`gavel/receipt`, docs/receipts.md); the line as it
+/// came when it has no result object or its `_meta` is not an object.
+fn with_receipt(line: &str, reference: Option<crate::receipt::Reference>) -> String {
+    let (Some(reference), Ok(mut value)) = (reference, serde_json::from_str::<Value>(line)) else {
+        return line.to_owned();
+    };
+    let Some(result) = value.get_mut("result").and_then(Value::as_object_mut) else {
+        return line.to_owned();
+    };
+    match result
+        .entry("_meta")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+    {
+        Some(meta) => {
+            meta.insert("gavel/receipt".to_owned(), json!(reference));
+            value.to_string()
+        }
+        None => line.to_owned(),
     }
 }
 

@@ -32,6 +32,11 @@ pub enum MakeError {
         seq: u64,
         newest: u64,
     },
+    #[error("cannot write `{}`: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error(
         "row {seq} does not lead to the root the checkpoint of size {size} signed: the log changed since it was signed (run `gavel verify`)"
     )]
@@ -69,14 +74,54 @@ pub fn read_cosigned(db: &Path, log_id: &[u8]) -> std::io::Result<Vec<CosignedNo
         .collect())
 }
 
+/// The file name of a call's receipt: `<call id>.receipt`, each character
+/// other than a letter, digit, `-`, `_` or `.` written `_`.
+pub fn file_name(call_id: &str) -> String {
+    let stem: String = call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{stem}.receipt")
+}
+
+/// Writes the receipt of each call of `ids` into `dir` ([`file_name`]):
+/// how many were written, and how many no checkpoint covers yet (none written).
+pub fn write_all(
+    store: &Store,
+    ids: &[String],
+    cosigned: &[CosignedNote],
+    dir: &Path,
+) -> Result<(usize, usize), MakeError> {
+    std::fs::create_dir_all(dir).map_err(|source| MakeError::Write {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let (mut written, mut uncovered) = (0, 0);
+    for id in ids {
+        match make(store, id, cosigned) {
+            Ok(receipt) => {
+                let path = dir.join(file_name(id));
+                std::fs::write(&path, receipt.to_text())
+                    .map_err(|source| MakeError::Write { path, source })?;
+                written += 1;
+            }
+            Err(MakeError::NotCovered { .. }) => uncovered += 1,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((written, uncovered))
+}
+
 /// The receipt of `call_id`: every row of the call with its proof into
 /// the smallest checkpoint covering all of them, preferring one the
 /// central store cosigned (its cosignatures appended to the note).
-pub fn make(
-    store: &mut Store,
-    call_id: &str,
-    cosigned: &[CosignedNote],
-) -> Result<Receipt, MakeError> {
+pub fn make(store: &Store, call_id: &str, cosigned: &[CosignedNote]) -> Result<Receipt, MakeError> {
     let rows = store.call_leaf_data(call_id)?;
     let last = rows.last().map_or(0, |r| r.seq);
     let note = match cosigned_note(cosigned, last) {
@@ -116,7 +161,7 @@ pub fn make(
 /// The audit path of row `seq`, checked against the checkpoint's root:
 /// from the stored block roots, or, when those lead elsewhere, from the rows.
 fn proof(
-    store: &mut Store,
+    store: &Store,
     seq: u64,
     data: &[u8],
     checkpoint: &Checkpoint,

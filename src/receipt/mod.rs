@@ -8,7 +8,7 @@
 mod make;
 mod trust;
 
-pub use make::{CosignedNote, MakeError, cosigned_path, make, read_cosigned};
+pub use make::{CosignedNote, MakeError, cosigned_path, file_name, make, read_cosigned, write_all};
 pub use trust::{SignatureProblem, Signer, Trust, Verified};
 
 use serde::Serialize;
@@ -26,6 +26,47 @@ pub const RECEIPT_V1: &str = "gavel-receipt@v1";
 pub struct Receipt {
     pub call_id: String,
     pub proofs: Vec<TlogProof>,
+}
+
+/// A receipt's reference, handed out with a call's answer (`run --json`,
+/// `serve`, `gavel mcp`): which call, in which log, from which leaf, and
+/// the checkpoint (size, hex root) covering it when there is one yet.
+/// `gavel receipt CALL_ID` gives the full proof.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Reference {
+    pub call_id: String,
+    pub log: String,
+    pub index: u64,
+    #[serde(with = "covering", skip_serializing_if = "Option::is_none", default)]
+    pub checkpoint: Option<(u64, String)>,
+}
+
+/// A reference's checkpoint as `{"size": N, "root": "hex"}`.
+mod covering {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Covering {
+        size: u64,
+        root: String,
+    }
+
+    pub fn serialize<S: Serializer>(
+        value: &Option<(u64, String)>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        value
+            .as_ref()
+            .map(|(size, root)| Covering {
+                size: *size,
+                root: root.clone(),
+            })
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(u64, String)>, D::Error> {
+        Ok(Option::<Covering>::deserialize(d)?.map(|c| (c.size, c.root)))
+    }
 }
 
 /// What is wrong with a receipt, by kind (stable, for the conformance suite).

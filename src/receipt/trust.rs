@@ -110,6 +110,45 @@ impl Trust {
         })
     }
 
+    /// What `gavel verify --receipt` is given: `--public-key` files and
+    /// `--policy`, which is a `K-of-N` rule, a tlog-policy file (then no
+    /// keys besides), or a TOML file (gavel's own policy, from
+    /// `$GAVEL_POLICY`), which is no rule about keys and is left alone.
+    pub fn from_options(
+        keys: &[std::path::PathBuf],
+        policy: Option<&std::path::Path>,
+    ) -> Result<Self, String> {
+        let rule = policy.and_then(|p| p.to_str()).filter(|p| {
+            p.split_once("-of-")
+                .is_some_and(|(k, n)| is_number(k) && is_number(n))
+        });
+        let tlog_policy = match policy.filter(|_| rule.is_none()) {
+            Some(file) => {
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| format!("cannot read the policy `{}`: {e}", file.display()))?;
+                match Self::from_tlog_policy(&text) {
+                    Ok(trust) => Some(trust),
+                    Err(_) if text.parse::<toml::Table>().is_ok() => None,
+                    Err(e) => return Err(format!("`{}`: {e}", file.display())),
+                }
+            }
+            None => None,
+        };
+        match tlog_policy {
+            Some(trust) if keys.is_empty() => Ok(trust),
+            Some(_) => {
+                Err("give the keys either in the tlog-policy or with --public-key, not both".into())
+            }
+            None => {
+                let keys = keys
+                    .iter()
+                    .map(|p| crate::checkpoint::read_verifier_key(p).map_err(|e| e.to_string()))
+                    .collect::<Result<_, _>>()?;
+                Self::from_keys(keys, rule)
+            }
+        }
+    }
+
     /// A C2SP `tlog-policy`: `log <vkey> [url]`, `witness <name> <vkey>
     /// [url]`, `group <name> <k|any|all> <member>…`, `quorum <name|none>`;
     /// blank lines and `#` comments ignored. Witness keys may be given as
@@ -329,6 +368,10 @@ impl Group {
             .count();
         met >= self.k
     }
+}
+
+fn is_number(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// A witness's verifier key: `name+hex8+base64(0x04 ‖ key)` (its

@@ -59,6 +59,9 @@ pub struct ReportOptions<'a> {
     /// The database path as the re-verify commands should name it.
     pub db_label: String,
     pub row_cap: usize,
+    /// `--receipts DIR`, as the page links it: each shown call a
+    /// checkpoint covers links `DIR/<call id>.receipt`.
+    pub receipts: Option<String>,
 }
 
 /// Everything the page shows.
@@ -214,6 +217,18 @@ pub struct CallRow {
     /// Whether the call's decision row is before the first row that does
     /// not verify (every row of an intact log is).
     pub verified: bool,
+    /// Where the call's receipt is (shown calls).
+    pub receipt: Option<ReceiptView>,
+}
+
+/// A call's receipt as the page shows it: its first leaf, the checkpoint
+/// covering it, and the file `--receipts DIR` wrote, linked.
+#[derive(Debug, Serialize, Clone)]
+pub struct ReceiptView {
+    pub index: u64,
+    pub log: String,
+    pub checkpoint: Option<u64>,
+    pub file: Option<String>,
 }
 
 #[derive(Debug, Serialize, Clone)]
@@ -357,6 +372,7 @@ fn row_of(entry: &CallEntry) -> CallRow {
             events: Vec::new(),
             approvers: Vec::new(),
             verified: true,
+            receipt: None,
         },
         CallEntry::Ungoverned(call) => CallRow {
             seq: call.seq,
@@ -381,6 +397,7 @@ fn row_of(entry: &CallEntry) -> CallRow {
             events: Vec::new(),
             approvers: Vec::new(),
             verified: true,
+            receipt: None,
         },
     }
 }
@@ -544,6 +561,16 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
             .filter_map(|e| approver_of(&e.payload))
             .collect();
         row.verified = verify.ok || verify.first_bad_seq.is_some_and(|bad| row.seq < bad);
+        row.receipt = store.receipt_reference(&row.call_id)?.map(|r| ReceiptView {
+            file: options
+                .receipts
+                .as_ref()
+                .filter(|_| r.checkpoint.is_some())
+                .map(|dir| format!("{dir}/{}", crate::receipt::file_name(&row.call_id))),
+            index: r.index,
+            log: r.log,
+            checkpoint: r.checkpoint.map(|(size, _)| size),
+        });
         row.events = events
             .into_iter()
             .map(|event| EventView {

@@ -243,7 +243,12 @@ impl Service {
     /// The end of a front-end's work: held results written, a signed
     /// checkpoint over what it recorded, the store kept open for the next
     /// call in a resident gavel.
-    pub fn close(mut self) {
+    pub fn close(self) {
+        self.close_then(|_| ());
+    }
+
+    /// [`Service::close`], reading `then` from the store after the checkpoint.
+    pub fn close_then<T>(mut self, then: impl FnOnce(&crate::store::Store) -> T) -> T {
         let _ = self.record.flush();
         let Self {
             setup,
@@ -254,6 +259,6 @@ impl Service {
         // The store closes last: the last connection to close folds the
         // write-ahead log back into the database and removes it.
         drop(runner);
-        setup.close_store(record.into_inner());
+        setup.close_store_then(record.into_inner(), then)
     }
 }

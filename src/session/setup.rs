@@ -105,9 +105,17 @@ impl Setup {
 
     /// The end of a front-end's work on `store`: a signed checkpoint over
     /// what it recorded, then the store kept for the next call or closed.
-    pub fn close_store(&self, mut store: Store) {
+    pub fn close_store(&self, store: Store) {
+        self.close_store_then(store, |_| ());
+    }
+
+    /// [`Setup::close_store`], reading `then` from the store between the
+    /// checkpoint and closing it (a call's receipt reference).
+    pub fn close_store_then<T>(&self, mut store: Store, then: impl FnOnce(&Store) -> T) -> T {
         super::auto_checkpoint(&mut store, 1);
+        let out = then(&store);
         self.keep_store(store);
+        out
     }
 
     /// The policy for governed calls, as [`Setup::policy`] finds it, with

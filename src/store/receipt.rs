@@ -71,6 +71,42 @@ impl Store {
             .collect()
     }
 
+    /// Where a call's rows are and what vouches for them: its first row's
+    /// leaf index and the smallest checkpoint covering its rows so far.
+    /// `None` for a call with no rows.
+    pub fn receipt_reference(
+        &self,
+        call_id: &str,
+    ) -> Result<Option<crate::receipt::Reference>, StoreError> {
+        let (first, last): (Option<i64>, Option<i64>) = self
+            .conn
+            .prepare_cached("SELECT min(seq), max(seq) FROM events WHERE call_id = ?1")
+            .and_then(|mut s| s.query_row([call_id], |r| Ok((r.get(0)?, r.get(1)?))))
+            .map_err(sql("finding a call's rows"))?;
+        let (Some(first), Some(last)) = (first, last) else {
+            return Ok(None);
+        };
+        let checkpoint = self
+            .conn
+            .prepare_cached(
+                "SELECT size, root FROM checkpoints WHERE size >= ?1 ORDER BY size, id LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row([last], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+                })
+                .optional()
+            })
+            .map_err(sql("reading checkpoints"))?;
+        Ok(Some(crate::receipt::Reference {
+            call_id: call_id.to_owned(),
+            log: self.identity.origin.clone(),
+            index: (first.max(1) - 1) as u64,
+            checkpoint: checkpoint
+                .map(|(size, root)| (size.max(0) as u64, crate::digest::hex(&root))),
+        }))
+    }
+
     /// The stored checkpoints of at least `size` leaves, smallest first, at most `limit`.
     pub fn checkpoints_covering(
         &self,
@@ -100,7 +136,7 @@ impl Store {
     /// computed from its rows (for when a path from the cache did not lead
     /// to a signed root).
     pub fn inclusion_path(
-        &mut self,
+        &self,
         index: u64,
         size: u64,
         cached: bool,
