@@ -170,9 +170,23 @@ fn an_allowed_call_is_forwarded_as_sent_and_its_response_completes_it() {
     assert_eq!(fact.access, Some(crate::facts::Access::Read));
     let response = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a"}]}}"#;
     let out = f.session.from_server(response);
-    assert_eq!(out, [Out::Client(response.to_owned())]);
+    let [Out::Client(relayed)] = out.as_slice() else {
+        panic!("one line to the client: {out:?}");
+    };
+    // The server's result, with the call's receipt reference in `_meta`.
+    let mut relayed: Value = serde_json::from_str(relayed).unwrap();
+    let reference = relayed["result"]["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("gavel/receipt")
+        .unwrap();
+    relayed["result"].as_object_mut().unwrap().remove("_meta");
+    assert_eq!(relayed, serde_json::from_str::<Value>(response).unwrap());
     let done = calls(&mut f.session);
     assert_eq!(done[0].status, "succeeded");
+    assert_eq!(reference["call_id"], done[0].call_id.as_str());
+    // The leaf of the request row, just before the decision row the summary names.
+    assert_eq!(reference["index"], done[0].seq - 2);
     assert!(f.session.is_idle());
 }
 
