@@ -83,8 +83,20 @@ fn serve_stdio_full_session() {
         "type":"function_call","call_id":"call_openai","name":"read_file",
         "arguments":"{\"path\":\"b.txt\"}"
     })]));
-    let out = env.serve(&input, &["--durability", "normal"]);
+    let mut out = env.serve(&input, &["--durability", "normal"]);
     assert_eq!(out.len(), 7, "{out:#?}");
+    // Each answer says where its receipt is: its call, the log, the leaf
+    // of its first row (no checkpoint yet: the session's end signs it).
+    let mut indexes = Vec::new();
+    for line in out.iter_mut().filter(|l| l["type"] == "tool_result") {
+        let receipt = line.as_object_mut().unwrap().remove("receipt").unwrap();
+        assert_eq!(receipt["call_id"], line["call_id"]);
+        assert!(receipt["log"].as_str().unwrap().starts_with("gavel/"));
+        assert!(receipt.get("checkpoint").is_none(), "{receipt}");
+        indexes.push(receipt["index"].as_u64().unwrap());
+    }
+    assert_eq!(indexes.len(), 4);
+    assert!(indexes.windows(2).all(|w| w[0] < w[1]), "{indexes:?}");
 
     assert_eq!(
         out[0],
