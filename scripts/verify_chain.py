@@ -749,8 +749,18 @@ def is_decimal(text):
 
 
 def json_string(text):
-    """The call id as gavel writes it: JSON, non-ASCII left as is."""
-    return json.dumps(text, ensure_ascii=False)
+    """The call id as gavel writes it: JSON, every Cc character escaped
+    (U+007F-U+009F as \\u00xx too), the rest as is."""
+    import unicodedata
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cc" else c
+                   for c in json.dumps(text, ensure_ascii=False))
+
+
+def small_decimal(text):
+    """A decimal without leading zero below 2**64, or None."""
+    if not is_decimal(text) or len(text) > 20 or int(text) >= 2**64:
+        return None
+    return int(text)
 
 
 def decode_leaf(data):
@@ -831,10 +841,10 @@ def parse_tlog_proof(chunk):
             raise ValueError((item[0], "extra is not base64"))
         item = next(rest, None)
     if item is None:
-        raise ValueError((2, "no index line"))
+        raise ValueError((3 if extra is not None else 2, "no index line"))
     n, line = item
-    digits = line[6:] if line.startswith("index ") else ""
-    if not is_decimal(digits) or int(digits) >= 2**64:
+    index = small_decimal(line[6:]) if line.startswith("index ") else None
+    if index is None:
         raise ValueError((n, "not an index line"))
     path = []
     for n, line in rest:
@@ -845,7 +855,7 @@ def parse_tlog_proof(chunk):
         if len(h) != 32:
             raise ValueError((n, "not a base64 SHA-256 hash"))
         path.append(h)
-    return extra, int(digits), path, note
+    return extra, index, path, note
 
 
 def parse_receipt(raw):
@@ -874,13 +884,13 @@ def parse_receipt(raw):
             value = json.loads(call[5:])
             if isinstance(value, str) and json_string(value) == call[5:]:
                 call_id = value
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     if call_id is None:
         raise at_line(2, "not a call line")
     count = (line(3) or "")
     count = count[7:] if count.startswith("events ") else ""
-    if not is_decimal(count) or count == "0" or int(count) >= 2**64:
+    if small_decimal(count) in (None, 0):
         raise at_line(3, "not an events line")
     if line(4) != "":
         raise at_line(4, "no blank line")
@@ -923,9 +933,16 @@ def cosign_key_id(name, public):
     return hashlib.sha256(name.encode() + b"\n\x04" + public).digest()[:4]
 
 
+ED25519_L = 2**252 + 27742317777372353535851937790883648493
+
+
 def ed25519_ok(public, signature, message):
+    """Strict verification (checkpoints.md, "Keys"): R a canonical point not
+    of small order, S below the group order, then the equation."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-    if len(signature) != 64:
+    if len(signature) != 64 or not on_curve(signature[:32]):
+        return False
+    if int.from_bytes(signature[32:], "little") >= ED25519_L:
         return False
     try:
         Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
@@ -941,6 +958,8 @@ def trust_from_keys(keys, rule):
     k = 1
     if rule is not None:
         k, _, n = rule.partition("-of-")
+        if k.isascii() is False or n.isascii() is False:
+            raise Refused(f"bad --policy {rule}")
         if not (k.isdigit() and n.isdigit()) or int(n) != len(keys) or not 1 <= int(k) <= int(n):
             raise Refused(f"bad --policy {rule}")
         k = int(k)
@@ -949,10 +968,10 @@ def trust_from_keys(keys, rule):
     return {"signers": signers, "rule": ("k", k)}
 
 
-def witness_key(text):
+def witness_key(text, kinds=(1, 4)):
     name, hexid, key_b64 = text.split("+", 2)
     key = b64(key_b64)
-    if len(key) != 33 or key[0] not in (1, 4) or not on_curve(key[1:]) or not key_name_ok(name):
+    if len(key) != 33 or key[0] not in kinds or not on_curve(key[1:]) or not key_name_ok(name):
         raise ValueError("not a verifier key")
     kid = (cosign_key_id(name, key[1:]) if key[0] == 4
            else hashlib.sha256(name.encode() + b"\n\x01" + key[1:]).digest()[:4])
@@ -962,18 +981,35 @@ def witness_key(text):
 
 
 def trust_from_policy(text):
-    """A C2SP tlog-policy: log, witness, group, quorum lines."""
-    signers, groups, quorum = [], {}, None
-    for raw in text.splitlines():
+    """A C2SP tlog-policy (receipts.md): log, witness, group, quorum lines;
+    lines split at LF, no control character but a tab; names defined once,
+    before use; a group's members distinct."""
+    import unicodedata
+    signers, groups, quorum = [], [], None
+
+    def find(name):
+        for i, sg in enumerate(signers):
+            if sg["witness"] and sg["label"] == name:
+                return ("w", i)
+        for j, g in enumerate(groups):
+            if g["name"] == name:
+                return ("g", j)
+        return None
+
+    for raw in text.split("\n"):
+        if any(unicodedata.category(c) == "Cc" and c != "\t" for c in raw):
+            raise Refused("tlog-policy: a control character")
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         f = line.split()
         try:
             if f[0] == "log" and 2 <= len(f) <= 3:
-                name, public = witness_key(f[1])
+                name, public = witness_key(f[1], kinds=(1,))
                 signers.append({"name": name, "public": public, "log": True, "witness": False,
                                 "label": name, "kid": hashlib.sha256(name.encode() + b"\n\x01" + public).digest()[:4]})
+            elif f[0] in ("witness", "group") and len(f) > 1 and find(f[1]) is not None:
+                raise ValueError(f"`{f[1]}` is defined twice")
             elif f[0] == "witness" and 3 <= len(f) <= 4:
                 name, public = witness_key(f[2])
                 signers.append({"name": name, "public": public, "log": False, "witness": True,
@@ -981,30 +1017,45 @@ def trust_from_policy(text):
             elif f[0] == "group" and len(f) >= 4:
                 members = []
                 for m in f[3:]:
-                    idx = [i for i, s in enumerate(signers) if s["witness"] and s["label"] == m]
-                    members.append(("w", idx[0]) if idx else ("g", groups[m]))
-                k = {"any": 1, "all": len(members)}.get(f[2]) or int(f[2])
+                    member = find(m)
+                    if member is None or member in members:
+                        raise ValueError(f"bad member `{m}`")
+                    members.append(member)
+                k = {"any": 1, "all": len(members)}.get(f[2])
+                if k is None:
+                    if not (f[2].isascii() and f[2].isdigit()):
+                        raise ValueError("threshold")
+                    k = int(f[2])
                 if not 1 <= k <= len(members):
                     raise ValueError("threshold")
-                groups[f[1]] = (k, members)
+                groups.append({"name": f[1], "k": k, "members": members})
             elif f[0] == "quorum" and len(f) == 2 and quorum is None:
                 if f[1] == "none":
                     quorum = ("none",)
                 else:
-                    idx = [i for i, s in enumerate(signers) if s["witness"] and s["label"] == f[1]]
-                    quorum = (1, [("w", idx[0])]) if idx else groups[f[1]]
+                    quorum = find(f[1])
+                    if quorum is None:
+                        raise ValueError(f"`{f[1]}` is not defined")
             else:
                 raise ValueError(line)
-        except (KeyError, ValueError, IndexError) as e:
+        except (ValueError, IndexError) as e:
             raise Refused(f"tlog-policy: {e}")
-    if quorum is None or not any(s["log"] for s in signers):
+    if quorum is None or not any(sg["log"] for sg in signers):
         raise Refused("tlog-policy: no quorum or no log")
-    return {"signers": signers, "rule": ("policy", None if quorum == ("none",) else quorum)}
+    return {"signers": signers, "rule": ("policy", (groups, None if quorum == ("none",) else quorum))}
 
 
-def group_holds(group, cosigned):
-    k, members = group
-    return sum(1 for kind, m in members if (m in cosigned if kind == "w" else group_holds(m, cosigned))) >= k
+def quorum_holds(groups, quorum, cosigned):
+    """Groups name only groups above them: decided in one pass, in order."""
+    met = []
+
+    def holds(member):
+        kind, i = member
+        return i in cosigned if kind == "w" else met[i]
+
+    for g in groups:
+        met.append(sum(1 for m in g["members"] if holds(m)) >= g["k"])
+    return quorum is None or holds(quorum)
 
 
 def check_signatures(trust, body, lines, event):
@@ -1034,7 +1085,8 @@ def check_signatures(trust, body, lines, event):
         if not any(t is None and trust["signers"][i]["log"] for i, t in verified):
             raise ReceiptBad("quorum", f"{event} checkpoint", "no log signature")
         cosigned = [i for i, t in verified if t is not None]
-        if rule is not None and not group_holds(rule, cosigned):
+        groups, quorum = rule
+        if not quorum_holds(groups, quorum, cosigned):
             raise ReceiptBad("quorum", f"{event} checkpoint", "quorum of witnesses")
 
 
@@ -1072,7 +1124,9 @@ def verify_receipt(raw, trust):
 def receipt_trust(keys, policy, base="."):
     """The trust of --public-key keys and --policy (K-of-N or a tlog-policy file)."""
     import os
-    if policy is not None and "-of-" not in policy:
+    k, sep, n = (policy or "").partition("-of-")
+    is_rule = bool(sep) and k.isascii() and k.isdigit() and n.isascii() and n.isdigit()
+    if policy is not None and not is_rule:
         if keys:
             raise Refused("keys in the tlog-policy or with --public-key, not both")
         with open(os.path.join(base, policy)) as f:

@@ -140,7 +140,8 @@ impl TlogProof {
             );
             next = lines.next();
         }
-        let (n, line) = next.ok_or_else(|| bad(2, "no index line"))?;
+        let expected = if extra.is_some() { 3 } else { 2 };
+        let (n, line) = next.ok_or_else(|| bad(expected, "no index line"))?;
         let index = line
             .strip_prefix("index ")
             .filter(|d| is_decimal(d))

@@ -23,6 +23,9 @@ pub struct ReceiptArgs {
     /// filters) into DIR, as CALL_ID.receipt
     #[arg(long, value_name = "DIR", conflicts_with = "call_id")]
     pub dir: Option<PathBuf>,
+    /// Every call (with --dir): what --dir does without filters
+    #[arg(long, requires = "dir")]
+    pub all: bool,
     #[command(flatten)]
     pub query: QueryArgs,
 }
@@ -91,7 +94,7 @@ pub fn verify(
             return Ok(Exit::Failed);
         }
         (Err(failure), false) => {
-            render::line(&format!("{}: {failure}", failure.problem.as_str()))?;
+            render::text(&[format!("{}: {failure}", failure.problem.as_str())])?;
             return Ok(Exit::Failed);
         }
     }

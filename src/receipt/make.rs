@@ -74,20 +74,21 @@ pub fn read_cosigned(db: &Path, log_id: &[u8]) -> std::io::Result<Vec<CosignedNo
         .collect())
 }
 
-/// The file name of a call's receipt: `<call id>.receipt`, each character
-/// other than a letter, digit, `-`, `_` or `.` written `_`.
+/// The file name of a call's receipt: `<call id>.receipt`; an id with a
+/// character other than a letter, digit, `-`, `_` or `.` (or starting with
+/// `.`) has each such character written `_` and the first 12 hex digits of
+/// its SHA-256 added, so that two ids never share a file.
 pub fn file_name(call_id: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+    if !call_id.is_empty() && !call_id.starts_with('.') && call_id.chars().all(plain) {
+        return format!("{call_id}.receipt");
+    }
     let stem: String = call_id
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if plain(c) { c } else { '_' })
         .collect();
-    format!("{stem}.receipt")
+    let digest = crate::digest::hex(&crate::digest::sha256(call_id.as_bytes()));
+    format!("{stem}-{}.receipt", &digest[..12])
 }
 
 /// Writes the receipt of each call of `ids` into `dir` ([`file_name`]):

@@ -387,10 +387,12 @@ impl Checked {
                 ),
             })
             .collect();
+        let kinds: Vec<&str> = self.events.iter().map(|e| e.kind.as_str()).collect();
         let mut lines = vec![format!(
-            "ok: call {} proved: {} rows in the checkpoint of {} rows of {}, {}",
+            "ok: call {} proved: {} rows ({}) in the checkpoint of {} rows of {}, {}",
             self.call_id,
             self.events.len(),
+            kinds.join(", "),
             self.checkpoint.size,
             self.checkpoint.origin,
             signers.join(", ")
@@ -438,9 +440,24 @@ fn event_json(e: &DecodedEvent) -> serde_json::Value {
     })
 }
 
-/// A string as JSON, the way a receipt's `call` line writes it.
+/// A string as JSON, the way a receipt's `call` line writes it: `"` and
+/// `\` escaped, and every control character (Unicode Cc): `\b \f \n \r
+/// \t` for those, `\u00xx` (lowercase hex) for the others; the rest as is.
 fn json_string(text: &str) -> String {
-    serde_json::Value::String(text.to_owned()).to_string()
+    let json = serde_json::Value::String(text.to_owned()).to_string();
+    // serde_json escapes U+0000–U+001F; U+007F–U+009F are Cc too.
+    if !json.contains(|c: char| c.is_control()) {
+        return json;
+    }
+    json.chars()
+        .map(|c| {
+            if c.is_control() {
+                format!("\\u{:04x}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// ASCII digits, `0` or without a leading zero.
@@ -448,4 +465,55 @@ fn is_decimal(text: &str) -> bool {
     !text.is_empty()
         && text.bytes().all(|b| b.is_ascii_digit())
         && (text == "0" || !text.starts_with('0'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every call id reads back from its `call` line, control characters
+    /// (C0 and C1) escaped, and another spelling of it is refused.
+    #[test]
+    fn call_lines_are_canonical_json() {
+        for id in [
+            "toolu_01",
+            "a\"b\\c",
+            "tab\there",
+            "nl\nx",
+            "c1\u{85}\u{9f}\u{7f}",
+            "é/ü",
+        ] {
+            let line = json_string(id);
+            assert!(!line.contains(|c: char| c.is_control()), "{line:?}");
+            let receipt = Receipt {
+                call_id: id.to_owned(),
+                proofs: Vec::new(),
+            };
+            let text = receipt.to_text().replace("events 0", "events 1");
+            // The header reads; the missing proof is what fails (line 5).
+            let failure = Receipt::parse(text.as_bytes()).unwrap_err();
+            assert_eq!(failure.element, "line 5", "{id:?}: {failure}");
+        }
+        assert_eq!(json_string("\u{85}"), "\"\\u0085\"");
+        assert_eq!(json_string("\u{1f}\n"), "\"\\u001f\\n\"");
+        let spelled = "gavel-receipt@v1\ncall \"\\u0061\"\nevents 1\n\n";
+        assert_eq!(
+            Receipt::parse(spelled.as_bytes()).unwrap_err().element,
+            "line 2"
+        );
+    }
+
+    #[test]
+    fn receipt_file_names_never_collide() {
+        assert_eq!(file_name("toolu_01"), "toolu_01.receipt");
+        let slash = file_name("a/b");
+        assert!(
+            slash.starts_with("a_b-") && slash.ends_with(".receipt"),
+            "{slash}"
+        );
+        assert_ne!(slash, file_name("a_b"));
+        assert_ne!(file_name("a/b"), file_name("a:b"));
+        assert!(file_name("..").starts_with("..-"));
+        assert!(file_name("").starts_with("-"));
+    }
 }

@@ -23,17 +23,20 @@ pub struct Signer {
     pub label: String,
 }
 
-/// A group of a `tlog-policy`: `k` of its members must hold.
+/// A group of a `tlog-policy`: `k` of its distinct members must hold.
 #[derive(Debug, Clone)]
 struct Group {
+    name: String,
     k: usize,
     members: Vec<Member>,
 }
 
-#[derive(Debug, Clone)]
+/// A witness (by its index among the signers) or a group defined earlier
+/// (by its index among the groups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Member {
     Witness(usize),
-    Group(Group),
+    Group(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -41,7 +44,10 @@ enum Rule {
     /// At least `k` distinct given keys signed or cosigned.
     KOfN(usize),
     /// A log key signed, and the quorum (if any) of witnesses cosigned.
-    Policy(Option<Group>),
+    Policy {
+        groups: Vec<Group>,
+        quorum: Option<Member>,
+    },
 }
 
 /// What a checkpoint must carry to be trusted.
@@ -128,7 +134,8 @@ impl Trust {
                     .map_err(|e| format!("cannot read the policy `{}`: {e}", file.display()))?;
                 match Self::from_tlog_policy(&text) {
                     Ok(trust) => Some(trust),
-                    Err(_) if text.parse::<toml::Table>().is_ok() => None,
+                    // gavel's own policy (from `$GAVEL_POLICY`): tables of rules.
+                    Err(_) if text.parse::<toml::Table>().is_ok_and(|t| !t.is_empty()) => None,
                     Err(e) => return Err(format!("`{}`: {e}", file.display())),
                 }
             }
@@ -155,18 +162,29 @@ impl Trust {
     /// cosignature (0x04) or note (0x01) verifier keys.
     pub fn from_tlog_policy(text: &str) -> Result<Self, String> {
         let mut signers: Vec<Signer> = Vec::new();
-        let mut groups: Vec<(String, Group)> = Vec::new();
-        let mut quorum: Option<Option<Group>> = None;
-        for (n, raw) in text.lines().enumerate() {
+        let mut groups: Vec<Group> = Vec::new();
+        let mut quorum: Option<Option<Member>> = None;
+        for (n, raw) in text.split('\n').enumerate() {
             let at = |problem: String| format!("policy line {}: {problem}", n + 1);
+            if raw.chars().any(|c| c.is_control() && c != '\t') {
+                return Err(at("a control character other than a tab".into()));
+            }
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let named = |name: &str| {
-                signers.iter().any(|s| s.witness && s.label == name)
-                    || groups.iter().any(|(g, _)| g == name)
+            let find = |name: &str| -> Option<Member> {
+                signers
+                    .iter()
+                    .position(|s| s.witness && s.label == name)
+                    .map(Member::Witness)
+                    .or_else(|| {
+                        groups
+                            .iter()
+                            .position(|g| g.name == name)
+                            .map(Member::Group)
+                    })
             };
             match fields[0] {
                 "log" if (2..=3).contains(&fields.len()) => {
@@ -178,10 +196,10 @@ impl Trust {
                         witness: false,
                     });
                 }
+                "witness" | "group" if find(fields.get(1).copied().unwrap_or("")).is_some() => {
+                    return Err(at(format!("`{}` is defined twice", fields[1])));
+                }
                 "witness" if (3..=4).contains(&fields.len()) => {
-                    if named(fields[1]) {
-                        return Err(at(format!("`{}` is defined twice", fields[1])));
-                    }
                     let key = witness_key(fields[2]).map_err(at)?;
                     signers.push(Signer {
                         key,
@@ -191,35 +209,32 @@ impl Trust {
                     });
                 }
                 "group" if fields.len() >= 4 => {
-                    if named(fields[1]) {
-                        return Err(at(format!("`{}` is defined twice", fields[1])));
-                    }
                     let mut members = Vec::new();
                     for name in &fields[3..] {
-                        let member = if let Some(i) =
-                            signers.iter().position(|s| s.witness && s.label == *name)
-                        {
-                            Member::Witness(i)
-                        } else if let Some((_, g)) = groups.iter().find(|(g, _)| g == name) {
-                            Member::Group(g.clone())
-                        } else {
-                            return Err(at(format!("`{name}` is not defined above")));
-                        };
+                        let member = find(name)
+                            .ok_or_else(|| at(format!("`{name}` is not defined above")))?;
+                        if members.contains(&member) {
+                            return Err(at(format!("`{name}` is a member twice")));
+                        }
                         members.push(member);
                     }
                     let n = members.len();
                     let k = match fields[2] {
                         "any" => 1,
                         "all" => n,
-                        k => k
-                            .parse::<usize>()
-                            .ok()
+                        k => Some(k)
+                            .filter(|k| is_number(k))
+                            .and_then(|k| k.parse::<usize>().ok())
                             .filter(|k| (1..=n).contains(k))
                             .ok_or_else(|| {
                                 at(format!("threshold `{k}` is not any, all or 1 to {n}"))
                             })?,
                     };
-                    groups.push((fields[1].to_owned(), Group { k, members }));
+                    groups.push(Group {
+                        name: fields[1].to_owned(),
+                        k,
+                        members,
+                    });
                 }
                 "quorum" if fields.len() == 2 => {
                     if quorum.is_some() {
@@ -228,17 +243,11 @@ impl Trust {
                     let name = fields[1];
                     quorum = Some(if name == "none" {
                         None
-                    } else if let Some(i) =
-                        signers.iter().position(|s| s.witness && s.label == name)
-                    {
-                        Some(Group {
-                            k: 1,
-                            members: vec![Member::Witness(i)],
-                        })
-                    } else if let Some((_, g)) = groups.iter().find(|(g, _)| g == name) {
-                        Some(g.clone())
                     } else {
-                        return Err(at(format!("`{name}` is not defined above")));
+                        Some(
+                            find(name)
+                                .ok_or_else(|| at(format!("`{name}` is not defined above")))?,
+                        )
                     });
                 }
                 _ => return Err(at(format!("not a tlog-policy line: `{line}`"))),
@@ -252,7 +261,7 @@ impl Trust {
         }
         Ok(Self {
             signers,
-            rule: Rule::Policy(quorum),
+            rule: Rule::Policy { groups, quorum },
         })
     }
 
@@ -331,7 +340,7 @@ impl Trust {
                     )))
                 }
             }
-            Rule::Policy(quorum) => {
+            Rule::Policy { groups, quorum } => {
                 let logged = verified
                     .iter()
                     .any(|v| v.cosigned_at.is_none() && self.signers[v.signer].log);
@@ -345,28 +354,24 @@ impl Trust {
                     .filter(|v| v.cosigned_at.is_some())
                     .map(|v| v.signer)
                     .collect();
+                // Groups only name groups defined before them: one pass in order.
+                let mut met: Vec<bool> = Vec::with_capacity(groups.len());
+                let holds = |m: &Member, met: &[bool]| match m {
+                    Member::Witness(i) => cosigned.contains(i),
+                    Member::Group(g) => met[*g],
+                };
+                for group in groups {
+                    let count = group.members.iter().filter(|m| holds(m, &met)).count();
+                    met.push(count >= group.k);
+                }
                 match quorum {
-                    Some(group) if !group.holds(&cosigned) => Err(SignatureProblem::Quorum(
+                    Some(member) if !holds(member, &met) => Err(SignatureProblem::Quorum(
                         "the policy's quorum of witnesses did not cosign".into(),
                     )),
                     _ => Ok(()),
                 }
             }
         }
-    }
-}
-
-impl Group {
-    fn holds(&self, cosigned: &[usize]) -> bool {
-        let met = self
-            .members
-            .iter()
-            .filter(|m| match m {
-                Member::Witness(i) => cosigned.contains(i),
-                Member::Group(g) => g.holds(cosigned),
-            })
-            .count();
-        met >= self.k
     }
 }
 
@@ -495,8 +500,26 @@ mod tests {
                 "log {}\nwitness w {witness}\ngroup g 2 w\nquorum g\n",
                 host.verifier().to_text()
             ),
+            // One witness listed twice is not two.
+            format!(
+                "log {}\nwitness w {witness}\ngroup g 2 w w\nquorum g\n",
+                host.verifier().to_text()
+            ),
+            format!(
+                "log {}\nwitness w {witness}\nwitness w {witness}\nquorum w\n",
+                host.verifier().to_text()
+            ),
+            format!("log {}\r\nquorum none\n", host.verifier().to_text()),
         ] {
             assert!(Trust::from_tlog_policy(&bad).is_err(), "{bad}");
         }
+        // Nested groups: each names only groups above it, decided in one pass.
+        let nested = format!(
+            "log {}\nwitness central {witness}\ngroup a any central\ngroup b all a\nquorum b\n",
+            host.verifier().to_text()
+        );
+        let trust = Trust::from_tlog_policy(&nested).unwrap();
+        assert!(check(&trust, &cosigned_note()).is_ok());
+        assert!(check(&trust, &alone).is_err());
     }
 }
