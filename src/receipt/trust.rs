@@ -147,11 +147,29 @@ impl Trust {
                 Err("give the keys either in the tlog-policy or with --public-key, not both".into())
             }
             None => {
+                // A note key signs and cosigns; a cosignature key
+                // (`name+id+base64(0x04 ‖ key)`) only cosigns.
+                let mut witnesses = Vec::new();
                 let keys = keys
                     .iter()
-                    .map(|p| crate::checkpoint::read_verifier_key(p).map_err(|e| e.to_string()))
+                    .map(|p| {
+                        let note = crate::checkpoint::read_verifier_key(p);
+                        let text = std::fs::read_to_string(p).unwrap_or_default();
+                        match (note, witness_key(text.trim())) {
+                            (Ok(key), _) => Ok(key),
+                            (Err(_), Ok(key)) => {
+                                witnesses.push(key.clone());
+                                Ok(key)
+                            }
+                            (Err(e), Err(_)) => Err(e.to_string()),
+                        }
+                    })
                     .collect::<Result<_, _>>()?;
-                Self::from_keys(keys, rule)
+                let mut trust = Self::from_keys(keys, rule)?;
+                for signer in &mut trust.signers {
+                    signer.log = !witnesses.contains(&signer.key);
+                }
+                Ok(trust)
             }
         }
     }
@@ -461,6 +479,40 @@ mod tests {
         );
         assert!(Trust::from_keys(vec![host.verifier()], Some("2-of-2")).is_err());
         assert!(Trust::from_keys(vec![host.verifier()], Some("0-of-1")).is_err());
+    }
+
+    /// A cosignature key file (0x04) given with --public-key counts its
+    /// cosignature, and only that: it never stands for the log's signature.
+    #[test]
+    fn a_cosignature_key_file_only_cosigns() {
+        let (host, central) = keys();
+        let public = central.verifier().public_bytes();
+        let mut material = vec![COSIGNATURE_V1];
+        material.extend_from_slice(&public);
+        let dir = tempfile::tempdir().unwrap();
+        let host_file = dir.path().join("host.pub");
+        let central_file = dir.path().join("central.vkey");
+        std::fs::write(&host_file, host.verifier().to_text() + "\n").unwrap();
+        std::fs::write(
+            &central_file,
+            format!(
+                "central+{}+{}\n",
+                crate::digest::hex(&crate::cosign::key_id("central", &public)),
+                BASE64.encode(material)
+            ),
+        )
+        .unwrap();
+        let both = Trust::from_options(&[host_file, central_file.clone()], Some("2-of-2".as_ref()))
+            .unwrap();
+        assert_eq!(check(&both, &cosigned_note()).unwrap().len(), 2);
+        let central_only = Trust::from_options(&[central_file], None).unwrap();
+        assert_eq!(
+            check(&central_only, &cosigned_note()),
+            Err(SignatureProblem::Unknown {
+                line: 1,
+                name: "host".into()
+            })
+        );
     }
 
     #[test]
