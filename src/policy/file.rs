@@ -49,8 +49,72 @@ struct RuleFile {
     commands: Option<Vec<CommandFile>>,
     unprovable: Option<bool>,
     definition_changed: Option<bool>,
+    args: Option<Vec<ArgFile>>,
     sandbox: Option<String>,
     examples: Option<Vec<Example>>,
+}
+
+/// One entry of `args`: a JSON pointer into the arguments and the tests
+/// its value must pass (docs: README, "Conditions on argument values").
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct ArgFile {
+    pointer: String,
+    glob: Option<String>,
+    regex: Option<String>,
+    any_of: Option<Vec<serde_json::Value>>,
+    min: Option<f64>,
+    max: Option<f64>,
+    present: Option<bool>,
+}
+
+fn arg_condition(spec: ArgFile) -> Result<super::args::ArgCondition, String> {
+    let at = |problem: &str| format!("`args` entry `{}`: {problem}", spec.pointer);
+    if !(spec.pointer.is_empty() || spec.pointer.starts_with('/')) {
+        return Err(at("a pointer is empty or starts with `/` (RFC 6901)"));
+    }
+    if spec.glob.is_none()
+        && spec.regex.is_none()
+        && spec.any_of.is_none()
+        && spec.min.is_none()
+        && spec.max.is_none()
+        && spec.present.is_none()
+    {
+        return Err(at("give a test: glob, regex, any_of, min, max or present"));
+    }
+    if spec.present == Some(false)
+        && (spec.glob.is_some() || spec.regex.is_some() || spec.any_of.is_some())
+    {
+        return Err(at("`present = false` leaves no value to test"));
+    }
+    if let (Some(min), Some(max)) = (spec.min, spec.max)
+        && min > max
+    {
+        return Err(at("`min` is above `max`"));
+    }
+    if spec.min.is_some_and(f64::is_nan) || spec.max.is_some_and(f64::is_nan) {
+        return Err(at("a bound is not a number"));
+    }
+    if spec.any_of.as_ref().is_some_and(Vec::is_empty) {
+        return Err(at("`any_of` must not be an empty list"));
+    }
+    let regex = spec
+        .regex
+        .as_deref()
+        .map(|r| regex::Regex::new(r).map_err(|e| at(&format!("invalid regex: {e}"))))
+        .transpose()?;
+    Ok(super::args::ArgCondition {
+        glob: spec
+            .glob
+            .map(|g| globs("args", vec![g], false))
+            .transpose()?,
+        regex,
+        any_of: spec.any_of,
+        min: spec.min,
+        max: spec.max,
+        present: spec.present,
+        pointer: spec.pointer,
+    })
 }
 
 /// One entry of `commands`: conditions on one simple command.
@@ -831,6 +895,15 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             .transpose()?,
         unprovable: spec.unprovable,
         definition_changed: spec.definition_changed,
+        args: spec
+            .args
+            .map(|list| {
+                non_empty_list("args", &list)?;
+                list.into_iter()
+                    .map(arg_condition)
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?,
         sandbox: spec.sandbox,
         held: None,
     })

@@ -254,6 +254,7 @@ fn keeps_bash_inside(rule: &Rule) -> bool {
         && rule.commands.is_none()
         && rule.unprovable.is_none()
         && rule.definition_changed.is_none()
+        && rule.args.is_none()
 }
 
 /// A command that `rule` allows and that names a path outside the
@@ -352,6 +353,7 @@ fn has_conditions(rule: &Rule) -> bool {
         || rule.commands.is_some()
         || rule.unprovable.is_some()
         || rule.definition_changed.is_some()
+        || rule.args.is_some()
 }
 
 /// Whether every call `later` matches is provably matched by `earlier`.
@@ -380,6 +382,23 @@ pub(super) fn shadows(earlier: &Rule, later: &Rule) -> bool {
         && (earlier.unprovable.is_none() || earlier.unprovable == later.unprovable)
         && (earlier.definition_changed.is_none()
             || earlier.definition_changed == later.definition_changed)
+        && args_cover(earlier, later)
+}
+
+/// Absent in `earlier`, or each of its `args` entries is one of `later`'s
+/// (`later` then holds for fewer calls). A type `earlier` cannot judge
+/// holds for an ask or deny and not for an allow: entries cover only
+/// under rules of the same kind.
+fn args_cover(earlier: &Rule, later: &Rule) -> bool {
+    match (&earlier.args, &later.args) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(e), Some(l)) => {
+            (earlier.action == Action::Allow) == (later.action == Action::Allow)
+                && e.iter()
+                    .all(|entry| l.iter().any(|other| other.written() == entry.written()))
+        }
+    }
 }
 
 fn tools_cover(earlier: &Rule, later: &Rule) -> bool {

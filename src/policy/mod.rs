@@ -5,6 +5,7 @@
 //! environment, so the same request with the same facts always gets the same
 //! decision, which is what replay relies on.
 
+mod args;
 pub mod cases;
 mod commands;
 pub mod diff;

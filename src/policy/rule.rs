@@ -30,6 +30,8 @@ pub struct Rule {
     pub action: Action,
     pub(super) reason: String,
     pub(super) tools: Option<Patterns<Globs>>,
+    /// `args`: conditions on argument values, by JSON pointer; all must hold.
+    pub(super) args: Option<Vec<super::args::ArgCondition>>,
     pub(super) path_scope: Option<Scope>,
     pub(super) path_glob: Option<Patterns<Globs>>,
     /// Like `path_glob`, for paths whose contents are (or may be) read or
@@ -63,6 +65,8 @@ pub(super) enum Miss {
     Commands(ShellMiss),
     Unprovable(ShellMiss),
     DefinitionChanged,
+    /// The `args` entry at this index did not hold.
+    Args(usize),
 }
 
 impl Rule {
@@ -78,6 +82,11 @@ impl Rule {
             && !tools.is_match(&request.name)
         {
             return Err(Miss::Tool);
+        }
+        for (i, condition) in self.args.iter().flatten().enumerate() {
+            condition
+                .check(&request.arguments, self.action)
+                .map_err(|_| Miss::Args(i))?;
         }
         if self.path_scope.is_some() || self.has_glob() {
             if facts.paths.is_empty() {
@@ -131,6 +140,7 @@ impl Rule {
         .into_iter()
         .flatten()
         .chain(matchers.flat_map(CommandMatcher::glob_lists))
+        .chain(self.args.iter().flatten().filter_map(|a| a.globs()))
     }
 
     /// Compiles every glob of the rule: the first that does not compile.
@@ -320,6 +330,14 @@ impl Miss {
                 miss.describe(rule.commands.as_deref().unwrap_or_default(), facts)
             }
             Miss::Unprovable(miss) => miss.describe(&[], facts),
+            Miss::Args(i) => {
+                let condition = &rule.args.as_deref().unwrap_or_default()[i];
+                let why = condition
+                    .check(&request.arguments, rule.action)
+                    .err()
+                    .unwrap_or_default();
+                format!("argument `{}` {why}", condition.pointer)
+            }
             Miss::DefinitionChanged => match rule.definition_changed {
                 Some(true) => format!(
                     "the definition of `{}` did not change since the log last saw it",

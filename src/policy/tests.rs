@@ -670,3 +670,194 @@ reason = "yes"
     // The approval subcommands are the floor's, whatever the policy says.
     assert_eq!(rule("gavel --db x approve c"), "bash.self_approval");
 }
+
+/// `args` (issue 41): conditions on argument values by JSON pointer.
+mod args {
+    use super::*;
+
+    const POLICY: &str = r##"
+name = "args"
+
+[[rules]]
+id = "slack.no_big_payments"
+action = "deny"
+reason = "payments above 100 are refused"
+tools = ["mcp__pay__send"]
+args = [{ pointer = "/amount", min = 100.01 }]
+
+[[rules]]
+id = "pay.small"
+action = "allow"
+reason = "small payments"
+tools = ["mcp__pay__send"]
+args = [{ pointer = "/amount", max = 100 }, { pointer = "/currency", any_of = ["EUR", "USD"] }]
+
+[[rules]]
+id = "slack.eng"
+action = "allow"
+reason = "posting to engineering channels"
+tools = ["mcp__slack__post"]
+args = [{ pointer = "/channel", glob = "#eng-*" }, { pointer = "/thread/ts", present = false }]
+
+[[rules]]
+id = "repo.ours"
+action = "ask"
+reason = "a repository of ours"
+tools = ["mcp__gh__*"]
+args = [{ pointer = "/repo", regex = "^acme/" }]
+"##;
+
+    fn policy() -> Policy {
+        Policy::from_toml(POLICY, "args.toml").unwrap()
+    }
+
+    fn decide(tool: &str, arguments: Value) -> Decision {
+        policy().decide(&ToolRequest::new("c", tool, arguments), &no_paths())
+    }
+
+    #[test]
+    fn argument_values_decide() {
+        let d = decide(
+            "mcp__slack__post",
+            json!({"channel": "#eng-core", "text": "hi"}),
+        );
+        assert_eq!((d.action, d.rule_id.as_str()), (Action::Allow, "slack.eng"));
+        // Another channel, or a reply in a thread: no rule allows it.
+        assert_eq!(
+            decide("mcp__slack__post", json!({"channel": "#ops"})).rule_id,
+            "default.deny"
+        );
+        let threaded = json!({"channel": "#eng-core", "thread": {"ts": "1"}});
+        assert_eq!(decide("mcp__slack__post", threaded).rule_id, "default.deny");
+        let d = decide("mcp__pay__send", json!({"amount": 40, "currency": "EUR"}));
+        assert_eq!(d.rule_id, "pay.small");
+        let d = decide("mcp__pay__send", json!({"amount": 400, "currency": "EUR"}));
+        assert_eq!(
+            (d.action, d.rule_id.as_str()),
+            (Action::Deny, "slack.no_big_payments")
+        );
+        assert_eq!(
+            decide("mcp__pay__send", json!({"amount": 40, "currency": "GBP"})).rule_id,
+            "default.deny"
+        );
+        assert_eq!(
+            decide("mcp__gh__issue", json!({"repo": "acme/web"})).action,
+            Action::Ask
+        );
+        assert_eq!(
+            decide("mcp__gh__issue", json!({"repo": "evil/acme"})).rule_id,
+            "default.deny"
+        );
+    }
+
+    /// A missing pointer, or a value of another type, never satisfies an
+    /// allow; another type always satisfies a deny (it cannot be judged).
+    #[test]
+    fn what_cannot_be_judged_is_never_allowed() {
+        assert_eq!(
+            decide("mcp__slack__post", json!({"text": "hi"})).rule_id,
+            "default.deny"
+        );
+        assert_eq!(
+            decide("mcp__slack__post", json!({"channel": ["#eng-core"]})).rule_id,
+            "default.deny"
+        );
+        // Arguments that are not an object are not judged at all.
+        assert_eq!(
+            decide("mcp__slack__post", json!("#eng-core")).rule_id,
+            "request.invalid_arguments"
+        );
+        let d = decide("mcp__pay__send", json!({"amount": "40", "currency": "EUR"}));
+        assert_eq!(
+            (d.action, d.rule_id.as_str()),
+            (Action::Deny, "slack.no_big_payments")
+        );
+        // A missing amount is not a big one, nor an allowed one.
+        assert_eq!(
+            decide("mcp__pay__send", json!({"currency": "EUR"})).rule_id,
+            "default.deny"
+        );
+        // A number is a number however it is written.
+        let d = decide(
+            "mcp__pay__send",
+            json!({"amount": 100.0, "currency": "USD"}),
+        );
+        assert_eq!(d.rule_id, "pay.small");
+    }
+
+    #[test]
+    fn explain_names_the_argument_that_failed() {
+        let request = ToolRequest::new("c", "mcp__slack__post", json!({"channel": "#ops"}));
+        let (_, trace) = policy().explain(&request, &no_paths());
+        let eng = trace.iter().find(|t| t.rule_id == "slack.eng").unwrap();
+        assert_eq!(
+            eng.detail,
+            "argument `/channel` is \"#ops\", which matches none of `#eng-*`"
+        );
+        let request = ToolRequest::new(
+            "c",
+            "mcp__pay__send",
+            json!({"amount": 400, "currency": "EUR"}),
+        );
+        let (_, trace) = policy().explain(&request, &no_paths());
+        assert!(trace[0].matched);
+    }
+
+    #[test]
+    fn bad_entries_are_refused_when_the_policy_loads() {
+        for (args, expected) in [
+            ("[{ pointer = \"amount\", max = 1 }]", "starts with `/`"),
+            ("[{ pointer = \"/a\" }]", "give a test"),
+            (
+                "[{ pointer = \"/a\", min = 5, max = 1 }]",
+                "`min` is above `max`",
+            ),
+            ("[{ pointer = \"/a\", regex = \"(\" }]", "invalid regex"),
+            ("[{ pointer = \"/a\", any_of = [] }]", "empty list"),
+            (
+                "[{ pointer = \"/a\", present = false, glob = \"x\" }]",
+                "no value to test",
+            ),
+            ("[{ pointer = \"/a\", shape = 1 }]", "unknown field"),
+            ("[]", "empty list"),
+        ] {
+            let text = format!(
+                "name = \"p\"\n[[rules]]\nid = \"r\"\naction = \"allow\"\nreason = \"r\"\nargs = {args}\n"
+            );
+            let err = Policy::from_toml(&text, "p.toml").unwrap_err().to_string();
+            assert!(err.contains(expected), "{args}: {err}");
+        }
+    }
+
+    /// An earlier rule with fewer `args` entries shadows a later one with
+    /// more; one with an entry the later lacks does not.
+    #[test]
+    fn lint_sees_argument_conditions() {
+        let text = r##"
+name = "p"
+
+[[rules]]
+id = "a"
+action = "deny"
+reason = "a"
+args = [{ pointer = "/x", glob = "p*" }]
+
+[[rules]]
+id = "b"
+action = "deny"
+reason = "b"
+args = [{ pointer = "/x", glob = "p*" }, { pointer = "/y", max = 3 }]
+
+[[rules]]
+id = "c"
+action = "deny"
+reason = "c"
+args = [{ pointer = "/z", max = 3 }]
+"##;
+        let policy = Policy::from_toml(text, "p.toml").unwrap();
+        let rules = policy.rules();
+        assert!(lint::shadows(&rules[0], &rules[1]));
+        assert!(!lint::shadows(&rules[1], &rules[0]));
+        assert!(!lint::shadows(&rules[0], &rules[2]));
+    }
+}
