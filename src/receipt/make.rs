@@ -25,7 +25,11 @@ pub enum MakeError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
-        "no checkpoint covers call `{call_id}` yet (its last row is {seq}; the newest checkpoint covers {newest}): sign one with `gavel checkpoint --key KEY`, or let the next call's automatic checkpoint cover it"
+        "no checkpoint covers call `{call_id}` yet (its last row is {seq}; {}): sign one with `gavel checkpoint --key KEY`, or let the next call's automatic checkpoint cover it",
+        match newest {
+            0 => "the log has no checkpoint yet".to_owned(),
+            n => format!("the newest checkpoint covers {n}"),
+        }
     )]
     NotCovered {
         call_id: String,

@@ -858,3 +858,109 @@ fn log_filters_and_names_mcp_servers_and_tools() {
     assert!(!html.contains("by_mcp_server.github"));
     assert!(html.contains("--server fs"));
 }
+
+/// Argument values decide an MCP call (`args`, issue 41), through a real
+/// server; an allowed call's result carries its receipt reference, and the
+/// receipt it names verifies.
+#[test]
+fn argument_values_decide_an_mcp_call_and_its_result_names_its_receipt() {
+    if !node_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let path = sandbox.root.join("args.toml");
+    std::fs::write(
+        &path,
+        r#"
+name = "mcp-args"
+
+[[rules]]
+id = "echo.no_secrets"
+action = "deny"
+tools = ["mcp__test__echo"]
+args = [{ pointer = "/text", regex = "secret" }]
+reason = "no secrets in {tool}"
+
+[[rules]]
+id = "echo.ok"
+action = "allow"
+tools = ["mcp__test__echo"]
+args = [{ pointer = "/text", glob = "ok-*" }]
+reason = "texts starting ok- are fine"
+"#,
+    )
+    .unwrap();
+    let policy = path.display().to_string();
+    let mut client = Client::start(&sandbox, &["--policy", &policy], &[], &words(&server()));
+    client.initialize(json!({}));
+    let allowed = client.call("echo", json!({"text": "ok-1"}));
+    assert_eq!(text(&allowed), "ok-1");
+    let reference = allowed["result"]["_meta"]["gavel/receipt"].clone();
+    assert!(
+        reference["log"].as_str().unwrap().starts_with("gavel/"),
+        "{allowed}"
+    );
+    let other = client.call("echo", json!({"text": "hello"}));
+    assert!(text(&other).contains("[default.deny]"), "{other}");
+    let secret = client.call("echo", json!({"text": "ok-secret"}));
+    assert!(text(&secret).contains("[echo.no_secrets]"), "{secret}");
+    let missing = client.call("echo", json!({}));
+    assert!(text(&missing).contains("[default.deny]"), "{missing}");
+    assert_eq!(client.close(), Some(0));
+    let rules: Vec<String> = log(&sandbox)
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["action"].as_str().unwrap(),
+                c["rule_id"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "allow echo.ok",
+            "deny default.deny",
+            "deny echo.no_secrets",
+            "deny default.deny"
+        ]
+    );
+    // Once a checkpoint covers it, the receipt the result named verifies.
+    let call_id = reference["call_id"].as_str().unwrap();
+    let out = sandbox.gavel(&["receipt", call_id]).output().unwrap();
+    assert!(
+        stderr(&out).contains("the log has no checkpoint yet"),
+        "{}",
+        stderr(&out)
+    );
+    for args in [
+        &["keygen", "--out", "log.key"][..],
+        &["checkpoint", "--key", "log.key"],
+    ] {
+        let out = sandbox
+            .gavel(args)
+            .current_dir(&sandbox.root)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let out = sandbox.gavel(&["receipt", call_id]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let receipt = sandbox.root.join("call.receipt");
+    std::fs::write(&receipt, &out.stdout).unwrap();
+    let key = sandbox.root.join("log.key.pub");
+    let out = sandbox
+        .gavel(&[
+            "verify",
+            "--json",
+            "--receipt",
+            receipt.to_str().unwrap(),
+            "--public-key",
+            key.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(parse_json(&out)["events"][1]["rule_id"], "echo.ok");
+}
