@@ -351,7 +351,13 @@ fn recorded_trace(store: &Store, call: &CallSummary) -> Result<Option<Explained>
         call.tool.clone(),
         call.request.arguments.clone(),
     );
-    let trace = policy.explain(&request, &call.decision.facts).1;
+    let trace = policy
+        .explain_as(
+            &request,
+            &call.decision.facts,
+            call.request.principal.as_ref(),
+        )
+        .1;
     let matched = policy.entry_matches(&call.decision.rule_id, &request, &call.decision.facts);
     Ok(Some((trace, matched)))
 }

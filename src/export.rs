@@ -124,6 +124,11 @@ pub fn export<E: From<StoreError> + From<std::io::Error>>(
                 tool: call.tool,
                 arguments: call.request.arguments,
                 facts: Some(call.decision.facts),
+                who: call
+                    .request
+                    .principal
+                    .as_ref()
+                    .map(crate::policy::cases::CaseWho::of),
                 action: call.decision.action,
                 rule_id: Some(call.decision.rule_id),
                 reason: Some(call.decision.reason),

@@ -647,7 +647,7 @@ pub fn replay_calls_with<E: From<StoreError>>(
                 &live
             }
         };
-        let mut now = policy.decide(request, facts);
+        let mut now = policy.decide_as(request, facts, call.request.principal.as_ref());
         // Under the enforcement the call's machine recorded (a record
         // older than it: a kernel that enforces everything).
         let enforced = call
@@ -830,7 +830,11 @@ pub fn diff_calls_inspecting<E: From<StoreError>>(
 ) -> Result<DriftReport, E> {
     let mut decide = |call: &DecidedCall, request: &ToolRequest| {
         let facts = &call.decision.facts;
-        let (before, after) = (old.decide(request, facts), new.decide(request, facts));
+        let who = call.request.principal.as_ref();
+        let (before, after) = (
+            old.decide_as(request, facts, who),
+            new.decide_as(request, facts, who),
+        );
         inspect(call, request, &before, &after);
         Some((before, after))
     };
@@ -948,7 +952,11 @@ pub fn rule_usage(
     let mut total = 0u64;
     store.for_each_decided_call(query, |call| {
         let request = recorded_request(&call);
-        let now = policy.decide(&request, &call.decision.facts);
+        let now = policy.decide_as(
+            &request,
+            &call.decision.facts,
+            call.request.principal.as_ref(),
+        );
         *counts.entry(now.rule_id).or_default() += 1;
         total += 1;
         if total.is_multiple_of(16_384) {

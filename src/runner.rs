@@ -241,7 +241,9 @@ impl GovernedRunner {
             self.workspace.facts_with(request, &declared)
         };
         facts.mcp = mcp;
-        let mut decision = self.policy.decide(request, &facts);
+        let mut decision = self
+            .policy
+            .decide_as(request, &facts, self.principal.as_deref());
         // The sandbox it runs in, and whether this kernel can hold it.
         crate::sandbox::admit(
             &mut decision,

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{Action, Decision, Policy};
 use crate::facts::Facts;
+use crate::principal::Principal;
 use crate::request::ToolRequest;
 
 /// One case: what is asked and what must be decided.
@@ -24,6 +25,9 @@ pub struct PolicyCase {
     /// The facts to decide on; without them, facts are gathered from the workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facts: Option<Facts>,
+    /// Who made the call, for rules with `who` conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub who: Option<CaseWho>,
     /// The expected action.
     pub action: Action,
     /// The expected rule, when it matters.
@@ -32,6 +36,55 @@ pub struct PolicyCase {
     /// The recorded reason, for reading; not compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// Who made a case's call: the principal's fields a `who` condition reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseWho {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+impl CaseWho {
+    /// The fields of a recorded principal.
+    pub fn of(who: &Principal) -> Self {
+        Self {
+            client: Some(who.client.clone()),
+            agent_type: who.agent_type.clone(),
+            agent_id: who.agent_id.clone(),
+            session: who.session.clone(),
+            user: Some(who.user.clone()),
+            host: Some(who.host.clone()),
+        }
+    }
+
+    /// A principal with these fields (the others empty).
+    pub fn principal(&self) -> Principal {
+        Principal {
+            user: self.user.clone().unwrap_or_default(),
+            uid: 0,
+            host: self.host.clone().unwrap_or_default(),
+            host_id: String::new(),
+            gavel: String::new(),
+            client: self.client.clone().unwrap_or_default(),
+            client_version: None,
+            session: self.session.clone(),
+            agent_id: self.agent_id.clone(),
+            agent_type: self.agent_type.clone(),
+            policy: None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -79,7 +132,8 @@ pub fn parse_cases(text: &str, toml: bool) -> Result<Vec<PolicyCase>, String> {
 impl Policy {
     /// Decides a case on `facts` (the case's own, or gathered by the caller).
     pub fn decide_case(&self, case: &PolicyCase, index: usize, facts: &Facts) -> Decision {
-        self.decide(&case.request(index), facts)
+        let who = case.who.as_ref().map(CaseWho::principal);
+        self.decide_as(&case.request(index), facts, who.as_ref())
     }
 }
 

@@ -50,6 +50,7 @@ struct RuleFile {
     unprovable: Option<bool>,
     definition_changed: Option<bool>,
     args: Option<Vec<ArgFile>>,
+    who: Option<WhoFile>,
     sandbox: Option<String>,
     examples: Option<Vec<Example>>,
 }
@@ -66,6 +67,46 @@ struct ArgFile {
     min: Option<f64>,
     max: Option<f64>,
     present: Option<bool>,
+}
+
+/// `who`: globs on the principal's fields, and whether a subagent made the call.
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct WhoFile {
+    client: Option<Vec<String>>,
+    agent_type: Option<Vec<String>>,
+    agent_id: Option<Vec<String>>,
+    session: Option<Vec<String>>,
+    user: Option<Vec<String>>,
+    host: Option<Vec<String>>,
+    subagent: Option<bool>,
+}
+
+fn who_condition(spec: WhoFile) -> Result<super::who::WhoCondition, String> {
+    use super::who::WhoField;
+    let mut fields = Vec::new();
+    for (field, globs_written) in [
+        (WhoField::Client, spec.client),
+        (WhoField::AgentType, spec.agent_type),
+        (WhoField::AgentId, spec.agent_id),
+        (WhoField::Session, spec.session),
+        (WhoField::User, spec.user),
+        (WhoField::Host, spec.host),
+    ] {
+        if let Some(written) = globs_written {
+            fields.push((field, globs("who", written, false)?));
+        }
+    }
+    if fields.is_empty() && spec.subagent.is_none() {
+        return Err(
+            "`who` names no field: client, agent_type, agent_id, session, user, host or subagent"
+                .into(),
+        );
+    }
+    Ok(super::who::WhoCondition {
+        fields,
+        subagent: spec.subagent,
+    })
 }
 
 fn arg_condition(spec: ArgFile) -> Result<super::args::ArgCondition, String> {
@@ -232,7 +273,7 @@ fn check_examples(
             let declared = super::declared_paths(paths, &request.name);
             crate::facts::lexical_facts_with(&request, &declared)
         });
-        let outcome = rule.matches(&request, &facts);
+        let outcome = rule.matches(&request, &facts, None);
         let shown = format!(
             "example {} ({} {})",
             index + 1,
@@ -243,7 +284,7 @@ fn check_examples(
             (true, Err(miss)) => {
                 return Err(format!(
                     "{shown} should match but does not: {}",
-                    miss.describe(rule, &request, &facts)
+                    miss.describe(rule, &request, &facts, None)
                 ));
             }
             (false, Ok(())) => return Err(format!("{shown} should not match but does")),
@@ -904,6 +945,7 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
                     .collect::<Result<Vec<_>, _>>()
             })
             .transpose()?,
+        who: spec.who.map(who_condition).transpose()?,
         sandbox: spec.sandbox,
         held: None,
     })

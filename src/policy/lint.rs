@@ -255,6 +255,7 @@ fn keeps_bash_inside(rule: &Rule) -> bool {
         && rule.unprovable.is_none()
         && rule.definition_changed.is_none()
         && rule.args.is_none()
+        && rule.who.is_none()
 }
 
 /// A command that `rule` allows and that names a path outside the
@@ -306,7 +307,7 @@ fn outside_example(rule: &Rule) -> Option<String> {
             serde_json::json!({ "command": command }),
         );
         let facts = crate::facts::lexical_facts(&request);
-        rule.matches(&request, &facts).is_ok() && facts.paths.iter().any(|p| !p.inside)
+        rule.matches(&request, &facts, None).is_ok() && facts.paths.iter().any(|p| !p.inside)
     })
 }
 
@@ -354,6 +355,7 @@ fn has_conditions(rule: &Rule) -> bool {
         || rule.unprovable.is_some()
         || rule.definition_changed.is_some()
         || rule.args.is_some()
+        || rule.who.is_some()
 }
 
 /// Whether every call `later` matches is provably matched by `earlier`.
@@ -383,6 +385,12 @@ pub(super) fn shadows(earlier: &Rule, later: &Rule) -> bool {
         && (earlier.definition_changed.is_none()
             || earlier.definition_changed == later.definition_changed)
         && args_cover(earlier, later)
+        && earlier.who.as_ref().is_none_or(|e| {
+            later
+                .who
+                .as_ref()
+                .is_some_and(|l| e.written() == l.written())
+        })
 }
 
 /// Absent in `earlier`, or each of its `args` entries is one of `later`'s

@@ -15,6 +15,7 @@ mod layered;
 pub mod lint;
 mod patterns;
 mod rule;
+mod who;
 
 use std::fmt;
 
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::facts::{Facts, path_argument};
+use crate::principal::Principal;
 use crate::request::ToolRequest;
 
 pub(crate) use commands::unproven;
@@ -313,15 +315,36 @@ fn declared_paths(paths: &[PathArguments], tool: &str) -> Vec<(String, crate::fa
 }
 
 impl Policy {
-    /// Decides `request` given `facts`. Pure: no prompt, no I/O.
+    /// Decides `request` given `facts`. Pure: no prompt, no I/O. No
+    /// principal: rules with `who` conditions do not match.
     pub fn decide(&self, request: &ToolRequest, facts: &Facts) -> Decision {
-        self.evaluate(request, facts, None)
+        self.evaluate(request, facts, None, None)
+    }
+
+    /// Decides `request` made by `who` (the principal the record keeps).
+    pub fn decide_as(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        who: Option<&Principal>,
+    ) -> Decision {
+        self.evaluate(request, facts, who, None)
     }
 
     /// Decides and also reports, rule by rule, why each rule tried did or did not match.
     pub fn explain(&self, request: &ToolRequest, facts: &Facts) -> (Decision, Vec<RuleTrace>) {
+        self.explain_as(request, facts, None)
+    }
+
+    /// [`Policy::explain`] of a call made by `who`.
+    pub fn explain_as(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        who: Option<&Principal>,
+    ) -> (Decision, Vec<RuleTrace>) {
         let mut trace = Vec::new();
-        let decision = self.evaluate(request, facts, Some(&mut trace));
+        let decision = self.evaluate(request, facts, who, Some(&mut trace));
         (decision, trace)
     }
 
@@ -332,7 +355,7 @@ impl Policy {
     pub fn matching_rules(&self, request: &ToolRequest, facts: &Facts) -> Vec<&str> {
         self.rules
             .iter()
-            .filter(|rule| rule.matches(request, facts).is_ok())
+            .filter(|rule| rule.matches(request, facts, None).is_ok())
             .map(|rule| rule.id.as_str())
             .collect()
     }
@@ -341,6 +364,7 @@ impl Policy {
         &self,
         request: &ToolRequest,
         facts: &Facts,
+        who: Option<&Principal>,
         mut trace: Option<&mut Vec<RuleTrace>>,
     ) -> Decision {
         if let Some(problem) = request
@@ -352,15 +376,15 @@ impl Policy {
         }
         // The floor sits above every policy and layer: its deny is final,
         // its ask yields only to a deny.
-        let floor = floor::held(self, request, facts, trace.as_deref_mut());
+        let floor = floor::held(self, request, facts, who, trace.as_deref_mut());
         if let Some(floor) = floor.as_ref().filter(|d| d.action == Action::Deny) {
             return floor.clone();
         }
         let decision = if self.above.is_empty() {
-            self.first_match(request, facts, trace, None)
+            self.first_match(request, facts, who, trace, None)
                 .unwrap_or_else(|| self.unmatched(request))
         } else {
-            layered::decide(self, request, facts, trace)
+            layered::decide(self, request, facts, who, trace)
         };
         match floor {
             Some(floor) if floor.action >= decision.action => floor,
@@ -374,18 +398,19 @@ impl Policy {
         &self,
         request: &ToolRequest,
         facts: &Facts,
+        who: Option<&Principal>,
         mut trace: Option<&mut Vec<RuleTrace>>,
         layer: Option<&str>,
     ) -> Option<Decision> {
         for rule in &self.rules {
-            let outcome = rule.matches(request, facts);
+            let outcome = rule.matches(request, facts, who);
             if let Some(trace) = trace.as_deref_mut() {
                 trace.push(RuleTrace {
                     rule_id: rule.id.clone(),
                     matched: outcome.is_ok(),
                     detail: match &outcome {
                         Ok(()) => "all conditions hold".to_owned(),
-                        Err(miss) => miss.describe(rule, request, facts),
+                        Err(miss) => miss.describe(rule, request, facts, who),
                     },
                     layer: layer.map(str::to_owned),
                 });

@@ -32,6 +32,8 @@ pub struct Rule {
     pub(super) tools: Option<Patterns<Globs>>,
     /// `args`: conditions on argument values, by JSON pointer; all must hold.
     pub(super) args: Option<Vec<super::args::ArgCondition>>,
+    /// `who`: conditions on the principal that made the call.
+    pub(super) who: Option<super::who::WhoCondition>,
     pub(super) path_scope: Option<Scope>,
     pub(super) path_glob: Option<Patterns<Globs>>,
     /// Like `path_glob`, for paths whose contents are (or may be) read or
@@ -67,6 +69,8 @@ pub(super) enum Miss {
     DefinitionChanged,
     /// The `args` entry at this index did not hold.
     Args(usize),
+    /// The `who` condition did not hold.
+    Who,
 }
 
 impl Rule {
@@ -77,11 +81,19 @@ impl Rule {
     }
 
     /// `Ok` when every condition holds, else the first that does not.
-    pub(super) fn matches(&self, request: &ToolRequest, facts: &Facts) -> Result<(), Miss> {
+    pub(super) fn matches(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        who: Option<&crate::principal::Principal>,
+    ) -> Result<(), Miss> {
         if let Some(tools) = &self.tools
             && !tools.is_match(&request.name)
         {
             return Err(Miss::Tool);
+        }
+        if let Some(condition) = &self.who {
+            condition.check(who).map_err(|_| Miss::Who)?;
         }
         for (i, condition) in self.args.iter().flatten().enumerate() {
             condition
@@ -141,6 +153,11 @@ impl Rule {
         .flatten()
         .chain(matchers.flat_map(CommandMatcher::glob_lists))
         .chain(self.args.iter().flatten().filter_map(|a| a.globs()))
+        .chain(
+            self.who
+                .iter()
+                .flat_map(|w| w.fields.iter().map(|(_, g)| g)),
+        )
     }
 
     /// Compiles every glob of the rule: the first that does not compile.
@@ -272,7 +289,7 @@ impl Policy {
             .iter()
             .chain(self.rules())
             .filter(|r| r.id == rule_id)
-            .find(|r| r.matches(request, facts).is_ok())
+            .find(|r| r.matches(request, facts, None).is_ok())
             .map(|r| r.entry_matches(request, facts))
             .unwrap_or_default()
     }
@@ -280,7 +297,13 @@ impl Policy {
 
 impl Miss {
     /// A plain sentence saying why `rule` did not match.
-    pub(super) fn describe(self, rule: &Rule, request: &ToolRequest, facts: &Facts) -> String {
+    pub(super) fn describe(
+        self,
+        rule: &Rule,
+        request: &ToolRequest,
+        facts: &Facts,
+        who: Option<&crate::principal::Principal>,
+    ) -> String {
         let list = |p: &[String]| format!("[{}]", p.join(", "));
         match self {
             Miss::Tool => format!(
@@ -330,6 +353,11 @@ impl Miss {
                 miss.describe(rule.commands.as_deref().unwrap_or_default(), facts)
             }
             Miss::Unprovable(miss) => miss.describe(&[], facts),
+            Miss::Who => rule
+                .who
+                .as_ref()
+                .and_then(|w| w.check(who).err())
+                .unwrap_or_default(),
             Miss::Args(i) => {
                 let condition = &rule.args.as_deref().unwrap_or_default()[i];
                 let why = condition

@@ -305,7 +305,11 @@ fn observe(
     seen: Seen,
 ) -> Option<(u32, Vec<String>)> {
     let request = recorded_request(&call);
-    let now = policy.decide(&request, &call.decision.facts);
+    let now = policy.decide_as(
+        &request,
+        &call.decision.facts,
+        call.request.principal.as_ref(),
+    );
     let granted = call
         .decision
         .rule_id

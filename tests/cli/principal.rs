@@ -314,3 +314,117 @@ fn log_stats_replay_and_export_filter_by_user_host_client_session_and_agent() {
             .all(|l| l["format"] == 2 && l["user"] == user.as_str())
     );
 }
+
+/// `who` (issue 41): a Claude Code subagent is denied a write its parent
+/// may make, by a rule on `agent_type`; `explain` says why the parent's
+/// call did not meet it, a policy test case can give the subagent, and
+/// replay under a policy without the rule reports exactly that call as
+/// loosened.
+#[test]
+fn a_subagent_is_denied_a_write_its_parent_may_make() {
+    let sandbox = Sandbox::new();
+    let policy = r#"
+name = "who"
+
+[[rules]]
+id = "subagents.read_only"
+action = "deny"
+tools = ["write_file", "edit_file"]
+who = { agent_type = ["Explore", "review*"] }
+reason = "a {tool} by an exploring subagent"
+
+[[rules]]
+id = "writes.inside"
+action = "allow"
+tools = ["write_file", "edit_file"]
+path_scope = "inside"
+reason = "writes inside the workspace"
+"#;
+    let with_rule = sandbox.write("who.toml", policy);
+    let start = policy.find("[[rules]]\nid = \"writes.inside\"").unwrap();
+    let without = sandbox.write(
+        "without.toml",
+        &format!("name = \"who\"\n\n{}", &policy[start..]),
+    );
+    let write = |id: &str, subagent: bool| {
+        let mut payload = hook_payload(&sandbox, "pre_tool_use_subagent.json");
+        payload["tool_use_id"] = json!(id);
+        payload["tool_name"] = json!("Write");
+        payload["tool_input"] = json!({
+            "file_path": sandbox.ws.join(format!("{id}.txt")),
+            "content": "x",
+        });
+        if !subagent {
+            let object = payload.as_object_mut().unwrap();
+            object.remove("agent_id");
+            object.remove("agent_type");
+        }
+        let out = sandbox
+            .gavel(&[
+                "hook",
+                "claude-code",
+                "--policy",
+                with_rule.to_str().unwrap(),
+            ])
+            .write_stdin(payload.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        answer["hookSpecificOutput"]["permissionDecision"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(write("toolu_parent", false), "allow");
+    assert_eq!(write("toolu_subagent", true), "deny");
+    let decided = |id: &str| {
+        let out = run_expecting(&mut sandbox.gavel(&["explain", id, "--json"]), 0);
+        json(&out)
+    };
+    assert_eq!(decided("toolu_subagent")["rule_id"], "subagents.read_only");
+    let parent = decided("toolu_parent");
+    assert_eq!(parent["rule_id"], "writes.inside");
+    let tried = &parent["trace"][0];
+    assert_eq!(tried["rule_id"], "subagents.read_only");
+    assert_eq!(tried["detail"], "the call has no `agent_type`", "{parent}");
+    // A case can name who made the call.
+    let cases = sandbox.write(
+        "cases.toml",
+        r#"
+[[cases]]
+tool = "write_file"
+arguments = { path = "a.txt", content = "x" }
+who = { client = "claude-code", agent_type = "review-bot" }
+action = "deny"
+rule_id = "subagents.read_only"
+
+[[cases]]
+tool = "write_file"
+arguments = { path = "a.txt", content = "x" }
+action = "allow"
+"#,
+    );
+    run_expecting(
+        &mut sandbox.gavel(&[
+            "policy",
+            "test",
+            cases.to_str().unwrap(),
+            "--policy",
+            with_rule.to_str().unwrap(),
+        ]),
+        0,
+    );
+    // Replay without the rule: exactly the subagent's write loosens.
+    let out = sandbox
+        .gavel(&["replay", "--json", "--policy", without.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", crate::support::stdout(&out)));
+    assert_eq!(report["changed"], 1, "{report}");
+    let call = &report["calls"][0];
+    assert_eq!(call["call_id"], "toolu_subagent");
+    assert_eq!(call["direction"], "loosened");
+    assert_eq!(call["from"]["rule_id"], "subagents.read_only");
+}

@@ -1,0 +1,101 @@
+//! `who`: a rule's conditions on who made the call, as the record keeps
+//! it (the principal): the client, the subagent and its type, the
+//! session, the OS user and the host. Each field is a list of globs (`*`
+//! matches any character); all fields given must match. A field the call
+//! does not carry (a main agent has no `agent_type`, `gavel run` no
+//! session) matches nothing, and a call with no principal at all matches
+//! no `who` condition. Pure.
+
+use super::patterns::{Globs, Patterns};
+use crate::principal::Principal;
+
+/// The fields of a `who` condition a rule gave.
+#[derive(Debug, Clone)]
+pub(super) struct WhoCondition {
+    pub fields: Vec<(WhoField, Patterns<Globs>)>,
+    /// `subagent = true|false`: made by a subagent (an `agent_id`) or not.
+    pub subagent: Option<bool>,
+}
+
+/// A field of the principal a `who` condition can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WhoField {
+    Client,
+    AgentType,
+    AgentId,
+    Session,
+    User,
+    Host,
+}
+
+impl WhoField {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            WhoField::Client => "client",
+            WhoField::AgentType => "agent_type",
+            WhoField::AgentId => "agent_id",
+            WhoField::Session => "session",
+            WhoField::User => "user",
+            WhoField::Host => "host",
+        }
+    }
+
+    fn of(self, who: &Principal) -> Option<&str> {
+        match self {
+            WhoField::Client => Some(&who.client),
+            WhoField::AgentType => who.agent_type.as_deref(),
+            WhoField::AgentId => who.agent_id.as_deref(),
+            WhoField::Session => who.session.as_deref(),
+            WhoField::User => Some(&who.user),
+            WhoField::Host => Some(&who.host),
+        }
+    }
+}
+
+impl WhoCondition {
+    /// `Ok` when `who` meets every field; else why not, for `explain`.
+    pub(super) fn check(&self, who: Option<&Principal>) -> Result<(), String> {
+        let Some(who) = who else {
+            return Err("the call names no principal (who made it)".into());
+        };
+        if let Some(wanted) = self.subagent
+            && who.agent_id.is_some() != wanted
+        {
+            return Err(if wanted {
+                "the call was not made by a subagent".into()
+            } else {
+                format!(
+                    "the call was made by subagent `{}`",
+                    who.agent_id.as_deref().unwrap_or_default()
+                )
+            });
+        }
+        for (field, globs) in &self.fields {
+            match field.of(who) {
+                None => return Err(format!("the call has no `{}`", field.name())),
+                Some(value) if !globs.is_match(value) => {
+                    return Err(format!(
+                        "`{}` is `{value}`, which matches none of [{}]",
+                        field.name(),
+                        globs.written.join(", ")
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The condition as written, to compare two rules'.
+    pub(super) fn written(&self) -> Vec<String> {
+        let mut parts: Vec<String> = self
+            .fields
+            .iter()
+            .map(|(f, g)| format!("{} = [{}]", f.name(), g.written.join(", ")))
+            .collect();
+        if let Some(subagent) = self.subagent {
+            parts.push(format!("subagent = {subagent}"));
+        }
+        parts
+    }
+}
