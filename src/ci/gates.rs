@@ -205,6 +205,7 @@ fn lint_kind(finding: &Finding) -> &'static str {
         LintKind::NeverMatched => "lint.never_matched",
         LintKind::UnscopedShellAllow => "lint.unscoped_shell_allow",
         LintKind::UnmodelledProgram => "lint.unmodelled_program",
+        LintKind::NeverSent => "lint.never_sent",
     }
 }
 

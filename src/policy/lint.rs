@@ -37,6 +37,9 @@ pub enum LintKind {
     /// A `bash` allow rule naming a program (or git/cargo subcommand) gavel
     /// has no model of: its options are taken on trust.
     UnmodelledProgram,
+    /// A `who` condition on a field none of the clients it names ever
+    /// sends: it can never hold.
+    NeverSent,
 }
 
 /// One finding about one rule.
@@ -104,6 +107,17 @@ pub fn lint(policy: &Policy) -> Vec<Finding> {
                     ),
                 });
             }
+        }
+        if let Some(message) = rule.who.as_ref().and_then(|w| w.never_sent()) {
+            findings.push(Finding {
+                kind: LintKind::NeverSent,
+                rule_id: rule.id.clone(),
+                by: None,
+                message: format!(
+                    "rule `{}` {message}: its `who` condition never holds",
+                    rule.id
+                ),
+            });
         }
         if let Some(earlier) = rules[..i].iter().find(|earlier| shadows(earlier, rule)) {
             findings.push(Finding {

@@ -861,3 +861,125 @@ args = [{ pointer = "/z", max = 3 }]
         assert!(!lint::shadows(&rules[0], &rules[2]));
     }
 }
+
+/// `who` (issue 41): conditions on the principal that made the call.
+mod who {
+    use super::*;
+    use crate::principal::Principal;
+
+    fn principal(client: &str, agent_type: Option<&str>) -> Principal {
+        Principal {
+            user: "dev".into(),
+            uid: 1000,
+            host: "box".into(),
+            host_id: "00".repeat(16),
+            gavel: "0".into(),
+            client: client.into(),
+            client_version: None,
+            session: Some("s1".into()),
+            agent_id: agent_type.map(|_| "agent_1".into()),
+            agent_type: agent_type.map(str::to_owned),
+            policy: None,
+        }
+    }
+
+    const POLICY: &str = r#"
+name = "who"
+
+[[rules]]
+id = "subagents.no_writes"
+action = "deny"
+tools = ["write_file"]
+who = { subagent = true }
+reason = "subagents do not write"
+
+[[rules]]
+id = "reviewers.read"
+action = "allow"
+tools = ["read_file"]
+who = { client = ["claude-code"], agent_type = ["review*"] }
+reason = "reviewers read"
+
+[[rules]]
+id = "writes"
+action = "allow"
+tools = ["write_file"]
+who = { user = ["dev"], host = ["box"] }
+reason = "dev writes on box"
+"#;
+
+    #[test]
+    fn the_principal_decides() {
+        let policy = Policy::from_toml(POLICY, "who.toml").unwrap();
+        let write = ToolRequest::new("c", "write_file", json!({"path": "a", "content": "x"}));
+        let read = ToolRequest::new("c", "read_file", json!({"path": "a"}));
+        let facts = facts_inside("a");
+        let main = principal("claude-code", None);
+        let reviewer = principal("claude-code", Some("reviewer"));
+        let explorer = principal("claude-code", Some("Explore"));
+        assert_eq!(
+            policy.decide_as(&write, &facts, Some(&main)).rule_id,
+            "writes"
+        );
+        assert_eq!(
+            policy.decide_as(&write, &facts, Some(&reviewer)).rule_id,
+            "subagents.no_writes"
+        );
+        assert_eq!(
+            policy.decide_as(&read, &facts, Some(&reviewer)).rule_id,
+            "reviewers.read"
+        );
+        assert_eq!(
+            policy.decide_as(&read, &facts, Some(&explorer)).rule_id,
+            "default.deny"
+        );
+        // No principal: no `who` condition holds.
+        assert_eq!(policy.decide(&write, &facts).rule_id, "default.deny");
+        let (_, trace) = policy.explain_as(&read, &facts, Some(&explorer));
+        let tried = trace
+            .iter()
+            .find(|t| t.rule_id == "reviewers.read")
+            .unwrap();
+        assert_eq!(
+            tried.detail,
+            "`agent_type` is `Explore`, which matches none of [review*]"
+        );
+    }
+
+    #[test]
+    fn lint_warns_of_fields_a_client_never_sends() {
+        let text = r#"
+name = "p"
+
+[[rules]]
+id = "copilot.subagents"
+action = "deny"
+who = { client = ["copilot", "cursor"], agent_type = ["*"] }
+reason = "never holds"
+
+[[rules]]
+id = "claude.subagents"
+action = "deny"
+who = { client = ["claude-code"], agent_type = ["*"] }
+reason = "holds"
+"#;
+        let policy = Policy::from_toml(text, "p.toml").unwrap();
+        let findings: Vec<(String, String)> = lint::lint(&policy)
+            .into_iter()
+            .filter(|f| f.kind == lint::LintKind::NeverSent)
+            .map(|f| (f.rule_id, f.message))
+            .collect();
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].0, "copilot.subagents");
+        assert!(
+            findings[0]
+                .1
+                .contains("`agent_type`, which copilot, cursor never send"),
+            "{findings:?}"
+        );
+        let empty =
+            "name = \"p\"\n[[rules]]\nid = \"r\"\naction = \"deny\"\nreason = \"r\"\nwho = {}\n";
+        let err = Policy::from_toml(empty, "p.toml").unwrap_err().to_string();
+        assert!(err.contains("`who` names no field"), "{err}");
+    }
+}

@@ -86,6 +86,36 @@ impl WhoCondition {
         Ok(())
     }
 
+    /// When every client the condition names is one that never sends a
+    /// field it tests (only Claude Code and Codex say which subagent made a
+    /// call): what `policy lint` says.
+    pub(super) fn never_sent(&self) -> Option<String> {
+        /// The clients that send `agent_id` and `agent_type`.
+        const SENDS_AGENT: [&str; 2] = ["claude-code", "codex"];
+        let clients = self
+            .fields
+            .iter()
+            .find(|(f, _)| *f == WhoField::Client)
+            .map(|(_, g)| &g.written)?;
+        let literal = |c: &String| !c.contains(['*', '?', '[', '{']);
+        if !clients.iter().all(literal) || clients.iter().any(|c| SENDS_AGENT.contains(&c.as_str()))
+        {
+            return None;
+        }
+        let tested = self
+            .fields
+            .iter()
+            .map(|(f, _)| *f)
+            .find(|f| matches!(f, WhoField::AgentType | WhoField::AgentId))
+            .map(WhoField::name)
+            .or_else(|| (self.subagent == Some(true)).then_some("agent_id"))?;
+        Some(format!(
+            "tests `{tested}`, which {} never send{}",
+            clients.join(", "),
+            if clients.len() == 1 { "s" } else { "" }
+        ))
+    }
+
     /// The condition as written, to compare two rules'.
     pub(super) fn written(&self) -> Vec<String> {
         let mut parts: Vec<String> = self
