@@ -28,7 +28,9 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<Exit> {
     let policy = global.policy(&workspace)?;
     let request = ToolRequest::new("check", &args.tool, arguments);
     let facts = workspace.facts_with(&request, &policy.path_arguments(&request.name));
-    let (mut decision, trace) = policy.explain(&request, &facts);
+    // Decided as `gavel run` would decide it: client `cli`, this user and host.
+    let who = gavel::principal::Principal::current("cli");
+    let (mut decision, trace) = policy.explain_as(&request, &facts, Some(&who));
     decision.shadow = policy.shadow_verdicts(&request, &facts);
     let matched = policy.entry_matches(&decision.rule_id, &request, &facts);
     let suggestion = hint_tool_typo(&request.name);

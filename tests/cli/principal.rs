@@ -428,3 +428,29 @@ action = "allow"
     assert_eq!(call["direction"], "loosened");
     assert_eq!(call["from"]["rule_id"], "subagents.read_only");
 }
+
+/// `gavel check` decides as `gavel run` would: client `cli`, this user.
+#[test]
+fn check_decides_as_the_cli_client() {
+    let sandbox = Sandbox::new();
+    let (user, _) = me();
+    let policy = sandbox.write(
+        "who.toml",
+        &format!(
+            "name = \"p\"\n[[rules]]\nid = \"cli.writes\"\naction = \"allow\"\ntools = [\"write_file\"]\n\
+             who = {{ client = [\"cli\"], user = [\"{user}\"] }}\nreason = \"r\"\n"
+        ),
+    );
+    let out = run_expecting(
+        &mut sandbox.gavel(&[
+            "check",
+            "write_file",
+            r#"{"path":"a.txt","content":"x"}"#,
+            "--policy",
+            policy.to_str().unwrap(),
+            "--json",
+        ]),
+        0,
+    );
+    assert_eq!(json(&out)["rule_id"], "cli.writes");
+}
