@@ -134,11 +134,10 @@ pub fn make(store: &Store, call_id: &str, cosigned: &[CosignedNote]) -> Result<R
         None => match store.checkpoints_covering(last, 1)?.pop() {
             Some(stored) => stored.note,
             None => {
-                let newest = store.checkpoints_covering(0, usize::MAX)?;
                 return Err(MakeError::NotCovered {
                     call_id: call_id.to_owned(),
                     seq: last,
-                    newest: newest.iter().map(|c| c.size).max().unwrap_or(0),
+                    newest: store.largest_checkpoint()?,
                 });
             }
         },

@@ -107,6 +107,15 @@ impl Store {
         }))
     }
 
+    /// The size of the largest stored checkpoint; 0 with none.
+    pub fn largest_checkpoint(&self) -> Result<u64, StoreError> {
+        let size: Option<i64> = self
+            .conn
+            .query_row("SELECT max(size) FROM checkpoints", [], |r| r.get(0))
+            .map_err(sql("reading checkpoints"))?;
+        Ok(size.map_or(0, |s| s.max(0) as u64))
+    }
+
     /// The stored checkpoints of at least `size` leaves, smallest first, at most `limit`.
     pub fn checkpoints_covering(
         &self,

@@ -183,12 +183,16 @@ fn a_hook_calls_receipt_proves_it_offline_and_no_changed_byte_passes() {
     }
     // Through the binary: the first bad element is named, exit 1.
     let text = String::from_utf8(bytes.clone()).unwrap();
-    // The first hash of the second row's proof.
+    // The first hash of the second row's proof, changed and still base64.
     let second = text.match_indices("\nindex ").nth(1).unwrap().0 + 1;
-    let root_at = second + text[second..].find('\n').unwrap() + 1;
-    let mut changed = bytes.clone();
-    changed[root_at] ^= 0x01;
-    let (exit, failure) = env.verify(&changed, &[&key], &[]);
+    let start = second + text[second..].find('\n').unwrap() + 1;
+    let end = start + text[start..].find('\n').unwrap();
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut hash = engine.decode(&text[start..end]).unwrap();
+    hash[0] ^= 0x01;
+    let changed = format!("{}{}{}", &text[..start], engine.encode(hash), &text[end..]);
+    let (exit, failure) = env.verify(changed.as_bytes(), &[&key], &[]);
     assert_eq!(exit, 1, "{failure}");
     assert_eq!(failure["ok"], false);
     assert_eq!(failure["problem"], "inclusion");
