@@ -470,6 +470,91 @@ fn is_decimal(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chain::{EventFields, Who};
+    use crate::checkpoint::{SigningKey, merkle_root};
+    use crate::inclusion::inclusion_proof;
+    use proptest::prelude::*;
+
+    /// A receipt of call `c` (rows 2 and 4 of a log of 5 rows), signed by
+    /// a fixed key; and the trust that checks it.
+    fn receipt() -> (String, Trust) {
+        let key = SigningKey::from_seed("test", &[9u8; 32]).unwrap();
+        let log_id = [7u8; 16];
+        let rows: Vec<Vec<u8>> = (1..=5u64)
+            .map(|seq| {
+                let call = if seq % 2 == 0 { "c" } else { "other" };
+                EventFields {
+                    seq,
+                    log_id: &log_id,
+                    ts_us: 1_764_892_800_000_000 + seq as i64,
+                    kind: if seq == 2 { "request" } else { "decision" },
+                    call_id: call,
+                    tool: Some("bash"),
+                    action: (seq == 4).then_some("allow"),
+                    rule_id: (seq == 4).then_some("bash.read_only"),
+                    approval: None,
+                    status: None,
+                    payload: br#"{"command":"ls"}"#,
+                    format: 2,
+                    who: Who::default(),
+                }
+                .encode()
+            })
+            .collect();
+        let leaves: Vec<_> = rows.iter().map(|r| leaf_hash(r)).collect();
+        let checkpoint = Checkpoint {
+            origin: format!("gavel/{}", crate::digest::hex(&log_id)),
+            size: 5,
+            root: merkle_root(&leaves),
+        };
+        let note = key.sign(&checkpoint).unwrap();
+        let proofs = [1u64, 3]
+            .iter()
+            .map(|&index| TlogProof {
+                extra: Some(rows[index as usize].clone()),
+                index,
+                path: inclusion_proof(&leaves, index).unwrap(),
+                checkpoint: note.clone(),
+            })
+            .collect();
+        let text = Receipt {
+            call_id: "c".into(),
+            proofs,
+        }
+        .to_text();
+        (text, Trust::from_keys(vec![key.verifier()], None).unwrap())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Whatever is inserted, removed or replaced anywhere in a receipt,
+        /// it no longer verifies, and nothing panics on the way.
+        #[test]
+        fn no_edit_of_a_receipt_verifies(
+            at in any::<prop::sample::Index>(),
+            cut in 0usize..40,
+            insert in prop::collection::vec(any::<u8>(), 0..8),
+        ) {
+            let (text, trust) = receipt();
+            let bytes = text.as_bytes();
+            let start = at.index(bytes.len());
+            let end = (start + cut).min(bytes.len());
+            let mut edited = bytes[..start].to_vec();
+            edited.extend_from_slice(&insert);
+            edited.extend_from_slice(&bytes[end..]);
+            prop_assume!(edited != bytes);
+            prop_assert!(verify(&edited, &trust).is_err());
+        }
+    }
+
+    #[test]
+    fn the_receipt_of_the_property_test_verifies() {
+        let (text, trust) = receipt();
+        let checked = verify(text.as_bytes(), &trust).unwrap();
+        assert_eq!(checked.events.len(), 2);
+        assert_eq!(checked.events[1].rule_id.as_deref(), Some("bash.read_only"));
+    }
 
     /// Every call id reads back from its `call` line, control characters
     /// (C0 and C1) escaped, and another spelling of it is refused.
