@@ -132,12 +132,15 @@ log "one governed call: $CALL_RUNS runs each"
 CALL=$WORK/call.db
 "$GAVEL" run read_file '{"path":"a.txt"}' --workspace "$WS" --db "$CALL" --json >/dev/null
 "$B/baseline-call" --db "$CALL" --init
+# The previous release writes its own log: a newer schema is one it refuses.
+PREV_CALL=$WORK/prev-call.db
+[[ -z $PREVIOUS ]] || "$PREVIOUS" run read_file '{"path":"a.txt"}' --workspace "$WS" --db "$PREV_CALL" --json >/dev/null
 for d in full normal; do
   put "run_$d" "$(timeit --runs "$CALL_RUNS" --warmup 3 -- \
     "$GAVEL" run read_file '{"path":"a.txt"}' --workspace "$WS" --db "$CALL" --durability "$d" --json)"
   put "call_$d" "$(timeit --runs "$CALL_RUNS" --warmup 3 -- "$B/baseline-call" --db "$CALL" --durability "$d")"
   [[ -z $PREVIOUS ]] || put "prev_run_$d" "$(timeit --runs "$CALL_RUNS" --warmup 3 -- \
-    "$PREVIOUS" run read_file '{"path":"a.txt"}' --workspace "$WS" --db "$CALL" --durability "$d" --json)"
+    "$PREVIOUS" run read_file '{"path":"a.txt"}' --workspace "$WS" --db "$PREV_CALL" --durability "$d" --json)"
 done
 if [[ $has_hook == 1 ]]; then
   printf '{"session_id":"s","transcript_path":"%s/t","cwd":"%s","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"%s/a.txt"},"tool_use_id":"toolu_{i}"}\n' \
@@ -145,7 +148,7 @@ if [[ $has_hook == 1 ]]; then
   put hook_full "$(timeit --runs "$CALL_RUNS" --warmup 3 --stdin "$WORK/hook.json" -- \
     "$GAVEL" hook claude-code --db "$CALL" --workspace "$WS")"
   [[ -z $PREVIOUS ]] || put prev_hook_full "$(timeit --runs "$CALL_RUNS" --warmup 3 --stdin "$WORK/hook.json" -- \
-    "$PREVIOUS" hook claude-code --db "$CALL" --workspace "$WS")"
+    "$PREVIOUS" hook claude-code --db "$PREV_CALL" --workspace "$WS")"
 fi
 # The same calls answered by a resident gavel (`serve --socket`), when this
 # build has one: the hook, and `run` (the tool still runs in run's process).

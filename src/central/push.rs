@@ -8,7 +8,7 @@
 //! is found by that privilege, so the push URL needs no schema.
 
 use std::io::{Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use postgres::Client;
 use postgres::binary_copy::BinaryCopyInWriter;
@@ -213,10 +213,7 @@ pub struct Pushed {
     pub standing: Option<HostRefusal>,
 }
 
-/// `<db>.cosigned`: one JSON line per accepted checkpoint of this log.
-pub fn cosigned_path(db: &Path) -> PathBuf {
-    crate::receipt::cosigned_path(db)
-}
+pub use crate::receipt::cosigned_path;
 
 /// Pushes the local log behind `store` to the central store at `url`.
 /// `central`, when given, is the central verifier key cosignatures must

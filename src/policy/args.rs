@@ -9,6 +9,7 @@
 //! `ask` or a `deny`: a value gavel cannot judge is not let through.
 
 use regex::Regex;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::Action;
@@ -184,4 +185,70 @@ fn list(items: &[String]) -> String {
         .map(|i| format!("`{i}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// One entry of `args`: a JSON pointer into the arguments and the tests
+/// its value must pass (docs: README, "Conditions on argument values").
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ArgFile {
+    pointer: String,
+    glob: Option<String>,
+    regex: Option<String>,
+    any_of: Option<Vec<serde_json::Value>>,
+    min: Option<f64>,
+    max: Option<f64>,
+    present: Option<bool>,
+}
+
+impl ArgCondition {
+    /// An `args` entry as the policy file writes it, checked.
+    pub(super) fn from_file(spec: ArgFile) -> Result<Self, String> {
+        let at = |problem: &str| format!("`args` entry `{}`: {problem}", spec.pointer);
+        if !(spec.pointer.is_empty() || spec.pointer.starts_with('/')) {
+            return Err(at("a pointer is empty or starts with `/` (RFC 6901)"));
+        }
+        if spec.glob.is_none()
+            && spec.regex.is_none()
+            && spec.any_of.is_none()
+            && spec.min.is_none()
+            && spec.max.is_none()
+            && spec.present.is_none()
+        {
+            return Err(at("give a test: glob, regex, any_of, min, max or present"));
+        }
+        if spec.present == Some(false)
+            && (spec.glob.is_some() || spec.regex.is_some() || spec.any_of.is_some())
+        {
+            return Err(at("`present = false` leaves no value to test"));
+        }
+        if let (Some(min), Some(max)) = (spec.min, spec.max)
+            && min > max
+        {
+            return Err(at("`min` is above `max`"));
+        }
+        if spec.min.is_some_and(f64::is_nan) || spec.max.is_some_and(f64::is_nan) {
+            return Err(at("a bound is not a number"));
+        }
+        if spec.any_of.as_ref().is_some_and(Vec::is_empty) {
+            return Err(at("`any_of` must not be an empty list"));
+        }
+        let regex = spec
+            .regex
+            .as_deref()
+            .map(|r| regex::Regex::new(r).map_err(|e| at(&format!("invalid regex: {e}"))))
+            .transpose()?;
+        Ok(ArgCondition {
+            glob: spec
+                .glob
+                .map(|g| super::patterns::globs("args", vec![g], false))
+                .transpose()?,
+            regex,
+            any_of: spec.any_of,
+            min: spec.min,
+            max: spec.max,
+            present: spec.present,
+            pointer: spec.pointer,
+        })
+    }
 }

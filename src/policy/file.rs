@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::digest::{hex, sha256};
 
 use super::commands::CommandMatcher;
-use super::patterns::{Globs, Patterns};
+use super::patterns::{Patterns, globs, non_empty_list};
 use super::rule::{Rule, Scope};
 use super::{Action, Policy, PolicyRef};
 use crate::request::ToolRequest;
@@ -49,113 +49,10 @@ struct RuleFile {
     commands: Option<Vec<CommandFile>>,
     unprovable: Option<bool>,
     definition_changed: Option<bool>,
-    args: Option<Vec<ArgFile>>,
-    who: Option<WhoFile>,
+    args: Option<Vec<super::args::ArgFile>>,
+    who: Option<super::who::WhoFile>,
     sandbox: Option<String>,
     examples: Option<Vec<Example>>,
-}
-
-/// One entry of `args`: a JSON pointer into the arguments and the tests
-/// its value must pass (docs: README, "Conditions on argument values").
-#[derive(Deserialize, Debug, PartialEq)]
-#[serde(deny_unknown_fields)]
-struct ArgFile {
-    pointer: String,
-    glob: Option<String>,
-    regex: Option<String>,
-    any_of: Option<Vec<serde_json::Value>>,
-    min: Option<f64>,
-    max: Option<f64>,
-    present: Option<bool>,
-}
-
-/// `who`: globs on the principal's fields, and whether a subagent made the call.
-#[derive(Deserialize, Debug, PartialEq)]
-#[serde(deny_unknown_fields)]
-struct WhoFile {
-    client: Option<Vec<String>>,
-    agent_type: Option<Vec<String>>,
-    agent_id: Option<Vec<String>>,
-    session: Option<Vec<String>>,
-    user: Option<Vec<String>>,
-    host: Option<Vec<String>>,
-    subagent: Option<bool>,
-}
-
-fn who_condition(spec: WhoFile) -> Result<super::who::WhoCondition, String> {
-    use super::who::WhoField;
-    let mut fields = Vec::new();
-    for (field, globs_written) in [
-        (WhoField::Client, spec.client),
-        (WhoField::AgentType, spec.agent_type),
-        (WhoField::AgentId, spec.agent_id),
-        (WhoField::Session, spec.session),
-        (WhoField::User, spec.user),
-        (WhoField::Host, spec.host),
-    ] {
-        if let Some(written) = globs_written {
-            fields.push((field, globs("who", written, false)?));
-        }
-    }
-    if fields.is_empty() && spec.subagent.is_none() {
-        return Err(
-            "`who` names no field: client, agent_type, agent_id, session, user, host or subagent"
-                .into(),
-        );
-    }
-    Ok(super::who::WhoCondition {
-        fields,
-        subagent: spec.subagent,
-    })
-}
-
-fn arg_condition(spec: ArgFile) -> Result<super::args::ArgCondition, String> {
-    let at = |problem: &str| format!("`args` entry `{}`: {problem}", spec.pointer);
-    if !(spec.pointer.is_empty() || spec.pointer.starts_with('/')) {
-        return Err(at("a pointer is empty or starts with `/` (RFC 6901)"));
-    }
-    if spec.glob.is_none()
-        && spec.regex.is_none()
-        && spec.any_of.is_none()
-        && spec.min.is_none()
-        && spec.max.is_none()
-        && spec.present.is_none()
-    {
-        return Err(at("give a test: glob, regex, any_of, min, max or present"));
-    }
-    if spec.present == Some(false)
-        && (spec.glob.is_some() || spec.regex.is_some() || spec.any_of.is_some())
-    {
-        return Err(at("`present = false` leaves no value to test"));
-    }
-    if let (Some(min), Some(max)) = (spec.min, spec.max)
-        && min > max
-    {
-        return Err(at("`min` is above `max`"));
-    }
-    if spec.min.is_some_and(f64::is_nan) || spec.max.is_some_and(f64::is_nan) {
-        return Err(at("a bound is not a number"));
-    }
-    if spec.any_of.as_ref().is_some_and(Vec::is_empty) {
-        return Err(at("`any_of` must not be an empty list"));
-    }
-    let regex = spec
-        .regex
-        .as_deref()
-        .map(|r| regex::Regex::new(r).map_err(|e| at(&format!("invalid regex: {e}"))))
-        .transpose()?;
-    Ok(super::args::ArgCondition {
-        glob: spec
-            .glob
-            .map(|g| globs("args", vec![g], false))
-            .transpose()?,
-        regex,
-        any_of: spec.any_of,
-        min: spec.min,
-        max: spec.max,
-        present: spec.present,
-        pointer: spec.pointer,
-    })
 }
 
 /// One entry of `commands`: conditions on one simple command.
@@ -941,28 +838,16 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             .map(|list| {
                 non_empty_list("args", &list)?;
                 list.into_iter()
-                    .map(arg_condition)
+                    .map(super::args::ArgCondition::from_file)
                     .collect::<Result<Vec<_>, _>>()
             })
             .transpose()?,
-        who: spec.who.map(who_condition).transpose()?,
+        who: spec
+            .who
+            .map(super::who::WhoCondition::from_file)
+            .transpose()?,
         sandbox: spec.sandbox,
         held: None,
-    })
-}
-
-fn non_empty_list<T>(key: &str, list: &[T]) -> Result<(), String> {
-    if list.is_empty() {
-        return Err(format!("`{key}` must not be an empty list"));
-    }
-    Ok(())
-}
-
-fn globs(key: &'static str, written: Vec<String>, paths: bool) -> Result<Patterns<Globs>, String> {
-    non_empty_list(key, &written)?;
-    Ok(Patterns {
-        written,
-        compiled: Globs::new(key, paths),
     })
 }
 

@@ -218,6 +218,28 @@ impl Patterns<Globs> {
     }
 }
 
+/// Refuses an empty list under `key`.
+pub(super) fn non_empty_list<T>(key: &str, list: &[T]) -> Result<(), String> {
+    if list.is_empty() {
+        return Err(format!("`{key}` must not be an empty list"));
+    }
+    Ok(())
+}
+
+/// The globs of policy key `key` as written, compiled at their first use;
+/// `paths`: `*` does not match `/`.
+pub(super) fn globs(
+    key: &'static str,
+    written: Vec<String>,
+    paths: bool,
+) -> Result<Patterns<Globs>, String> {
+    non_empty_list(key, &written)?;
+    Ok(Patterns {
+        written,
+        compiled: Globs::new(key, paths),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,8 @@
 //! session) matches nothing, and a call with no principal at all matches
 //! no `who` condition. Pure.
 
+use serde::Deserialize;
+
 use super::patterns::{Globs, Patterns};
 use crate::principal::Principal;
 
@@ -127,5 +129,47 @@ impl WhoCondition {
             parts.push(format!("subagent = {subagent}"));
         }
         parts
+    }
+}
+
+/// `who`: globs on the principal's fields, and whether a subagent made the call.
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WhoFile {
+    client: Option<Vec<String>>,
+    agent_type: Option<Vec<String>>,
+    agent_id: Option<Vec<String>>,
+    session: Option<Vec<String>>,
+    user: Option<Vec<String>>,
+    host: Option<Vec<String>>,
+    subagent: Option<bool>,
+}
+
+impl WhoCondition {
+    /// A `who` table as the policy file writes it, checked.
+    pub(super) fn from_file(spec: WhoFile) -> Result<Self, String> {
+        let mut fields = Vec::new();
+        for (field, globs_written) in [
+            (WhoField::Client, spec.client),
+            (WhoField::AgentType, spec.agent_type),
+            (WhoField::AgentId, spec.agent_id),
+            (WhoField::Session, spec.session),
+            (WhoField::User, spec.user),
+            (WhoField::Host, spec.host),
+        ] {
+            if let Some(written) = globs_written {
+                fields.push((field, super::patterns::globs("who", written, false)?));
+            }
+        }
+        if fields.is_empty() && spec.subagent.is_none() {
+            return Err(
+            "`who` names no field: client, agent_type, agent_id, session, user, host or subagent"
+                .into(),
+        );
+        }
+        Ok(WhoCondition {
+            fields,
+            subagent: spec.subagent,
+        })
     }
 }

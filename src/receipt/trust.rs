@@ -153,15 +153,15 @@ impl Trust {
                 let keys = keys
                     .iter()
                     .map(|p| {
-                        let note = crate::checkpoint::read_verifier_key(p);
-                        let text = std::fs::read_to_string(p).unwrap_or_default();
-                        match (note, witness_key(text.trim())) {
+                        let text = std::fs::read_to_string(p)
+                            .map_err(|e| format!("cannot read `{}`: {e}", p.display()))?;
+                        match (VerifierKey::from_text(&text), witness_key(text.trim())) {
                             (Ok(key), _) => Ok(key),
                             (Err(_), Ok(key)) => {
                                 witnesses.push(key.clone());
                                 Ok(key)
                             }
-                            (Err(e), Err(_)) => Err(e.to_string()),
+                            (Err(e), Err(_)) => Err(format!("`{}`: {e}", p.display())),
                         }
                     })
                     .collect::<Result<_, _>>()?;

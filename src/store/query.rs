@@ -260,6 +260,31 @@ pub struct StoredEvent {
 }
 
 impl StoredEvent {
+    /// The row's fields as the chain encodes them, in record format `format`.
+    pub fn fields(&self, format: u32) -> crate::chain::EventFields<'_> {
+        crate::chain::EventFields {
+            seq: self.seq,
+            log_id: &self.log_id,
+            ts_us: self.ts_us,
+            kind: &self.kind,
+            call_id: &self.call_id,
+            tool: self.tool.as_deref(),
+            action: self.action.as_deref(),
+            rule_id: self.rule_id.as_deref(),
+            approval: self.approval.as_deref(),
+            status: self.status.as_deref(),
+            payload: &self.payload,
+            format,
+            who: crate::chain::Who {
+                user: self.user.as_deref(),
+                host: self.host.as_deref(),
+                client: self.client.as_deref(),
+                session: self.session.as_deref(),
+                agent: self.agent.as_deref(),
+            },
+        }
+    }
+
     pub(super) const COLUMNS: &'static str = "seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain, user, host, client, session, agent";
     /// The same, for a database read (never migrated) at a schema before the provenance columns.
     pub(super) const COLUMNS_BEFORE_PROVENANCE: &'static str = "seq, log_id, ts_us, kind, call_id, tool, action, rule_id, approval, status, payload, leaf, chain, NULL, NULL, NULL, NULL, NULL";

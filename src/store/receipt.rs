@@ -38,28 +38,7 @@ impl Store {
         self.call_events(call_id)?
             .iter()
             .map(|e| {
-                let fields = crate::chain::EventFields {
-                    seq: e.seq,
-                    log_id: &e.log_id,
-                    ts_us: e.ts_us,
-                    kind: &e.kind,
-                    call_id: &e.call_id,
-                    tool: e.tool.as_deref(),
-                    action: e.action.as_deref(),
-                    rule_id: e.rule_id.as_deref(),
-                    approval: e.approval.as_deref(),
-                    status: e.status.as_deref(),
-                    payload: &e.payload,
-                    format: formats.of(e.seq as i64),
-                    who: crate::chain::Who {
-                        user: e.user.as_deref(),
-                        host: e.host.as_deref(),
-                        client: e.client.as_deref(),
-                        session: e.session.as_deref(),
-                        agent: e.agent.as_deref(),
-                    },
-                };
-                let data = fields.encode();
+                let data = e.fields(formats.of(e.seq as i64)).encode();
                 if leaf_hash(&data)[..] != e.leaf[..] {
                     return Err(self.damaged(format!(
                         "row {} no longer hashes to its stored leaf (run `gavel verify`)",

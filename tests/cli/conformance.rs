@@ -195,7 +195,6 @@ fn write_suite() {
     let fails =
         |problem: &str, element: &str| json!({"ok": false, "problem": problem, "element": element});
     let ok = json!({"ok": true});
-    let proofs: Vec<&str> = valid.split_inclusive('\n').collect();
     let line_of = |text: &str, prefix: &str, nth: usize| -> usize {
         text.lines()
             .enumerate()
@@ -218,7 +217,6 @@ fn write_suite() {
             .collect()
     };
     let line = |text: &str, n: usize| text.lines().nth(n - 1).unwrap().to_owned();
-    let _ = proofs;
 
     receipt("valid", &valid, &["host"], None, ok.clone());
     receipt(

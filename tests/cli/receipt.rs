@@ -9,32 +9,27 @@ use std::process::Output;
 use assert_cmd::Command;
 use serde_json::{Value, json};
 
-use crate::support::{append_calls, code, stderr, stdout};
+use crate::support::{Sandbox, append_calls, code, stderr, stdout, tool_payload};
 
+/// A sandbox whose gavel signs its automatic checkpoints, run from the workspace.
 struct Env {
-    dir: tempfile::TempDir,
+    sandbox: Sandbox,
     ws: PathBuf,
     db: PathBuf,
 }
 
 impl Env {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().join("ws");
-        std::fs::create_dir(&ws).unwrap();
-        let ws = std::fs::canonicalize(ws).unwrap();
-        std::fs::write(ws.join("a.txt"), "hello\n").unwrap();
-        let db = dir.path().join("audit.db");
-        Self { dir, ws, db }
+        let sandbox = Sandbox::new();
+        sandbox.write("a.txt", "hello\n");
+        let (ws, db) = (sandbox.ws.clone(), sandbox.db.clone());
+        Self { sandbox, ws, db }
     }
 
     fn gavel(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("gavel").unwrap();
-        cmd.env_remove("GAVEL_POLICY")
-            .env_remove("GAVEL_DB")
-            .env_remove("GAVEL_CHECKPOINT_EVERY")
+        let mut cmd = self.sandbox.bare();
+        cmd.env_remove("GAVEL_CHECKPOINT_EVERY")
             .env_remove("CLAUDE_PROJECT_DIR")
-            .env("XDG_DATA_HOME", self.dir.path().join("data"))
             .current_dir(&self.ws)
             .arg("--db")
             .arg(&self.db)
@@ -57,16 +52,7 @@ impl Env {
     /// A Claude Code hook call: `PreToolUse`, then `PostToolUse`.
     fn hook_call(&self, id: &str, tool: &str, input: Value) {
         for fixture in ["pre_tool_use.json", "post_tool_use.json"] {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("fixtures/clients/claude-code")
-                .join(fixture);
-            let text = std::fs::read_to_string(path).unwrap();
-            let mut payload: Value =
-                serde_json::from_str(&text.replace("${WORKSPACE}", &self.ws.to_string_lossy()))
-                    .unwrap();
-            payload["tool_use_id"] = json!(id);
-            payload["tool_name"] = json!(tool);
-            payload["tool_input"] = input.clone();
+            let payload = tool_payload(&self.sandbox, fixture, id, tool, input.clone());
             let out = self
                 .gavel(&["hook", "claude-code"])
                 .write_stdin(payload.to_string())
@@ -78,7 +64,7 @@ impl Env {
 
     /// The verifier key of the log's automatic checkpoints.
     fn log_key(&self) -> PathBuf {
-        let keys = self.dir.path().join("data/gavel/keys");
+        let keys = self.sandbox.root.join("data/gavel/keys");
         std::fs::read_dir(&keys)
             .unwrap()
             .map(|e| e.unwrap().path())
