@@ -19,7 +19,7 @@ import struct
 import sys
 
 APPLICATION_ID = 0x6761766C
-SCHEMA = 6
+SCHEMA = 7
 FORMATS = (1, 2)
 WHO = ("user", "host", "client", "session", "agent")
 

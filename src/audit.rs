@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::facts::Facts;
-use crate::policy::{Action, LayerRef, PolicyRef, ShadowVerdict};
+use crate::policy::{Action, History, LayerRef, PolicyRef, ShadowVerdict};
 use crate::principal::Principal;
 
 /// How execution ended.
@@ -247,6 +247,16 @@ pub struct DecisionRecord {
     /// The sandbox of an allow rule that names one (docs/sandbox.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::SandboxRecord>,
+    /// The call's labels, for later calls' flow rules (docs/policy.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// The earlier call whose label made the deciding rule's `after` hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<crate::policy::After>,
+    /// The last seq of the record the session's history was read through,
+    /// when the policy read it: replay reads the same rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_through: Option<u64>,
     pub facts: Facts,
 }
 
@@ -780,6 +790,15 @@ pub trait AuditSink {
     fn append_owned(&mut self, events: Vec<Event>) -> Result<(), AuditError> {
         self.append(&events)
     }
+
+    /// What the earlier calls of `session` did, for flow rules: the labels
+    /// of those that took place, and the last seq of the record read
+    /// (docs/policy.md, "Session flows"). `None`: this sink cannot say,
+    /// and the history is unknown (flow rules then fail closed).
+    fn session_history(&mut self, session: &str) -> Result<Option<(u64, History)>, AuditError> {
+        let _ = session;
+        Ok(None)
+    }
 }
 
 impl<T: AuditSink + ?Sized> AuditSink for &mut T {
@@ -789,6 +808,10 @@ impl<T: AuditSink + ?Sized> AuditSink for &mut T {
 
     fn append_owned(&mut self, events: Vec<Event>) -> Result<(), AuditError> {
         (**self).append_owned(events)
+    }
+
+    fn session_history(&mut self, session: &str) -> Result<Option<(u64, History)>, AuditError> {
+        (**self).session_history(session)
     }
 }
 
@@ -802,6 +825,39 @@ impl AuditSink for Vec<Event> {
     fn append_owned(&mut self, events: Vec<Event>) -> Result<(), AuditError> {
         self.extend(events);
         Ok(())
+    }
+
+    /// The same reading as the store's, seqs counted from 1.
+    fn session_history(&mut self, session: &str) -> Result<Option<(u64, History)>, AuditError> {
+        let of_session = |e: &Event| {
+            e.principal
+                .as_ref()
+                .is_some_and(|p| p.session.as_deref() == Some(session))
+        };
+        let blocked = |call_id: &str| {
+            self.iter().any(|e| {
+                e.call_id == call_id
+                    && match &e.body {
+                        EventBody::Approval(a) => matches!(
+                            a.status,
+                            ApprovalStatus::Rejected | ApprovalStatus::Cancelled
+                        ),
+                        EventBody::Result(r) => r.status == ExecutionStatus::Blocked,
+                        _ => false,
+                    }
+            })
+        };
+        let mut history = History::default();
+        for event in self.iter().filter(|e| of_session(e)) {
+            if let EventBody::Decision(d) = &event.body
+                && d.action != Action::Deny
+                && !d.labels.is_empty()
+                && !blocked(&event.call_id)
+            {
+                history.add(&event.call_id, &d.labels);
+            }
+        }
+        Ok(Some((self.len() as u64, history)))
     }
 }
 
@@ -851,6 +907,12 @@ impl<S: AuditSink> DeferredResults<S> {
 }
 
 impl<S: AuditSink> AuditSink for DeferredResults<S> {
+    /// Held results do not matter: a call whose result is blocked was
+    /// denied or refused in rows already written.
+    fn session_history(&mut self, session: &str) -> Result<Option<(u64, History)>, AuditError> {
+        self.inner.session_history(session)
+    }
+
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
         if self.pending.is_empty() && !only_results(events) {
             return self.inner.append(events);

@@ -16,6 +16,7 @@ use crate::policy::{Action, Decision, Policy, PolicyRef};
 use crate::request::ToolRequest;
 use crate::store::{AuditQuery, DecidedCall, Store, StoreError};
 
+mod flows;
 mod gate;
 mod grants;
 pub mod summary;
@@ -117,6 +118,10 @@ pub struct ChangedCall {
     pub from: Verdict,
     pub to: Verdict,
     pub direction: Direction,
+    /// The earlier call of the session whose label a flow rule read: the
+    /// one the new decision's `after` names, else the recorded one's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub because: Option<crate::policy::After>,
 }
 
 /// How many call ids a `DriftBuilder` keeps per transition and for anomalies.
@@ -459,6 +464,7 @@ impl DriftBuilder {
             from: from.clone(),
             to: to.clone(),
             direction,
+            because: now.after.clone().or_else(|| recorded.after.clone()),
         };
         let kept = self.kept;
         let group = self.groups.entry((from, to)).or_insert_with(|| Group {
@@ -628,6 +634,7 @@ pub fn replay_calls_with<E: From<StoreError>>(
         Grants::AsRecorded => Some(GrantBook::load(store)?),
         Grants::Ignored => None,
     };
+    let flows = flows::Flows::scan(store, policy, query.until)?;
     // Live facts: each recorded workspace is opened (canonicalized) once.
     let mut workspaces: HashMap<String, Result<Workspace, String>> = HashMap::new();
     let mut parse_differs = 0;
@@ -647,7 +654,13 @@ pub fn replay_calls_with<E: From<StoreError>>(
                 &live
             }
         };
-        let mut now = policy.decide_as(request, facts, call.request.principal.as_ref());
+        let history = flows.as_ref().map(|f| f.history(call)).unwrap_or_default();
+        let mut now = policy.decide_in(
+            request,
+            facts,
+            call.request.principal.as_ref(),
+            &history,
+        );
         // Under the enforcement the call's machine recorded (a record
         // older than it: a kernel that enforces everything).
         let enforced = call
@@ -772,6 +785,8 @@ pub fn shadow_calls<E: From<StoreError>>(
             layers: Vec::new(),
             shadow: Vec::new(),
             sandbox: None,
+            labels: Vec::new(),
+            after: None,
         };
         Some((recorded_decision(call), now))
     };
@@ -828,12 +843,17 @@ pub fn diff_calls_inspecting<E: From<StoreError>>(
     on_change: &mut dyn FnMut(&ChangedCall) -> Result<(), E>,
     inspect: &mut dyn FnMut(&DecidedCall, &ToolRequest, &Decision, &Decision),
 ) -> Result<DriftReport, E> {
+    let old_flows = flows::Flows::scan(store, old, query.until)?;
+    let new_flows = flows::Flows::scan(store, new, query.until)?;
     let mut decide = |call: &DecidedCall, request: &ToolRequest| {
         let facts = &call.decision.facts;
         let who = call.request.principal.as_ref();
+        let history = |flows: &Option<flows::Flows>| {
+            flows.as_ref().map(|f| f.history(call)).unwrap_or_default()
+        };
         let (before, after) = (
-            old.decide_as(request, facts, who),
-            new.decide_as(request, facts, who),
+            old.decide_in(request, facts, who, &history(&old_flows)),
+            new.decide_in(request, facts, who, &history(&new_flows)),
         );
         inspect(call, request, &before, &after);
         Some((before, after))
@@ -859,6 +879,8 @@ fn recorded_decision(call: &DecidedCall) -> Decision {
         layers: call.decision.layers.clone(),
         shadow: call.decision.shadow.clone(),
         sandbox: call.decision.sandbox.clone(),
+        labels: call.decision.labels.clone(),
+        after: call.decision.after.clone(),
     }
 }
 

@@ -90,6 +90,15 @@ struct Decided {
     facts: Facts,
     decision: Decision,
     oversized: Option<JsonMeasure>,
+    /// The last seq the session's history was read through, when it was.
+    history_through: Option<u64>,
+}
+
+/// What the earlier calls of a call's session did, as read for its decision.
+#[derive(Default)]
+struct Flow {
+    through: Option<u64>,
+    history: crate::policy::History,
 }
 
 impl GovernedRunner {
@@ -174,7 +183,7 @@ impl GovernedRunner {
 
     /// Decides a request without asking or running anything.
     pub fn decide(&self, request: &ToolRequest) -> (Facts, Decision) {
-        let decided = self.decide_sized(request, None, None);
+        let decided = self.decide_sized(request, None, None, Flow::default());
         (decided.facts, decided.decision)
     }
 
@@ -185,6 +194,7 @@ impl GovernedRunner {
         request: &ToolRequest,
         client: Option<&ClientCall>,
         mcp: Option<McpFacts>,
+        flow: Flow,
     ) -> Decided {
         let size = JsonMeasure::size(&request.arguments);
         let too_large = size > self.max_argument_bytes;
@@ -219,6 +229,8 @@ impl GovernedRunner {
                     })
                     .collect(),
                 sandbox: None,
+                labels: Vec::new(),
+                after: None,
             };
             let facts = Facts {
                 workspace: self.workspace.root().to_string_lossy().into_owned(),
@@ -232,6 +244,7 @@ impl GovernedRunner {
                 facts,
                 decision,
                 oversized: too_large.then(|| JsonMeasure::of(&request.arguments)),
+                history_through: None,
             };
         }
         let declared = self.policy.path_arguments(&request.name);
@@ -241,9 +254,12 @@ impl GovernedRunner {
             self.workspace.facts_with(request, &declared)
         };
         facts.mcp = mcp;
-        let mut decision = self
-            .policy
-            .decide_as(request, &facts, self.principal.as_deref());
+        let mut decision = self.policy.decide_in(
+            request,
+            &facts,
+            self.principal.as_deref(),
+            &flow.history,
+        );
         // The sandbox it runs in, and whether this kernel can hold it.
         crate::sandbox::admit(
             &mut decision,
@@ -266,7 +282,30 @@ impl GovernedRunner {
             facts,
             decision,
             oversized: None,
+            history_through: flow.through,
         }
+    }
+
+    /// What the earlier calls of this runner's session did, read from
+    /// `audit` when the policy reads it; a call without a session is the
+    /// first of its own. A sink that cannot say gives an unknown history.
+    fn flow(&self, audit: &mut dyn AuditSink) -> Result<Flow, AuditError> {
+        if !self.policy.reads_history() {
+            return Ok(Flow::default());
+        }
+        let Some(session) = self.principal.as_ref().and_then(|p| p.session.as_deref()) else {
+            return Ok(Flow::default());
+        };
+        Ok(match audit.session_history(session)? {
+            Some((through, history)) => Flow {
+                through: Some(through),
+                history,
+            },
+            None => Flow {
+                through: None,
+                history: crate::policy::History::unknown(),
+            },
+        })
     }
 
     /// Runs one call through the whole pipeline under `call_id`.
@@ -283,7 +322,8 @@ impl GovernedRunner {
         audit: &mut dyn AuditSink,
     ) -> Result<CallOutcome, AuditError> {
         self.hooks.emit(HookEvent::PreToolUse(request));
-        let decided = self.decide_sized(request, client.as_ref(), None);
+        let flow = self.flow(audit)?;
+        let decided = self.decide_sized(request, client.as_ref(), None, flow);
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
         let mut ahead = Vec::from(write_ahead(call_id, request, client, &decided, who));
@@ -459,14 +499,18 @@ fn write_ahead(
         Event::now(
             call_id,
             tool,
-            decision_body(&decided.decision, &decided.facts.for_record(request)),
+            decision_body(
+                &decided.decision,
+                &decided.facts.for_record(request),
+                decided.history_through,
+            ),
         )
         .by(who),
     ]
 }
 
 /// The decision event for `decision` made on `facts`.
-pub fn decision_body(decision: &Decision, facts: &Facts) -> EventBody {
+pub fn decision_body(decision: &Decision, facts: &Facts, history_through: Option<u64>) -> EventBody {
     EventBody::Decision(DecisionRecord {
         action: decision.action,
         rule_id: decision.rule_id.clone(),
@@ -476,6 +520,9 @@ pub fn decision_body(decision: &Decision, facts: &Facts) -> EventBody {
         layers: decision.layers.clone(),
         shadow: decision.shadow.clone(),
         sandbox: decision.sandbox.clone(),
+        labels: decision.labels.clone(),
+        after: decision.after.clone(),
+        history_through,
         facts: facts.clone(),
     })
 }
@@ -541,7 +588,8 @@ impl GovernedRunner {
         audit: &mut dyn AuditSink,
     ) -> Result<(Facts, Decision), AuditError> {
         self.hooks.emit(HookEvent::PreToolUse(request));
-        let decided = self.decide_sized(request, client.as_ref(), mcp);
+        let flow = self.flow(audit)?;
+        let decided = self.decide_sized(request, client.as_ref(), mcp, flow);
         let tool = Some(request.name.as_str());
         let who = self.principal.as_ref();
         let mut events = Vec::from(write_ahead(call_id, request, client, &decided, who));

@@ -206,6 +206,7 @@ fn lint_kind(finding: &Finding) -> &'static str {
         LintKind::UnscopedShellAllow => "lint.unscoped_shell_allow",
         LintKind::UnmodelledProgram => "lint.unmodelled_program",
         LintKind::NeverSent => "lint.never_sent",
+        LintKind::UnknownLabel => "lint.unknown_label",
     }
 }
 

@@ -51,6 +51,10 @@ struct RuleFile {
     definition_changed: Option<bool>,
     args: Option<Vec<super::args::ArgFile>>,
     who: Option<super::who::WhoFile>,
+    after: Option<Vec<String>>,
+    not_after: Option<Vec<String>>,
+    labelled: Option<Vec<String>>,
+    labels: Option<Vec<String>>,
     sandbox: Option<String>,
     examples: Option<Vec<Example>>,
 }
@@ -152,6 +156,8 @@ struct Example {
     arguments: serde_json::Value,
     matches: bool,
     facts: Option<crate::facts::Facts>,
+    /// Labels earlier calls of the session set, for flow conditions.
+    history: Option<Vec<String>>,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -163,6 +169,7 @@ fn check_examples(
     rule: &Rule,
     examples: Vec<Example>,
     paths: &[super::PathArguments],
+    label_rules: &[Rule],
 ) -> Result<(), String> {
     for (index, example) in examples.into_iter().enumerate() {
         let request = ToolRequest::new("example", &example.tool, example.arguments);
@@ -170,7 +177,20 @@ fn check_examples(
             let declared = super::declared_paths(paths, &request.name);
             crate::facts::lexical_facts_with(&request, &declared)
         });
-        let outcome = rule.matches(&request, &facts, None);
+        let mut history = super::History::default();
+        history.add("earlier", &example.history.unwrap_or_default());
+        let mut labels = Vec::new();
+        for entry in label_rules {
+            if entry.matches(&request, &facts, &super::At::none()).is_ok() {
+                super::add_labels(&mut labels, &entry.labels);
+            }
+        }
+        let at = super::At {
+            who: None,
+            history: &history,
+            labels: &labels,
+        };
+        let outcome = rule.matches(&request, &facts, &at);
         let shown = format!(
             "example {} ({} {})",
             index + 1,
@@ -181,10 +201,10 @@ fn check_examples(
             (true, Err(miss)) => {
                 return Err(format!(
                     "{shown} should match but does not: {}",
-                    miss.describe(rule, &request, &facts, None)
+                    miss.describe(rule, &request, &facts, &at)
                 ));
             }
-            (false, Ok(())) => return Err(format!("{shown} should not match but does")),
+            (false, Ok(_)) => return Err(format!("{shown} should not match but does")),
             _ => {}
         }
     }
@@ -297,6 +317,7 @@ type Read = (
     Vec<PathsFile>,
     Option<std::time::Duration>,
     SandboxFile,
+    Vec<toml::Table>,
 );
 
 /// The `[sandbox]` table: named profiles for allow rules' `sandbox = "NAME"`.
@@ -419,6 +440,8 @@ fn read_typed(text: &str) -> Option<Read> {
         paths: Vec<PathsFile>,
         #[serde(default)]
         sandbox: SandboxFile,
+        #[serde(default)]
+        labels: Vec<toml::Table>,
     }
     let file: PolicyFile = toml::from_str(text).ok()?;
     check_shadows(&file.shadow).ok()?;
@@ -446,6 +469,7 @@ fn read_typed(text: &str) -> Option<Read> {
         file.paths,
         wait,
         file.sandbox,
+        file.labels,
     ))
 }
 
@@ -469,6 +493,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut shadows = Vec::new();
     let mut paths = Vec::new();
     let mut sandbox = SandboxFile::default();
+    let mut labels = Vec::new();
     for (key, value) in table {
         match (key.as_str(), value) {
             ("name", toml::Value::String(s)) if !s.trim().is_empty() => name = Some(s),
@@ -495,6 +520,11 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
                 sandbox = SandboxFile::deserialize(value)
                     .map_err(|e| file_error(format!("[sandbox]: {}", e.message())))?;
             }
+            ("labels", value) => {
+                labels = Vec::<toml::Table>::deserialize(value).map_err(|e| {
+                    file_error(format!("[[labels]]: must be tables: {}", e.message()))
+                })?;
+            }
             (other, _) => return Err(file_error(format!("unknown key `{other}`"))),
         }
     }
@@ -511,7 +541,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact, shadows, paths, wait, sandbox))
+    Ok((name, rules, redact, shadows, paths, wait, sandbox, labels))
 }
 
 /// The line (from 1) where each rule of a policy's text begins (its
@@ -631,7 +661,7 @@ fn parse_text(read: &str, text: &str, origin: &str, checks: Checks) -> Result<Po
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact, shadow_specs, paths, approval_wait, mut sandbox) =
+    let (name, specs, redact, shadow_specs, paths, approval_wait, mut sandbox, label_specs) =
         match read_typed(read) {
             Some(read) => read,
             None => read_table(read, &file_error)?,
@@ -654,6 +684,28 @@ fn parse_text(read: &str, text: &str, origin: &str, checks: Checks) -> Result<Po
                 .check()
                 .map_err(|e| file_error(format!("[[paths]] #{}: {e}", index + 1)))?;
         }
+    }
+
+    let mut label_rules: Vec<Rule> = Vec::with_capacity(label_specs.len());
+    for (index, table) in label_specs.into_iter().enumerate() {
+        let (rule, examples) = label_entry(table).map_err(|problem| {
+            file_error(format!("[[labels]] #{}: {problem}", index + 1))
+        })?;
+        let entry_error = |problem: String| PolicyError::Rule {
+            path: origin.to_owned(),
+            rule: rule.id.clone(),
+            problem,
+        };
+        if checks == Checks::Now {
+            rule.check_globs().map_err(&entry_error)?;
+            if let Some(examples) = examples {
+                check_examples(&rule, examples, &paths, &[]).map_err(&entry_error)?;
+            }
+        }
+        if label_rules.iter().any(|r| r.id == rule.id) {
+            return Err(entry_error("duplicate [[labels]] id".into()));
+        }
+        label_rules.push(rule);
     }
 
     let mut rules: Vec<Rule> = Vec::with_capacity(specs.len());
@@ -680,7 +732,7 @@ fn parse_text(read: &str, text: &str, origin: &str, checks: Checks) -> Result<Po
             }
         });
         if let Some(examples) = examples.filter(|_| checks == Checks::Now) {
-            check_examples(&rule, examples, &paths).map_err(&rule_error)?;
+            check_examples(&rule, examples, &paths, &label_rules).map_err(&rule_error)?;
         }
         if rules.iter().any(|r| r.id == rule.id) {
             return Err(rule_error("duplicate rule id".into()));
@@ -705,7 +757,32 @@ fn parse_text(read: &str, text: &str, origin: &str, checks: Checks) -> Result<Po
         approval_wait,
         profiles,
         unenforceable,
+        label_rules,
     })
+}
+
+/// A `[[labels]]` entry: a rule's conditions and `labels`, no action.
+/// Compiled as a deny, whose conditions hold when any path or command meets
+/// them, and checked to carry neither a flow condition nor a sandbox.
+fn label_entry(mut table: toml::Table) -> Result<(Rule, Option<Vec<Example>>), String> {
+    for key in ["action", "reason", "sandbox", "after", "not_after", "labelled"] {
+        if table.contains_key(key) {
+            return Err(format!(
+                "`{key}` is not for a [[labels]] entry (it labels calls; rules decide them)"
+            ));
+        }
+    }
+    table.insert("action".into(), "deny".into());
+    table.insert("reason".into(), "label".into());
+    let mut spec = RuleFile::deserialize(table).map_err(|e| e.message().to_owned())?;
+    if spec.labels.as_ref().is_none_or(Vec::is_empty) {
+        return Err(format!(
+            "entry `{}` needs `labels`, the labels it gives",
+            spec.id
+        ));
+    }
+    let examples = spec.examples.take();
+    Ok((compile(spec)?, examples))
 }
 
 /// `sandbox = "NAME"`: only on an allow rule, naming a built-in profile or
@@ -755,7 +832,14 @@ fn refuse_text_only_shell_allow(rule: &Rule) -> Result<(), String> {
 }
 
 /// The placeholders a rule's `reason` may use.
-pub const PLACEHOLDERS: [&str; 5] = ["tool", "command", "path", "workspace", "unprovable"];
+pub const PLACEHOLDERS: [&str; 6] = [
+    "tool",
+    "command",
+    "path",
+    "workspace",
+    "unprovable",
+    "after",
+];
 
 /// Refuses a `{name}` in `reason` that is not a placeholder: it would be
 /// printed literally. Braces around anything else (`{a, b}`) are text.
@@ -846,6 +930,15 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             .who
             .map(super::who::WhoCondition::from_file)
             .transpose()?,
+        flow: super::flow::FlowCondition::from_file(spec.after, spec.not_after, spec.labelled)?,
+        labels: match spec.labels {
+            Some(labels) => {
+                non_empty_list("labels", &labels)?;
+                super::flow::check_labels("labels", &labels)?;
+                labels
+            }
+            None => Vec::new(),
+        },
         sandbox: spec.sandbox,
         held: None,
     })
@@ -986,7 +1079,7 @@ mod tests {
                 // Left to the table reader, which must find what is wrong:
                 // in the file, or in one of its rules.
                 None => assert!(
-                    table.map_or(true, |(_, rules, _, _, _, _, _)| rules
+                    table.map_or(true, |(_, rules, _, _, _, _, _, _)| rules
                         .iter()
                         .any(|(_, r)| r.is_err())),
                     "{name}: only the table reader reads it"

@@ -39,11 +39,11 @@ pub(super) fn held(
     enforced: &Policy,
     request: &ToolRequest,
     facts: &Facts,
-    who: Option<&crate::principal::Principal>,
+    at: &super::At<'_>,
     trace: Option<&mut Vec<RuleTrace>>,
 ) -> Option<Decision> {
     let mut tried = Vec::new();
-    let found = floor().first_match(request, facts, who, Some(&mut tried), Some(FLOOR_LAYER))?;
+    let found = floor().first_match(request, facts, at, Some(&mut tried), Some(FLOOR_LAYER))?;
     if let Some(trace) = trace {
         trace.extend(tried);
     }

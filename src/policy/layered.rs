@@ -259,7 +259,7 @@ pub(super) fn decide(
     project: &Policy,
     request: &ToolRequest,
     facts: &Facts,
-    who: Option<&crate::principal::Principal>,
+    at: &super::At<'_>,
     mut trace: Option<&mut Vec<RuleTrace>>,
 ) -> Decision {
     let mut decided: Option<Decision> = None;
@@ -267,7 +267,7 @@ pub(super) fn decide(
         let Some(mut decision) =
             layer
                 .policy
-                .first_match(request, facts, who, trace.as_deref_mut(), Some(&layer.name))
+                .first_match(request, facts, at, trace.as_deref_mut(), Some(&layer.name))
         else {
             continue;
         };
@@ -277,7 +277,7 @@ pub(super) fn decide(
         }
     }
     let own = project
-        .first_match(request, facts, who, trace, Some(PROJECT_LAYER))
+        .first_match(request, facts, at, trace, Some(PROJECT_LAYER))
         .unwrap_or_else(|| project.unmatched(request));
     let mut decision = match decided {
         Some(above) if above.action >= own.action => above,

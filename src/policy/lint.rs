@@ -40,6 +40,9 @@ pub enum LintKind {
     /// A `who` condition on a field none of the clients it names ever
     /// sends: it can never hold.
     NeverSent,
+    /// A flow condition on a label nothing gives: no `[[labels]]` entry
+    /// (nor, for `after` and `not_after`, any rule's `labels`).
+    UnknownLabel,
 }
 
 /// One finding about one rule.
@@ -116,6 +119,23 @@ pub fn lint(policy: &Policy) -> Vec<Finding> {
                 message: format!(
                     "rule `{}` {message}: its `who` condition never holds",
                     rule.id
+                ),
+            });
+        }
+        for label in unknown_labels(policy, rule) {
+            findings.push(Finding {
+                kind: LintKind::UnknownLabel,
+                rule_id: rule.id.clone(),
+                by: None,
+                message: format!(
+                    "rule `{}` reads label `{label}`, which no [[labels]] entry{} gives: \
+                     the condition never changes",
+                    rule.id,
+                    if rule.flow.as_ref().is_some_and(|f| f.labelled.contains(&label)) {
+                        ""
+                    } else {
+                        " or rule"
+                    }
                 ),
             });
         }
@@ -270,6 +290,36 @@ fn keeps_bash_inside(rule: &Rule) -> bool {
         && rule.definition_changed.is_none()
         && rule.args.is_none()
         && rule.who.is_none()
+        && rule.flow.is_none()
+}
+
+/// The labels `rule`'s flow conditions read that nothing in `policy` or
+/// the layers above gives: `labelled` reads the `[[labels]]` entries,
+/// `after` and `not_after` those and every rule's `labels`.
+fn unknown_labels(policy: &Policy, rule: &Rule) -> Vec<String> {
+    let Some(flow) = &rule.flow else {
+        return Vec::new();
+    };
+    let policies: Vec<&Policy> = policy.above.iter().map(|l| &l.policy).chain([policy]).collect();
+    let given = |label: &String, by_rules: bool| {
+        policies.iter().any(|p| {
+            p.label_rules.iter().any(|r| r.labels.contains(label))
+                || (by_rules && p.rules.iter().any(|r| r.labels.contains(label)))
+        })
+    };
+    let mut unknown = Vec::new();
+    for (label, by_rules) in flow
+        .after
+        .iter()
+        .chain(&flow.not_after)
+        .map(|l| (l, true))
+        .chain(flow.labelled.iter().map(|l| (l, false)))
+    {
+        if !given(label, by_rules) && !unknown.contains(label) {
+            unknown.push(label.clone());
+        }
+    }
+    unknown
 }
 
 /// A command that `rule` allows and that names a path outside the
@@ -321,7 +371,7 @@ fn outside_example(rule: &Rule) -> Option<String> {
             serde_json::json!({ "command": command }),
         );
         let facts = crate::facts::lexical_facts(&request);
-        rule.matches(&request, &facts, None).is_ok() && facts.paths.iter().any(|p| !p.inside)
+        rule.matches(&request, &facts, &super::At::none()).is_ok() && facts.paths.iter().any(|p| !p.inside)
     })
 }
 
@@ -370,6 +420,7 @@ fn has_conditions(rule: &Rule) -> bool {
         || rule.definition_changed.is_some()
         || rule.args.is_some()
         || rule.who.is_some()
+        || rule.flow.is_some()
 }
 
 /// Whether every call `later` matches is provably matched by `earlier`.
@@ -399,6 +450,7 @@ pub(super) fn shadows(earlier: &Rule, later: &Rule) -> bool {
         && (earlier.definition_changed.is_none()
             || earlier.definition_changed == later.definition_changed)
         && args_cover(earlier, later)
+        && earlier.flow.as_ref().is_none_or(|e| later.flow.as_ref() == Some(e))
         && earlier.who.as_ref().is_none_or(|e| {
             later
                 .who

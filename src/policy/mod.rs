@@ -11,6 +11,7 @@ mod commands;
 pub mod diff;
 mod file;
 mod floor;
+mod flow;
 mod layered;
 pub mod lint;
 mod patterns;
@@ -29,6 +30,7 @@ use crate::request::ToolRequest;
 pub(crate) use commands::unproven;
 pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec, memoize_parses};
 pub use floor::{FLOOR_LAYER, FLOOR_POLICY_TOML, floor};
+pub use flow::{After, History};
 pub use layered::{EffectiveRule, Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
 pub use rule::{EntryMatch, Rule};
 
@@ -116,6 +118,37 @@ pub struct Decision {
     /// its spec and digest; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::SandboxRecord>,
+    /// The call's labels: from the `[[labels]]` entries that hold for it,
+    /// then the deciding rule's own `labels`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// When the deciding rule has an `after` condition: the label and the
+    /// earlier call of the session that made it hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<After>,
+}
+
+/// What a rule reads beyond the request and its facts: who made the call,
+/// what the session did before, and the labels the call carries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct At<'a> {
+    pub who: Option<&'a Principal>,
+    pub history: &'a History,
+    pub labels: &'a [String],
+}
+
+/// The history of a call that has none: a fresh session.
+static NO_HISTORY: History = History::empty();
+
+impl At<'static> {
+    /// Nobody known, a fresh session, no labels.
+    pub(crate) fn none() -> Self {
+        At {
+            who: None,
+            history: &NO_HISTORY,
+            labels: &[],
+        }
+    }
 }
 
 /// Why one rule did or did not match, for `check --explain` and `explain`.
@@ -156,6 +189,8 @@ pub struct Policy {
     /// `[sandbox] unenforceable`: what an allow whose sandbox the kernel
     /// cannot enforce becomes (`ask` or `deny`).
     unenforceable: Action,
+    /// `[[labels]]`: entries that label the calls they hold for.
+    label_rules: Vec<Rule>,
 }
 
 /// One `[[paths]]` entry of a policy: the top-level arguments of the
@@ -316,35 +351,59 @@ fn declared_paths(paths: &[PathArguments], tool: &str) -> Vec<(String, crate::fa
 
 impl Policy {
     /// Decides `request` given `facts`. Pure: no prompt, no I/O. No
-    /// principal: rules with `who` conditions do not match.
+    /// principal: rules with `who` conditions do not match; a fresh session.
     pub fn decide(&self, request: &ToolRequest, facts: &Facts) -> Decision {
-        self.evaluate(request, facts, None, None)
+        self.evaluate(request, facts, None, &NO_HISTORY, None)
     }
 
-    /// Decides `request` made by `who` (the principal the record keeps).
+    /// Decides `request` made by `who` (the principal the record keeps), as
+    /// the first call of its session.
     pub fn decide_as(
         &self,
         request: &ToolRequest,
         facts: &Facts,
         who: Option<&Principal>,
     ) -> Decision {
-        self.evaluate(request, facts, who, None)
+        self.evaluate(request, facts, who, &NO_HISTORY, None)
+    }
+
+    /// Decides `request` made by `who` after `history`: what the earlier
+    /// calls of its session did, for flow conditions.
+    pub fn decide_in(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        who: Option<&Principal>,
+        history: &History,
+    ) -> Decision {
+        self.evaluate(request, facts, who, history, None)
     }
 
     /// Decides and also reports, rule by rule, why each rule tried did or did not match.
     pub fn explain(&self, request: &ToolRequest, facts: &Facts) -> (Decision, Vec<RuleTrace>) {
-        self.explain_as(request, facts, None)
+        self.explain_in(request, facts, None, &NO_HISTORY)
     }
 
-    /// [`Policy::explain`] of a call made by `who`.
+    /// [`Policy::explain`] of a call made by `who`, first of its session.
     pub fn explain_as(
         &self,
         request: &ToolRequest,
         facts: &Facts,
         who: Option<&Principal>,
     ) -> (Decision, Vec<RuleTrace>) {
+        self.explain_in(request, facts, who, &NO_HISTORY)
+    }
+
+    /// [`Policy::explain`] of a call made by `who` after `history`.
+    pub fn explain_in(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        who: Option<&Principal>,
+        history: &History,
+    ) -> (Decision, Vec<RuleTrace>) {
         let mut trace = Vec::new();
-        let decision = self.evaluate(request, facts, who, Some(&mut trace));
+        let decision = self.evaluate(request, facts, who, history, Some(&mut trace));
         (decision, trace)
     }
 
@@ -353,11 +412,49 @@ impl Policy {
     /// Pure. `policy suggest` checks with it that a proposed rule covers
     /// none of the calls it must not.
     pub fn matching_rules(&self, request: &ToolRequest, facts: &Facts) -> Vec<&str> {
+        let labels = self.labels_of(request, facts, None);
+        let at = At {
+            labels: &labels,
+            ..At::none()
+        };
         self.rules
             .iter()
-            .filter(|rule| rule.matches(request, facts, None).is_ok())
+            .filter(|rule| rule.matches(request, facts, &at).is_ok())
             .map(|rule| rule.id.as_str())
             .collect()
+    }
+
+    /// The labels the `[[labels]]` entries of the layers above and of this
+    /// policy give `request` made by `who`, in their order, each once.
+    pub fn labels_of(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        who: Option<&Principal>,
+    ) -> Vec<String> {
+        let at = At {
+            who,
+            ..At::none()
+        };
+        let mut labels: Vec<String> = Vec::new();
+        let entries = self.above.iter().map(|l| &l.policy).chain([self]);
+        for rule in entries.flat_map(|p| &p.label_rules) {
+            if rule.matches(request, facts, &at).is_ok() {
+                add_labels(&mut labels, &rule.labels);
+            }
+        }
+        labels
+    }
+
+    /// Whether a rule of this policy or of a layer above reads the
+    /// session's history (`after`, `not_after`): only then is it read.
+    pub fn reads_history(&self) -> bool {
+        self.above
+            .iter()
+            .map(|l| &l.policy)
+            .chain([self])
+            .flat_map(|p| &p.rules)
+            .any(|r| r.flow.as_ref().is_some_and(|f| f.reads_history()))
     }
 
     fn evaluate(
@@ -365,6 +462,7 @@ impl Policy {
         request: &ToolRequest,
         facts: &Facts,
         who: Option<&Principal>,
+        history: &History,
         mut trace: Option<&mut Vec<RuleTrace>>,
     ) -> Decision {
         if let Some(problem) = request
@@ -374,22 +472,33 @@ impl Policy {
         {
             return self.decision(Action::Deny, INVALID_ARGUMENTS, problem);
         }
+        let labels = self.labels_of(request, facts, who);
+        let at = At {
+            who,
+            history,
+            labels: &labels,
+        };
         // The floor sits above every policy and layer: its deny is final,
         // its ask yields only to a deny.
-        let floor = floor::held(self, request, facts, who, trace.as_deref_mut());
-        if let Some(floor) = floor.as_ref().filter(|d| d.action == Action::Deny) {
-            return floor.clone();
-        }
-        let decision = if self.above.is_empty() {
-            self.first_match(request, facts, who, trace, None)
-                .unwrap_or_else(|| self.unmatched(request))
-        } else {
-            layered::decide(self, request, facts, who, trace)
+        let floor = floor::held(self, request, facts, &at, trace.as_deref_mut());
+        let mut decision = match floor {
+            Some(floor) if floor.action == Action::Deny => floor,
+            floor => {
+                let decision = if self.above.is_empty() {
+                    self.first_match(request, facts, &at, trace, None)
+                        .unwrap_or_else(|| self.unmatched(request))
+                } else {
+                    layered::decide(self, request, facts, &at, trace)
+                };
+                match floor {
+                    Some(floor) if floor.action >= decision.action => floor,
+                    _ => decision,
+                }
+            }
         };
-        match floor {
-            Some(floor) if floor.action >= decision.action => floor,
-            _ => decision,
-        }
+        let own = std::mem::replace(&mut decision.labels, labels);
+        add_labels(&mut decision.labels, &own);
+        decision
     }
 
     /// The decision of the first rule that matches, if one does. `layer`
@@ -398,19 +507,19 @@ impl Policy {
         &self,
         request: &ToolRequest,
         facts: &Facts,
-        who: Option<&Principal>,
+        at: &At<'_>,
         mut trace: Option<&mut Vec<RuleTrace>>,
         layer: Option<&str>,
     ) -> Option<Decision> {
         for rule in &self.rules {
-            let outcome = rule.matches(request, facts, who);
+            let outcome = rule.matches(request, facts, at);
             if let Some(trace) = trace.as_deref_mut() {
                 trace.push(RuleTrace {
                     rule_id: rule.id.clone(),
                     matched: outcome.is_ok(),
                     detail: match &outcome {
-                        Ok(()) => "all conditions hold".to_owned(),
-                        Err(miss) => miss.describe(rule, request, facts, who),
+                        Ok(_) => "all conditions hold".to_owned(),
+                        Err(miss) => miss.describe(rule, request, facts, at),
                     },
                     layer: layer.map(str::to_owned),
                 });
@@ -422,14 +531,16 @@ impl Policy {
                 );
                 return Some(self.decision(Action::Deny, DEFAULT_DENY, reason));
             }
-            if outcome.is_ok() {
-                let reason = rule.reason(request, facts);
+            if let Ok(after) = outcome {
+                let reason = rule.reason(request, facts, after.as_ref());
                 let mut decision = self.decision(rule.action, &rule.id, reason);
                 if rule.action == Action::Allow
                     && let Some(name) = &rule.sandbox
                 {
                     decision.sandbox = self.sandbox_record(name, request);
                 }
+                decision.labels = rule.labels.clone();
+                decision.after = after;
                 return Some(decision);
             }
         }
@@ -452,6 +563,8 @@ impl Policy {
             layers: Vec::new(),
             shadow: Vec::new(),
             sandbox: None,
+            labels: Vec::new(),
+            after: None,
         }
     }
 
@@ -487,6 +600,15 @@ impl Policy {
             .then(|| request.str_arg("command"))
             .flatten();
         Some(crate::sandbox::SandboxRecord::new(name, &spec, command))
+    }
+}
+
+/// Adds to `labels` those of `more` it does not hold yet.
+pub(super) fn add_labels(labels: &mut Vec<String>, more: &[String]) {
+    for label in more {
+        if !labels.contains(label) {
+            labels.push(label.clone());
+        }
     }
 }
 

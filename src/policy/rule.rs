@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::commands::{self, CommandMatcher, ShellMiss};
 use super::patterns::{Globs, Patterns};
-use super::{Action, Policy};
+use super::flow::After;
+use super::{Action, At, Policy};
 use crate::facts::{Access, Facts, PathFact};
 use crate::request::ToolRequest;
 
@@ -47,6 +48,11 @@ pub struct Rule {
     /// `definition_changed`: holds when the MCP tool's definition changed
     /// (`true`) or did not (`false`) since the log last saw it.
     pub(super) definition_changed: Option<bool>,
+    /// `after`, `not_after`, `labelled`: conditions on the session's flow.
+    pub(super) flow: Option<super::flow::FlowCondition>,
+    /// `labels`: what the call carries when this rule decides it (for a
+    /// `[[labels]]` entry: when it holds).
+    pub(super) labels: Vec<String>,
     /// `sandbox`: the profile an allow by this rule runs under (`gavel exec`).
     pub(super) sandbox: Option<String>,
     /// For an allow naming a sandbox: what the kernel holds instead of a
@@ -71,6 +77,8 @@ pub(super) enum Miss {
     Args(usize),
     /// The `who` condition did not hold.
     Who,
+    /// A flow condition (`after`, `not_after`, `labelled`) did not hold.
+    Flow,
 }
 
 impl Rule {
@@ -80,21 +88,28 @@ impl Rule {
         self.tools.as_ref().is_none_or(|tools| tools.is_match(tool))
     }
 
-    /// `Ok` when every condition holds, else the first that does not.
+    /// `Ok` when every condition holds (with the earlier call an `after`
+    /// relied on), else the first that does not.
     pub(super) fn matches(
         &self,
         request: &ToolRequest,
         facts: &Facts,
-        who: Option<&crate::principal::Principal>,
-    ) -> Result<(), Miss> {
+        at: &At<'_>,
+    ) -> Result<Option<After>, Miss> {
         if let Some(tools) = &self.tools
             && !tools.is_match(&request.name)
         {
             return Err(Miss::Tool);
         }
         if let Some(condition) = &self.who {
-            condition.check(who).map_err(|_| Miss::Who)?;
+            condition.check(at.who).map_err(|_| Miss::Who)?;
         }
+        let after = match &self.flow {
+            Some(flow) => flow
+                .check(self.action, at.history, at.labels)
+                .map_err(|_| Miss::Flow)?,
+            None => None,
+        };
         for (i, condition) in self.args.iter().flatten().enumerate() {
             condition
                 .check(&request.arguments, self.action)
@@ -137,7 +152,7 @@ impl Rule {
                 return Err(Miss::DefinitionChanged);
             }
         }
-        Ok(())
+        Ok(after)
     }
 
     /// Every glob list of the rule, the commands' included.
@@ -212,8 +227,14 @@ impl Rule {
         }
     }
 
-    /// The rule's reason with `{tool}`, `{command}`, `{path}`, `{workspace}` filled in.
-    pub(super) fn reason(&self, request: &ToolRequest, facts: &Facts) -> String {
+    /// The rule's reason with `{tool}`, `{command}`, `{path}`,
+    /// `{workspace}`, `{unprovable}` and `{after}` filled in.
+    pub(super) fn reason(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        after: Option<&After>,
+    ) -> String {
         let template = &self.reason;
         if !template.contains('{') {
             return template.clone();
@@ -233,6 +254,7 @@ impl Rule {
             .replace("{path}", path)
             .replace("{workspace}", &facts.workspace)
             .replace("{unprovable}", &commands::unprovable_text(facts))
+            .replace("{after}", &super::flow::describe(after))
     }
 }
 
@@ -289,7 +311,7 @@ impl Policy {
             .iter()
             .chain(self.rules())
             .filter(|r| r.id == rule_id)
-            .find(|r| r.matches(request, facts, None).is_ok())
+            .find(|r| r.matches(request, facts, &At::none()).is_ok())
             .map(|r| r.entry_matches(request, facts))
             .unwrap_or_default()
     }
@@ -302,7 +324,7 @@ impl Miss {
         rule: &Rule,
         request: &ToolRequest,
         facts: &Facts,
-        who: Option<&crate::principal::Principal>,
+        at: &At<'_>,
     ) -> String {
         let list = |p: &[String]| format!("[{}]", p.join(", "));
         match self {
@@ -356,7 +378,12 @@ impl Miss {
             Miss::Who => rule
                 .who
                 .as_ref()
-                .and_then(|w| w.check(who).err())
+                .and_then(|w| w.check(at.who).err())
+                .unwrap_or_default(),
+            Miss::Flow => rule
+                .flow
+                .as_ref()
+                .and_then(|f| f.check(rule.action, at.history, at.labels).err())
                 .unwrap_or_default(),
             Miss::Args(i) => {
                 let condition = &rule.args.as_deref().unwrap_or_default()[i];

@@ -66,6 +66,8 @@ mod tests {
             layers: Vec::new(),
             shadow: Vec::new(),
             sandbox: None,
+            labels: Vec::new(),
+            after: None,
         }
     }
 

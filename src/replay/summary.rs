@@ -138,8 +138,11 @@ pub fn transition_rows(report: &DriftReport) -> Vec<[String; 5]> {
             .iter()
             .take(EXAMPLES_SHOWN)
             .map(|e| {
+                let because = e.because.as_ref().map_or(String::new(), |b| {
+                    format!(" (after `{}` set by {})", b.label, b.call_id)
+                });
                 cell(
-                    &format!("{} {} {}", e.call_id, e.tool, e.arguments),
+                    &format!("{} {}{because} {}", e.call_id, e.tool, e.arguments),
                     EXAMPLE_CHARS,
                 )
             })

@@ -13,6 +13,8 @@ fn decision(action: Action, rule_id: &str, reason: &str) -> Decision {
         layers: Vec::new(),
         shadow: Vec::new(),
         sandbox: None,
+        labels: Vec::new(),
+        after: None,
     }
 }
 

@@ -42,6 +42,9 @@ fn call(call_id: &str, command: &str, action: Action) -> [Event; 2] {
                 layers: Vec::new(),
                 shadow: Vec::new(),
                 sandbox: None,
+                labels: Vec::new(),
+                after: None,
+                history_through: None,
                 facts: Facts {
                     workspace: "/ws".into(),
                     paths: vec![],

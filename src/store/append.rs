@@ -5,7 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Durability, Store, StoreError, StoredEvent, set_synchronous, sql};
-use crate::audit::{AuditError, AuditSink, Event, EventBody, FormatRecord};
+use crate::audit::{Event, EventBody, FormatRecord};
 use crate::chain::{EventFields, FORMAT_CALL_ID, FORMAT_KIND, FORMAT_VERSION, Hash, Who, link};
 
 /// The typed columns of an event, taken from its body.
@@ -525,14 +525,6 @@ fn stored_paths(tx: &Connection, call_id: &str) -> Result<Vec<String>, StoreErro
         }
     }
     Ok(paths)
-}
-
-impl AuditSink for Store {
-    fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
-        Store::append(self, events)
-            .map(|_| ())
-            .map_err(|e| AuditError(Box::new(e)))
-    }
 }
 
 impl Store {

@@ -9,6 +9,7 @@
 //! migrate and never make `-wal`/`-shm` files for a complete (idle) file.
 
 mod append;
+mod history;
 mod migrate;
 mod mirror;
 mod query;

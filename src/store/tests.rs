@@ -59,6 +59,9 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
             layers: Vec::new(),
             shadow: Vec::new(),
             sandbox: None,
+            labels: Vec::new(),
+            after: None,
+            history_through: None,
             facts: Facts {
                 workspace: "/ws".into(),
                 paths: vec![],

@@ -398,6 +398,9 @@ fn audit_finds_what_older_logs_recorded_without_anomaly_rows() {
                     layers: Vec::new(),
                     shadow: Vec::new(),
                     sandbox: None,
+                    labels: Vec::new(),
+                    after: None,
+                    history_through: None,
                     facts: Facts {
                         workspace: "/ws".into(),
                         paths: vec![],

@@ -285,6 +285,9 @@ pub fn append_calls(db: &Path, first: usize, n: usize) {
                 layers: Vec::new(),
                 shadow: Vec::new(),
                 sandbox: None,
+                labels: Vec::new(),
+                after: None,
+                history_through: None,
                 facts: gavel::Facts {
                     workspace: "/ws".into(),
                     paths: vec![],

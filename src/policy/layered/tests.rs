@@ -117,7 +117,7 @@ proptest! {
             let request = request(kind, pick);
             let facts = lexical_facts(&request);
             let decision = layered.decide(&request, &facts);
-            let above = admin.first_match(&request, &facts, None, None, None);
+            let above = admin.first_match(&request, &facts, &crate::policy::At::none(), None, None);
             let own = project.decide(&request, &facts);
             // Never looser than the layer's own verdict, nor than the project's.
             if let Some(above) = &above {
