@@ -145,6 +145,8 @@ pub fn explain(
                 "status": call.status,
                 "result": result,
                 "sandbox": decision.sandbox,
+                "labels": decision.labels,
+                "after": decision.after,
                 "refused": refused,
                 "anomalies": anomalies,
                 "grant": grant,
@@ -261,6 +263,18 @@ pub fn explain(
         cell(&decision.policy.digest, 16)
     ));
     text.push(format!("  {}", decision.reason));
+    if let Some(after) = &decision.after {
+        text.push(format!(
+            "  after call `{}` earlier in the session, which set label `{}`",
+            after.call_id, after.label
+        ));
+    }
+    if !decision.labels.is_empty() {
+        text.push(format!(
+            "  the call carries the labels {}",
+            decision.labels.join(", ")
+        ));
+    }
     for line in match_lines(&matched, &decision.rule_id) {
         text.push(format!("  {line}"));
     }
@@ -351,12 +365,17 @@ fn recorded_trace(store: &Store, call: &CallSummary) -> Result<Option<Explained>
         call.tool.clone(),
         call.request.arguments.clone(),
     );
+    // The session's history as the decision read it, when it read one.
+    let who = call.request.principal.as_ref();
+    let history = match (
+        who.and_then(|p| p.session.as_deref()),
+        call.decision.history_through,
+    ) {
+        (Some(session), Some(through)) => store.session_history_through(session, through)?,
+        _ => crate::policy::History::default(),
+    };
     let trace = policy
-        .explain_as(
-            &request,
-            &call.decision.facts,
-            call.request.principal.as_ref(),
-        )
+        .explain_in(&request, &call.decision.facts, who, &history)
         .1;
     let matched = policy.entry_matches(&call.decision.rule_id, &request, &call.decision.facts);
     Ok(Some((trace, matched)))

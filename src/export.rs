@@ -118,6 +118,16 @@ pub fn export<E: From<StoreError> + From<std::io::Error>>(
     let query = export.query;
     if export.requests {
         store.for_each_call(query, |call| -> Result<(), E> {
+            // The labels the decision read, so the case decides as it did.
+            let session = call.request.principal.as_ref().and_then(|p| p.session.as_deref());
+            let history = match (session, call.decision.history_through) {
+                (Some(session), Some(through)) => store
+                    .session_history_through(session, through)?
+                    .labels()
+                    .map(|(label, _)| crate::policy::cases::CaseEarlier::Label(label.to_owned()))
+                    .collect(),
+                _ => Vec::new(),
+            };
             let case = PolicyCase {
                 name: None,
                 call_id: Some(call.call_id),
@@ -129,6 +139,7 @@ pub fn export<E: From<StoreError> + From<std::io::Error>>(
                     .principal
                     .as_ref()
                     .map(crate::policy::cases::CaseWho::of),
+                history,
                 action: call.decision.action,
                 rule_id: Some(call.decision.rule_id),
                 reason: Some(call.decision.reason),

@@ -28,6 +28,9 @@ pub struct PolicyCase {
     /// Who made the call, for rules with `who` conditions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub who: Option<CaseWho>,
+    /// What happened earlier in the session, oldest first, for flow rules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<CaseEarlier>,
     /// The expected action.
     pub action: Action,
     /// The expected rule, when it matters.
@@ -36,6 +39,19 @@ pub struct PolicyCase {
     /// The recorded reason, for reading; not compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// An earlier call of a case's session: a call, which the policy labels
+/// (on the facts its words give, as inline examples are), or a label it set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CaseEarlier {
+    Label(String),
+    Call {
+        tool: String,
+        #[serde(default)]
+        arguments: Value,
+    },
 }
 
 /// Who made a case's call: the principal's fields a `who` condition reads.
@@ -133,7 +149,22 @@ impl Policy {
     /// Decides a case on `facts` (the case's own, or gathered by the caller).
     pub fn decide_case(&self, case: &PolicyCase, index: usize, facts: &Facts) -> Decision {
         let who = case.who.as_ref().map(CaseWho::principal);
-        self.decide_as(&case.request(index), facts, who.as_ref())
+        let mut history = super::History::default();
+        for (n, earlier) in case.history.iter().enumerate() {
+            let id = format!("history #{}", n + 1);
+            match earlier {
+                CaseEarlier::Label(label) => history.add(&id, std::slice::from_ref(label)),
+                CaseEarlier::Call { tool, arguments } => {
+                    let request = ToolRequest::new(id.clone(), tool, arguments.clone());
+                    let facts = crate::facts::lexical_facts_with(
+                        &request,
+                        &self.path_arguments(&request.name),
+                    );
+                    history.add(&id, &self.labels_of(&request, &facts, who.as_ref()));
+                }
+            }
+        }
+        self.decide_in(&case.request(index), facts, who.as_ref(), &history)
     }
 }
 

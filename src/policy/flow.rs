@@ -73,6 +73,11 @@ impl History {
         self.set.get(label).map(String::as_str)
     }
 
+    /// Each label set, with the first call that set it, by label.
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.set.iter().map(|(l, c)| (l.as_str(), c.as_str()))
+    }
+
     pub fn is_unknown(&self) -> bool {
         self.unknown
     }

@@ -48,26 +48,36 @@ impl Store {
         let through: u64 = tx
             .query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))
             .map_err(sql("reading the session's history"))?;
-        let mut history = History::default();
-        {
-            let mut statement = tx
-                .prepare_cached(LABELLED)
-                .map_err(sql("reading the session's history"))?;
-            let mut rows = statement
-                .query(params![session, through as i64])
-                .map_err(sql("reading the session's history"))?;
-            while let Some(row) = rows.next().map_err(sql("reading the session's history"))? {
-                let call_id: String = row.get(0).map_err(sql("reading the session's history"))?;
-                let payload: Vec<u8> = row.get(1).map_err(sql("reading the session's history"))?;
-                // A payload that is not a decision's JSON labels nothing;
-                // `gavel verify` names a damaged row.
-                if let Ok(read) = serde_json::from_slice::<Labels>(&payload) {
-                    history.add(&call_id, &read.labels);
-                }
-            }
-        }
+        let history = self.session_history_through(session, through)?;
         tx.finish().map_err(sql("reading the session's history"))?;
         Ok((through, history))
+    }
+
+    /// What the calls of `session` up to seq `through` did, as a decision
+    /// that recorded `history_through = through` read it.
+    pub fn session_history_through(
+        &self,
+        session: &str,
+        through: u64,
+    ) -> Result<History, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare_cached(LABELLED)
+            .map_err(sql("reading the session's history"))?;
+        let mut rows = statement
+            .query(params![session, through as i64])
+            .map_err(sql("reading the session's history"))?;
+        let mut history = History::default();
+        while let Some(row) = rows.next().map_err(sql("reading the session's history"))? {
+            let call_id: String = row.get(0).map_err(sql("reading the session's history"))?;
+            let payload: Vec<u8> = row.get(1).map_err(sql("reading the session's history"))?;
+            // A payload that is not a decision's JSON labels nothing;
+            // `gavel verify` names a damaged row.
+            if let Ok(read) = serde_json::from_slice::<Labels>(&payload) {
+                history.add(&call_id, &read.labels);
+            }
+        }
+        Ok(history)
     }
 
     /// The seq of the first row that refused call `call_id` (a rejected or
