@@ -119,7 +119,11 @@ pub fn export<E: From<StoreError> + From<std::io::Error>>(
     if export.requests {
         store.for_each_call(query, |call| -> Result<(), E> {
             // The labels the decision read, so the case decides as it did.
-            let session = call.request.principal.as_ref().and_then(|p| p.session.as_deref());
+            let session = call
+                .request
+                .principal
+                .as_ref()
+                .and_then(|p| p.session.as_deref());
             let history = match (session, call.decision.history_through) {
                 (Some(session), Some(through)) => store
                     .session_history_through(session, through)?

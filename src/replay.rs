@@ -655,12 +655,7 @@ pub fn replay_calls_with<E: From<StoreError>>(
             }
         };
         let history = flows.as_ref().map(|f| f.history(call)).unwrap_or_default();
-        let mut now = policy.decide_in(
-            request,
-            facts,
-            call.request.principal.as_ref(),
-            &history,
-        );
+        let mut now = policy.decide_in(request, facts, call.request.principal.as_ref(), &history);
         // Under the enforcement the call's machine recorded (a record
         // older than it: a kernel that enforces everything).
         let enforced = call

@@ -254,12 +254,9 @@ impl GovernedRunner {
             self.workspace.facts_with(request, &declared)
         };
         facts.mcp = mcp;
-        let mut decision = self.policy.decide_in(
-            request,
-            &facts,
-            self.principal.as_deref(),
-            &flow.history,
-        );
+        let mut decision =
+            self.policy
+                .decide_in(request, &facts, self.principal.as_deref(), &flow.history);
         // The sandbox it runs in, and whether this kernel can hold it.
         crate::sandbox::admit(
             &mut decision,
@@ -510,7 +507,11 @@ fn write_ahead(
 }
 
 /// The decision event for `decision` made on `facts`.
-pub fn decision_body(decision: &Decision, facts: &Facts, history_through: Option<u64>) -> EventBody {
+pub fn decision_body(
+    decision: &Decision,
+    facts: &Facts,
+    history_through: Option<u64>,
+) -> EventBody {
     EventBody::Decision(DecisionRecord {
         action: decision.action,
         rule_id: decision.rule_id.clone(),

@@ -90,16 +90,23 @@ pub struct SampleChange {
 
 /// Every rule change, in the new policy's order, then the removed rules.
 pub fn rule_changes(old: &Policy, new: &Policy) -> Vec<RuleChange> {
-    let old_rules: BTreeMap<&str, (usize, &Rule)> = old
-        .rules()
+    let mut changes = changes_of(old, new, Policy::rules);
+    // A `[[labels]]` entry that labels more calls makes the flow rules
+    // reading its labels hold for more: widened, as a rule is.
+    changes.extend(changes_of(old, new, |p| &p.label_rules));
+    changes
+}
+
+/// The changes among the rules `rules` gives of each policy.
+fn changes_of(old: &Policy, new: &Policy, rules: fn(&Policy) -> &[Rule]) -> Vec<RuleChange> {
+    let old_rules: BTreeMap<&str, (usize, &Rule)> = rules(old)
         .iter()
         .enumerate()
         .map(|(i, r)| (r.id.as_str(), (i, r)))
         .collect();
-    let new_ids: Vec<&str> = new.rules().iter().map(|r| r.id.as_str()).collect();
+    let new_ids: Vec<&str> = rules(new).iter().map(|r| r.id.as_str()).collect();
     // Places among the rules both have, so an insertion elsewhere is not a move.
-    let common_old: Vec<&str> = old
-        .rules()
+    let common_old: Vec<&str> = rules(old)
         .iter()
         .map(|r| r.id.as_str())
         .filter(|id| new_ids.contains(id))
@@ -110,7 +117,7 @@ pub fn rule_changes(old: &Policy, new: &Policy) -> Vec<RuleChange> {
         .filter(|id| old_rules.contains_key(id))
         .collect();
     let mut changes = Vec::new();
-    for (j, rule) in new.rules().iter().enumerate() {
+    for (j, rule) in rules(new).iter().enumerate() {
         let Some(&(i, before)) = old_rules.get(rule.id.as_str()) else {
             changes.push(RuleChange {
                 rule_id: rule.id.clone(),
@@ -159,6 +166,12 @@ pub fn rule_changes(old: &Policy, new: &Policy) -> Vec<RuleChange> {
         };
         let action = (before.action != rule.action).then_some((before.action, rule.action));
         let reason_changed = before.reason != rule.reason;
+        // A `[[labels]]` entry's labels are its effect, as a rule's action is.
+        let kind = if kind == RuleChangeKind::Same && before.labels != rule.labels {
+            RuleChangeKind::Changed
+        } else {
+            kind
+        };
         if kind == RuleChangeKind::Same && action.is_none() && !reason_changed {
             continue;
         }
@@ -171,7 +184,7 @@ pub fn rule_changes(old: &Policy, new: &Policy) -> Vec<RuleChange> {
             sandbox,
         });
     }
-    for rule in old.rules() {
+    for rule in rules(old) {
         if !new_ids.contains(&rule.id.as_str()) {
             changes.push(RuleChange {
                 rule_id: rule.id.clone(),

@@ -688,9 +688,8 @@ fn parse_text(read: &str, text: &str, origin: &str, checks: Checks) -> Result<Po
 
     let mut label_rules: Vec<Rule> = Vec::with_capacity(label_specs.len());
     for (index, table) in label_specs.into_iter().enumerate() {
-        let (rule, examples) = label_entry(table).map_err(|problem| {
-            file_error(format!("[[labels]] #{}: {problem}", index + 1))
-        })?;
+        let (rule, examples) = label_entry(table)
+            .map_err(|problem| file_error(format!("[[labels]] #{}: {problem}", index + 1)))?;
         let entry_error = |problem: String| PolicyError::Rule {
             path: origin.to_owned(),
             rule: rule.id.clone(),
@@ -765,7 +764,14 @@ fn parse_text(read: &str, text: &str, origin: &str, checks: Checks) -> Result<Po
 /// Compiled as a deny, whose conditions hold when any path or command meets
 /// them, and checked to carry neither a flow condition nor a sandbox.
 fn label_entry(mut table: toml::Table) -> Result<(Rule, Option<Vec<Example>>), String> {
-    for key in ["action", "reason", "sandbox", "after", "not_after", "labelled"] {
+    for key in [
+        "action",
+        "reason",
+        "sandbox",
+        "after",
+        "not_after",
+        "labelled",
+    ] {
         if table.contains_key(key) {
             return Err(format!(
                 "`{key}` is not for a [[labels]] entry (it labels calls; rules decide them)"

@@ -162,7 +162,9 @@ impl FlowCondition {
             .iter()
             .find_map(|label| Some((label, history.set_by(label)?)))
         {
-            return Err(format!("call {call_id} earlier in the session set `{label}`"));
+            return Err(format!(
+                "call {call_id} earlier in the session set `{label}`"
+            ));
         }
         Ok(cause)
     }
@@ -217,7 +219,10 @@ mod tests {
             .unwrap()
             .unwrap();
         let cause = flow.check(Action::Deny, &history, &[]).unwrap().unwrap();
-        assert_eq!((cause.label.as_str(), cause.call_id.as_str()), ("private", "c2"));
+        assert_eq!(
+            (cause.label.as_str(), cause.call_id.as_str()),
+            ("private", "c2")
+        );
         let fresh = History::default();
         assert!(flow.check(Action::Deny, &fresh, &[]).is_err());
         let not = FlowCondition::from_file(None, Some(labels(&["private"])), None)
@@ -234,8 +239,14 @@ mod tests {
             .unwrap()
             .unwrap();
         let history = History::default();
-        assert!(flow.check(Action::Ask, &history, &labels(&["egress"])).is_ok());
-        assert!(flow.check(Action::Ask, &history, &labels(&["other"])).is_err());
+        assert!(
+            flow.check(Action::Ask, &history, &labels(&["egress"]))
+                .is_ok()
+        );
+        assert!(
+            flow.check(Action::Ask, &history, &labels(&["other"]))
+                .is_err()
+        );
     }
 
     #[test]

@@ -131,7 +131,11 @@ pub fn lint(policy: &Policy) -> Vec<Finding> {
                     "rule `{}` reads label `{label}`, which no [[labels]] entry{} gives: \
                      the condition never changes",
                     rule.id,
-                    if rule.flow.as_ref().is_some_and(|f| f.labelled.contains(&label)) {
+                    if rule
+                        .flow
+                        .as_ref()
+                        .is_some_and(|f| f.labelled.contains(&label))
+                    {
                         ""
                     } else {
                         " or rule"
@@ -300,7 +304,12 @@ fn unknown_labels(policy: &Policy, rule: &Rule) -> Vec<String> {
     let Some(flow) = &rule.flow else {
         return Vec::new();
     };
-    let policies: Vec<&Policy> = policy.above.iter().map(|l| &l.policy).chain([policy]).collect();
+    let policies: Vec<&Policy> = policy
+        .above
+        .iter()
+        .map(|l| &l.policy)
+        .chain([policy])
+        .collect();
     let given = |label: &String, by_rules: bool| {
         policies.iter().any(|p| {
             p.label_rules.iter().any(|r| r.labels.contains(label))
@@ -371,7 +380,8 @@ fn outside_example(rule: &Rule) -> Option<String> {
             serde_json::json!({ "command": command }),
         );
         let facts = crate::facts::lexical_facts(&request);
-        rule.matches(&request, &facts, &super::At::none()).is_ok() && facts.paths.iter().any(|p| !p.inside)
+        rule.matches(&request, &facts, &super::At::none()).is_ok()
+            && facts.paths.iter().any(|p| !p.inside)
     })
 }
 
@@ -450,7 +460,10 @@ pub(super) fn shadows(earlier: &Rule, later: &Rule) -> bool {
         && (earlier.definition_changed.is_none()
             || earlier.definition_changed == later.definition_changed)
         && args_cover(earlier, later)
-        && earlier.flow.as_ref().is_none_or(|e| later.flow.as_ref() == Some(e))
+        && earlier
+            .flow
+            .as_ref()
+            .is_none_or(|e| later.flow.as_ref() == Some(e))
         && earlier.who.as_ref().is_none_or(|e| {
             later
                 .who

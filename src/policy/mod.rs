@@ -432,10 +432,7 @@ impl Policy {
         facts: &Facts,
         who: Option<&Principal>,
     ) -> Vec<String> {
-        let at = At {
-            who,
-            ..At::none()
-        };
+        let at = At { who, ..At::none() };
         let mut labels: Vec<String> = Vec::new();
         let entries = self.above.iter().map(|l| &l.policy).chain([self]);
         for rule in entries.flat_map(|p| &p.label_rules) {

@@ -11,8 +11,8 @@ use regex::RegexSet;
 use serde::{Deserialize, Serialize};
 
 use super::commands::{self, CommandMatcher, ShellMiss};
-use super::patterns::{Globs, Patterns};
 use super::flow::After;
+use super::patterns::{Globs, Patterns};
 use super::{Action, At, Policy};
 use crate::facts::{Access, Facts, PathFact};
 use crate::request::ToolRequest;

@@ -983,3 +983,205 @@ reason = "holds"
         assert!(err.contains("`who` names no field"), "{err}");
     }
 }
+
+mod flows {
+    use super::*;
+
+    const FLOWS: &str = r#"
+name = "flows"
+
+[[labels]]
+id = "label.secrets"
+labels = ["private"]
+content_glob = ["**/.env"]
+
+[[labels]]
+id = "label.egress"
+labels = ["egress"]
+tools = ["web_fetch"]
+
+[[rules]]
+id = "flow.egress_after_private"
+action = "deny"
+labelled = ["egress"]
+after = ["private"]
+reason = "{tool} after {after}"
+
+[[rules]]
+id = "fetch.clean"
+action = "allow"
+tools = ["web_fetch"]
+not_after = ["private"]
+labels = ["fetched"]
+reason = "nothing private read yet"
+
+[[rules]]
+id = "read"
+action = "allow"
+tools = ["read_file"]
+path_scope = "inside"
+reason = "reads"
+
+[[rules]]
+id = "fetch.ask"
+action = "ask"
+tools = ["web_fetch"]
+reason = "ask"
+"#;
+
+    fn fetch() -> ToolRequest {
+        ToolRequest::new("t", "web_fetch", json!({"url": "https://x"}))
+    }
+
+    #[test]
+    fn a_flow_rule_holds_after_a_labelled_call_and_names_it() {
+        let policy = Policy::from_toml(FLOWS, "flows.toml").unwrap();
+        let read = ToolRequest::new("r", "read_file", json!({"path": ".env"}));
+        let read_decision = policy.decide(&read, &facts_inside(".env"));
+        assert_eq!(read_decision.rule_id, "read");
+        assert_eq!(read_decision.labels, vec!["private".to_owned()]);
+
+        let fresh = policy.decide(&fetch(), &no_paths());
+        assert_eq!(
+            (fresh.action, fresh.rule_id.as_str()),
+            (Action::Allow, "fetch.clean")
+        );
+        // The `[[labels]]` entry's label first, then the deciding rule's own.
+        assert_eq!(
+            fresh.labels,
+            vec!["egress".to_owned(), "fetched".to_owned()]
+        );
+        assert_eq!(fresh.after, None);
+
+        let mut history = History::default();
+        history.add("call-1", &read_decision.labels);
+        let after = policy.decide_in(&fetch(), &no_paths(), None, &history);
+        assert_eq!(
+            (after.action, after.rule_id.as_str()),
+            (Action::Deny, "flow.egress_after_private")
+        );
+        assert_eq!(
+            after.after,
+            Some(After {
+                label: "private".into(),
+                call_id: "call-1".into()
+            })
+        );
+        assert_eq!(after.reason, "web_fetch after `private` set by call call-1");
+        let (_, trace) = policy.explain_in(&fetch(), &no_paths(), None, &History::default());
+        let missed = trace
+            .iter()
+            .find(|t| t.rule_id == "flow.egress_after_private")
+            .unwrap();
+        assert_eq!(
+            missed.detail,
+            "no earlier call of the session set [`private`]"
+        );
+    }
+
+    #[test]
+    fn an_unknown_history_never_allows_by_flow_and_always_denies() {
+        let policy = Policy::from_toml(FLOWS, "flows.toml").unwrap();
+        let unknown = History::unknown();
+        let decision = policy.decide_in(&fetch(), &no_paths(), None, &unknown);
+        assert_eq!(decision.rule_id, "flow.egress_after_private");
+        assert_eq!(decision.action, Action::Deny);
+        assert_eq!(decision.after, None);
+        assert!(policy.reads_history());
+        assert!(!Policy::builtin().reads_history());
+    }
+
+    #[test]
+    fn label_entries_label_and_never_decide() {
+        for (text, problem) in [
+            (
+                "labels = [\"x\"]\naction = \"deny\"",
+                "`action` is not for a [[labels]] entry",
+            ),
+            (
+                "labels = [\"x\"]\nafter = [\"y\"]",
+                "`after` is not for a [[labels]] entry",
+            ),
+            ("tools = [\"bash\"]", "needs `labels`"),
+            ("labels = [\"a b\"]", "must be non-empty, without blanks"),
+        ] {
+            let policy = format!("name = \"p\"\n[[labels]]\nid = \"l\"\n{text}\n");
+            let err = Policy::from_toml(&policy, "p.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(problem), "{text}: {err}");
+        }
+        // A policy whose only entries label calls decides nothing by them.
+        let only = "name = \"p\"\n[[labels]]\nid = \"l\"\nlabels = [\"x\"]\n";
+        let policy = Policy::from_toml(only, "p.toml").unwrap();
+        let decision = policy.decide(&fetch(), &no_paths());
+        assert_eq!(
+            (decision.rule_id.as_str(), decision.labels.clone()),
+            (DEFAULT_DENY, vec!["x".to_owned()])
+        );
+    }
+
+    #[test]
+    fn lint_names_a_label_nothing_gives_and_shadowing_respects_flows() {
+        let text = format!(
+            "{FLOWS}\n[[rules]]\nid = \"typo\"\naction = \"deny\"\nafter = [\"privte\"]\nreason = \"r\"\n\n[[rules]]\nid = \"own\"\naction = \"deny\"\nlabelled = [\"fetched\"]\nreason = \"r\"\n"
+        );
+        let policy = Policy::from_toml(&text, "p.toml").unwrap();
+        let findings = lint::lint(&policy);
+        let unknown: Vec<&str> = findings
+            .iter()
+            .filter(|f| f.kind == lint::LintKind::UnknownLabel)
+            .map(|f| f.rule_id.as_str())
+            .collect();
+        // `fetched` is a rule's label: `labelled` reads only `[[labels]]` entries.
+        assert_eq!(unknown, vec!["typo", "own"]);
+        // `fetch.ask` comes after a flow rule for the same tool, which does
+        // not shadow it: the flow condition holds only sometimes.
+        assert!(
+            !findings
+                .iter()
+                .any(|f| f.kind == lint::LintKind::Shadowed && f.rule_id == "fetch.ask")
+        );
+    }
+
+    #[test]
+    fn diff_calls_a_dropped_flow_condition_widened() {
+        let old = Policy::from_toml(FLOWS, "old.toml").unwrap();
+        let new_text = FLOWS.replace("not_after = [\"private\"]\n", "");
+        let new = Policy::from_toml(&new_text, "new.toml").unwrap();
+        let changes = diff::rule_changes(&old, &new);
+        let clean = changes.iter().find(|c| c.rule_id == "fetch.clean").unwrap();
+        assert_eq!(clean.kind, diff::RuleChangeKind::Widened);
+        let relabelled = FLOWS.replace("labels = [\"egress\"]", "labels = [\"net\"]");
+        let relabelled = Policy::from_toml(&relabelled, "r.toml");
+        // The flow rule now reads a label nothing gives: still loads (lint warns).
+        let changes = diff::rule_changes(&old, &relabelled.unwrap());
+        let entry = changes
+            .iter()
+            .find(|c| c.rule_id == "label.egress")
+            .unwrap();
+        assert_eq!(entry.kind, diff::RuleChangeKind::Changed);
+    }
+
+    #[test]
+    fn a_case_gives_its_history_as_calls_or_labels() {
+        let policy = Policy::from_toml(FLOWS, "flows.toml").unwrap();
+        let case = |history: serde_json::Value| -> cases::PolicyCase {
+            serde_json::from_value(json!({
+                "tool": "web_fetch", "arguments": {"url": "https://x"},
+                "history": history, "action": "deny"
+            }))
+            .unwrap()
+        };
+        for history in [
+            json!([{"tool": "read_file", "arguments": {"path": ".env"}}]),
+            json!(["private"]),
+        ] {
+            let decision = policy.decide_case(&case(history.clone()), 0, &no_paths());
+            assert_eq!(decision.rule_id, "flow.egress_after_private", "{history}");
+        }
+        let clean = json!([{"tool": "read_file", "arguments": {"path": "README.md"}}]);
+        let decision = policy.decide_case(&case(clean), 0, &no_paths());
+        assert_eq!(decision.rule_id, "fetch.clean");
+    }
+}

