@@ -791,12 +791,17 @@ pub trait AuditSink {
         self.append(&events)
     }
 
-    /// What the earlier calls of `session` did, for flow rules: the labels
-    /// of those that took place, and the last seq of the record read
-    /// (docs/policy.md, "Session flows"). `None`: this sink cannot say,
-    /// and the history is unknown (flow rules then fail closed).
-    fn session_history(&mut self, session: &str) -> Result<Option<(u64, History)>, AuditError> {
-        let _ = session;
+    /// What the earlier calls of `session` did, for flow rules: for each
+    /// of `labels`, the first call that set it and took place, and the
+    /// last seq of the record read (docs/policy.md, "Session flows").
+    /// `None`: this sink cannot say, and the history is unknown (flow
+    /// rules then fail closed).
+    fn session_history(
+        &mut self,
+        session: &str,
+        labels: &[String],
+    ) -> Result<Option<(u64, History)>, AuditError> {
+        let _ = (session, labels);
         Ok(None)
     }
 }
@@ -810,8 +815,12 @@ impl<T: AuditSink + ?Sized> AuditSink for &mut T {
         (**self).append_owned(events)
     }
 
-    fn session_history(&mut self, session: &str) -> Result<Option<(u64, History)>, AuditError> {
-        (**self).session_history(session)
+    fn session_history(
+        &mut self,
+        session: &str,
+        labels: &[String],
+    ) -> Result<Option<(u64, History)>, AuditError> {
+        (**self).session_history(session, labels)
     }
 }
 
@@ -828,7 +837,11 @@ impl AuditSink for Vec<Event> {
     }
 
     /// The same reading as the store's, seqs counted from 1.
-    fn session_history(&mut self, session: &str) -> Result<Option<(u64, History)>, AuditError> {
+    fn session_history(
+        &mut self,
+        session: &str,
+        labels: &[String],
+    ) -> Result<Option<(u64, History)>, AuditError> {
         let of_session = |e: &Event| {
             e.principal
                 .as_ref()
@@ -854,7 +867,13 @@ impl AuditSink for Vec<Event> {
                 && !d.labels.is_empty()
                 && !blocked(&event.call_id)
             {
-                history.add(&event.call_id, &d.labels);
+                let read: Vec<String> = d
+                    .labels
+                    .iter()
+                    .filter(|l| labels.contains(l))
+                    .cloned()
+                    .collect();
+                history.add(&event.call_id, &read);
             }
         }
         Ok(Some((self.len() as u64, history)))
@@ -909,8 +928,12 @@ impl<S: AuditSink> DeferredResults<S> {
 impl<S: AuditSink> AuditSink for DeferredResults<S> {
     /// Held results do not matter: a call whose result is blocked was
     /// denied or refused in rows already written.
-    fn session_history(&mut self, session: &str) -> Result<Option<(u64, History)>, AuditError> {
-        self.inner.session_history(session)
+    fn session_history(
+        &mut self,
+        session: &str,
+        labels: &[String],
+    ) -> Result<Option<(u64, History)>, AuditError> {
+        self.inner.session_history(session, labels)
     }
 
     fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {

@@ -371,7 +371,7 @@ fn recorded_trace(store: &Store, call: &CallSummary) -> Result<Option<Explained>
         who.and_then(|p| p.session.as_deref()),
         call.decision.history_through,
     ) {
-        (Some(session), Some(through)) => store.session_history_through(session, through)?,
+        (Some(session), Some(through)) => store.session_history_through(session, through, None)?,
         _ => crate::policy::History::default(),
     };
     let trace = policy

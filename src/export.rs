@@ -126,7 +126,7 @@ pub fn export<E: From<StoreError> + From<std::io::Error>>(
                 .and_then(|p| p.session.as_deref());
             let history = match (session, call.decision.history_through) {
                 (Some(session), Some(through)) => store
-                    .session_history_through(session, through)?
+                    .session_history_through(session, through, None)?
                     .labels()
                     .map(|(label, _)| crate::policy::cases::CaseEarlier::Label(label.to_owned()))
                     .collect(),

@@ -287,13 +287,14 @@ impl GovernedRunner {
     /// `audit` when the policy reads it; a call without a session is the
     /// first of its own. A sink that cannot say gives an unknown history.
     fn flow(&self, audit: &mut dyn AuditSink) -> Result<Flow, AuditError> {
-        if !self.policy.reads_history() {
+        let labels = self.policy.history_labels();
+        if labels.is_empty() {
             return Ok(Flow::default());
         }
         let Some(session) = self.principal.as_ref().and_then(|p| p.session.as_deref()) else {
             return Ok(Flow::default());
         };
-        Ok(match audit.session_history(session)? {
+        Ok(match audit.session_history(session, &labels)? {
             Some((through, history)) => Flow {
                 through: Some(through),
                 history,

@@ -168,11 +168,6 @@ impl FlowCondition {
         }
         Ok(cause)
     }
-
-    /// Whether it reads the session's history (`after`, `not_after`).
-    pub(super) fn reads_history(&self) -> bool {
-        !self.after.is_empty() || !self.not_after.is_empty()
-    }
 }
 
 /// Refuses a label that is empty or holds a blank or a control character.

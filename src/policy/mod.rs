@@ -446,12 +446,19 @@ impl Policy {
     /// Whether a rule of this policy or of a layer above reads the
     /// session's history (`after`, `not_after`): only then is it read.
     pub fn reads_history(&self) -> bool {
-        self.above
-            .iter()
-            .map(|l| &l.policy)
-            .chain([self])
-            .flat_map(|p| &p.rules)
-            .any(|r| r.flow.as_ref().is_some_and(|f| f.reads_history()))
+        !self.history_labels().is_empty()
+    }
+
+    /// The labels the `after` and `not_after` conditions of this policy and
+    /// the layers above read, each once: all a session's history needs.
+    pub fn history_labels(&self) -> Vec<String> {
+        let mut labels = Vec::new();
+        let rules = self.above.iter().map(|l| &l.policy).chain([self]);
+        for flow in rules.flat_map(|p| &p.rules).filter_map(|r| r.flow.as_ref()) {
+            add_labels(&mut labels, &flow.after);
+            add_labels(&mut labels, &flow.not_after);
+        }
+        labels
     }
 
     fn evaluate(

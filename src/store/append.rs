@@ -312,6 +312,13 @@ fn insert_all(
                          ?14, ?15, ?16, ?17, ?18)",
             )
             .map_err(sql("preparing an insert"))?;
+        // What flow rules read (migration 0007).
+        let mut labelled = tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO session_labels (session, label, seq, call_id)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(sql("preparing an insert"))?;
         // Secrets are taken out before hashing: what is stored and chained
         // is the redacted payload (docs/record-format.md, "Redaction").
         let mut redacted = redact_batch(tx, redactor, secrets, events)?.into_iter();
@@ -383,6 +390,15 @@ fn insert_all(
                     who.agent
                 ])
                 .map_err(sql("appending an event"))?;
+            if let (EventBody::Decision(decision), Some(session)) = (&event.body, who.session)
+                && decision.action != crate::policy::Action::Deny
+            {
+                for label in &decision.labels {
+                    labelled
+                        .execute(params![session, label, seq, event.call_id])
+                        .map_err(sql("appending a session label"))?;
+                }
+            }
         }
     }
     Ok(seq)

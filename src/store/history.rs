@@ -1,6 +1,7 @@
 //! The session history flow rules read (docs/policy.md, "Session flows"):
-//! the labels of the earlier calls of a session that took place, from the
-//! decision rows migration 0007 indexes.
+//! for each label, the first call of the session that set it and took
+//! place, from the `session_labels` table migration 0007 derives from the
+//! decision rows.
 
 use rusqlite::{OptionalExtension, params};
 
@@ -8,19 +9,33 @@ use super::{Store, StoreError, sql};
 use crate::audit::AuditError;
 use crate::policy::History;
 
-/// The decision rows of session `?1` that carry labels, up to seq `?2`,
-/// not denied, and not refused by an approval or a blocked result at or
-/// before `?2`. Its first two terms are the partial index's, which it uses.
-const LABELLED: &str = "
-    SELECT d.call_id, d.payload FROM events d
-     WHERE d.kind = 'decision' AND instr(d.payload, X'226C6162656C73223A') > 0
-       AND d.session = ?1 AND d.seq <= ?2 AND d.action <> 'deny'
-       AND NOT EXISTS (
-           SELECT 1 FROM events o
-            WHERE o.call_id = d.call_id AND o.seq <= ?2
-              AND ((o.kind = 'approval' AND o.approval IN ('rejected', 'cancelled'))
-                OR (o.kind = 'result' AND o.status = 'blocked')))
-     ORDER BY d.seq";
+/// A row up to seq `?3` refuses call `c.call_id`: a rejected or cancelled
+/// approval, or a blocked result.
+const REFUSED: &str = "
+    EXISTS (SELECT 1 FROM events o
+             WHERE o.call_id = s.call_id AND o.seq <= ?3
+               AND ((o.kind = 'approval' AND o.approval IN ('rejected', 'cancelled'))
+                 OR (o.kind = 'result' AND o.status = 'blocked')))";
+
+/// The first call of session `?1` up to seq `?3` that set label `?2` and
+/// was not refused by then.
+fn first_setter() -> String {
+    format!(
+        "SELECT s.call_id FROM session_labels s
+          WHERE s.session = ?1 AND s.label = ?2 AND s.seq <= ?3 AND NOT {REFUSED}
+          ORDER BY s.seq LIMIT 1"
+    )
+}
+
+/// Every label of session `?1` up to seq `?3` (`?2` unused), oldest first,
+/// of calls not refused by then.
+fn every_label() -> String {
+    format!(
+        "SELECT s.call_id, s.label FROM session_labels s
+          WHERE s.session = ?1 AND ?2 IS NULL AND s.seq <= ?3 AND NOT {REFUSED}
+          ORDER BY s.seq"
+    )
+}
 
 /// The first row at or after which a call did not take place: a refusing
 /// approval or a blocked result.
@@ -30,17 +45,15 @@ const BLOCKED_AT: &str = "
        AND ((kind = 'approval' AND approval IN ('rejected', 'cancelled'))
          OR (kind = 'result' AND status = 'blocked'))";
 
-/// Only the labels of a decision payload.
-#[derive(serde::Deserialize)]
-struct Labels {
-    #[serde(default)]
-    labels: Vec<String>,
-}
-
 impl Store {
-    /// What the earlier calls of `session` did: the labels of those that
-    /// took place, read in one snapshot with the last seq it holds.
-    pub fn session_history(&self, session: &str) -> Result<(u64, History), StoreError> {
+    /// What the earlier calls of `session` did, as far as `labels` go: the
+    /// first call that set each and took place, read in one snapshot with
+    /// the last seq it holds.
+    pub fn session_history(
+        &self,
+        session: &str,
+        labels: &[String],
+    ) -> Result<(u64, History), StoreError> {
         let tx = self
             .conn
             .unchecked_transaction()
@@ -48,33 +61,52 @@ impl Store {
         let through: u64 = tx
             .query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))
             .map_err(sql("reading the session's history"))?;
-        let history = self.session_history_through(session, through)?;
+        let history = self.session_history_through(session, through, Some(labels))?;
         tx.finish().map_err(sql("reading the session's history"))?;
         Ok((through, history))
     }
 
     /// What the calls of `session` up to seq `through` did, as a decision
-    /// that recorded `history_through = through` read it.
+    /// that recorded `history_through = through` read it: for `labels`, or
+    /// for every label (`None`).
     pub fn session_history_through(
         &self,
         session: &str,
         through: u64,
+        labels: Option<&[String]>,
     ) -> Result<History, StoreError> {
-        let mut statement = self
-            .conn
-            .prepare_cached(LABELLED)
-            .map_err(sql("reading the session's history"))?;
-        let mut rows = statement
-            .query(params![session, through as i64])
-            .map_err(sql("reading the session's history"))?;
+        let context = "reading the session's history";
         let mut history = History::default();
-        while let Some(row) = rows.next().map_err(sql("reading the session's history"))? {
-            let call_id: String = row.get(0).map_err(sql("reading the session's history"))?;
-            let payload: Vec<u8> = row.get(1).map_err(sql("reading the session's history"))?;
-            // A payload that is not a decision's JSON labels nothing;
-            // `gavel verify` names a damaged row.
-            if let Ok(read) = serde_json::from_slice::<Labels>(&payload) {
-                history.add(&call_id, &read.labels);
+        match labels {
+            Some(labels) => {
+                let mut statement = self
+                    .conn
+                    .prepare_cached(&first_setter())
+                    .map_err(sql(context))?;
+                for label in labels {
+                    let call_id: Option<String> = statement
+                        .query_row(params![session, label, through as i64], |r| r.get(0))
+                        .optional()
+                        .map_err(sql(context))?;
+                    if let Some(call_id) = call_id {
+                        history.add(&call_id, std::slice::from_ref(label));
+                    }
+                }
+            }
+            None => {
+                let mut statement = self
+                    .conn
+                    .prepare_cached(&every_label())
+                    .map_err(sql(context))?;
+                let rows = statement
+                    .query_map(params![session, None::<String>, through as i64], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                    })
+                    .map_err(sql(context))?;
+                for row in rows {
+                    let (call_id, label) = row.map_err(sql(context))?;
+                    history.add(&call_id, &[label]);
+                }
             }
         }
         Ok(history)
@@ -101,8 +133,12 @@ impl crate::audit::AuditSink for Store {
             .map_err(|e| AuditError(Box::new(e)))
     }
 
-    fn session_history(&mut self, session: &str) -> Result<Option<(u64, History)>, AuditError> {
-        Store::session_history(self, session)
+    fn session_history(
+        &mut self,
+        session: &str,
+        labels: &[String],
+    ) -> Result<Option<(u64, History)>, AuditError> {
+        Store::session_history(self, session, labels)
             .map(Some)
             .map_err(|e| AuditError(Box::new(e)))
     }

@@ -15,7 +15,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0004_provenance.sql"),
     include_str!("../../migrations/0005_checkpoint_frontier.sql"),
     include_str!("../../migrations/0006_merkle_blocks.sql"),
-    include_str!("../../migrations/0007_labelled_decisions.sql"),
+    include_str!("../../migrations/0007_session_labels.sql"),
 ];
 
 /// The schema version that added the provenance columns (format 2).
