@@ -1,5 +1,5 @@
 -- gavel audit store, schema 7: the labels of each session's calls, for
--- flow rules (docs/policy.md, "Session flows"). Never edit this file once
+-- flow rules (docs/flows.md). Never edit this file once
 -- shipped.
 --
 -- A flow rule (`after`, `not_after`) asks which earlier call of its

@@ -247,7 +247,7 @@ pub struct DecisionRecord {
     /// The sandbox of an allow rule that names one (docs/sandbox.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::SandboxRecord>,
-    /// The call's labels, for later calls' flow rules (docs/policy.md).
+    /// The call's labels, for later calls' flow rules (docs/flows.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
     /// The earlier call whose label made the deciding rule's `after` hold.
@@ -793,7 +793,7 @@ pub trait AuditSink {
 
     /// What the earlier calls of `session` did, for flow rules: for each
     /// of `labels`, the first call that set it and took place, and the
-    /// last seq of the record read (docs/policy.md, "Session flows").
+    /// last seq of the record read (docs/flows.md).
     /// `None`: this sink cannot say, and the history is unknown (flow
     /// rules then fail closed).
     fn session_history(

@@ -35,7 +35,7 @@ pub struct After {
 /// What earlier calls of a session did, as flow conditions read it: each
 /// label set, with the first call that set it. Calls that did not take
 /// place (denied, rejected, cancelled, blocked) set nothing; the record's
-/// readers leave them out (docs/policy.md, "Session flows").
+/// readers leave them out (docs/flows.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct History {
     set: BTreeMap<String, String>,

@@ -1,6 +1,6 @@
 //! Session flows in a replay: what the earlier calls of each session did,
 //! re-derived from the record under the replayed policy, so that a changed
-//! label or flow rule is replayed exactly (docs/policy.md, "Session flows").
+//! label or flow rule is replayed exactly (docs/flows.md).
 //!
 //! A call's labels are what the replayed policy gives its recorded request
 //! and facts; whether it took place is what the record says (not denied,

@@ -1,4 +1,4 @@
-//! The session history flow rules read (docs/policy.md, "Session flows"):
+//! The session history flow rules read (docs/flows.md):
 //! for each label, the first call of the session that set it and took
 //! place, from the `session_labels` table migration 0007 derives from the
 //! decision rows.
