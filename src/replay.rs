@@ -551,6 +551,16 @@ pub fn recorded_request(call: &DecidedCall) -> ToolRequest {
     )
 }
 
+/// A `policy diff` sample's arguments on one line ([`arguments_summary`]),
+/// then the labels set before it, if any.
+pub fn sample_arguments(sample: &crate::policy::diff::SampleChange) -> String {
+    let summary = arguments_summary(&sample.tool, &sample.arguments);
+    if sample.after.is_empty() {
+        return summary;
+    }
+    format!("{summary} (after {})", sample.after.join(", "))
+}
+
 /// Re-gathers facts for a recorded call from the filesystem as it is now,
 /// in its recorded workspace `root` (opened, or the error opening it), with
 /// the paths `policy` declares for its tool. What an MCP proxy knew of the

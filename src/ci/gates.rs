@@ -259,7 +259,7 @@ pub fn diff(
         });
     }
     for sample in samples {
-        let arguments = arguments_summary(&sample.tool, &sample.arguments);
+        let arguments = crate::replay::sample_arguments(sample);
         report.checks.push(Check {
             name: format!("sample: {} {arguments}", sample.tool),
             kind: "diff.sample",

@@ -84,6 +84,9 @@ impl RuleChange {
 pub struct SampleChange {
     pub tool: String,
     pub arguments: serde_json::Value,
+    /// The labels earlier calls of the session had set (none: a fresh session).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
     pub from: (Action, String),
     pub to: (Action, String),
 }
@@ -291,22 +294,35 @@ fn example_path(glob: &str) -> String {
 /// The sample requests whose decision differs between `old` and `new`.
 pub fn sample_changes(old: &Policy, new: &Policy) -> (usize, Vec<SampleChange>) {
     let requests = sample_requests(old, new);
+    // Each request as the first call of a session and, when either policy
+    // has flow rules, after calls that set every label they read.
+    let mut read = old.history_labels();
+    super::add_labels(&mut read, &new.history_labels());
+    let mut histories = vec![(Vec::new(), super::History::default())];
+    if !read.is_empty() {
+        let mut history = super::History::default();
+        history.add("earlier", &read);
+        histories.push((read, history));
+    }
     let verdict = |d: Decision| (d.action, d.rule_id);
-    let changes = requests
-        .iter()
-        .filter_map(|request| {
-            let facts = lexical_facts(request);
-            let from = verdict(old.decide(request, &facts));
-            let to = verdict(new.decide(request, &facts));
-            (from != to).then(|| SampleChange {
-                tool: request.name.clone(),
-                arguments: request.arguments.clone(),
-                from,
-                to,
-            })
-        })
-        .collect();
-    (requests.len(), changes)
+    let mut changes = Vec::new();
+    for request in &requests {
+        let facts = lexical_facts(request);
+        for (after, history) in &histories {
+            let from = verdict(old.decide_in(request, &facts, None, history));
+            let to = verdict(new.decide_in(request, &facts, None, history));
+            if from != to {
+                changes.push(SampleChange {
+                    tool: request.name.clone(),
+                    arguments: request.arguments.clone(),
+                    after: after.clone(),
+                    from,
+                    to,
+                });
+            }
+        }
+    }
+    (requests.len() * histories.len(), changes)
 }
 
 #[cfg(test)]

@@ -1152,6 +1152,19 @@ reason = "ask"
         let changes = diff::rule_changes(&old, &new);
         let clean = changes.iter().find(|c| c.rule_id == "fetch.clean").unwrap();
         assert_eq!(clean.kind, diff::RuleChangeKind::Widened);
+        // The sample decides each request after the labels the flows read, too.
+        let without_flow = FLOWS.replace(
+            "\nafter = [\"private\"]\n",
+            "\ntools = [\"no_such_tool\"]\n",
+        );
+        let without_flow = Policy::from_toml(&without_flow, "n.toml").unwrap();
+        let (_, samples) = diff::sample_changes(&old, &without_flow);
+        assert!(
+            samples.iter().any(|c| c.tool == "web_fetch"
+                && c.after == vec!["private".to_owned()]
+                && c.from.1 == "flow.egress_after_private"),
+            "{samples:?}"
+        );
         let relabelled = FLOWS.replace("labels = [\"egress\"]", "labels = [\"net\"]");
         let relabelled = Policy::from_toml(&relabelled, "r.toml");
         // The flow rule now reads a label nothing gives: still loads (lint warns).

@@ -139,3 +139,100 @@ fn egress_after_a_secrets_read_is_denied_in_that_session_only_and_replay_names_t
         0,
     );
 }
+
+/// Only a call that took place labels its session: a secrets read that a
+/// person rejected sets nothing, one approved does; the record is a real
+/// store, the pipeline the library's, a new runner (a new process) per call.
+#[test]
+fn a_refused_call_sets_no_label_and_an_approved_one_does() {
+    use gavel::{ApprovalStatus, Decision, GovernedRunner, Policy, ToolRequest, Workspace};
+    const ASKED_READS: &str = r#"
+name = "asked-reads"
+
+[[labels]]
+id = "label.secrets"
+labels = ["private"]
+content_glob = ["**/.env"]
+
+[[rules]]
+id = "flow.fetch_after_secrets"
+action = "deny"
+tools = ["web_fetch"]
+after = ["private"]
+reason = "{after}"
+
+[[rules]]
+id = "read.asked"
+action = "ask"
+tools = ["read_file"]
+reason = "reads are asked"
+
+[[rules]]
+id = "fetch.allowed"
+action = "allow"
+tools = ["web_fetch"]
+reason = "fetches are allowed"
+"#;
+    let sandbox = Sandbox::new();
+    sandbox.write(".env", "K=1\n");
+    let mut store =
+        gavel::store::Store::open(&sandbox.db, gavel::store::Durability::Normal).unwrap();
+    let call = |store: &mut gavel::store::Store,
+                id: &str,
+                tool: &str,
+                arguments: Value,
+                answer: ApprovalStatus| {
+        let runner = GovernedRunner::new(
+            Policy::from_toml(ASKED_READS, "asked-reads.toml").unwrap(),
+            Workspace::open(&sandbox.ws).unwrap(),
+            gavel::tools::Registry::builtin(),
+        )
+        .with_principal(gavel::principal::Principal::current("test").with_session(Some("s")));
+        let mut approver = move |_: &ToolRequest, _: &Decision| answer;
+        let request = ToolRequest::new(id, tool, arguments);
+        runner
+            .run(id, &request, None, &mut approver, store)
+            .unwrap()
+            .decision()
+            .rule_id
+            .clone()
+    };
+    let read = json!({"path": ".env"});
+    let fetch = json!({"url": "https://example.com"});
+    call(
+        &mut store,
+        "read-rejected",
+        "read_file",
+        read.clone(),
+        ApprovalStatus::Rejected,
+    );
+    assert_eq!(
+        call(
+            &mut store,
+            "fetch-1",
+            "web_fetch",
+            fetch.clone(),
+            ApprovalStatus::Approved
+        ),
+        "fetch.allowed"
+    );
+    call(
+        &mut store,
+        "read-approved",
+        "read_file",
+        read,
+        ApprovalStatus::Approved,
+    );
+    assert_eq!(
+        call(
+            &mut store,
+            "fetch-2",
+            "web_fetch",
+            fetch,
+            ApprovalStatus::Approved
+        ),
+        "flow.fetch_after_secrets"
+    );
+    let (_, history) = store.session_history("s", &["private".to_owned()]).unwrap();
+    assert_eq!(history.set_by("private"), Some("read-approved"));
+}

@@ -106,7 +106,7 @@ pub fn run(
             samples.iter().take(SHOWN).map(|c| {
                 [
                     c.tool.clone(),
-                    replay::arguments_summary(&c.tool, &c.arguments),
+                    replay::sample_arguments(c),
                     format!("{} {}", c.from.0, c.from.1),
                     format!("{} {}", c.to.0, c.to.1),
                 ]
