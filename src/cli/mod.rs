@@ -614,6 +614,7 @@ impl Global {
             durability: self.durability(),
             max_argument_bytes: self.max_argument_bytes,
             kept: None,
+            session: std::env::var("GAVEL_SESSION").ok(),
         }
     }
 

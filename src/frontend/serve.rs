@@ -23,8 +23,14 @@ pub fn stdio(
     ask: Option<AskWait>,
     context: impl FnOnce(&Workspace) -> ToolContext,
 ) -> Result<(), SessionError> {
+    // One stream is one session: flow rules read what its earlier calls did.
+    let stream = crate::runner::new_call_id().replacen("call_", "serve_", 1);
     let mut service = Service::open(setup, "serve", Registry::builtin())?
         .with_context(context)
+        .with_principal(|who| match who.session {
+            Some(_) => who,
+            None => who.with_session(Some(&stream)),
+        })
         .long_lived(true)?;
     let wait = ask.or(service
         .policy()

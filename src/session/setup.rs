@@ -29,6 +29,10 @@ pub struct Setup {
     pub max_argument_bytes: u64,
     /// Stores kept open between calls by a resident gavel.
     pub kept: Option<Arc<StorePool>>,
+    /// The session the calls belong to (`$GAVEL_SESSION`), for flow rules
+    /// (docs/flows.md); a hook takes its client's, `serve` makes one per
+    /// stream when none is given.
+    pub session: Option<String>,
 }
 
 impl Default for Setup {
@@ -42,6 +46,7 @@ impl Default for Setup {
             durability: Durability::Full,
             max_argument_bytes: crate::audit::DEFAULT_MAX_ARGUMENT_BYTES,
             kept: None,
+            session: None,
         }
     }
 }
@@ -208,6 +213,7 @@ impl Setup {
         let (layer, path) = self.policy_source(workspace);
         let path = path.map(|p| p.canonicalize().unwrap_or(p).display().to_string());
         Principal::current(client)
+            .with_session(self.session.as_deref())
             .with_host_id_beside(store.path())
             .with_policy(PolicySource {
                 layer: layer.to_owned(),

@@ -236,3 +236,72 @@ reason = "fetches are allowed"
     let (_, history) = store.session_history("s", &["private".to_owned()]).unwrap();
     assert_eq!(history.set_by("private"), Some("read-approved"));
 }
+
+/// `serve` makes one session of its stream, `run` takes `$GAVEL_SESSION`:
+/// a custom harness gets flows too, and a new stream starts clean.
+#[test]
+fn a_serve_stream_is_one_session_and_run_joins_gavel_session() {
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", gavel::policy::CODING_AGENT_POLICY_TOML);
+    sandbox.write(".env", "K=1\n");
+    let line = |id: &str, tool: &str, input: Value| {
+        json!({"type": "tool_use", "id": id, "name": tool, "input": input}).to_string() + "\n"
+    };
+    let read = line("sv-read", "read_file", json!({"path": ".env"}));
+    let curl = |id: &str| line(id, "bash", json!({"command": CURL}));
+    let output = run_expecting(
+        sandbox
+            .gavel(&["serve", "--stdio"])
+            .write_stdin(format!("{read}{}", curl("sv-curl"))),
+        0,
+    );
+    let replies = crate::support::json_lines(&output);
+    assert_eq!(
+        replies[1]["rule_id"], "flow.egress_after_secrets",
+        "{replies:?}"
+    );
+    // Another stream, another session: asked (and cancelled at end of input).
+    let output = run_expecting(
+        sandbox
+            .gavel(&["serve", "--stdio"])
+            .write_stdin(curl("sv-fresh")),
+        0,
+    );
+    let replies = crate::support::json_lines(&output);
+    let last = replies.last().unwrap();
+    assert_eq!(last["rule_id"], "bash.requires_approval", "{replies:?}");
+
+    let run = |session: Option<&str>, args: &[&str]| {
+        let mut cmd = sandbox.gavel(args);
+        if let Some(session) = session {
+            cmd.env("GAVEL_SESSION", session);
+        }
+        json(&cmd.output().unwrap())
+    };
+    run(
+        Some("harness-1"),
+        &["run", "read_file", r#"{"path":".env"}"#, "--json"],
+    );
+    let joined = run(
+        Some("harness-1"),
+        &[
+            "run",
+            "bash",
+            &json!({"command": CURL}).to_string(),
+            "--reject",
+            "--json",
+        ],
+    );
+    assert_eq!(joined["rule_id"], "flow.egress_after_secrets", "{joined}");
+    let alone = run(
+        None,
+        &[
+            "run",
+            "bash",
+            &json!({"command": CURL}).to_string(),
+            "--reject",
+            "--json",
+        ],
+    );
+    assert_eq!(alone["rule_id"], "bash.requires_approval", "{alone}");
+}
