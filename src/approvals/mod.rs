@@ -19,6 +19,7 @@
 
 pub mod grants;
 pub mod page;
+pub mod totp;
 
 use std::sync::Arc;
 use std::time::Duration;
