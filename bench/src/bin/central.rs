@@ -319,6 +319,9 @@ fn append_calls(db: &Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
                 layers: Vec::new(),
                 shadow: Vec::new(),
                 sandbox: None,
+                labels: Vec::new(),
+                after: None,
+                history_through: None,
             }),
         ));
         batch.push(Event::now(
