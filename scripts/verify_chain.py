@@ -19,7 +19,7 @@ import struct
 import sys
 
 APPLICATION_ID = 0x6761766C
-SCHEMA = 7
+SCHEMA = 8
 FORMATS = (1, 2)
 WHO = ("user", "host", "client", "session", "agent")
 

@@ -253,6 +253,9 @@ pub struct DecisionRecord {
     /// The earlier call whose label made the deciding rule's `after` hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<crate::policy::After>,
+    /// Who must approve the call (an ask rule's `approvers` and `quorum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<crate::policy::Approvers>,
     /// The last seq of the record the session's history was read through,
     /// when the policy read it: replay reads the same rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -411,6 +414,54 @@ pub struct ApprovalRecord {
     /// For an answer from the queue: why, in the answerer's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The second factor the approver proved they hold: `totp`,
+    /// `passkey`; `terminal` for an enrolled person's answer without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<Factor>,
+    /// For a TOTP answer: the time step of the code given (each is taken once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// One person's approval of a call that needs more (`quorum`): the
+    /// call stays pending (this row's status) until enough distinct people
+    /// approved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vote: bool,
+}
+
+/// What a person proves they hold when they approve (docs/approvals.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Factor {
+    /// A code of their authenticator app (RFC 6238).
+    Totp,
+    /// A WebAuthn credential.
+    Passkey,
+    /// Nothing beyond the terminal: a `gavel approve` without a code.
+    Terminal,
+}
+
+impl Factor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Factor::Totp => "totp",
+            Factor::Passkey => "passkey",
+            Factor::Terminal => "terminal",
+        }
+    }
+}
+
+/// A person enrolled as an approver (`gavel approvers add`), or removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnrolmentRecord {
+    pub name: String,
+    pub factor: Factor,
+    /// SHA-256 (hex) of the enrolled secret or public key: which key, never the key.
+    pub key_sha256: String,
+    /// Who enrolled them (the OS user).
+    pub enrolled_by: String,
+    /// The enrolment ends here: the name approves nothing from this row on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
 }
 
 impl ApprovalRecord {
@@ -425,6 +476,9 @@ impl ApprovalRecord {
             arguments_sha256: None,
             policy_digest: None,
             reason: None,
+            factor: None,
+            step: None,
+            vote: false,
         }
     }
 }
@@ -683,6 +737,8 @@ pub enum EventBody {
     Revocation(RevocationRecord),
     /// What the sandbox refused a contained call.
     Refused(RefusedRecord),
+    /// A person enrolled as an approver, or removed.
+    Enrolment(EnrolmentRecord),
 }
 
 impl EventBody {
@@ -699,6 +755,7 @@ impl EventBody {
             EventBody::Grant(_) => "grant",
             EventBody::Revocation(_) => "revocation",
             EventBody::Refused(_) => "refused",
+            EventBody::Enrolment(_) => "enrolment",
         }
     }
 
@@ -718,6 +775,7 @@ impl EventBody {
             EventBody::Grant(r) => serde_json::to_writer(&mut bytes, r),
             EventBody::Revocation(r) => serde_json::to_writer(&mut bytes, r),
             EventBody::Refused(r) => serde_json::to_writer(&mut bytes, r),
+            EventBody::Enrolment(r) => serde_json::to_writer(&mut bytes, r),
         };
         // These records hold only strings, numbers and JSON values with string keys,
         // which serde_json always serializes.
@@ -739,6 +797,7 @@ impl EventBody {
             "grant" => EventBody::Grant(serde_json::from_slice(payload).map_err(err)?),
             "revocation" => EventBody::Revocation(serde_json::from_slice(payload).map_err(err)?),
             "refused" => EventBody::Refused(serde_json::from_slice(payload).map_err(err)?),
+            "enrolment" => EventBody::Enrolment(serde_json::from_slice(payload).map_err(err)?),
             other => return Err(format!("unknown event kind `{other}`")),
         })
     }

@@ -792,6 +792,7 @@ pub fn shadow_calls<E: From<StoreError>>(
             sandbox: None,
             labels: Vec::new(),
             after: None,
+            approvers: None,
         };
         Some((recorded_decision(call), now))
     };
@@ -886,6 +887,7 @@ fn recorded_decision(call: &DecidedCall) -> Decision {
         sandbox: call.decision.sandbox.clone(),
         labels: call.decision.labels.clone(),
         after: call.decision.after.clone(),
+        approvers: call.decision.approvers.clone(),
     }
 }
 

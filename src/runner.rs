@@ -231,6 +231,7 @@ impl GovernedRunner {
                 sandbox: None,
                 labels: Vec::new(),
                 after: None,
+                approvers: None,
             };
             let facts = Facts {
                 workspace: self.workspace.root().to_string_lossy().into_owned(),
@@ -524,6 +525,7 @@ pub fn decision_body(
         sandbox: decision.sandbox.clone(),
         labels: decision.labels.clone(),
         after: decision.after.clone(),
+        approvers: decision.approvers.clone(),
         history_through,
         facts: facts.clone(),
     })

@@ -17,6 +17,7 @@
 //! Deciding which calls wait is the policy's business and knows nothing of
 //! this; this module knows the store, not the terminal.
 
+pub mod approvers;
 pub mod grants;
 pub mod page;
 pub mod totp;
@@ -64,6 +65,16 @@ pub enum ApprovalsError {
     UnknownGrant { grant: String },
     #[error("grant `{grant}` is already revoked")]
     AlreadyRevoked { grant: String },
+    #[error("cannot enrol `{name}`: {why}")]
+    Enrolment { name: String, why: String },
+    #[error("`{name}` {why}")]
+    Factor { name: String, why: String },
+    #[error("call `{call_id}` needs approval by {needed}: {why}")]
+    Approvers {
+        call_id: String,
+        needed: String,
+        why: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -186,7 +186,14 @@ mod tests {
     /// RFC 6238, appendix B: each algorithm's seed, at each time, 8 digits.
     #[test]
     fn the_rfc_6238_test_vectors_hold() {
-        let seed = |n: usize| b"1234567890".iter().copied().cycle().take(n).collect::<Vec<u8>>();
+        let seed = |n: usize| {
+            b"1234567890"
+                .iter()
+                .copied()
+                .cycle()
+                .take(n)
+                .collect::<Vec<u8>>()
+        };
         let vectors: [(u64, [&str; 3]); 6] = [
             (59, ["94287082", "46119246", "90693936"]),
             (1_111_111_109, ["07081804", "68084774", "25091201"]),
@@ -202,7 +209,12 @@ mod tests {
         ];
         for (time, codes) in vectors {
             for (totp, code) in generators.iter().zip(codes) {
-                assert_eq!(totp.code_at(totp.step(time)), code, "{:?} at {time}", totp.algorithm);
+                assert_eq!(
+                    totp.code_at(totp.step(time)),
+                    code,
+                    "{:?} at {time}",
+                    totp.algorithm
+                );
                 assert_eq!(totp.check(code, time), Some(totp.step(time)));
             }
         }

@@ -55,6 +55,8 @@ struct RuleFile {
     not_after: Option<Vec<String>>,
     labelled: Option<Vec<String>>,
     labels: Option<Vec<String>>,
+    approvers: Option<Vec<String>>,
+    quorum: Option<u32>,
     sandbox: Option<String>,
     examples: Option<Vec<Example>>,
 }
@@ -945,6 +947,7 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             }
             None => Vec::new(),
         },
+        approvers: super::Approvers::from_file(spec.approvers, spec.quorum, action)?,
         sandbox: spec.sandbox,
         held: None,
     })

@@ -5,6 +5,7 @@
 //! environment, so the same request with the same facts always gets the same
 //! decision, which is what replay relies on.
 
+mod approvers;
 mod args;
 pub mod cases;
 mod commands;
@@ -27,6 +28,7 @@ use crate::facts::{Facts, path_argument};
 use crate::principal::Principal;
 use crate::request::ToolRequest;
 
+pub use approvers::{Approvers, valid_name};
 pub(crate) use commands::unproven;
 pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec, memoize_parses};
 pub use floor::{FLOOR_LAYER, FLOOR_POLICY_TOML, floor};
@@ -126,6 +128,9 @@ pub struct Decision {
     /// earlier call of the session that made it hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<After>,
+    /// For an ask whose rule names `approvers`: who must approve, how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<Approvers>,
 }
 
 /// What a rule reads beyond the request and its facts: who made the call,
@@ -545,6 +550,7 @@ impl Policy {
                 }
                 decision.labels = rule.labels.clone();
                 decision.after = after;
+                decision.approvers = rule.approvers.clone();
                 return Some(decision);
             }
         }
@@ -569,6 +575,7 @@ impl Policy {
             sandbox: None,
             labels: Vec::new(),
             after: None,
+            approvers: None,
         }
     }
 

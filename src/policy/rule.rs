@@ -53,6 +53,8 @@ pub struct Rule {
     /// `labels`: what the call carries when this rule decides it (for a
     /// `[[labels]]` entry: when it holds).
     pub(super) labels: Vec<String>,
+    /// `approvers`, `quorum`: who must approve the calls this ask rule asks about.
+    pub(super) approvers: Option<super::Approvers>,
     /// `sandbox`: the profile an allow by this rule runs under (`gavel exec`).
     pub(super) sandbox: Option<String>,
     /// For an allow naming a sandbox: what the kernel holds instead of a

@@ -68,6 +68,7 @@ mod tests {
             sandbox: None,
             labels: Vec::new(),
             after: None,
+            approvers: None,
         }
     }
 

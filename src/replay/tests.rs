@@ -15,6 +15,7 @@ fn decision(action: Action, rule_id: &str, reason: &str) -> Decision {
         sandbox: None,
         labels: Vec::new(),
         after: None,
+        approvers: None,
     }
 }
 

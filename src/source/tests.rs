@@ -44,6 +44,7 @@ fn call(call_id: &str, command: &str, action: Action) -> [Event; 2] {
                 sandbox: None,
                 labels: Vec::new(),
                 after: None,
+                approvers: None,
                 history_through: None,
                 facts: Facts {
                     workspace: "/ws".into(),

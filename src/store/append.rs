@@ -5,7 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Durability, Store, StoreError, StoredEvent, set_synchronous, sql};
-use crate::audit::{Event, EventBody, FormatRecord};
+use crate::audit::{ApprovalRecord, Event, EventBody, Factor, FormatRecord};
 use crate::chain::{EventFields, FORMAT_CALL_ID, FORMAT_KIND, FORMAT_VERSION, Hash, Who, link};
 
 /// The typed columns of an event, taken from its body.
@@ -36,7 +36,8 @@ fn columns(body: &EventBody) -> Columns<'_> {
         | EventBody::Format(_)
         | EventBody::Grant(_)
         | EventBody::Revocation(_)
-        | EventBody::Refused(_) => {}
+        | EventBody::Refused(_)
+        | EventBody::Enrolment(_) => {}
     }
     columns
 }
@@ -312,6 +313,13 @@ fn insert_all(
                          ?14, ?15, ?16, ?17, ?18)",
             )
             .map_err(sql("preparing an insert"))?;
+        // The TOTP steps approvers used (migration 0008): one use each.
+        let mut step_used = tx
+            .prepare_cached("SELECT 1 FROM totp_steps WHERE name = ?1 AND step = ?2")
+            .map_err(sql("preparing a lookup"))?;
+        let mut used_step = tx
+            .prepare_cached("INSERT INTO totp_steps (name, step, seq) VALUES (?1, ?2, ?3)")
+            .map_err(sql("preparing an insert"))?;
         // What flow rules read (migration 0007).
         let mut labelled = tx
             .prepare_cached(
@@ -390,6 +398,26 @@ fn insert_all(
                     who.agent
                 ])
                 .map_err(sql("appending an event"))?;
+            if let EventBody::Approval(ApprovalRecord {
+                factor: Some(Factor::Totp),
+                step: Some(step),
+                approver: Some(name),
+                ..
+            }) = &event.body
+            {
+                if step_used
+                    .exists(params![name, step])
+                    .map_err(sql("looking up a code"))?
+                {
+                    return Err(StoreError::CodeReused {
+                        name: name.clone(),
+                        step: *step,
+                    });
+                }
+                used_step
+                    .execute(params![name, step, seq])
+                    .map_err(sql("appending a used code"))?;
+            }
             if let (EventBody::Decision(decision), Some(session)) = (&event.body, who.session)
                 && decision.action != crate::policy::Action::Deny
             {

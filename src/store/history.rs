@@ -112,6 +112,14 @@ impl Store {
         Ok(history)
     }
 
+    /// Whether `name` used the TOTP code of time step `step` already.
+    pub fn totp_step_used(&self, name: &str, step: u64) -> Result<bool, StoreError> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM totp_steps WHERE name = ?1 AND step = ?2")
+            .and_then(|mut s| s.exists(params![name, step]))
+            .map_err(sql("looking up a code"))
+    }
+
     /// The seq of the first row that refused call `call_id` (a rejected or
     /// cancelled approval, a blocked result), if one did.
     pub fn blocked_at(&self, call_id: &str) -> Result<Option<u64>, StoreError> {

@@ -16,6 +16,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0005_checkpoint_frontier.sql"),
     include_str!("../../migrations/0006_merkle_blocks.sql"),
     include_str!("../../migrations/0007_session_labels.sql"),
+    include_str!("../../migrations/0008_totp_steps.sql"),
 ];
 
 /// The schema version that added the provenance columns (format 2).

@@ -129,6 +129,8 @@ pub enum StoreError {
     DuplicateCall { call_id: String },
     #[error("no call `{call_id}` in the record")]
     UnknownCall { call_id: String },
+    #[error("{name}'s code of time step {step} was already used; wait for the next code")]
+    CodeReused { name: String, step: u64 },
     #[error("{context}: {source}")]
     Sqlite {
         context: &'static str,

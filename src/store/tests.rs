@@ -61,6 +61,7 @@ fn decision(call_id: &str, action: Action, rule_id: &str) -> Event {
             sandbox: None,
             labels: Vec::new(),
             after: None,
+            approvers: None,
             history_through: None,
             facts: Facts {
                 workspace: "/ws".into(),

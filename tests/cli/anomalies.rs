@@ -400,6 +400,7 @@ fn audit_finds_what_older_logs_recorded_without_anomaly_rows() {
                     sandbox: None,
                     labels: Vec::new(),
                     after: None,
+                    approvers: None,
                     history_through: None,
                     facts: Facts {
                         workspace: "/ws".into(),

@@ -287,6 +287,7 @@ pub fn append_calls(db: &Path, first: usize, n: usize) {
                 sandbox: None,
                 labels: Vec::new(),
                 after: None,
+                approvers: None,
                 history_through: None,
                 facts: gavel::Facts {
                     workspace: "/ws".into(),

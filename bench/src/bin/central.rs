@@ -321,6 +321,7 @@ fn append_calls(db: &Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
                 sandbox: None,
                 labels: Vec::new(),
                 after: None,
+                approvers: None,
                 history_through: None,
             }),
         ));

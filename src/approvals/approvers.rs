@@ -1,0 +1,197 @@
+//! Approvers: people enrolled with a second factor (`gavel approvers add`),
+//! whose answers the rules naming `approvers` count (docs/approvals.md,
+//! "Approvers").
+//!
+//! An enrolment is a chained `enrolment` row under the call id
+//! [`APPROVERS_CALL`]: the name, the factor and the SHA-256 of the key,
+//! never the key. A TOTP secret is kept outside the log and the workspace,
+//! in the user's key folder, one file per person and log, mode 0600
+//! ([`secret_path`]); the person's authenticator app holds the other copy.
+
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::ApprovalsError;
+use super::totp::{Totp, base32, from_base32};
+use crate::audit::{EnrolmentRecord, Event, EventBody, Factor};
+use crate::digest::{hex, sha256};
+use crate::principal::Principal;
+use crate::store::{Store, StoreError};
+
+/// The call id every enrolment row is recorded under: found by one index lookup.
+pub const APPROVERS_CALL: &str = "approvers";
+
+/// A person enrolled now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Enrolled {
+    pub name: String,
+    pub factor: Factor,
+    pub key_sha256: String,
+    pub enrolled_by: String,
+    /// The seq and time of the enrolment row.
+    pub seq: u64,
+    pub ts_us: i64,
+}
+
+/// Everyone enrolled now: each name's last enrolment row, unless it
+/// removed them. An unreadable row is skipped (`gavel verify` names it).
+pub fn enrolled(store: &Store) -> Result<Vec<Enrolled>, StoreError> {
+    let mut people: Vec<Enrolled> = Vec::new();
+    for row in store.call_events(APPROVERS_CALL)? {
+        let Ok(EventBody::Enrolment(record)) = EventBody::from_json(&row.kind, &row.payload) else {
+            continue;
+        };
+        people.retain(|p| p.name != record.name);
+        if !record.removed {
+            people.push(Enrolled {
+                name: record.name,
+                factor: record.factor,
+                key_sha256: record.key_sha256,
+                enrolled_by: record.enrolled_by,
+                seq: row.seq,
+                ts_us: row.ts_us,
+            });
+        }
+    }
+    Ok(people)
+}
+
+/// Where the TOTP secret of `name` for the log `log_id` is kept:
+/// `<user keys>/<log id>.approvers/<name>.totp`; `None` without a home folder.
+pub fn secret_path(log_id: &[u8], name: &str) -> Option<PathBuf> {
+    let dir = crate::store::user_keys_dir()?;
+    Some(
+        dir.join(format!("{}.approvers", hex(log_id)))
+            .join(format!("{name}.totp")),
+    )
+}
+
+/// Enrols `name` with a new TOTP secret: writes the secret (mode 0600),
+/// then records the enrolment. Returns the generator, for the person's app.
+pub fn enrol_totp(
+    store: &mut Store,
+    name: &str,
+    by: &Arc<Principal>,
+) -> Result<Totp, ApprovalsError> {
+    let refuse = |why: String| ApprovalsError::Enrolment {
+        name: name.to_owned(),
+        why,
+    };
+    if !crate::policy::valid_name(name) {
+        return Err(refuse(
+            "a name is letters, digits, `.`, `_` and `-`, at most 64, not starting with `.`".into(),
+        ));
+    }
+    if enrolled(store)?.iter().any(|p| p.name == name) {
+        return Err(refuse(format!(
+            "already enrolled; `gavel approvers remove {name}` first"
+        )));
+    }
+    let path = secret_path(&store.identity().log_id, name).ok_or_else(|| {
+        refuse("no home folder to keep the secret in (set HOME or XDG_DATA_HOME)".into())
+    })?;
+    let mut secret = vec![0u8; 20];
+    getrandom::fill(&mut secret).map_err(|e| refuse(format!("no randomness: {e}")))?;
+    write_secret(&path, &base32(&secret)).map_err(|e| {
+        refuse(format!(
+            "cannot write its secret to `{}`: {e}",
+            path.display()
+        ))
+    })?;
+    let record = EnrolmentRecord {
+        name: name.to_owned(),
+        factor: Factor::Totp,
+        key_sha256: hex(&sha256(&secret)),
+        enrolled_by: by.user.clone(),
+        removed: false,
+    };
+    store.append(&[Event::now(APPROVERS_CALL, None, EventBody::Enrolment(record)).by(Some(by))])?;
+    Ok(Totp::new(secret))
+}
+
+/// Records that `name` approves nothing from now on, and deletes their
+/// TOTP secret.
+pub fn remove(store: &mut Store, name: &str, by: &Arc<Principal>) -> Result<(), ApprovalsError> {
+    let Some(person) = enrolled(store)?.into_iter().find(|p| p.name == name) else {
+        return Err(ApprovalsError::Enrolment {
+            name: name.to_owned(),
+            why: "not enrolled".into(),
+        });
+    };
+    let record = EnrolmentRecord {
+        name: name.to_owned(),
+        factor: person.factor,
+        key_sha256: person.key_sha256,
+        enrolled_by: by.user.clone(),
+        removed: true,
+    };
+    store.append(&[Event::now(APPROVERS_CALL, None, EventBody::Enrolment(record)).by(Some(by))])?;
+    if let Some(path) = secret_path(&store.identity().log_id, name) {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// The TOTP time step `code` proves for enrolled `name` at `unix_secs`:
+/// the secret must be the enrolled one (its digest), and the step not one
+/// this person used before (checked again, atomically, when the answer is
+/// appended).
+pub fn check_totp(
+    store: &Store,
+    name: &str,
+    code: &str,
+    unix_secs: u64,
+) -> Result<u64, ApprovalsError> {
+    let refuse = |why: &str| ApprovalsError::Factor {
+        name: name.to_owned(),
+        why: why.to_owned(),
+    };
+    let person = enrolled(store)?
+        .into_iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| refuse("is not an enrolled approver (`gavel approvers add`)"))?;
+    if person.factor != Factor::Totp {
+        return Err(refuse(
+            "is enrolled with a passkey, not an authenticator code",
+        ));
+    }
+    let secret = secret_path(&store.identity().log_id, name)
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| from_base32(&text))
+        .ok_or_else(|| refuse("has no TOTP secret on this machine"))?;
+    if hex(&sha256(&secret)) != person.key_sha256 {
+        return Err(refuse(
+            "has a TOTP secret on this machine that is not the enrolled one",
+        ));
+    }
+    let step = Totp::new(secret)
+        .check(code, unix_secs)
+        .ok_or_else(|| refuse("gave a code that is not theirs now"))?;
+    if store.totp_step_used(name, step)? {
+        return Err(StoreError::CodeReused {
+            name: name.to_owned(),
+            step,
+        }
+        .into());
+    }
+    Ok(step)
+}
+
+/// Writes `text` to `path` (mode 0600, its folder 0700), replacing it.
+fn write_secret(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    crate::store::prepare_key_dir(path)?;
+    let temporary = path.with_extension("totp.new");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(text.as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)
+}
