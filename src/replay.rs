@@ -21,6 +21,7 @@ mod gate;
 mod grants;
 pub mod summary;
 
+pub use flows::Flows;
 pub use gate::{FailOn, Gate};
 use grants::GrantBook;
 pub use grants::{GrantedCall, Grants};
@@ -979,12 +980,15 @@ pub fn rule_usage(
 ) -> Result<BTreeMap<String, u64>, StoreError> {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut total = 0u64;
+    let flows = flows::Flows::scan(store, policy, query.until)?;
     store.for_each_decided_call(query, |call| {
         let request = recorded_request(&call);
-        let now = policy.decide_as(
+        let history = flows.as_ref().map(|f| f.history(&call)).unwrap_or_default();
+        let now = policy.decide_in(
             &request,
             &call.decision.facts,
             call.request.principal.as_ref(),
+            &history,
         );
         *counts.entry(now.rule_id).or_default() += 1;
         total += 1;

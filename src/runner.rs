@@ -82,6 +82,8 @@ pub struct GovernedRunner {
     principal: Option<std::sync::Arc<Principal>>,
     /// Grants in force, consulted only when the policy asks.
     grants: Option<Box<dyn GrantSource>>,
+    /// See [`GovernedRunner::set_sessions_named`].
+    sessions_named: bool,
 }
 
 /// A decision with the facts it was made on, and, for arguments over the
@@ -112,6 +114,7 @@ impl GovernedRunner {
             max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
             principal: None,
             grants: None,
+            sessions_named: false,
         }
     }
 
@@ -121,6 +124,12 @@ impl GovernedRunner {
     pub fn with_grants(mut self, grants: Box<dyn GrantSource>) -> Self {
         self.grants = Some(grants);
         self
+    }
+
+    /// Calls come from a client that names its sessions (an agent's hooks):
+    /// one without a session has an unknown history, not an empty one.
+    pub fn set_sessions_named(&mut self) {
+        self.sessions_named = true;
     }
 
     /// Records `principal` with every call: in the request payload, and as
@@ -185,6 +194,18 @@ impl GovernedRunner {
     pub fn decide(&self, request: &ToolRequest) -> (Facts, Decision) {
         let decided = self.decide_sized(request, None, None, Flow::default());
         (decided.facts, decided.decision)
+    }
+
+    /// Decides `request` after its session's history, read from `audit`,
+    /// without asking, running or recording anything.
+    pub fn decide_after(
+        &self,
+        request: &ToolRequest,
+        audit: &mut dyn AuditSink,
+    ) -> Result<(Facts, Decision), AuditError> {
+        let flow = self.flow(audit)?;
+        let decided = self.decide_sized(request, None, None, flow);
+        Ok((decided.facts, decided.decision))
     }
 
     /// Decides `request`, refusing arguments (or a client input) over the
@@ -293,7 +314,15 @@ impl GovernedRunner {
             return Ok(Flow::default());
         }
         let Some(session) = self.principal.as_ref().and_then(|p| p.session.as_deref()) else {
-            return Ok(Flow::default());
+            // A client that names no session: its earlier calls cannot be
+            // found, so the history is unknown (flow rules fail closed).
+            return Ok(Flow {
+                through: None,
+                history: match self.sessions_named {
+                    true => crate::policy::History::unknown(),
+                    false => crate::policy::History::default(),
+                },
+            });
         };
         Ok(match audit.session_history(session, &labels)? {
             Some((through, history)) => Flow {

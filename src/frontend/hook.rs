@@ -216,6 +216,7 @@ impl Handling<'_> {
         let context = self.context;
         let mut service = Service::open(setup, self.client.name(), Registry::empty())?
             .with_principal(|base| from_context(base, context));
+        service.runner_mut().set_sessions_named();
         if service.opened_fresh() {
             let who = service.principal();
             let note = mid_session(self.client, context).by(who.as_ref());
@@ -336,7 +337,7 @@ impl Handling<'_> {
         let mut service = self.service(setup)?;
         let who = service.principal();
         let request = clients::to_request(client, call, &context.cwd, "permission");
-        let (_, decision) = service.runner().decide(&request);
+        let decision = service.decide(&request)?;
         // The client is about to ask a person: gavel answers in the
         // person's place only to deny what its policy denies.
         let reply = match decision.action {

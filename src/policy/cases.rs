@@ -160,7 +160,8 @@ impl Policy {
                         &request,
                         &self.path_arguments(&request.name),
                     );
-                    history.add(&id, &self.labels_of(&request, &facts, who.as_ref()));
+                    let earlier = self.decide_in(&request, &facts, who.as_ref(), &history);
+                    history.add(&id, &earlier.labels);
                 }
             }
         }

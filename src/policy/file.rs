@@ -735,8 +735,15 @@ fn parse_text(read: &str, text: &str, origin: &str, checks: Checks) -> Result<Po
         if let Some(examples) = examples.filter(|_| checks == Checks::Now) {
             check_examples(&rule, examples, &paths, &label_rules).map_err(&rule_error)?;
         }
-        if rules.iter().any(|r| r.id == rule.id) {
+        if rules.iter().chain(&label_rules).any(|r| r.id == rule.id) {
             return Err(rule_error("duplicate rule id".into()));
+        }
+        if rule.reason.contains("{after}") && rule.flow.as_ref().is_none_or(|f| f.after.is_empty())
+        {
+            return Err(rule_error(
+                "`{after}` names the earlier call an `after` condition relied on, and this rule has none"
+                    .into(),
+            ));
         }
         rules.push(rule);
     }

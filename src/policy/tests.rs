@@ -1153,10 +1153,12 @@ reason = "ask"
         let clean = changes.iter().find(|c| c.rule_id == "fetch.clean").unwrap();
         assert_eq!(clean.kind, diff::RuleChangeKind::Widened);
         // The sample decides each request after the labels the flows read, too.
-        let without_flow = FLOWS.replace(
-            "\nafter = [\"private\"]\n",
-            "\ntools = [\"no_such_tool\"]\n",
-        );
+        let without_flow = FLOWS
+            .replace(
+                "\nafter = [\"private\"]\n",
+                "\ntools = [\"no_such_tool\"]\n",
+            )
+            .replace("{tool} after {after}", "no flow");
         let without_flow = Policy::from_toml(&without_flow, "n.toml").unwrap();
         let (_, samples) = diff::sample_changes(&old, &without_flow);
         assert!(

@@ -203,6 +203,12 @@ impl Service {
     }
 
     /// The pipeline: its policy, workspace, principal.
+    /// Decides `request` as a call of this service would be, its
+    /// session's history read from the record; nothing is asked, run or recorded.
+    pub fn decide(&mut self, request: &ToolRequest) -> Result<Decision, SessionError> {
+        Ok(self.runner.decide_after(request, &mut self.record)?.1)
+    }
+
     pub fn runner(&self) -> &GovernedRunner {
         &self.runner
     }

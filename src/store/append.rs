@@ -5,7 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Durability, Store, StoreError, StoredEvent, set_synchronous, sql};
-use crate::audit::{ApprovalRecord, Event, EventBody, Factor, FormatRecord};
+use crate::audit::{ApprovalRecord, AuditError, AuditSink, Event, EventBody, Factor, FormatRecord};
 use crate::chain::{EventFields, FORMAT_CALL_ID, FORMAT_KIND, FORMAT_VERSION, Hash, Who, link};
 
 /// The typed columns of an event, taken from its body.
@@ -615,5 +615,23 @@ impl Store {
             })
             .map_err(sql("remembering the policy"))?;
         Ok(())
+    }
+}
+
+impl AuditSink for Store {
+    fn append(&mut self, events: &[Event]) -> Result<(), AuditError> {
+        Store::append(self, events)
+            .map(|_| ())
+            .map_err(|e| AuditError(Box::new(e)))
+    }
+
+    fn session_history(
+        &mut self,
+        session: &str,
+        labels: &[String],
+    ) -> Result<Option<(u64, crate::policy::History)>, AuditError> {
+        Store::session_history(self, session, labels)
+            .map(Some)
+            .map_err(|e| AuditError(Box::new(e)))
     }
 }

@@ -6,44 +6,51 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::{Store, StoreError, sql};
-use crate::audit::AuditError;
 use crate::policy::History;
 
-/// A row up to seq `?3` refuses call `c.call_id`: a rejected or cancelled
-/// approval, or a blocked result.
-const REFUSED: &str = "
-    EXISTS (SELECT 1 FROM events o
-             WHERE o.call_id = s.call_id AND o.seq <= ?3
-               AND ((o.kind = 'approval' AND o.approval IN ('rejected', 'cancelled'))
-                 OR (o.kind = 'result' AND o.status = 'blocked')))";
+/// A row of a call that refused it: a rejected or cancelled approval, or a
+/// blocked result (the call did not take place).
+const REFUSING: &str = "((kind = 'approval' AND approval IN ('rejected', 'cancelled'))
+                         OR (kind = 'result' AND status = 'blocked'))";
 
 /// The first call of session `?1` up to seq `?3` that set label `?2` and
 /// was not refused by then.
 fn first_setter() -> String {
     format!(
         "SELECT s.call_id FROM session_labels s
-          WHERE s.session = ?1 AND s.label = ?2 AND s.seq <= ?3 AND NOT {REFUSED}
+          WHERE s.session = ?1 AND s.label = ?2 AND s.seq <= ?3
+            AND NOT EXISTS (SELECT 1 FROM events
+                             WHERE call_id = s.call_id AND seq <= ?3 AND {REFUSING})
           ORDER BY s.seq LIMIT 1"
     )
 }
 
-/// Every label of session `?1` up to seq `?3` (`?2` unused), oldest first,
-/// of calls not refused by then.
+/// Every label of session `?1` up to seq `?2`, oldest first, of calls not
+/// refused by then.
 fn every_label() -> String {
     format!(
         "SELECT s.call_id, s.label FROM session_labels s
-          WHERE s.session = ?1 AND ?2 IS NULL AND s.seq <= ?3 AND NOT {REFUSED}
+          WHERE s.session = ?1 AND s.seq <= ?2
+            AND NOT EXISTS (SELECT 1 FROM events
+                             WHERE call_id = s.call_id AND seq <= ?2 AND {REFUSING})
           ORDER BY s.seq"
     )
 }
 
-/// The first row at or after which a call did not take place: a refusing
-/// approval or a blocked result.
-const BLOCKED_AT: &str = "
-    SELECT min(seq) FROM events
-     WHERE call_id = ?1
-       AND ((kind = 'approval' AND approval IN ('rejected', 'cancelled'))
-         OR (kind = 'result' AND status = 'blocked'))";
+/// The first row that refused call `?1`.
+fn blocked_at() -> String {
+    format!("SELECT min(seq) FROM events WHERE call_id = ?1 AND {REFUSING}")
+}
+
+/// `session_labels` made from the decision rows alone, as the append
+/// writes them: for a log copied row by row (a mirror of a central log).
+pub(super) const DERIVE_SESSION_LABELS: &str = "
+    INSERT OR IGNORE INTO session_labels (session, label, seq, call_id)
+    SELECT e.session, j.value, e.seq, e.call_id
+      FROM events e, json_each(CAST(e.payload AS TEXT), '$.labels') AS j
+     WHERE e.kind = 'decision' AND e.session IS NOT NULL AND e.action <> 'deny'
+       AND instr(e.payload, X'226C6162656C73223A') > 0
+       AND json_valid(CAST(e.payload AS TEXT)) AND j.type = 'text'";
 
 impl Store {
     /// What the earlier calls of `session` did, as far as `labels` go: the
@@ -99,7 +106,7 @@ impl Store {
                     .prepare_cached(&every_label())
                     .map_err(sql(context))?;
                 let rows = statement
-                    .query_map(params![session, None::<String>, through as i64], |r| {
+                    .query_map(params![session, through as i64], |r| {
                         Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
                     })
                     .map_err(sql(context))?;
@@ -124,30 +131,12 @@ impl Store {
     /// cancelled approval, a blocked result), if one did.
     pub fn blocked_at(&self, call_id: &str) -> Result<Option<u64>, StoreError> {
         self.conn
-            .prepare_cached(BLOCKED_AT)
+            .prepare_cached(&blocked_at())
             .and_then(|mut s| {
                 s.query_row([call_id], |r| r.get::<_, Option<u64>>(0))
                     .optional()
             })
             .map(Option::flatten)
             .map_err(sql("reading a call's refusal"))
-    }
-}
-
-impl crate::audit::AuditSink for Store {
-    fn append(&mut self, events: &[crate::audit::Event]) -> Result<(), AuditError> {
-        Store::append(self, events)
-            .map(|_| ())
-            .map_err(|e| AuditError(Box::new(e)))
-    }
-
-    fn session_history(
-        &mut self,
-        session: &str,
-        labels: &[String],
-    ) -> Result<Option<(u64, History)>, AuditError> {
-        Store::session_history(self, session, labels)
-            .map(Some)
-            .map_err(|e| AuditError(Box::new(e)))
     }
 }

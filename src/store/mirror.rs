@@ -69,6 +69,9 @@ impl Store {
                     .map_err(sql("copying policies"))?;
             }
         }
+        // What flow rules read, derived as the append would have written it.
+        tx.execute(super::history::DERIVE_SESSION_LABELS, [])
+            .map_err(sql("copying session labels"))?;
         tx.commit().map_err(sql("ending a mirror"))?;
         store.identity = identity.clone();
         store.redactor = None;

@@ -199,6 +199,8 @@ pub fn scan(
     // waits for their outcome (`--approval`, `--status`).
     let mut selected_before = 0u64;
     let mut waiting: Vec<(u32, Vec<String>)> = Vec::new();
+    // Flow rules decide as they did: on each session's history.
+    let flows = crate::replay::Flows::scan(store, policy, None)?;
     store.for_each_decided_call_with_outcomes(&AuditQuery::default(), |scanned| {
         match scanned {
             Scanned::Outcome {
@@ -229,7 +231,10 @@ pub fn scan(
                     selected,
                     outcome_filters,
                 };
-                if let Some(wait) = observe(&mut record, &mut sessions, policy, *call, seen) {
+                let history = flows.as_ref().map(|f| f.history(&call)).unwrap_or_default();
+                if let Some(wait) =
+                    observe(&mut record, &mut sessions, policy, &history, *call, seen)
+                {
                     waiting.push(wait);
                 }
             }
@@ -301,14 +306,16 @@ fn observe(
     record: &mut Record,
     sessions: &mut HashMap<String, u32>,
     policy: &Policy,
+    history: &crate::policy::History,
     call: DecidedCall,
     seen: Seen,
 ) -> Option<(u32, Vec<String>)> {
     let request = recorded_request(&call);
-    let now = policy.decide_as(
+    let now = policy.decide_in(
         &request,
         &call.decision.facts,
         call.request.principal.as_ref(),
+        history,
     );
     let granted = call
         .decision

@@ -305,3 +305,64 @@ fn a_serve_stream_is_one_session_and_run_joins_gavel_session() {
     );
     assert_eq!(alone["rule_id"], "bash.requires_approval", "{alone}");
 }
+
+/// A label a rule gives when it decides (not a `[[labels]]` entry) is
+/// re-derived by replay too: the policy that decided replays without drift,
+/// and `policy lint` counts the flow rule as used.
+#[test]
+fn labels_given_by_deciding_rules_replay_exactly() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "gavel.toml",
+        r#"name = "rule-labels"
+
+[[rules]]
+id = "fetch.after_touch"
+action = "deny"
+tools = ["web_fetch"]
+after = ["touched"]
+reason = "{after}"
+
+[[rules]]
+id = "read.tag"
+action = "allow"
+tools = ["read_file"]
+labels = ["touched"]
+reason = "reads are allowed"
+
+[[rules]]
+id = "fetch.allowed"
+action = "allow"
+tools = ["web_fetch"]
+reason = "fetches are allowed"
+"#,
+    );
+    let run = |args: &[&str]| {
+        let output = sandbox
+            .gavel(args)
+            .env("GAVEL_SESSION", "tagged")
+            .output()
+            .unwrap();
+        json(&output)
+    };
+    run(&["run", "read_file", r#"{"path":"notes.txt"}"#, "--json"]);
+    let fetched = run(&[
+        "run",
+        "web_fetch",
+        r#"{"url":"https://example.com"}"#,
+        "--json",
+    ]);
+    assert_eq!(fetched["rule_id"], "fetch.after_touch", "{fetched}");
+    let replayed = json(&run_expecting(&mut sandbox.gavel(&["replay", "--json"]), 0));
+    assert_eq!(replayed["changed"], 0, "{replayed}");
+    let lint = json(&run_expecting(
+        &mut sandbox.gavel(&["policy", "lint", "--json"]),
+        0,
+    ));
+    let usage = lint["usage"]["by_rule"].as_array().unwrap();
+    let flow = usage
+        .iter()
+        .find(|r| r["rule_id"] == "fetch.after_touch")
+        .unwrap();
+    assert_eq!(flow["calls"], 1, "{lint}");
+}
