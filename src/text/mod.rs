@@ -1,7 +1,10 @@
 //! Text from the record made safe to show to a person: control
-//! characters written as escapes, and a cell's worth of one line.
+//! characters written as escapes, and a cell's worth of one line; its
+//! layout in tables and lines of a given width is [`layout`]'s.
 
 use std::borrow::Cow;
+
+pub mod layout;
 
 /// Shortens `text` to one line of at most `max` characters for a table
 /// cell, control characters escaped.
@@ -49,5 +52,20 @@ pub fn plural(n: usize, noun: &str) -> String {
         format!("1 {noun}")
     } else {
         format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_terminal_controls_and_keeps_plain_text() {
+        assert_eq!(escape("plain ü"), "plain ü");
+        assert_eq!(
+            escape("a\u{1b}[2Jb\nc\u{7f}\u{9b}\u{202e}"),
+            "a\\u{1b}[2Jb\\nc\\u{7f}\\u{9b}\\u{202e}"
+        );
+        assert_eq!(cell("x\u{1b}]0;t\u{7}", 40), "x\\u{1b}]0;t\\u{7}");
     }
 }
