@@ -72,6 +72,13 @@ pub trait Approver {
     fn recorded(&self) -> bool {
         false
     }
+
+    /// Whether its answers are checked for the approvers a rule names (each
+    /// an enrolled person proving a second factor, up to the quorum): only
+    /// the pending queue's are. Any other approver is never asked about such a call.
+    fn checks_approvers(&self) -> bool {
+        false
+    }
 }
 
 impl<F> Approver for F
@@ -114,19 +121,24 @@ pub fn resolve_call(
     let (approval, allowed) = match decision.action {
         Action::Allow => (ApprovalStatus::NotRequired, true),
         Action::Deny => (ApprovalStatus::NotRequired, false),
+        // Nobody this approver can put forward counts: not asked at all.
+        Action::Ask if decision.approvers.is_some() && !approver.checks_approvers() => {
+            (ApprovalStatus::Cancelled, false)
+        }
         Action::Ask => match approver.approve_call(call_id, request, &decision) {
             ApprovalStatus::Approved => (ApprovalStatus::Approved, true),
             ApprovalStatus::Rejected => (ApprovalStatus::Rejected, false),
             _ => (ApprovalStatus::Cancelled, false),
         },
     };
+    let unanswerable = decision.approvers.is_some() && !approver.checks_approvers();
     let answer = (decision.action == Action::Ask).then(|| Answer {
         channel: approver.channel(),
-        approver: approver.approver(),
-        cause: if approval == ApprovalStatus::Cancelled {
-            Some(approver.cause().unwrap_or(CancelCause::Error))
-        } else {
-            None
+        approver: (!unanswerable).then(|| approver.approver()).flatten(),
+        cause: match approval {
+            ApprovalStatus::Cancelled if unanswerable => Some(CancelCause::FactorRequired),
+            ApprovalStatus::Cancelled => Some(approver.cause().unwrap_or(CancelCause::Error)),
+            _ => None,
         },
     });
     Resolution {

@@ -370,6 +370,10 @@ pub enum CancelCause {
     Malformed,
     /// The prompt could not be shown or read.
     Error,
+    /// The rule names approvers, and nobody here can prove being one (a
+    /// terminal, a flag, a client's own prompt): only the pending queue,
+    /// answered with a second factor, can approve it.
+    FactorRequired,
 }
 
 impl CancelCause {
@@ -382,6 +386,7 @@ impl CancelCause {
             CancelCause::Superseded => "superseded",
             CancelCause::Malformed => "malformed",
             CancelCause::Error => "error",
+            CancelCause::FactorRequired => "factor_required",
         }
     }
 }

@@ -100,7 +100,9 @@ pub fn explain(
     };
     let result = result_of(store, &call.call_id)?;
     let refused = refused_of(store, &call.call_id)?;
-    let approver = approver_of(store, &call.call_id)?;
+    let approvals = approvals_of(store, &call.call_id)?;
+    let approver = approvals.iter().rev().find(|a| !a.vote).cloned();
+    let votes: Vec<&ApprovalRecord> = approvals.iter().filter(|a| a.vote).collect();
     let decision = &call.decision;
     let policy_text = match store.recorded_policy(&decision.policy.digest)? {
         crate::store::PolicyText::Text(_) => "recorded",
@@ -322,6 +324,15 @@ pub fn explain(
             },
         }
     ));
+    for vote in &votes {
+        text.push(format!("  after {}", approval_words("an approval", vote)));
+    }
+    if let Some(need) = &decision.approvers {
+        text.push(format!(
+            "  the rule needs {}",
+            crate::approvals::describe_approvers(need)
+        ));
+    }
     match (&result, call.status.as_str()) {
         (Some(r), _) => {
             let code = r.exit_code.map(|c| format!(", exit code {c}")).unwrap_or_default();
@@ -381,18 +392,18 @@ fn recorded_trace(store: &Store, call: &CallSummary) -> Result<Option<Explained>
     Ok(Some((trace, matched)))
 }
 
-/// The call's first result: a later report is an anomaly, not its result.
-/// The call's last approval record, when it has one.
-fn approver_of(store: &Store, call_id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+/// The call's approval records, oldest first: votes toward a quorum, then
+/// the answer.
+fn approvals_of(store: &Store, call_id: &str) -> Result<Vec<ApprovalRecord>, StoreError> {
     Ok(store
         .call_events(call_id)?
         .iter()
-        .rev()
-        .find(|e| e.kind == "approval")
-        .and_then(|e| match EventBody::from_json("approval", &e.payload) {
+        .filter(|e| e.kind == "approval")
+        .filter_map(|e| match EventBody::from_json("approval", &e.payload) {
             Ok(EventBody::Approval(record)) => Some(record),
             _ => None,
-        }))
+        })
+        .collect())
 }
 
 /// `approved via tty by alice`, `cancelled via tty (no_tty)`.
@@ -403,6 +414,9 @@ fn approval_words(status: &str, record: &ApprovalRecord) -> String {
     }
     if let Some(who) = &record.approver {
         text.push_str(&format!(" by `{who}`"));
+    }
+    if let Some(factor) = record.factor {
+        text.push_str(&format!(" with {}", factor.as_str()));
     }
     if let Some(cause) = record.cause {
         text.push_str(&format!(" ({})", cause.as_str()));

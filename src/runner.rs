@@ -289,7 +289,9 @@ impl GovernedRunner {
         );
         // Shadow policies decide on the same facts; never enforced.
         decision.shadow = self.policy.shadow_verdicts(request, &facts);
+        // A grant never answers for the approvers a rule names.
         if decision.action == Action::Ask
+            && decision.approvers.is_none()
             && let Some(grants) = &self.grants
         {
             let session = self.principal.as_ref().and_then(|p| p.session.as_deref());
@@ -560,6 +562,19 @@ pub fn decision_body(
     })
 }
 
+/// Why an ask whose rule names approvers is refused where only a client
+/// could answer it.
+pub fn needs_approvers(decision: &Decision) -> String {
+    let need = decision
+        .approvers
+        .as_ref()
+        .map(crate::approvals::describe_approvers)
+        .unwrap_or_default();
+    format!(
+        "needs approval by {need}, each with their second factor, through gavel's pending queue (`--ask wait`, then `gavel approve CALL --as NAME --code CODE`)"
+    )
+}
+
 /// A fresh call id: time-ordered, unique across processes.
 pub fn new_call_id() -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -644,6 +659,16 @@ impl GovernedRunner {
             )
             .by(who)
         };
+        // Only the pending queue checks the approvers a rule names: the
+        // client's own prompt or elicitation would let anybody answer.
+        let ask = match ask {
+            AskRoute::ClientPrompt { .. } | AskRoute::Elsewhere if decision.approvers.is_some() => {
+                AskRoute::Refuse {
+                    why: needs_approvers(&decision),
+                }
+            }
+            ask => ask,
+        };
         match (decision.action, ask) {
             (Action::Allow, _) => {}
             (Action::Ask, AskRoute::ClientPrompt { approver }) => {
@@ -665,7 +690,10 @@ impl GovernedRunner {
                     ApprovalStatus::Cancelled,
                     approval::ApprovalChannel::ClientPrompt,
                 );
-                record.cause = Some(approval::CancelCause::NoTty);
+                record.cause = Some(match decision.approvers {
+                    Some(_) => approval::CancelCause::FactorRequired,
+                    None => approval::CancelCause::NoTty,
+                });
                 events.push(approval(record));
                 events.push(blocked(why));
             }

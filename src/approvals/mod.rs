@@ -106,17 +106,24 @@ pub struct Pending {
     pub asked_us: i64,
     /// When its wait ends, microseconds since the epoch.
     pub until_us: i64,
+    /// Who must approve it, when its rule names approvers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<crate::policy::Approvers>,
+    /// The enrolled people who approved it so far, toward its quorum.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<String>,
 }
 
 /// The call `events` (all of one call, in seq order) describe, when it is
 /// waiting in the queue: its last approval row is `pending` with channel
 /// `queue` and nothing (no answer, no result) came after it. Pure.
 pub fn pending_of(events: &[StoredEvent]) -> Option<Pending> {
+    // A vote toward a quorum leaves the call waiting.
     let (at, row) = events
         .iter()
         .enumerate()
         .rev()
-        .find(|(_, e)| e.kind == "approval" || e.kind == "result")?;
+        .find(|(_, e)| (e.kind == "approval" && !is_vote(e)) || e.kind == "result")?;
     if row.kind != "approval" || row.approval.as_deref() != Some("pending") {
         return None;
     }
@@ -134,13 +141,23 @@ pub fn pending_of(events: &[StoredEvent]) -> Option<Pending> {
     let EventBody::Decision(dec) = EventBody::from_json("decision", &decision.payload).ok()? else {
         return None;
     };
+    let policy_digest = dec.policy.digest;
+    let arguments_sha256 = arguments_digest(&req.arguments);
+    let mut votes: Vec<String> = Vec::new();
+    for vote in events[at + 1..].iter().filter_map(vote_of) {
+        let bound = vote.arguments_sha256.as_deref() == Some(arguments_sha256.as_str())
+            && vote.policy_digest.as_deref() == Some(policy_digest.as_str());
+        if let Some(name) = vote.approver.filter(|n| bound && !votes.contains(n)) {
+            votes.push(name);
+        }
+    }
     Some(Pending {
         call_id: row.call_id.clone(),
         seq: row.seq,
         tool: request.tool.clone().unwrap_or_default(),
-        arguments_sha256: arguments_digest(&req.arguments),
+        arguments_sha256,
         arguments: req.arguments,
-        policy_digest: dec.policy.digest,
+        policy_digest,
         rule_id: dec.rule_id,
         reason: dec.reason,
         user: request.user.clone(),
@@ -148,7 +165,32 @@ pub fn pending_of(events: &[StoredEvent]) -> Option<Pending> {
         session: request.session.clone(),
         asked_us: request.ts_us,
         until_us: record.until_us.unwrap_or(row.ts_us),
+        approvers: dec.approvers,
+        votes,
     })
+}
+
+/// The approval record of a vote row (one person's approval toward a quorum).
+fn vote_of(row: &StoredEvent) -> Option<ApprovalRecord> {
+    if row.kind != "approval" || row.approval.as_deref() != Some("pending") {
+        return None;
+    }
+    match EventBody::from_json("approval", &row.payload) {
+        Ok(EventBody::Approval(record)) if record.vote => Some(record),
+        _ => None,
+    }
+}
+
+fn is_vote(row: &StoredEvent) -> bool {
+    vote_of(row).is_some()
+}
+
+/// What an answerer proved beyond the terminal or the page's token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proof {
+    pub factor: crate::audit::Factor,
+    /// For a TOTP code: its time step.
+    pub step: Option<u64>,
 }
 
 /// The digest an answer binds to: SHA-256 of the recorded arguments'
@@ -182,6 +224,8 @@ pub struct QueueAnswer {
     pub arguments_sha256: Option<String>,
     /// With an approval: a grant to create with it.
     pub grant: Option<GrantAsk>,
+    /// The enrolled `approver`'s second factor, when they proved one.
+    pub proof: Option<Proof>,
 }
 
 /// The scope a person asks a grant for, before it is read off the call.
@@ -453,11 +497,25 @@ pub fn answer(
                     }
                     _ => None,
                 };
-                let mut record = ApprovalRecord::new(answer.status, answer.channel);
+                // An approval short of the quorum is a vote: the call waits on.
+                let vote = answer.status == ApprovalStatus::Approved
+                    && pending
+                        .approvers
+                        .as_ref()
+                        .is_some_and(|need| pending.votes.len() + 1 < need.quorum as usize);
+                let status = if vote {
+                    ApprovalStatus::Pending
+                } else {
+                    answer.status
+                };
+                let mut record = ApprovalRecord::new(status, answer.channel);
                 record.approver = Some(answer.approver.clone());
                 record.arguments_sha256 = Some(pending.arguments_sha256.clone());
                 record.policy_digest = Some(pending.policy_digest.clone());
                 record.reason = answer.reason.clone();
+                record.factor = answer.proof.map(|p| p.factor);
+                record.step = answer.proof.and_then(|p| p.step);
+                record.vote = vote;
                 let mut append = vec![
                     Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by),
                 ];
@@ -574,7 +632,51 @@ pub fn check_answer(
             given: given.clone(),
         });
     }
+    if let Some(need) = &pending.approvers {
+        let refuse = |why: String| ApprovalsError::Approvers {
+            call_id: call_id.to_owned(),
+            needed: describe_approvers(need),
+            why,
+        };
+        if answer.proof.is_none() {
+            return Err(refuse(format!(
+                "an answer without a second factor does not count; answer with `gavel {} {call_id} --as NAME --code CODE`",
+                if answer.status == ApprovalStatus::Approved {
+                    "approve"
+                } else {
+                    "reject"
+                }
+            )));
+        }
+        if !need.admits(&answer.approver) {
+            return Err(refuse(format!("`{}` is not one of them", answer.approver)));
+        }
+        if answer.status == ApprovalStatus::Approved && pending.votes.contains(&answer.approver) {
+            return Err(refuse(format!(
+                "`{}` approved it already; another person must",
+                answer.approver
+            )));
+        }
+        if answer.grant.is_some() {
+            return Err(refuse(
+                "a grant would answer later calls without them; approve this call alone".into(),
+            ));
+        }
+    }
     Ok(pending)
+}
+
+/// `alice or bob`, `2 of alice, bob, carol`, `any enrolled approver`.
+pub fn describe_approvers(need: &crate::policy::Approvers) -> String {
+    let names = if need.names.iter().any(|n| n == "*") {
+        "any enrolled approver".to_owned()
+    } else {
+        need.names.join(", ")
+    };
+    match need.quorum {
+        1 => names,
+        n => format!("{n} distinct people of {names}"),
+    }
 }
 
 /// How a wait ended.
@@ -855,6 +957,10 @@ impl Approver for QueueApprover {
 
     fn cause(&self) -> Option<CancelCause> {
         self.last.as_ref().and_then(|w| w.cause)
+    }
+
+    fn checks_approvers(&self) -> bool {
+        true
     }
 
     fn recorded(&self) -> bool {

@@ -93,6 +93,12 @@ struct AnswerBody {
     /// the call has one, else for an hour).
     #[serde(default)]
     grant: Option<String>,
+    /// An enrolled approver answering with their authenticator's code:
+    /// recorded under their name with factor `totp`, not the token's.
+    #[serde(default)]
+    approver: Option<String>,
+    #[serde(default)]
+    code: Option<String>,
 }
 
 /// Whether `a` and `b` are equal, in time that depends on their length only.
@@ -176,6 +182,17 @@ fn answer(config: &PageConfig, store: &mut Store, body: AnswerBody, now: i64) ->
         Some("tool") => Some(GrantKind::Tool),
         Some(_) => return Response::refused(400, "a grant is `call`, `command` or `tool`"),
     };
+    // A code proves the person; the token alone proves only the page.
+    let (approver, proof) = match (&body.approver, &body.code) {
+        (Some(name), Some(code)) => match super::approvers::prove(store, name, code, now) {
+            Ok(proof) => (name.clone(), Some(proof)),
+            Err(err) => return Response::refused(403, &err.to_string()),
+        },
+        (None, None) => (config.name.clone(), None),
+        _ => {
+            return Response::refused(400, "an approver's answer needs both `approver` and `code`");
+        }
+    };
     let session = store
         .call_events(&body.call_id)
         .ok()
@@ -188,7 +205,8 @@ fn answer(config: &PageConfig, store: &mut Store, body: AnswerBody, now: i64) ->
             ApprovalStatus::Rejected
         },
         channel: ApprovalChannel::Web,
-        approver: config.name.clone(),
+        approver,
+        proof,
         reason: body.reason,
         arguments_sha256: Some(body.arguments_sha256),
         grant: grant.filter(|_| body.approved).map(|kind| GrantAsk {

@@ -30,6 +30,13 @@ pub struct AnswerArgs {
     /// Do not ask for confirmation on a terminal
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Answer as the enrolled approver NAME (`gavel approvers`), proved by their
+    /// authenticator's code: `--code`, else asked for on the terminal
+    #[arg(long = "as", value_name = "NAME")]
+    pub approver: Option<String>,
+    /// The current code of NAME's authenticator app
+    #[arg(long, value_name = "CODE", requires = "approver")]
+    pub code: Option<String>,
     /// With the approval, grant the same again: `call` (this exact call), `command` (its
     /// program and subcommand, e.g. `cargo test`, with any arguments inside the workspace),
     /// `paths=GLOB` (its file tool, or an MCP tool's declared path arguments, on paths under
@@ -65,6 +72,18 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
     }
     let mut store = global.open_store()?;
     let now = chrono::Utc::now().timestamp_micros();
+    let principal = Arc::new(Principal::current("cli").with_host_id_beside(store.path()));
+    let (approver, proof) = match &args.approver {
+        Some(name) => {
+            let code = match &args.code {
+                Some(code) => code.clone(),
+                None => super::read_secret_line(&format!("code of {name}'s authenticator: "))?,
+            };
+            let proof = approvals::approvers::prove(&store, name, &code, now)?;
+            (name.clone(), Some(proof))
+        }
+        None => (principal.user.clone(), None),
+    };
     let events = store
         .call_events(&args.call_id)
         .with_context(|| format!("cannot answer call `{}`", render::escape(&args.call_id)))?;
@@ -74,10 +93,16 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
         &QueueAnswer {
             status,
             channel: ApprovalChannel::Cli,
-            approver: String::new(),
+            approver: approver.clone(),
             reason: None,
             arguments_sha256: args.digest.clone(),
-            grant: None,
+            grant: args.grant.clone().map(|kind| GrantAsk {
+                kind,
+                session: false,
+                lasts: None,
+                uses: None,
+            }),
+            proof,
         },
         now,
     )?;
@@ -106,14 +131,14 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
             return Ok(Exit::Failed);
         }
     }
-    let principal = Arc::new(Principal::current("cli").with_host_id_beside(store.path()));
     let answered = approvals::answer(
         &mut store,
         &args.call_id,
         &QueueAnswer {
             status,
             channel: ApprovalChannel::Cli,
-            approver: principal.user.clone(),
+            approver: approver.clone(),
+            proof,
             reason: args.reason.clone(),
             // Bound to what was shown, whatever was asked for.
             arguments_sha256: Some(shown.arguments_sha256.clone()),
@@ -141,12 +166,19 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
             .find(|g| g.record.call_id == answered.call_id),
         None => None,
     };
+    // An approval short of its rule's quorum is one vote; the call waits on.
+    let votes = answered.votes.len() + 1;
+    let quorum = answered.approvers.as_ref().map(|a| a.quorum as usize);
+    let vote = status == ApprovalStatus::Approved && quorum.is_some_and(|q| votes < q);
     if args.format.is_json() {
         render::json(&json!({
             "call_id": answered.call_id,
-            "approval": status,
+            "approval": if vote { ApprovalStatus::Pending } else { status },
             "channel": "cli",
-            "approver": principal.user,
+            "approver": approver,
+            "factor": proof.map(|p| p.factor),
+            "votes": quorum.map(|_| votes),
+            "quorum": quorum,
             "arguments_sha256": answered.arguments_sha256,
             "policy_digest": answered.policy_digest,
             "grant": granted.as_ref().map(|g| json!(g)),
@@ -160,8 +192,11 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
             },
             render::escape(&answered.call_id),
             render::escape(&answered.tool),
-            render::escape(&principal.user)
+            render::escape(&approver)
         ))?;
+        if let Some(quorum) = quorum.filter(|_| status == ApprovalStatus::Approved) {
+            render::line(&format!("{votes} of {quorum} approvals"))?;
+        }
         if let Some(grant) = &granted {
             render::line(&format!(
                 "granted {}: {} (`gavel revoke {}` ends it)",

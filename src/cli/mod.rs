@@ -3,6 +3,7 @@
 
 mod approvals_page;
 mod approve;
+mod approvers;
 mod audit;
 #[cfg(feature = "postgres")]
 mod central;
@@ -325,6 +326,9 @@ pub enum Command {
     Approve(approve::AnswerArgs),
     /// Reject a call waiting in the pending queue, from another terminal
     Reject(approve::AnswerArgs),
+    /// Enrol, list or remove the people who approve with a second factor (TOTP)
+    #[command(subcommand)]
+    Approvers(approvers::ApproversCommand),
     /// Serve the approval page: waiting calls live, approve / reject / grant by click
     Approvals(approvals_page::ApprovalsArgs),
     /// The grants in the record (`approve --grant`): scope, limits, uses, state
@@ -567,6 +571,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Approve(args) => approve::approve(&global, args),
         Command::Reject(args) => approve::reject(&global, args),
         Command::Approvals(args) => approvals_page::run(&global, args),
+        Command::Approvers(command) => approvers::run(&global, command),
         Command::Grants(args) => grants::list(&global, args),
         Command::Revoke(args) => grants::revoke(&global, args),
         Command::Mcp(args) => mcp::run(&global, args),
@@ -752,6 +757,14 @@ pub fn parse_json_arg(text: &str) -> anyhow::Result<serde_json::Value> {
 }
 
 /// Reads a file, or stdin for `-`.
+/// One line typed on the terminal after `prompt` (on stderr), trimmed.
+pub fn read_secret_line(prompt: &str) -> anyhow::Result<String> {
+    eprint!("{prompt}");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(line.trim().to_owned())
+}
+
 pub fn read_input(path: &Path) -> anyhow::Result<String> {
     if path == Path::new("-") {
         let mut text = String::new();

@@ -278,6 +278,9 @@ impl Handling<'_> {
             Action::Ask if wait.is_some() => {
                 waited_reply(service.store(), &call_id, &decision, &who)?
             }
+            Action::Ask if decision.approvers.is_some() => Reply::Deny {
+                reason: crate::runner::needs_approvers(&decision),
+            },
             Action::Ask if prompt => Reply::Ask { reason },
             Action::Ask => Reply::Deny {
                 reason: clients::needs_approval_reason(&decision, client.name()),

@@ -703,14 +703,10 @@ impl Session {
                 out
             }
             (Action::Ask, AskRoute::Queue { .. }) => self.enqueue(open, line, decision, now),
-            (Action::Ask, AskRoute::Refuse { why }) => {
-                let text = format!(
-                    "{why}. {}",
-                    blocked_content(&decision, ApprovalStatus::Cancelled)
-                );
-                let mut out = self.anomaly_row(&open, ExecutionStatus::Blocked, &why);
-                out.push(Out::Client(jsonrpc::tool_error(id, &text)));
-                out
+            (Action::Ask, AskRoute::Refuse { why }) => self.refused(id, &open, &decision, &why),
+            (Action::Ask, AskRoute::Elsewhere) if decision.approvers.is_some() => {
+                let why = crate::runner::needs_approvers(&decision);
+                self.refused(id, &open, &decision, &why)
             }
             (Action::Ask, _) => {
                 self.next_ask += 1;
@@ -869,6 +865,17 @@ impl Session {
 
     /// The anomaly row of a call that ran (or was refused) under a tool
     /// definition that changed since the log last saw it.
+    /// The answer to a call nobody here may approve: refused, `why` said.
+    fn refused(&mut self, id: &Value, open: &OpenCall, decision: &Decision, why: &str) -> Vec<Out> {
+        let text = format!(
+            "{why}. {}",
+            blocked_content(decision, ApprovalStatus::Cancelled)
+        );
+        let mut out = self.anomaly_row(open, ExecutionStatus::Blocked, why);
+        out.push(Out::Client(jsonrpc::tool_error(id, &text)));
+        out
+    }
+
     fn anomaly_row(&mut self, call: &OpenCall, status: ExecutionStatus, content: &str) -> Vec<Out> {
         let Some(anomaly) = &call.anomaly else {
             return Vec::new();
