@@ -41,6 +41,7 @@ fn yes(digest: Option<&str>) -> QueueAnswer {
         reason: None,
         arguments_sha256: digest.map(str::to_owned),
         grant: None,
+        proof: None,
     }
 }
 
