@@ -174,7 +174,7 @@ impl Drop for Browser {
 }
 
 /// `gavel approvals` on a free loopback port: the process, its address and token.
-fn start_page(sandbox: &Sandbox) -> (Child, String, String) {
+pub fn start_page(sandbox: &Sandbox) -> (Child, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
         .args([
             "approvals",
@@ -190,6 +190,7 @@ fn start_page(sandbox: &Sandbox) -> (Child, String, String) {
         .arg("--db")
         .arg(&sandbox.db)
         .env("GAVEL_CHECKPOINT_EVERY", "0")
+        .env("XDG_DATA_HOME", sandbox.root.join("data"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

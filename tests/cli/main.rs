@@ -5,6 +5,7 @@
 mod anomalies;
 mod approvals;
 mod approvals_page;
+mod approvers;
 mod architecture;
 mod authoring;
 #[cfg(feature = "postgres")]
