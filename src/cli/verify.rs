@@ -139,7 +139,24 @@ pub fn run(global: &Global, args: VerifyArgs) -> anyhow::Result<Exit> {
         Verified::Local {
             report,
             mid_session,
-        } => print(&report, out, None, mid_session.as_ref()),
+            short_of_quorum,
+        } => {
+            let exit = print(&report, out, None, mid_session.as_ref())?;
+            for short in &short_of_quorum {
+                eprintln!(
+                    "QUORUM: call `{}` was approved by {} of {} needed ({})",
+                    render::escape(&short.call_id),
+                    short.counted.len(),
+                    short.needed.quorum,
+                    gavel::approvals::describe_approvers(&short.needed)
+                );
+            }
+            Ok(if short_of_quorum.is_empty() {
+                exit
+            } else {
+                Exit::Failed
+            })
+        }
         #[cfg(feature = "postgres")]
         Verified::Central(report) => print_central(&report, out),
     }

@@ -188,6 +188,9 @@ pub enum Verified {
     Local {
         report: VerifyReport,
         mid_session: Option<serde_json::Value>,
+        /// Approved calls whose rule's approvers and quorum the record
+        /// does not show met (checked when the chain is intact).
+        short_of_quorum: Vec<crate::approvals::Shortfall>,
     },
     /// Every log, checkpoint and cosignature of a central store, and its central log.
     #[cfg(feature = "postgres")]
@@ -489,6 +492,7 @@ impl Reading<'_> {
                 Ok(Verified::Local {
                     report,
                     mid_session: begins_mid_session(store),
+                    short_of_quorum: Vec::new(),
                 })
             }
             View::Local(store) => {
@@ -498,9 +502,15 @@ impl Reading<'_> {
                     root: false,
                 };
                 let report = store.verify(&options, progress)?;
+                // Beside the chain: approvals that needed a quorum have it.
+                let short_of_quorum = match report.ok {
+                    true => crate::approvals::quorum_shortfalls(store)?,
+                    false => Vec::new(),
+                };
                 Ok(Verified::Local {
                     report,
                     mid_session: begins_mid_session(store),
+                    short_of_quorum,
                 })
             }
             #[cfg(feature = "postgres")]

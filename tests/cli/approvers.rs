@@ -303,3 +303,43 @@ fn the_page_token_alone_cannot_approve_a_call_that_needs_approvers() {
     let _ = page.kill();
     let _ = page.wait();
 }
+
+/// An approval written around the queue's checks (here by the library,
+/// straight into the record: one person, no second) lets the call run, but
+/// `gavel verify` then fails on it, naming the call and the shortfall; a
+/// record whose quorum was met verifies.
+#[test]
+fn verify_fails_an_approval_short_of_its_quorum() {
+    use gavel::audit::{ApprovalRecord, Event, EventBody, Factor};
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", TWO_PERSON);
+    let child = spawn_write(&sandbox, "forged", "wait=30s");
+    let waiting = wait_for_pending(&sandbox, 1);
+    let mut record = ApprovalRecord::new(
+        gavel::ApprovalStatus::Approved,
+        gavel::approval::ApprovalChannel::Cli,
+    );
+    record.approver = Some("alice".into());
+    record.factor = Some(Factor::Totp);
+    record.arguments_sha256 = waiting[0]["arguments_sha256"].as_str().map(str::to_owned);
+    record.policy_digest = waiting[0]["policy_digest"].as_str().map(str::to_owned);
+    let mut store =
+        gavel::store::Store::open(&sandbox.db, gavel::store::Durability::Normal).unwrap();
+    store
+        .append(&[Event::now(
+            "forged",
+            Some("write_file"),
+            EventBody::Approval(record),
+        )])
+        .unwrap();
+    drop(store);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(json(&output)["approval"], "approved");
+    let verified = sandbox.gavel(&["verify"]).output().unwrap();
+    assert_eq!(code(&verified), 1, "{}", stdout(&verified));
+    assert!(
+        stderr(&verified).contains("QUORUM: call `forged` was approved by 1 of 2 needed"),
+        "{}",
+        stderr(&verified)
+    );
+}
