@@ -723,11 +723,9 @@ pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
             if let Some(name) = answer
                 .approver
                 .as_ref()
-                .filter(|n| counts && needed.admits(n))
+                .filter(|n| counts && needed.admits(n) && !counted.contains(n))
             {
-                if !counted.contains(name) {
-                    counted.push(name.clone());
-                }
+                counted.push(name.clone());
             }
         }
         if counted.len() < needed.quorum as usize {

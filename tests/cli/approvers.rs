@@ -193,6 +193,8 @@ fn two_enrolled_people_with_their_codes_approve_and_nothing_else_does() {
         shown.contains("after an approval via cli by `alice` with totp"),
         "{shown}"
     );
+    // Its quorum is in the record: `verify` passes.
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
 
     // A code is taken once: alice's, used above, approves nothing else.
     let child = spawn_write(&sandbox, "w2", "wait=4s");
