@@ -62,6 +62,11 @@ enum Shape {
     Prefix(String),
     /// `*LIT`: ends with `LIT` (and, for paths, no `/` before it).
     Suffix(String),
+    /// `**/LIT*`: at the top or beneath any folder, starts with `LIT`
+    /// (`**/id_rsa*`, `**/.env.*`).
+    NamedPrefix(String),
+    /// `**/*LIT`: at the top or beneath any folder, ends with `LIT` (`**/*.pem`).
+    NamedSuffix(String),
 }
 
 impl Shape {
@@ -71,7 +76,17 @@ impl Shape {
             return literal(inner).then(|| Shape::BeneathNamed(format!("/{inner}/")));
         }
         if let Some(name) = glob.strip_prefix("**/") {
-            return literal(name).then(|| Shape::Named(name.to_owned()));
+            if literal(name) {
+                return Some(Shape::Named(name.to_owned()));
+            }
+            let one_star = |lit: &str| literal(lit) && !lit.starts_with('*') && !lit.ends_with('*');
+            if let Some(prefix) = name.strip_suffix('*').filter(|p| one_star(p)) {
+                return Some(Shape::NamedPrefix(prefix.to_owned()));
+            }
+            if let Some(suffix) = name.strip_prefix('*').filter(|s| one_star(s)) {
+                return Some(Shape::NamedSuffix(suffix.to_owned()));
+            }
+            return None;
         }
         if let Some(folder) = glob.strip_suffix("/**") {
             return literal(folder).then(|| Shape::Beneath(folder.to_owned()));
@@ -104,8 +119,20 @@ impl Shape {
             }
             Shape::Prefix(prefix) => text.strip_prefix(prefix.as_str()).is_some_and(slash_free),
             Shape::Suffix(suffix) => text.strip_suffix(suffix.as_str()).is_some_and(slash_free),
+            Shape::NamedPrefix(prefix) => {
+                tails(text).any(|tail| tail.strip_prefix(prefix.as_str()).is_some_and(slash_free))
+            }
+            Shape::NamedSuffix(suffix) => {
+                tails(text).any(|tail| tail.strip_suffix(suffix.as_str()).is_some_and(slash_free))
+            }
         }
     }
+}
+
+/// `text` and each of its ends that starts a path component (after a `/`):
+/// what `**/` leaves to match.
+fn tails(text: &str) -> impl Iterator<Item = &str> {
+    std::iter::once(text).chain(text.match_indices('/').map(|(i, _)| &text[i + 1..]))
 }
 
 #[derive(Debug, Clone)]
@@ -265,11 +292,32 @@ mod tests {
         );
         assert_eq!(shape("mcp__*"), Some(Shape::Prefix("mcp__".into())));
         assert_eq!(shape("*.pem"), Some(Shape::Suffix(".pem".into())));
+        assert_eq!(shape("**/*.pem"), Some(Shape::NamedSuffix(".pem".into())));
+        assert_eq!(
+            shape("**/id_rsa*"),
+            Some(Shape::NamedPrefix("id_rsa".into()))
+        );
+        assert!(
+            shape("**/.env.*")
+                .unwrap()
+                .is_match("config/.env.local", true)
+        );
+        assert!(!shape("**/.env.*").unwrap().is_match(".env.d/x", true));
         // Overlapping occurrences of the folder: `//` in `.////a` is
         // beneath `//` at offset 2, not at 1 or 3 (found by the property test).
         assert!(shape("**////**").unwrap().is_match(".////a", false));
         for other in [
-            "**", "**/*.pem", "a/*/b", "a**", "**a", "*a*", "[ab]*", "{a,b}/**", "a\\*", "**/",
+            "**",
+            "**/**.pem",
+            "**/*a*",
+            "a/*/b",
+            "a**",
+            "**a",
+            "*a*",
+            "[ab]*",
+            "{a,b}/**",
+            "a\\*",
+            "**/",
         ] {
             assert_eq!(shape(other), None, "{other}");
         }
@@ -281,7 +329,7 @@ mod tests {
         fn shapes_match_what_globset_matches(
             literal in "[a./]{1,4}",
             text in "[a./]{0,9}",
-            form in 0usize..5,
+            form in 0usize..7,
             paths: bool,
         ) {
             let glob = match form {
@@ -289,7 +337,9 @@ mod tests {
                 1 => format!("**/{literal}"),
                 2 => format!("**/{literal}/**"),
                 3 => format!("{literal}*"),
-                _ => format!("*{literal}"),
+                4 => format!("*{literal}"),
+                5 => format!("**/{literal}*"),
+                _ => format!("**/*{literal}"),
             };
             if let Some(shape) = Shape::of(&glob) {
                 prop_assert_eq!(
