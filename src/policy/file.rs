@@ -1041,6 +1041,19 @@ mod tests {
     }
 
     #[test]
+    fn the_carried_policies_take_the_typed_reader() {
+        for text in [
+            super::super::FLOOR_POLICY_TOML,
+            super::super::DEFAULT_POLICY_TOML,
+            super::super::CODING_AGENT_POLICY_TOML,
+        ] {
+            let lean = compiled_in_lean(text).expect("carried");
+            assert!(read_typed(lean).is_some());
+            assert!(read_typed(text).is_some());
+        }
+    }
+
+    #[test]
     fn lean_texts_read_as_their_own() {
         let carried = [
             super::super::FLOOR_POLICY_TOML,

@@ -313,20 +313,6 @@ fn insert_all(
                          ?14, ?15, ?16, ?17, ?18)",
             )
             .map_err(sql("preparing an insert"))?;
-        // The TOTP steps approvers used (migration 0008): one use each.
-        let mut step_used = tx
-            .prepare_cached("SELECT 1 FROM totp_steps WHERE name = ?1 AND step = ?2")
-            .map_err(sql("preparing a lookup"))?;
-        let mut used_step = tx
-            .prepare_cached("INSERT INTO totp_steps (name, step, seq) VALUES (?1, ?2, ?3)")
-            .map_err(sql("preparing an insert"))?;
-        // What flow rules read (migration 0007).
-        let mut labelled = tx
-            .prepare_cached(
-                "INSERT OR IGNORE INTO session_labels (session, label, seq, call_id)
-                 VALUES (?1, ?2, ?3, ?4)",
-            )
-            .map_err(sql("preparing an insert"))?;
         // Secrets are taken out before hashing: what is stored and chained
         // is the redacted payload (docs/record-format.md, "Redaction").
         let mut redacted = redact_batch(tx, redactor, secrets, events)?.into_iter();
@@ -405,26 +391,32 @@ fn insert_all(
                 ..
             }) = &event.body
             {
-                if step_used
-                    .exists(params![name, step])
-                    .map_err(sql("looking up a code"))?
-                {
+                // The TOTP steps approvers used (migration 0008): one use each.
+                let used = tx
+                    .prepare_cached("SELECT 1 FROM totp_steps WHERE name = ?1 AND step = ?2")
+                    .and_then(|mut s| s.exists(params![name, step]))
+                    .map_err(sql("looking up a code"))?;
+                if used {
                     return Err(StoreError::CodeReused {
                         name: name.clone(),
                         step: *step,
                     });
                 }
-                used_step
-                    .execute(params![name, step, seq])
+                tx.prepare_cached("INSERT INTO totp_steps (name, step, seq) VALUES (?1, ?2, ?3)")
+                    .and_then(|mut s| s.execute(params![name, step, seq]))
                     .map_err(sql("appending a used code"))?;
             }
             if let (EventBody::Decision(decision), Some(session)) = (&event.body, who.session)
                 && decision.action != crate::policy::Action::Deny
             {
+                // What flow rules read (migration 0007).
                 for label in &decision.labels {
-                    labelled
-                        .execute(params![session, label, seq, event.call_id])
-                        .map_err(sql("appending a session label"))?;
+                    tx.prepare_cached(
+                        "INSERT OR IGNORE INTO session_labels (session, label, seq, call_id)
+                         VALUES (?1, ?2, ?3, ?4)",
+                    )
+                    .and_then(|mut s| s.execute(params![session, label, seq, event.call_id]))
+                    .map_err(sql("appending a session label"))?;
                 }
             }
         }

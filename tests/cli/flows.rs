@@ -55,7 +55,7 @@ fn egress_after_a_secrets_read_is_denied_in_that_session_only_and_replay_names_t
     );
     assert_eq!(sent, "deny", "{why}");
     assert!(
-        why.starts_with("[flow.egress_after_secrets]") && why.contains("set by call read-env"),
+        why.starts_with("[flow.egress_after_private]") && why.contains("set by call read-env"),
         "{why}"
     );
     let (fetched, why) = hook(
@@ -105,7 +105,7 @@ fn egress_after_a_secrets_read_is_denied_in_that_session_only_and_replay_names_t
         .collect();
     assert_eq!(ids, ["curl-after", "fetch-after"]);
     for call in calls {
-        assert_eq!(call["from"]["rule_id"], "flow.egress_after_secrets");
+        assert_eq!(call["from"]["rule_id"], "flow.egress_after_private");
         assert_eq!(
             call["because"],
             json!({"label": "private", "call_id": "read-env"})
@@ -126,7 +126,7 @@ fn egress_after_a_secrets_read_is_denied_in_that_session_only_and_replay_names_t
     let trace = explained["trace"].as_array().unwrap();
     let flow = trace
         .iter()
-        .find(|t| t["rule_id"] == "flow.egress_after_secrets")
+        .find(|t| t["rule_id"] == "flow.egress_after_private")
         .unwrap();
     assert_eq!(flow["matched"], true, "{flow}");
 
@@ -257,7 +257,7 @@ fn a_serve_stream_is_one_session_and_run_joins_gavel_session() {
     );
     let replies = crate::support::json_lines(&output);
     assert_eq!(
-        replies[1]["rule_id"], "flow.egress_after_secrets",
+        replies[1]["rule_id"], "flow.egress_after_private",
         "{replies:?}"
     );
     // Another stream, another session: asked (and cancelled at end of input).
@@ -292,7 +292,7 @@ fn a_serve_stream_is_one_session_and_run_joins_gavel_session() {
             "--json",
         ],
     );
-    assert_eq!(joined["rule_id"], "flow.egress_after_secrets", "{joined}");
+    assert_eq!(joined["rule_id"], "flow.egress_after_private", "{joined}");
     let alone = run(
         None,
         &[
