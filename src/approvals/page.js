@@ -21,24 +21,48 @@
     return td;
   }
 
-  function button(td, call, action, label, grant) {
+  function button(td, call, action, label, grant, person) {
     var b = document.createElement("button");
     b.textContent = label;
     b.dataset.call = call.call_id;
     b.dataset.action = action;
     b.addEventListener("click", function () {
-      answer(call, action !== "reject", grant);
+      answer(call, action !== "reject", grant, person && person());
     });
     td.appendChild(b);
   }
 
-  function answer(call, approved, grant) {
+  function input(td, name, placeholder) {
+    var i = document.createElement("input");
+    i.name = name;
+    i.placeholder = placeholder;
+    i.autocomplete = "off";
+    if (name === "code") i.inputMode = "numeric";
+    td.appendChild(i);
+    return i;
+  }
+
+  // A call whose rule names approvers counts only an enrolled person's
+  // answer with their authenticator's code; the page's token is not enough.
+  function approverForm(td, call) {
+    var name = input(td, "approver", "your name");
+    var code = input(td, "code", "code");
+    var person = function () { return { approver: name.value, code: code.value }; };
+    button(td, call, "approve", "Approve", null, person);
+    button(td, call, "reject", "Reject", null, person);
+  }
+
+  function answer(call, approved, grant, person) {
     var payload = {
       call_id: call.call_id,
       approved: approved,
       arguments_sha256: call.arguments_sha256
     };
     if (grant) payload.grant = grant;
+    if (person) {
+      payload.approver = person.approver;
+      payload.code = person.code;
+    }
     fetch("/api/answer", {
       method: "POST",
       headers: { "X-Gavel-Token": token || "", "Content-Type": "application/json" },
@@ -55,7 +79,7 @@
   }
 
   function render(calls) {
-    var key = JSON.stringify(calls.map(function (c) { return c.call_id; }));
+    var key = JSON.stringify(calls.map(function (c) { return [c.call_id, c.votes || []]; }));
     var now = Date.now() * 1000;
     if (key === shown) return;
     shown = key;
@@ -67,14 +91,23 @@
       cell(row, (call.user || "?") + (call.client ? " via " + call.client : ""));
       cell(row, call.tool);
       cell(row, JSON.stringify(call.arguments, null, 2), true);
-      cell(row, "[" + call.rule_id + "] " + call.reason);
+      var rule = "[" + call.rule_id + "] " + call.reason;
+      if (call.approvers) {
+        rule += "\nneeds " + call.approvers.quorum + " of " + call.approvers.names.join(", ") +
+          "; approved so far by " + ((call.votes || []).join(", ") || "nobody");
+      }
+      cell(row, rule, true);
       cell(row, Math.max(0, Math.round((call.until_us - now) / 1e6)) + " s");
       var td = document.createElement("td");
-      button(td, call, "approve", "Approve");
-      button(td, call, "reject", "Reject");
-      button(td, call, "grant-call", "Approve + this call again", "call");
-      if (call.tool === "bash") button(td, call, "grant-command", "Approve + this command", "command");
-      if (call.tool.indexOf("mcp__") === 0) button(td, call, "grant-tool", "Approve + this tool", "tool");
+      if (call.approvers) {
+        approverForm(td, call);
+      } else {
+        button(td, call, "approve", "Approve");
+        button(td, call, "reject", "Reject");
+        button(td, call, "grant-call", "Approve + this call again", "call");
+        if (call.tool === "bash") button(td, call, "grant-command", "Approve + this command", "command");
+        if (call.tool.indexOf("mcp__") === 0) button(td, call, "grant-tool", "Approve + this tool", "tool");
+      }
       row.appendChild(td);
       body.appendChild(row);
     });

@@ -19,7 +19,8 @@ impl Store {
                    AND json_extract(CAST(a.payload AS TEXT), '$.channel') = 'queue'
                    AND NOT EXISTS (SELECT 1 FROM events b
                                    WHERE b.call_id = a.call_id AND b.seq > a.seq
-                                     AND b.kind IN ('approval', 'result'))
+                                     AND (b.kind = 'result'
+                                          OR (b.kind = 'approval' AND b.approval <> 'pending')))
                  ORDER BY a.seq",
             )
             .and_then(|mut s| {

@@ -462,3 +462,70 @@ fn an_mcp_call_approved_by_click_with_a_tool_grant_lets_the_next_call_run_unaske
     let _ = page.wait();
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
 }
+
+/// A call whose rule needs two enrolled approvers, answered in the browser:
+/// the page shows who must approve and who did, offers a name and a code
+/// instead of the token's buttons, refuses an answer without a code, counts
+/// alice's code once and runs the call on bob's.
+#[test]
+fn two_approvers_approve_in_the_browser_with_their_codes() {
+    use crate::approvers::{TWO_PERSON, code_now, enrol};
+    let Some(chromium) = chromium("two_approvers_approve_in_the_browser_with_their_codes") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", TWO_PERSON);
+    let alice = enrol(&sandbox, "alice");
+    let bob = enrol(&sandbox, "bob");
+    let (mut page, address, token) = start_page(&sandbox);
+    let mut browser = Browser::start(&chromium, &sandbox.root.join("profile"));
+    let run = spawn_run(&sandbox, "agreed.txt");
+    let id = wait_for_pending(&sandbox, 1)[0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tab = browser.open(&format!("http://{address}/#token={token}"));
+    let row = format!("document.querySelector('tr[data-call=\"{id}\"]')");
+    browser.until(
+        &tab,
+        &format!("!!{row} && !!{row}.querySelector('input[name=code]')"),
+    );
+    assert_eq!(
+        browser.eval(
+            &tab,
+            &format!("!!{row}.querySelector('[data-action=grant-call]')")
+        ),
+        json!(false),
+        "no grant is offered for a call that needs approvers"
+    );
+    let click = |name: &str, code: &str| {
+        format!(
+            "(() => {{ const r = {row}; r.querySelector('input[name=approver]').value = '{name}'; \
+             r.querySelector('input[name=code]').value = '{code}'; \
+             r.querySelector('[data-action=approve]').click(); return true; }})()"
+        )
+    };
+    // The token alone (no name, no code) is refused.
+    browser.eval(&tab, &click("", ""));
+    browser.until(
+        &tab,
+        "document.getElementById('status').dataset.last === 'refused'",
+    );
+    browser.eval(&tab, &click("alice", &code_now(&alice)));
+    browser.until(
+        &tab,
+        &format!("!!{row} && {row}.textContent.includes('approved so far by alice')"),
+    );
+    browser.eval(&tab, &click("bob", &code_now(&bob)));
+    let output = run.wait_with_output().unwrap();
+    let outcome = json(&output);
+    assert_eq!(outcome["status"], "succeeded", "{}", stderr(&output));
+    assert_eq!(sandbox.read("agreed.txt"), "from the page\n");
+    let approval = last_approval(&sandbox, &id);
+    assert_eq!(approval["approver"], "bob");
+    assert_eq!(approval["factor"], "totp");
+    assert_eq!(approval["channel"], "web");
+    let _ = page.kill();
+    let _ = page.wait();
+    run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+}

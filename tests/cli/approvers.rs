@@ -13,7 +13,7 @@ use gavel::approvals::totp::{Totp, from_base32};
 use crate::approvals::wait_for_pending;
 use crate::support::*;
 
-const TWO_PERSON: &str = r#"name = "two-person"
+pub const TWO_PERSON: &str = r#"name = "two-person"
 
 [[rules]]
 id = "write.two_person"
@@ -32,7 +32,7 @@ reason = "reads"
 
 /// Enrols `name`; the generator their authenticator app would read from
 /// the URI `approvers add` printed.
-fn enrol(sandbox: &Sandbox, name: &str) -> Totp {
+pub fn enrol(sandbox: &Sandbox, name: &str) -> Totp {
     let output = run_expecting(&mut sandbox.gavel(&["approvers", "add", name]), 0);
     let text = stdout(&output);
     let uri = text
@@ -49,7 +49,7 @@ fn enrol(sandbox: &Sandbox, name: &str) -> Totp {
     Totp::new(from_base32(secret).unwrap())
 }
 
-fn code_now(totp: &Totp) -> String {
+pub fn code_now(totp: &Totp) -> String {
     let now = chrono::Utc::now().timestamp() as u64;
     totp.code_at(totp.step(now))
 }
@@ -155,6 +155,9 @@ fn two_enrolled_people_with_their_codes_approve_and_nothing_else_does() {
         (vote["approval"].as_str(), vote["votes"].as_u64()),
         (Some("pending"), Some(1))
     );
+    // Still waiting, and listed so, with who approved so far.
+    let listed = wait_for_pending(&sandbox, 1);
+    assert_eq!(listed[0]["votes"], json!(["alice"]), "{listed:?}");
     // One person twice does not make two.
     let (status, said) = answer(
         &sandbox,
