@@ -61,6 +61,9 @@ pub struct Verdict {
     /// it follows from the facts, not the policy, and is left out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Contained>,
+    /// Who must approve an ask, when its rule names approvers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<crate::policy::Approvers>,
 }
 
 /// The sandbox of a verdict: its profile and digest (and, not shown, its
@@ -88,6 +91,7 @@ impl Verdict {
                     sha256: s.sha256.clone(),
                     spec: s.spec.clone(),
                 }),
+            approvers: decision.approvers.clone(),
         }
     }
 }
@@ -318,6 +322,16 @@ pub fn direction(from: &Verdict, to: &Verdict) -> Option<Direction> {
             ) {
                 Some(true) => Some(Direction::Loosened),
                 _ => Some(Direction::Tightened),
+            }
+        }
+        // The same ask answered by more people (or, now, only by people
+        // proving a factor) is a tightening; by fewer, a loosening.
+        std::cmp::Ordering::Equal if to.approvers != from.approvers => {
+            let need = |v: &Verdict| v.approvers.as_ref().map_or(0, |a| a.quorum);
+            match need(to).cmp(&need(from)) {
+                std::cmp::Ordering::Greater => Some(Direction::Tightened),
+                std::cmp::Ordering::Less => Some(Direction::Loosened),
+                std::cmp::Ordering::Equal => Some(Direction::Rerouted),
             }
         }
         std::cmp::Ordering::Equal if to.rule_id != from.rule_id => Some(Direction::Rerouted),

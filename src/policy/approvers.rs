@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Who must approve a call, as the deciding rule says.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Approvers {
     /// The enrolled people who may approve; `*` is any enrolled person.
     pub names: Vec<String>,

@@ -25,6 +25,7 @@ fn directions_follow_strictness() {
         action,
         rule_id: rule.into(),
         sandbox: None,
+        approvers: None,
     };
     assert_eq!(
         direction(&v(Action::Deny, "a"), &v(Action::Ask, "b")),
@@ -43,6 +44,23 @@ fn directions_follow_strictness() {
         Some(Direction::Rerouted)
     );
     assert_eq!(direction(&v(Action::Ask, "a"), &v(Action::Ask, "a")), None);
+    // The same ask, answered only by more people with a factor: stricter.
+    let with = |quorum: u32| Verdict {
+        approvers: Some(crate::policy::Approvers {
+            names: vec!["alice".into(), "bob".into()],
+            quorum,
+        }),
+        ..v(Action::Ask, "a")
+    };
+    assert_eq!(
+        direction(&v(Action::Ask, "a"), &with(1)),
+        Some(Direction::Tightened)
+    );
+    assert_eq!(direction(&with(1), &with(2)), Some(Direction::Tightened));
+    assert_eq!(
+        direction(&with(2), &v(Action::Ask, "a")),
+        Some(Direction::Loosened)
+    );
 }
 
 #[test]
