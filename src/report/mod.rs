@@ -433,14 +433,25 @@ fn client_of(entry: &CallEntry) -> (String, Option<String>, Option<String>) {
     (client, session, who)
 }
 
-/// Who answered an approval event, and how, from its payload.
+/// Who answered an approval event, and how, from its payload: `approved
+/// by alice (cli, totp)`; a vote toward a quorum reads `voted`.
 fn approver_of(payload: &[u8]) -> Option<String> {
     let record: crate::audit::ApprovalRecord = serde_json::from_slice(payload).ok()?;
-    let channel = record.channel.map(|c| c.as_str());
-    match (record.approver, channel) {
-        (Some(who), Some(how)) => Some(format!("{} by {who} ({how})", record.status.as_str())),
-        (Some(who), None) => Some(format!("{} by {who}", record.status.as_str())),
-        (None, Some(how)) => Some(format!("{} ({how})", record.status.as_str())),
+    let status = if record.vote {
+        "voted"
+    } else {
+        record.status.as_str()
+    };
+    let how: Vec<&str> = record
+        .channel
+        .map(|c| c.as_str())
+        .into_iter()
+        .chain(record.factor.map(|f| f.as_str()))
+        .collect();
+    let how = (!how.is_empty()).then(|| format!(" ({})", how.join(", ")));
+    match (record.approver, how) {
+        (Some(who), how) => Some(format!("{status} by {who}{}", how.unwrap_or_default())),
+        (None, Some(how)) => Some(format!("{status}{how}")),
         (None, None) => None,
     }
 }

@@ -198,6 +198,21 @@ fn two_enrolled_people_with_their_codes_approve_and_nothing_else_does() {
     );
     // Its quorum is in the record: `verify` passes.
     run_expecting(&mut sandbox.gavel(&["verify"]), 0);
+    // The evidence report names each approver, channel and factor.
+    let html = sandbox.root.join("report.html");
+    run_expecting(
+        &mut sandbox.gavel(&["report", "--html", html.to_str().unwrap()]),
+        0,
+    );
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(
+        html.contains("voted by alice (cli, totp)"),
+        "no vote in the report"
+    );
+    assert!(
+        html.contains("approved by bob (cli, totp)"),
+        "no approval in the report"
+    );
 
     // A code is taken once: alice's, used above, approves nothing else.
     let child = spawn_write(&sandbox, "w2", "wait=4s");
