@@ -793,22 +793,15 @@ pub fn shadow_calls<E: From<StoreError>>(
     let mut decide = |call: &DecidedCall, _: &ToolRequest| {
         let verdict = call.decision.shadow.iter().find(|v| v.name == name)?;
         digest.get_or_insert_with(|| verdict.digest.clone());
-        let now = Decision {
-            action: verdict.action,
-            rule_id: verdict.rule_id.clone(),
-            reason: String::new(),
-            policy: PolicyRef {
+        let now = Decision::new(
+            verdict.action,
+            &verdict.rule_id,
+            String::new(),
+            PolicyRef {
                 name: name.to_owned(),
                 digest: verdict.digest.clone(),
             },
-            layer: None,
-            layers: Vec::new(),
-            shadow: Vec::new(),
-            sandbox: None,
-            labels: Vec::new(),
-            after: None,
-            approvers: None,
-        };
+        );
         Some((recorded_decision(call), now))
     };
     let current = PolicyRef {

@@ -228,32 +228,27 @@ impl GovernedRunner {
             } else {
                 client_bytes.unwrap_or(size)
             };
-            let decision = Decision {
-                action: Action::Deny,
-                rule_id: INVALID_ARGUMENTS.to_owned(),
-                reason: format!(
+            let mut decision = Decision::new(
+                Action::Deny,
+                INVALID_ARGUMENTS,
+                format!(
                     "arguments of `{}` are {bytes} bytes, over the limit of {} bytes",
                     request.name, self.max_argument_bytes
                 ),
-                policy: self.policy.reference().clone(),
-                layer: None,
-                layers: self.policy.layer_refs(),
-                shadow: self
-                    .policy
-                    .shadows()
-                    .iter()
-                    .map(|shadow| ShadowVerdict {
-                        name: shadow.name.clone(),
-                        action: Action::Deny,
-                        rule_id: INVALID_ARGUMENTS.to_owned(),
-                        digest: shadow.policy.reference().digest.clone(),
-                    })
-                    .collect(),
-                sandbox: None,
-                labels: Vec::new(),
-                after: None,
-                approvers: None,
-            };
+                self.policy.reference().clone(),
+            );
+            decision.layers = self.policy.layer_refs();
+            decision.shadow = self
+                .policy
+                .shadows()
+                .iter()
+                .map(|shadow| ShadowVerdict {
+                    name: shadow.name.clone(),
+                    action: Action::Deny,
+                    rule_id: INVALID_ARGUMENTS.to_owned(),
+                    digest: shadow.policy.reference().digest.clone(),
+                })
+                .collect();
             let facts = Facts {
                 workspace: self.workspace.root().to_string_lossy().into_owned(),
                 paths: Vec::new(),

@@ -17,7 +17,8 @@ use serde::Serialize;
 
 use super::ApprovalsError;
 use super::totp::{Totp, base32, from_base32};
-use crate::audit::{EnrolmentRecord, Event, EventBody, Factor};
+use crate::approval::ApprovalStatus;
+use crate::audit::{ApprovalRecord, EnrolmentRecord, Event, EventBody, Factor};
 use crate::digest::{hex, sha256};
 use crate::principal::Principal;
 use crate::store::{Store, StoreError};
@@ -212,4 +213,87 @@ pub fn prove(
         factor: Factor::Totp,
         step: Some(check_totp(store, name, code, secs)?),
     })
+}
+
+/// A call the record shows approved whose rule named approvers, without
+/// enough of them: who counted, against what was needed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shortfall {
+    pub call_id: String,
+    /// The distinct enrolled people whose factor-backed approvals counted.
+    pub counted: Vec<String>,
+    pub needed: crate::policy::Approvers,
+}
+
+/// Every approved call whose rule named approvers and a quorum that the
+/// record does not show met: distinct named people, each proving a second
+/// factor, each answer bound to the call's arguments and policy. What
+/// `gavel verify` fails on, beside the chain.
+pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
+    let mut short = Vec::new();
+    for call_id in store.calls_needing_approvers()? {
+        let events = store.call_events(&call_id)?;
+        let body = |kind: &str| {
+            events
+                .iter()
+                .filter(|e| e.kind == kind)
+                .filter_map(|e| EventBody::from_json(kind, &e.payload).ok())
+                .collect::<Vec<_>>()
+        };
+        let (Some(EventBody::Request(request)), Some(EventBody::Decision(decision))) = (
+            body("request").into_iter().next(),
+            body("decision").into_iter().next(),
+        ) else {
+            continue;
+        };
+        let Some(needed) = decision.approvers else {
+            continue;
+        };
+        let answers: Vec<ApprovalRecord> = body("approval")
+            .into_iter()
+            .filter_map(|b| match b {
+                EventBody::Approval(a) => Some(a),
+                _ => None,
+            })
+            .collect();
+        if !answers.iter().any(|a| a.status == ApprovalStatus::Approved) {
+            continue;
+        }
+        let digest = super::arguments_digest(&request.arguments);
+        let mut counted: Vec<String> = Vec::new();
+        for answer in &answers {
+            let counts = (answer.vote || answer.status == ApprovalStatus::Approved)
+                && matches!(answer.factor, Some(Factor::Totp | Factor::Passkey))
+                && answer.arguments_sha256.as_deref() == Some(digest.as_str())
+                && answer.policy_digest.as_deref() == Some(decision.policy.digest.as_str());
+            if let Some(name) = answer
+                .approver
+                .as_ref()
+                .filter(|n| counts && needed.admits(n) && !counted.contains(n))
+            {
+                counted.push(name.clone());
+            }
+        }
+        if counted.len() < needed.quorum as usize {
+            short.push(Shortfall {
+                call_id,
+                counted,
+                needed,
+            });
+        }
+    }
+    Ok(short)
+}
+
+/// `alice or bob`, `2 of alice, bob, carol`, `any enrolled approver`.
+pub fn describe_approvers(need: &crate::policy::Approvers) -> String {
+    let names = if need.names.iter().any(|n| n == "*") {
+        "any enrolled approver".to_owned()
+    } else {
+        need.names.join(", ")
+    };
+    match need.quorum {
+        1 => names,
+        n => format!("{n} distinct people of {names}"),
+    }
 }

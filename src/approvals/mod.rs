@@ -22,6 +22,8 @@ pub mod grants;
 pub mod page;
 pub mod totp;
 
+pub use approvers::{Shortfall, describe_approvers, quorum_shortfalls};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -168,6 +170,22 @@ pub fn pending_of(events: &[StoredEvent]) -> Option<Pending> {
         approvers: dec.approvers,
         votes,
     })
+}
+
+impl Pending {
+    /// The status `answer` to this call, as it waits, is recorded with: an
+    /// approval short of its rule's quorum is a vote, and the call waits on
+    /// (`pending`).
+    pub fn recorded_status(&self, answer: ApprovalStatus) -> ApprovalStatus {
+        let short = self
+            .approvers
+            .as_ref()
+            .is_some_and(|need| self.votes.len() + 1 < need.quorum as usize);
+        match answer {
+            ApprovalStatus::Approved if short => ApprovalStatus::Pending,
+            other => other,
+        }
+    }
 }
 
 /// The approval record of a vote row (one person's approval toward a quorum).
@@ -497,17 +515,8 @@ pub fn answer(
                     }
                     _ => None,
                 };
-                // An approval short of the quorum is a vote: the call waits on.
-                let vote = answer.status == ApprovalStatus::Approved
-                    && pending
-                        .approvers
-                        .as_ref()
-                        .is_some_and(|need| pending.votes.len() + 1 < need.quorum as usize);
-                let status = if vote {
-                    ApprovalStatus::Pending
-                } else {
-                    answer.status
-                };
+                let status = pending.recorded_status(answer.status);
+                let vote = status == ApprovalStatus::Pending;
                 let mut record = ApprovalRecord::new(status, answer.channel);
                 record.approver = Some(answer.approver.clone());
                 record.arguments_sha256 = Some(pending.arguments_sha256.clone());
@@ -664,92 +673,6 @@ pub fn check_answer(
         }
     }
     Ok(pending)
-}
-
-/// A call the record shows approved whose rule named approvers, without
-/// enough of them: who counted, against what was needed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Shortfall {
-    pub call_id: String,
-    /// The distinct enrolled people whose factor-backed approvals counted.
-    pub counted: Vec<String>,
-    pub needed: crate::policy::Approvers,
-}
-
-/// Every approved call whose rule named approvers and a quorum that the
-/// record does not show met: distinct named people, each proving a second
-/// factor, each answer bound to the call's arguments and policy. What
-/// `gavel verify` fails on, beside the chain.
-pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
-    let mut short = Vec::new();
-    for call_id in store.calls_needing_approvers()? {
-        let events = store.call_events(&call_id)?;
-        let body = |kind: &str| {
-            events
-                .iter()
-                .filter(|e| e.kind == kind)
-                .filter_map(|e| EventBody::from_json(kind, &e.payload).ok())
-                .collect::<Vec<_>>()
-        };
-        let (Some(EventBody::Request(request)), Some(EventBody::Decision(decision))) = (
-            body("request").into_iter().next(),
-            body("decision").into_iter().next(),
-        ) else {
-            continue;
-        };
-        let Some(needed) = decision.approvers else {
-            continue;
-        };
-        let answers: Vec<ApprovalRecord> = body("approval")
-            .into_iter()
-            .filter_map(|b| match b {
-                EventBody::Approval(a) => Some(a),
-                _ => None,
-            })
-            .collect();
-        if !answers.iter().any(|a| a.status == ApprovalStatus::Approved) {
-            continue;
-        }
-        let digest = arguments_digest(&request.arguments);
-        let mut counted: Vec<String> = Vec::new();
-        for answer in &answers {
-            let counts = (answer.vote || answer.status == ApprovalStatus::Approved)
-                && matches!(
-                    answer.factor,
-                    Some(crate::audit::Factor::Totp | crate::audit::Factor::Passkey)
-                )
-                && answer.arguments_sha256.as_deref() == Some(digest.as_str())
-                && answer.policy_digest.as_deref() == Some(decision.policy.digest.as_str());
-            if let Some(name) = answer
-                .approver
-                .as_ref()
-                .filter(|n| counts && needed.admits(n) && !counted.contains(n))
-            {
-                counted.push(name.clone());
-            }
-        }
-        if counted.len() < needed.quorum as usize {
-            short.push(Shortfall {
-                call_id,
-                counted,
-                needed,
-            });
-        }
-    }
-    Ok(short)
-}
-
-/// `alice or bob`, `2 of alice, bob, carol`, `any enrolled approver`.
-pub fn describe_approvers(need: &crate::policy::Approvers) -> String {
-    let names = if need.names.iter().any(|n| n == "*") {
-        "any enrolled approver".to_owned()
-    } else {
-        need.names.join(", ")
-    };
-    match need.quorum {
-        1 => names,
-        n => format!("{n} distinct people of {names}"),
-    }
 }
 
 /// How a wait ended.

@@ -217,23 +217,14 @@ fn answer(config: &PageConfig, store: &mut Store, body: AnswerBody, now: i64) ->
         }),
     };
     match super::answer(store, &body.call_id, &answer, Some(&config.principal), now) {
-        Ok(pending) => {
-            // An approval short of the quorum is one vote: the call waits on.
-            let vote = answer.status == ApprovalStatus::Approved
-                && pending
-                    .approvers
-                    .as_ref()
-                    .is_some_and(|need| pending.votes.len() + 1 < need.quorum as usize);
-            let approval = if vote {
-                ApprovalStatus::Pending
-            } else {
-                answer.status
-            };
-            Response::json(
-                200,
-                json!({"call_id": pending.call_id, "approval": approval, "channel": "web"}),
-            )
-        }
+        Ok(pending) => Response::json(
+            200,
+            json!({
+                "call_id": pending.call_id,
+                "approval": pending.recorded_status(answer.status),
+                "channel": "web",
+            }),
+        ),
         Err(err) => Response::refused(409, &err.to_string()),
     }
 }

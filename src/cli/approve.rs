@@ -169,11 +169,10 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
     // An approval short of its rule's quorum is one vote; the call waits on.
     let votes = answered.votes.len() + 1;
     let quorum = answered.approvers.as_ref().map(|a| a.quorum as usize);
-    let vote = status == ApprovalStatus::Approved && quorum.is_some_and(|q| votes < q);
     if args.format.is_json() {
         render::json(&json!({
             "call_id": answered.call_id,
-            "approval": if vote { ApprovalStatus::Pending } else { status },
+            "approval": answered.recorded_status(status),
             "channel": "cli",
             "approver": approver,
             "factor": proof.map(|p| p.factor),

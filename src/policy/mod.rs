@@ -133,6 +133,26 @@ pub struct Decision {
     pub approvers: Option<Approvers>,
 }
 
+impl Decision {
+    /// `action` by `rule_id` of `policy`, for `reason`, and nothing more:
+    /// no layer, shadow, sandbox, labels, flow or approvers.
+    pub fn new(action: Action, rule_id: &str, reason: String, policy: PolicyRef) -> Self {
+        Self {
+            action,
+            rule_id: rule_id.to_owned(),
+            reason,
+            policy,
+            layer: None,
+            layers: Vec::new(),
+            shadow: Vec::new(),
+            sandbox: None,
+            labels: Vec::new(),
+            after: None,
+            approvers: None,
+        }
+    }
+}
+
 /// What a rule reads beyond the request and its facts: who made the call,
 /// what the session did before, and the labels the call carries.
 #[derive(Debug, Clone, Copy)]
@@ -564,19 +584,7 @@ impl Policy {
     }
 
     fn decision(&self, action: Action, rule_id: &str, reason: String) -> Decision {
-        Decision {
-            action,
-            rule_id: rule_id.to_owned(),
-            reason,
-            policy: self.reference.clone(),
-            layer: None,
-            layers: Vec::new(),
-            shadow: Vec::new(),
-            sandbox: None,
-            labels: Vec::new(),
-            after: None,
-            approvers: None,
-        }
+        Decision::new(action, rule_id, reason, self.reference.clone())
     }
 
     /// The spec of the profile `name`: built in, or this policy's own.

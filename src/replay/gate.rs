@@ -54,22 +54,11 @@ mod tests {
     use crate::replay::{DriftBuilder, FactSource, Kept};
 
     fn decision(action: Action, rule: &str) -> Decision {
-        Decision {
-            action,
-            rule_id: rule.into(),
-            reason: "r".into(),
-            policy: PolicyRef {
-                name: "p".into(),
-                digest: "d".into(),
-            },
-            layer: None,
-            layers: Vec::new(),
-            shadow: Vec::new(),
-            sandbox: None,
-            labels: Vec::new(),
-            after: None,
-            approvers: None,
-        }
+        let policy = PolicyRef {
+            name: "p".into(),
+            digest: "d".into(),
+        };
+        Decision::new(action, rule, "r".into(), policy)
     }
 
     #[test]

@@ -393,7 +393,7 @@ fn insert_all(
             {
                 // The TOTP steps approvers used (migration 0008): one use each.
                 let used = tx
-                    .prepare_cached("SELECT 1 FROM totp_steps WHERE name = ?1 AND step = ?2")
+                    .prepare_cached(super::queue::TOTP_STEP_USED)
                     .and_then(|mut s| s.exists(params![name, step]))
                     .map_err(sql("looking up a code"))?;
                 if used {

@@ -119,29 +119,6 @@ impl Store {
         Ok(history)
     }
 
-    /// The calls whose decision names approvers (an ask rule's `approvers`),
-    /// oldest first: one scan of the decision rows.
-    pub fn calls_needing_approvers(&self) -> Result<Vec<String>, StoreError> {
-        self.conn
-            .prepare_cached(
-                "SELECT call_id FROM events WHERE kind = 'decision' AND action = 'ask'
-                   AND instr(payload, CAST('\"approvers\":' AS BLOB)) > 0 ORDER BY seq",
-            )
-            .and_then(|mut s| {
-                s.query_map([], |r| r.get::<_, String>(0))?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(sql("finding the calls that need approvers"))
-    }
-
-    /// Whether `name` used the TOTP code of time step `step` already.
-    pub fn totp_step_used(&self, name: &str, step: u64) -> Result<bool, StoreError> {
-        self.conn
-            .prepare_cached("SELECT 1 FROM totp_steps WHERE name = ?1 AND step = ?2")
-            .and_then(|mut s| s.exists(params![name, step]))
-            .map_err(sql("looking up a code"))
-    }
-
     /// The seq of the first row that refused call `call_id` (a rejected or
     /// cancelled approval, a blocked result), if one did.
     pub fn blocked_at(&self, call_id: &str) -> Result<Option<u64>, StoreError> {

@@ -1,7 +1,10 @@
 //! The reads the pending queue needs (`crate::approvals`): the calls
 //! waiting in it, and the approval rows recorded for one call after a seq.
 //! Both are read only when something is asked: allowed and denied calls
-//! never run them.
+//! never run them. Also what approvers need: the calls whose rule named
+//! them, and the TOTP steps each has used.
+
+use rusqlite::params;
 
 use super::{Store, StoreError, StoredEvent, sql};
 
@@ -84,5 +87,33 @@ impl Store {
             .prepare_cached("SELECT count(*) FROM events WHERE kind = 'decision' AND rule_id = ?1")
             .and_then(|mut s| s.query_row([rule_id], |r| r.get(0)))
             .map_err(sql("counting a grant's uses"))
+    }
+}
+
+/// Whether approver `?1` used the TOTP code of time step `?2` already.
+pub(super) const TOTP_STEP_USED: &str = "SELECT 1 FROM totp_steps WHERE name = ?1 AND step = ?2";
+
+impl Store {
+    /// The calls whose decision names approvers (an ask rule's `approvers`),
+    /// oldest first: one scan of the decision rows.
+    pub fn calls_needing_approvers(&self) -> Result<Vec<String>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT call_id FROM events WHERE kind = 'decision' AND action = 'ask'
+                   AND instr(payload, CAST('\"approvers\":' AS BLOB)) > 0 ORDER BY seq",
+            )
+            .and_then(|mut s| {
+                s.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(sql("finding the calls that need approvers"))
+    }
+
+    /// Whether `name` used the TOTP code of time step `step` already.
+    pub fn totp_step_used(&self, name: &str, step: u64) -> Result<bool, StoreError> {
+        self.conn
+            .prepare_cached(TOTP_STEP_USED)
+            .and_then(|mut s| s.exists(params![name, step]))
+            .map_err(sql("looking up a code"))
     }
 }
