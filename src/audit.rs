@@ -431,6 +431,22 @@ pub struct ApprovalRecord {
     /// approved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub vote: bool,
+    /// For a passkey answer: what the authenticator signed, verifiable
+    /// with the enrolled public key by anyone holding the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertion: Option<PasskeyAssertion>,
+}
+
+/// A passkey's signed answer (docs/approvals.md, "Passkeys"): the
+/// challenge it signed is SHA-256 of the call it answers (see
+/// `approvals::passkey_challenge`) and `nonce`. Binary fields base64url.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasskeyAssertion {
+    pub credential_id: String,
+    pub authenticator_data: String,
+    pub client_data_json: String,
+    pub signature: String,
+    pub nonce: String,
 }
 
 /// What a person proves they hold when they approve (docs/approvals.md).
@@ -467,6 +483,22 @@ pub struct EnrolmentRecord {
     /// The enrolment ends here: the name approves nothing from this row on.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub removed: bool,
+    /// A passkey's credential: its id, its public key and the site it is
+    /// bound to. Public, so kept in the record (an approval is verified
+    /// from the log alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passkey: Option<PasskeyKey>,
+}
+
+/// An enrolled passkey (docs/approvals.md, "Passkeys").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasskeyKey {
+    /// The credential id, base64url.
+    pub credential_id: String,
+    /// The public key as a COSE key, base64url; `key_sha256` is its digest.
+    pub public_key: String,
+    /// The RP ID (host name) it was made for.
+    pub rp_id: String,
 }
 
 impl ApprovalRecord {
@@ -484,6 +516,7 @@ impl ApprovalRecord {
             factor: None,
             step: None,
             vote: false,
+            assertion: None,
         }
     }
 }

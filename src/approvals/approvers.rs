@@ -18,7 +18,9 @@ use serde::Serialize;
 use super::ApprovalsError;
 use super::totp::{Totp, base32, from_base32};
 use crate::approval::ApprovalStatus;
-use crate::audit::{ApprovalRecord, EnrolmentRecord, Event, EventBody, Factor};
+use crate::audit::{
+    ApprovalRecord, EnrolmentRecord, Event, EventBody, Factor, PasskeyAssertion, PasskeyKey,
+};
 use crate::digest::{hex, sha256};
 use crate::principal::Principal;
 use crate::store::{Store, StoreError};
@@ -33,6 +35,9 @@ pub struct Enrolled {
     pub factor: Factor,
     pub key_sha256: String,
     pub enrolled_by: String,
+    /// A passkey's credential.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passkey: Option<PasskeyKey>,
     /// The seq and time of the enrolment row.
     pub seq: u64,
     pub ts_us: i64,
@@ -57,6 +62,7 @@ pub fn enrolled(store: &Store) -> Result<Vec<Enrolled>, StoreError> {
                 factor: record.factor,
                 key_sha256: record.key_sha256,
                 enrolled_by: record.enrolled_by,
+                passkey: record.passkey,
                 seq: row.seq,
                 ts_us: row.ts_us,
             });
@@ -113,6 +119,7 @@ pub fn enrol_totp(
         key_sha256: hex(&sha256(&secret)),
         enrolled_by: by.user.clone(),
         removed: false,
+        passkey: None,
     };
     store.append(&[Event::now(APPROVERS_CALL, None, EventBody::Enrolment(record)).by(Some(by))])?;
     Ok(Totp::new(secret))
@@ -133,6 +140,7 @@ pub fn remove(store: &mut Store, name: &str, by: &Arc<Principal>) -> Result<(), 
         key_sha256: person.key_sha256,
         enrolled_by: by.user.clone(),
         removed: true,
+        passkey: person.passkey,
     };
     store.append(&[Event::now(APPROVERS_CALL, None, EventBody::Enrolment(record)).by(Some(by))])?;
     if let Some(path) = secret_path(&store.identity().log_id, name) {
@@ -212,7 +220,223 @@ pub fn prove(
     Ok(super::Proof {
         factor: Factor::Totp,
         step: Some(check_totp(store, name, code, secs)?),
+        assertion: None,
     })
+}
+
+/// How long a passkey enrolment code (`gavel approvers add --passkey`) stays good.
+pub const ENROLMENT_LASTS_US: i64 = 15 * 60 * 1_000_000;
+
+fn enrolment_path(store: &Store, name: &str) -> Option<PathBuf> {
+    secret_path(&store.identity().log_id, name).map(|p| p.with_extension("enrol"))
+}
+
+/// Starts enrolling `name` with a passkey: a one-time code, good for
+/// [`ENROLMENT_LASTS_US`], that the approval page's `/enrol` takes (its
+/// digest and expiry are kept beside the TOTP secrets, mode 0600).
+pub fn start_passkey_enrolment(
+    store: &Store,
+    name: &str,
+    now_us: i64,
+) -> Result<String, ApprovalsError> {
+    let refuse = |why: String| ApprovalsError::Enrolment {
+        name: name.to_owned(),
+        why,
+    };
+    if !crate::policy::valid_name(name) {
+        return Err(refuse(
+            "a name is letters, digits, `.`, `_` and `-`, at most 64, not starting with `.`".into(),
+        ));
+    }
+    if enrolled(store)?.iter().any(|p| p.name == name) {
+        return Err(refuse(format!(
+            "already enrolled; `gavel approvers remove {name}` first"
+        )));
+    }
+    let path = enrolment_path(store, name).ok_or_else(|| {
+        refuse("no home folder to keep the code in (set HOME or XDG_DATA_HOME)".into())
+    })?;
+    let mut code = [0u8; 16];
+    getrandom::fill(&mut code).map_err(|e| refuse(format!("no randomness: {e}")))?;
+    let code = hex(&code);
+    let line = format!(
+        "{} {}\n",
+        hex(&sha256(code.as_bytes())),
+        now_us + ENROLMENT_LASTS_US
+    );
+    write_secret(&path, &line)
+        .map_err(|e| refuse(format!("cannot write `{}`: {e}", path.display())))?;
+    Ok(code)
+}
+
+/// Whether `code` is the enrolment code of `name`, not yet expired.
+pub fn check_enrolment_code(
+    store: &Store,
+    name: &str,
+    code: &str,
+    now_us: i64,
+) -> Result<(), ApprovalsError> {
+    let refuse = |why: &str| ApprovalsError::Enrolment {
+        name: name.to_owned(),
+        why: why.to_owned(),
+    };
+    if !crate::policy::valid_name(name) {
+        return Err(refuse("is not a name"));
+    }
+    let text = enrolment_path(store, name)
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .ok_or_else(|| refuse("has no enrolment under way (`gavel approvers add --passkey`)"))?;
+    let (digest, until) = text.trim().split_once(' ').unwrap_or_default();
+    let until: i64 = until.parse().unwrap_or(0);
+    let given = hex(&sha256(code.as_bytes()));
+    let same = digest.len() == given.len()
+        && digest.bytes().zip(given.bytes()).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0;
+    if !same {
+        return Err(refuse("gave a code that is not its enrolment code"));
+    }
+    if now_us > until {
+        return Err(refuse("gave an enrolment code that expired"));
+    }
+    Ok(())
+}
+
+/// Enrols `name` with `credential`, made for `rp_id` with the enrolment
+/// `code`: records it and ends the enrolment (the code is taken once).
+pub fn enrol_passkey(
+    store: &mut Store,
+    name: &str,
+    code: &str,
+    credential: &super::passkey::Credential,
+    rp_id: &str,
+    by: &Arc<Principal>,
+    now_us: i64,
+) -> Result<(), ApprovalsError> {
+    check_enrolment_code(store, name, code, now_us)?;
+    if enrolled(store)?.iter().any(|p| p.name == name) {
+        return Err(ApprovalsError::Enrolment {
+            name: name.to_owned(),
+            why: "already enrolled".into(),
+        });
+    }
+    use super::passkey::b64url;
+    let record = EnrolmentRecord {
+        name: name.to_owned(),
+        factor: Factor::Passkey,
+        key_sha256: hex(&sha256(&credential.public_key)),
+        enrolled_by: by.user.clone(),
+        removed: false,
+        passkey: Some(PasskeyKey {
+            credential_id: b64url(&credential.id),
+            public_key: b64url(&credential.public_key),
+            rp_id: rp_id.to_owned(),
+        }),
+    };
+    if let Some(path) = enrolment_path(store, name) {
+        let _ = std::fs::remove_file(path);
+    }
+    store.append(&[Event::now(APPROVERS_CALL, None, EventBody::Enrolment(record)).by(Some(by))])?;
+    Ok(())
+}
+
+/// The challenge a passkey signs to answer a call: SHA-256 of the call,
+/// the digests of its arguments and policy as shown, the answer, and a
+/// one-time `nonce`. Anyone holding the log recomputes it.
+pub fn passkey_challenge(
+    call_id: &str,
+    arguments_sha256: &str,
+    policy_digest: &str,
+    approved: bool,
+    nonce: &[u8],
+) -> [u8; 32] {
+    let answer = if approved { "approved" } else { "rejected" };
+    let mut text =
+        format!("gavel approval\n{call_id}\n{arguments_sha256}\n{policy_digest}\n{answer}\n")
+            .into_bytes();
+    text.extend_from_slice(nonce);
+    sha256(&text)
+}
+
+/// The enrolled person `assertion` is from, when it is their passkey's
+/// signature over `pending`'s challenge for this answer (made on the site
+/// `rp`): their name, and the proof to record.
+pub fn prove_passkey(
+    store: &Store,
+    rp: super::passkey::RelyingParty,
+    pending: &super::Pending,
+    approved: bool,
+    assertion: PasskeyAssertion,
+) -> Result<(String, super::Proof), ApprovalsError> {
+    let person = enrolled(store)?
+        .into_iter()
+        .find(|p| {
+            p.passkey
+                .as_ref()
+                .is_some_and(|k| k.credential_id == assertion.credential_id && k.rp_id == rp.id)
+        })
+        .ok_or_else(|| ApprovalsError::Factor {
+            name: "?".into(),
+            why: "used a passkey no enrolled approver holds for this site".into(),
+        })?;
+    let key = person.passkey.as_ref().ok_or(ApprovalsError::Factor {
+        name: person.name.clone(),
+        why: "has no passkey".into(),
+    })?;
+    let call = [
+        pending.call_id.as_str(),
+        &pending.arguments_sha256,
+        &pending.policy_digest,
+    ];
+    check_assertion(key, rp, call, approved, &assertion).map_err(|e| {
+        ApprovalsError::Factor {
+            name: person.name.clone(),
+            why: format!("gave a passkey answer that does not verify: {e}"),
+        }
+    })?;
+    Ok((
+        person.name,
+        super::Proof {
+            factor: Factor::Passkey,
+            step: None,
+            assertion: Some(assertion),
+        },
+    ))
+}
+
+/// Whether `assertion` is `key`'s signature, made on `rp`, of the answer
+/// (`approved` or not) to `call`: its id and the digests of its arguments
+/// and policy.
+fn check_assertion(
+    key: &PasskeyKey,
+    rp: super::passkey::RelyingParty,
+    [call_id, arguments_sha256, policy_digest]: [&str; 3],
+    approved: bool,
+    assertion: &PasskeyAssertion,
+) -> Result<(), super::passkey::PasskeyError> {
+    use super::passkey::{Credential, PasskeyError, from_b64url, verify_assertion};
+    if assertion.credential_id != key.credential_id {
+        return Err(PasskeyError::Key);
+    }
+    let bytes = |text: &str| from_b64url(text).ok_or(PasskeyError::AuthenticatorData);
+    let credential = Credential {
+        id: bytes(&key.credential_id)?,
+        public_key: bytes(&key.public_key)?,
+    };
+    let challenge = passkey_challenge(
+        call_id,
+        arguments_sha256,
+        policy_digest,
+        approved,
+        &bytes(&assertion.nonce)?,
+    );
+    verify_assertion(
+        rp,
+        &challenge,
+        &credential,
+        &bytes(&assertion.authenticator_data)?,
+        &bytes(&assertion.client_data_json)?,
+        &bytes(&assertion.signature)?,
+    )
+    .map(|_| ())
 }
 
 /// A call the record shows approved whose rule named approvers, without
@@ -231,6 +455,7 @@ pub struct Shortfall {
 /// `gavel verify` fails on, beside the chain.
 pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
     let mut short = Vec::new();
+    let keys = passkeys_ever(store)?;
     for call_id in store.calls_needing_approvers()? {
         let events = store.call_events(&call_id)?;
         let body = |kind: &str| {
@@ -260,12 +485,14 @@ pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
             continue;
         }
         let digest = super::arguments_digest(&request.arguments);
+        let call = [call_id.as_str(), &digest, &decision.policy.digest];
         let mut counted: Vec<String> = Vec::new();
         for answer in &answers {
             let counts = (answer.vote || answer.status == ApprovalStatus::Approved)
                 && matches!(answer.factor, Some(Factor::Totp | Factor::Passkey))
                 && answer.arguments_sha256.as_deref() == Some(digest.as_str())
-                && answer.policy_digest.as_deref() == Some(decision.policy.digest.as_str());
+                && answer.policy_digest.as_deref() == Some(decision.policy.digest.as_str())
+                && (answer.factor != Some(Factor::Passkey) || signed(answer, &keys, call));
             if let Some(name) = answer
                 .approver
                 .as_ref()
@@ -283,6 +510,47 @@ pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
         }
     }
     Ok(short)
+}
+
+/// Every passkey ever enrolled, with its person's name.
+fn passkeys_ever(store: &Store) -> Result<Vec<(String, PasskeyKey)>, StoreError> {
+    let rows = match store.call_events(APPROVERS_CALL) {
+        Err(StoreError::UnknownCall { .. }) => Vec::new(),
+        rows => rows?,
+    };
+    Ok(rows
+        .iter()
+        .filter_map(|row| match EventBody::from_json(&row.kind, &row.payload) {
+            Ok(EventBody::Enrolment(record)) => Some((record.name, record.passkey?)),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Whether a recorded passkey answer is its approver's signature over this
+/// call, checked from the log alone: the origin it was made on must be
+/// `https://` and the key's site.
+fn signed(answer: &ApprovalRecord, keys: &[(String, PasskeyKey)], call: [&str; 3]) -> bool {
+    let Some(assertion) = &answer.assertion else {
+        return false;
+    };
+    let origin = super::passkey::from_b64url(&assertion.client_data_json)
+        .and_then(|json| super::passkey::client_data(&json).ok())
+        .map(|data| data.origin)
+        .unwrap_or_default();
+    keys.iter()
+        .filter(|(name, _)| answer.approver.as_ref() == Some(name))
+        .any(|(_, key)| {
+            let site = origin
+                .strip_prefix("https://")
+                .map(|host| host.rsplit_once(':').map_or(host, |(h, _)| h));
+            let rp = super::passkey::RelyingParty {
+                id: &key.rp_id,
+                origin: &origin,
+            };
+            site == Some(key.rp_id.as_str())
+                && check_assertion(key, rp, call, true, assertion).is_ok()
+        })
 }
 
 /// `alice or bob`, `2 of alice, bob, carol`, `any enrolled approver`.

@@ -19,7 +19,11 @@
 
 pub mod approvers;
 pub mod grants;
+pub mod notify;
 pub mod page;
+pub mod passkey;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod totp;
 
 pub use approvers::{Shortfall, describe_approvers, quorum_shortfalls};
@@ -114,6 +118,9 @@ pub struct Pending {
     /// The enrolled people who approved it so far, toward its quorum.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub votes: Vec<String>,
+    /// The sandbox profile it would run in, when its decision names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// The call `events` (all of one call, in seq order) describe, when it is
@@ -169,6 +176,7 @@ pub fn pending_of(events: &[StoredEvent]) -> Option<Pending> {
         until_us: record.until_us.unwrap_or(row.ts_us),
         approvers: dec.approvers,
         votes,
+        sandbox: dec.sandbox.map(|s| s.profile),
     })
 }
 
@@ -204,11 +212,13 @@ fn is_vote(row: &StoredEvent) -> bool {
 }
 
 /// What an answerer proved beyond the terminal or the page's token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proof {
     pub factor: crate::audit::Factor,
     /// For a TOTP code: its time step.
     pub step: Option<u64>,
+    /// For a passkey: the signed assertion.
+    pub assertion: Option<crate::audit::PasskeyAssertion>,
 }
 
 /// The digest an answer binds to: SHA-256 of the recorded arguments'
@@ -522,8 +532,9 @@ pub fn answer(
                 record.arguments_sha256 = Some(pending.arguments_sha256.clone());
                 record.policy_digest = Some(pending.policy_digest.clone());
                 record.reason = answer.reason.clone();
-                record.factor = answer.proof.map(|p| p.factor);
-                record.step = answer.proof.and_then(|p| p.step);
+                record.factor = answer.proof.as_ref().map(|p| p.factor);
+                record.step = answer.proof.as_ref().and_then(|p| p.step);
+                record.assertion = answer.proof.as_ref().and_then(|p| p.assertion.clone());
                 record.vote = vote;
                 let mut append = vec![
                     Event::now(call_id, Some(&pending.tool), EventBody::Approval(record)).by(by),

@@ -1,7 +1,76 @@
 // gavel's approval page: lists the waiting calls every second and sends
 // answers with the token from the URL's fragment (never sent to a server).
+// At /enrol, it makes a passkey for a person with the one-time code of
+// `gavel approvers add --passkey`, also read from the fragment.
 "use strict";
 (function () {
+  // WebAuthn's binary fields travel as unpadded base64url.
+  function b64u(buffer) {
+    var bytes = new Uint8Array(buffer), text = "";
+    for (var i = 0; i < bytes.length; i++) text += String.fromCharCode(bytes[i]);
+    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+  function unb64u(text) {
+    var plain = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    var bytes = new Uint8Array(plain.length);
+    for (var i = 0; i < plain.length; i++) bytes[i] = plain.charCodeAt(i);
+    return bytes;
+  }
+  function post(path, payload, token) {
+    var headers = { "Content-Type": "application/json" };
+    if (token !== undefined) headers["X-Gavel-Token"] = token || "";
+    return fetch(path, { method: "POST", headers: headers, body: JSON.stringify(payload) })
+      .then(function (r) {
+        return r.json().then(function (j) {
+          if (!r.ok) throw new Error(j.error || String(r.status));
+          return j;
+        });
+      });
+  }
+
+  if (location.pathname === "/enrol") {
+    enrolPage();
+    return;
+  }
+
+  function enrolPage() {
+    var fields = new URLSearchParams(location.hash.slice(1));
+    var name = fields.get("name") || "", code = fields.get("code") || "";
+    history.replaceState(null, "", location.pathname);
+    var say = document.getElementById("enrol-status");
+    document.getElementById("queue").hidden = true;
+    document.getElementById("enrol").hidden = false;
+    document.getElementById("enrol-what").textContent =
+      "Make a passkey for " + name + ": gavel counts their approvals only with it.";
+    document.getElementById("enrol-button").addEventListener("click", function () {
+      var who = { name: name, code: code };
+      post("/api/enrol/challenge", who).then(function (o) {
+        return navigator.credentials.create({ publicKey: {
+          challenge: unb64u(o.challenge),
+          rp: { id: o.rp_id, name: "gavel approvals" },
+          user: { id: unb64u(o.user_id), name: o.name, displayName: o.name },
+          pubKeyCredParams: [{ type: "public-key", alg: -7 }, { type: "public-key", alg: -8 }],
+          authenticatorSelection: { userVerification: "required", residentKey: "preferred" },
+          attestation: "none",
+          timeout: o.timeout_ms
+        } });
+      }).then(function (credential) {
+        return post("/api/enrol", {
+          name: name,
+          code: code,
+          client_data_json: b64u(credential.response.clientDataJSON),
+          attestation_object: b64u(credential.response.attestationObject)
+        });
+      }).then(function (j) {
+        say.textContent = j.enrolled + " is enrolled with a passkey";
+        say.dataset.last = "enrolled";
+      }).catch(function (e) {
+        say.textContent = "refused: " + e.message;
+        say.dataset.last = "refused";
+      });
+    });
+  }
+
   var match = location.hash.match(/token=([0-9a-f]+)/);
   var token = match ? match[1] : sessionStorage.getItem("gavel-token");
   if (match) {
@@ -43,13 +112,57 @@
   }
 
   // A call whose rule names approvers counts only an enrolled person's
-  // answer with their authenticator's code; the page's token is not enough.
+  // answer with their passkey or their authenticator's code; the page's
+  // token is not enough.
   function approverForm(td, call) {
+    passkeyButton(td, call, true, "Approve with passkey");
+    passkeyButton(td, call, false, "Reject with passkey");
+    td.appendChild(document.createElement("br"));
     var name = input(td, "approver", "your name");
     var code = input(td, "code", "code");
     var person = function () { return { approver: name.value, code: code.value }; };
     button(td, call, "approve", "Approve", null, person);
     button(td, call, "reject", "Reject", null, person);
+  }
+
+  // The passkey signs a challenge the page binds to this call, its
+  // arguments and policy, and this answer.
+  function passkeyButton(td, call, approved, label) {
+    var b = document.createElement("button");
+    b.textContent = label;
+    b.dataset.action = approved ? "approve-passkey" : "reject-passkey";
+    b.addEventListener("click", function () {
+      post("/api/passkey/challenge", { call_id: call.call_id, approved: approved }, token)
+        .then(function (o) {
+          return navigator.credentials.get({ publicKey: {
+            challenge: unb64u(o.challenge),
+            rpId: o.rp_id,
+            allowCredentials: o.credentials.map(function (id) {
+              return { type: "public-key", id: unb64u(id) };
+            }),
+            userVerification: "required",
+            timeout: o.timeout_ms
+          } });
+        }).then(function (credential) {
+          send({
+            call_id: call.call_id,
+            approved: approved,
+            arguments_sha256: call.arguments_sha256,
+            passkey: {
+              credential_id: b64u(credential.rawId),
+              authenticator_data: b64u(credential.response.authenticatorData),
+              client_data_json: b64u(credential.response.clientDataJSON),
+              signature: b64u(credential.response.signature)
+            }
+          });
+        }).catch(function (e) { shout("refused: " + e.message, "refused"); });
+    });
+    td.appendChild(b);
+  }
+
+  function shout(text, last) {
+    status.textContent = text;
+    status.dataset.last = last;
   }
 
   function answer(call, approved, grant, person) {
@@ -63,18 +176,16 @@
       payload.approver = person.approver;
       payload.code = person.code;
     }
-    fetch("/api/answer", {
-      method: "POST",
-      headers: { "X-Gavel-Token": token || "", "Content-Type": "application/json" },
-      body: JSON.stringify(payload)
-    }).then(function (r) {
-      return r.json().then(function (j) {
-        status.textContent = r.ok
-          ? j.approval + " " + j.call_id
-          : "refused: " + (j.error || r.status);
-        status.dataset.last = r.ok ? j.approval : "refused";
-        refresh();
-      });
+    send(payload);
+  }
+
+  function send(payload) {
+    post("/api/answer", payload, token).then(function (j) {
+      shout(j.approval + " " + j.call_id, j.approval);
+      refresh();
+    }).catch(function (e) {
+      shout("refused: " + e.message, "refused");
+      refresh();
     });
   }
 
@@ -97,6 +208,7 @@
           "; approved so far by " + ((call.votes || []).join(", ") || "nobody");
       }
       cell(row, rule, true);
+      cell(row, call.sandbox || "");
       cell(row, Math.max(0, Math.round((call.until_us - now) / 1e6)) + " s");
       var td = document.createElement("td");
       if (call.approvers) {

@@ -1,6 +1,8 @@
 //! `gavel approvals --listen ADDR`: the approval page. Prints its address
 //! with a fresh token once, keeps the token in a file outside the
-//! workspace (mode 0600), and serves until interrupted.
+//! workspace (mode 0600), and serves until interrupted; over TLS with
+//! `--tls` (a certificate given, or a self-signed one whose fingerprint it
+//! prints) under the public address `--url` names.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -28,6 +30,38 @@ pub struct ApprovalsArgs {
     /// [default: $XDG_STATE_HOME/gavel/approvals-token, else ~/.local/state/gavel/approvals-token]
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Serve over TLS: with --cert and --key, else a self-signed certificate
+    /// for the --url host name, kept beside the token file
+    #[arg(long)]
+    pub tls: bool,
+    /// The certificate chain to serve (PEM); implies --tls
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The certificate's private key (PEM)
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// The address the person's browser uses, `https://NAME[:PORT]`:
+    /// passkeys are made for and checked against NAME (browsers refuse them
+    /// on a bare IP address) [default: the listening address]
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+}
+
+/// `scheme://host[:port]` of `url`, checked: `http` or `https`, no path.
+fn public_origin(url: &str) -> anyhow::Result<(String, bool, String)> {
+    let url = url.trim_end_matches('/');
+    let (scheme, host) = url
+        .split_once("://")
+        .filter(|(scheme, _)| *scheme == "http" || *scheme == "https")
+        .with_context(|| format!("--url `{url}` is not http:// or https://"))?;
+    if host.is_empty() || host.contains(['/', '?', '#', '@']) {
+        anyhow::bail!("--url `{url}` must be scheme://host[:port], without a path");
+    }
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default().to_owned(),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h).to_owned(),
+    };
+    Ok((format!("{scheme}://{host}"), scheme == "https", name))
 }
 
 fn default_token_file() -> anyhow::Result<PathBuf> {
@@ -40,19 +74,34 @@ fn default_token_file() -> anyhow::Result<PathBuf> {
 
 pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
     let workspace = global.workspace()?;
+    let tls = args.tls || args.cert.is_some();
+    let public = args.url.as_deref().map(public_origin).transpose()?;
+    if public.as_ref().is_some_and(|(_, https, _)| *https != tls) {
+        anyhow::bail!("--url is https:// exactly when the page serves TLS (--tls, --cert)");
+    }
     let listener = std::net::TcpListener::bind(&args.listen)
         .with_context(|| format!("cannot listen on `{}`", args.listen))?;
     let address = listener.local_addr()?;
-    let mut hosts = vec![address.to_string()];
+    let scheme = if tls { "https" } else { "http" };
+    let mut origins = Vec::new();
+    if let Some((origin, _, _)) = &public {
+        origins.push(origin.clone());
+    }
+    origins.push(format!("{scheme}://{address}"));
     if address.ip().is_loopback() {
-        hosts.push(format!("localhost:{}", address.port()));
+        origins.push(format!("{scheme}://localhost:{}", address.port()));
     } else {
         let _ = writeln!(
             std::io::stderr(),
-            "gavel: warning: the approval page listens on {address}, beyond this machine: anyone who can reach it and holds the token can answer"
+            "gavel: warning: the approval page listens on {address}, beyond this machine: anyone who can reach it and holds the token can answer calls whose rules name no approvers"
         );
     }
-    let token_file = match args.token_file {
+    // Passkeys are bound to a host name, and browsers offer them only over TLS.
+    let rp_id = public
+        .as_ref()
+        .filter(|(_, https, name)| *https && name.parse::<std::net::IpAddr>().is_err())
+        .map(|(_, _, name)| name.clone());
+    let token_file = match args.token_file.clone() {
         Some(path) => path,
         None => default_token_file()?,
     };
@@ -74,7 +123,7 @@ pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
     getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("no randomness for a token: {e}"))?;
     let token = gavel::digest::hex(&secret);
     let user = Principal::current("web").user;
-    let name = args.name.unwrap_or_else(|| format!("web-{user}"));
+    let name = args.name.clone().unwrap_or_else(|| format!("web-{user}"));
     let _ = std::fs::remove_file(&token_file);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -84,19 +133,72 @@ pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
         .with_context(|| format!("cannot write `{}`", token_file.display()))?;
     writeln!(file, "{name} {token}")?;
     drop(file);
+    let accept = acceptor(&args, tls, &token_file, rp_id.as_deref(), &address)?;
     let mut store = global.open_store()?;
     let principal = Arc::new(Principal::current("web").with_host_id_beside(store.path()));
     let _ = writeln!(
         std::io::stderr(),
-        "gavel: approval page on http://{address}/#token={token} (token `{name}`, kept in {}); Ctrl-C stops it",
+        "gavel: approval page on {}/#token={token} (token `{name}`, kept in {}); Ctrl-C stops it",
+        origins[0],
         token_file.display()
     );
-    let config = PageConfig {
+    let mut page = page::Page::new(PageConfig {
         token,
         name,
-        hosts,
+        origins,
+        rp_id,
         principal,
-    };
-    page::serve(listener, &config, &mut store)?;
+    });
+    page::serve(listener, &mut page, &mut store, &*accept)?;
     Ok(Exit::Ok)
+}
+
+type Acceptor = Box<dyn Fn(std::net::TcpStream) -> std::io::Result<Box<dyn page::Connection>>>;
+
+/// How each accepted connection is served: as it is, or in TLS (a
+/// certificate given, else a self-signed one kept beside the token file,
+/// whose fingerprint is printed for the person to check).
+fn acceptor(
+    args: &ApprovalsArgs,
+    tls: bool,
+    token_file: &std::path::Path,
+    rp_id: Option<&str>,
+    address: &std::net::SocketAddr,
+) -> anyhow::Result<Acceptor> {
+    if !tls {
+        return Ok(Box::new(|stream| Ok(Box::new(stream))));
+    }
+    #[cfg(feature = "tls")]
+    {
+        use gavel::approvals::tls;
+        let identity = match (&args.cert, &args.key) {
+            (Some(cert), Some(key)) => tls::from_files(cert, key)?,
+            _ => {
+                let host = rp_id.map_or_else(|| address.ip().to_string(), str::to_owned);
+                let kept = token_file.with_file_name("approvals-tls.pem");
+                tls::self_signed(&host, &kept)?
+            }
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "gavel: TLS certificate SHA-256 {}{}",
+            identity.fingerprint,
+            identity
+                .key_pin
+                .as_ref()
+                .map(|pin| format!(" (self-signed; public key pin sha256//{pin})"))
+                .unwrap_or_default()
+        );
+        let config = identity.config;
+        Ok(Box::new(move |stream| {
+            let connection = rustls::ServerConnection::new(config.clone())
+                .map_err(std::io::Error::other)?;
+            Ok(Box::new(rustls::StreamOwned::new(connection, stream)))
+        }))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = (args, token_file, rp_id, address);
+        anyhow::bail!("this gavel was built without TLS (the `tls` feature)")
+    }
 }

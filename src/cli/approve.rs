@@ -102,7 +102,7 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
                 lasts: None,
                 uses: None,
             }),
-            proof,
+            proof: proof.clone(),
         },
         now,
     )?;
@@ -138,7 +138,7 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
             status,
             channel: ApprovalChannel::Cli,
             approver: approver.clone(),
-            proof,
+            proof: proof.clone(),
             reason: args.reason.clone(),
             // Bound to what was shown, whatever was asked for.
             arguments_sha256: Some(shown.arguments_sha256.clone()),
@@ -175,7 +175,7 @@ fn answer(global: &Global, args: AnswerArgs, status: ApprovalStatus) -> anyhow::
             "approval": answered.recorded_status(status),
             "channel": "cli",
             "approver": approver,
-            "factor": proof.map(|p| p.factor),
+            "factor": proof.as_ref().map(|p| p.factor),
             "votes": quorum.map(|_| votes),
             "quorum": quorum,
             "arguments_sha256": answered.arguments_sha256,

@@ -13,8 +13,9 @@ use super::{Exit, Format, FormatArgs, Global, render};
 
 #[derive(Subcommand, Debug)]
 pub enum ApproversCommand {
-    /// Enrol NAME with a new TOTP secret, shown once as a QR code for their authenticator app
-    Add(NameArgs),
+    /// Enrol NAME with a new TOTP secret, shown once as a QR code for their
+    /// authenticator app; with --passkey, a link to make a passkey on the approval page
+    Add(AddArgs),
     /// The people enrolled now: name, factor, key digest, who enrolled them and when
     List(ListArgs),
     /// Record that NAME approves nothing from now on, and delete their secret
@@ -28,6 +29,20 @@ pub struct NameArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct AddArgs {
+    /// The person's name: letters, digits, `.`, `_`, `-`
+    pub name: String,
+    /// Enrol a passkey instead: prints a one-time link (15 minutes) to the
+    /// approval page (`gavel approvals --tls --url https://NAME`), where the
+    /// person makes it
+    #[arg(long)]
+    pub passkey: bool,
+    /// The approval page's public address, for the link [default: printed as a path]
+    #[arg(long, value_name = "URL", requires = "passkey")]
+    pub url: Option<String>,
+}
+
+#[derive(Args, Debug)]
 pub struct ListArgs {
     #[command(flatten)]
     pub format: FormatArgs,
@@ -35,6 +50,21 @@ pub struct ListArgs {
 
 pub fn run(global: &Global, command: ApproversCommand) -> anyhow::Result<Exit> {
     match command {
+        ApproversCommand::Add(args) if args.passkey => {
+            let store = global.open_store()?;
+            let now = chrono::Utc::now().timestamp_micros();
+            let code = approvers::start_passkey_enrolment(&store, &args.name, now)?;
+            let page = args.url.as_deref().unwrap_or("").trim_end_matches('/');
+            render::line(&format!(
+                "{page}/enrol#name={}&code={code}
+
+                 open this link on {}'s device within 15 minutes{}, and make a passkey there;
+                 `gavel approvers list` shows them once enrolled. The link is theirs alone: it enrols whoever opens it first.",
+                args.name,
+                args.name,
+                if page.is_empty() { " (on the approval page's address)" } else { "" },
+            ))?;
+        }
         ApproversCommand::Add(args) => {
             let mut store = global.open_store()?;
             let by = Arc::new(Principal::current("cli").with_host_id_beside(store.path()));

@@ -317,7 +317,7 @@ type Read = (
     super::RedactSettings,
     Vec<ShadowSpec>,
     Vec<PathsFile>,
-    Option<std::time::Duration>,
+    Approval,
     SandboxFile,
     Vec<toml::Table>,
 );
@@ -410,15 +410,38 @@ fn check_shadows(shadows: &[ShadowSpec]) -> Result<(), String> {
 }
 
 /// The `[approval]` table: `wait`, how long an asked call waits in the
-/// pending queue when no `--ask` says otherwise.
+/// pending queue when no `--ask` says otherwise, and `[approval.notify]`,
+/// where a waiting call is announced.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ApprovalFile {
-    wait: String,
+    wait: Option<String>,
+    /// Read apart, so that its problems are named `[approval.notify]`.
+    notify: Option<toml::Value>,
 }
 
-fn approval_wait(spec: ApprovalFile) -> Result<std::time::Duration, String> {
-    super::parse_wait(&spec.wait).map_err(|e| format!("[approval]: wait {e}"))
+/// The `[approval]` table, read.
+#[derive(Debug, Default)]
+struct Approval {
+    wait: Option<std::time::Duration>,
+    notify: Option<super::Notify>,
+}
+
+fn read_approval(spec: ApprovalFile) -> Result<Approval, String> {
+    let wait = match spec.wait {
+        Some(wait) => Some(super::parse_wait(&wait).map_err(|e| format!("[approval]: wait {e}"))?),
+        None => None,
+    };
+    let notify = match spec.notify {
+        Some(value) => {
+            let problem = |e: String| format!("[approval.notify]: {e}");
+            let spec = super::notify::NotifyFile::deserialize(value)
+                .map_err(|e| problem(e.message().to_owned()))?;
+            Some(super::Notify::from_file(spec).map_err(problem)?)
+        }
+        None => None,
+    };
+    Ok(Approval { wait, notify })
 }
 
 /// The whole file as one typed value. A file this reads is read exactly as
@@ -459,9 +482,9 @@ fn read_typed(text: &str) -> Option<Read> {
         .into_iter()
         .map(|rule| (rule.id.clone(), Ok(rule)))
         .collect();
-    let wait = match file.approval {
-        Some(spec) => Some(approval_wait(spec).ok()?),
-        None => None,
+    let approval = match file.approval {
+        Some(spec) => read_approval(spec).ok()?,
+        None => Approval::default(),
     };
     Some((
         file.name,
@@ -469,7 +492,7 @@ fn read_typed(text: &str) -> Option<Read> {
         redact,
         file.shadow,
         file.paths,
-        wait,
+        approval,
         file.sandbox,
         file.labels,
     ))
@@ -491,7 +514,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
     let mut name = None;
     let mut raw_rules = Vec::new();
     let mut redact = super::RedactSettings::default();
-    let mut wait = None;
+    let mut approval = Approval::default();
     let mut shadows = Vec::new();
     let mut paths = Vec::new();
     let mut sandbox = SandboxFile::default();
@@ -507,7 +530,7 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             ("approval", value) => {
                 let spec = ApprovalFile::deserialize(value)
                     .map_err(|e| file_error(format!("[approval]: {}", e.message())))?;
-                wait = Some(approval_wait(spec).map_err(file_error)?);
+                approval = read_approval(spec).map_err(file_error)?;
             }
             ("shadow", value) => {
                 shadows = Vec::<ShadowSpec>::deserialize(value)
@@ -543,7 +566,9 @@ fn read_table(text: &str, file_error: &dyn Fn(String) -> PolicyError) -> Result<
             (label, spec)
         })
         .collect();
-    Ok((name, rules, redact, shadows, paths, wait, sandbox, labels))
+    Ok((
+        name, rules, redact, shadows, paths, approval, sandbox, labels,
+    ))
 }
 
 /// The line (from 1) where each rule of a policy's text begins (its
@@ -663,7 +688,7 @@ fn parse_text(read: &str, text: &str, origin: &str, checks: Checks) -> Result<Po
         path: origin.to_owned(),
         problem,
     };
-    let (name, specs, redact, shadow_specs, paths, approval_wait, mut sandbox, label_specs) =
+    let (name, specs, redact, shadow_specs, paths, approval, mut sandbox, label_specs) =
         match read_typed(read) {
             Some(read) => read,
             None => read_table(read, &file_error)?,
@@ -762,7 +787,8 @@ fn parse_text(read: &str, text: &str, origin: &str, checks: Checks) -> Result<Po
         above: Vec::new(),
         shadow_specs,
         shadows: Vec::new(),
-        approval_wait,
+        approval_wait: approval.wait,
+        approval_notify: approval.notify,
         profiles,
         unenforceable,
         label_rules,
@@ -1021,6 +1047,14 @@ mod tests {
             (
                 "approval wait".to_owned(),
                 "name = \"x\"\n[approval]\nwait = \"90s\"".to_owned(),
+            ),
+            (
+                "approval notify".to_owned(),
+                "name = \"x\"\n[approval]\nwait = \"90s\"\n[approval.notify]\nurl_env = \"HOOK\"\nformat = \"ntfy\"\ntimeout = \"2s\"".to_owned(),
+            ),
+            (
+                "bad approval notify".to_owned(),
+                "name = \"x\"\n[approval.notify]\nurl = \"ftp://h/p\"".to_owned(),
             ),
             (
                 "rule without id".to_owned(),

@@ -15,6 +15,7 @@ mod floor;
 mod flow;
 mod layered;
 pub mod lint;
+mod notify;
 mod patterns;
 mod rule;
 mod who;
@@ -34,6 +35,7 @@ pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec, memoize_parses};
 pub use floor::{FLOOR_LAYER, FLOOR_POLICY_TOML, floor};
 pub use flow::{After, History};
 pub use layered::{EffectiveRule, Layer, LayerRef, PROJECT_LAYER, Shadow, ShadowVerdict};
+pub use notify::{Notify, NotifyFormat, NotifyTarget, check_url as check_notify_url};
 pub use rule::{EntryMatch, Rule};
 
 /// The built-in default policy, as shipped in the repository.
@@ -201,6 +203,8 @@ pub struct Policy {
     /// `[approval] wait`: how long an asked call waits in the pending queue
     /// when the command line does not say (`--ask`).
     approval_wait: Option<std::time::Duration>,
+    /// `[approval.notify]`: the webhook a waiting call is announced to.
+    approval_notify: Option<Notify>,
     /// `[[paths]]`: the arguments of other tools (an MCP server's) that are paths.
     paths: Vec<PathArguments>,
     /// Layers above this policy, top first, that it cannot loosen.
@@ -330,6 +334,12 @@ impl Policy {
     /// `[approval] wait`, when the policy sets it.
     pub fn approval_wait(&self) -> Option<std::time::Duration> {
         self.approval_wait
+    }
+
+    /// `[approval.notify]`, when the policy sets it: like `wait`, the
+    /// project's own policy's, whatever the layers above it say.
+    pub fn approval_notify(&self) -> Option<&Notify> {
+        self.approval_notify.as_ref()
     }
 
     /// The arguments of `tool` that `[[paths]]` declares paths, each with

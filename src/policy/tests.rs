@@ -1200,3 +1200,68 @@ reason = "ask"
         assert_eq!(decision.rule_id, "fetch.clean");
     }
 }
+
+#[test]
+fn approval_notify_is_read_and_checked() {
+    let load = |table: &str| Policy::from_toml(&format!("name = \"p\"\n{table}"), "p.toml");
+    let policy = load("[approval]\nwait = \"10m\"\n[approval.notify]\nurl = \"https://hooks.example.com/x\"\nformat = \"slack\"\ntimeout = \"2s\"\n").unwrap();
+    assert_eq!(
+        policy.approval_wait(),
+        Some(std::time::Duration::from_secs(600))
+    );
+    assert_eq!(
+        policy.approval_notify(),
+        Some(&Notify {
+            target: NotifyTarget::Url("https://hooks.example.com/x".into()),
+            format: NotifyFormat::Slack,
+            timeout: std::time::Duration::from_secs(2),
+        })
+    );
+    let policy = load("[approval.notify]\nurl_env = \"GAVEL_NOTIFY_URL\"\n").unwrap();
+    assert_eq!(policy.approval_wait(), None);
+    assert_eq!(
+        policy.approval_notify(),
+        Some(&Notify {
+            target: NotifyTarget::Env("GAVEL_NOTIFY_URL".into()),
+            format: NotifyFormat::Json,
+            timeout: std::time::Duration::from_secs(5),
+        })
+    );
+    assert_eq!(load("").unwrap().approval_notify(), None);
+
+    for (table, problem) in [
+        (
+            "url = \"https://h/x\"\nurl_env = \"U\"",
+            "[approval.notify]: set `url` or `url_env`, not both",
+        ),
+        ("format = \"json\"", "[approval.notify]: needs `url`"),
+        (
+            "url = \"https://h/x\"\nformat = \"teams\"",
+            "[approval.notify]: format `teams` is not one of json, slack, discord, ntfy",
+        ),
+        (
+            "url = \"ftp://h/SECRET\"",
+            "[approval.notify]: url must start with http:// or https://",
+        ),
+        ("url = \"https:///x\"", "[approval.notify]: url has no host"),
+        (
+            "url = \"https://h/x\"\ntimeout = \"2m\"",
+            "[approval.notify]: timeout `2m` is more than 60s",
+        ),
+        (
+            "url = \"https://h/x\"\ntimeout = \"0s\"",
+            "[approval.notify]: timeout",
+        ),
+        (
+            "url = \"https://h/x\"\nretries = 3",
+            "[approval.notify]: unknown field `retries`",
+        ),
+        ("url_env = \"\"", "[approval.notify]: url_env `` is not"),
+    ] {
+        let err = load(&format!("[approval.notify]\n{table}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(problem), "{table}: {err}");
+        assert!(!err.contains("SECRET"), "{table}: {err}");
+    }
+}
