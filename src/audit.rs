@@ -780,6 +780,17 @@ pub enum EventBody {
 }
 
 impl EventBody {
+    /// Whether the payload is stored whole, never redacted: a passkey's
+    /// public key and signed answers are high-entropy by nature, and must
+    /// stay exact to be verified from the log.
+    pub fn holds_key_material(&self) -> bool {
+        match self {
+            EventBody::Enrolment(record) => record.passkey.is_some(),
+            EventBody::Approval(record) => record.assertion.is_some(),
+            _ => false,
+        }
+    }
+
     /// The kind stored beside the payload.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -290,7 +290,11 @@ pub fn check_enrolment_code(
     let until: i64 = until.parse().unwrap_or(0);
     let given = hex(&sha256(code.as_bytes()));
     let same = digest.len() == given.len()
-        && digest.bytes().zip(given.bytes()).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0;
+        && digest
+            .bytes()
+            .zip(given.bytes())
+            .fold(0u8, |d, (a, b)| d | (a ^ b))
+            == 0;
     if !same {
         return Err(refuse("gave a code that is not its enrolment code"));
     }
@@ -386,11 +390,9 @@ pub fn prove_passkey(
         &pending.arguments_sha256,
         &pending.policy_digest,
     ];
-    check_assertion(key, rp, call, approved, &assertion).map_err(|e| {
-        ApprovalsError::Factor {
-            name: person.name.clone(),
-            why: format!("gave a passkey answer that does not verify: {e}"),
-        }
+    check_assertion(key, rp, call, approved, &assertion).map_err(|e| ApprovalsError::Factor {
+        name: person.name.clone(),
+        why: format!("gave a passkey answer that does not verify: {e}"),
     })?;
     Ok((
         person.name,

@@ -228,11 +228,12 @@
   function refresh() {
     fetch("/api/pending", { headers: { "X-Gavel-Token": token || "" } }).then(function (r) {
       if (!r.ok) {
-        status.textContent = "refused (" + r.status + "): open the address gavel printed, with its token";
+        shout("refused (" + r.status + "): open the address gavel printed, with its token", "no-token");
         return;
       }
       return r.json().then(function (calls) {
-        if (status.dataset.last === undefined || status.textContent.indexOf("refused") === 0) {
+        // The outcome of the last answer stays shown until the next one.
+        if (status.dataset.last === undefined || status.dataset.last === "no-token") {
           status.textContent = calls.length + " waiting";
         }
         render(calls);

@@ -312,7 +312,12 @@ impl Page {
         let credentials: Vec<String> = super::approvers::enrolled(store)
             .unwrap_or_default()
             .into_iter()
-            .filter(|p| pending.approvers.as_ref().is_some_and(|a| a.admits(&p.name)))
+            .filter(|p| {
+                pending
+                    .approvers
+                    .as_ref()
+                    .is_some_and(|a| a.admits(&p.name))
+            })
             .filter_map(|p| p.passkey.filter(|k| k.rp_id == rp_id))
             .map(|k| k.credential_id)
             .collect();
@@ -352,10 +357,12 @@ impl Page {
         };
         // A passkey or a code proves the person; the token alone proves only the page.
         let (approver, proof) = match (&body.approver, &body.code, body.passkey) {
-            (_, _, Some(assertion)) => match self.prove_passkey(store, &body.call_id, body.approved, assertion, now) {
-                Ok((name, proof)) => (name, Some(proof)),
-                Err(why) => return Response::refused(403, &why),
-            },
+            (_, _, Some(assertion)) => {
+                match self.prove_passkey(store, &body.call_id, body.approved, assertion, now) {
+                    Ok((name, proof)) => (name, Some(proof)),
+                    Err(why) => return Response::refused(403, &why),
+                }
+            }
             (Some(name), Some(code), None) => {
                 match super::approvers::prove(store, name, code, now) {
                     Ok(proof) => (name.clone(), Some(proof)),
@@ -428,7 +435,12 @@ impl Page {
             .ok_or("the passkey answer's client data is unreadable")?;
         let nonce = match self.take(&client.challenge, now) {
             Some(Ceremony::Answer { nonce }) => nonce,
-            _ => return Err("this passkey answer's challenge was used already or expired; answer again".into()),
+            _ => {
+                return Err(
+                    "this passkey answer's challenge was used already or expired; answer again"
+                        .into(),
+                );
+            }
         };
         let pending = waiting(store, call_id, now).ok_or("that call is not waiting")?;
         let assertion = PasskeyAssertion {
@@ -458,7 +470,8 @@ impl Page {
             );
         };
         let (rp_id, origin) = (rp.id.to_owned(), rp.origin.to_owned());
-        if let Err(err) = super::approvers::check_enrolment_code(store, &body.name, &body.code, now) {
+        if let Err(err) = super::approvers::check_enrolment_code(store, &body.name, &body.code, now)
+        {
             return Response::refused(403, &err.to_string());
         }
         if !finish {
@@ -490,15 +503,31 @@ impl Page {
         };
         match self.take(&data.challenge, now) {
             Some(Ceremony::Enrol { name }) if name == body.name => {}
-            _ => return Response::refused(403, "this enrolment's challenge was used already or expired"),
+            _ => {
+                return Response::refused(
+                    403,
+                    "this enrolment's challenge was used already or expired",
+                );
+            }
         }
-        let rp = RelyingParty { id: &rp_id, origin: &origin };
+        let rp = RelyingParty {
+            id: &rp_id,
+            origin: &origin,
+        };
         let credential = match passkey::register(rp, &data.challenge, &client, &attestation) {
             Ok(credential) => credential,
             Err(err) => return Response::refused(403, &err.to_string()),
         };
         let by = self.config.principal.clone();
-        match super::approvers::enrol_passkey(store, &body.name, &body.code, &credential, &rp_id, &by, now) {
+        match super::approvers::enrol_passkey(
+            store,
+            &body.name,
+            &body.code,
+            &credential,
+            &rp_id,
+            &by,
+            now,
+        ) {
             Ok(()) => Response::json(200, json!({ "enrolled": body.name, "factor": "passkey" })),
             Err(err) => Response::refused(409, &err.to_string()),
         }

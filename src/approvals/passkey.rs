@@ -31,7 +31,9 @@ pub enum PasskeyError {
     AuthenticatorData,
     #[error("the credential is for another site than `{0}`")]
     RelyingParty(String),
-    #[error("the authenticator did not verify the person (user presence and verification are required)")]
+    #[error(
+        "the authenticator did not verify the person (user presence and verification are required)"
+    )]
     NotVerified,
     #[error("the credential's public key is not a supported COSE key (ES256 or EdDSA)")]
     Key,
@@ -198,7 +200,10 @@ impl PublicKey {
         let map = value.as_map().ok_or(PasskeyError::Key)?;
         let field = |label: i64| {
             map.iter()
-                .find(|(k, _)| k.as_integer().is_some_and(|i| i128::from(i) == label.into()))
+                .find(|(k, _)| {
+                    k.as_integer()
+                        .is_some_and(|i| i128::from(i) == label.into())
+                })
                 .map(|(_, v)| v)
         };
         let int = |label| field(label).and_then(|v| v.as_integer()).map(i128::from);
@@ -340,8 +345,13 @@ mod tests {
     fn a_registration_gives_the_credential_and_its_key() {
         let auth = Authenticator::new();
         let client = Authenticator::client("webauthn.create", b"enrol", RP.origin);
-        let credential =
-            register(RP, b"enrol", &client, &auth.attestation(RP.id, UP_UV | ATTESTED)).unwrap();
+        let credential = register(
+            RP,
+            b"enrol",
+            &client,
+            &auth.attestation(RP.id, UP_UV | ATTESTED),
+        )
+        .unwrap();
         assert_eq!(credential.id, auth.id);
         assert_eq!(credential.public_key, auth.cose());
     }
@@ -377,7 +387,11 @@ mod tests {
                 auth.attestation(RP.id, USER_PRESENT | ATTESTED),
                 PasskeyError::NotVerified,
             ),
-            (ok_client, attested[..40].to_vec(), PasskeyError::AuthenticatorData),
+            (
+                ok_client,
+                attested[..40].to_vec(),
+                PasskeyError::AuthenticatorData,
+            ),
         ];
         for (client, attestation, want) in cases {
             assert_eq!(register(RP, b"enrol", &client, &attestation), Err(want));

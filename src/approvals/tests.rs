@@ -393,13 +393,14 @@ reason = "asked"
 
 mod page {
     use super::*;
-    use crate::approvals::page::{PageConfig, Request, handle};
+    use crate::approvals::page::{Page, PageConfig, Request};
 
     fn config() -> PageConfig {
         PageConfig {
             token: "t0ken".into(),
             name: "alice-web".into(),
-            hosts: vec!["127.0.0.1:9".into()],
+            origins: vec!["http://127.0.0.1:9".into()],
+            rp_id: None,
             principal: Arc::new(Principal::current("web")),
         }
     }
@@ -420,38 +421,35 @@ mod page {
     fn the_page_answers_only_its_host_its_token_and_its_origin() {
         let far = chrono::Utc::now().timestamp_micros() + 60_000_000;
         let (mut store, _dir) = queued(far);
-        let config = config();
+        let mut page = Page::new(config());
         let host = ("host", "127.0.0.1:9");
         let token = ("x-gavel-token", "t0ken");
         let get = |h: &[(&str, &str)]| request("GET", "/api/pending", h, "");
         assert_eq!(
-            handle(&config, &mut store, &request("GET", "/", &[host], "")).status,
+            page.handle(&mut store, &request("GET", "/", &[host], ""))
+                .status,
             200
         );
-        assert_eq!(handle(&config, &mut store, &get(&[host])).status, 403);
+        assert_eq!(page.handle(&mut store, &get(&[host])).status, 403);
         assert_eq!(
-            handle(
-                &config,
-                &mut store,
-                &get(&[host, ("x-gavel-token", "t0kem")])
-            )
-            .status,
+            page.handle(&mut store, &get(&[host, ("x-gavel-token", "t0kem")]))
+                .status,
             403
         );
         assert_eq!(
-            handle(&config, &mut store, &get(&[("host", "evil:9"), token])).status,
+            page.handle(&mut store, &get(&[("host", "evil:9"), token]))
+                .status,
             421
         );
         assert_eq!(
-            handle(
-                &config,
+            page.handle(
                 &mut store,
                 &get(&[host, token, ("sec-fetch-site", "cross-site")])
             )
             .status,
             403
         );
-        let listed = handle(&config, &mut store, &get(&[host, token]));
+        let listed = page.handle(&mut store, &get(&[host, token]));
         assert_eq!(listed.status, 200);
         let listed: Value = serde_json::from_slice(&listed.body).unwrap();
         let digest = listed[0]["arguments_sha256"].as_str().unwrap().to_owned();
@@ -462,12 +460,12 @@ mod page {
         let origin = ("origin", "http://127.0.0.1:9");
         let post = |h: &[(&str, &str)]| request("POST", "/api/answer", h, &body);
         assert_eq!(
-            handle(&config, &mut store, &post(&[host, token, json_type])).status,
+            page.handle(&mut store, &post(&[host, token, json_type]))
+                .status,
             403
         );
         assert_eq!(
-            handle(
-                &config,
+            page.handle(
                 &mut store,
                 &post(&[host, token, json_type, ("origin", "http://evil")])
             )
@@ -475,14 +473,11 @@ mod page {
             403
         );
         assert_eq!(
-            handle(&config, &mut store, &post(&[host, token, origin])).status,
+            page.handle(&mut store, &post(&[host, token, origin]))
+                .status,
             415
         );
-        let answered = handle(
-            &config,
-            &mut store,
-            &post(&[host, token, json_type, origin]),
-        );
+        let answered = page.handle(&mut store, &post(&[host, token, json_type, origin]));
         assert_eq!(
             answered.status,
             200,
@@ -501,12 +496,8 @@ mod page {
         assert!(matches!(made[0].record.scope, GrantScope::Call { .. }));
         // A second answer is a conflict, not a second row.
         assert_eq!(
-            handle(
-                &config,
-                &mut store,
-                &post(&[host, token, json_type, origin])
-            )
-            .status,
+            page.handle(&mut store, &post(&[host, token, json_type, origin]))
+                .status,
             409
         );
     }
@@ -514,16 +505,17 @@ mod page {
 
 mod page_grants {
     use super::*;
-    use crate::approvals::page::{PageConfig, Request, handle};
+    use crate::approvals::page::{Page, PageConfig, Request};
 
     /// POSTs an approval of `call` with `grant` to the page; its status.
     fn approve_with(store: &mut Store, call: &str, grant: &str) -> u16 {
-        let config = PageConfig {
+        let mut page = Page::new(PageConfig {
             token: "t0ken".into(),
             name: "alice-web".into(),
-            hosts: vec!["127.0.0.1:9".into()],
+            origins: vec!["http://127.0.0.1:9".into()],
+            rp_id: None,
             principal: Arc::new(Principal::current("web")),
-        };
+        });
         let events = store.call_events(call).unwrap();
         let digest = pending_of(&events).unwrap().arguments_sha256;
         let body =
@@ -542,7 +534,7 @@ mod page_grants {
             .collect(),
             body: body.to_string().into_bytes(),
         };
-        handle(&config, store, &request).status
+        page.handle(store, &request).status
     }
 
     #[test]

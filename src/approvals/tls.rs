@@ -98,8 +98,8 @@ pub fn self_signed(host: &str, kept: &Path) -> Result<ServerIdentity, TlsError> 
         .and_then(|text| rcgen::KeyPair::from_pem(text).ok())
         .ok_or_else(unreadable)?;
     use base64::Engine as _;
-    let key_pin = base64::engine::general_purpose::STANDARD
-        .encode(sha256(&pair.subject_public_key_info()));
+    let key_pin =
+        base64::engine::general_purpose::STANDARD.encode(sha256(&pair.subject_public_key_info()));
     Ok(ServerIdentity {
         fingerprint: fingerprint(&cert),
         config: config(vec![cert], key)?,

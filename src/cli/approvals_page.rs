@@ -191,8 +191,8 @@ fn acceptor(
         );
         let config = identity.config;
         Ok(Box::new(move |stream| {
-            let connection = rustls::ServerConnection::new(config.clone())
-                .map_err(std::io::Error::other)?;
+            let connection =
+                rustls::ServerConnection::new(config.clone()).map_err(std::io::Error::other)?;
             Ok(Box::new(rustls::StreamOwned::new(connection, stream)))
         }))
     }

@@ -453,7 +453,11 @@ fn redact_batch(
     };
     let kept: Vec<bool> = events
         .iter()
-        .map(|e| settings.keeps(e.tool.as_deref()) || by_path.contains(e.call_id.as_str()))
+        .map(|e| {
+            settings.keeps(e.tool.as_deref())
+                || by_path.contains(e.call_id.as_str())
+                || e.body.holds_key_material()
+        })
         .collect();
     let payloads = events
         .iter()

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::approvals::wait_for_pending;
 use crate::support::*;
 
-fn chromium(test: &str) -> Option<std::path::PathBuf> {
+pub fn chromium(test: &str) -> Option<std::path::PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|dir| dir.join("chromium"))
@@ -33,7 +33,7 @@ fn chromium(test: &str) -> Option<std::path::PathBuf> {
 }
 
 /// A headless Chromium spoken to over its DevTools pipe.
-struct Browser {
+pub struct Browser {
     child: Child,
     to: std::fs::File,
     from: Receiver<Value>,
@@ -49,7 +49,16 @@ fn pipe() -> (OwnedFd, OwnedFd) {
 }
 
 impl Browser {
-    fn start(chromium: &std::path::Path, profile: &std::path::Path) -> Self {
+    pub fn start(chromium: &std::path::Path, profile: &std::path::Path) -> Self {
+        Self::start_with(chromium, profile, &[])
+    }
+
+    /// With more command-line flags (host mappings, a pinned certificate).
+    pub fn start_with(
+        chromium: &std::path::Path,
+        profile: &std::path::Path,
+        flags: &[String],
+    ) -> Self {
         use std::os::fd::AsRawFd;
         let (chrome_reads, we_write) = pipe();
         let (we_read, chrome_writes) = pipe();
@@ -67,6 +76,7 @@ impl Browser {
             "--remote-debugging-pipe",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
+        .args(flags)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -109,7 +119,7 @@ impl Browser {
         }
     }
 
-    fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+    pub fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
         self.next += 1;
         let id = self.next;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -134,7 +144,7 @@ impl Browser {
     }
 
     /// Opens `url` in a new tab; its session id.
-    fn open(&mut self, url: &str) -> String {
+    pub fn open(&mut self, url: &str) -> String {
         let target = self.call(None, "Target.createTarget", json!({"url": url}));
         let attached = self.call(
             None,
@@ -144,17 +154,17 @@ impl Browser {
         attached["sessionId"].as_str().unwrap().to_owned()
     }
 
-    fn eval(&mut self, session: &str, expression: &str) -> Value {
+    pub fn eval(&mut self, session: &str, expression: &str) -> Value {
         let result = self.call(
             Some(session),
             "Runtime.evaluate",
-            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true, "userGesture": true}),
         );
         result["result"]["value"].clone()
     }
 
     /// Evaluates `expression` until it is true (30 s at most).
-    fn until(&mut self, session: &str, expression: &str) {
+    pub fn until(&mut self, session: &str, expression: &str) {
         let started = Instant::now();
         while self.eval(session, expression) != json!(true) {
             assert!(
@@ -211,7 +221,7 @@ pub fn start_page(sandbox: &Sandbox) -> (Child, String, String) {
     (child, address.to_owned(), token.to_owned())
 }
 
-fn spawn_run(sandbox: &Sandbox, path: &str) -> Child {
+pub fn spawn_run(sandbox: &Sandbox, path: &str) -> Child {
     let args = json!({"path": path, "content": "from the page\n"}).to_string();
     Command::new(env!("CARGO_BIN_EXE_gavel"))
         .args(["run", "write_file", &args, "--ask", "wait=60s", "--json"])
@@ -227,7 +237,7 @@ fn spawn_run(sandbox: &Sandbox, path: &str) -> Child {
         .unwrap()
 }
 
-fn last_approval(sandbox: &Sandbox, id: &str) -> Value {
+pub fn last_approval(sandbox: &Sandbox, id: &str) -> Value {
     let shown = json(&run_expecting(
         &mut sandbox.gavel(&["show", id, "--json"]),
         0,

@@ -37,6 +37,7 @@ mod ocsf;
 mod ocsf_schema;
 #[cfg(feature = "postgres")]
 mod otlp;
+mod passkeys;
 mod paths;
 mod pipeline;
 mod policy;
