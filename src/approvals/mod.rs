@@ -19,6 +19,7 @@
 
 pub mod approvers;
 pub mod grants;
+pub mod links;
 pub mod notify;
 pub mod page;
 pub mod passkey;

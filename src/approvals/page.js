@@ -1,5 +1,7 @@
 // gavel's approval page: lists the waiting calls every second and sends
 // answers with the token from the URL's fragment (never sent to a server).
+// A notification's one-time link (#call=ID&link=MAC) is exchanged for a
+// view of that one call, answered only with an approver's passkey or code.
 // At /enrol, it makes a passkey for a person with the one-time code of
 // `gavel approvers add --passkey`, also read from the fragment.
 "use strict";
@@ -16,9 +18,8 @@
     for (var i = 0; i < plain.length; i++) bytes[i] = plain.charCodeAt(i);
     return bytes;
   }
-  function post(path, payload, token) {
-    var headers = { "Content-Type": "application/json" };
-    if (token !== undefined) headers["X-Gavel-Token"] = token || "";
+  function post(path, payload, credential) {
+    var headers = Object.assign({ "Content-Type": "application/json" }, credential || {});
     return fetch(path, { method: "POST", headers: headers, body: JSON.stringify(payload) })
       .then(function (r) {
         return r.json().then(function (j) {
@@ -71,11 +72,15 @@
     });
   }
 
-  var match = location.hash.match(/token=([0-9a-f]+)/);
-  var token = match ? match[1] : sessionStorage.getItem("gavel-token");
-  if (match) {
-    sessionStorage.setItem("gavel-token", token);
-    history.replaceState(null, "", location.pathname);
+  var given = new URLSearchParams(location.hash.slice(1));
+  var token = given.get("token") || sessionStorage.getItem("gavel-token");
+  var view = sessionStorage.getItem("gavel-view");
+  if (given.get("token")) sessionStorage.setItem("gavel-token", token);
+  if (location.hash) history.replaceState(null, "", location.pathname);
+  // What every request carries: the page's token, else a link's view.
+  function credential() {
+    if (token) return { "X-Gavel-Token": token };
+    return view ? { "X-Gavel-View": view } : {};
   }
   var status = document.getElementById("status");
   var body = document.getElementById("calls");
@@ -132,7 +137,7 @@
     b.textContent = label;
     b.dataset.action = approved ? "approve-passkey" : "reject-passkey";
     b.addEventListener("click", function () {
-      post("/api/passkey/challenge", { call_id: call.call_id, approved: approved }, token)
+      post("/api/passkey/challenge", { call_id: call.call_id, approved: approved }, credential())
         .then(function (o) {
           return navigator.credentials.get({ publicKey: {
             challenge: unb64u(o.challenge),
@@ -180,7 +185,7 @@
   }
 
   function send(payload) {
-    post("/api/answer", payload, token).then(function (j) {
+    post("/api/answer", payload, credential()).then(function (j) {
       shout(j.approval + " " + j.call_id, j.approval);
       refresh();
     }).catch(function (e) {
@@ -211,7 +216,7 @@
       cell(row, call.sandbox || "");
       cell(row, Math.max(0, Math.round((call.until_us - now) / 1e6)) + " s");
       var td = document.createElement("td");
-      if (call.approvers) {
+      if (call.approvers || !token) {
         approverForm(td, call);
       } else {
         button(td, call, "approve", "Approve");
@@ -226,7 +231,7 @@
   }
 
   function refresh() {
-    fetch("/api/pending", { headers: { "X-Gavel-Token": token || "" } }).then(function (r) {
+    fetch("/api/pending", { headers: credential() }).then(function (r) {
       if (!r.ok) {
         shout("refused (" + r.status + "): open the address gavel printed, with its token", "no-token");
         return;
@@ -241,6 +246,19 @@
     }).catch(function () { status.textContent = "gavel is not answering"; });
   }
 
-  refresh();
-  setInterval(refresh, 1000);
+  function start() {
+    refresh();
+    setInterval(refresh, 1000);
+  }
+
+  if (given.get("link")) {
+    post("/api/link", { call_id: given.get("call"), link: given.get("link") }).then(function (j) {
+      view = j.view;
+      token = null;
+      sessionStorage.setItem("gavel-view", view);
+      start();
+    }).catch(function (e) { shout("refused: " + e.message, "refused"); });
+  } else {
+    start();
+  }
 })();

@@ -21,6 +21,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::links::LinkKey;
 use super::passkey::{self, RelyingParty, b64url, from_b64url};
 use crate::audit::PasskeyAssertion;
 
@@ -75,19 +76,84 @@ enum Ceremony {
     Enrol { name: String },
 }
 
-/// The page: its configuration and the challenges it handed out, each
-/// taken once.
+/// The page: its configuration, the challenges it handed out (each taken
+/// once), the one-time links it took and the views of one call they gave.
 pub struct Page {
     pub config: PageConfig,
     challenges: Vec<(Vec<u8>, i64, Ceremony)>,
+    links: LinkKey,
+    used_links: Vec<String>,
+    /// A view's secret, its call, and when it ends (the call's wait).
+    views: Vec<(String, String, i64)>,
+}
+
+/// Who a request speaks for: the page's token (every waiting call), or a
+/// view a one-time link gave (one call, answered only with a factor).
+enum Access {
+    Page,
+    Call(String),
+}
+
+impl Access {
+    fn covers(&self, call_id: &str) -> bool {
+        match self {
+            Access::Page => true,
+            Access::Call(id) => id == call_id,
+        }
+    }
 }
 
 impl Page {
     pub fn new(config: PageConfig) -> Self {
         Self {
+            links: LinkKey::from_token(&config.token),
             config,
             challenges: Vec::new(),
+            used_links: Vec::new(),
+            views: Vec::new(),
         }
+    }
+
+    /// The key the page's one-time links are made with.
+    pub fn link_key(&self) -> &LinkKey {
+        &self.links
+    }
+
+    fn access(&self, request: &Request, now: i64) -> Option<Access> {
+        if request
+            .header("x-gavel-token")
+            .is_some_and(|t| same_secret(t, &self.config.token))
+        {
+            return Some(Access::Page);
+        }
+        let view = request.header("x-gavel-view")?;
+        self.views
+            .iter()
+            .find(|(secret, _, until)| *until > now && same_secret(secret, view))
+            .map(|(_, call, _)| Access::Call(call.clone()))
+    }
+
+    /// `/api/link`: a one-time link to a waiting call, taken, for a view of it.
+    fn take_link(&mut self, store: &Store, body: LinkBody, now: i64) -> Response {
+        let Some(pending) = waiting(store, &body.call_id, now) else {
+            return Response::refused(403, "this link's call is not waiting any more");
+        };
+        if !self.links.holds(&pending, &body.link) {
+            return Response::refused(403, "not a link to this call as it waits now");
+        }
+        if self.used_links.contains(&body.link) {
+            return Response::refused(403, "this link was opened already");
+        }
+        self.used_links.push(body.link);
+        let mut secret = [0u8; 32];
+        if getrandom::fill(&mut secret).is_err() {
+            return Response::refused(500, "no randomness");
+        }
+        let view = crate::digest::hex(&secret);
+        self.views.retain(|(_, _, until)| *until > now);
+        self.views
+            .push((view.clone(), pending.call_id.clone(), pending.until_us));
+        Response::json(200, json!({ "view": view, "call_id": pending.call_id }))
     }
 
     fn issue(&mut self, challenge: Vec<u8>, ceremony: Ceremony, now: i64) {
@@ -195,6 +261,13 @@ struct ChallengeBody {
     approved: bool,
 }
 
+/// The body of `POST /api/link`: a notification's one-time link.
+#[derive(Debug, Deserialize)]
+struct LinkBody {
+    call_id: String,
+    link: String,
+}
+
 /// The body of `POST /api/enrol/challenge` and `POST /api/enrol`.
 #[derive(Debug, Deserialize)]
 struct EnrolBody {
@@ -259,37 +332,56 @@ impl Page {
                 return Response::refused(415, "a JSON body is needed");
             }
         }
-        // Enrolling takes the enrolment code, not the page's token.
-        match request.path.as_str() {
-            "/api/enrol/challenge" | "/api/enrol" if request.method == "POST" => {
+        // Enrolling takes the enrolment code, and a link is its own
+        // credential: neither needs the page's token.
+        match (request.method.as_str(), request.path.as_str()) {
+            ("POST", "/api/enrol/challenge" | "/api/enrol") => {
                 let Ok(body) = serde_json::from_slice::<EnrolBody>(&request.body) else {
                     return Response::refused(400, "not an enrolment");
                 };
                 return self.enrol(store, body, request.path == "/api/enrol", now);
             }
+            ("POST", "/api/link") => {
+                let Ok(body) = serde_json::from_slice::<LinkBody>(&request.body) else {
+                    return Response::refused(400, "not a link");
+                };
+                return self.take_link(store, body, now);
+            }
             _ => {}
         }
-        let token_ok = request
-            .header("x-gavel-token")
-            .is_some_and(|t| same_secret(t, &config.token));
-        if !token_ok {
+        let Some(access) = self.access(request, now) else {
             return Response::refused(403, "a token is needed");
-        }
+        };
         match (request.method.as_str(), request.path.as_str()) {
             ("GET", "/api/pending") => match super::pending(store, now) {
-                Ok(waiting) => Response::json(200, json!(waiting)),
+                Ok(mut waiting) => {
+                    waiting.retain(|p| access.covers(&p.call_id));
+                    Response::json(200, json!(waiting))
+                }
                 Err(err) => Response::refused(500, &err.to_string()),
             },
             ("POST", "/api/passkey/challenge") => {
                 let Ok(body) = serde_json::from_slice::<ChallengeBody>(&request.body) else {
                     return Response::refused(400, "not a challenge request");
                 };
+                if !access.covers(&body.call_id) {
+                    return Response::refused(403, "this link is for another call");
+                }
                 self.answer_challenge(store, body, now)
             }
             ("POST", "/api/answer") => {
                 let Ok(body) = serde_json::from_slice::<AnswerBody>(&request.body) else {
                     return Response::refused(400, "not an answer");
                 };
+                if let Access::Call(call) = &access {
+                    let factor = body.passkey.is_some() || body.code.is_some();
+                    if call != &body.call_id || !factor || body.grant.is_some() {
+                        return Response::refused(
+                            403,
+                            "a link answers its own call, with an approver's passkey or code, and grants nothing",
+                        );
+                    }
+                }
                 self.answer(store, body, now)
             }
             _ => Response::refused(404, "no such page"),

@@ -142,6 +142,7 @@ pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
         origins[0],
         token_file.display()
     );
+    let public = origins[0].clone();
     let mut page = page::Page::new(PageConfig {
         token,
         name,
@@ -149,8 +150,55 @@ pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
         rp_id,
         principal,
     });
+    if let Some(notify) = global.policy(&workspace)?.approval_notify().cloned() {
+        let key = page.link_key().clone();
+        let db = global.db_path()?;
+        std::thread::spawn(move || notify_loop(&db, &notify, &key, &public));
+    }
     page::serve(listener, &mut page, &mut store, &*accept)?;
     Ok(Exit::Ok)
+}
+
+/// Sends each call that starts waiting to the policy's webhook, once,
+/// with a one-time link to it on this page; a failure is reported here
+/// and approves nothing.
+fn notify_loop(
+    db: &std::path::Path,
+    notify: &gavel::policy::Notify,
+    key: &gavel::approvals::links::LinkKey,
+    origin: &str,
+) {
+    let mut sent = Vec::new();
+    let mut store = None;
+    loop {
+        if store.is_none() {
+            store = gavel::store::Store::open_read_only(db).ok();
+        }
+        if let Some(reader) = &store {
+            let now = chrono::Utc::now().timestamp_micros();
+            match gavel::approvals::links::notify_new(reader, notify, key, origin, &mut sent, now) {
+                Ok(done) => {
+                    for sent in done {
+                        let said = match sent.outcome {
+                            Ok(()) => {
+                                format!("gavel: notified the webhook of call {}", sent.call_id)
+                            }
+                            Err(err) => format!(
+                                "gavel: could not notify of call {}: {err}; it waits unanswered",
+                                sent.call_id
+                            ),
+                        };
+                        let _ = writeln!(std::io::stderr(), "{said}");
+                    }
+                }
+                Err(err) => {
+                    let _ = writeln!(std::io::stderr(), "gavel: notifications: {err}");
+                    store = None;
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
 }
 
 type Acceptor = Box<dyn Fn(std::net::TcpStream) -> std::io::Result<Box<dyn page::Connection>>>;

@@ -33,6 +33,7 @@ mod mcp_http;
 mod mcp_http_real;
 mod mcp_queue;
 mod mcp_real;
+mod notify;
 mod ocsf;
 mod ocsf_schema;
 #[cfg(feature = "postgres")]
