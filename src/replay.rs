@@ -328,7 +328,9 @@ pub fn direction(from: &Verdict, to: &Verdict) -> Option<Direction> {
         // proving a factor) is a tightening; by fewer, a loosening.
         std::cmp::Ordering::Equal if to.approvers != from.approvers => {
             let need = |v: &Verdict| v.approvers.as_ref().map_or(0, |a| a.quorum);
-            match need(to).cmp(&need(from)) {
+            // Fewer kinds of factor counting (`factors`) is stricter too.
+            let kinds = |v: &Verdict| v.approvers.as_ref().map_or(3, |a| a.factor_count());
+            match need(to).cmp(&need(from)).then(kinds(from).cmp(&kinds(to))) {
                 std::cmp::Ordering::Greater => Some(Direction::Tightened),
                 std::cmp::Ordering::Less => Some(Direction::Loosened),
                 std::cmp::Ordering::Equal => Some(Direction::Rerouted),

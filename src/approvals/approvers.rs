@@ -494,6 +494,9 @@ pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
                 && matches!(answer.factor, Some(Factor::Totp | Factor::Passkey))
                 && answer.arguments_sha256.as_deref() == Some(digest.as_str())
                 && answer.policy_digest.as_deref() == Some(decision.policy.digest.as_str())
+                && answer
+                    .factor
+                    .is_some_and(|f| needed.accepts_factor(f.as_str()))
                 && (answer.factor != Some(Factor::Passkey) || signed(answer, &keys, call));
             if let Some(name) = answer
                 .approver
@@ -562,8 +565,12 @@ pub fn describe_approvers(need: &crate::policy::Approvers) -> String {
     } else {
         need.names.join(", ")
     };
-    match need.quorum {
+    let who = match need.quorum {
         1 => names,
         n => format!("{n} distinct people of {names}"),
+    };
+    match need.factors.as_slice() {
+        [] => who,
+        factors => format!("{who}, with {}", factors.join(" or ")),
     }
 }

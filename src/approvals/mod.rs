@@ -672,6 +672,15 @@ pub fn check_answer(
         if !need.admits(&answer.approver) {
             return Err(refuse(format!("`{}` is not one of them", answer.approver)));
         }
+        if let Some(proof) = answer.proof.as_ref()
+            && !need.accepts_factor(proof.factor.as_str())
+        {
+            return Err(refuse(format!(
+                "its rule counts only {} answers, not {}",
+                need.factors.join(" or "),
+                proof.factor.as_str()
+            )));
+        }
         if answer.status == ApprovalStatus::Approved && pending.votes.contains(&answer.approver) {
             return Err(refuse(format!(
                 "`{}` approved it already; another person must",

@@ -447,14 +447,12 @@ mod tests {
         assert_eq!(detail, "not a valid URL");
     }
 
-    /// A one-request HTTP server on 127.0.0.1 answering `status`; its
-    /// thread returns the request line, headers (lowercased names) and body.
-    fn receiver(
-        status: u16,
-    ) -> (
-        String,
-        std::thread::JoinHandle<(String, Vec<(String, String)>, Vec<u8>)>,
-    ) {
+    /// What a receiver got: the request line, headers (names lowercased), body.
+    type Received = (String, Vec<(String, String)>, Vec<u8>);
+
+    /// A one-request HTTP server on 127.0.0.1 answering `status`: its URL,
+    /// and its thread, which returns what it received.
+    fn receiver(status: u16) -> (String, std::thread::JoinHandle<Received>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/hooks/T0/SECRET", listener.local_addr().unwrap());
         let handle = std::thread::spawn(move || {

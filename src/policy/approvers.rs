@@ -13,21 +13,42 @@ pub struct Approvers {
     pub names: Vec<String>,
     /// How many distinct people must approve.
     pub quorum: u32,
+    /// The factors an answer counts with (`passkey`, `totp`); empty: either.
+    /// `factors = ["passkey"]` refuses codes, and so `gavel approve` on a
+    /// terminal: only the person's authenticator, through the page, counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub factors: Vec<String>,
 }
+
+/// The second factors an answer may prove.
+pub const FACTORS: [&str; 2] = ["passkey", "totp"];
 
 impl Approvers {
     /// Reads a rule's `approvers` and `quorum`; `None` when it has neither.
     pub(super) fn from_file(
         names: Option<Vec<String>>,
         quorum: Option<u32>,
+        factors: Option<Vec<String>>,
         action: super::Action,
     ) -> Result<Option<Self>, String> {
         let Some(names) = names else {
-            return match quorum {
-                Some(_) => Err("`quorum` needs `approvers`, the people who may approve".into()),
-                None => Ok(None),
+            return match (quorum, factors) {
+                (Some(_), _) => {
+                    Err("`quorum` needs `approvers`, the people who may approve".into())
+                }
+                (_, Some(_)) => {
+                    Err("`factors` needs `approvers`, the people who may approve".into())
+                }
+                (None, None) => Ok(None),
             };
         };
+        let factors = factors.unwrap_or_default();
+        if let Some(bad) = factors.iter().find(|f| !FACTORS.contains(&f.as_str())) {
+            return Err(format!(
+                "`factors`: `{bad}` is not a factor (`passkey`, `totp`)"
+            ));
+        }
+
         if action != super::Action::Ask {
             return Err(
                 "`approvers` is only for ask rules (nobody answers an allow or a deny)".into(),
@@ -46,7 +67,24 @@ impl Approvers {
                 "`quorum = {quorum}` cannot be met by the {listed} approver(s) named"
             ));
         }
-        Ok(Some(Self { names, quorum }))
+        let mut factors = factors;
+        factors.sort();
+        factors.dedup();
+        Ok(Some(Self {
+            names,
+            quorum,
+            factors,
+        }))
+    }
+
+    /// Whether an answer proving `factor` counts.
+    pub fn accepts_factor(&self, factor: &str) -> bool {
+        self.factors.is_empty() || self.factors.iter().any(|f| f == factor)
+    }
+
+    /// How many kinds of factor count: fewer is stricter.
+    pub fn factor_count(&self) -> usize {
+        FACTORS.iter().filter(|f| self.accepts_factor(f)).count()
     }
 
     /// Whether the enrolled person `name` may approve.
@@ -63,4 +101,41 @@ pub fn valid_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Action;
+
+    fn names(list: &[&str]) -> Option<Vec<String>> {
+        Some(list.iter().map(|n| (*n).to_owned()).collect())
+    }
+
+    #[test]
+    fn factors_are_checked_and_narrow_what_counts() {
+        let passkey = Approvers::from_file(
+            names(&["alice"]),
+            None,
+            names(&["passkey", "passkey"]),
+            Action::Ask,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(passkey.factors, ["passkey"]);
+        assert!(passkey.accepts_factor("passkey"));
+        assert!(!passkey.accepts_factor("totp"));
+        assert_eq!(passkey.factor_count(), 1);
+        let either = Approvers::from_file(names(&["alice"]), None, None, Action::Ask)
+            .unwrap()
+            .unwrap();
+        assert!(either.accepts_factor("totp") && either.accepts_factor("passkey"));
+        let refused = [
+            Approvers::from_file(None, None, names(&["passkey"]), Action::Ask),
+            Approvers::from_file(names(&["alice"]), None, names(&["sms"]), Action::Ask),
+        ];
+        for result in refused {
+            assert!(result.is_err(), "{result:?}");
+        }
+    }
 }

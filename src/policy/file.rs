@@ -57,6 +57,7 @@ struct RuleFile {
     labels: Option<Vec<String>>,
     approvers: Option<Vec<String>>,
     quorum: Option<u32>,
+    factors: Option<Vec<String>>,
     sandbox: Option<String>,
     examples: Option<Vec<Example>>,
 }
@@ -980,7 +981,7 @@ fn compile(spec: RuleFile) -> Result<Rule, String> {
             }
             None => Vec::new(),
         },
-        approvers: super::Approvers::from_file(spec.approvers, spec.quorum, action)?,
+        approvers: super::Approvers::from_file(spec.approvers, spec.quorum, spec.factors, action)?,
         sandbox: spec.sandbox,
         held: None,
     })

@@ -49,6 +49,7 @@ fn directions_follow_strictness() {
         approvers: Some(crate::policy::Approvers {
             names: vec!["alice".into(), "bob".into()],
             quorum,
+            factors: Vec::new(),
         }),
         ..v(Action::Ask, "a")
     };
@@ -59,6 +60,22 @@ fn directions_follow_strictness() {
     assert_eq!(direction(&with(1), &with(2)), Some(Direction::Tightened));
     assert_eq!(
         direction(&with(2), &v(Action::Ask, "a")),
+        Some(Direction::Loosened)
+    );
+    // The same people, counted only with a passkey: stricter; back: looser.
+    let passkey_only = Verdict {
+        approvers: Some(crate::policy::Approvers {
+            factors: vec!["passkey".into()],
+            ..with(1).approvers.unwrap()
+        }),
+        ..v(Action::Ask, "a")
+    };
+    assert_eq!(
+        direction(&with(1), &passkey_only),
+        Some(Direction::Tightened)
+    );
+    assert_eq!(
+        direction(&passkey_only, &with(1)),
         Some(Direction::Loosened)
     );
 }

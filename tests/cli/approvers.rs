@@ -363,3 +363,42 @@ fn verify_fails_an_approval_short_of_its_quorum() {
         stderr(&verified)
     );
 }
+
+/// `factors = ["passkey"]`: a code, and so `gavel approve` on a terminal,
+/// does not count; replay under the rule without it reports the loosening.
+#[test]
+fn a_rule_counting_only_passkeys_refuses_terminal_codes() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "gavel.toml",
+        &TWO_PERSON
+            .replace("quorum = 2", "quorum = 1\nfactors = [\"passkey\"]")
+            .replace("name = \"two-person\"", "name = \"passkeys-only\""),
+    );
+    let alice = enrol(&sandbox, "alice");
+    let child = spawn_write(&sandbox, "p1", "wait=4s");
+    wait_for_pending(&sandbox, 1);
+    let (status, said) = answer(
+        &sandbox,
+        "approve",
+        "p1",
+        &["--as", "alice", "--code", &code_now(&alice)],
+    );
+    assert_eq!(status, 2, "{said}");
+    assert!(said.contains("counts only passkey answers"), "{said}");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(json(&output)["approval"], "cancelled");
+    assert!(!sandbox.ws.join("out.txt").exists());
+
+    sandbox.write(
+        "either.toml",
+        &TWO_PERSON.replace("quorum = 2", "quorum = 1"),
+    );
+    let either = sandbox.ws.join("either.toml");
+    let drift = json(&run_expecting(
+        &mut sandbox.gavel(&["replay", "--policy", either.to_str().unwrap(), "--json"]),
+        1,
+    ));
+    let changed = drift["transitions"].to_string();
+    assert!(changed.contains("loosened"), "{drift}");
+}
