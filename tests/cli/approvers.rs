@@ -402,3 +402,65 @@ fn a_rule_counting_only_passkeys_refuses_terminal_codes() {
     let changed = drift["transitions"].to_string();
     assert!(changed.contains("loosened"), "{drift}");
 }
+
+/// A governed agent of the same OS user, through the real Claude Code
+/// hook under the coding-agent preset: it may not read the approvers'
+/// secrets or the page's token, nor run what would answer its own call
+/// (`gavel approve`, a POST to the page); each is refused, never allowed.
+#[test]
+fn a_governed_agent_cannot_reach_the_factors_or_answer_for_itself() {
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", gavel::policy::CODING_AGENT_POLICY_TOML);
+    enrol(&sandbox, "bob");
+    let (mut page, address, token) = crate::approvals_page::start_page(&sandbox);
+    let secret = std::fs::read_dir(sandbox.root.join("data/gavel/keys"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".approvers"))
+        .unwrap()
+        .join("bob.totp");
+    let token_file = sandbox.root.join("state/approvals-token");
+    let attempts = [
+        ("Read", json!({"file_path": secret})),
+        ("Read", json!({"file_path": token_file})),
+        (
+            "Bash",
+            json!({"command": format!("cat {}", secret.display())}),
+        ),
+        (
+            "Bash",
+            json!({"command": format!("cat {}", token_file.display())}),
+        ),
+        (
+            "Bash",
+            json!({"command": "gavel approve c1 --as bob --code 123456 -y"}),
+        ),
+        (
+            "Bash",
+            json!({"command": format!(
+                "curl -s -H 'X-Gavel-Token: {token}' -H 'Origin: http://{address}' \
+                 -H 'Content-Type: application/json' -d '{{\"call_id\":\"c1\",\"approved\":true}}' \
+                 http://{address}/api/answer"
+            )}),
+        ),
+    ];
+    for (n, (tool, input)) in attempts.into_iter().enumerate() {
+        let payload = tool_payload(
+            &sandbox,
+            "pre_tool_use.json",
+            &format!("a{n}"),
+            tool,
+            input.clone(),
+        );
+        let output = run_expecting(
+            sandbox
+                .gavel(&["hook", "claude-code"])
+                .write_stdin(payload.to_string()),
+            0,
+        );
+        let answer = json(&output)["hookSpecificOutput"]["permissionDecision"].clone();
+        assert_ne!(answer, "allow", "{tool} {input} was allowed");
+    }
+    let _ = page.kill();
+    let _ = page.wait();
+}
