@@ -214,6 +214,10 @@ pub struct CallRow {
     pub events: Vec<EventView>,
     /// Who answered its approvals and how, where recorded (shown calls).
     pub approvers: Vec<String>,
+    /// Who its rule needed, when it named approvers: `2 distinct people of
+    /// alice, bob`, and whether the record shows them (shown calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<String>,
     /// Whether the call's decision row is before the first row that does
     /// not verify (every row of an intact log is).
     pub verified: bool,
@@ -371,6 +375,7 @@ fn row_of(entry: &CallEntry) -> CallRow {
             decision: pretty(&call.decision),
             events: Vec::new(),
             approvers: Vec::new(),
+            quorum: None,
             verified: true,
             receipt: None,
         },
@@ -396,6 +401,7 @@ fn row_of(entry: &CallEntry) -> CallRow {
             decision: String::new(),
             events: Vec::new(),
             approvers: Vec::new(),
+            quorum: None,
             verified: true,
             receipt: None,
         },
@@ -468,6 +474,7 @@ fn signers(note: &str) -> Vec<String> {
 /// Gathers the report's data for the calls `options.query` selects.
 pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, ReportError> {
     let verify = store.verify(&VerifyOptions::default(), &mut |_| {})?;
+    let shortfalls = crate::approvals::quorum_shortfalls(store)?;
     let identity = store.identity();
     let checkpoints = store
         .checkpoint_rows()?
@@ -571,6 +578,19 @@ pub fn gather(store: &Store, options: &ReportOptions<'_>) -> Result<Report, Repo
             .filter(|e| e.kind == "approval")
             .filter_map(|e| approver_of(&e.payload))
             .collect();
+        row.quorum = events
+            .iter()
+            .find(|e| e.kind == "decision")
+            .and_then(|e| serde_json::from_slice::<crate::audit::DecisionRecord>(&e.payload).ok())
+            .and_then(|d| d.approvers)
+            .map(|need| {
+                let met = shortfalls.iter().all(|s| s.call_id != row.call_id);
+                format!(
+                    "needs {}{}",
+                    crate::approvals::describe_approvers(&need),
+                    if met { "" } else { " (not met in the record)" }
+                )
+            });
         row.verified = verify.ok || verify.first_bad_seq.is_some_and(|bad| row.seq < bad);
         row.receipt = store.receipt_reference(&row.call_id)?.map(|r| ReceiptView {
             file: options

@@ -213,6 +213,10 @@ fn two_enrolled_people_with_their_codes_approve_and_nothing_else_does() {
         html.contains("approved by bob (cli, totp)"),
         "no approval in the report"
     );
+    assert!(
+        html.contains("needs 2 distinct people of alice, bob, carol"),
+        "no quorum in the report"
+    );
 
     // A code is taken once: alice's, used above, approves nothing else.
     let child = spawn_write(&sandbox, "w2", "wait=4s");
