@@ -286,3 +286,53 @@ fn a_failing_webhook_is_reported_and_approves_nothing() {
     let _ = page.kill();
     let _ = page.wait();
 }
+
+/// The link, opened in a browser: the page takes it, shows that call with
+/// an approver's form (no token buttons), and bob's code approves it.
+#[test]
+fn a_link_opened_in_the_browser_shows_its_call_and_takes_a_code() {
+    use crate::approvals_page::{Browser, chromium};
+    let Some(chromium) = chromium("a_link_opened_in_the_browser") else {
+        return;
+    };
+    let (url, messages) = receiver(200);
+    let sandbox = Sandbox::new();
+    sandbox.write("gavel.toml", &policy(&url));
+    let bob = enrol(&sandbox, "bob");
+    let (mut page, _address, _said) = start_page(&sandbox);
+    let run = spawn_write(&sandbox, "b1", "wait=60s");
+    let message = messages.recv_timeout(Duration::from_secs(20)).unwrap();
+    let mut browser = Browser::start(&chromium, &sandbox.root.join("profile"));
+    let tab = browser.open(message["link"].as_str().unwrap());
+    let row = "document.querySelector('tr[data-call=\"b1\"]')";
+    browser.until(
+        &tab,
+        &format!("!!{row} && !!{row}.querySelector('input[name=code]')"),
+    );
+    assert_eq!(
+        browser.eval(
+            &tab,
+            &format!("!!{row}.querySelector('[data-action=grant-call]')")
+        ),
+        json!(false)
+    );
+    browser.eval(
+        &tab,
+        &format!(
+            "(() => {{ const r = {row}; r.querySelector('input[name=approver]').value = 'bob'; \
+             r.querySelector('input[name=code]').value = '{}'; \
+             r.querySelector('[data-action=approve]').click(); return true; }})()",
+            code_now(&bob)
+        ),
+    );
+    let outcome = json(&run.wait_with_output().unwrap());
+    assert_eq!(outcome["status"], "succeeded", "{outcome}");
+    // Opened again (a second tab), the link is refused.
+    let again = browser.open(message["link"].as_str().unwrap());
+    browser.until(
+        &again,
+        "document.getElementById('status').textContent.startsWith('refused')",
+    );
+    let _ = page.kill();
+    let _ = page.wait();
+}
