@@ -784,14 +784,15 @@ pub enum EventBody {
 }
 
 impl EventBody {
-    /// Whether the payload is stored whole, never redacted: a passkey's
-    /// public key and signed answers are high-entropy by nature, and must
-    /// stay exact to be verified from the log.
-    pub fn holds_key_material(&self) -> bool {
+    /// The payload's field that is stored exactly as written, whatever
+    /// redaction takes out of the rest: a passkey's public key and signed
+    /// answers are high-entropy by nature, and must stay exact to be
+    /// verified from the log.
+    pub fn key_material(&self) -> Option<&'static str> {
         match self {
-            EventBody::Enrolment(record) => record.passkey.is_some(),
-            EventBody::Approval(record) => record.assertion.is_some(),
-            _ => false,
+            EventBody::Enrolment(record) if record.passkey.is_some() => Some("passkey"),
+            EventBody::Approval(record) if record.assertion.is_some() => Some("assertion"),
+            _ => None,
         }
     }
 

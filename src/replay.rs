@@ -328,9 +328,17 @@ pub fn direction(from: &Verdict, to: &Verdict) -> Option<Direction> {
         // proving a factor) is a tightening; by fewer, a loosening.
         std::cmp::Ordering::Equal if to.approvers != from.approvers => {
             let need = |v: &Verdict| v.approvers.as_ref().map_or(0, |a| a.quorum);
-            // Fewer kinds of factor counting (`factors`) is stricter too.
-            let kinds = |v: &Verdict| v.approvers.as_ref().map_or(3, |a| a.factor_count());
-            match need(to).cmp(&need(from)).then(kinds(from).cmp(&kinds(to))) {
+            // Fewer kinds of factor counting (`factors`) is stricter too;
+            // more people with more kinds of factor is neither.
+            let kinds = |v: &Verdict| {
+                v.approvers
+                    .as_ref()
+                    .map_or(crate::policy::FACTORS.len() + 1, |a| a.factor_count())
+            };
+            let people = need(to).cmp(&need(from));
+            let factors = kinds(from).cmp(&kinds(to));
+            match people.then(factors) {
+                _ if people == factors.reverse() && people.is_ne() => Some(Direction::Rerouted),
                 std::cmp::Ordering::Greater => Some(Direction::Tightened),
                 std::cmp::Ordering::Less => Some(Direction::Loosened),
                 std::cmp::Ordering::Equal => Some(Direction::Rerouted),

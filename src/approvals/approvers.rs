@@ -197,7 +197,9 @@ pub fn check_totp(
 /// Writes `text` to `path` (mode 0600, its folder 0700), replacing it.
 fn write_secret(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     crate::store::prepare_key_dir(path)?;
-    let temporary = path.with_extension("totp.new");
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".new");
+    let temporary = PathBuf::from(temporary);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -289,13 +291,7 @@ pub fn check_enrolment_code(
     let (digest, until) = text.trim().split_once(' ').unwrap_or_default();
     let until: i64 = until.parse().unwrap_or(0);
     let given = hex(&sha256(code.as_bytes()));
-    let same = digest.len() == given.len()
-        && digest
-            .bytes()
-            .zip(given.bytes())
-            .fold(0u8, |d, (a, b)| d | (a ^ b))
-            == 0;
-    if !same {
+    if !crate::digest::same_secret(digest.as_bytes(), given.as_bytes()) {
         return Err(refuse("gave a code that is not its enrolment code"));
     }
     if now_us > until {
@@ -323,6 +319,16 @@ pub fn enrol_passkey(
         });
     }
     use super::passkey::b64url;
+    let id = b64url(&credential.id);
+    if passkeys_ever(store)?
+        .iter()
+        .any(|held| held.key.credential_id == id)
+    {
+        return Err(ApprovalsError::Enrolment {
+            name: name.to_owned(),
+            why: "offered a passkey credential already enrolled; make a new passkey".into(),
+        });
+    }
     let record = EnrolmentRecord {
         name: name.to_owned(),
         factor: Factor::Passkey,
@@ -330,7 +336,7 @@ pub fn enrol_passkey(
         enrolled_by: by.user.clone(),
         removed: false,
         passkey: Some(PasskeyKey {
-            credential_id: b64url(&credential.id),
+            credential_id: id,
             public_key: b64url(&credential.public_key),
             rp_id: rp_id.to_owned(),
         }),
@@ -370,17 +376,17 @@ pub fn prove_passkey(
     approved: bool,
     assertion: PasskeyAssertion,
 ) -> Result<(String, super::Proof), ApprovalsError> {
-    let person = enrolled(store)?
-        .into_iter()
-        .find(|p| {
-            p.passkey
-                .as_ref()
-                .is_some_and(|k| k.credential_id == assertion.credential_id && k.rp_id == rp.id)
-        })
-        .ok_or_else(|| ApprovalsError::Factor {
+    let mut holders = enrolled(store)?.into_iter().filter(|p| {
+        p.passkey
+            .as_ref()
+            .is_some_and(|k| k.credential_id == assertion.credential_id && k.rp_id == rp.id)
+    });
+    let (Some(person), None) = (holders.next(), holders.next()) else {
+        return Err(ApprovalsError::Factor {
             name: "?".into(),
-            why: "used a passkey no enrolled approver holds for this site".into(),
-        })?;
+            why: "used a passkey that is not exactly one enrolled approver's for this site".into(),
+        });
+    };
     let key = person.passkey.as_ref().ok_or(ApprovalsError::Factor {
         name: person.name.clone(),
         why: "has no passkey".into(),
@@ -476,20 +482,24 @@ pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
         let Some(needed) = decision.approvers else {
             continue;
         };
-        let answers: Vec<ApprovalRecord> = body("approval")
-            .into_iter()
-            .filter_map(|b| match b {
-                EventBody::Approval(a) => Some(a),
+        let answers: Vec<(u64, ApprovalRecord)> = events
+            .iter()
+            .filter(|e| e.kind == "approval")
+            .filter_map(|e| match EventBody::from_json(&e.kind, &e.payload) {
+                Ok(EventBody::Approval(a)) => Some((e.seq, a)),
                 _ => None,
             })
             .collect();
-        if !answers.iter().any(|a| a.status == ApprovalStatus::Approved) {
+        if !answers
+            .iter()
+            .any(|(_, a)| a.status == ApprovalStatus::Approved)
+        {
             continue;
         }
         let digest = super::arguments_digest(&request.arguments);
         let call = [call_id.as_str(), &digest, &decision.policy.digest];
         let mut counted: Vec<String> = Vec::new();
-        for answer in &answers {
+        for (seq, answer) in &answers {
             let counts = (answer.vote || answer.status == ApprovalStatus::Approved)
                 && matches!(answer.factor, Some(Factor::Totp | Factor::Passkey))
                 && answer.arguments_sha256.as_deref() == Some(digest.as_str())
@@ -497,7 +507,7 @@ pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
                 && answer
                     .factor
                     .is_some_and(|f| needed.accepts_factor(f.as_str()))
-                && (answer.factor != Some(Factor::Passkey) || signed(answer, &keys, call));
+                && (answer.factor != Some(Factor::Passkey) || signed(answer, *seq, &keys, call));
             if let Some(name) = answer
                 .approver
                 .as_ref()
@@ -517,25 +527,51 @@ pub fn quorum_shortfalls(store: &Store) -> Result<Vec<Shortfall>, StoreError> {
     Ok(short)
 }
 
-/// Every passkey ever enrolled, with its person's name.
-fn passkeys_ever(store: &Store) -> Result<Vec<(String, PasskeyKey)>, StoreError> {
+/// A passkey as the log held it: whose, and from which row until which
+/// (its removal), so that an answer counts only with the key its person
+/// held when they gave it.
+struct HeldKey {
+    name: String,
+    key: PasskeyKey,
+    from: u64,
+    until: Option<u64>,
+}
+
+/// Every passkey ever enrolled, with its person and when they held it.
+fn passkeys_ever(store: &Store) -> Result<Vec<HeldKey>, StoreError> {
     let rows = match store.call_events(APPROVERS_CALL) {
         Err(StoreError::UnknownCall { .. }) => Vec::new(),
         rows => rows?,
     };
-    Ok(rows
-        .iter()
-        .filter_map(|row| match EventBody::from_json(&row.kind, &row.payload) {
-            Ok(EventBody::Enrolment(record)) => Some((record.name, record.passkey?)),
-            _ => None,
-        })
-        .collect())
+    let mut held: Vec<HeldKey> = Vec::new();
+    for row in &rows {
+        let Ok(EventBody::Enrolment(record)) = EventBody::from_json(&row.kind, &row.payload) else {
+            continue;
+        };
+        // A name's new enrolment or removal ends the key it held.
+        for open in held
+            .iter_mut()
+            .filter(|h| h.name == record.name && h.until.is_none())
+        {
+            open.until = Some(row.seq);
+        }
+        if let (false, Some(key)) = (record.removed, record.passkey) {
+            held.push(HeldKey {
+                name: record.name,
+                key,
+                from: row.seq,
+                until: None,
+            });
+        }
+    }
+    Ok(held)
 }
 
-/// Whether a recorded passkey answer is its approver's signature over this
-/// call, checked from the log alone: the origin it was made on must be
-/// `https://` and the key's site.
-fn signed(answer: &ApprovalRecord, keys: &[(String, PasskeyKey)], call: [&str; 3]) -> bool {
+/// Whether a recorded passkey answer (row `seq`) is its approver's
+/// signature over this call with the key they held then, checked from the
+/// log alone: the origin it was made on must be `https://` and the key's
+/// site.
+fn signed(answer: &ApprovalRecord, seq: u64, keys: &[HeldKey], call: [&str; 3]) -> bool {
     let Some(assertion) = &answer.assertion else {
         return false;
     };
@@ -544,17 +580,18 @@ fn signed(answer: &ApprovalRecord, keys: &[(String, PasskeyKey)], call: [&str; 3
         .map(|data| data.origin)
         .unwrap_or_default();
     keys.iter()
-        .filter(|(name, _)| answer.approver.as_ref() == Some(name))
-        .any(|(_, key)| {
-            let site = origin
-                .strip_prefix("https://")
-                .map(|host| host.rsplit_once(':').map_or(host, |(h, _)| h));
+        .filter(|held| answer.approver.as_ref() == Some(&held.name))
+        .filter(|held| held.from < seq && held.until.is_none_or(|until| seq < until))
+        .any(|held| {
+            let site = super::Origin::parse(&origin)
+                .filter(|o| o.https)
+                .map(|o| o.host);
             let rp = super::passkey::RelyingParty {
-                id: &key.rp_id,
+                id: &held.key.rp_id,
                 origin: &origin,
             };
-            site == Some(key.rp_id.as_str())
-                && check_assertion(key, rp, call, true, assertion).is_ok()
+            site.as_deref() == Some(held.key.rp_id.as_str())
+                && check_assertion(&held.key, rp, call, true, assertion).is_ok()
         })
 }
 

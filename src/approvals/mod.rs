@@ -21,6 +21,7 @@ pub mod approvers;
 pub mod grants;
 pub mod links;
 pub mod notify;
+mod origin;
 pub mod page;
 pub mod passkey;
 #[cfg(feature = "tls")]
@@ -28,6 +29,7 @@ pub mod tls;
 pub mod totp;
 
 pub use approvers::{Shortfall, describe_approvers, quorum_shortfalls};
+pub use origin::Origin;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -18,8 +18,8 @@
     for (var i = 0; i < plain.length; i++) bytes[i] = plain.charCodeAt(i);
     return bytes;
   }
-  function post(path, payload, credential) {
-    var headers = Object.assign({ "Content-Type": "application/json" }, credential || {});
+  function post(path, payload, sent) {
+    var headers = Object.assign({ "Content-Type": "application/json" }, sent || {});
     return fetch(path, { method: "POST", headers: headers, body: JSON.stringify(payload) })
       .then(function (r) {
         return r.json().then(function (j) {
@@ -75,7 +75,11 @@
   var given = new URLSearchParams(location.hash.slice(1));
   var token = given.get("token") || sessionStorage.getItem("gavel-token");
   var view = sessionStorage.getItem("gavel-view");
-  if (given.get("token")) sessionStorage.setItem("gavel-token", token);
+  if (given.get("token")) {
+    sessionStorage.setItem("gavel-token", token);
+    sessionStorage.removeItem("gavel-view");
+    view = null;
+  }
   if (location.hash) history.replaceState(null, "", location.pathname);
   // What every request carries: the page's token, else a link's view.
   function credential() {
@@ -185,6 +189,8 @@
   }
 
   function send(payload) {
+    // A code is taken once, whatever the answer: never sent twice.
+    document.querySelectorAll("input[name=code]").forEach(function (i) { i.value = ""; });
     post("/api/answer", payload, credential()).then(function (j) {
       shout(j.approval + " " + j.call_id, j.approval);
       refresh();
@@ -199,6 +205,13 @@
     var now = Date.now() * 1000;
     if (key === shown) return;
     shown = key;
+    // What a person is typing survives a new call or a vote arriving.
+    var typed = {};
+    body.querySelectorAll("tr").forEach(function (row) {
+      typed[row.dataset.call] = Array.prototype.map.call(row.querySelectorAll("input"), function (i) {
+        return i.value;
+      });
+    });
     body.textContent = "";
     calls.forEach(function (call) {
       var row = document.createElement("tr");
@@ -226,6 +239,10 @@
         if (call.tool.indexOf("mcp__") === 0) button(td, call, "grant-tool", "Approve + this tool", "tool");
       }
       row.appendChild(td);
+      (typed[call.call_id] || []).forEach(function (value, n) {
+        var input = row.querySelectorAll("input")[n];
+        if (input) input.value = value;
+      });
       body.appendChild(row);
     });
   }
@@ -233,7 +250,9 @@
   function refresh() {
     fetch("/api/pending", { headers: credential() }).then(function (r) {
       if (!r.ok) {
-        shout("refused (" + r.status + "): open the address gavel printed, with its token", "no-token");
+        shout(token || !view
+          ? "refused (" + r.status + "): open the address gavel printed, with its token"
+          : "this link's view has ended (its call is answered or its wait is over)", "no-token");
         return;
       }
       return r.json().then(function (calls) {
@@ -256,6 +275,7 @@
       view = j.view;
       token = null;
       sessionStorage.setItem("gavel-view", view);
+      sessionStorage.removeItem("gavel-token");
       start();
     }).catch(function (e) { shout("refused: " + e.message, "refused"); });
   } else {

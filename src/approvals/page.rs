@@ -82,7 +82,9 @@ pub struct Page {
     pub config: PageConfig,
     challenges: Vec<(Vec<u8>, i64, Ceremony)>,
     links: LinkKey,
-    used_links: Vec<String>,
+    /// Links taken, with the end of their call's wait (then forgotten: an
+    /// expired link is refused anyway).
+    used_links: Vec<(String, i64)>,
     /// A view's secret, its call, and when it ends (the call's wait).
     views: Vec<(String, String, i64)>,
 }
@@ -135,16 +137,18 @@ impl Page {
 
     /// `/api/link`: a one-time link to a waiting call, taken, for a view of it.
     fn take_link(&mut self, store: &Store, body: LinkBody, now: i64) -> Response {
-        let Some(pending) = waiting(store, &body.call_id, now) else {
-            return Response::refused(403, "this link's call is not waiting any more");
+        // One answer for a call that is not waiting and a link that is not
+        // its: a link tells nothing of which calls wait.
+        let Some(pending) = waiting(store, &body.call_id, now)
+            .filter(|pending| self.links.holds(pending, &body.link))
+        else {
+            return Response::refused(403, "not a link to a call waiting now");
         };
-        if !self.links.holds(&pending, &body.link) {
-            return Response::refused(403, "not a link to this call as it waits now");
-        }
-        if self.used_links.contains(&body.link) {
+        self.used_links.retain(|(_, until)| *until > now);
+        if self.used_links.iter().any(|(link, _)| *link == body.link) {
             return Response::refused(403, "this link was opened already");
         }
-        self.used_links.push(body.link);
+        self.used_links.push((body.link, pending.until_us));
         let mut secret = [0u8; 32];
         if getrandom::fill(&mut secret).is_err() {
             return Response::refused(500, "no randomness");
@@ -279,9 +283,8 @@ struct EnrolBody {
     attestation_object: Option<String>,
 }
 
-/// Whether `a` and `b` are equal, in time that depends on their length only.
 fn same_secret(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+    crate::digest::same_secret(a.as_bytes(), b.as_bytes())
 }
 
 impl Page {
@@ -703,24 +706,68 @@ fn write_response(stream: &mut dyn Write, response: &Response) -> std::io::Resul
 pub trait Connection: Read + Write {}
 impl<T: Read + Write> Connection for T {}
 
+/// An accepted socket that ends its reads at a deadline: a peer that
+/// sends a byte now and then holds the page (one connection at a time)
+/// for [`CONNECTION_LASTS`] at most.
+pub struct Timed {
+    stream: TcpStream,
+    until: std::time::Instant,
+}
+
+/// How long one connection may take to send its request.
+pub const CONNECTION_LASTS: Duration = Duration::from_secs(10);
+
+impl Timed {
+    fn new(stream: TcpStream) -> std::io::Result<Self> {
+        stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+        Ok(Self {
+            stream,
+            until: std::time::Instant::now() + CONNECTION_LASTS,
+        })
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self
+            .until
+            .checked_duration_since(std::time::Instant::now())
+            .filter(|left| !left.is_zero())
+            .ok_or(std::io::ErrorKind::TimedOut)?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
 /// Makes a connection of an accepted socket (wraps it in TLS, or not).
-pub type Accept<'a> = &'a dyn Fn(TcpStream) -> std::io::Result<Box<dyn Connection>>;
+pub type Acceptor = Box<dyn Fn(Timed) -> std::io::Result<Box<dyn Connection>> + Send>;
+
+/// Connections served as they are, without TLS.
+pub fn plain() -> Acceptor {
+    Box::new(|stream| Ok(Box::new(stream)))
+}
 
 /// Serves the page on `listener` until the process ends, one request at a time.
 pub fn serve(
     listener: TcpListener,
     page: &mut Page,
     store: &mut Store,
-    accept: Accept,
+    accept: &Acceptor,
 ) -> std::io::Result<()> {
     for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        if stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .is_err()
-        {
+        let Ok(stream) = stream.and_then(Timed::new) else {
             continue;
-        }
+        };
         let Ok(mut connection) = accept(stream) else {
             continue;
         };

@@ -72,8 +72,14 @@ pub fn client_data(json: &[u8]) -> Result<ClientData, PasskeyError> {
         kind: String,
         challenge: String,
         origin: String,
+        #[serde(default, rename = "crossOrigin")]
+        cross_origin: bool,
     }
     let raw: Raw = serde_json::from_slice(json).map_err(|_| PasskeyError::ClientData)?;
+    // Made inside a frame of another site: never the page's own ceremony.
+    if raw.cross_origin {
+        return Err(PasskeyError::Origin(raw.origin));
+    }
     let challenge = B64URL
         .decode(raw.challenge.trim_end_matches('='))
         .map_err(|_| PasskeyError::ClientData)?;
@@ -153,7 +159,8 @@ pub fn register(
     // AAGUID (16), credential id length (2), credential id, COSE key.
     let length = usize::from(u16::from_be_bytes([rest[16], rest[17]]));
     let rest = &rest[18..];
-    if rest.len() < length {
+    // WebAuthn caps a credential id at 1023 bytes.
+    if rest.len() < length || length > 1023 {
         return Err(PasskeyError::AuthenticatorData);
     }
     let (id, key) = rest.split_at(length);

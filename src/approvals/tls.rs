@@ -107,6 +107,15 @@ pub fn self_signed(host: &str, kept: &Path) -> Result<ServerIdentity, TlsError> 
     })
 }
 
+/// Connections served in TLS with `config`.
+pub fn acceptor(config: Arc<rustls::ServerConfig>) -> super::page::Acceptor {
+    Box::new(move |stream| {
+        let connection =
+            rustls::ServerConnection::new(config.clone()).map_err(std::io::Error::other)?;
+        Ok(Box::new(rustls::StreamOwned::new(connection, stream)))
+    })
+}
+
 fn keep(path: &Path, text: &str) -> std::io::Result<()> {
     let _ = std::fs::remove_file(path);
     let mut file = std::fs::OpenOptions::new()

@@ -103,7 +103,7 @@ impl Totp {
         let code = code.trim();
         let mut found = None;
         for step in now.saturating_sub(DRIFT_STEPS)..=now + DRIFT_STEPS {
-            if same(code.as_bytes(), self.code_at(step).as_bytes()) {
+            if crate::digest::same_secret(code.as_bytes(), self.code_at(step).as_bytes()) {
                 found = Some(step);
             }
         }
@@ -122,10 +122,6 @@ impl Totp {
             self.period
         )
     }
-}
-
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 /// Everything but unreserved characters, percent-encoded (RFC 3986).

@@ -13,6 +13,7 @@ use anyhow::Context;
 use clap::Args;
 
 use gavel::approvals::page::{self, PageConfig};
+use gavel::approvals::{Origin, links};
 use gavel::principal::Principal;
 
 use super::{Exit, Global};
@@ -47,23 +48,6 @@ pub struct ApprovalsArgs {
     pub url: Option<String>,
 }
 
-/// `scheme://host[:port]` of `url`, checked: `http` or `https`, no path.
-fn public_origin(url: &str) -> anyhow::Result<(String, bool, String)> {
-    let url = url.trim_end_matches('/');
-    let (scheme, host) = url
-        .split_once("://")
-        .filter(|(scheme, _)| *scheme == "http" || *scheme == "https")
-        .with_context(|| format!("--url `{url}` is not http:// or https://"))?;
-    if host.is_empty() || host.contains(['/', '?', '#', '@']) {
-        anyhow::bail!("--url `{url}` must be scheme://host[:port], without a path");
-    }
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default().to_owned(),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h).to_owned(),
-    };
-    Ok((format!("{scheme}://{host}"), scheme == "https", name))
-}
-
 fn default_token_file() -> anyhow::Result<PathBuf> {
     if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|s| !s.is_empty()) {
         return Ok(PathBuf::from(state).join("gavel/approvals-token"));
@@ -75,8 +59,13 @@ fn default_token_file() -> anyhow::Result<PathBuf> {
 pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
     let workspace = global.workspace()?;
     let tls = args.tls || args.cert.is_some();
-    let public = args.url.as_deref().map(public_origin).transpose()?;
-    if public.as_ref().is_some_and(|(_, https, _)| *https != tls) {
+    let public = match args.url.as_deref() {
+        Some(url) => Some(Origin::parse(url).with_context(|| {
+            format!("--url `{url}` is not http(s)://host[:port], without a path")
+        })?),
+        None => None,
+    };
+    if public.as_ref().is_some_and(|o| o.https != tls) {
         anyhow::bail!("--url is https:// exactly when the page serves TLS (--tls, --cert)");
     }
     let listener = std::net::TcpListener::bind(&args.listen)
@@ -84,8 +73,8 @@ pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
     let address = listener.local_addr()?;
     let scheme = if tls { "https" } else { "http" };
     let mut origins = Vec::new();
-    if let Some((origin, _, _)) = &public {
-        origins.push(origin.clone());
+    if let Some(origin) = &public {
+        origins.push(origin.to_string());
     }
     origins.push(format!("{scheme}://{address}"));
     if address.ip().is_loopback() {
@@ -99,8 +88,8 @@ pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
     // Passkeys are bound to a host name, and browsers offer them only over TLS.
     let rp_id = public
         .as_ref()
-        .filter(|(_, https, name)| *https && name.parse::<std::net::IpAddr>().is_err())
-        .map(|(_, _, name)| name.clone());
+        .filter(|o| o.https && o.is_named())
+        .map(|o| o.host.clone());
     let token_file = match args.token_file.clone() {
         Some(path) => path,
         None => default_token_file()?,
@@ -133,7 +122,11 @@ pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
         .with_context(|| format!("cannot write `{}`", token_file.display()))?;
     writeln!(file, "{name} {token}")?;
     drop(file);
-    let accept = acceptor(&args, tls, &token_file, rp_id.as_deref(), &address)?;
+    // A self-signed certificate is for the public host, else the address.
+    let host = public
+        .as_ref()
+        .map_or_else(|| address.ip().to_string(), |o| o.host.clone());
+    let accept = acceptor(&args, tls, &token_file, &host)?;
     let mut store = global.open_store()?;
     let principal = Arc::new(Principal::current("web").with_host_id_beside(store.path()));
     let _ = writeln!(
@@ -153,79 +146,30 @@ pub fn run(global: &Global, args: ApprovalsArgs) -> anyhow::Result<Exit> {
     if let Some(notify) = global.policy(&workspace)?.approval_notify().cloned() {
         let key = page.link_key().clone();
         let db = global.db_path()?;
-        std::thread::spawn(move || notify_loop(&db, &notify, &key, &public));
+        std::thread::spawn(move || links::notify_loop(&db, &notify, &key, &public));
     }
-    page::serve(listener, &mut page, &mut store, &*accept)?;
+    page::serve(listener, &mut page, &mut store, &accept)?;
     Ok(Exit::Ok)
 }
 
-/// Sends each call that starts waiting to the policy's webhook, once,
-/// with a one-time link to it on this page; a failure is reported here
-/// and approves nothing.
-fn notify_loop(
-    db: &std::path::Path,
-    notify: &gavel::policy::Notify,
-    key: &gavel::approvals::links::LinkKey,
-    origin: &str,
-) {
-    let mut sent = Vec::new();
-    let mut store = None;
-    loop {
-        if store.is_none() {
-            store = gavel::store::Store::open_read_only(db).ok();
-        }
-        if let Some(reader) = &store {
-            let now = chrono::Utc::now().timestamp_micros();
-            match gavel::approvals::links::notify_new(reader, notify, key, origin, &mut sent, now) {
-                Ok(done) => {
-                    for sent in done {
-                        let said = match sent.outcome {
-                            Ok(()) => {
-                                format!("gavel: notified the webhook of call {}", sent.call_id)
-                            }
-                            Err(err) => format!(
-                                "gavel: could not notify of call {}: {err}; it waits unanswered",
-                                sent.call_id
-                            ),
-                        };
-                        let _ = writeln!(std::io::stderr(), "{said}");
-                    }
-                }
-                Err(err) => {
-                    let _ = writeln!(std::io::stderr(), "gavel: notifications: {err}");
-                    store = None;
-                }
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
-}
-
-type Acceptor = Box<dyn Fn(std::net::TcpStream) -> std::io::Result<Box<dyn page::Connection>>>;
-
 /// How each accepted connection is served: as it is, or in TLS (a
-/// certificate given, else a self-signed one kept beside the token file,
-/// whose fingerprint is printed for the person to check).
+/// certificate given, else a self-signed one for `host` kept beside the
+/// token file, whose fingerprint is printed for the person to check).
 fn acceptor(
     args: &ApprovalsArgs,
     tls: bool,
     token_file: &std::path::Path,
-    rp_id: Option<&str>,
-    address: &std::net::SocketAddr,
-) -> anyhow::Result<Acceptor> {
+    host: &str,
+) -> anyhow::Result<page::Acceptor> {
     if !tls {
-        return Ok(Box::new(|stream| Ok(Box::new(stream))));
+        return Ok(page::plain());
     }
     #[cfg(feature = "tls")]
     {
         use gavel::approvals::tls;
         let identity = match (&args.cert, &args.key) {
             (Some(cert), Some(key)) => tls::from_files(cert, key)?,
-            _ => {
-                let host = rp_id.map_or_else(|| address.ip().to_string(), str::to_owned);
-                let kept = token_file.with_file_name("approvals-tls.pem");
-                tls::self_signed(&host, &kept)?
-            }
+            _ => tls::self_signed(host, &token_file.with_file_name("approvals-tls.pem"))?,
         };
         let _ = writeln!(
             std::io::stderr(),
@@ -237,16 +181,11 @@ fn acceptor(
                 .map(|pin| format!(" (self-signed; public key pin sha256//{pin})"))
                 .unwrap_or_default()
         );
-        let config = identity.config;
-        Ok(Box::new(move |stream| {
-            let connection =
-                rustls::ServerConnection::new(config.clone()).map_err(std::io::Error::other)?;
-            Ok(Box::new(rustls::StreamOwned::new(connection, stream)))
-        }))
+        Ok(tls::acceptor(identity.config))
     }
     #[cfg(not(feature = "tls"))]
     {
-        let _ = (args, token_file, rp_id, address);
+        let _ = (args, token_file, host);
         anyhow::bail!("this gavel was built without TLS (the `tls` feature)")
     }
 }

@@ -56,13 +56,17 @@ pub fn run(global: &Global, command: ApproversCommand) -> anyhow::Result<Exit> {
             let code = approvers::start_passkey_enrolment(&store, &args.name, now)?;
             let page = args.url.as_deref().unwrap_or("").trim_end_matches('/');
             render::line(&format!(
-                "{page}/enrol#name={}&code={code}
-
-                 open this link on {}'s device within 15 minutes{}, and make a passkey there;
-                 `gavel approvers list` shows them once enrolled. The link is theirs alone: it enrols whoever opens it first.",
+                "{page}/enrol#name={}&code={code}\n\n\
+                 open this link on {}'s device within 15 minutes{}, and make a passkey there;\n\
+                 `gavel approvers list` shows them once enrolled. The link is theirs alone: \
+                 it enrols whoever opens it first.",
                 args.name,
                 args.name,
-                if page.is_empty() { " (on the approval page's address)" } else { "" },
+                if page.is_empty() {
+                    " (on the approval page's address)"
+                } else {
+                    ""
+                },
             ))?;
         }
         ApproversCommand::Add(args) => {

@@ -313,6 +313,14 @@ impl Handling<'_> {
             what: "cannot find this gavel's own path for `gavel exec`".to_owned(),
             source,
         })?;
+        // The small launcher installed beside this gavel, where it is: its
+        // start is paid once per command (src/exec_main.rs).
+        let launcher = gavel.with_file_name("gavel-exec");
+        let gavel = if is_executable(&launcher) {
+            launcher
+        } else {
+            gavel
+        };
         let db = std::fs::canonicalize(db).map_err(|source| SessionError::Io {
             what: format!("cannot resolve the database `{}`", db.display()),
             source,
@@ -534,4 +542,10 @@ fn from_context(principal: Principal, context: &Context) -> Principal {
         .with_session(Some(&context.session_id))
         .with_agent(context.agent_id.as_deref(), context.agent_type.as_deref())
         .with_client_version(context.client_version.as_deref())
+}
+
+/// Whether `path` is a file this user may execute.
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

@@ -29,7 +29,7 @@ use crate::facts::{Facts, path_argument};
 use crate::principal::Principal;
 use crate::request::ToolRequest;
 
-pub use approvers::{Approvers, valid_name};
+pub use approvers::{Approvers, FACTORS, valid_name};
 pub(crate) use commands::unproven;
 pub use file::{PLACEHOLDERS, PolicyError, ShadowSpec, memoize_parses};
 pub use floor::{FLOOR_LAYER, FLOOR_POLICY_TOML, floor};

@@ -453,11 +453,7 @@ fn redact_batch(
     };
     let kept: Vec<bool> = events
         .iter()
-        .map(|e| {
-            settings.keeps(e.tool.as_deref())
-                || by_path.contains(e.call_id.as_str())
-                || e.body.holds_key_material()
-        })
+        .map(|e| settings.keeps(e.tool.as_deref()) || by_path.contains(e.call_id.as_str()))
         .collect();
     let payloads = events
         .iter()
@@ -473,8 +469,32 @@ fn redact_batch(
     Ok(redacted
         .into_iter()
         .zip(kept)
-        .map(|((payload, _), kept)| (!kept).then_some(payload))
+        .zip(events)
+        .map(|(((payload, _), kept), event)| {
+            (!kept).then(|| match event.body.key_material() {
+                Some(field) => with_field_of(payload, field, &event.body),
+                None => payload,
+            })
+        })
         .collect())
+}
+
+/// `redacted` with its `field` as `body` has it: key material is kept
+/// exact, whatever redaction took out of the rest of the payload.
+fn with_field_of(redacted: Vec<u8>, field: &str, body: &crate::audit::EventBody) -> Vec<u8> {
+    let original: Option<serde_json::Value> = serde_json::from_slice(&body.to_json()).ok();
+    let mut value: serde_json::Map<String, serde_json::Value> =
+        match serde_json::from_slice(&redacted) {
+            Ok(value) => value,
+            Err(_) => return redacted,
+        };
+    match original.as_ref().and_then(|o| o.get(field)) {
+        Some(exact) if value.get(field) != Some(exact) => {
+            value.insert(field.to_owned(), exact.clone());
+            serde_json::to_vec(&value).unwrap_or(redacted)
+        }
+        _ => redacted,
+    }
 }
 
 /// The calls of `events` on a file whose path the policy keeps whole

@@ -410,7 +410,8 @@ fn a_rule_counting_only_passkeys_refuses_terminal_codes() {
 /// A governed agent of the same OS user, through the real Claude Code
 /// hook under the coding-agent preset: it may not read the approvers'
 /// secrets or the page's token, nor run what would answer its own call
-/// (`gavel approve`, a POST to the page); each is refused, never allowed.
+/// (`gavel approve`, a POST to the page) or enrol itself in a person's
+/// place (`gavel approvers`); each is refused, never allowed.
 #[test]
 fn a_governed_agent_cannot_reach_the_factors_or_answer_for_itself() {
     let sandbox = Sandbox::new();
@@ -464,6 +465,12 @@ fn a_governed_agent_cannot_reach_the_factors_or_answer_for_itself() {
         );
         let answer = json(&output)["hookSpecificOutput"]["permissionDecision"].clone();
         assert_ne!(answer, "allow", "{tool} {input} was allowed");
+        if input["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("gavel "))
+        {
+            assert_eq!(answer, "deny", "{input}");
+        }
     }
     let _ = page.kill();
     let _ = page.wait();

@@ -184,9 +184,10 @@ fn each_client_answers_a_contained_allow_with_the_command_under_gavel_exec() {
         assert_eq!(decision, "allow", "{client}");
         let rewrite = rewrite.unwrap_or_else(|| panic!("{client}: no rewritten input"));
         let line = line(&rewrite);
-        let gavel = std::fs::canonicalize(env!("CARGO_BIN_EXE_gavel")).unwrap();
+        // The small launcher installed beside gavel runs it.
+        let launcher = std::fs::canonicalize(env!("CARGO_BIN_EXE_gavel-exec")).unwrap();
         assert!(
-            line.starts_with(&format!("'{}' exec --db '", gavel.display())),
+            line.starts_with(&format!("'{}' exec --db '", launcher.display())),
             "{client}: {line}"
         );
         // The call id the hook recorded is the one the line names.

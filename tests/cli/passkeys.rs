@@ -148,10 +148,9 @@ fn a_passkey_approves_over_tls_and_nothing_without_it_does() {
     )["authenticatorId"]
         .clone();
     browser.call(Some(&tab), "Page.navigate", json!({"url": link}));
-    browser.until(
-        &tab,
-        "!!document.getElementById('enrol-button') && location.pathname === '/enrol'",
-    );
+    // The script shows the enrolment once it has read the link (and
+    // listens to the button).
+    browser.until(&tab, "document.getElementById('enrol').hidden === false");
     browser.eval(&tab, "document.getElementById('enrol-button').click()");
     browser.until(
         &tab,

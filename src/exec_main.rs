@@ -1,0 +1,97 @@
+//! `gavel-exec`: what `gavel exec` does, in a binary of its own.
+//!
+//! A hook rewrites every allowed command to run under `gavel exec`, so
+//! its start is paid once per command the agent runs. gavel's own binary
+//! is large (every program model, tree-sitter, the report, the central
+//! store's client) and starting it costs mostly the dynamic loader's
+//! relocations; this one links only the record's reader and the sandbox.
+//! It takes exactly the line `src/sandbox/line.rs` writes:
+//!
+//! ```text
+//! gavel-exec exec --db DB --call-id ID [--verbose] -- COMMAND
+//! ```
+//!
+//! and answers as `gavel exec` does: the command's exit status, or 125
+//! (refused) or 124 (unenforceable) with one line on stderr. Anything
+//! else (help, other commands) is `gavel`'s.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `exec --db DB --call-id ID [--verbose] [-- COMMAND]`, read.
+struct Line {
+    db: PathBuf,
+    call_id: String,
+    verbose: bool,
+    command: Option<String>,
+}
+
+fn read(words: &[OsString]) -> Result<Line, String> {
+    let mut words = words.iter();
+    if words.next().and_then(|w| w.to_str()) != Some("exec") {
+        return Err("usage: gavel-exec exec --db DB --call-id ID [--verbose] -- COMMAND".into());
+    }
+    let (mut db, mut call_id, mut verbose, mut command) = (None, None, false, None);
+    while let Some(word) = words.next() {
+        match word.to_str() {
+            Some("--db") => db = words.next().map(PathBuf::from),
+            Some("--call-id") => call_id = words.next().and_then(|w| w.to_str()).map(str::to_owned),
+            Some("--verbose") => verbose = true,
+            Some("--") => {
+                let rest: Vec<&OsString> = words.by_ref().collect();
+                match rest.as_slice() {
+                    [] => {}
+                    [one] => {
+                        command = Some(one.to_str().ok_or("the command is not UTF-8")?.to_owned());
+                    }
+                    _ => return Err("one command after `--`".into()),
+                }
+            }
+            _ => return Err(format!("unexpected argument `{}`", word.to_string_lossy())),
+        }
+    }
+    Ok(Line {
+        db: db.ok_or("--db DB is needed")?,
+        call_id: call_id.ok_or("--call-id ID is needed")?,
+        verbose,
+        command,
+    })
+}
+
+fn main() -> ExitCode {
+    const REFUSED: u8 = 125;
+    const UNENFORCEABLE: u8 = 124;
+    let words: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let line = match read(&words) {
+        Ok(line) => line,
+        Err(why) => {
+            eprintln!("gavel-exec: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let store = match gavel::store::Store::open_read_only(&line.db) {
+        Ok(store) => store,
+        Err(err) => {
+            eprintln!("gavel exec: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let ran = gavel::sandbox::exec::exec_recorded(
+        store,
+        &line.call_id,
+        line.command.as_deref(),
+        line.verbose,
+    );
+    match ran {
+        Ok(status) => std::process::exit(status),
+        Err(err) => {
+            eprintln!("gavel exec: refused: {err}");
+            ExitCode::from(if err.unenforceable() {
+                UNENFORCEABLE
+            } else {
+                REFUSED
+            })
+        }
+    }
+}
