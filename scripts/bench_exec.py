@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What `gavel exec` adds to a command: the same command run by bash alone
-and through `gavel exec --call-id ID` (decided once, allowed under a
-sandbox), interleaved, in one run.
+and as the hook rewrote it (`bash -c` of the line that runs it under the
+launcher beside GAVEL, `gavel-exec`, else `gavel exec`), decided once and
+allowed under a sandbox, interleaved, in one run.
 
 Usage: bench_exec.py GAVEL [--runs N]
 
@@ -71,10 +72,12 @@ def main(argv):
                                   capture_output=True, text=True, env=env)
             if '"allow"' not in hook.stdout:
                 sys.exit(f"not allowed: {hook.stdout} {hook.stderr}")
+            # What the client runs: the command the hook rewrote.
+            line = json.loads(hook.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
             plain, wrapped = [], []
             for round_ in range(runs):
                 pair = [("plain", ["bash", "-c", command]),
-                        ("wrapped", [gavel, "exec", *common, "--call-id", f"bench{n}", "--", command])]
+                        ("wrapped", ["bash", "-c", line])]
                 if round_ % 2:
                     pair.reverse()
                 for which, cmd in pair:
