@@ -639,3 +639,42 @@ fn recent_secrets_are_kept_once_however_often_a_call_appears() {
     }
     assert_eq!(secrets.take(&["a", "b", "a"]), vec![secret("one")]);
 }
+
+/// A passkey answer's assertion is high-entropy by nature: it is stored
+/// exactly as given, while the rest of its row (the person's reason) is
+/// redacted as any row is.
+#[test]
+fn key_material_is_stored_exact_and_the_rest_of_its_row_redacted() {
+    let mut store = Store::open_in_memory().unwrap();
+    let secret = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R";
+    let assertion = crate::audit::PasskeyAssertion {
+        credential_id: "q8Zr1mX0vN3kP7sT2wY5bC9dF4gH6jL".into(),
+        authenticator_data: "SZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2MFAAAABw".into(),
+        client_data_json: "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0IiwiY2hhbGxlbmdlIjoiYWJjIn0".into(),
+        signature: "MEUCIQDx7Kq2mN9pL4vR8sT1wY6bC3dF5gH7jK0zXa2eV4uQ".into(),
+        nonce: "n0nc3Zq8Rk2mX7vP".into(),
+    };
+    let mut record = ApprovalRecord::new(
+        ApprovalStatus::Approved,
+        crate::approval::ApprovalChannel::Web,
+    );
+    record.reason = Some(format!("fine, it only prints {secret}"));
+    record.assertion = Some(assertion.clone());
+    store
+        .append(&[request("k1"), event("k1", 2, EventBody::Approval(record))])
+        .unwrap();
+    let row = store
+        .call_events("k1")
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == "approval")
+        .unwrap();
+    let text = String::from_utf8(row.payload.clone()).unwrap();
+    assert!(!text.contains(secret), "{text}");
+    let EventBody::Approval(stored) = EventBody::from_json("approval", &row.payload).unwrap()
+    else {
+        panic!("not an approval: {text}");
+    };
+    assert_eq!(stored.assertion, Some(assertion));
+    assert!(store.verify(&Default::default(), &mut |_| {}).unwrap().ok);
+}
