@@ -824,7 +824,16 @@ fn label_entry(mut table: toml::Table) -> Result<(Rule, Option<Vec<Example>>), S
         ));
     }
     let examples = spec.examples.take();
-    Ok((compile(spec)?, examples))
+    // Who must approve an asked call that carries these labels.
+    let approvers = super::Approvers::from_file(
+        spec.approvers.take(),
+        spec.quorum.take(),
+        spec.factors.take(),
+        Action::Ask,
+    )?;
+    let mut rule = compile(spec)?;
+    rule.approvers = approvers;
+    Ok((rule, examples))
 }
 
 /// `sandbox = "NAME"`: only on an allow rule, naming a built-in profile or

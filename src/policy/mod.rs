@@ -459,6 +459,24 @@ impl Policy {
             .collect()
     }
 
+    /// The stricter of the deciding rule's approvers and a label's: the larger
+    /// quorum, then the fewer kinds of factor; the label's on a tie (a label
+    /// of a layer above is how a team requires approvers a project's rule
+    /// cannot remove).
+    fn stricter(rule: Option<Approvers>, label: Option<Approvers>) -> Option<Approvers> {
+        match (rule, label) {
+            (Some(rule), Some(label)) => {
+                let weight = |a: &Approvers| (a.quorum, std::cmp::Reverse(a.factor_count()));
+                Some(if weight(&rule) > weight(&label) {
+                    rule
+                } else {
+                    label
+                })
+            }
+            (rule, label) => label.or(rule),
+        }
+    }
+
     /// The labels the `[[labels]]` entries of the layers above and of this
     /// policy give `request` made by `who`, in their order, each once.
     pub fn labels_of(
@@ -476,6 +494,22 @@ impl Policy {
             }
         }
         labels
+    }
+
+    /// The approvers the first `[[labels]]` entry (of the layers above,
+    /// then this policy) that holds for `request` and names them requires.
+    fn label_approvers(
+        &self,
+        request: &ToolRequest,
+        facts: &Facts,
+        at: &At<'_>,
+    ) -> Option<Approvers> {
+        let entries = self.above.iter().map(|l| &l.policy).chain([self]);
+        entries
+            .flat_map(|p| &p.label_rules)
+            .filter(|rule| rule.approvers.is_some())
+            .find(|rule| rule.matches(request, facts, at).is_ok())
+            .and_then(|rule| rule.approvers.clone())
     }
 
     /// Whether a rule of this policy or of a layer above reads the
@@ -535,6 +569,10 @@ impl Policy {
                 }
             }
         };
+        if decision.action == Action::Ask {
+            let by_label = self.label_approvers(request, facts, &at);
+            decision.approvers = Self::stricter(decision.approvers.take(), by_label);
+        }
         let own = std::mem::replace(&mut decision.labels, labels);
         add_labels(&mut decision.labels, &own);
         decision

@@ -1265,3 +1265,54 @@ fn approval_notify_is_read_and_checked() {
         assert!(!err.contains("SECRET"), "{table}: {err}");
     }
 }
+
+mod label_approvers {
+    use super::*;
+
+    const PER_LABEL: &str = r#"
+name = "per-label"
+
+[[labels]]
+id = "label.prod"
+labels = ["prod"]
+content_glob = ["deploy/**"]
+approvers = ["alice", "bob", "carol"]
+quorum = 2
+
+[[rules]]
+id = "write.one"
+action = "ask"
+tools = ["write_file"]
+approvers = ["alice", "dave"]
+reason = "one person"
+
+[[rules]]
+id = "read"
+action = "allow"
+tools = ["read_file"]
+reason = "reads"
+"#;
+
+    fn write(path: &str) -> ToolRequest {
+        ToolRequest::new("w", "write_file", json!({"path": path, "content": "x"}))
+    }
+
+    #[test]
+    fn a_labels_approvers_bind_an_ask_on_its_calls_and_the_stricter_stands() {
+        let policy = Policy::from_toml(PER_LABEL, "per-label.toml").unwrap();
+        let prod = policy.decide(&write("deploy/app.yaml"), &facts_inside("deploy/app.yaml"));
+        assert_eq!(prod.action, Action::Ask);
+        let need = prod.approvers.expect("the label's approvers");
+        assert_eq!((need.quorum, need.names.len()), (2, 3), "{need:?}");
+        // Elsewhere the rule's own stand.
+        let other = policy.decide(&write("src/a.rs"), &facts_inside("src/a.rs"));
+        assert_eq!(other.approvers.unwrap().names, ["alice", "dave"]);
+        // An allow needs nobody, labelled or not.
+        let read = ToolRequest::new("r", "read_file", json!({"path": "deploy/app.yaml"}));
+        let allowed = policy.decide(&read, &facts_inside("deploy/app.yaml"));
+        assert_eq!((allowed.action, allowed.approvers), (Action::Allow, None));
+        // A label's approvers are checked like a rule's.
+        let bad = PER_LABEL.replace("quorum = 2", "quorum = 4");
+        assert!(Policy::from_toml(&bad, "bad.toml").is_err());
+    }
+}
