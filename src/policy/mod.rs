@@ -459,24 +459,6 @@ impl Policy {
             .collect()
     }
 
-    /// The stricter of the deciding rule's approvers and a label's: the larger
-    /// quorum, then the fewer kinds of factor; the label's on a tie (a label
-    /// of a layer above is how a team requires approvers a project's rule
-    /// cannot remove).
-    fn stricter(rule: Option<Approvers>, label: Option<Approvers>) -> Option<Approvers> {
-        match (rule, label) {
-            (Some(rule), Some(label)) => {
-                let weight = |a: &Approvers| (a.quorum, std::cmp::Reverse(a.factor_count()));
-                Some(if weight(&rule) > weight(&label) {
-                    rule
-                } else {
-                    label
-                })
-            }
-            (rule, label) => label.or(rule),
-        }
-    }
-
     /// The labels the `[[labels]]` entries of the layers above and of this
     /// policy give `request` made by `who`, in their order, each once.
     pub fn labels_of(
@@ -510,6 +492,24 @@ impl Policy {
             .filter(|rule| rule.approvers.is_some())
             .find(|rule| rule.matches(request, facts, at).is_ok())
             .and_then(|rule| rule.approvers.clone())
+    }
+
+    /// The stricter of the deciding rule's approvers and a label's: the larger
+    /// quorum, then the fewer kinds of factor; the label's on a tie (a label
+    /// of a layer above is how a team requires approvers a project's rule
+    /// cannot remove).
+    fn stricter(rule: Option<Approvers>, label: Option<Approvers>) -> Option<Approvers> {
+        match (rule, label) {
+            (Some(rule), Some(label)) => {
+                let weight = |a: &Approvers| (a.quorum, std::cmp::Reverse(a.factor_count()));
+                Some(if weight(&rule) > weight(&label) {
+                    rule
+                } else {
+                    label
+                })
+            }
+            (rule, label) => label.or(rule),
+        }
     }
 
     /// Whether a rule of this policy or of a layer above reads the
