@@ -71,6 +71,25 @@ pub fn enrolled(store: &Store) -> Result<Vec<Enrolled>, StoreError> {
     Ok(people)
 }
 
+/// Refuses `name` for a new enrolment: not a name, or enrolled already.
+fn check_new_name(store: &Store, name: &str) -> Result<(), ApprovalsError> {
+    let refuse = |why: String| ApprovalsError::Enrolment {
+        name: name.to_owned(),
+        why,
+    };
+    if !crate::policy::valid_name(name) {
+        return Err(refuse(
+            "a name is letters, digits, `.`, `_` and `-`, at most 64, not starting with `.`".into(),
+        ));
+    }
+    if enrolled(store)?.iter().any(|p| p.name == name) {
+        return Err(refuse(format!(
+            "already enrolled; `gavel approvers remove {name}` first"
+        )));
+    }
+    Ok(())
+}
+
 /// Where the TOTP secret of `name` for the log `log_id` is kept:
 /// `<user keys>/<log id>.approvers/<name>.totp`; `None` without a home folder.
 pub fn secret_path(log_id: &[u8], name: &str) -> Option<PathBuf> {
@@ -92,16 +111,7 @@ pub fn enrol_totp(
         name: name.to_owned(),
         why,
     };
-    if !crate::policy::valid_name(name) {
-        return Err(refuse(
-            "a name is letters, digits, `.`, `_` and `-`, at most 64, not starting with `.`".into(),
-        ));
-    }
-    if enrolled(store)?.iter().any(|p| p.name == name) {
-        return Err(refuse(format!(
-            "already enrolled; `gavel approvers remove {name}` first"
-        )));
-    }
+    check_new_name(store, name)?;
     let path = secret_path(&store.identity().log_id, name).ok_or_else(|| {
         refuse("no home folder to keep the secret in (set HOME or XDG_DATA_HOME)".into())
     })?;
@@ -245,16 +255,7 @@ pub fn start_passkey_enrolment(
         name: name.to_owned(),
         why,
     };
-    if !crate::policy::valid_name(name) {
-        return Err(refuse(
-            "a name is letters, digits, `.`, `_` and `-`, at most 64, not starting with `.`".into(),
-        ));
-    }
-    if enrolled(store)?.iter().any(|p| p.name == name) {
-        return Err(refuse(format!(
-            "already enrolled; `gavel approvers remove {name}` first"
-        )));
-    }
+    check_new_name(store, name)?;
     let path = enrolment_path(store, name).ok_or_else(|| {
         refuse("no home folder to keep the code in (set HOME or XDG_DATA_HOME)".into())
     })?;

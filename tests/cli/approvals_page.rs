@@ -185,27 +185,16 @@ impl Drop for Browser {
 
 /// `gavel approvals` on a free loopback port: the process, its address and token.
 pub fn start_page(sandbox: &Sandbox) -> (Child, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .args([
-            "approvals",
-            "--listen",
-            "127.0.0.1:0",
-            "--name",
-            "alice-web",
-        ])
-        .arg("--token-file")
-        .arg(sandbox.root.join("state/approvals-token"))
-        .arg("--workspace")
-        .arg(&sandbox.ws)
-        .arg("--db")
-        .arg(&sandbox.db)
-        .env("GAVEL_CHECKPOINT_EVERY", "0")
-        .env("XDG_DATA_HOME", sandbox.root.join("data"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let token_file = sandbox.root.join("state/approvals-token");
+    let mut child = sandbox.spawn(&[
+        "approvals",
+        "--listen",
+        "127.0.0.1:0",
+        "--name",
+        "alice-web",
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ]);
     let mut line = String::new();
     BufReader::new(child.stderr.take().unwrap())
         .read_line(&mut line)
@@ -223,18 +212,7 @@ pub fn start_page(sandbox: &Sandbox) -> (Child, String, String) {
 
 pub fn spawn_run(sandbox: &Sandbox, path: &str) -> Child {
     let args = json!({"path": path, "content": "from the page\n"}).to_string();
-    Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .args(["run", "write_file", &args, "--ask", "wait=60s", "--json"])
-        .arg("--workspace")
-        .arg(&sandbox.ws)
-        .arg("--db")
-        .arg(&sandbox.db)
-        .env("GAVEL_CHECKPOINT_EVERY", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    sandbox.spawn(&["run", "write_file", &args, "--ask", "wait=60s", "--json"])
 }
 
 pub fn last_approval(sandbox: &Sandbox, id: &str) -> Value {

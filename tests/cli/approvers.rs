@@ -4,7 +4,7 @@
 //! stranger's, a reused code, the same person twice, a flag, a client's own
 //! prompt, the approval page's token alone.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use serde_json::{Value, json};
 
@@ -54,30 +54,26 @@ pub fn code_now(totp: &Totp) -> String {
     totp.code_at(totp.step(now))
 }
 
-/// `gavel run write_file` under `--ask wait=WAIT`, in the background.
+/// `gavel run write_file` of `content` to `out.txt` as call `id`, under
+/// `--ask WAIT`, in the background.
 fn spawn_write(sandbox: &Sandbox, id: &str, wait: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .args([
-            "run",
-            "write_file",
-            &json!({"path": "out.txt", "content": "both agreed\n"}).to_string(),
-        ])
-        .args(["--call-id", id, "--ask", wait, "--json"])
-        .arg("--workspace")
-        .arg(&sandbox.ws)
-        .arg("--db")
-        .arg(&sandbox.db)
-        .current_dir(&sandbox.root)
-        .env("GAVEL_CHECKPOINT_EVERY", "0")
-        .env("XDG_DATA_HOME", sandbox.root.join("data"))
-        .env("XDG_CONFIG_HOME", sandbox.root.join("config"))
-        .env_remove("GAVEL_POLICY")
-        .env_remove("GAVEL_DB")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start gavel")
+    spawn_write_to(sandbox, id, "out.txt", "both agreed\n", wait)
+}
+
+/// `gavel run write_file` of `content` to `path` as call `id`, under
+/// `--ask WAIT`, in the background.
+pub fn spawn_write_to(sandbox: &Sandbox, id: &str, path: &str, content: &str, wait: &str) -> Child {
+    let arguments = json!({"path": path, "content": content}).to_string();
+    sandbox.spawn(&[
+        "run",
+        "write_file",
+        &arguments,
+        "--call-id",
+        id,
+        "--ask",
+        wait,
+        "--json",
+    ])
 }
 
 fn answer(sandbox: &Sandbox, verb: &str, id: &str, extra: &[&str]) -> (i32, String) {

@@ -6,14 +6,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::approvals::wait_for_pending;
-use crate::approvers::{code_now, enrol};
+use crate::approvers::{code_now, enrol, spawn_write_to};
 use crate::support::*;
 
 /// A webhook receiver on a free loopback port answering `status`: its
@@ -106,22 +106,15 @@ reason = "bob approves writes"
 /// `gavel approvals` on a free loopback port: the process, its address, and
 /// the lines it writes to stderr after its first.
 fn start_page(sandbox: &Sandbox) -> (Child, String, Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .args(["approvals", "--listen", "127.0.0.1:0"])
-        .arg("--token-file")
-        .arg(sandbox.root.join("state/approvals-token"))
-        .arg("--workspace")
-        .arg(&sandbox.ws)
-        .arg("--db")
-        .arg(&sandbox.db)
-        .env("GAVEL_CHECKPOINT_EVERY", "0")
-        .env("XDG_DATA_HOME", sandbox.root.join("data"))
-        .env_remove("GAVEL_POLICY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let token_file = sandbox.root.join("state/approvals-token");
+    let token_file = token_file.to_str().unwrap();
+    let mut child = sandbox.spawn(&[
+        "approvals",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        token_file,
+    ]);
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let address = first
@@ -140,25 +133,7 @@ fn start_page(sandbox: &Sandbox) -> (Child, String, Receiver<String>) {
 }
 
 fn spawn_write(sandbox: &Sandbox, id: &str, wait: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .args([
-            "run",
-            "write_file",
-            &json!({"path": format!("{id}.txt"), "content": "linked\n"}).to_string(),
-        ])
-        .args(["--call-id", id, "--ask", wait, "--json"])
-        .arg("--workspace")
-        .arg(&sandbox.ws)
-        .arg("--db")
-        .arg(&sandbox.db)
-        .env("GAVEL_CHECKPOINT_EVERY", "0")
-        .env("XDG_DATA_HOME", sandbox.root.join("data"))
-        .env_remove("GAVEL_POLICY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    spawn_write_to(sandbox, id, &format!("{id}.txt"), "linked\n", wait)
 }
 
 /// The `link` fields of a link `ORIGIN/#call=ID&link=MAC`.

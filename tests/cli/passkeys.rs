@@ -7,7 +7,7 @@
 //! replayed answer and a request from another origin refused.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use serde_json::{Value, json};
 
@@ -68,22 +68,20 @@ fn start_tls_page(sandbox: &Sandbox, ip: std::net::Ipv4Addr) -> (Child, String, 
         .unwrap()
         .port();
     let origin = format!("https://{HOST}:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .args(["approvals", "--tls", "--name", "alice-web"])
-        .args(["--listen", &format!("{ip}:{port}"), "--url", &origin])
-        .arg("--token-file")
-        .arg(sandbox.root.join("state/approvals-token"))
-        .arg("--workspace")
-        .arg(&sandbox.ws)
-        .arg("--db")
-        .arg(&sandbox.db)
-        .env("GAVEL_CHECKPOINT_EVERY", "0")
-        .env("XDG_DATA_HOME", sandbox.root.join("data"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let token_file = sandbox.root.join("state/approvals-token");
+    let listen = format!("{ip}:{port}");
+    let mut child = sandbox.spawn(&[
+        "approvals",
+        "--tls",
+        "--name",
+        "alice-web",
+        "--listen",
+        &listen,
+        "--url",
+        &origin,
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ]);
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let (mut pin, mut token) = (None, None);
     while token.is_none() {

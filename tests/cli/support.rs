@@ -70,7 +70,29 @@ impl Sandbox {
     /// `gavel` with a clean environment and the sandbox (not the workspace,
     /// not the repository) as its current directory; no arguments yet.
     pub fn bare(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gavel"));
+        Command::from_std(self.bare_std())
+    }
+
+    /// `gavel ARGS --workspace WS --db DB` started in the background,
+    /// hermetic like [`Sandbox::gavel`]: stdin closed, stdout and stderr
+    /// piped.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        use std::process::Stdio;
+        self.bare_std()
+            .args(args)
+            .arg("--workspace")
+            .arg(&self.ws)
+            .arg("--db")
+            .arg(&self.db)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start gavel")
+    }
+
+    fn bare_std(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gavel"));
         // `COLUMNS` makes tables fit a width: tests that want one set it.
         // Automatic checkpoints change what a log holds: the tests that
         // want them set `GAVEL_CHECKPOINT_EVERY` themselves.
