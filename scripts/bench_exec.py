@@ -7,8 +7,8 @@ allowed under a sandbox, interleaved, in one run.
 Usage: bench_exec.py GAVEL [--runs N]
 
 Each case is a command allowed by a rule naming a profile (read-only or
-workspace-write); the call is decided once through the Claude Code hook,
-then each round runs `bash -c COMMAND` and `gavel exec --call-id ID`. Prints
+workspace-write); each round decides a call through the Claude Code hook
+(not timed), then runs `bash -c COMMAND` and the hook's rewritten line. Prints
 the median wall time of each and the difference. Standard library only.
 """
 import json
@@ -64,18 +64,24 @@ def main(argv):
                     f.write(text)
             db = os.path.join(root, f"audit{n}.db")
             common = ["--workspace", ws, "--db", db]
-            event = {"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                     "tool_input": {"command": command}, "tool_use_id": f"bench{n}",
-                     "session_id": "bench", "cwd": ws}
             env = dict(os.environ, GAVEL_CHECKPOINT_EVERY="0")
-            hook = subprocess.run([gavel, "hook", "claude-code", *common], input=json.dumps(event), cwd=ws,
-                                  capture_output=True, text=True, env=env)
-            if '"allow"' not in hook.stdout:
-                sys.exit(f"not allowed: {hook.stdout} {hook.stderr}")
-            # What the client runs: the command the hook rewrote.
-            line = json.loads(hook.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
+
+            def decide(call_id):
+                """The hook's rewritten line for a fresh call (not timed)."""
+                event = {"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                         "tool_input": {"command": command}, "tool_use_id": call_id,
+                         "session_id": "bench", "cwd": ws}
+                hook = subprocess.run([gavel, "hook", "claude-code", *common], input=json.dumps(event),
+                                      cwd=ws, capture_output=True, text=True, env=env)
+                if '"allow"' not in hook.stdout:
+                    sys.exit(f"not allowed: {hook.stdout} {hook.stderr}")
+                return json.loads(hook.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
+
             plain, wrapped = [], []
             for round_ in range(runs):
+                # Each round runs a call of its own, as a client does: the
+                # hook's ticket is taken by the launcher's first run.
+                line = decide(f"bench{n}-{round_}")
                 pair = [("plain", ["bash", "-c", command]),
                         ("wrapped", ["bash", "-c", line])]
                 if round_ % 2:

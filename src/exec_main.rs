@@ -70,21 +70,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let store = match gavel::store::Store::open_read_only(&line.db) {
-        Ok(store) => store,
-        Err(err) => {
-            eprintln!("gavel exec: {err}");
-            return ExitCode::from(2);
-        }
-    };
     let ran = gavel::sandbox::exec::exec_recorded(
-        store,
+        &line.db,
         &line.call_id,
         line.command.as_deref(),
         line.verbose,
     );
     match ran {
         Ok(status) => std::process::exit(status),
+        Err(gavel::sandbox::exec::ExecError::Store(err)) => {
+            eprintln!("gavel exec: {err}");
+            ExitCode::from(2)
+        }
         Err(err) => {
             eprintln!("gavel exec: refused: {err}");
             ExitCode::from(if err.unenforceable() {

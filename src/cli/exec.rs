@@ -16,12 +16,11 @@ pub struct ExecArgs {
 }
 pub fn run(global: &Global, args: ExecArgs) -> anyhow::Result<Exit> {
     let given = args.command.first().map(String::as_str);
-    // The record is read, not checked: a warning about its tail is
-    // `verify`'s to give, and would be printed into the agent's command
-    // output; what runs is bound to the call's own rows.
-    let store = gavel::store::Store::open_read_only(&global.db_path()?)?;
-    let ran = exec(store, &args.call_id, given, args.verbose);
-    let err = ran.map(std::process::exit).unwrap_err();
+    let ran = exec(&global.db_path()?, &args.call_id, given, args.verbose);
+    let err = match ran.map(std::process::exit).unwrap_err() {
+        gavel::sandbox::exec::ExecError::Store(err) => return Err(err.into()),
+        err => err,
+    };
     eprintln!("gavel exec: refused: {err}");
     Ok([Exit::Refused, Exit::Unenforceable][usize::from(err.unenforceable())])
 }

@@ -272,7 +272,7 @@ impl Handling<'_> {
         let reply = match decision.action {
             Action::Allow => Reply::Allow {
                 reason,
-                rewrite: self.contain(&decision, call, &call_id, service.store().path())?,
+                rewrite: self.contain(&decision, call, &call_id, service.store())?,
             },
             Action::Deny => Reply::Deny { reason },
             Action::Ask if wait.is_some() => {
@@ -300,8 +300,9 @@ impl Handling<'_> {
         decision: &Decision,
         call: &ToolCall,
         call_id: &str,
-        db: &Path,
+        store: &crate::store::Store,
     ) -> Result<Option<Value>, SessionError> {
+        let db = store.path();
         let command = self
             .client
             .command_field(call)
@@ -332,6 +333,13 @@ impl Handling<'_> {
                 db.display()
             )));
         };
+        // The launcher's ticket: the recorded call authorized as the
+        // launcher would, so that it need not open the record. Without
+        // one (it could not be written) the launcher reads the record.
+        let events = store.call_events(call_id)?;
+        if let Ok(authorized) = crate::sandbox::bind::authorize(call_id, &events, Some(command)) {
+            let _ = crate::sandbox::ticket::write(Path::new(db), call_id, &authorized);
+        }
         let line = ExecLine {
             gavel: gavel.to_owned(),
             db: db.to_owned(),

@@ -1,17 +1,18 @@
 //! `gavel exec` as a library call: a recorded call's events in, the
 //! contained command run, its exit status out; or why it did not run.
 
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::Spec;
 use super::bind::{Authorized, authorize};
 use super::kernel::{Enforcement, Support};
-use super::launch::{LaunchError, Resolved, contain, home};
+use super::launch::{ChildSetup, LaunchError, Resolved, contain, home, prepare};
 use super::observe::{Observed, Observer};
-use crate::store::StoredEvent;
 
 /// Why a call did not run.
 #[derive(Debug, thiserror::Error)]
@@ -56,27 +57,39 @@ impl Prepared {
     }
 }
 
-/// [`exec`] on the call as `store` records it; the store is closed before
-/// the command starts. An unknown call is refused.
+/// [`exec`] on call `call_id` of the database `db`: authorized by its
+/// ticket when the hook left one for the command `given`
+/// ([`super::ticket`]), else by the call's events as the record holds
+/// them (the database is closed before the command starts). An unknown
+/// call is refused.
 pub fn exec_recorded(
-    store: crate::store::Store,
+    db: &Path,
     call_id: &str,
     given: Option<&str>,
     verbose: bool,
 ) -> Result<i32, ExecError> {
-    let events = match store.call_events(call_id) {
-        Err(crate::store::StoreError::UnknownCall { .. }) => Vec::new(),
-        other => other?,
+    let ticket = given.and_then(|command| super::ticket::take(db, call_id, command));
+    let authorized = match ticket {
+        Some(authorized) => authorized?,
+        None => {
+            // The record is read, not checked: a warning about its tail is
+            // `verify`'s to give, and would be printed into the agent's
+            // command output; what runs is bound to the call's own rows.
+            let store = crate::store::Store::open_read_only(db)?;
+            let events = match store.call_events(call_id) {
+                Err(crate::store::StoreError::UnknownCall { .. }) => Vec::new(),
+                other => other?,
+            };
+            authorize(call_id, &events, given)?
+        }
     };
-    let db = store.path().to_path_buf();
-    drop(store);
     // `gavel exec --verbose`: one line on stderr before the command runs.
     let before = |p: &Prepared| {
         if verbose {
             eprintln!("{}", p.describe(call_id));
         }
     };
-    let ran = exec(call_id, &events, given, &db, before)?;
+    let ran = exec(call_id, authorized, db, before)?;
     // What the sandbox refused, chained to the call; a record that cannot
     // be written is said, and the command's status stands.
     if !ran.observed.attempts.is_empty() {
@@ -90,7 +103,7 @@ pub fn exec_recorded(
             Some("bash"),
             crate::audit::EventBody::Refused(refused),
         );
-        let written = crate::store::Store::open(&db, crate::store::Durability::default())
+        let written = crate::store::Store::open(db, crate::store::Durability::default())
             .and_then(|mut store| store.append(&[event]));
         if let Err(err) = written {
             eprintln!("gavel exec: warning: the refused attempts were not recorded: {err}");
@@ -115,24 +128,21 @@ impl ExecError {
     }
 }
 
-/// Runs call `call_id` of the database `db` (its `events`), the command
-/// `given` or the recorded one, contained; `before` sees what is about to
-/// run. Returns the command's exit status (128 + a signal's number) and
-/// what the sandbox refused.
+/// Runs call `call_id` of the database `db`, `authorized` so, contained;
+/// `before` sees what is about to run. Returns the command's exit status
+/// (128 + a signal's number) and what the sandbox refused.
 pub fn exec(
     call_id: &str,
-    events: &[StoredEvent],
-    given: Option<&str>,
+    authorized: Authorized,
     db: &Path,
     before: impl FnOnce(&Prepared),
 ) -> Result<Ran, ExecError> {
-    let authorized = authorize(call_id, events, given)?;
     let workspace = PathBuf::from(&authorized.workspace);
     let cwd = decided_in(&workspace, authorized.cwd.as_deref());
     let mut contained = contained_command(
+        Support::probe_for_launch(),
         &authorized.command,
-        &authorized.profile,
-        &authorized.spec,
+        (&authorized.profile, &authorized.spec),
         &workspace,
         &cwd,
         Some(db),
@@ -142,7 +152,7 @@ pub fn exec(
         authorized: authorized.clone(),
         enforcement: contained.enforcement.clone(),
     });
-    let status = run_child(&mut contained.command)?;
+    let status = contained.run()?;
     Ok(Ran {
         status,
         profile: authorized.profile,
@@ -162,13 +172,96 @@ fn decided_in(workspace: &Path, cwd: Option<&str>) -> PathBuf {
 /// may write (removed when this is dropped).
 #[derive(Debug)]
 pub struct ContainedCommand {
-    pub command: Command,
+    /// The file executed, and its arguments (`argv[0]` first).
+    program: PathBuf,
+    argv: Vec<OsString>,
+    /// Set in its environment, over this process's.
+    env: Vec<(OsString, OsString)>,
+    cwd: PathBuf,
+    setup: Option<ChildSetup>,
     pub enforcement: Enforcement,
     tmp: Option<PathBuf>,
     observer: Option<Observer>,
 }
 
 impl ContainedCommand {
+    /// The command for [`std::process::Command`] to spawn as it is, or
+    /// with its input and output set first (once: the sandbox goes with
+    /// it).
+    pub fn take_command(&mut self) -> Command {
+        let mut command = Command::new(&self.program);
+        if let Some((argv0, args)) = self.argv.split_first() {
+            command.arg0(argv0).args(args);
+        }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        match self.setup.take() {
+            Some(setup) => contain(&mut command, setup, &self.cwd),
+            None => {
+                // Taken before: nothing runs uncontained.
+                command.current_dir("/nonexistent/gavel: the sandbox was taken");
+            }
+        }
+        command
+    }
+
+    /// Runs the command with this process's input and output, and waits
+    /// for its exit status (128 + a signal's number). Started as
+    /// `posix_spawn` starts a program (`ChildSetup::spawn`): nothing of
+    /// this process's memory is copied.
+    pub fn run(&mut self) -> Result<i32, ExecError> {
+        let unenforceable = |err: std::io::Error| {
+            ExecError::Unenforceable(match super::kernel::namespaces_refused() {
+                Some(why) => format!("the sandbox could not be set up: {why}"),
+                None => format!("the sandbox could not be set up: {err}"),
+            })
+        };
+        let setup = self
+            .setup
+            .take()
+            .ok_or_else(|| ExecError::Unenforceable("the sandbox was taken".into()))?;
+        let c = |bytes: &[u8]| std::ffi::CString::new(bytes).map_err(|_| launch_nul());
+        let program = c(self.program.as_os_str().as_bytes())?;
+        let argv = self
+            .argv
+            .iter()
+            .map(|a| c(a.as_bytes()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| !self.env.iter().any(|(set, _)| set == k))
+            .collect();
+        env.extend(self.env.iter().cloned());
+        let envp = env
+            .iter()
+            .map(|(k, v)| c(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let pid = setup.spawn(&program, &argv, &envp).map_err(unenforceable)?;
+        // Like system(3): the terminal's interrupt is for the command,
+        // which started with the dispositions this process was given.
+        // SAFETY: ignoring a signal installs no handler.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+        }
+        let mut status = 0;
+        loop {
+            // SAFETY: status is valid storage for waitpid.
+            if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
+                break;
+            }
+            let err = std::io::Error::last_os_error();
+            if err.kind() != std::io::ErrorKind::Interrupted {
+                return Err(ExecError::Unenforceable(format!(
+                    "waiting for the command: {err}"
+                )));
+            }
+        }
+        Ok(if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            128 + libc::WTERMSIG(status)
+        })
+    }
+
     /// Once the command is over: the attempts the sandbox refused.
     pub fn observed(&mut self) -> Observed {
         self.observer
@@ -176,6 +269,10 @@ impl ContainedCommand {
             .map(Observer::finish)
             .unwrap_or_default()
     }
+}
+
+fn launch_nul() -> ExecError {
+    ExecError::Unenforceable(LaunchError::Nul.to_string())
 }
 
 impl Drop for ContainedCommand {
@@ -186,23 +283,25 @@ impl Drop for ContainedCommand {
     }
 }
 
-/// `bash -c COMMAND` in `cwd`, contained by `spec` (the profile `profile`)
-/// whose relative paths are `workspace`'s: spawn it as it is, or set its
-/// input and output first. The database `db` (and its keys) is never
-/// writable, nor is anything of [`super::NEVER_WRITABLE`]. A command that
-/// writes gets a private temporary folder (`TMPDIR`, owner-only, in the
-/// system's temporary folder). Errs, and nothing runs, when this kernel
-/// cannot enforce the spec.
+/// `COMMAND` in `cwd` (its program itself, or `bash -c COMMAND`),
+/// contained by `spec` (the profile `profile`) whose relative paths are
+/// `workspace`'s, on a kernel with `support`: run it
+/// ([`ContainedCommand::run`]) or take it to spawn
+/// ([`ContainedCommand::take_command`]). The database `db` (its tickets
+/// and keys) is never writable, nor is anything of
+/// [`super::NEVER_WRITABLE`]. A command that writes gets a private
+/// temporary folder (`TMPDIR`, owner-only, in the system's temporary
+/// folder). Errs, and nothing runs, when this kernel cannot enforce the
+/// spec.
 pub fn contained_command(
+    support: Support,
     command: &str,
-    profile: &str,
-    spec: &Spec,
+    (profile, spec): (&str, &Spec),
     workspace: &Path,
     cwd: &Path,
     db: Option<&Path>,
     call_id: &str,
 ) -> Result<ContainedCommand, ExecError> {
-    let support = Support::probe_without_namespaces();
     let enforcement = support.enforcement();
     if let Enforcement::Unavailable { missing } = &enforcement {
         return Err(ExecError::Unenforceable(format!(
@@ -210,8 +309,13 @@ pub fn contained_command(
             missing.join("; ")
         )));
     }
+    let (program, argv, mut env) = program_of(command, cwd);
     let mut contained = ContainedCommand {
-        command: Command::new(bash()),
+        program,
+        argv,
+        env: Vec::new(),
+        cwd: cwd.to_path_buf(),
+        setup: None,
         enforcement,
         tmp: None,
         observer: None,
@@ -233,8 +337,15 @@ pub fn contained_command(
     }
     let fail = |e: LaunchError| ExecError::Unenforceable(e.to_string());
     let home = home().map_err(fail)?;
-    // The log, its keys beside it (an older gavel's) and the user's keys
-    // folder, whatever a profile's write set holds.
+    // The tickets' folder is made where it is missing, so that it can be
+    // held read-only: a command must not leave a ticket there.
+    if let Some(db) = db {
+        let _ = std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(super::ticket::folder(db));
+    }
+    // The log, its tickets, its keys beside it (an older gavel's) and the
+    // user's keys folder, whatever a profile's write set holds.
     let protected: Vec<PathBuf> = db
         .into_iter()
         .flat_map(|db| {
@@ -242,6 +353,7 @@ pub fn contained_command(
                 db.to_path_buf(),
                 crate::store::redact_key_path(db),
                 crate::store::checkpoint_key_beside(db),
+                super::ticket::folder(db),
             ]
         })
         .chain(crate::store::user_keys_dir())
@@ -249,10 +361,10 @@ pub fn contained_command(
         .collect();
     let extra_write: Vec<PathBuf> = contained.tmp.iter().cloned().collect();
     let resolved = Resolved::new(spec, workspace, &home, &extra_write, &protected).map_err(fail)?;
-    contained.command.arg("-c").arg(command);
     if let Some(tmp) = &contained.tmp {
-        contained.command.env("TMPDIR", tmp);
+        env.push(("TMPDIR".into(), tmp.into()));
     }
+    contained.env = env;
     let closed: Vec<PathBuf> = resolved
         .protected
         .iter()
@@ -262,15 +374,48 @@ pub fn contained_command(
     let (observer, end) = Observer::start(&resolved.write, &resolved.exec, &closed)
         .map_err(|e| ExecError::Unenforceable(format!("cannot start the observer: {e}")))?;
     contained.observer = Some(observer);
-    contain(
-        &mut contained.command,
-        &resolved,
-        cwd,
-        support.landlock_abi,
-        Some(end),
-    )
-    .map_err(fail)?;
+    contained.setup = Some(prepare(&resolved, cwd, support.landlock_abi, Some(end)).map_err(fail)?);
     Ok(contained)
+}
+
+/// What runs `command` in `cwd`: the file executed, its arguments
+/// (`argv[0]` first) and what is set in its environment. Its program
+/// itself when it needs no shell ([`super::direct`]), else `bash -c
+/// COMMAND`.
+type Program = (PathBuf, Vec<OsString>, Vec<(OsString, OsString)>);
+
+fn program_of(command: &str, cwd: &Path) -> Program {
+    let path = std::env::var_os("PATH");
+    match super::direct::direct(command, path.as_deref(), cwd) {
+        // As bash would: argv[0] as written, `_` the file it found, and
+        // `PWD` the folder it runs in unless it already names it.
+        Some((program, words)) => {
+            let mut env = vec![("_".into(), program.clone().into())];
+            if !names_folder(std::env::var_os("PWD"), cwd) {
+                env.push(("PWD".into(), cwd.into()));
+            }
+            let argv = words.into_iter().map(OsString::from).collect();
+            (program, argv, env)
+        }
+        None => {
+            let argv = ["bash", "-c", command].map(OsString::from).to_vec();
+            (bash().to_path_buf(), argv, Vec::new())
+        }
+    }
+}
+
+/// Whether `pwd` (a `$PWD`) names the folder `cwd`, as bash checks it
+/// before keeping it: the same path, or the same file.
+fn names_folder(pwd: Option<OsString>, cwd: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some(pwd) = pwd.map(PathBuf::from).filter(|p| p.is_absolute()) else {
+        return false;
+    };
+    pwd == cwd
+        || match (std::fs::metadata(&pwd), std::fs::metadata(cwd)) {
+            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+            _ => false,
+        }
 }
 
 /// `bash` found on `PATH` here, once: the contained child then executes
@@ -319,23 +464,4 @@ fn private_tmp(call_id: &str) -> Result<PathBuf, ExecError> {
             source,
         })?;
     Ok(dir)
-}
-
-/// Runs the contained command, passing stdin, stdout and stderr through.
-fn run_child(command: &mut Command) -> Result<i32, ExecError> {
-    // Like system(3): the terminal's interrupt is for the command.
-    // SAFETY: ignoring a signal installs no handler.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
-    }
-    let mut child = command.spawn().map_err(|err| {
-        ExecError::Unenforceable(format!("the sandbox could not be set up: {err}"))
-    })?;
-    let status = child
-        .wait()
-        .map_err(|e| ExecError::Unenforceable(format!("waiting for the command: {e}")))?;
-    Ok(status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }

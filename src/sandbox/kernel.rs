@@ -69,6 +69,18 @@ impl Support {
         }
     }
 
+    /// As [`Support::probe_without_namespaces`], for a launcher whose child
+    /// creates the namespaces itself and refuses (nothing runs) when it
+    /// cannot: the system's settings are not read until then
+    /// ([`namespaces_refused`]).
+    pub fn probe_for_launch() -> Self {
+        Self {
+            landlock_abi: landlock_abi(),
+            seccomp: seccomp_available(),
+            user_namespaces: true,
+        }
+    }
+
     /// What this support enforces of a sandbox.
     pub fn enforcement(&self) -> Enforcement {
         let mut fatal = Vec::new();
@@ -117,6 +129,16 @@ pub fn enforcement_here() -> &'static Enforcement {
 /// none of `user.max_user_namespaces = 0`, Debian's
 /// `kernel.unprivileged_userns_clone = 0` or Ubuntu's
 /// `kernel.apparmor_restrict_unprivileged_userns = 1`.
+/// When a child could not be contained: the system setting that forbids
+/// unprivileged user namespaces, if one does.
+pub fn namespaces_refused() -> Option<String> {
+    (!user_namespaces_permitted()).then(|| {
+        "unprivileged user namespaces are turned off (user.max_user_namespaces, \
+         kernel.unprivileged_userns_clone or kernel.apparmor_restrict_unprivileged_userns)"
+            .to_owned()
+    })
+}
+
 fn user_namespaces_permitted() -> bool {
     let read = |path: &str| {
         std::fs::read_to_string(path)

@@ -245,30 +245,35 @@ pub fn ruleset(resolved: &Resolved, kernel_abi: i64) -> Result<RulesetCreated, L
         ruleset = ruleset.scope(Scope::from_all(abi)).map_err(|e| err(&e))?;
     }
     let mut created = ruleset.create().map_err(|e| err(&e))?;
-    let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> = Vec::new();
-    rules.extend(resolved.read.iter().map(|p| (p.clone(), read)));
-    rules.extend(resolved.exec.iter().map(|p| (p.clone(), exec)));
-    rules.extend(resolved.write.iter().map(|p| (p.clone(), write)));
+    // One rule per path, with every right a list gives it (`/usr` is read
+    // and executed from): each rule is a path opened and a system call.
+    let mut rules: std::collections::BTreeMap<&Path, landlock::BitFlags<AccessFs>> =
+        std::collections::BTreeMap::new();
+    let lists = [
+        (&resolved.read, read),
+        (&resolved.exec, exec),
+        (&resolved.write, write),
+    ];
+    for (paths, access) in lists {
+        for path in paths.iter() {
+            *rules.entry(path).or_default() |= access;
+        }
+    }
     for device in DEVICES_RW {
-        rules.push((
-            PathBuf::from(device),
-            AccessFs::ReadFile | AccessFs::WriteFile,
-        ));
+        *rules.entry(Path::new(device)).or_default() |= AccessFs::ReadFile | AccessFs::WriteFile;
     }
     for device in DEVICES_READ {
-        rules.push((PathBuf::from(device), AccessFs::ReadFile.into()));
+        *rules.entry(Path::new(device)).or_default() |= AccessFs::ReadFile;
     }
     for (path, access) in rules {
-        let Ok(meta) = std::fs::metadata(&path) else {
+        // Opened once; a missing path is left out.
+        let Ok(fd) = PathFd::new(path) else {
             continue;
         };
-        let access = if meta.is_dir() {
+        let access = if is_dir(&fd) {
             access
         } else {
             access & AccessFs::from_file(abi)
-        };
-        let Ok(fd) = PathFd::new(&path) else {
-            continue;
         };
         created = created
             .add_rule(PathBeneath::new(fd, access))
@@ -277,9 +282,19 @@ pub fn ruleset(resolved: &Resolved, kernel_abi: i64) -> Result<RulesetCreated, L
     Ok(created)
 }
 
+/// Whether the open `fd` is a folder (`fstat`, not another walk of its path).
+fn is_dir(fd: &PathFd) -> bool {
+    use std::os::fd::{AsFd, AsRawFd};
+    // SAFETY: an all-zero stat is valid storage for fstat to fill.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open for the call.
+    let done = unsafe { libc::fstat(fd.as_fd().as_raw_fd(), &mut stat) } == 0;
+    done && stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+}
+
 /// What the child does before `execve`, prepared so that it allocates
 /// nothing it need not.
-struct ChildSetup {
+pub struct ChildSetup {
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     /// Bind mounts in order (shallow first): path, and whether it ends
@@ -289,9 +304,22 @@ struct ChildSetup {
     hidden: Vec<CString>,
     cwd: CString,
     ruleset: Option<RulesetCreated>,
+    /// The sandbox's filter, with the observer's calls in it when
+    /// `listener` is set.
     filter: Filter,
-    /// The observer's filter, and where its listener goes.
-    observer: Option<(Filter, ChildEnd)>,
+    /// Where the filter's listener goes: the observer.
+    listener: Option<ChildEnd>,
+}
+
+impl std::fmt::Debug for ChildSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildSetup")
+            .field("binds", &self.binds)
+            .field("hidden", &self.hidden)
+            .field("cwd", &self.cwd)
+            .field("filter", &self.filter.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
@@ -413,11 +441,137 @@ impl ChildSetup {
                 return Err(std::io::Error::other("landlock not fully enforced"));
             }
         }
-        self.filter.install()?;
-        if let Some((filter, end)) = &self.observer {
-            end.send(filter.install_listener()?)?;
+        match &self.listener {
+            Some(end) => end.send(self.filter.install_listener()?)?,
+            None => self.filter.install()?,
         }
         Ok(())
+    }
+
+    /// Starts `argv` (`argv[0]` the name it is given, `program` the file)
+    /// with the environment `envp`, contained by this setup, as
+    /// `posix_spawn` starts a program: in a child that shares this
+    /// process's memory until it executes, this thread waiting meanwhile,
+    /// so nothing of the address space is copied. Signals the process
+    /// catches are the default in the child, as `SIGPIPE` is. Returns the
+    /// child's pid once it runs `program`, or why it could not (the child
+    /// reaped). Call it where no other thread forks.
+    pub fn spawn(
+        mut self,
+        program: &std::ffi::CStr,
+        argv: &[CString],
+        envp: &[CString],
+    ) -> std::io::Result<libc::pid_t> {
+        const STACK: usize = 256 * 1024;
+        let argv: Vec<*const libc::c_char> = argv
+            .iter()
+            .map(|a| a.as_ptr())
+            .chain([std::ptr::null()])
+            .collect();
+        let envp: Vec<*const libc::c_char> = envp
+            .iter()
+            .map(|e| e.as_ptr())
+            .chain([std::ptr::null()])
+            .collect();
+        // SAFETY: an all-zero sigset is valid storage for what follows.
+        let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
+        let mut start = Start {
+            setup: &mut self,
+            program: program.as_ptr(),
+            argv: argv.as_ptr(),
+            envp: envp.as_ptr(),
+            mask,
+            errno: std::sync::atomic::AtomicI32::new(0),
+        };
+        // SAFETY: the stack is mapped for the child alone and unmapped once
+        // it has executed or exited (CLONE_VFORK: clone returns then); every
+        // signal is blocked across the clone so that no handler of this
+        // process runs in the child before it resets them; `start` and what
+        // it points at outlive the child's use of them.
+        unsafe {
+            let stack = libc::mmap(
+                std::ptr::null_mut(),
+                STACK,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if stack == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
+            start.mask = mask;
+            let pid = libc::clone(
+                start_child,
+                stack.cast::<u8>().add(STACK).cast(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (&mut start as *mut Start).cast(),
+            );
+            let cloned = std::io::Error::last_os_error();
+            libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
+            libc::munmap(stack, STACK);
+            if pid < 0 {
+                return Err(cloned);
+            }
+            let errno = start.errno.load(std::sync::atomic::Ordering::SeqCst);
+            if errno != 0 {
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+                return Err(std::io::Error::from_raw_os_error(errno));
+            }
+            Ok(pid)
+        }
+    }
+}
+
+/// What [`ChildSetup::spawn`]'s child is handed.
+struct Start<'a> {
+    setup: &'a mut ChildSetup,
+    program: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    /// The signal mask to run the program with.
+    mask: libc::sigset_t,
+    /// Why the child did not execute (0: it did).
+    errno: std::sync::atomic::AtomicI32,
+}
+
+/// The child of [`ChildSetup::spawn`]: signals back to their defaults,
+/// the sandbox set up, the program executed; on failure, the reason left
+/// in `errno` for the parent.
+extern "C" fn start_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's `Start`, alive until this child has
+    // executed or exited; only system calls on prepared data follow.
+    unsafe {
+        let start = &mut *arg.cast::<Start>();
+        for signal in 1..libc::SIGRTMAX() {
+            if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+                continue;
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut action) == 0
+                && (action.sa_sigaction != libc::SIG_IGN || signal == libc::SIGPIPE)
+                && action.sa_sigaction != libc::SIG_DFL
+            {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &start.mask, std::ptr::null_mut());
+        let errno = match start.setup.run() {
+            Ok(()) => {
+                libc::execve(start.program, start.argv, start.envp);
+                std::io::Error::last_os_error().raw_os_error()
+            }
+            Err(err) => err.raw_os_error(),
+        };
+        start.errno.store(
+            errno.filter(|e| *e != 0).unwrap_or(libc::EPERM),
+            std::sync::atomic::Ordering::SeqCst,
+        );
+        libc::_exit(127)
     }
 }
 
@@ -425,16 +579,16 @@ fn cstring(path: &Path) -> Result<CString, LaunchError> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| LaunchError::Nul)
 }
 
-/// Makes `command` run contained by `resolved` in `cwd`: everything is
-/// prepared here; the child applies it just before `execve`. `kernel_abi`
-/// is the Landlock ABI [`super::kernel::landlock_abi`] found.
-pub fn contain(
-    command: &mut Command,
+/// Prepares what a child applies just before `execve` to run contained by
+/// `resolved` in `cwd`: everything that opens, allocates or compiles is
+/// done here. `kernel_abi` is the Landlock ABI [`super::kernel::landlock_abi`]
+/// found; `observer`, where the observer's listener goes.
+pub fn prepare(
     resolved: &Resolved,
     cwd: &Path,
     kernel_abi: i64,
     observer: Option<ChildEnd>,
-) -> Result<(), LaunchError> {
+) -> Result<ChildSetup, LaunchError> {
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut binds: Vec<(&PathBuf, bool)> = resolved
@@ -450,7 +604,7 @@ pub fn contain(
         .into_iter()
         .map(|(p, w)| Ok((cstring(p)?, w)))
         .collect::<Result<Vec<_>, LaunchError>>()?;
-    let mut setup = ChildSetup {
+    Ok(ChildSetup {
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
         gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         binds,
@@ -466,8 +620,13 @@ pub fn contain(
         } else {
             Filter::sandbox(resolved.network)
         },
-        observer: observer.map(|end| (Filter::observer(resolved.network), end)),
-    };
+        listener: observer,
+    })
+}
+
+/// Makes `command` run contained by `setup` in `cwd`: the child applies it
+/// just before `execve`.
+pub fn contain(command: &mut Command, mut setup: ChildSetup, cwd: &Path) {
     command.current_dir(cwd);
     // SAFETY: the closure runs in the forked child; it makes system calls
     // on data prepared above and allocates nothing on its way to `execve`
@@ -477,7 +636,6 @@ pub fn contain(
     unsafe {
         command.pre_exec(move || setup.run());
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -13,12 +13,14 @@
 
 mod admit;
 pub mod bind;
+pub mod direct;
 pub mod exec;
 pub mod kernel;
 pub mod launch;
 pub mod line;
 pub mod observe;
 pub mod seccomp;
+pub mod ticket;
 
 use serde::{Deserialize, Serialize};
 

@@ -21,6 +21,7 @@ const JEQ_K: u16 = 0x15;
 const JGE_K: u16 = 0x35;
 const JSET_K: u16 = 0x45;
 const RET_K: u16 = 0x06;
+const JA: u16 = 0x05;
 
 const OFFSET_NR: u32 = 0;
 const OFFSET_ARCH: u32 = 4;
@@ -127,6 +128,62 @@ impl Program {
         self.push(RET_K, 0, 0, ret);
     }
 
+    /// Each of `nrs` returns `ret`: one comparison each, jumping to one
+    /// shared return (the kernel compiles, and runs, fewer instructions).
+    fn answer_all(&mut self, nrs: &[libc::c_long], ret: u32) {
+        let n = nrs.len();
+        for (i, &nr) in nrs.iter().enumerate() {
+            let to_return = u8::try_from(n - i).expect("a short list");
+            self.push(JEQ_K, to_return, 0, nr as u32);
+        }
+        self.push(JA, 0, 0, 1);
+        self.push(RET_K, 0, 0, ret);
+    }
+
+    /// What Landlock cannot express, refused; without `network` and
+    /// unless `observed` (the observer refuses it, and records it),
+    /// `socket` too.
+    fn refuse(&mut self, network: bool, observed: bool) {
+        self.answer_all(DENIED, ret_errno(libc::EPERM));
+        // clone3 passes its flags in memory a filter cannot read: callers
+        // (glibc) fall back to clone, whose flags it can.
+        self.answer(libc::SYS_clone3, ret_errno(libc::ENOSYS));
+        self.push(JEQ_K, 0, 4, libc::SYS_clone as u32);
+        self.push(LD_W_ABS, 0, 0, offset_arg(0));
+        self.push(JSET_K, 0, 1, NAMESPACE_FLAGS);
+        self.push(RET_K, 0, 0, ret_errno(libc::EPERM));
+        self.push(RET_K, 0, 0, RET_ALLOW);
+        // Typing into the terminal the agent's shell reads.
+        self.push(JEQ_K, 0, 5, libc::SYS_ioctl as u32);
+        self.push(LD_W_ABS, 0, 0, offset_arg(1));
+        self.push(JEQ_K, 1, 0, libc::TIOCSTI as u32);
+        self.push(JEQ_K, 0, 1, libc::TIOCLINUX as u32);
+        self.push(RET_K, 0, 0, ret_errno(libc::EPERM));
+        self.push(RET_K, 0, 0, RET_ALLOW);
+        if !network && !observed {
+            self.answer(libc::SYS_socket, ret_errno(libc::EACCES));
+        }
+    }
+
+    /// What the observer is told of: [`OBSERVED`], `openat` and `open`
+    /// with a flag that writes, and without `network`, `socket`.
+    fn observe(&mut self, network: bool) {
+        let mut opens = vec![(libc::SYS_openat, 2)];
+        #[cfg(target_arch = "x86_64")]
+        opens.push((libc::SYS_open, 1));
+        for (nr, flags) in opens {
+            self.push(JEQ_K, 0, 4, nr as u32);
+            self.push(LD_W_ABS, 0, 0, offset_arg(flags));
+            self.push(JSET_K, 0, 1, WRITE_FLAGS);
+            self.push(RET_K, 0, 0, RET_USER_NOTIF);
+            self.push(RET_K, 0, 0, RET_ALLOW);
+        }
+        self.answer_all(OBSERVED, RET_USER_NOTIF);
+        if !network {
+            self.answer(libc::SYS_socket, RET_USER_NOTIF);
+        }
+    }
+
     fn finish(mut self) -> Filter {
         self.push(RET_K, 0, 0, RET_ALLOW);
         Filter {
@@ -197,60 +254,26 @@ impl Filter {
     /// (`super::observe`). Installed with a listener.
     pub fn observer(network: bool) -> Self {
         let mut p = Program::new();
-        let mut opens = vec![(libc::SYS_openat, 2)];
-        #[cfg(target_arch = "x86_64")]
-        opens.push((libc::SYS_open, 1));
-        for (nr, flags) in opens {
-            p.push(JEQ_K, 0, 4, nr as u32);
-            p.push(LD_W_ABS, 0, 0, offset_arg(flags));
-            p.push(JSET_K, 0, 1, WRITE_FLAGS);
-            p.push(RET_K, 0, 0, RET_USER_NOTIF);
-            p.push(RET_K, 0, 0, RET_ALLOW);
-        }
-        for &nr in OBSERVED {
-            p.answer(nr, RET_USER_NOTIF);
-        }
-        if !network {
-            p.answer(libc::SYS_socket, RET_USER_NOTIF);
-        }
+        p.observe(network);
         p.finish()
     }
 
     /// The sandbox's filter; `network` false refuses every `socket(2)`.
     pub fn sandbox(network: bool) -> Self {
-        Self::sandbox_with(network, false)
-    }
-
-    /// [`Filter::sandbox`] for a child whose observer refuses `socket`
-    /// itself (a refusal by this filter would win over the observer's
-    /// notification, and go unrecorded).
-    pub fn sandbox_observed(network: bool) -> Self {
-        Self::sandbox_with(network, true)
-    }
-
-    fn sandbox_with(network: bool, observed: bool) -> Self {
         let mut p = Program::new();
-        for &nr in DENIED {
-            p.answer(nr, ret_errno(libc::EPERM));
-        }
-        // clone3 passes its flags in memory a filter cannot read: callers
-        // (glibc) fall back to clone, whose flags it can.
-        p.answer(libc::SYS_clone3, ret_errno(libc::ENOSYS));
-        p.push(JEQ_K, 0, 4, libc::SYS_clone as u32);
-        p.push(LD_W_ABS, 0, 0, offset_arg(0));
-        p.push(JSET_K, 0, 1, NAMESPACE_FLAGS);
-        p.push(RET_K, 0, 0, ret_errno(libc::EPERM));
-        p.push(RET_K, 0, 0, RET_ALLOW);
-        // Typing into the terminal the agent's shell reads.
-        p.push(JEQ_K, 0, 5, libc::SYS_ioctl as u32);
-        p.push(LD_W_ABS, 0, 0, offset_arg(1));
-        p.push(JEQ_K, 1, 0, libc::TIOCSTI as u32);
-        p.push(JEQ_K, 0, 1, libc::TIOCLINUX as u32);
-        p.push(RET_K, 0, 0, ret_errno(libc::EPERM));
-        p.push(RET_K, 0, 0, RET_ALLOW);
-        if !network && !observed {
-            p.answer(libc::SYS_socket, ret_errno(libc::EACCES));
-        }
+        p.refuse(network, false);
+        p.finish()
+    }
+
+    /// [`Filter::sandbox`] and [`Filter::observer`] in one program (one
+    /// filter for the kernel to compile and to run on each call), for a
+    /// child whose observer refuses `socket` itself: the sandbox's
+    /// refusals first, then what the observer is told of. Installed with
+    /// a listener.
+    pub fn sandbox_observed(network: bool) -> Self {
+        let mut p = Program::new();
+        p.refuse(network, true);
+        p.observe(network);
         p.finish()
     }
 
@@ -262,14 +285,17 @@ impl Filter {
         p.finish()
     }
 
-    /// Installs the filter (as [`Filter::install`], `no_new_privs`
-    /// already set) with a listener: the descriptor its notifications
-    /// arrive on. Async-signal-safe.
+    /// Installs the filter (as [`Filter::install`]) with a listener: the
+    /// descriptor its notifications arrive on. Async-signal-safe.
     pub fn install_listener(&self) -> std::io::Result<std::os::fd::RawFd> {
         let program = libc::sock_fprog {
             len: self.program.len() as libc::c_ushort,
             filter: self.program.as_ptr() as *mut libc::sock_filter,
         };
+        // SAFETY: as in `install`.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
         // SAFETY: as in `install`.
         let fd = unsafe {
             libc::syscall(
@@ -346,6 +372,7 @@ mod tests {
                     acc = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
                 }
                 RET_K => return i.k,
+                JA => pc += i.k as usize,
                 JEQ_K | JGE_K | JSET_K => {
                     let hit = match i.code {
                         JEQ_K => acc == i.k,
@@ -413,16 +440,45 @@ mod tests {
         assert_eq!(run(&f, libc::SYS_socket as u32, [0; 6]), RET_USER_NOTIF);
         let online = Filter::observer(true);
         assert_eq!(run(&online, libc::SYS_socket as u32, [0; 6]), RET_ALLOW);
-        // The sandbox's own filter leaves `socket` to the observer.
+        // The two in one: the sandbox refuses, the observer is told, and
+        // `socket` is the observer's to refuse (and record).
+        let both = Filter::sandbox_observed(false);
         let inet = [libc::AF_INET as u32, 1, 0, 0, 0, 0];
+        assert_eq!(run(&both, libc::SYS_socket as u32, inet), RET_USER_NOTIF);
         assert_eq!(
-            run(
-                &Filter::sandbox_observed(false),
-                libc::SYS_socket as u32,
-                inet
-            ),
-            RET_ALLOW
+            run(&both, libc::SYS_ptrace as u32, [0; 6]),
+            ret_errno(libc::EPERM)
         );
+        let newuser = [libc::CLONE_NEWUSER as u32, 0, 0, 0, 0, 0];
+        assert_eq!(
+            run(&both, libc::SYS_clone as u32, newuser),
+            ret_errno(libc::EPERM)
+        );
+        assert_eq!(run(&both, libc::SYS_openat as u32, creat), RET_USER_NOTIF);
+        assert_eq!(run(&both, libc::SYS_openat as u32, read), RET_ALLOW);
+        assert_eq!(run(&both, libc::SYS_execve as u32, [0; 6]), RET_USER_NOTIF);
+        assert_eq!(run(&both, libc::SYS_read as u32, [0; 6]), RET_ALLOW);
+        let online = Filter::sandbox_observed(true);
+        assert_eq!(run(&online, libc::SYS_socket as u32, inet), RET_ALLOW);
+        // Every call of both lists, each to its own answer.
+        for &nr in DENIED {
+            assert_eq!(
+                run(&both, nr as u32, [0; 6]),
+                ret_errno(libc::EPERM),
+                "{nr}"
+            );
+        }
+        for &nr in OBSERVED {
+            assert_eq!(run(&both, nr as u32, [0; 6]), RET_USER_NOTIF, "{nr}");
+        }
+        for nr in [
+            libc::SYS_write,
+            libc::SYS_close,
+            libc::SYS_getpid,
+            libc::SYS_exit_group,
+        ] {
+            assert_eq!(run(&both, nr as u32, [0; 6]), RET_ALLOW, "{nr}");
+        }
     }
 
     #[test]

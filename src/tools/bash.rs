@@ -32,9 +32,9 @@ impl ToolHandler for Bash {
     ) -> Result<ToolOutput, ToolError> {
         let sandbox = contained.sandbox;
         let made = crate::sandbox::exec::contained_command(
+            crate::sandbox::kernel::Support::probe_without_namespaces(),
             arg(arguments, "command")?,
-            &sandbox.profile,
-            &sandbox.spec,
+            (&sandbox.profile, &sandbox.spec),
             context.workspace.root(),
             context.workspace.root(),
             context.record.as_deref(),
@@ -42,7 +42,7 @@ impl ToolHandler for Bash {
         )
         .map_err(|e| ToolError::Uncontained(e.to_string()))?;
         let mut made = made;
-        let command = std::mem::replace(&mut made.command, Command::new("bash"));
+        let command = made.take_command();
         // `made` keeps the private temporary folder until the command is done.
         let output = run(command, context);
         *contained.observed.borrow_mut() = made.observed();

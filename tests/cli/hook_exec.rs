@@ -390,3 +390,123 @@ fn the_completion_of_a_rewritten_call_completes_it() {
         run_expecting(&mut sb.gavel(&["verify"]), 0);
     }
 }
+
+/// A workspace whose policy allows `printenv` and `perl` contained: under
+/// `read-only`, or (`beside_db`) a profile that may also write the
+/// database's own folder.
+fn plain_workspace(beside_db: bool) -> Sandbox {
+    let sb = Sandbox::new();
+    let (profile, profiles) = if beside_db {
+        let profiles = format!(
+            "[sandbox.profiles.beside]\n\
+             read = [\".\", \"/usr\", \"/bin\", \"/lib\", \"/lib64\", \"/etc\"]\n\
+             write = [\".\", \"{}\"]\nexec = [\"/usr\", \"/bin\"]\n",
+            sb.root.display()
+        );
+        ("beside", profiles)
+    } else {
+        ("read-only", String::new())
+    };
+    sb.write(
+        "gavel.toml",
+        &format!(
+            "name = \"hook-exec-plain\"\n\
+             [[rules]]\nid = \"contained\"\naction = \"allow\"\ntools = [\"bash\"]\n\
+             commands = [{{ program = [\"printenv\"] }}, {{ program = [\"perl\"] }}, \
+             {{ program = [\"gavel-no-such-program\"] }}]\n\
+             sandbox = \"{profile}\"\nreason = \"contained\"\n{profiles}"
+        ),
+    );
+    sb.write(".git/config", "[core]\n");
+    std::fs::create_dir_all(sb.ws.join(".git/hooks")).unwrap();
+    sb
+}
+
+/// `bash -c LINE` in the workspace, with `SHLVL` and a `PWD` that is not
+/// where it runs (bash sets both for what it starts).
+fn bash_in(sb: &Sandbox, line: &str) -> Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(line)
+        .current_dir(&sb.ws)
+        .env("SHLVL", "5")
+        .env("PWD", &sb.outside)
+        .env_remove("GAVEL_DB")
+        .env_remove("GAVEL_POLICY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Decides `command` through the Claude Code hook as call `id` and runs
+/// the rewritten line as [`bash_in`] runs a line.
+fn decide_and_run(sb: &Sandbox, command: &str, id: &str) -> Output {
+    let (decision, rewrite) = decide(sb, "claude-code", &sb.ws, command, id);
+    assert_eq!(decision, "allow", "{command}");
+    bash_in(sb, &line(&rewrite.expect("rewritten")))
+}
+
+#[test]
+fn a_contained_command_sees_what_it_would_see_run_by_bash() {
+    let sb = plain_workspace(false);
+    // Plain words run without a shell in between, the rest through bash;
+    // either way the command sees what `bash -c COMMAND` would show it.
+    for (n, command) in [
+        "printenv SHLVL",
+        "printenv _",
+        "printenv PWD",
+        "printenv SHLVL && printenv PWD",
+        "gavel-no-such-program --x",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let contained = decide_and_run(&sb, command, &format!("c{n}"));
+        let plain = bash_in(&sb, command);
+        assert_eq!(
+            code(&contained),
+            code(&plain),
+            "{command}: {}",
+            stderr(&contained)
+        );
+        assert_eq!(stdout(&contained), stdout(&plain), "{command}");
+        if code(&plain) == 127 {
+            assert!(
+                stderr(&contained).contains("command not found"),
+                "{}",
+                stderr(&contained)
+            );
+        }
+    }
+}
+
+#[test]
+fn the_launcher_takes_its_ticket_and_a_command_cannot_leave_one() {
+    let sb = plain_workspace(true);
+    let tickets = std::path::PathBuf::from(format!("{}.exec", sb.db.display()));
+    let (decision, rewrite) = decide(&sb, "claude-code", &sb.ws, "printenv SHLVL", "t1");
+    assert_eq!(decision, "allow");
+    let line = line(&rewrite.unwrap());
+    let held: Vec<_> = std::fs::read_dir(&tickets).unwrap().collect();
+    assert_eq!(held.len(), 1, "one ticket for the one call");
+    // Taken by the first run; a second run is authorized by the record.
+    for _ in 0..2 {
+        let output = run_line(&line, &sb.ws);
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        assert_eq!(std::fs::read_dir(&tickets).unwrap().count(), 0);
+    }
+    // Another command under the same call: nothing runs.
+    let other = line.replace("'printenv SHLVL'", "'printenv HOME'");
+    assert_eq!(code(&run_line(&other, &sb.ws)), 125);
+    // The database's folder is writable here, its tickets' folder is not.
+    let script = format!(
+        "perl -e 'open(F, \">{root}/beside.txt\") or die; \
+         open(G, \">{tickets}/forged\") or print \"refused\\n\"'",
+        root = sb.root.display(),
+        tickets = tickets.display()
+    );
+    let output = decide_and_run(&sb, &script, "t2");
+    assert_eq!(stdout(&output), "refused\n", "{}", stderr(&output));
+    assert!(sb.root.join("beside.txt").exists());
+    assert!(!tickets.join("forged").exists());
+}

@@ -1,0 +1,172 @@
+//! A contained allow's ticket: what [`super::bind::authorize`] makes of the
+//! call's recorded events, written by the hook that recorded them, beside
+//! the database, so that the command's launcher need not open SQLite.
+//!
+//! The hook records the call, reads its events back, authorizes them as
+//! `gavel exec` would, and writes the result (with the SHA-256 of the
+//! command) to `<db>.exec/<sha256 of the call id>` (owner-only). The
+//! launcher takes the ticket (reads it, then removes it) and holds the
+//! command it is given to the ticket's digest; with no ticket (run twice,
+//! or `gavel exec` by hand) it reads the record itself. A ticket is no
+//! more to be trusted than the database beside it (same owner, same
+//! folder, the same never-writable set keeps contained commands off both),
+//! and no less.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::Spec;
+use super::bind::{Authorized, Refusal};
+use crate::digest::{hex, sha256};
+
+/// What a ticket holds: an [`Authorized`] call without its command, and
+/// the digest the command must have.
+#[derive(Debug, Serialize, Deserialize)]
+struct Ticket {
+    call_id: String,
+    command_sha256: String,
+    profile: String,
+    spec: Spec,
+    sha256: String,
+    recorded: bool,
+    workspace: String,
+    cwd: Option<String>,
+}
+
+/// The folder of `db`'s tickets (never writable by a contained command).
+pub fn folder(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".exec");
+    PathBuf::from(name)
+}
+
+fn path(db: &Path, call_id: &str) -> PathBuf {
+    folder(db).join(hex(&sha256(call_id.as_bytes())))
+}
+
+/// Writes the ticket of call `call_id` of `db`, authorized as `authorized`.
+pub fn write(db: &Path, call_id: &str, authorized: &Authorized) -> std::io::Result<()> {
+    let ticket = Ticket {
+        call_id: call_id.to_owned(),
+        command_sha256: hex(&sha256(authorized.command.as_bytes())),
+        profile: authorized.profile.clone(),
+        spec: authorized.spec.clone(),
+        sha256: authorized.sha256.clone(),
+        recorded: authorized.recorded,
+        workspace: authorized.workspace.clone(),
+        cwd: authorized.cwd.clone(),
+    };
+    let folder = folder(db);
+    match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let text = serde_json::to_vec(&ticket).map_err(std::io::Error::other)?;
+    // Written whole under a temporary name, then renamed: a launcher never
+    // reads half a ticket.
+    let target = path(db, call_id);
+    let partial = target.with_extension("partial");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&partial)?;
+    file.write_all(&text)?;
+    drop(file);
+    std::fs::rename(&partial, &target)
+}
+
+/// Takes the ticket of call `call_id` of `db` for `command`: `None` when
+/// there is none (the record decides), else the call authorized, or why
+/// not (another command than the one decided, a damaged ticket). A ticket
+/// taken is removed.
+pub fn take(db: &Path, call_id: &str, command: &str) -> Option<Result<Authorized, Refusal>> {
+    let path = path(db, call_id);
+    let text = std::fs::read(&path).ok()?;
+    let _ = std::fs::remove_file(&path);
+    let ticket: Ticket = match serde_json::from_slice(&text) {
+        Ok(ticket) => ticket,
+        Err(e) => {
+            return Some(Err(Refusal::Damaged {
+                call_id: call_id.to_owned(),
+                detail: format!("its ticket `{}`: {e}", path.display()),
+            }));
+        }
+    };
+    if ticket.call_id != call_id {
+        return Some(Err(Refusal::Damaged {
+            call_id: call_id.to_owned(),
+            detail: format!("its ticket `{}` names another call", path.display()),
+        }));
+    }
+    if hex(&sha256(command.as_bytes())) != ticket.command_sha256 {
+        return Some(Err(Refusal::Mismatch {
+            call_id: call_id.to_owned(),
+        }));
+    }
+    Some(Ok(Authorized {
+        command: command.to_owned(),
+        profile: ticket.profile,
+        spec: ticket.spec,
+        sha256: ticket.sha256,
+        recorded: ticket.recorded,
+        workspace: ticket.workspace,
+        cwd: ticket.cwd,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn authorized(command: &str) -> Authorized {
+        let spec = Spec::read_only();
+        Authorized {
+            command: command.into(),
+            profile: "read-only".into(),
+            sha256: spec.digest(),
+            spec,
+            recorded: true,
+            workspace: "/w".into(),
+            cwd: Some("src".into()),
+        }
+    }
+
+    #[test]
+    fn a_ticket_is_taken_once_and_only_for_its_command() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("audit.db");
+        write(&db, "c1", &authorized("cat a.txt")).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&folder(&db)), 0o700);
+        assert_eq!(mode(&path(&db, "c1")), 0o600);
+        assert_eq!(
+            take(&db, "c1", "cat a.txt"),
+            Some(Ok(authorized("cat a.txt")))
+        );
+        // Taken: the record decides from now on.
+        assert_eq!(take(&db, "c1", "cat a.txt"), None);
+        write(&db, "c2", &authorized("cat a.txt")).unwrap();
+        assert!(matches!(
+            take(&db, "c2", "rm -rf /"),
+            Some(Err(Refusal::Mismatch { .. }))
+        ));
+        // A ticket under another call's name, or garbled, runs nothing.
+        write(&db, "c3", &authorized("ls")).unwrap();
+        std::fs::rename(path(&db, "c3"), path(&db, "c4")).unwrap();
+        assert!(matches!(
+            take(&db, "c4", "ls"),
+            Some(Err(Refusal::Damaged { .. }))
+        ));
+        std::fs::write(path(&db, "c5"), b"{").unwrap();
+        assert!(matches!(
+            take(&db, "c5", "ls"),
+            Some(Err(Refusal::Damaged { .. }))
+        ));
+    }
+}
