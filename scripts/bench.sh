@@ -57,6 +57,7 @@ command -v python3 >/dev/null || { echo "bench.sh: python3 is needed for the rep
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 log "building the dist profile (gavel and the harness, as shipped) and the criterion benches"
 cargo build --profile dist --quiet
+scripts/build-exec dist
 cargo build --profile dist --quiet -p gavel-bench --bins
 cargo bench --quiet -p gavel-bench --no-run 2>/dev/null
 B=$TARGET/dist

@@ -62,6 +62,10 @@ fn read(words: &[OsString]) -> Result<Line, String> {
 fn main() -> ExitCode {
     const REFUSED: u8 = 125;
     const UNENFORCEABLE: u8 = 124;
+    // One heap for the observer's thread too: a second arena is a 64 MB
+    // reservation and its first pages faulted in, on every command.
+    // SAFETY: mallopt only sets the allocator's parameter.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
     let words: Vec<OsString> = std::env::args_os().skip(1).collect();
     let line = match read(&words) {
         Ok(line) => line,
