@@ -4,7 +4,8 @@
 //! `PATH` and `execve` it with the words as they are. Where every word is
 //! one bash takes literally (no quoting, expansion, operator, redirection,
 //! assignment or comment can appear in it) and the first names a program
-//! file rather than a builtin or a reserved word, [`direct`] does that
+//! file rather than a builtin or a reserved word (`echo`, `true` and
+//! `false`, whose programs do what the builtins do, aside), [`direct`] does that
 //! look-up itself, and the contained command starts without the shell in
 //! between: one process start less for each such command. Anything else,
 //! and a program it cannot find, runs as `bash -c COMMAND`, so bash's own
@@ -104,19 +105,25 @@ fn literal(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"_-./,:@%+=".contains(&byte)
 }
 
+/// Builtins whose program (the POSIX utility of the same name) does what
+/// the builtin does with words of [`literal`] bytes (no backslash for
+/// `echo` to read), unless a word asks the program for `--help` or
+/// `--version`.
+const SAME_AS_PROGRAM: &[&str] = &["echo", "false", "true"];
+
 /// The words of `command` when bash would run it as one program with
 /// those words as they are: words of [`literal`] bytes separated by spaces
 /// or tabs, the first without `=` (an assignment) and not one of
-/// [`SHELL_WORDS`].
+/// [`SHELL_WORDS`] (but for [`SAME_AS_PROGRAM`] without a `--` word).
 pub fn plain_words(command: &str) -> Option<Vec<&str>> {
     let words: Vec<&str> = command
         .split([' ', '\t'])
         .filter(|w| !w.is_empty())
         .collect();
     let first = words.first()?;
-    let plain = words.iter().all(|w| w.bytes().all(literal))
-        && !first.contains('=')
-        && !SHELL_WORDS.contains(first);
+    let program = !SHELL_WORDS.contains(first)
+        || (SAME_AS_PROGRAM.contains(first) && !words.iter().any(|w| w.starts_with("--")));
+    let plain = words.iter().all(|w| w.bytes().all(literal)) && !first.contains('=') && program;
     plain.then_some(words)
 }
 
@@ -183,6 +190,11 @@ mod tests {
             plain_words("./run.sh --to=a,b:c@d%e+f"),
             Some(vec!["./run.sh", "--to=a,b:c@d%e+f"])
         );
+        assert_eq!(plain_words("true"), Some(vec!["true"]));
+        assert_eq!(
+            plain_words("echo -n hi there"),
+            Some(vec!["echo", "-n", "hi", "there"])
+        );
         for shell in [
             "",
             "   ",
@@ -205,8 +217,11 @@ mod tests {
             "(cat a)",
             "X=1 cat a",
             "! cat a",
-            "true",
-            "echo hi",
+            "true --help",
+            "echo --version",
+            "echo hi --help",
+            "printf hi",
+            "pwd",
             "cd /",
             "time cat a",
             "exec cat a",

@@ -413,7 +413,8 @@ fn plain_workspace(beside_db: bool) -> Sandbox {
             "name = \"hook-exec-plain\"\n\
              [[rules]]\nid = \"contained\"\naction = \"allow\"\ntools = [\"bash\"]\n\
              commands = [{{ program = [\"printenv\"] }}, {{ program = [\"perl\"] }}, \
-             {{ program = [\"gavel-no-such-program\"] }}]\n\
+             {{ program = [\"gavel-no-such-program\"] }}, {{ program = [\"echo\"] }}, \
+             {{ program = [\"true\"] }}, {{ program = [\"false\"] }}]\n\
              sandbox = \"{profile}\"\nreason = \"contained\"\n{profiles}"
         ),
     );
@@ -457,6 +458,10 @@ fn a_contained_command_sees_what_it_would_see_run_by_bash() {
         "printenv PWD",
         "printenv SHLVL && printenv PWD",
         "gavel-no-such-program --x",
+        "echo -n plain words",
+        "echo hi --help",
+        "true",
+        "false",
     ]
     .into_iter()
     .enumerate()
