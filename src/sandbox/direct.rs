@@ -5,8 +5,8 @@
 //! one bash takes literally (no quoting, expansion, operator, redirection,
 //! assignment or comment can appear in it) and the first names a program
 //! file rather than a builtin or a reserved word (`echo`, `true` and
-//! `false`, whose programs do what the builtins do, aside), [`direct`] does that
-//! look-up itself, and the contained command starts without the shell in
+//! `false`, whose programs do what the builtins do, aside), [`direct`]
+//! does that look-up itself, and the contained command starts without the shell in
 //! between: one process start less for each such command. Anything else,
 //! and a program it cannot find, runs as `bash -c COMMAND`, so bash's own
 //! words for a missing program stand.
@@ -15,88 +15,7 @@ use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// Bash's builtins and reserved words (`compgen -b`, `compgen -k`): a
-/// first word among them is bash's to run.
-const SHELL_WORDS: &[&str] = &[
-    ".",
-    ":",
-    "[",
-    "alias",
-    "bg",
-    "bind",
-    "break",
-    "builtin",
-    "caller",
-    "cd",
-    "command",
-    "compgen",
-    "complete",
-    "compopt",
-    "continue",
-    "declare",
-    "dirs",
-    "disown",
-    "echo",
-    "enable",
-    "eval",
-    "exec",
-    "exit",
-    "export",
-    "false",
-    "fc",
-    "fg",
-    "getopts",
-    "hash",
-    "help",
-    "history",
-    "jobs",
-    "kill",
-    "let",
-    "local",
-    "logout",
-    "mapfile",
-    "popd",
-    "printf",
-    "pushd",
-    "pwd",
-    "read",
-    "readarray",
-    "readonly",
-    "return",
-    "set",
-    "shift",
-    "shopt",
-    "source",
-    "suspend",
-    "test",
-    "times",
-    "trap",
-    "true",
-    "type",
-    "typeset",
-    "ulimit",
-    "umask",
-    "unalias",
-    "unset",
-    "wait",
-    "if",
-    "then",
-    "else",
-    "elif",
-    "fi",
-    "case",
-    "esac",
-    "for",
-    "select",
-    "while",
-    "until",
-    "do",
-    "done",
-    "in",
-    "function",
-    "time",
-    "coproc",
-];
+use crate::shell::{BASH_BUILTINS, RESERVED};
 
 /// A byte bash reads literally wherever it stands in a word (outside
 /// braces, which are left out): none starts a quote, an expansion, a
@@ -114,14 +33,15 @@ const SAME_AS_PROGRAM: &[&str] = &["echo", "false", "true"];
 /// The words of `command` when bash would run it as one program with
 /// those words as they are: words of [`literal`] bytes separated by spaces
 /// or tabs, the first without `=` (an assignment) and not one of
-/// [`SHELL_WORDS`] (but for [`SAME_AS_PROGRAM`] without a `--` word).
+/// bash's builtins and reserved words (but for [`SAME_AS_PROGRAM`] without a `--` word).
 pub fn plain_words(command: &str) -> Option<Vec<&str>> {
     let words: Vec<&str> = command
         .split([' ', '\t'])
         .filter(|w| !w.is_empty())
         .collect();
     let first = words.first()?;
-    let program = !SHELL_WORDS.contains(first)
+    let shell_word = BASH_BUILTINS.contains(first) || RESERVED.contains(first);
+    let program = !shell_word
         || (SAME_AS_PROGRAM.contains(first) && !words.iter().any(|w| w.starts_with("--")));
     let plain = words.iter().all(|w| w.bytes().all(literal)) && !first.contains('=') && program;
     plain.then_some(words)

@@ -40,6 +40,7 @@ mod word;
 mod wrappers;
 
 pub use wrappers::XARGS_INPUT;
+pub(crate) use wrappers::{BASH_BUILTINS, RESERVED};
 
 #[cfg(test)]
 mod tests;

@@ -217,7 +217,7 @@ const TASKSET: Spec = Spec {
 };
 
 /// bash 5.2's builtins (`compgen -b`): the names `builtin` can run.
-const BASH_BUILTINS: &[&str] = &[
+pub const BASH_BUILTINS: &[&str] = &[
     ".",
     ":",
     "[",
@@ -285,7 +285,7 @@ const BASH_BUILTINS: &[&str] = &[
 /// a command, or after the keyword `time`), a correct parse never shows it
 /// as a command's name: there, it means the parse and bash disagree
 /// (`time { sudo ls; }`, `time ! sudo ls`, `coproc sudo ls`).
-const RESERVED: &[&str] = &[
+pub const RESERVED: &[&str] = &[
     "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
     "done", "in", "function", "time", "{", "}", "!", "[[", "]]", "coproc",
 ];
