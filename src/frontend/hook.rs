@@ -293,8 +293,9 @@ impl Handling<'_> {
     /// The client's input for an allowed call that runs contained: its
     /// command rewritten to `'<this gavel>' exec --db '<db>' --call-id
     /// '<id>' -- '<command>'`, which runs it in the sandbox its decision
-    /// records (and only the command decided). `None` when the call does
-    /// not run contained, or the client's answer cannot carry the input.
+    /// records (and only the command decided), and the launcher's ticket
+    /// written (`sandbox::ticket`). `None` when the call does not run
+    /// contained, or the client's answer cannot carry the input.
     fn contain(
         &self,
         decision: &Decision,
@@ -333,6 +334,15 @@ impl Handling<'_> {
                 db.display()
             )));
         };
+        let line = ExecLine {
+            gavel: gavel.to_owned(),
+            db: db.to_owned(),
+            call_id: call_id.to_owned(),
+            command: command.to_owned(),
+        };
+        let Some(input) = clients::rewritten_input(self.client, call, &line.render()) else {
+            return Ok(None);
+        };
         // The launcher's ticket: the recorded call authorized as the
         // launcher would, so that it need not open the record. Without
         // one (it could not be written) the launcher reads the record.
@@ -340,13 +350,7 @@ impl Handling<'_> {
         if let Ok(authorized) = crate::sandbox::bind::authorize(call_id, &events, Some(command)) {
             let _ = crate::sandbox::ticket::write(Path::new(db), call_id, &authorized);
         }
-        let line = ExecLine {
-            gavel: gavel.to_owned(),
-            db: db.to_owned(),
-            call_id: call_id.to_owned(),
-            command: command.to_owned(),
-        };
-        Ok(clients::rewritten_input(self.client, call, &line.render()))
+        Ok(Some(input))
     }
 
     /// The client is about to ask its person: recorded, and denied only
