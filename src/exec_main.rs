@@ -11,9 +11,10 @@
 //! gavel-exec exec --db DB --call-id ID [--verbose] -- COMMAND
 //! ```
 //!
-//! and answers as `gavel exec` does: the command's exit status, or 125
-//! (refused) or 124 (unenforceable) with one line on stderr. Anything
-//! else (help, other commands) is `gavel`'s.
+//! and answers as `gavel exec` does: it becomes the command (so its exit
+//! status is the command's), or exits 125 (refused) or 124
+//! (unenforceable) with one line on stderr. Anything else (help, other
+//! commands) is `gavel`'s.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -62,10 +63,6 @@ fn read(words: &[OsString]) -> Result<Line, String> {
 fn main() -> ExitCode {
     const REFUSED: u8 = 125;
     const UNENFORCEABLE: u8 = 124;
-    // One heap for the observer's thread too: a second arena is a 64 MB
-    // reservation and its first pages faulted in, on every command.
-    // SAFETY: mallopt only sets the allocator's parameter.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
     let words: Vec<OsString> = std::env::args_os().skip(1).collect();
     let line = match read(&words) {
         Ok(line) => line,
@@ -74,19 +71,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let ran = gavel::sandbox::exec::exec_recorded(
+    // Returns only when the command did not run.
+    match gavel::sandbox::exec::exec_recorded(
         &line.db,
         &line.call_id,
         line.command.as_deref(),
         line.verbose,
-    );
-    match ran {
-        Ok(status) => std::process::exit(status),
-        Err(gavel::sandbox::exec::ExecError::Store(err)) => {
+    ) {
+        gavel::sandbox::exec::ExecError::Store(err) => {
             eprintln!("gavel exec: {err}");
             ExitCode::from(2)
         }
-        Err(err) => {
+        err => {
             eprintln!("gavel exec: refused: {err}");
             ExitCode::from(if err.unenforceable() {
                 UNENFORCEABLE

@@ -16,8 +16,8 @@ pub struct ExecArgs {
 }
 pub fn run(global: &Global, args: ExecArgs) -> anyhow::Result<Exit> {
     let given = args.command.first().map(String::as_str);
-    let ran = exec(&global.db_path()?, &args.call_id, given, args.verbose);
-    let err = match ran.map(std::process::exit).unwrap_err() {
+    // Returns only when the command did not run.
+    let err = match exec(&global.db_path()?, &args.call_id, given, args.verbose) {
         gavel::sandbox::exec::ExecError::Store(err) => return Err(err.into()),
         err => err,
     };

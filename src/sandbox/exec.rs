@@ -1,7 +1,7 @@
-//! `gavel exec` as a library call: a recorded call's events in, the
-//! contained command run, its exit status out; or why it did not run.
+//! `gavel exec` as a library call: a recorded call's events in, this
+//! process become the contained command; or why it did not run.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
@@ -12,7 +12,7 @@ use super::Spec;
 use super::bind::{Authorized, authorize};
 use super::kernel::{Enforcement, Support};
 use super::launch::{ChildSetup, LaunchError, Resolved, contain, home, prepare};
-use super::observe::{Observed, Observer};
+use super::observe::{Judge, Observed, Observer, Witness, fork};
 
 /// Why a call did not run.
 #[derive(Debug, thiserror::Error)]
@@ -61,27 +61,17 @@ impl Prepared {
 /// ticket when the hook left one for the command `given`
 /// ([`super::ticket`]), else by the call's events as the record holds
 /// them (the database is closed before the command starts). An unknown
-/// call is refused.
-pub fn exec_recorded(
-    db: &Path,
-    call_id: &str,
-    given: Option<&str>,
-    verbose: bool,
-) -> Result<i32, ExecError> {
+/// call is refused. This process becomes the command ([`exec`]): returns
+/// only why it did not run.
+pub fn exec_recorded(db: &Path, call_id: &str, given: Option<&str>, verbose: bool) -> ExecError {
     let ticket = given.and_then(|command| super::ticket::take(db, call_id, command));
     let authorized = match ticket {
-        Some(authorized) => authorized?,
-        None => {
-            // The record is read, not checked: a warning about its tail is
-            // `verify`'s to give, and would be printed into the agent's
-            // command output; what runs is bound to the call's own rows.
-            let store = crate::store::Store::open_read_only(db)?;
-            let events = match store.call_events(call_id) {
-                Err(crate::store::StoreError::UnknownCall { .. }) => Vec::new(),
-                other => other?,
-            };
-            authorize(call_id, &events, given)?
-        }
+        Some(authorized) => authorized.map_err(ExecError::from),
+        None => recorded(db, call_id, given),
+    };
+    let authorized = match authorized {
+        Ok(authorized) => authorized,
+        Err(err) => return err,
     };
     // `gavel exec --verbose`: one line on stderr before the command runs.
     let before = |p: &Prepared| {
@@ -89,36 +79,7 @@ pub fn exec_recorded(
             eprintln!("{}", p.describe(call_id));
         }
     };
-    let ran = exec(call_id, authorized, db, before)?;
-    // What the sandbox refused, chained to the call; a record that cannot
-    // be written is said, and the command's status stands.
-    if !ran.observed.attempts.is_empty() {
-        let refused = crate::audit::RefusedRecord {
-            profile: ran.profile,
-            attempts: ran.observed.attempts,
-            more: ran.observed.more,
-        };
-        let event = crate::audit::Event::now(
-            call_id,
-            Some("bash"),
-            crate::audit::EventBody::Refused(refused),
-        );
-        let written = crate::store::Store::open(db, crate::store::Durability::default())
-            .and_then(|mut store| store.append(&[event]));
-        if let Err(err) = written {
-            eprintln!("gavel exec: warning: the refused attempts were not recorded: {err}");
-        }
-    }
-    Ok(ran.status)
-}
-
-/// A command `gavel exec` ran: its exit status, the profile it ran in and
-/// what the sandbox refused it.
-#[derive(Debug)]
-pub struct Ran {
-    pub status: i32,
-    pub profile: String,
-    pub observed: Observed,
+    exec(call_id, authorized, db, before)
 }
 
 impl ExecError {
@@ -128,18 +89,19 @@ impl ExecError {
     }
 }
 
-/// Runs call `call_id` of the database `db`, `authorized` so, contained;
-/// `before` sees what is about to run. Returns the command's exit status
-/// (128 + a signal's number) and what the sandbox refused.
+/// Becomes call `call_id` of the database `db`, `authorized` so: this
+/// process executes the command in place, contained, and what the sandbox
+/// refuses it is chained to the call as it happens ([`Recorder`]).
+/// `before` sees what is about to run. Returns only why it did not run.
 pub fn exec(
     call_id: &str,
     authorized: Authorized,
     db: &Path,
     before: impl FnOnce(&Prepared),
-) -> Result<Ran, ExecError> {
+) -> ExecError {
     let workspace = PathBuf::from(&authorized.workspace);
     let cwd = decided_in(&workspace, authorized.cwd.as_deref());
-    let mut contained = contained_command(
+    let contained = contained_command(
         Support::probe_for_launch(),
         &authorized.command,
         (&authorized.profile, &authorized.spec),
@@ -147,17 +109,104 @@ pub fn exec(
         &cwd,
         Some(db),
         call_id,
-    )?;
+    );
+    let contained = match contained {
+        Ok(contained) => contained,
+        Err(err) => return err,
+    };
     before(&Prepared {
         authorized: authorized.clone(),
         enforcement: contained.enforcement.clone(),
     });
-    let status = contained.run()?;
-    Ok(Ran {
-        status,
+    contained.exec(Recorder {
+        db: db.to_path_buf(),
+        call_id: call_id.to_owned(),
         profile: authorized.profile,
-        observed: contained.observed(),
+        store: None,
     })
+}
+
+/// What the sandbox refused a command the launcher became, chained to its
+/// call as the observer sees it: one `refused` event per attempt kept,
+/// written while the attempt's process waits in the call, and one with
+/// the count of the rest once the command is over. A record that cannot
+/// be written is said on the command's standard error, and the command
+/// carries on.
+struct Recorder {
+    db: PathBuf,
+    call_id: String,
+    profile: String,
+    store: Option<crate::store::Store>,
+}
+
+impl Recorder {
+    fn append(
+        &mut self,
+        attempts: Vec<super::observe::Attempt>,
+        more: u64,
+    ) -> Result<(), crate::store::StoreError> {
+        let event = crate::audit::Event::now(
+            &self.call_id,
+            Some("bash"),
+            crate::audit::EventBody::Refused(crate::audit::RefusedRecord {
+                profile: self.profile.clone(),
+                attempts,
+                more,
+            }),
+        );
+        let store = match &mut self.store {
+            Some(store) => store,
+            None => self.store.insert(crate::store::Store::open(
+                &self.db,
+                crate::store::Durability::default(),
+            )?),
+        };
+        store.append(&[event]).map(|_| ())
+    }
+}
+
+impl super::observe::Witness for Recorder {
+    fn refused(&mut self, attempt: &super::observe::Attempt, pid: u32) {
+        if let Err(err) = self.append(vec![attempt.clone()], 0) {
+            say_to(
+                pid,
+                &format!("gavel exec: warning: a refused attempt was not recorded: {err}\n"),
+            );
+        }
+    }
+
+    fn over(&mut self, more: u64) {
+        if more > 0 {
+            let _ = self.append(Vec::new(), more);
+        }
+    }
+}
+
+/// Writes `line` to the standard error of process `pid` (the observer
+/// holds none of its own): best effort.
+fn say_to(pid: u32, line: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(format!("/proc/{pid}/fd/2"));
+    if let Ok(mut err) = opened {
+        let _ = err.write_all(line.as_bytes());
+    }
+}
+
+/// Call `call_id` authorized by the record itself. The record is read, not
+/// checked: a warning about its tail is `verify`'s to give, and would be
+/// printed into the agent's command output; what runs is bound to the
+/// call's own rows.
+fn recorded(db: &Path, call_id: &str, given: Option<&str>) -> Result<Authorized, ExecError> {
+    let store = crate::store::Store::open_read_only(db)?;
+    let events = match store.call_events(call_id) {
+        Err(crate::store::StoreError::UnknownCall { .. }) => Vec::new(),
+        other => other?,
+    };
+    Ok(authorize(call_id, &events, given)?)
 }
 
 /// The folder a call's relative paths were decided from, as the hook
@@ -169,7 +218,8 @@ fn decided_in(workspace: &Path, cwd: Option<&str>) -> PathBuf {
 }
 
 /// A command made to run contained, and the private temporary folder it
-/// may write (removed when this is dropped).
+/// may write (removed when this is dropped, or when the command it became
+/// is over).
 #[derive(Debug)]
 pub struct ContainedCommand {
     /// The file executed, and its arguments (`argv[0]` first).
@@ -181,88 +231,73 @@ pub struct ContainedCommand {
     setup: Option<ChildSetup>,
     pub enforcement: Enforcement,
     tmp: Option<PathBuf>,
+    /// What its observer judges attempts against.
+    judge: Judge,
     observer: Option<Observer>,
 }
 
 impl ContainedCommand {
     /// The command for [`std::process::Command`] to spawn as it is, or
     /// with its input and output set first (once: the sandbox goes with
-    /// it).
-    pub fn take_command(&mut self) -> Command {
+    /// it), observed by a thread of this process ([`Self::observed`]).
+    pub fn take_command(&mut self) -> Result<Command, ExecError> {
         let mut command = Command::new(&self.program);
         if let Some((argv0, args)) = self.argv.split_first() {
             command.arg0(argv0).args(args);
         }
         command.envs(self.env.iter().map(|(k, v)| (k, v)));
-        match self.setup.take() {
-            Some(setup) => contain(&mut command, setup, &self.cwd),
-            None => {
-                // Taken before: nothing runs uncontained.
-                command.current_dir("/nonexistent/gavel: the sandbox was taken");
-            }
-        }
-        command
+        let mut setup = self.setup.take().ok_or_else(taken)?;
+        let (observer, end) = Observer::start(self.judge.clone()).map_err(no_observer)?;
+        self.observer = Some(observer);
+        setup.observed_by(end);
+        contain(&mut command, setup, &self.cwd);
+        Ok(command)
     }
 
-    /// Runs the command with this process's input and output, and waits
-    /// for its exit status (128 + a signal's number). Started as
-    /// `posix_spawn` starts a program (`ChildSetup::spawn`): nothing of
-    /// this process's memory is copied.
-    pub fn run(&mut self) -> Result<i32, ExecError> {
-        let unenforceable = |err: std::io::Error| {
-            ExecError::Unenforceable(match super::kernel::namespaces_refused() {
-                Some(why) => format!("the sandbox could not be set up: {why}"),
-                None => format!("the sandbox could not be set up: {err}"),
-            })
-        };
-        let setup = self
-            .setup
-            .take()
-            .ok_or_else(|| ExecError::Unenforceable("the sandbox was taken".into()))?;
-        let c = |bytes: &[u8]| std::ffi::CString::new(bytes).map_err(|_| launch_nul());
-        let program = c(self.program.as_os_str().as_bytes())?;
-        let argv = self
-            .argv
-            .iter()
-            .map(|a| c(a.as_bytes()))
-            .collect::<Result<Vec<_>, _>>()?;
+    /// Becomes the command: this process sets itself up contained and
+    /// executes it in place, so that the command's caller waits for the
+    /// command itself, with nothing between them. What the sandbox
+    /// refuses goes to `witness` from an observer process ([`fork`]),
+    /// which removes the private temporary folder once the command is
+    /// over. Returns only why the command did not run. Call it where this
+    /// process has one thread.
+    pub fn exec(mut self, witness: impl Witness) -> ExecError {
+        let nul = |_| ExecError::Unenforceable(LaunchError::Nul.to_string());
+        let c = |bytes: &[u8]| CString::new(bytes).map_err(nul);
+        let program = c(self.program.as_os_str().as_bytes());
+        let argv: Result<Vec<_>, _> = self.argv.iter().map(|a| c(a.as_bytes())).collect();
         let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
             .filter(|(k, _)| !self.env.iter().any(|(set, _)| set == k))
             .collect();
         env.extend(self.env.iter().cloned());
-        let envp = env
+        let envp: Result<Vec<_>, _> = env
             .iter()
             .map(|(k, v)| c(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let pid = setup.spawn(&program, &argv, &envp).map_err(unenforceable)?;
-        // Like system(3): the terminal's interrupt is for the command,
-        // which started with the dispositions this process was given.
-        // SAFETY: ignoring a signal installs no handler.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_IGN);
-            libc::signal(libc::SIGQUIT, libc::SIG_IGN);
-        }
-        let mut status = 0;
-        loop {
-            // SAFETY: status is valid storage for waitpid.
-            if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
-                break;
+            .collect();
+        let (program, argv, envp, mut setup) = match (program, argv, envp, self.setup.take()) {
+            (Ok(program), Ok(argv), Ok(envp), Some(setup)) => (program, argv, envp, setup),
+            (Err(err), ..) | (_, Err(err), ..) | (_, _, Err(err), _) => return err,
+            (.., None) => return taken(),
+        };
+        let tmp = self.tmp.clone();
+        let end = move || {
+            if let Some(tmp) = tmp {
+                let _ = std::fs::remove_dir_all(tmp);
             }
-            let err = std::io::Error::last_os_error();
-            if err.kind() != std::io::ErrorKind::Interrupted {
-                return Err(ExecError::Unenforceable(format!(
-                    "waiting for the command: {err}"
-                )));
-            }
+        };
+        match fork(self.judge.clone(), witness, end) {
+            Ok(end) => setup.observed_by(end),
+            Err(err) => return no_observer(err),
         }
-        Ok(if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            128 + libc::WTERMSIG(status)
+        let err = setup.exec(&program, &argv, &envp);
+        ExecError::Unenforceable(match super::kernel::namespaces_refused() {
+            Some(why) => format!("the sandbox could not be set up: {why}"),
+            None => format!("the sandbox could not be set up: {err}"),
         })
     }
 
-    /// Once the command is over: the attempts the sandbox refused.
+    /// Once the command spawned from [`Self::take_command`] is over: the
+    /// attempts the sandbox refused.
     pub fn observed(&mut self) -> Observed {
         self.observer
             .take()
@@ -271,8 +306,13 @@ impl ContainedCommand {
     }
 }
 
-fn launch_nul() -> ExecError {
-    ExecError::Unenforceable(LaunchError::Nul.to_string())
+/// The sandbox was taken before: nothing runs uncontained.
+fn taken() -> ExecError {
+    ExecError::Unenforceable("the sandbox was taken".into())
+}
+
+fn no_observer(err: std::io::Error) -> ExecError {
+    ExecError::Unenforceable(format!("cannot start the observer: {err}"))
 }
 
 impl Drop for ContainedCommand {
@@ -285,8 +325,8 @@ impl Drop for ContainedCommand {
 
 /// `COMMAND` in `cwd` (its program itself, or `bash -c COMMAND`),
 /// contained by `spec` (the profile `profile`) whose relative paths are
-/// `workspace`'s, on a kernel with `support`: run it
-/// ([`ContainedCommand::run`]) or take it to spawn
+/// `workspace`'s, on a kernel with `support`: become it
+/// ([`ContainedCommand::exec`]) or take it to spawn
 /// ([`ContainedCommand::take_command`]). The database `db` (its tickets
 /// and keys) is never writable, nor is anything of
 /// [`super::NEVER_WRITABLE`]. A command that writes gets a private
@@ -318,6 +358,7 @@ pub fn contained_command(
         setup: None,
         enforcement,
         tmp: None,
+        judge: Judge::new(&[], &[], &[]),
         observer: None,
     };
     if !spec.write.is_empty() {
@@ -371,10 +412,8 @@ pub fn contained_command(
         .chain(&resolved.hidden)
         .cloned()
         .collect();
-    let (observer, end) = Observer::start(&resolved.write, &resolved.exec, &closed)
-        .map_err(|e| ExecError::Unenforceable(format!("cannot start the observer: {e}")))?;
-    contained.observer = Some(observer);
-    contained.setup = Some(prepare(&resolved, cwd, support.landlock_abi, Some(end)).map_err(fail)?);
+    contained.judge = Judge::new(&resolved.write, &resolved.exec, &closed);
+    contained.setup = Some(prepare(&resolved, cwd, support.landlock_abi, true).map_err(fail)?);
     Ok(contained)
 }
 

@@ -9,7 +9,7 @@
 //! and they carve the never-writable paths out of a writable workspace,
 //! which Landlock (allow rules only) cannot.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -448,21 +448,17 @@ impl ChildSetup {
         Ok(())
     }
 
-    /// Starts `argv` (`argv[0]` the name it is given, `program` the file)
-    /// with the environment `envp`, contained by this setup, as
-    /// `posix_spawn` starts a program: in a child that shares this
-    /// process's memory until it executes, this thread waiting meanwhile,
-    /// so nothing of the address space is copied. Signals the process
-    /// catches are the default in the child, as `SIGPIPE` is. Returns the
-    /// child's pid once it runs `program`, or why it could not (the child
-    /// reaped). Call it where no other thread forks.
-    pub fn spawn(
-        mut self,
-        program: &std::ffi::CStr,
-        argv: &[CString],
-        envp: &[CString],
-    ) -> std::io::Result<libc::pid_t> {
-        const STACK: usize = 256 * 1024;
+    /// The observer's end, where the filter's listener goes.
+    pub fn observed_by(&mut self, end: ChildEnd) {
+        self.listener = Some(end);
+    }
+
+    /// Sets this process up so and executes `program` in place (`argv[0]`
+    /// the name it is given), with the environment `envp`; returns only
+    /// why it could not. `SIGPIPE`, which Rust's runtime ignores, is the
+    /// default again, as the program would have it from a shell. Call it
+    /// where this process has one thread (a user namespace needs that).
+    pub fn exec(mut self, program: &CStr, argv: &[CString], envp: &[CString]) -> std::io::Error {
         let argv: Vec<*const libc::c_char> = argv
             .iter()
             .map(|a| a.as_ptr())
@@ -473,105 +469,16 @@ impl ChildSetup {
             .map(|e| e.as_ptr())
             .chain([std::ptr::null()])
             .collect();
-        // SAFETY: an all-zero sigset is valid storage for what follows.
-        let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
-        let mut start = Start {
-            setup: &mut self,
-            program: program.as_ptr(),
-            argv: argv.as_ptr(),
-            envp: envp.as_ptr(),
-            mask,
-            errno: std::sync::atomic::AtomicI32::new(0),
-        };
-        // SAFETY: the stack is mapped for the child alone and unmapped once
-        // it has executed or exited (CLONE_VFORK: clone returns then); every
-        // signal is blocked across the clone so that no handler of this
-        // process runs in the child before it resets them; `start` and what
-        // it points at outlive the child's use of them.
+        if let Err(err) = self.run() {
+            return err;
+        }
+        // SAFETY: resetting a disposition; program, argv and envp are
+        // NUL-terminated and NULL-ended, alive for the call.
         unsafe {
-            let stack = libc::mmap(
-                std::ptr::null_mut(),
-                STACK,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            );
-            if stack == libc::MAP_FAILED {
-                return Err(std::io::Error::last_os_error());
-            }
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
-            start.mask = mask;
-            let pid = libc::clone(
-                start_child,
-                stack.cast::<u8>().add(STACK).cast(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                (&mut start as *mut Start).cast(),
-            );
-            let cloned = std::io::Error::last_os_error();
-            libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
-            libc::munmap(stack, STACK);
-            if pid < 0 {
-                return Err(cloned);
-            }
-            let errno = start.errno.load(std::sync::atomic::Ordering::SeqCst);
-            if errno != 0 {
-                let mut status = 0;
-                libc::waitpid(pid, &mut status, 0);
-                return Err(std::io::Error::from_raw_os_error(errno));
-            }
-            Ok(pid)
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
         }
-    }
-}
-
-/// What [`ChildSetup::spawn`]'s child is handed.
-struct Start<'a> {
-    setup: &'a mut ChildSetup,
-    program: *const libc::c_char,
-    argv: *const *const libc::c_char,
-    envp: *const *const libc::c_char,
-    /// The signal mask to run the program with.
-    mask: libc::sigset_t,
-    /// Why the child did not execute (0: it did).
-    errno: std::sync::atomic::AtomicI32,
-}
-
-/// The child of [`ChildSetup::spawn`]: signals back to their defaults,
-/// the sandbox set up, the program executed; on failure, the reason left
-/// in `errno` for the parent.
-extern "C" fn start_child(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the parent's `Start`, alive until this child has
-    // executed or exited; only system calls on prepared data follow.
-    unsafe {
-        let start = &mut *arg.cast::<Start>();
-        for signal in 1..libc::SIGRTMAX() {
-            if signal == libc::SIGKILL || signal == libc::SIGSTOP {
-                continue;
-            }
-            let mut action: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut action) == 0
-                && (action.sa_sigaction != libc::SIG_IGN || signal == libc::SIGPIPE)
-                && action.sa_sigaction != libc::SIG_DFL
-            {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-        }
-        libc::pthread_sigmask(libc::SIG_SETMASK, &start.mask, std::ptr::null_mut());
-        let errno = match start.setup.run() {
-            Ok(()) => {
-                libc::execve(start.program, start.argv, start.envp);
-                std::io::Error::last_os_error().raw_os_error()
-            }
-            Err(err) => err.raw_os_error(),
-        };
-        start.errno.store(
-            errno.filter(|e| *e != 0).unwrap_or(libc::EPERM),
-            std::sync::atomic::Ordering::SeqCst,
-        );
-        libc::_exit(127)
+        std::io::Error::last_os_error()
     }
 }
 
@@ -582,12 +489,13 @@ fn cstring(path: &Path) -> Result<CString, LaunchError> {
 /// Prepares what a child applies just before `execve` to run contained by
 /// `resolved` in `cwd`: everything that opens, allocates or compiles is
 /// done here. `kernel_abi` is the Landlock ABI [`super::kernel::landlock_abi`]
-/// found; `observer`, where the observer's listener goes.
+/// found; with `observed`, the filter hands the observer's calls to a
+/// listener, which goes to the observer ([`ChildSetup::observed_by`]).
 pub fn prepare(
     resolved: &Resolved,
     cwd: &Path,
     kernel_abi: i64,
-    observer: Option<ChildEnd>,
+    observed: bool,
 ) -> Result<ChildSetup, LaunchError> {
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -615,12 +523,12 @@ pub fn prepare(
             .collect::<Result<_, _>>()?,
         cwd: cstring(cwd)?,
         ruleset: Some(ruleset(resolved, kernel_abi)?),
-        filter: if observer.is_some() {
+        filter: if observed {
             Filter::sandbox_observed(resolved.network)
         } else {
             Filter::sandbox(resolved.network)
         },
-        listener: observer,
+        listener: None,
     })
 }
 

@@ -1,12 +1,18 @@
 //! Refused attempts as evidence. A contained command's writes, creations,
 //! removals, renames, mode changes, executions and (offline) sockets are
 //! handed to an observer by a seccomp filter with a listener
-//! ([`Filter::observer`]); the observer, a thread of the gavel that runs
-//! the command, judges each against the sandbox and keeps those the sandbox
-//! refuses, then lets the kernel decide (the file calls) or refuses itself
-//! (`socket`). Enforcement stays the kernel's: the observer only watches,
-//! so a path it misreads costs a record, never an escape. If the observer
-//! is gone, the observed calls fail (`ENOSYS`): closed, not open.
+//! ([`super::seccomp::Filter::sandbox_observed`]); the observer judges each
+//! against the sandbox and keeps those the sandbox refuses, then lets the
+//! kernel decide (the file calls) or refuses itself (`socket`).
+//! Enforcement stays the kernel's: the observer only watches, so a path it
+//! misreads costs a record, never an escape. If the observer is gone, the
+//! observed calls fail (`ENOSYS`): closed, not open.
+//!
+//! The observer is a thread of the gavel that spawns and waits for the
+//! command ([`Observer::start`]: `run`, `serve`), or, for the launcher that
+//! becomes its command by executing it in place, a process of its own
+//! ([`fork`]) that hands each refused attempt to a [`Witness`] before the
+//! kernel answers the call that made it.
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -39,6 +45,52 @@ pub struct Attempt {
 pub struct Observed {
     pub attempts: Vec<Attempt>,
     pub more: u64,
+}
+
+impl Observed {
+    /// Counts `attempt`; whether it is kept (new, and fewer than [`KEPT`]
+    /// kept before).
+    fn count(&mut self, attempt: Attempt) -> bool {
+        if self.attempts.contains(&attempt) {
+            false
+        } else if self.attempts.len() < KEPT {
+            self.attempts.push(attempt);
+            true
+        } else {
+            self.more += 1;
+            false
+        }
+    }
+}
+
+/// Where a process observer ([`fork`]) puts what it sees, as it sees it.
+pub trait Witness {
+    /// An attempt kept, by process `pid`, which waits in the call until
+    /// this returns.
+    fn refused(&mut self, attempt: &Attempt, pid: u32);
+    /// Once the command is over: how many attempts beyond those kept.
+    fn over(&mut self, more: u64);
+}
+
+/// What the sandbox permits, to judge attempts against.
+#[derive(Debug, Clone)]
+pub struct Judge {
+    write: Vec<PathBuf>,
+    exec: Vec<PathBuf>,
+    /// Never writable, or hidden: refused beneath, whatever `write` says.
+    closed: Vec<PathBuf>,
+}
+
+impl Judge {
+    /// A command that may write beneath `write` (but nothing beneath
+    /// `closed`) and execute beneath `exec`.
+    pub fn new(write: &[PathBuf], exec: &[PathBuf], closed: &[PathBuf]) -> Self {
+        Self {
+            write: write.to_vec(),
+            exec: exec.to_vec(),
+            closed: closed.to_vec(),
+        }
+    }
 }
 
 /// Room for one descriptor's control message (`CMSG_SPACE` of an int is
@@ -104,40 +156,16 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Starts the observer of a command that may write beneath `write`
-    /// (but nothing beneath `closed`) and execute beneath `exec`, before
-    /// it is spawned: its first `execve` already waits for the observer.
-    pub fn start(
-        write: &[PathBuf],
-        exec: &[PathBuf],
-        closed: &[PathBuf],
-    ) -> std::io::Result<(Self, ChildEnd)> {
-        let mut fds = [0; 2];
-        // SAFETY: fds has room for the two descriptors.
-        let rc = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: socketpair gave us both, owned from here.
-        let (ours, theirs) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    /// Starts the observer of a command judged by `judge`, in a thread,
+    /// before the command is spawned: its first `execve` already waits for
+    /// the observer.
+    pub fn start(judge: Judge) -> std::io::Result<(Self, ChildEnd)> {
+        let (ours, theirs) = socket_pair()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let judge = Judge {
-            write: write.to_vec(),
-            exec: exec.to_vec(),
-            closed: closed.to_vec(),
-        };
         let stopped = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("gavel-observer".into())
-            .spawn(move || watch(&ours, &judge, &stopped))?;
+            .spawn(move || watch(&ours, &judge, &Until::Flag(&stopped), &mut ()))?;
         Ok((
             Self {
                 stop,
@@ -163,33 +191,134 @@ impl Drop for Observer {
     }
 }
 
-/// Waits for `fd` to be readable for up to `ms`; whether it is, and whether
-/// it hung up.
-fn wait(fd: RawFd, ms: i32) -> (bool, bool) {
-    let mut poll = libc::pollfd {
+/// Starts the observer of a command judged by `judge` in a process of its
+/// own, for this process to become the command (`execve` in place): the
+/// observer watches until this process has exited, hands `witness` each
+/// attempt it keeps before the kernel answers the call that made it (so
+/// the refusal is on record before the command learns of it), then how
+/// many more there were, runs `end`, and exits. It holds none of this
+/// process's standard input, output or error, so whoever reads the
+/// command's output to its end does not wait for the observer, and it
+/// ignores the terminal's signals: it ends with the command. Call it where
+/// this process has one thread.
+pub fn fork(
+    judge: Judge,
+    mut witness: impl Witness,
+    end: impl FnOnce(),
+) -> std::io::Result<ChildEnd> {
+    let (ours, theirs) = socket_pair()?;
+    // SAFETY: pidfd_open of this process; the descriptor is owned here.
+    let command = unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        OwnedFd::from_raw_fd(fd as RawFd)
+    };
+    // SAFETY: this process has one thread, so the child may run anything.
+    match unsafe { libc::fork() } {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => {
+            drop(theirs);
+            // SAFETY: signal dispositions and descriptors of this child.
+            unsafe {
+                for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+                    libc::signal(signal, libc::SIG_IGN);
+                }
+                libc::prctl(libc::PR_SET_NAME, c"gavel-observer".as_ptr());
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                if null >= 0 {
+                    for fd in 0..3 {
+                        libc::dup2(null, fd);
+                    }
+                    libc::close(null);
+                }
+            }
+            let observed = watch(
+                &ours,
+                &judge,
+                &Until::Exit(command.as_raw_fd()),
+                &mut witness,
+            );
+            witness.over(observed.more);
+            end();
+            // SAFETY: the observer's work is done; nothing of the command's
+            // process is to be unwound here.
+            unsafe { libc::_exit(0) }
+        }
+        _ => Ok(ChildEnd(theirs)),
+    }
+}
+
+/// A connected pair of datagram sockets: the observer's end, the child's.
+fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: socketpair gave us both, owned from here.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A thread observer's witness: what it keeps, it returns when joined.
+impl Witness for () {
+    fn refused(&mut self, _: &Attempt, _: u32) {}
+    fn over(&mut self, _: u64) {}
+}
+
+/// When an observer stops.
+enum Until<'a> {
+    /// When the flag is set (the command was waited for).
+    Flag(&'a AtomicBool),
+    /// When the process this pidfd names has exited.
+    Exit(RawFd),
+}
+
+/// Waits up to `ms` for `fd` to be readable or for `until`; whether `fd` is
+/// readable, and whether it hung up or the observer is to stop.
+fn wait(fd: RawFd, until: &Until, ms: i32) -> (bool, bool) {
+    let end = match until {
+        Until::Exit(pidfd) => *pidfd,
+        Until::Flag(_) => -1,
+    };
+    let mut polls = [fd, end].map(|fd| libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
+    });
+    // SAFETY: two pollfds (a negative fd is skipped), alive for the call.
+    let n = unsafe { libc::poll(polls.as_mut_ptr(), 2, ms) };
+    let over = match until {
+        Until::Flag(stop) => stop.load(Ordering::Relaxed),
+        Until::Exit(_) => polls[1].revents != 0,
     };
-    // SAFETY: one pollfd, alive for the call.
-    let n = unsafe { libc::poll(&mut poll, 1, ms) };
-    if n <= 0 {
-        return (false, false);
+    if n < 0 {
+        return (false, over);
     }
+    let revents = polls[0].revents;
     (
-        poll.revents & libc::POLLIN != 0,
-        poll.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0,
+        revents & libc::POLLIN != 0,
+        over || revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0,
     )
 }
 
 /// Receives the listener the child sends.
-fn receive(sock: &OwnedFd, stop: &AtomicBool) -> Option<OwnedFd> {
+fn receive(sock: &OwnedFd, until: &Until) -> Option<OwnedFd> {
     loop {
-        let (ready, hung) = wait(sock.as_raw_fd(), 50);
+        let (ready, done) = wait(sock.as_raw_fd(), until, 50);
         if ready {
             break;
         }
-        if hung || stop.load(Ordering::Relaxed) {
+        if done {
             return None;
         }
     }
@@ -211,18 +340,19 @@ fn receive(sock: &OwnedFd, stop: &AtomicBool) -> Option<OwnedFd> {
     }
 }
 
-/// The observer's loop: every notification judged and answered, until
-/// every process of the command is gone or the command is over.
-fn watch(sock: &OwnedFd, judge: &Judge, stop: &AtomicBool) -> Observed {
+/// The observer's loop: every notification judged and answered (the
+/// `witness` told of each attempt kept first), until every process of the
+/// command is gone or the command is over.
+fn watch(sock: &OwnedFd, judge: &Judge, until: &Until, witness: &mut dyn Witness) -> Observed {
     let mut observed = Observed::default();
-    let Some(listener) = receive(sock, stop) else {
+    let Some(listener) = receive(sock, until) else {
         return observed;
     };
     let fd = listener.as_raw_fd();
     loop {
-        let (ready, hung) = wait(fd, 50);
+        let (ready, done) = wait(fd, until, 50);
         if !ready {
-            if hung || stop.load(Ordering::Relaxed) {
+            if done {
                 return observed;
             }
             continue;
@@ -247,25 +377,15 @@ fn watch(sock: &OwnedFd, judge: &Judge, stop: &AtomicBool) -> Observed {
             resp.error = -libc::EACCES;
             resp.flags = 0;
         }
-        if let Some(attempt) = seen {
-            if observed.attempts.len() < KEPT && !observed.attempts.contains(&attempt) {
-                observed.attempts.push(attempt);
-            } else if !observed.attempts.contains(&attempt) {
-                observed.more += 1;
-            }
+        if let Some(attempt) = seen
+            && observed.count(attempt)
+        {
+            witness.refused(&observed.attempts[observed.attempts.len() - 1], notif.pid);
         }
         // SAFETY: resp is the struct this ioctl reads; a process that died
         // meanwhile makes it fail, which is fine.
         unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
     }
-}
-
-/// What the sandbox permits, to judge attempts against.
-struct Judge {
-    write: Vec<PathBuf>,
-    exec: Vec<PathBuf>,
-    /// Never writable, or hidden: refused beneath, whatever `write` says.
-    closed: Vec<PathBuf>,
 }
 
 impl Judge {

@@ -42,7 +42,9 @@ impl ToolHandler for Bash {
         )
         .map_err(|e| ToolError::Uncontained(e.to_string()))?;
         let mut made = made;
-        let command = made.take_command();
+        let command = made
+            .take_command()
+            .map_err(|e| ToolError::Uncontained(e.to_string()))?;
         // `made` keeps the private temporary folder until the command is done.
         let output = run(command, context);
         *contained.observed.borrow_mut() = made.observed();
