@@ -15,10 +15,18 @@
 //! status is the command's), or exits 125 (refused) or 124
 //! (unenforceable) with one line on stderr. Anything else (help, other
 //! commands) is `gavel`'s.
+//!
+//! It has no Rust runtime start (`no_main`): that start installs a
+//! stack-overflow handler (an alternate signal stack, mapped and guarded)
+//! and finds the main thread's stack by parsing `/proc/self/maps`, tens of
+//! microseconds of every contained command, for a process that soon
+//! becomes another program. The arguments are the C library's, which the
+//! standard library reads all the same.
+
+#![no_main]
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// `exec --db DB --call-id ID [--verbose] [-- COMMAND]`, read.
 struct Line {
@@ -60,15 +68,17 @@ fn read(words: &[OsString]) -> Result<Line, String> {
     })
 }
 
-fn main() -> ExitCode {
-    const REFUSED: u8 = 125;
-    const UNENFORCEABLE: u8 = 124;
+/// The C library's `main`: no Rust runtime start (see above).
+#[unsafe(no_mangle)]
+extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    const REFUSED: libc::c_int = 125;
+    const UNENFORCEABLE: libc::c_int = 124;
     let words: Vec<OsString> = std::env::args_os().skip(1).collect();
     let line = match read(&words) {
         Ok(line) => line,
         Err(why) => {
             eprintln!("gavel-exec: {why}");
-            return ExitCode::from(2);
+            return 2;
         }
     };
     // Returns only when the command did not run.
@@ -80,15 +90,15 @@ fn main() -> ExitCode {
     ) {
         gavel::sandbox::exec::ExecError::Store(err) => {
             eprintln!("gavel exec: {err}");
-            ExitCode::from(2)
+            2
         }
         err => {
             eprintln!("gavel exec: refused: {err}");
-            ExitCode::from(if err.unenforceable() {
+            if err.unenforceable() {
                 UNENFORCEABLE
             } else {
                 REFUSED
-            })
+            }
         }
     }
 }

@@ -64,14 +64,23 @@ impl Prepared {
 /// call is refused. This process becomes the command ([`exec`]): returns
 /// only why it did not run.
 pub fn exec_recorded(db: &Path, call_id: &str, given: Option<&str>, verbose: bool) -> ExecError {
-    let ticket = given.and_then(|command| super::ticket::take(db, call_id, command));
-    let authorized = match ticket {
-        Some(authorized) => authorized.map_err(ExecError::from),
-        None => recorded(db, call_id, given),
+    let ticket = given.and_then(|command| super::ticket::read(db, call_id, command));
+    let (authorized, spent) = match ticket {
+        Some(authorized) => (
+            authorized.map_err(ExecError::from),
+            Some(super::ticket::path(db, call_id)),
+        ),
+        None => (recorded(db, call_id, given), None),
     };
     let authorized = match authorized {
         Ok(authorized) => authorized,
-        Err(err) => return err,
+        Err(err) => {
+            // Spent on a refusal too: the record decides from now on.
+            if let Some(ticket) = spent {
+                let _ = std::fs::remove_file(ticket);
+            }
+            return err;
+        }
     };
     // `gavel exec --verbose`: one line on stderr before the command runs.
     let before = |p: &Prepared| {
@@ -79,7 +88,7 @@ pub fn exec_recorded(db: &Path, call_id: &str, given: Option<&str>, verbose: boo
             eprintln!("{}", p.describe(call_id));
         }
     };
-    exec(call_id, authorized, db, before)
+    exec(call_id, authorized, db, spent, before)
 }
 
 impl ExecError {
@@ -91,12 +100,14 @@ impl ExecError {
 
 /// Becomes call `call_id` of the database `db`, `authorized` so: this
 /// process executes the command in place, contained, and what the sandbox
-/// refuses it is chained to the call as it happens ([`Recorder`]).
-/// `before` sees what is about to run. Returns only why it did not run.
+/// refuses it is chained to the call as it happens ([`Recorder`]). The
+/// file `spent` (its ticket) is removed once the command is over. `before`
+/// sees what is about to run. Returns only why it did not run.
 pub fn exec(
     call_id: &str,
     authorized: Authorized,
     db: &Path,
+    spent: Option<PathBuf>,
     before: impl FnOnce(&Prepared),
 ) -> ExecError {
     let workspace = PathBuf::from(&authorized.workspace);
@@ -110,10 +121,16 @@ pub fn exec(
         Some(db),
         call_id,
     );
-    let contained = match contained {
+    let mut contained = match contained {
         Ok(contained) => contained,
-        Err(err) => return err,
+        Err(err) => {
+            if let Some(spent) = spent {
+                let _ = std::fs::remove_file(spent);
+            }
+            return err;
+        }
     };
+    contained.spent = spent;
     before(&Prepared {
         authorized: authorized.clone(),
         enforcement: contained.enforcement.clone(),
@@ -231,6 +248,8 @@ pub struct ContainedCommand {
     setup: Option<ChildSetup>,
     pub enforcement: Enforcement,
     tmp: Option<PathBuf>,
+    /// A file to remove with the temporary folder (the launcher's ticket).
+    spent: Option<PathBuf>,
     /// What its observer judges attempts against.
     judge: Judge,
     observer: Option<Observer>,
@@ -279,12 +298,8 @@ impl ContainedCommand {
             (Err(err), ..) | (_, Err(err), ..) | (_, _, Err(err), _) => return err,
             (.., None) => return taken(),
         };
-        let tmp = self.tmp.clone();
-        let end = move || {
-            if let Some(tmp) = tmp {
-                let _ = std::fs::remove_dir_all(tmp);
-            }
-        };
+        let (tmp, spent) = (self.tmp.clone(), self.spent.clone());
+        let end = move || leave(tmp.as_deref(), spent.as_deref());
         match fork(self.judge.clone(), witness, end) {
             Ok(end) => setup.observed_by(end),
             Err(err) => return no_observer(err),
@@ -317,9 +332,17 @@ fn no_observer(err: std::io::Error) -> ExecError {
 
 impl Drop for ContainedCommand {
     fn drop(&mut self) {
-        if let Some(tmp) = &self.tmp {
-            let _ = std::fs::remove_dir_all(tmp);
-        }
+        leave(self.tmp.as_deref(), self.spent.as_deref());
+    }
+}
+
+/// Removes what a command leaves: its temporary folder, its spent ticket.
+fn leave(tmp: Option<&Path>, spent: Option<&Path>) {
+    if let Some(tmp) = tmp {
+        let _ = std::fs::remove_dir_all(tmp);
+    }
+    if let Some(spent) = spent {
+        let _ = std::fs::remove_file(spent);
     }
 }
 
@@ -358,6 +381,7 @@ pub fn contained_command(
         setup: None,
         enforcement,
         tmp: None,
+        spent: None,
         judge: Judge::new(&[], &[], &[]),
         observer: None,
     };

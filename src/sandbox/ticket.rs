@@ -3,11 +3,15 @@
 //! the database, so that the command's launcher need not open SQLite.
 //!
 //! The hook records the call, reads its events back, authorizes them as
-//! `gavel exec` would, and writes the result (with the SHA-256 of the
-//! command) to `<db>.exec/<sha256 of the call id>` (owner-only). The
-//! launcher takes the ticket (reads it, then removes it) and holds the
-//! command it is given to the ticket's digest; with no ticket (run twice,
-//! or `gavel exec` by hand) it reads the record itself. A ticket is no
+//! `gavel exec` would, and writes the result (with the command) to
+//! `<db>.exec/id-<the call id in hex>` (`sha256-<its SHA-256>` for a call
+//! id of more than 100 bytes; owner-only). The launcher reads the ticket,
+//! holds the command it is given to the ticket's, and has it removed once
+//! the command is over (off the command's path: an unlink is tens of
+//! microseconds); with no ticket (run twice, or `gavel exec` by hand) it
+//! reads the record itself. Nothing in a ticket is hashed on the
+//! launcher's path: the first hash would cost the launcher its CPU
+//! feature probe. A ticket is no
 //! more to be trusted than the database beside it (same owner, same
 //! folder, the same never-writable set keeps contained commands off both),
 //! and no less.
@@ -22,12 +26,11 @@ use super::Spec;
 use super::bind::{Authorized, Refusal};
 use crate::digest::{hex, sha256};
 
-/// What a ticket holds: an [`Authorized`] call without its command, and
-/// the digest the command must have.
+/// What a ticket holds: an [`Authorized`] call.
 #[derive(Debug, Serialize, Deserialize)]
 struct Ticket {
     call_id: String,
-    command_sha256: String,
+    command: String,
     profile: String,
     spec: Spec,
     sha256: String,
@@ -43,15 +46,21 @@ pub fn folder(db: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn path(db: &Path, call_id: &str) -> PathBuf {
-    folder(db).join(hex(&sha256(call_id.as_bytes())))
+/// The ticket of call `call_id` of `db`.
+pub fn path(db: &Path, call_id: &str) -> PathBuf {
+    let name = if call_id.len() <= 100 {
+        format!("id-{}", hex(call_id.as_bytes()))
+    } else {
+        format!("sha256-{}", hex(&sha256(call_id.as_bytes())))
+    };
+    folder(db).join(name)
 }
 
 /// Writes the ticket of call `call_id` of `db`, authorized as `authorized`.
 pub fn write(db: &Path, call_id: &str, authorized: &Authorized) -> std::io::Result<()> {
     let ticket = Ticket {
         call_id: call_id.to_owned(),
-        command_sha256: hex(&sha256(authorized.command.as_bytes())),
+        command: authorized.command.clone(),
         profile: authorized.profile.clone(),
         spec: authorized.spec.clone(),
         sha256: authorized.sha256.clone(),
@@ -80,14 +89,13 @@ pub fn write(db: &Path, call_id: &str, authorized: &Authorized) -> std::io::Resu
     std::fs::rename(&partial, &target)
 }
 
-/// Takes the ticket of call `call_id` of `db` for `command`: `None` when
+/// Reads the ticket of call `call_id` of `db` for `command`: `None` when
 /// there is none (the record decides), else the call authorized, or why
-/// not (another command than the one decided, a damaged ticket). A ticket
-/// taken is removed.
-pub fn take(db: &Path, call_id: &str, command: &str) -> Option<Result<Authorized, Refusal>> {
+/// not (another command than the one decided, a damaged ticket). The
+/// caller removes it ([`path`]) once it is spent.
+pub fn read(db: &Path, call_id: &str, command: &str) -> Option<Result<Authorized, Refusal>> {
     let path = path(db, call_id);
     let text = std::fs::read(&path).ok()?;
-    let _ = std::fs::remove_file(&path);
     let ticket: Ticket = match serde_json::from_slice(&text) {
         Ok(ticket) => ticket,
         Err(e) => {
@@ -103,13 +111,13 @@ pub fn take(db: &Path, call_id: &str, command: &str) -> Option<Result<Authorized
             detail: format!("its ticket `{}` names another call", path.display()),
         }));
     }
-    if hex(&sha256(command.as_bytes())) != ticket.command_sha256 {
+    if command != ticket.command {
         return Some(Err(Refusal::Mismatch {
             call_id: call_id.to_owned(),
         }));
     }
     Some(Ok(Authorized {
-        command: command.to_owned(),
+        command: ticket.command,
         profile: ticket.profile,
         spec: ticket.spec,
         sha256: ticket.sha256,
@@ -134,6 +142,31 @@ mod tests {
             workspace: "/w".into(),
             cwd: Some("src".into()),
         }
+    }
+
+    /// Reads the ticket and removes it, as the launcher's observer does.
+    fn take(db: &Path, call_id: &str, command: &str) -> Option<Result<Authorized, Refusal>> {
+        let read = read(db, call_id, command);
+        let _ = std::fs::remove_file(path(db, call_id));
+        read
+    }
+
+    #[test]
+    fn a_long_call_id_is_named_by_its_digest() {
+        let db = Path::new("/d/audit.db");
+        let long = "x".repeat(101);
+        let name = |id: &str| {
+            path(db, id)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        };
+        assert_eq!(name("c1"), "id-6331");
+        assert_eq!(
+            name(&long),
+            format!("sha256-{}", hex(&sha256(long.as_bytes())))
+        );
     }
 
     #[test]
