@@ -101,7 +101,8 @@ impl ExecError {
 /// Becomes call `call_id` of the database `db`, `authorized` so: this
 /// process executes the command in place, contained, and what the sandbox
 /// refuses it is chained to the call as it happens ([`Recorder`]). The
-/// file `spent` (its ticket) is removed once the command is over. `before`
+/// file `spent` (its ticket) is removed before the command starts, off the
+/// launcher's path (by the observer). `before`
 /// sees what is about to run. Returns only why it did not run.
 pub fn exec(
     call_id: &str,
@@ -298,9 +299,13 @@ impl ContainedCommand {
             (Err(err), ..) | (_, Err(err), ..) | (_, _, Err(err), _) => return err,
             (.., None) => return taken(),
         };
-        let (tmp, spent) = (self.tmp.clone(), self.spent.clone());
-        let end = move || leave(tmp.as_deref(), spent.as_deref());
-        match fork(self.judge.clone(), witness, end) {
+        // The ticket is spent before the command starts; the temporary
+        // folder, once it is over.
+        let spent = self.spent.clone();
+        let begin = move || leave(None, spent.as_deref());
+        let tmp = self.tmp.clone();
+        let end = move || leave(tmp.as_deref(), None);
+        match fork(self.judge.clone(), witness, begin, end) {
             Ok(end) => setup.observed_by(end),
             Err(err) => return no_observer(err),
         }

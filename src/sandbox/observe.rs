@@ -193,10 +193,13 @@ impl Drop for Observer {
 
 /// Starts the observer of a command judged by `judge` in a process of its
 /// own, for this process to become the command (`execve` in place): the
-/// observer watches until this process has exited, hands `witness` each
+/// observer runs `begin`, which is over before the command starts (its
+/// first `execve` waits for the observer), then watches until this
+/// process has exited, hands `witness` each
 /// attempt it keeps before the kernel answers the call that made it (so
 /// the refusal is on record before the command learns of it), then how
-/// many more there were, runs `end`, and exits. It holds none of this
+/// many more there were, runs `end`, and exits. It is not this process's
+/// child ([`detach`]). It holds none of this
 /// process's standard input, output or error, so whoever reads the
 /// command's output to its end does not wait for the observer, and it
 /// ignores the terminal's signals: it ends with the command. Call it where
@@ -204,6 +207,7 @@ impl Drop for Observer {
 pub fn fork(
     judge: Judge,
     mut witness: impl Witness,
+    begin: impl FnOnce(),
     end: impl FnOnce(),
 ) -> std::io::Result<ChildEnd> {
     let (ours, theirs) = socket_pair()?;
@@ -215,38 +219,130 @@ pub fn fork(
         }
         OwnedFd::from_raw_fd(fd as RawFd)
     };
-    // SAFETY: this process has one thread, so the child may run anything.
-    match unsafe { libc::fork() } {
-        -1 => Err(std::io::Error::last_os_error()),
-        0 => {
-            drop(theirs);
-            // SAFETY: signal dispositions and descriptors of this child.
-            unsafe {
-                for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
-                    libc::signal(signal, libc::SIG_IGN);
-                }
-                libc::prctl(libc::PR_SET_NAME, c"gavel-observer".as_ptr());
-                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-                if null >= 0 {
-                    for fd in 0..3 {
-                        libc::dup2(null, fd);
-                    }
-                    libc::close(null);
-                }
+    let theirs_fd = theirs.as_raw_fd();
+    let (mut begin, mut end) = (Some(begin), Some(end));
+    let mut body = || {
+        // SAFETY: signal dispositions and descriptors of the observer (the
+        // child's end is the command's, not its).
+        unsafe {
+            libc::close(theirs_fd);
+            for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+                libc::signal(signal, libc::SIG_IGN);
             }
-            let observed = watch(
-                &ours,
-                &judge,
-                &Until::Exit(command.as_raw_fd()),
-                &mut witness,
-            );
-            witness.over(observed.more);
-            end();
-            // SAFETY: the observer's work is done; nothing of the command's
-            // process is to be unwound here.
-            unsafe { libc::_exit(0) }
+            libc::prctl(libc::PR_SET_NAME, c"gavel-observer".as_ptr());
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            if null >= 0 {
+                for fd in 0..3 {
+                    libc::dup2(null, fd);
+                }
+                libc::close(null);
+            }
         }
-        _ => Ok(ChildEnd(theirs)),
+        if let Some(begin) = begin.take() {
+            begin();
+        }
+        let observed = watch(
+            &ours,
+            &judge,
+            &Until::Exit(command.as_raw_fd()),
+            &mut witness,
+        );
+        witness.over(observed.more);
+        if let Some(end) = end.take() {
+            end();
+        }
+    };
+    detach(&mut body)?;
+    Ok(ChildEnd(theirs))
+}
+
+/// Runs `body` in a process that is not this one's child: forked by a
+/// short-lived one that shares this process's memory (as `vfork` does)
+/// and exits at once, so the process running `body` is the init
+/// process's (or a subreaper's) to reap, and a command that waits for all
+/// of its children never waits for it. Every signal is blocked across the
+/// two forks and unblocked in `body`'s process. Call it where this process
+/// has one thread.
+fn detach(body: &mut dyn FnMut()) -> std::io::Result<()> {
+    /// What the short-lived process is handed.
+    struct Detach<'a> {
+        body: &'a mut dyn FnMut(),
+        mask: libc::sigset_t,
+        /// Why the fork failed (0: it did not).
+        errno: std::sync::atomic::AtomicI32,
+    }
+
+    extern "C" fn between(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the parent's `Detach`, alive while this process
+        // (sharing its memory, the parent waiting) runs; its fork's child
+        // has a copy of it all, and runs `body` on a copy of this stack.
+        unsafe {
+            let detach = &mut *arg.cast::<Detach>();
+            match libc::fork() {
+                -1 => {
+                    let errno = std::io::Error::last_os_error().raw_os_error();
+                    detach.errno.store(
+                        errno.unwrap_or(libc::EAGAIN),
+                        std::sync::atomic::Ordering::SeqCst,
+                    );
+                }
+                0 => {
+                    libc::pthread_sigmask(libc::SIG_SETMASK, &detach.mask, std::ptr::null_mut());
+                    (detach.body)();
+                }
+                _ => {}
+            }
+            libc::_exit(0)
+        }
+    }
+
+    // Room for what `body` runs (the observer, SQLite when it records);
+    // pages are only touched as used.
+    const STACK: usize = 2 << 20;
+    // SAFETY: the stack is mapped for the short-lived process and unmapped
+    // here once it has exited (CLONE_VFORK: clone returns then); its
+    // fork's child keeps its own copy of the mapping. `detach` outlives
+    // the clone.
+    unsafe {
+        let stack = libc::mmap(
+            std::ptr::null_mut(),
+            STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        if stack == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut detach = Detach {
+            body,
+            mask: std::mem::zeroed(),
+            errno: std::sync::atomic::AtomicI32::new(0),
+        };
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut detach.mask);
+        let pid = libc::clone(
+            between,
+            stack.cast::<u8>().add(STACK).cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut detach as *mut Detach).cast(),
+        );
+        let cloned = std::io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &detach.mask, std::ptr::null_mut());
+        libc::munmap(stack, STACK);
+        if pid < 0 {
+            return Err(cloned);
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0
+            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {}
+        match detach.errno.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => Ok(()),
+            errno => Err(std::io::Error::from_raw_os_error(errno)),
+        }
     }
 }
 

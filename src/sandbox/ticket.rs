@@ -6,9 +6,9 @@
 //! `gavel exec` would, and writes the result (with the command) to
 //! `<db>.exec/id-<the call id in hex>` (`sha256-<its SHA-256>` for a call
 //! id of more than 100 bytes; owner-only). The launcher reads the ticket,
-//! holds the command it is given to the ticket's, and has it removed once
-//! the command is over (off the command's path: an unlink is tens of
-//! microseconds); with no ticket (run twice, or `gavel exec` by hand) it
+//! holds the command it is given to the ticket's, and has it removed
+//! before the command starts, off the launcher's path (an unlink is tens
+//! of microseconds); with no ticket (run twice, or `gavel exec` by hand) it
 //! reads the record itself. Nothing in a ticket is hashed on the
 //! launcher's path: the first hash would cost the launcher its CPU
 //! feature probe. A ticket is no

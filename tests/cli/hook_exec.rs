@@ -515,3 +515,18 @@ fn the_launcher_takes_its_ticket_and_a_command_cannot_leave_one() {
     assert!(sb.root.join("beside.txt").exists());
     assert!(!tickets.join("forged").exists());
 }
+
+#[test]
+fn a_command_that_waits_for_all_of_its_children_is_not_kept_waiting_by_the_observer() {
+    let sb = plain_workspace(false);
+    // `wait` until none is left (Perl's idiom, Ruby's `Process.waitall`):
+    // the observer of the command gavel-exec became is not its child. The
+    // alarm turns a hang into a failure.
+    let output = decide_and_run(
+        &sb,
+        "perl -e 'alarm 20; 1 while wait != -1; print qq(none left\\n)'",
+        "w1",
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(stdout(&output), "none left\n");
+}
