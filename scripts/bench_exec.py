@@ -4,12 +4,14 @@ and as the hook rewrote it (`bash -c` of the line that runs it under the
 launcher beside GAVEL, `gavel-exec`, else `gavel exec`), decided once and
 allowed under a sandbox, interleaved, in one run.
 
-Usage: bench_exec.py GAVEL [--runs N]
+Usage: bench_exec.py GAVEL [--against PREVIOUS_GAVEL] [--runs N]
 
 Each case is a command allowed by a rule naming a profile (read-only or
 workspace-write); each round decides a call through the Claude Code hook
-(not timed), then runs `bash -c COMMAND` and the hook's rewritten line. Prints
-the median wall time of each and the difference. Standard library only.
+(not timed), then runs `bash -c COMMAND` and the hook's rewritten line (and,
+with --against, the previous release's, each decided by its own hook), in
+an order that rotates each round. Prints the median wall time of each and
+what each adds to bash alone. Standard library only.
 """
 import json
 import os
@@ -50,7 +52,9 @@ def timed(argv, cwd):
 def main(argv):
     if not argv:
         sys.exit(__doc__)
-    gavel = os.path.abspath(argv[0])
+    gavels = [os.path.abspath(argv[0])]
+    if "--against" in argv:
+        gavels.insert(0, os.path.abspath(argv[argv.index("--against") + 1]))
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 200
     root = tempfile.mkdtemp(prefix="gavel-bench-exec-")
     try:
@@ -62,39 +66,41 @@ def main(argv):
                                ("gavel.toml", POLICY.format(profile=profile))]:
                 with open(os.path.join(ws, path), "w") as f:
                     f.write(text)
-            db = os.path.join(root, f"audit{n}.db")
-            common = ["--workspace", ws, "--db", db]
             env = dict(os.environ, GAVEL_CHECKPOINT_EVERY="0")
 
-            def decide(call_id):
+            def decide(gavel, db, call_id):
                 """The hook's rewritten line for a fresh call (not timed)."""
                 event = {"hook_event_name": "PreToolUse", "tool_name": "Bash",
                          "tool_input": {"command": command}, "tool_use_id": call_id,
                          "session_id": "bench", "cwd": ws}
-                hook = subprocess.run([gavel, "hook", "claude-code", *common], input=json.dumps(event),
-                                      cwd=ws, capture_output=True, text=True, env=env)
+                hook = subprocess.run([gavel, "hook", "claude-code", "--workspace", ws, "--db", db],
+                                      input=json.dumps(event), cwd=ws, capture_output=True,
+                                      text=True, env=env)
                 if '"allow"' not in hook.stdout:
                     sys.exit(f"not allowed: {hook.stdout} {hook.stderr}")
                 return json.loads(hook.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
 
-            plain, wrapped = [], []
+            times = [[] for _ in range(len(gavels) + 1)]
             for round_ in range(runs):
                 # Each round runs a call of its own, as a client does: the
                 # hook's ticket is taken by the launcher's first run.
-                line = decide(f"bench{n}-{round_}")
-                pair = [("plain", ["bash", "-c", command]),
-                        ("wrapped", ["bash", "-c", line])]
-                if round_ % 2:
-                    pair.reverse()
-                for which, cmd in pair:
-                    (plain if which == "plain" else wrapped).append(timed(cmd, ws))
-            p, w = statistics.median(plain) * 1000, statistics.median(wrapped) * 1000
-            rows.append((name, profile, p, w))
+                argvs = [["bash", "-c", command]] + [
+                    ["bash", "-c", decide(g, os.path.join(root, f"audit{n}-{i}.db"), f"bench{n}-{round_}")]
+                    for i, g in enumerate(gavels)]
+                order = list(range(len(argvs)))
+                shift = round_ % len(order)
+                for k in order[shift:] + order[:shift]:
+                    times[k].append(timed(argvs[k], ws))
+            rows.append((name, profile, [statistics.median(t) * 1000 for t in times]))
         print(f"{runs} rounds, interleaved; median wall time\n")
-        print("| command | profile | bash alone | through `gavel exec` | added |")
-        print("|---|---|---|---|---|")
-        for name, profile, p, w in rows:
-            print(f"| {name} | {profile} | {p:.2f} ms | {w:.2f} ms | {w - p:+.2f} ms |")
+        names = ["previous", "now"][-len(gavels):]
+        print("| command | profile | bash alone | " + " | ".join(f"through `gavel exec`, {w}" for w in names)
+              + " | " + " | ".join(f"added, {w}" for w in names) + " |")
+        print("|---|---|---|" + "---|" * (2 * len(gavels)))
+        for name, profile, (plain, *wrapped) in rows:
+            print(f"| {name} | {profile} | {plain:.2f} ms | "
+                  + " | ".join(f"{w:.2f} ms" for w in wrapped) + " | "
+                  + " | ".join(f"{w - plain:+.2f} ms" for w in wrapped) + " |")
     finally:
         shutil.rmtree(root)
 

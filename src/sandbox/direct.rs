@@ -4,12 +4,16 @@
 //! `PATH` and `execve` it with the words as they are. Where every word is
 //! one bash takes literally (no quoting, expansion, operator, redirection,
 //! assignment or comment can appear in it) and the first names a program
-//! file rather than a builtin or a reserved word (`echo`, `true` and
-//! `false`, whose programs do what the builtins do, aside), [`direct`]
-//! does that look-up itself, and the contained command starts without the shell in
+//! file rather than a builtin or a reserved word, [`direct`] does that
+//! look-up itself, and the contained command starts without the shell in
 //! between: one process start less for each such command. Anything else,
 //! and a program it cannot find, runs as `bash -c COMMAND`, so bash's own
 //! words for a missing program stand.
+//!
+//! And what bash runs without any process, a builtin that only sets an
+//! exit status (`true`, `false`, `:`) or writes its words to standard
+//! output (`echo`), has nothing for a sandbox to contain: [`builtin`]
+//! runs it as bash does, in the launcher.
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
@@ -24,27 +28,91 @@ fn literal(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"_-./,:@%+=".contains(&byte)
 }
 
-/// Builtins whose program (the POSIX utility of the same name) does what
-/// the builtin does with words of [`literal`] bytes (no backslash for
-/// `echo` to read), unless a word asks the program for `--help` or
-/// `--version`.
-const SAME_AS_PROGRAM: &[&str] = &["echo", "false", "true"];
-
-/// The words of `command` when bash would run it as one program with
-/// those words as they are: words of [`literal`] bytes separated by spaces
-/// or tabs, the first without `=` (an assignment) and not one of
-/// bash's builtins and reserved words (but for [`SAME_AS_PROGRAM`] without a `--` word).
-pub fn plain_words(command: &str) -> Option<Vec<&str>> {
+/// The words of `command` when each is one of [`literal`] bytes,
+/// separated by spaces or tabs.
+fn literal_words(command: &str) -> Option<Vec<&str>> {
     let words: Vec<&str> = command
         .split([' ', '\t'])
         .filter(|w| !w.is_empty())
         .collect();
-    let first = words.first()?;
-    let shell_word = BASH_BUILTINS.contains(first) || RESERVED.contains(first);
-    let program = !shell_word
-        || (SAME_AS_PROGRAM.contains(first) && !words.iter().any(|w| w.starts_with("--")));
-    let plain = words.iter().all(|w| w.bytes().all(literal)) && !first.contains('=') && program;
-    plain.then_some(words)
+    (!words.is_empty() && words.iter().all(|w| w.bytes().all(literal))).then_some(words)
+}
+
+/// The words of `command` when bash would run it as one program with
+/// those words as they are: [`literal_words`], the first without `=` (an
+/// assignment) and not one of bash's builtins and reserved words.
+pub fn plain_words(command: &str) -> Option<Vec<&str>> {
+    let words = literal_words(command)?;
+    let first = words[0];
+    let shell_word = BASH_BUILTINS.contains(&first) || RESERVED.contains(&first);
+    (!first.contains('=') && !shell_word).then_some(words)
+}
+
+/// A builtin bash runs without a process, with no effect but its exit
+/// status and what it writes to standard output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Builtin<'a> {
+    /// `true`, `:` (0) or `false` (1), whatever their words.
+    Status(i32),
+    /// `echo`: its words after its options, and whether a newline ends them.
+    Echo { words: Vec<&'a str>, newline: bool },
+}
+
+/// `command` when it is such a builtin with [`literal_words`].
+pub fn builtin(command: &str) -> Option<Builtin<'_>> {
+    let words = literal_words(command)?;
+    match words[0] {
+        "true" | ":" => Some(Builtin::Status(0)),
+        "false" => Some(Builtin::Status(1)),
+        "echo" => {
+            // As bash's echo reads its options: leading words of `-` and
+            // `n`, `e`, `E` only (`-e` finds no backslash in a literal word).
+            let options = words[1..]
+                .iter()
+                .take_while(|w| {
+                    w.len() > 1 && w.starts_with('-') && w[1..].bytes().all(|b| b"neE".contains(&b))
+                })
+                .count();
+            let newline = !words[1..=options].iter().any(|w| w.contains('n'));
+            Some(Builtin::Echo {
+                words: words[1 + options..].to_vec(),
+                newline,
+            })
+        }
+        _ => None,
+    }
+}
+
+impl Builtin<'_> {
+    /// Runs it as bash would, here: its exit status. `echo` writes with
+    /// `SIGPIPE` at its default, so a closed pipe ends it as it ends bash.
+    pub fn run(&self) -> i32 {
+        match self {
+            Builtin::Status(status) => *status,
+            Builtin::Echo { words, newline } => {
+                let mut line = words.join(" ").into_bytes();
+                if *newline {
+                    line.push(b'\n');
+                }
+                // SAFETY: resetting a disposition; writing from a live buffer.
+                unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+                let mut rest = line.as_slice();
+                while !rest.is_empty() {
+                    let n = unsafe { libc::write(1, rest.as_ptr().cast(), rest.len()) };
+                    if n < 0 {
+                        let err = std::io::Error::last_os_error();
+                        if err.kind() == std::io::ErrorKind::Interrupted {
+                            continue;
+                        }
+                        eprintln!("echo: write error: {err}");
+                        return 1;
+                    }
+                    rest = &rest[n as usize..];
+                }
+                0
+            }
+        }
+    }
 }
 
 /// `program` as bash finds it: itself (from `cwd`) when it holds a `/`,
@@ -110,12 +178,9 @@ mod tests {
             plain_words("./run.sh --to=a,b:c@d%e+f"),
             Some(vec!["./run.sh", "--to=a,b:c@d%e+f"])
         );
-        assert_eq!(plain_words("true"), Some(vec!["true"]));
-        assert_eq!(
-            plain_words("echo -n hi there"),
-            Some(vec!["echo", "-n", "hi", "there"])
-        );
         for shell in [
+            "true",
+            "echo -n hi there",
             "",
             "   ",
             "cat a.txt > b",
@@ -149,6 +214,39 @@ mod tests {
             "[ -f a ]",
         ] {
             assert_eq!(plain_words(shell), None, "{shell:?}");
+        }
+    }
+
+    #[test]
+    fn builtins_with_nothing_to_contain_run_as_bash_runs_them() {
+        let echo = |words: &[&'static str], newline| {
+            Some(Builtin::Echo {
+                words: words.to_vec(),
+                newline,
+            })
+        };
+        assert_eq!(builtin("true --help"), Some(Builtin::Status(0)));
+        assert_eq!(builtin(": x"), Some(Builtin::Status(0)));
+        assert_eq!(builtin("false"), Some(Builtin::Status(1)));
+        assert_eq!(builtin("echo hi  there"), echo(&["hi", "there"], true));
+        assert_eq!(builtin("echo -n hi"), echo(&["hi"], false));
+        assert_eq!(builtin("echo -eEn -e hi"), echo(&["hi"], false));
+        // Not options: `-`, `--`, another letter; and none after a word.
+        assert_eq!(builtin("echo - hi"), echo(&["-", "hi"], true));
+        assert_eq!(builtin("echo -- -n"), echo(&["--", "-n"], true));
+        assert_eq!(builtin("echo -nx hi"), echo(&["-nx", "hi"], true));
+        assert_eq!(builtin("echo hi -n"), echo(&["hi", "-n"], true));
+        assert_eq!(builtin("echo --help"), echo(&["--help"], true));
+        assert_eq!(builtin("echo"), echo(&[], true));
+        for not in [
+            "echo $HOME",
+            "echo 'a'",
+            "true; rm x",
+            "printf hi",
+            "cat a",
+            "",
+        ] {
+            assert_eq!(builtin(not), None, "{not:?}");
         }
     }
 

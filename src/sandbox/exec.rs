@@ -2,6 +2,7 @@
 //! process become the contained command; or why it did not run.
 
 use std::ffi::{CString, OsString};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
@@ -12,7 +13,7 @@ use super::Spec;
 use super::bind::{Authorized, authorize};
 use super::kernel::{Enforcement, Support};
 use super::launch::{ChildSetup, LaunchError, Resolved, contain, home, prepare};
-use super::observe::{Judge, Observed, Observer, Witness, fork};
+use super::observe::{Handoff, Judge, Observed, Observer, Witness, fork};
 
 /// Why a call did not run.
 #[derive(Debug, thiserror::Error)]
@@ -111,10 +112,21 @@ pub fn exec(
     spent: Option<PathBuf>,
     before: impl FnOnce(&Prepared),
 ) -> ExecError {
+    let support = Support::probe_for_launch();
+    // What bash runs without a process has nothing for a sandbox to
+    // contain (`super::direct::builtin`): run here, as bash runs it, where
+    // the kernel could have contained it (never where it could not: a
+    // contained allow there runs nothing).
+    if let Some(builtin) = super::direct::builtin(&authorized.command)
+        && !matches!(support.enforcement(), Enforcement::Unavailable { .. })
+    {
+        leave(None, spent.as_deref());
+        std::process::exit(builtin.run());
+    }
     let workspace = PathBuf::from(&authorized.workspace);
     let cwd = decided_in(&workspace, authorized.cwd.as_deref());
     let contained = contained_command(
-        Support::probe_for_launch(),
+        support,
         &authorized.command,
         (&authorized.profile, &authorized.spec),
         &workspace,
@@ -253,6 +265,8 @@ pub struct ContainedCommand {
     spent: Option<PathBuf>,
     /// What its observer judges attempts against.
     judge: Judge,
+    /// What its Landlock ruleset is built from: the paths and the kernel's ABI.
+    landlock: (Resolved, i64),
     observer: Option<Observer>,
 }
 
@@ -267,6 +281,10 @@ impl ContainedCommand {
         }
         command.envs(self.env.iter().map(|(k, v)| (k, v)));
         let mut setup = self.setup.take().ok_or_else(taken)?;
+        let (resolved, abi) = &self.landlock;
+        setup
+            .build_ruleset(resolved, *abi)
+            .map_err(|e| ExecError::Unenforceable(e.to_string()))?;
         let (observer, end) = Observer::start(self.judge.clone()).map_err(no_observer)?;
         self.observer = Some(observer);
         setup.observed_by(end);
@@ -299,16 +317,25 @@ impl ContainedCommand {
             (Err(err), ..) | (_, Err(err), ..) | (_, _, Err(err), _) => return err,
             (.., None) => return taken(),
         };
-        // The ticket is spent before the command starts; the temporary
-        // folder, once it is over.
+        // The observer builds the Landlock ruleset while this process makes
+        // its namespaces, and spends the ticket before the command starts;
+        // it removes the temporary folder once the command is over.
         let spent = self.spent.clone();
-        let begin = move || leave(None, spent.as_deref());
+        let (resolved, abi) = std::mem::take(&mut self.landlock);
+        let begin = move |handoff: &Handoff| {
+            let built = super::launch::ruleset(&resolved, abi)
+                .map_err(|e| e.to_string())
+                .and_then(|r| Option::<OwnedFd>::from(r).ok_or_else(|| "no ruleset".to_owned()));
+            handoff.give(built);
+            leave(None, spent.as_deref());
+        };
         let tmp = self.tmp.clone();
         let end = move || leave(tmp.as_deref(), None);
         match fork(self.judge.clone(), witness, begin, end) {
             Ok(end) => setup.observed_by(end),
             Err(err) => return no_observer(err),
         }
+        setup.ruleset_from_observer();
         let err = setup.exec(&program, &argv, &envp);
         ExecError::Unenforceable(match super::kernel::namespaces_refused() {
             Some(why) => format!("the sandbox could not be set up: {why}"),
@@ -388,6 +415,7 @@ pub fn contained_command(
         tmp: None,
         spent: None,
         judge: Judge::new(&[], &[], &[]),
+        landlock: (Resolved::default(), 0),
         observer: None,
     };
     if !spec.write.is_empty() {
@@ -442,7 +470,8 @@ pub fn contained_command(
         .cloned()
         .collect();
     contained.judge = Judge::new(&resolved.write, &resolved.exec, &closed);
-    contained.setup = Some(prepare(&resolved, cwd, support.landlock_abi, true).map_err(fail)?);
+    contained.setup = Some(prepare(&resolved, cwd, true).map_err(fail)?);
+    contained.landlock = (resolved, support.landlock_abi);
     Ok(contained)
 }
 

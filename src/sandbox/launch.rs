@@ -303,12 +303,23 @@ pub struct ChildSetup {
     /// Folders an empty read-only tmpfs is mounted over.
     hidden: Vec<CString>,
     cwd: CString,
-    ruleset: Option<RulesetCreated>,
+    landlock: Landlock,
     /// The sandbox's filter, with the observer's calls in it when
     /// `listener` is set.
     filter: Filter,
     /// Where the filter's listener goes: the observer.
     listener: Option<ChildEnd>,
+}
+
+/// The Landlock ruleset of a [`ChildSetup`]: built where it was prepared,
+/// or built by the observer and received from it before it is needed.
+enum Landlock {
+    /// Neither built nor promised: nothing runs.
+    Pending,
+    Built(RulesetCreated),
+    FromObserver,
+    /// Applied.
+    Taken,
 }
 
 impl std::fmt::Debug for ChildSetup {
@@ -433,12 +444,23 @@ impl ChildSetup {
         unsafe {
             check(libc::chdir(self.cwd.as_ptr()) as libc::c_long)?;
         }
-        if let Some(ruleset) = self.ruleset.take() {
-            let status = ruleset
-                .restrict_self()
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            if status.ruleset != landlock::RulesetStatus::FullyEnforced {
-                return Err(std::io::Error::other("landlock not fully enforced"));
+        match std::mem::replace(&mut self.landlock, Landlock::Taken) {
+            Landlock::Built(ruleset) => {
+                let status = ruleset
+                    .restrict_self()
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                if status.ruleset != landlock::RulesetStatus::FullyEnforced {
+                    return Err(std::io::Error::other("landlock not fully enforced"));
+                }
+            }
+            Landlock::FromObserver => {
+                let end = self.listener.as_ref().ok_or_else(|| {
+                    std::io::Error::other("the landlock ruleset's observer is gone")
+                })?;
+                restrict_self(&end.receive()?)?;
+            }
+            Landlock::Pending | Landlock::Taken => {
+                return Err(std::io::Error::other("no landlock ruleset"));
             }
         }
         match &self.listener {
@@ -451,6 +473,24 @@ impl ChildSetup {
     /// The observer's end, where the filter's listener goes.
     pub fn observed_by(&mut self, end: ChildEnd) {
         self.listener = Some(end);
+    }
+
+    /// Builds the Landlock ruleset of `resolved` here ([`ruleset`]).
+    pub fn build_ruleset(
+        &mut self,
+        resolved: &Resolved,
+        kernel_abi: i64,
+    ) -> Result<(), LaunchError> {
+        self.landlock = Landlock::Built(ruleset(resolved, kernel_abi)?);
+        Ok(())
+    }
+
+    /// Has the Landlock ruleset come from the observer ([`ChildEnd::receive`])
+    /// rather than be built here: the observer builds it (opening each path,
+    /// a rule each) while this process makes its namespaces. Set the
+    /// observer ([`Self::observed_by`]) too.
+    pub fn ruleset_from_observer(&mut self) {
+        self.landlock = Landlock::FromObserver;
     }
 
     /// Sets this process up so and executes `program` in place (`argv[0]`
@@ -482,21 +522,33 @@ impl ChildSetup {
     }
 }
 
+/// Enforces the Landlock ruleset `fd` on this process (after
+/// `no_new_privs`, as the kernel requires of an unprivileged process).
+fn restrict_self(fd: &std::os::fd::OwnedFd) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: prctl sets a flag; landlock_restrict_self reads the
+    // descriptor, open for the call.
+    unsafe {
+        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
+        check(libc::syscall(
+            libc::SYS_landlock_restrict_self,
+            fd.as_raw_fd(),
+            0,
+        ))
+    }
+}
+
 fn cstring(path: &Path) -> Result<CString, LaunchError> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| LaunchError::Nul)
 }
 
 /// Prepares what a child applies just before `execve` to run contained by
 /// `resolved` in `cwd`: everything that opens, allocates or compiles is
-/// done here. `kernel_abi` is the Landlock ABI [`super::kernel::landlock_abi`]
-/// found; with `observed`, the filter hands the observer's calls to a
-/// listener, which goes to the observer ([`ChildSetup::observed_by`]).
-pub fn prepare(
-    resolved: &Resolved,
-    cwd: &Path,
-    kernel_abi: i64,
-    observed: bool,
-) -> Result<ChildSetup, LaunchError> {
+/// done here, but the Landlock ruleset, built here or by the observer
+/// ([`ChildSetup::build_ruleset`], [`ChildSetup::ruleset_from_observer`]).
+/// With `observed`, the filter hands the observer's calls to a listener,
+/// which goes to the observer ([`ChildSetup::observed_by`]).
+pub fn prepare(resolved: &Resolved, cwd: &Path, observed: bool) -> Result<ChildSetup, LaunchError> {
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut binds: Vec<(&PathBuf, bool)> = resolved
@@ -522,7 +574,7 @@ pub fn prepare(
             .map(|p| cstring(p))
             .collect::<Result<_, _>>()?,
         cwd: cstring(cwd)?,
-        ruleset: Some(ruleset(resolved, kernel_abi)?),
+        landlock: Landlock::Pending,
         filter: if observed {
             Filter::sandbox_observed(resolved.network)
         } else {

@@ -98,14 +98,6 @@ impl Judge {
 #[repr(C, align(8))]
 struct Control([u8; 64]);
 
-/// The one byte a descriptor travels with.
-fn one_byte(byte: &mut [u8; 1]) -> libc::iovec {
-    libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    }
-}
-
 /// A message of `iov` with `control` as its control buffer (whole).
 fn message(iov: &mut libc::iovec, control: &mut Control) -> libc::msghdr {
     // SAFETY: a zeroed msghdr is a valid empty one.
@@ -117,7 +109,70 @@ fn message(iov: &mut libc::iovec, control: &mut Control) -> libc::msghdr {
     msg
 }
 
-/// The child's end: where it sends its listener.
+/// Sends `payload` on `sock`, with the descriptor `fd` when there is one.
+/// Async-signal-safe.
+fn send_fd(sock: RawFd, fd: Option<RawFd>, payload: &[u8]) -> std::io::Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: payload.as_ptr() as *mut libc::c_void,
+        iov_len: payload.len(),
+    };
+    let mut control = Control([0; 64]);
+    // SAFETY: msg points at iov and control, alive for the call; the
+    // CMSG macros stay inside control.
+    unsafe {
+        let mut msg = message(&mut iov, &mut control);
+        match fd {
+            Some(fd) => {
+                msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
+            }
+            None => {
+                msg.msg_control = std::ptr::null_mut();
+                msg.msg_controllen = 0;
+            }
+        }
+        if libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Receives one message on `sock` into `payload`: the descriptor it
+/// carries, if any, and the payload's length. Errs when the other end is
+/// gone. Allocates nothing.
+fn recv_fd(sock: RawFd, payload: &mut [u8]) -> std::io::Result<(Option<OwnedFd>, usize)> {
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    let mut control = Control([0; 64]);
+    // SAFETY: as in `send_fd`; a descriptor received is owned here.
+    unsafe {
+        let mut msg = message(&mut iov, &mut control);
+        let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+        }
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        let fd = (!cmsg.is_null() && (*cmsg).cmsg_type == libc::SCM_RIGHTS).then(|| {
+            OwnedFd::from_raw_fd(std::ptr::read_unaligned(
+                libc::CMSG_DATA(cmsg).cast::<RawFd>(),
+            ))
+        });
+        Ok((fd, n as usize))
+    }
+}
+
+/// The child's end: where it sends its listener, and receives what the
+/// observer sends first ([`Handoff`]).
 #[derive(Debug)]
 pub struct ChildEnd(OwnedFd);
 
@@ -125,26 +180,36 @@ impl ChildEnd {
     /// Sends the listener `fd` to the observer, then closes it here.
     /// Async-signal-safe (a forked child calls it before `execve`).
     pub fn send(&self, fd: RawFd) -> std::io::Result<()> {
-        let mut byte = [0u8; 1];
-        let mut iov = one_byte(&mut byte);
-        let mut control = Control([0; 64]);
-        // SAFETY: msg points at iov and control, alive for the call; the
-        // CMSG macros stay inside control.
-        unsafe {
-            let mut msg = message(&mut iov, &mut control);
-            msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
-            let cmsg = libc::CMSG_FIRSTHDR(&msg);
-            (*cmsg).cmsg_level = libc::SOL_SOCKET;
-            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
-            let sent = libc::sendmsg(self.0.as_raw_fd(), &msg, libc::MSG_NOSIGNAL);
-            libc::close(fd);
-            if sent < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+        let sent = send_fd(self.0.as_raw_fd(), Some(fd), &[0]);
+        // SAFETY: the listener is this process's to close, sent or not.
+        unsafe { libc::close(fd) };
+        sent
+    }
+
+    /// The descriptor the observer hands over ([`Handoff::give`]), or why
+    /// it could not (its words, or that it is gone).
+    pub fn receive(&self) -> std::io::Result<OwnedFd> {
+        let mut payload = [0u8; 512];
+        match recv_fd(self.0.as_raw_fd(), &mut payload)? {
+            (Some(fd), _) => Ok(fd),
+            (None, n) => Err(std::io::Error::other(
+                String::from_utf8_lossy(&payload[..n]).into_owned(),
+            )),
         }
-        Ok(())
+    }
+}
+
+/// The observer's end as its `begin` ([`fork`]) has it: what it hands the
+/// command's process before anything else.
+pub struct Handoff<'a>(&'a OwnedFd);
+
+impl Handoff<'_> {
+    /// Hands over `fd`, or why there is none.
+    pub fn give(&self, fd: Result<OwnedFd, String>) {
+        let _ = match fd {
+            Ok(fd) => send_fd(self.0.as_raw_fd(), Some(fd.as_raw_fd()), &[0]),
+            Err(why) => send_fd(self.0.as_raw_fd(), None, why.as_bytes()),
+        };
     }
 }
 
@@ -193,8 +258,9 @@ impl Drop for Observer {
 
 /// Starts the observer of a command judged by `judge` in a process of its
 /// own, for this process to become the command (`execve` in place): the
-/// observer runs `begin`, which is over before the command starts (its
-/// first `execve` waits for the observer), then watches until this
+/// observer runs `begin` (which may hand this process a descriptor,
+/// [`ChildEnd::receive`]), over before the command starts (its first
+/// `execve` waits for the observer), then watches until this
 /// process has exited, hands `witness` each
 /// attempt it keeps before the kernel answers the call that made it (so
 /// the refusal is on record before the command learns of it), then how
@@ -207,7 +273,7 @@ impl Drop for Observer {
 pub fn fork(
     judge: Judge,
     mut witness: impl Witness,
-    begin: impl FnOnce(),
+    begin: impl FnOnce(&Handoff),
     end: impl FnOnce(),
 ) -> std::io::Result<ChildEnd> {
     let (ours, theirs) = socket_pair()?;
@@ -239,7 +305,7 @@ pub fn fork(
             }
         }
         if let Some(begin) = begin.take() {
-            begin();
+            begin(&Handoff(&ours));
         }
         let observed = watch(
             &ours,
@@ -419,21 +485,7 @@ fn receive(sock: &OwnedFd, until: &Until) -> Option<OwnedFd> {
         }
     }
     let mut byte = [0u8; 1];
-    let mut iov = one_byte(&mut byte);
-    let mut control = Control([0; 64]);
-    // SAFETY: as in `ChildEnd::send`; the descriptor received is owned here.
-    unsafe {
-        let mut msg = message(&mut iov, &mut control);
-        if libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) <= 0 {
-            return None;
-        }
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
-            return None;
-        }
-        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>());
-        Some(OwnedFd::from_raw_fd(fd))
-    }
+    recv_fd(sock.as_raw_fd(), &mut byte).ok()?.0
 }
 
 /// The observer's loop: every notification judged and answered (the

@@ -450,8 +450,9 @@ fn decide_and_run(sb: &Sandbox, command: &str, id: &str) -> Output {
 #[test]
 fn a_contained_command_sees_what_it_would_see_run_by_bash() {
     let sb = plain_workspace(false);
-    // Plain words run without a shell in between, the rest through bash;
-    // either way the command sees what `bash -c COMMAND` would show it.
+    // Plain words run without a shell in between, `echo`, `true` and
+    // `false` without a process (as bash's builtins), the rest through
+    // bash; either way the command sees what `bash -c COMMAND` would show.
     for (n, command) in [
         "printenv SHLVL",
         "printenv _",
@@ -460,6 +461,11 @@ fn a_contained_command_sees_what_it_would_see_run_by_bash() {
         "gavel-no-such-program --x",
         "echo -n plain words",
         "echo hi --help",
+        "echo --help",
+        "echo -neE -e words -n",
+        "echo - -- -nx",
+        "echo",
+        "true --help",
         "true",
         "false",
     ]
