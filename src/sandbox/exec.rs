@@ -13,7 +13,7 @@ use super::Spec;
 use super::bind::{Authorized, authorize};
 use super::kernel::{Enforcement, Support};
 use super::launch::{ChildSetup, LaunchError, Resolved, contain, home, prepare};
-use super::observe::{Handoff, Judge, Observed, Observer, Witness, fork};
+use super::observe::{Attempt, Handoff, Judge, Observed, Observer, Witness, fork};
 
 /// Why a call did not run.
 #[derive(Debug, thiserror::Error)]
@@ -77,9 +77,7 @@ pub fn exec_recorded(db: &Path, call_id: &str, given: Option<&str>, verbose: boo
         Ok(authorized) => authorized,
         Err(err) => {
             // Spent on a refusal too: the record decides from now on.
-            if let Some(ticket) = spent {
-                let _ = std::fs::remove_file(ticket);
-            }
+            leave(None, spent.as_deref());
             return err;
         }
     };
@@ -102,9 +100,9 @@ impl ExecError {
 /// Becomes call `call_id` of the database `db`, `authorized` so: this
 /// process executes the command in place, contained, and what the sandbox
 /// refuses it is chained to the call as it happens ([`Recorder`]). The
-/// file `spent` (its ticket) is removed before the command starts, off the
-/// launcher's path (by the observer). `before`
-/// sees what is about to run. Returns only why it did not run.
+/// file `spent` (its ticket) is removed before the command starts, by the
+/// observer, off the launcher's path. `before` sees what is about to run.
+/// Returns only why it did not run.
 pub fn exec(
     call_id: &str,
     authorized: Authorized,
@@ -137,9 +135,7 @@ pub fn exec(
     let mut contained = match contained {
         Ok(contained) => contained,
         Err(err) => {
-            if let Some(spent) = spent {
-                let _ = std::fs::remove_file(spent);
-            }
+            leave(None, spent.as_deref());
             return err;
         }
     };
@@ -172,7 +168,7 @@ struct Recorder {
 impl Recorder {
     fn append(
         &mut self,
-        attempts: Vec<super::observe::Attempt>,
+        attempts: Vec<Attempt>,
         more: u64,
     ) -> Result<(), crate::store::StoreError> {
         let event = crate::audit::Event::now(
@@ -195,8 +191,8 @@ impl Recorder {
     }
 }
 
-impl super::observe::Witness for Recorder {
-    fn refused(&mut self, attempt: &super::observe::Attempt, pid: u32) {
+impl Witness for Recorder {
+    fn refused(&mut self, attempt: &Attempt, pid: u32) {
         if let Err(err) = self.append(vec![attempt.clone()], 0) {
             say_to(
                 pid,

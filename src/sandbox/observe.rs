@@ -204,12 +204,19 @@ impl ChildEnd {
 pub struct Handoff<'a>(&'a OwnedFd);
 
 impl Handoff<'_> {
-    /// Hands over `fd`, or why there is none.
+    /// Hands over `fd`, or why there is none. Where that cannot be sent,
+    /// the socket is shut: the command's process, waiting for it, is told
+    /// the observer is gone, and runs nothing.
     pub fn give(&self, fd: Result<OwnedFd, String>) {
-        let _ = match fd {
-            Ok(fd) => send_fd(self.0.as_raw_fd(), Some(fd.as_raw_fd()), &[0]),
-            Err(why) => send_fd(self.0.as_raw_fd(), None, why.as_bytes()),
+        let sock = self.0.as_raw_fd();
+        let sent = match fd {
+            Ok(fd) => send_fd(sock, Some(fd.as_raw_fd()), &[0]),
+            Err(why) => send_fd(sock, None, why.as_bytes()),
         };
+        if sent.is_err() {
+            // SAFETY: shutting a socket this process holds.
+            unsafe { libc::shutdown(sock, libc::SHUT_RDWR) };
+        }
     }
 }
 
