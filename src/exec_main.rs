@@ -23,7 +23,8 @@
 //! becomes another program. The arguments are the C library's, which the
 //! standard library reads all the same.
 
-#![no_main]
+// Not in the unit tests' build, whose harness brings its own `main`.
+#![cfg_attr(not(test), no_main)]
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -69,6 +70,7 @@ fn read(words: &[OsString]) -> Result<Line, String> {
 }
 
 /// The C library's `main`: no Rust runtime start (see above).
+#[cfg(not(test))]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     const REFUSED: libc::c_int = 125;
@@ -99,6 +101,44 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
             } else {
                 REFUSED
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &[&str]) -> Vec<OsString> {
+        line.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_line_a_hook_writes_is_read_and_nothing_else() {
+        let line = read(&words(&[
+            "exec",
+            "--db",
+            "/d/audit.db",
+            "--call-id",
+            "c1",
+            "--verbose",
+            "--",
+            "cat a.txt",
+        ]))
+        .unwrap();
+        assert_eq!(line.db, PathBuf::from("/d/audit.db"));
+        assert_eq!((line.call_id.as_str(), line.verbose), ("c1", true));
+        assert_eq!(line.command.as_deref(), Some("cat a.txt"));
+        let bare = read(&words(&["exec", "--db", "d", "--call-id", "c"])).unwrap();
+        assert_eq!((bare.command, bare.verbose), (None, false));
+        for wrong in [
+            &["run", "--db", "d", "--call-id", "c"][..],
+            &["exec", "--call-id", "c"],
+            &["exec", "--db", "d"],
+            &["exec", "--db", "d", "--call-id", "c", "--", "a", "b"],
+            &["exec", "--db", "d", "--call-id", "c", "--force"],
+        ] {
+            assert!(read(&words(wrong)).is_err(), "{wrong:?}");
         }
     }
 }
