@@ -2,7 +2,6 @@
 //! process become the contained command; or why it did not run.
 
 use std::ffi::{CString, OsString};
-use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
@@ -13,7 +12,7 @@ use super::Spec;
 use super::bind::{Authorized, authorize};
 use super::kernel::{Enforcement, Support};
 use super::launch::{ChildSetup, LaunchError, Resolved, contain, home, prepare};
-use super::observe::{Attempt, Handoff, Judge, Observed, Observer, Witness, fork};
+use super::observe::{Attempt, Judge, Observed, Observer, Witness, fork};
 
 /// Why a call did not run.
 #[derive(Debug, thiserror::Error)]
@@ -313,25 +312,20 @@ impl ContainedCommand {
             (Err(err), ..) | (_, Err(err), ..) | (_, _, Err(err), _) => return err,
             (.., None) => return taken(),
         };
-        // The observer builds the Landlock ruleset while this process makes
-        // its namespaces, and spends the ticket before the command starts;
-        // it removes the temporary folder once the command is over.
+        // The observer spends the ticket before the command starts, and
+        // removes the temporary folder once it is over.
         let spent = self.spent.clone();
-        let (resolved, abi) = std::mem::take(&mut self.landlock);
-        let begin = move |handoff: &Handoff| {
-            let built = super::launch::ruleset(&resolved, abi)
-                .map_err(|e| e.to_string())
-                .and_then(|r| Option::<OwnedFd>::from(r).ok_or_else(|| "no ruleset".to_owned()));
-            handoff.give(built);
-            leave(None, spent.as_deref());
-        };
+        let begin = move || leave(None, spent.as_deref());
         let tmp = self.tmp.clone();
         let end = move || leave(tmp.as_deref(), None);
         match fork(self.judge.clone(), witness, begin, end) {
             Ok(end) => setup.observed_by(end),
             Err(err) => return no_observer(err),
         }
-        setup.ruleset_from_observer();
+        let (resolved, abi) = &self.landlock;
+        if let Err(err) = setup.build_ruleset(resolved, *abi) {
+            return ExecError::Unenforceable(err.to_string());
+        }
         let err = setup.exec(&program, &argv, &envp);
         ExecError::Unenforceable(match super::kernel::namespaces_refused() {
             Some(why) => format!("the sandbox could not be set up: {why}"),

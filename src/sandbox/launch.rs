@@ -311,13 +311,12 @@ pub struct ChildSetup {
     listener: Option<ChildEnd>,
 }
 
-/// The Landlock ruleset of a [`ChildSetup`]: built where it was prepared,
-/// or built by the observer and received from it before it is needed.
+/// The Landlock ruleset of a [`ChildSetup`], once built
+/// ([`ChildSetup::build_ruleset`]).
 enum Landlock {
-    /// Neither built nor promised: nothing runs.
+    /// Not built: nothing runs.
     Pending,
     Built(RulesetCreated),
-    FromObserver,
     /// Applied.
     Taken,
 }
@@ -453,12 +452,6 @@ impl ChildSetup {
                     return Err(std::io::Error::other("landlock not fully enforced"));
                 }
             }
-            Landlock::FromObserver => {
-                let end = self.listener.as_ref().ok_or_else(|| {
-                    std::io::Error::other("the landlock ruleset's observer is gone")
-                })?;
-                restrict_self(&end.receive()?)?;
-            }
             Landlock::Pending | Landlock::Taken => {
                 return Err(std::io::Error::other("no landlock ruleset"));
             }
@@ -483,14 +476,6 @@ impl ChildSetup {
     ) -> Result<(), LaunchError> {
         self.landlock = Landlock::Built(ruleset(resolved, kernel_abi)?);
         Ok(())
-    }
-
-    /// Has the Landlock ruleset come from the observer ([`ChildEnd::receive`])
-    /// rather than be built here: the observer builds it (opening each path,
-    /// a rule each) while this process makes its namespaces. Set the
-    /// observer ([`Self::observed_by`]) too.
-    pub fn ruleset_from_observer(&mut self) {
-        self.landlock = Landlock::FromObserver;
     }
 
     /// Sets this process up so and executes `program` in place (`argv[0]`
@@ -522,30 +507,15 @@ impl ChildSetup {
     }
 }
 
-/// Enforces the Landlock ruleset `fd` on this process (after
-/// `no_new_privs`, as the kernel requires of an unprivileged process).
-fn restrict_self(fd: &std::os::fd::OwnedFd) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: prctl sets a flag; landlock_restrict_self reads the
-    // descriptor, open for the call.
-    unsafe {
-        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
-        check(libc::syscall(
-            libc::SYS_landlock_restrict_self,
-            fd.as_raw_fd(),
-            0,
-        ))
-    }
-}
-
 fn cstring(path: &Path) -> Result<CString, LaunchError> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| LaunchError::Nul)
 }
 
 /// Prepares what a child applies just before `execve` to run contained by
 /// `resolved` in `cwd`: everything that opens, allocates or compiles is
-/// done here, but the Landlock ruleset, built here or by the observer
-/// ([`ChildSetup::build_ruleset`], [`ChildSetup::ruleset_from_observer`]).
+/// done here, the Landlock ruleset once the observer is started
+/// ([`ChildSetup::build_ruleset`]: a thread observer shares this process's
+/// descriptors, a forked one need not inherit the ruleset's).
 /// With `observed`, the filter hands the observer's calls to a listener,
 /// which goes to the observer ([`ChildSetup::observed_by`]).
 pub fn prepare(resolved: &Resolved, cwd: &Path, observed: bool) -> Result<ChildSetup, LaunchError> {

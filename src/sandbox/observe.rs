@@ -109,32 +109,24 @@ fn message(iov: &mut libc::iovec, control: &mut Control) -> libc::msghdr {
     msg
 }
 
-/// Sends `payload` on `sock`, with the descriptor `fd` when there is one.
-/// Async-signal-safe.
-fn send_fd(sock: RawFd, fd: Option<RawFd>, payload: &[u8]) -> std::io::Result<()> {
+/// Sends the descriptor `fd` on `sock`, with one byte. Async-signal-safe.
+fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
+    let byte = [0u8; 1];
     let mut iov = libc::iovec {
-        iov_base: payload.as_ptr() as *mut libc::c_void,
-        iov_len: payload.len(),
+        iov_base: byte.as_ptr() as *mut libc::c_void,
+        iov_len: 1,
     };
     let mut control = Control([0; 64]);
     // SAFETY: msg points at iov and control, alive for the call; the
     // CMSG macros stay inside control.
     unsafe {
         let mut msg = message(&mut iov, &mut control);
-        match fd {
-            Some(fd) => {
-                msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
-                let cmsg = libc::CMSG_FIRSTHDR(&msg);
-                (*cmsg).cmsg_level = libc::SOL_SOCKET;
-                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-                (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-                std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
-            }
-            None => {
-                msg.msg_control = std::ptr::null_mut();
-                msg.msg_controllen = 0;
-            }
-        }
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
         if libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) < 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -171,8 +163,7 @@ fn recv_fd(sock: RawFd, payload: &mut [u8]) -> std::io::Result<(Option<OwnedFd>,
     }
 }
 
-/// The child's end: where it sends its listener, and receives what the
-/// observer sends first ([`Handoff`]).
+/// The child's end: where it sends its listener.
 #[derive(Debug)]
 pub struct ChildEnd(OwnedFd);
 
@@ -180,43 +171,10 @@ impl ChildEnd {
     /// Sends the listener `fd` to the observer, then closes it here.
     /// Async-signal-safe (a forked child calls it before `execve`).
     pub fn send(&self, fd: RawFd) -> std::io::Result<()> {
-        let sent = send_fd(self.0.as_raw_fd(), Some(fd), &[0]);
+        let sent = send_fd(self.0.as_raw_fd(), fd);
         // SAFETY: the listener is this process's to close, sent or not.
         unsafe { libc::close(fd) };
         sent
-    }
-
-    /// The descriptor the observer hands over ([`Handoff::give`]), or why
-    /// it could not (its words, or that it is gone).
-    pub fn receive(&self) -> std::io::Result<OwnedFd> {
-        let mut payload = [0u8; 512];
-        match recv_fd(self.0.as_raw_fd(), &mut payload)? {
-            (Some(fd), _) => Ok(fd),
-            (None, n) => Err(std::io::Error::other(
-                String::from_utf8_lossy(&payload[..n]).into_owned(),
-            )),
-        }
-    }
-}
-
-/// The observer's end as its `begin` ([`fork`]) has it: what it hands the
-/// command's process before anything else.
-pub struct Handoff<'a>(&'a OwnedFd);
-
-impl Handoff<'_> {
-    /// Hands over `fd`, or why there is none. Where that cannot be sent,
-    /// the socket is shut: the command's process, waiting for it, is told
-    /// the observer is gone, and runs nothing.
-    pub fn give(&self, fd: Result<OwnedFd, String>) {
-        let sock = self.0.as_raw_fd();
-        let sent = match fd {
-            Ok(fd) => send_fd(sock, Some(fd.as_raw_fd()), &[0]),
-            Err(why) => send_fd(sock, None, why.as_bytes()),
-        };
-        if sent.is_err() {
-            // SAFETY: shutting a socket this process holds.
-            unsafe { libc::shutdown(sock, libc::SHUT_RDWR) };
-        }
     }
 }
 
@@ -265,14 +223,13 @@ impl Drop for Observer {
 
 /// Starts the observer of a command judged by `judge` in a process of its
 /// own, for this process to become the command (`execve` in place): the
-/// observer runs `begin` (which may hand this process a descriptor,
-/// [`ChildEnd::receive`]), over before the command starts (its first
+/// observer runs `begin`, over before the command starts (its first
 /// `execve` waits for the observer), then watches until this
 /// process has exited, hands `witness` each
 /// attempt it keeps before the kernel answers the call that made it (so
 /// the refusal is on record before the command learns of it), then how
-/// many more there were, runs `end`, and exits. It is not this process's
-/// child ([`detach`]). It holds none of this
+/// many more there were, runs `end`, and exits. This process's `wait`
+/// does not see it ([`fork_unseen`]). It holds none of this
 /// process's standard input, output or error, so whoever reads the
 /// command's output to its end does not wait for the observer, and it
 /// ignores the terminal's signals: it ends with the command. Call it where
@@ -280,7 +237,7 @@ impl Drop for Observer {
 pub fn fork(
     judge: Judge,
     mut witness: impl Witness,
-    begin: impl FnOnce(&Handoff),
+    begin: impl FnOnce(),
     end: impl FnOnce(),
 ) -> std::io::Result<ChildEnd> {
     let (ours, theirs) = socket_pair()?;
@@ -312,7 +269,7 @@ pub fn fork(
             }
         }
         if let Some(begin) = begin.take() {
-            begin(&Handoff(&ours));
+            begin();
         }
         let observed = watch(
             &ours,
@@ -325,96 +282,29 @@ pub fn fork(
             end();
         }
     };
-    detach(&mut body)?;
+    fork_unseen(&mut body)?;
     Ok(ChildEnd(theirs))
 }
 
-/// Runs `body` in a process that is not this one's child: forked by a
-/// short-lived one that shares this process's memory (as `vfork` does)
-/// and exits at once, so the process running `body` is the init
-/// process's (or a subreaper's) to reap, and a command that waits for all
-/// of its children never waits for it. Every signal is blocked across the
-/// two forks and unblocked in `body`'s process. Call it where this process
-/// has one thread.
-fn detach(body: &mut dyn FnMut()) -> std::io::Result<()> {
-    /// What the short-lived process is handed.
-    struct Detach<'a> {
-        body: &'a mut dyn FnMut(),
-        mask: libc::sigset_t,
-        /// Why the fork failed (0: it did not).
-        errno: std::sync::atomic::AtomicI32,
-    }
-
-    extern "C" fn between(arg: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: `arg` is the parent's `Detach`, alive while this process
-        // (sharing its memory, the parent waiting) runs; its fork's child
-        // has a copy of it all, and runs `body` on a copy of this stack.
-        unsafe {
-            let detach = &mut *arg.cast::<Detach>();
-            match libc::fork() {
-                -1 => {
-                    let errno = std::io::Error::last_os_error().raw_os_error();
-                    detach.errno.store(
-                        errno.unwrap_or(libc::EAGAIN),
-                        std::sync::atomic::Ordering::SeqCst,
-                    );
-                }
-                0 => {
-                    libc::pthread_sigmask(libc::SIG_SETMASK, &detach.mask, std::ptr::null_mut());
-                    (detach.body)();
-                }
-                _ => {}
-            }
-            libc::_exit(0)
-        }
-    }
-
-    // Room for what `body` runs (the observer, SQLite when it records);
-    // pages are only touched as used.
-    const STACK: usize = 2 << 20;
-    // SAFETY: the stack is mapped for the short-lived process and unmapped
-    // here once it has exited (CLONE_VFORK: clone returns then); its
-    // fork's child keeps its own copy of the mapping. `detach` outlives
-    // the clone.
+/// Runs `body` in a child process that sends no signal when it ends: a
+/// "clone" child, which `wait` and `waitpid(-1, …)` without `__WALL` do
+/// not see, so a command that waits for all of its children until none
+/// is left never waits for it (nor it for the command). Once the command
+/// is gone, the init process (or the nearest subreaper) inherits and
+/// reaps it. A raw `clone`, so the C library's fork handlers do not run:
+/// call it where this process has one thread and holds no lock.
+fn fork_unseen(body: &mut dyn FnMut()) -> std::io::Result<()> {
+    // SAFETY: clone without CLONE_VM copies this single-threaded process
+    // as fork does; the child runs `body` and exits without unwinding.
     unsafe {
-        let stack = libc::mmap(
-            std::ptr::null_mut(),
-            STACK,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        );
-        if stack == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        let mut detach = Detach {
-            body,
-            mask: std::mem::zeroed(),
-            errno: std::sync::atomic::AtomicI32::new(0),
-        };
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut detach.mask);
-        let pid = libc::clone(
-            between,
-            stack.cast::<u8>().add(STACK).cast(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&mut detach as *mut Detach).cast(),
-        );
-        let cloned = std::io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &detach.mask, std::ptr::null_mut());
-        libc::munmap(stack, STACK);
-        if pid < 0 {
-            return Err(cloned);
-        }
-        let mut status = 0;
-        while libc::waitpid(pid, &mut status, 0) < 0
-            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {}
-        match detach.errno.load(std::sync::atomic::Ordering::SeqCst) {
-            0 => Ok(()),
-            errno => Err(std::io::Error::from_raw_os_error(errno)),
+        let flags: libc::c_ulong = 0; // no CLONE_* flag and no exit signal
+        match libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) {
+            -1 => Err(std::io::Error::last_os_error()),
+            0 => {
+                body();
+                libc::_exit(0)
+            }
+            _ => Ok(()),
         }
     }
 }
