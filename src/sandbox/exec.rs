@@ -64,12 +64,9 @@ impl Prepared {
 /// call is refused. This process becomes the command ([`exec`]): returns
 /// only why it did not run.
 pub fn exec_recorded(db: &Path, call_id: &str, given: Option<&str>, verbose: bool) -> ExecError {
-    let ticket = given.and_then(|command| super::ticket::read(db, call_id, command));
-    let (authorized, spent) = match ticket {
-        Some(authorized) => (
-            authorized.map_err(ExecError::from),
-            Some(super::ticket::path(db, call_id)),
-        ),
+    let ticket = super::ticket::path(db, call_id);
+    let (authorized, spent) = match given.and_then(|c| super::ticket::read(&ticket, call_id, c)) {
+        Some(authorized) => (authorized.map_err(ExecError::from), Some(ticket)),
         None => (recorded(db, call_id, given), None),
     };
     let authorized = match authorized {
@@ -258,9 +255,8 @@ pub struct ContainedCommand {
     tmp: Option<PathBuf>,
     /// A file to remove with the temporary folder (the launcher's ticket).
     spent: Option<PathBuf>,
-    /// What its observer judges attempts against.
-    judge: Judge,
-    /// What its Landlock ruleset is built from: the paths and the kernel's ABI.
+    /// What its Landlock ruleset is built from and its observer judges
+    /// against: the paths, and the kernel's Landlock ABI.
     landlock: (Resolved, i64),
     observer: Option<Observer>,
 }
@@ -280,7 +276,7 @@ impl ContainedCommand {
         setup
             .build_ruleset(resolved, *abi)
             .map_err(|e| ExecError::Unenforceable(e.to_string()))?;
-        let (observer, end) = Observer::start(self.judge.clone()).map_err(no_observer)?;
+        let (observer, end) = Observer::start(judge(&self.landlock.0)).map_err(no_observer)?;
         self.observer = Some(observer);
         setup.observed_by(end);
         contain(&mut command, setup, &self.cwd);
@@ -318,7 +314,7 @@ impl ContainedCommand {
         let begin = move || leave(None, spent.as_deref());
         let tmp = self.tmp.clone();
         let end = move || leave(tmp.as_deref(), None);
-        match fork(self.judge.clone(), witness, begin, end) {
+        match fork(judge(&self.landlock.0), witness, begin, end) {
             Ok(end) => setup.observed_by(end),
             Err(err) => return no_observer(err),
         }
@@ -356,6 +352,18 @@ impl Drop for ContainedCommand {
     fn drop(&mut self) {
         leave(self.tmp.as_deref(), self.spent.as_deref());
     }
+}
+
+/// What an observer judges attempts against: the write and exec paths,
+/// less the never-writable and hidden ones.
+fn judge(resolved: &Resolved) -> Judge {
+    let closed: Vec<PathBuf> = resolved
+        .protected
+        .iter()
+        .chain(&resolved.hidden)
+        .cloned()
+        .collect();
+    Judge::new(&resolved.write, &resolved.exec, &closed)
 }
 
 /// Removes what a command leaves: its temporary folder, its spent ticket.
@@ -404,7 +412,6 @@ pub fn contained_command(
         enforcement,
         tmp: None,
         spent: None,
-        judge: Judge::new(&[], &[], &[]),
         landlock: (Resolved::default(), 0),
         observer: None,
     };
@@ -453,13 +460,6 @@ pub fn contained_command(
         env.push(("TMPDIR".into(), tmp.into()));
     }
     contained.env = env;
-    let closed: Vec<PathBuf> = resolved
-        .protected
-        .iter()
-        .chain(&resolved.hidden)
-        .cloned()
-        .collect();
-    contained.judge = Judge::new(&resolved.write, &resolved.exec, &closed);
     contained.setup = Some(prepare(&resolved, cwd, true).map_err(fail)?);
     contained.landlock = (resolved, support.landlock_abi);
     Ok(contained)

@@ -303,22 +303,13 @@ pub struct ChildSetup {
     /// Folders an empty read-only tmpfs is mounted over.
     hidden: Vec<CString>,
     cwd: CString,
-    landlock: Landlock,
+    /// Built once the observer is started ([`ChildSetup::build_ruleset`]).
+    ruleset: Option<RulesetCreated>,
     /// The sandbox's filter, with the observer's calls in it when
     /// `listener` is set.
     filter: Filter,
     /// Where the filter's listener goes: the observer.
     listener: Option<ChildEnd>,
-}
-
-/// The Landlock ruleset of a [`ChildSetup`], once built
-/// ([`ChildSetup::build_ruleset`]).
-enum Landlock {
-    /// Not built: nothing runs.
-    Pending,
-    Built(RulesetCreated),
-    /// Applied.
-    Taken,
 }
 
 impl std::fmt::Debug for ChildSetup {
@@ -443,18 +434,15 @@ impl ChildSetup {
         unsafe {
             check(libc::chdir(self.cwd.as_ptr()) as libc::c_long)?;
         }
-        match std::mem::replace(&mut self.landlock, Landlock::Taken) {
-            Landlock::Built(ruleset) => {
-                let status = ruleset
-                    .restrict_self()
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
-                if status.ruleset != landlock::RulesetStatus::FullyEnforced {
-                    return Err(std::io::Error::other("landlock not fully enforced"));
-                }
-            }
-            Landlock::Pending | Landlock::Taken => {
-                return Err(std::io::Error::other("no landlock ruleset"));
-            }
+        let ruleset = self
+            .ruleset
+            .take()
+            .ok_or_else(|| std::io::Error::other("no landlock ruleset"))?;
+        let status = ruleset
+            .restrict_self()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        if status.ruleset != landlock::RulesetStatus::FullyEnforced {
+            return Err(std::io::Error::other("landlock not fully enforced"));
         }
         match &self.listener {
             Some(end) => end.send(self.filter.install_listener()?)?,
@@ -474,7 +462,7 @@ impl ChildSetup {
         resolved: &Resolved,
         kernel_abi: i64,
     ) -> Result<(), LaunchError> {
-        self.landlock = Landlock::Built(ruleset(resolved, kernel_abi)?);
+        self.ruleset = Some(ruleset(resolved, kernel_abi)?);
         Ok(())
     }
 
@@ -544,7 +532,7 @@ pub fn prepare(resolved: &Resolved, cwd: &Path, observed: bool) -> Result<ChildS
             .map(|p| cstring(p))
             .collect::<Result<_, _>>()?,
         cwd: cstring(cwd)?,
-        landlock: Landlock::Pending,
+        ruleset: None,
         filter: if observed {
             Filter::sandbox_observed(resolved.network)
         } else {

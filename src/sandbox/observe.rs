@@ -134,35 +134,6 @@ fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Receives one message on `sock` into `payload`: the descriptor it
-/// carries, if any, and the payload's length. Errs when the other end is
-/// gone. Allocates nothing.
-fn recv_fd(sock: RawFd, payload: &mut [u8]) -> std::io::Result<(Option<OwnedFd>, usize)> {
-    let mut iov = libc::iovec {
-        iov_base: payload.as_mut_ptr().cast(),
-        iov_len: payload.len(),
-    };
-    let mut control = Control([0; 64]);
-    // SAFETY: as in `send_fd`; a descriptor received is owned here.
-    unsafe {
-        let mut msg = message(&mut iov, &mut control);
-        let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if n == 0 {
-            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
-        }
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        let fd = (!cmsg.is_null() && (*cmsg).cmsg_type == libc::SCM_RIGHTS).then(|| {
-            OwnedFd::from_raw_fd(std::ptr::read_unaligned(
-                libc::CMSG_DATA(cmsg).cast::<RawFd>(),
-            ))
-        });
-        Ok((fd, n as usize))
-    }
-}
-
 /// The child's end: where it sends its listener.
 #[derive(Debug)]
 pub struct ChildEnd(OwnedFd);
@@ -382,7 +353,24 @@ fn receive(sock: &OwnedFd, until: &Until) -> Option<OwnedFd> {
         }
     }
     let mut byte = [0u8; 1];
-    recv_fd(sock.as_raw_fd(), &mut byte).ok()?.0
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control = Control([0; 64]);
+    // SAFETY: as in `send_fd`; the descriptor received is owned here.
+    unsafe {
+        let mut msg = message(&mut iov, &mut control);
+        if libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) <= 0 {
+            return None;
+        }
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
+            return None;
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>());
+        Some(OwnedFd::from_raw_fd(fd))
+    }
 }
 
 /// The observer's loop: every notification judged and answered (the

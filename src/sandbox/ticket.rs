@@ -89,13 +89,12 @@ pub fn write(db: &Path, call_id: &str, authorized: &Authorized) -> std::io::Resu
     std::fs::rename(&partial, &target)
 }
 
-/// Reads the ticket of call `call_id` of `db` for `command`: `None` when
-/// there is none (the record decides), else the call authorized, or why
-/// not (another command than the one decided, a damaged ticket). The
-/// caller removes it ([`path`]) once it is spent.
-pub fn read(db: &Path, call_id: &str, command: &str) -> Option<Result<Authorized, Refusal>> {
-    let path = path(db, call_id);
-    let text = std::fs::read(&path).ok()?;
+/// Reads the ticket at `path` ([`path`]) of call `call_id` for
+/// `command`: `None` when there is none (the record decides), else the
+/// call authorized, or why not (another command than the one decided, a
+/// damaged ticket). The caller removes it once it is spent.
+pub fn read(path: &Path, call_id: &str, command: &str) -> Option<Result<Authorized, Refusal>> {
+    let text = std::fs::read(path).ok()?;
     let ticket: Ticket = match serde_json::from_slice(&text) {
         Ok(ticket) => ticket,
         Err(e) => {
@@ -146,7 +145,7 @@ mod tests {
 
     /// Reads the ticket and removes it, as the launcher's observer does.
     fn take(db: &Path, call_id: &str, command: &str) -> Option<Result<Authorized, Refusal>> {
-        let read = read(db, call_id, command);
+        let read = read(&path(db, call_id), call_id, command);
         let _ = std::fs::remove_file(path(db, call_id));
         read
     }
