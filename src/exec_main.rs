@@ -73,8 +73,6 @@ fn read(words: &[OsString]) -> Result<Line, String> {
 #[cfg(not(test))]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    const REFUSED: libc::c_int = 125;
-    const UNENFORCEABLE: libc::c_int = 124;
     let words: Vec<OsString> = std::env::args_os().skip(1).collect();
     let line = match read(&words) {
         Ok(line) => line,
@@ -84,25 +82,14 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
         }
     };
     // Returns only when the command did not run.
-    match gavel::sandbox::exec::exec_recorded(
+    let err = gavel::sandbox::exec::exec_recorded(
         &line.db,
         &line.call_id,
         line.command.as_deref(),
         line.verbose,
-    ) {
-        gavel::sandbox::exec::ExecError::Store(err) => {
-            eprintln!("gavel exec: {err}");
-            2
-        }
-        err => {
-            eprintln!("gavel exec: refused: {err}");
-            if err.unenforceable() {
-                UNENFORCEABLE
-            } else {
-                REFUSED
-            }
-        }
-    }
+    );
+    eprintln!("{}", err.line());
+    err.status().map_or(2, libc::c_int::from)
 }
 
 #[cfg(test)]

@@ -21,6 +21,11 @@ pub fn run(global: &Global, args: ExecArgs) -> anyhow::Result<Exit> {
         gavel::sandbox::exec::ExecError::Store(err) => return Err(err.into()),
         err => err,
     };
-    eprintln!("gavel exec: refused: {err}");
-    Ok([Exit::Refused, Exit::Unenforceable][usize::from(err.unenforceable())])
+    eprintln!("{}", err.line());
+    Ok(match err.status() {
+        Some(124) => Exit::Unenforceable,
+        Some(126) => Exit::NotExecutable,
+        Some(127) => Exit::NotFound,
+        _ => Exit::Refused,
+    })
 }

@@ -62,6 +62,8 @@ pub enum Exit {
     Unrecorded = 5,
     Unenforceable = 124, // `exec`: the kernel cannot enforce the sandbox; nothing ran
     Refused = 125,       // `exec`: unknown, not allowed, or another command; nothing ran
+    NotExecutable = 126, // `exec`: contained, the program could not be executed (as bash says)
+    NotFound = 127,      // `exec`: contained, the program was not found (as bash says)
 }
 
 #[derive(Parser, Debug)]

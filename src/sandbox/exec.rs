@@ -11,8 +11,8 @@ use std::process::Command;
 use super::Spec;
 use super::bind::{Authorized, authorize};
 use super::kernel::{Enforcement, Support};
-use super::launch::{ChildSetup, LaunchError, Resolved, contain, home, prepare};
-use super::observe::{Attempt, Judge, Observed, Observer, Witness, fork};
+use super::launch::{ChildSetup, LaunchError, Resolved, Unexecuted, contain, home, prepare};
+use super::observe::{Attempt, Judge, Launch, Observed, Observer, Witness, fork};
 
 /// Why a call did not run.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +30,21 @@ pub enum ExecError {
         path: String,
         source: std::io::Error,
     },
+    /// Contained, the program could not be executed (as bash would say).
+    #[error("{program}: {}", strerror(source))]
+    NotExecuted {
+        program: String,
+        source: std::io::Error,
+    },
+}
+
+/// An error as the C library words it, without Rust's ` (os error N)`.
+fn strerror(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
 }
 
 /// What runs, and how contained, once authorized (for `--verbose`).
@@ -87,9 +102,33 @@ pub fn exec_recorded(db: &Path, call_id: &str, given: Option<&str>, verbose: boo
 }
 
 impl ExecError {
-    /// Whether the kernel, not the call, is why nothing ran.
-    pub fn unenforceable(&self) -> bool {
-        matches!(self, ExecError::Unenforceable(_))
+    /// The status `gavel exec` exits with: 124 when the kernel cannot
+    /// enforce the sandbox, 126 or 127 when the program could not be
+    /// executed or found (as bash answers), else 125 (refused); `None`
+    /// for an error of the record, which is gavel's own.
+    pub fn status(&self) -> Option<u8> {
+        match self {
+            ExecError::Store(_) => None,
+            ExecError::Unenforceable(_) => Some(124),
+            ExecError::NotExecuted { source, .. } => {
+                Some(if source.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                })
+            }
+            ExecError::Refused(_) | ExecError::Tmp { .. } => Some(125),
+        }
+    }
+
+    /// The line `gavel exec` says on stderr for it: what refused the call
+    /// is `refused:`; a program that could not be executed is said as
+    /// bash says it.
+    pub fn line(&self) -> String {
+        match self.status() {
+            Some(124 | 125) => format!("gavel exec: refused: {self}"),
+            _ => format!("gavel exec: {self}"),
+        }
     }
 }
 
@@ -290,7 +329,7 @@ impl ContainedCommand {
     /// which removes the private temporary folder once the command is
     /// over. Returns only why the command did not run. Call it where this
     /// process has one thread.
-    pub fn exec(mut self, witness: impl Witness) -> ExecError {
+    pub fn exec(mut self, witness: impl Witness + 'static) -> ExecError {
         let nul = |_| ExecError::Unenforceable(LaunchError::Nul.to_string());
         let c = |bytes: &[u8]| CString::new(bytes).map_err(nul);
         let program = c(self.program.as_os_str().as_bytes());
@@ -308,25 +347,49 @@ impl ContainedCommand {
             (Err(err), ..) | (_, Err(err), ..) | (_, _, Err(err), _) => return err,
             (.., None) => return taken(),
         };
+        // A program the sandbox may not execute: refused as the kernel
+        // would refuse it, on record before the caller hears of it, with
+        // nothing set up.
+        let judge = judge(&self.landlock.0);
+        if let Some(attempt) = judge.refuses_exec(&self.program) {
+            let mut witness = witness;
+            witness.refused(&attempt, std::process::id());
+            witness.over(0);
+            return ExecError::NotExecuted {
+                program: self.program.display().to_string(),
+                source: std::io::Error::from_raw_os_error(libc::EACCES),
+            };
+        }
         // The observer spends the ticket before the command starts, and
         // removes the temporary folder once it is over.
-        let spent = self.spent.clone();
-        let begin = move || leave(None, spent.as_deref());
+        let launch = Launch {
+            program: self.program.clone(),
+            ticket: self.spent.clone(),
+        };
         let tmp = self.tmp.clone();
         let end = move || leave(tmp.as_deref(), None);
-        match fork(judge(&self.landlock.0), witness, begin, end) {
+        match fork(judge, witness, launch, end) {
             Ok(end) => setup.observed_by(end),
             Err(err) => return no_observer(err),
         }
+        // The observer's to remove from here.
+        (self.spent, self.tmp) = (None, None);
         let (resolved, abi) = &self.landlock;
         if let Err(err) = setup.build_ruleset(resolved, *abi) {
             return ExecError::Unenforceable(err.to_string());
         }
-        let err = setup.exec(&program, &argv, &envp);
-        ExecError::Unenforceable(match super::kernel::namespaces_refused() {
-            Some(why) => format!("the sandbox could not be set up: {why}"),
-            None => format!("the sandbox could not be set up: {err}"),
-        })
+        match setup.exec(&program, &argv, &envp) {
+            Unexecuted::Execve(source) => ExecError::NotExecuted {
+                program: self.program.display().to_string(),
+                source,
+            },
+            Unexecuted::Setup(err) => {
+                ExecError::Unenforceable(match super::kernel::namespaces_refused() {
+                    Some(why) => format!("the sandbox could not be set up: {why}"),
+                    None => format!("the sandbox could not be set up: {err}"),
+                })
+            }
+        }
     }
 
     /// Once the command spawned from [`Self::take_command`] is over: the

@@ -308,6 +308,9 @@ pub struct ChildSetup {
     /// The sandbox's filter, with the observer's calls in it when
     /// `listener` is set.
     filter: Filter,
+    /// What lets [`ChildSetup::exec`]'s own `execve` through the filter
+    /// unobserved ([`super::observe::pass`]).
+    pass: [u32; 4],
     /// Where the filter's listener goes: the observer.
     listener: Option<ChildEnd>,
 }
@@ -321,6 +324,15 @@ impl std::fmt::Debug for ChildSetup {
             .field("filter", &self.filter.len())
             .finish_non_exhaustive()
     }
+}
+
+/// Why [`ChildSetup::exec`] did not become its program.
+#[derive(Debug)]
+pub enum Unexecuted {
+    /// The sandbox could not be set up.
+    Setup(std::io::Error),
+    /// Set up, the program could not be executed.
+    Execve(std::io::Error),
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
@@ -467,11 +479,13 @@ impl ChildSetup {
     }
 
     /// Sets this process up so and executes `program` in place (`argv[0]`
-    /// the name it is given), with the environment `envp`; returns only
-    /// why it could not. `SIGPIPE`, which Rust's runtime ignores, is the
-    /// default again, as the program would have it from a shell. Call it
-    /// where this process has one thread (a user namespace needs that).
-    pub fn exec(mut self, program: &CStr, argv: &[CString], envp: &[CString]) -> std::io::Error {
+    /// the name it is given), with the environment `envp`, unobserved
+    /// ([`super::observe::execve_passing`]); returns only why it could
+    /// not: the setup, or the `execve` itself. `SIGPIPE`, which Rust's
+    /// runtime ignores, is the default again, as the program would have it
+    /// from a shell. Call it where this process has one thread (a user
+    /// namespace needs that).
+    pub fn exec(mut self, program: &CStr, argv: &[CString], envp: &[CString]) -> Unexecuted {
         let argv: Vec<*const libc::c_char> = argv
             .iter()
             .map(|a| a.as_ptr())
@@ -483,15 +497,19 @@ impl ChildSetup {
             .chain([std::ptr::null()])
             .collect();
         if let Err(err) = self.run() {
-            return err;
+            return Unexecuted::Setup(err);
         }
         // SAFETY: resetting a disposition; program, argv and envp are
         // NUL-terminated and NULL-ended, alive for the call.
-        unsafe {
+        Unexecuted::Execve(unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
-        }
-        std::io::Error::last_os_error()
+            super::observe::execve_passing(
+                program.as_ptr(),
+                argv.as_ptr(),
+                envp.as_ptr(),
+                self.pass,
+            )
+        })
     }
 }
 
@@ -522,6 +540,7 @@ pub fn prepare(resolved: &Resolved, cwd: &Path, observed: bool) -> Result<ChildS
         .into_iter()
         .map(|(p, w)| Ok((cstring(p)?, w)))
         .collect::<Result<Vec<_>, LaunchError>>()?;
+    let pass = super::observe::pass();
     Ok(ChildSetup {
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
         gid_map: format!("{gid} {gid} 1\n").into_bytes(),
@@ -534,10 +553,11 @@ pub fn prepare(resolved: &Resolved, cwd: &Path, observed: bool) -> Result<ChildS
         cwd: cstring(cwd)?,
         ruleset: None,
         filter: if observed {
-            Filter::sandbox_observed(resolved.network)
+            Filter::sandbox_observed(resolved.network, pass)
         } else {
             Filter::sandbox(resolved.network)
         },
+        pass,
         listener: None,
     })
 }

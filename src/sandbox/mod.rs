@@ -19,6 +19,7 @@ pub mod kernel;
 pub mod launch;
 pub mod line;
 pub mod observe;
+mod raw;
 pub mod seccomp;
 pub mod ticket;
 

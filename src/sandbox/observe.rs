@@ -14,14 +14,18 @@
 //! ([`fork`]) that hands each refused attempt to a [`Witness`] before the
 //! kernel answers the call that made it.
 
+use std::ffi::CString;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
+
+use super::raw;
 
 /// At most this many refused attempts are kept for one call; the rest are
 /// counted.
@@ -136,16 +140,35 @@ fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
 
 /// The child's end: where it sends its listener.
 #[derive(Debug)]
-pub struct ChildEnd(OwnedFd);
+pub struct ChildEnd {
+    sock: OwnedFd,
+    /// Whether the observer is [`fork`]'s, which says when it has spent
+    /// the ticket.
+    awaits_observer: bool,
+}
 
 impl ChildEnd {
-    /// Sends the listener `fd` to the observer, then closes it here.
-    /// Async-signal-safe (a forked child calls it before `execve`).
+    /// Sends the listener `fd` to the observer, then closes it here; with
+    /// [`fork`]'s observer, waits until it has spent the ticket (at once,
+    /// as a rule: it did so while this process set itself up). Errs when
+    /// the observer is gone. Async-signal-safe (a forked child calls it
+    /// before `execve`).
     pub fn send(&self, fd: RawFd) -> std::io::Result<()> {
-        let sent = send_fd(self.0.as_raw_fd(), fd);
+        let sent = send_fd(self.sock.as_raw_fd(), fd);
         // SAFETY: the listener is this process's to close, sent or not.
         unsafe { libc::close(fd) };
-        sent
+        sent?;
+        if self.awaits_observer {
+            let mut byte = 0u8;
+            // SAFETY: one byte into `byte`.
+            let n = unsafe { libc::read(self.sock.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) };
+            if n != 1 {
+                return Err(std::io::Error::other(
+                    "the observer ended before the command started",
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -172,7 +195,10 @@ impl Observer {
                 stop,
                 thread: Some(thread),
             },
-            ChildEnd(theirs),
+            ChildEnd {
+                sock: theirs,
+                awaits_observer: false,
+            },
         ))
     }
 
@@ -193,23 +219,32 @@ impl Drop for Observer {
 }
 
 /// Starts the observer of a command judged by `judge` in a process of its
-/// own, for this process to become the command (`execve` in place): the
-/// observer runs `begin`, over before the command starts (its first
-/// `execve` waits for the observer), then watches until this
-/// process has exited, hands `witness` each
-/// attempt it keeps before the kernel answers the call that made it (so
-/// the refusal is on record before the command learns of it), then how
-/// many more there were, runs `end`, and exits. This process's `wait`
-/// does not see it ([`fork_unseen`]). It holds none of this
+/// own, for this process to become the command: to execute `launch`'s
+/// program in place, with [`execve_passing`]. The observer removes
+/// `launch`'s ticket at once; [`ChildEnd::send`] waits for that, so the
+/// ticket is gone before the command starts. Once this process has
+/// executed the program (or exited), the observer watches until the
+/// command is over, hands `witness` each attempt it keeps before the
+/// kernel answers the call that made it (so the refusal is on record
+/// before the command learns of it), then how many more there were, runs
+/// `end`, and exits.
+///
+/// The observer shares this process's memory until this process executes
+/// the program: a clone of it with no copy to make (a fork's copy and its
+/// copy-on-write faults cost a command most of a fifth of a millisecond),
+/// that sleeps until the kernel, as it replaces this process's memory,
+/// leaves the old one to the observer alone. This process's `wait` does
+/// not see it (it sends no signal when it ends): a command that waits for
+/// all of its children never waits for it. It holds none of this
 /// process's standard input, output or error, so whoever reads the
-/// command's output to its end does not wait for the observer, and it
-/// ignores the terminal's signals: it ends with the command. Call it where
-/// this process has one thread.
+/// command's output to its end does not wait for it, and it ignores the
+/// terminal's signals: it ends with the command. Call it where this
+/// process has one thread and holds no lock.
 pub fn fork(
     judge: Judge,
-    mut witness: impl Witness,
-    begin: impl FnOnce(),
-    end: impl FnOnce(),
+    mut witness: impl Witness + 'static,
+    launch: Launch,
+    end: impl FnOnce() + 'static,
 ) -> std::io::Result<ChildEnd> {
     let (ours, theirs) = socket_pair()?;
     // SAFETY: pidfd_open of this process; the descriptor is owned here.
@@ -220,16 +255,20 @@ pub fn fork(
         }
         OwnedFd::from_raw_fd(fd as RawFd)
     };
-    let theirs_fd = theirs.as_raw_fd();
-    let (mut begin, mut end) = (Some(begin), Some(end));
-    let mut body = || {
-        // SAFETY: signal dispositions and descriptors of the observer (the
-        // child's end is the command's, not its).
+    let ticket = match launch.ticket {
+        Some(path) => Some(
+            CString::new(path.into_os_string().into_vec())
+                .map_err(|_| std::io::Error::other("a ticket's path holds a NUL byte"))?,
+        ),
+        None => None,
+    };
+    let (sock, theirs_fd) = (ours.as_raw_fd(), theirs.as_raw_fd());
+    let program = launch.program;
+    let body = move || {
+        // SAFETY: descriptors of the observer (the child's end is the
+        // command's, not its).
         unsafe {
             libc::close(theirs_fd);
-            for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
-                libc::signal(signal, libc::SIG_IGN);
-            }
             libc::prctl(libc::PR_SET_NAME, c"gavel-observer".as_ptr());
             let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
             if null >= 0 {
@@ -239,45 +278,171 @@ pub fn fork(
                 libc::close(null);
             }
         }
-        if let Some(begin) = begin.take() {
-            begin();
+        let until = Until::Exit(command.as_raw_fd());
+        let mut observed = watch(&ours, &judge, &until, &mut witness);
+        // The launcher's own `execve`, which the observer is not told of
+        // ([`execve_passing`]): when the kernel refused it, an attempt too
+        // (the launcher refuses what it knows the sandbox would refuse
+        // before it gets here: [`Judge::refuses_exec`]).
+        if LAUNCH_ERRNO.load(Ordering::Acquire) == libc::EACCES
+            && let Some(attempt) = judge.refuses_exec(&program)
+            && observed.count(attempt)
+        {
+            witness.refused(&observed.attempts[observed.attempts.len() - 1], 0);
         }
-        let observed = watch(
-            &ours,
-            &judge,
-            &Until::Exit(command.as_raw_fd()),
-            &mut witness,
-        );
         witness.over(observed.more);
-        if let Some(end) = end.take() {
-            end();
-        }
+        end();
     };
-    fork_unseen(&mut body)?;
-    Ok(ChildEnd(theirs))
+    start_beside(Box::new(Start {
+        ticket,
+        sock,
+        body: Box::new(body),
+    }))?;
+    // This process's copy of the observer's end, closed: should the
+    // observer end before it has spent the ticket, the launcher's wait
+    // for it ends too ([`ChildEnd::send`]).
+    // SAFETY: this process's descriptor; the observer holds its own.
+    unsafe { libc::close(sock) };
+    Ok(ChildEnd {
+        sock: theirs,
+        awaits_observer: true,
+    })
 }
 
-/// Runs `body` in a child process that sends no signal when it ends: a
-/// "clone" child, which `wait` and `waitpid(-1, …)` without `__WALL` do
-/// not see, so a command that waits for all of its children until none
-/// is left never waits for it (nor it for the command). Once the command
-/// is gone, the init process (or the nearest subreaper) inherits and
-/// reaps it. A raw `clone`, so the C library's fork handlers do not run:
-/// call it where this process has one thread and holds no lock.
-fn fork_unseen(body: &mut dyn FnMut()) -> std::io::Result<()> {
-    // SAFETY: clone without CLONE_VM copies this single-threaded process
-    // as fork does; the child runs `body` and exits without unwinding.
+/// What a launcher hands its observer besides the judge ([`fork`]).
+#[derive(Debug)]
+pub struct Launch {
+    /// The program the launcher executes.
+    pub program: PathBuf,
+    /// Its spent ticket, removed before the program starts.
+    pub ticket: Option<PathBuf>,
+}
+
+/// The launcher's `clear_child_tid` (`set_tid_address(2)`) while it shares
+/// its memory with its observer: 1 until the kernel zeroes it, and wakes
+/// the observer, as the launcher executes the command or exits.
+static LAUNCHER_HERE: AtomicU32 = AtomicU32::new(1);
+
+/// Why the launcher's own `execve` of the command failed (`errno`), when
+/// it did: its observer reads it once the launcher has exited.
+static LAUNCH_ERRNO: AtomicI32 = AtomicI32::new(0);
+
+/// What an observer started by [`fork`] is given.
+struct Start {
+    ticket: Option<CString>,
+    /// The observer's end of the socket.
+    sock: RawFd,
+    /// The observer's work once it has the memory to itself.
+    body: Box<dyn FnOnce()>,
+}
+
+/// The secret [`fork`]'s filter lets the launcher's own `execve` through
+/// with unobserved (in its fourth and fifth arguments, which `execve`
+/// ignores), unique to each launch: the program the launcher executes
+/// needs no observer to start, and no command can pass it (it is in the
+/// kernel's copy of the filter and in memory the `execve` replaced).
+pub fn pass() -> [u32; 4] {
+    let mut bytes = [0u8; 16];
+    let _ = getrandom::fill(&mut bytes);
+    std::array::from_fn(|i| {
+        u32::from_ne_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap_or([0; 4]))
+    })
+}
+
+/// `execve(program, argv, envp)` with `pass` ([`pass`]) in the arguments
+/// `execve` ignores; returns only why it failed, which the observer
+/// started by [`fork`] reads once this process has exited.
+///
+/// # Safety
+/// `program` is NUL-terminated, `argv` and `envp` NULL-ended arrays of
+/// NUL-terminated strings, all alive for the call.
+pub unsafe fn execve_passing(
+    program: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    pass: [u32; 4],
+) -> std::io::Error {
+    let high = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    // SAFETY: the caller's.
     unsafe {
-        let flags: libc::c_ulong = 0; // no CLONE_* flag and no exit signal
-        match libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) {
-            -1 => Err(std::io::Error::last_os_error()),
-            0 => {
-                body();
-                libc::_exit(0)
-            }
-            _ => Ok(()),
+        libc::syscall(
+            libc::SYS_execve,
+            program,
+            argv,
+            envp,
+            high(pass[0], pass[1]),
+            high(pass[2], pass[3]),
+        );
+    }
+    let err = std::io::Error::last_os_error();
+    LAUNCH_ERRNO.store(err.raw_os_error().unwrap_or(0), Ordering::Release);
+    err
+}
+
+/// The stack an observer started by [`fork`] runs on (untouched pages
+/// cost nothing).
+const STACK: usize = 8 << 20;
+
+/// Starts `start`'s observer as a clone of this process sharing its
+/// memory ([`fork`]), on a stack of its own with a guard page below it.
+fn start_beside(start: Box<Start>) -> std::io::Result<()> {
+    // SAFETY: a fresh private mapping, its lowest page made inaccessible;
+    // the clone runs `observer` on the rest, with `start`, which this
+    // process leaves to it (it never touches it again).
+    unsafe {
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).unwrap_or(4096);
+        libc::mprotect(base, page, libc::PROT_NONE);
+        LAUNCHER_HERE.store(1, Ordering::Release);
+        libc::syscall(libc::SYS_set_tid_address, LAUNCHER_HERE.as_ptr());
+        let arg = Box::into_raw(start);
+        let top = base.cast::<u8>().add(STACK).cast();
+        // CLONE_VM and no exit signal: memory shared, unseen by `wait`.
+        if libc::clone(observer, top, libc::CLONE_VM, arg.cast()) < 0 {
+            let err = std::io::Error::last_os_error();
+            drop(Box::from_raw(arg));
+            libc::munmap(base, STACK);
+            return Err(err);
         }
     }
+    Ok(())
+}
+
+/// An observer's first steps, beside the launcher ([`start_beside`]).
+extern "C" fn observer(arg: *mut libc::c_void) -> libc::c_int {
+    // Until the launcher has left this memory, it is the launcher's too:
+    // raw system calls only (the C library's write the launcher's
+    // `errno`), and nothing written but on this stack.
+    // SAFETY: `arg` is the `Start` this observer was given, alive and
+    // unchanged until it takes it below.
+    let start = unsafe { &*arg.cast::<Start>() };
+    for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+        raw::ignore(signal);
+    }
+    if let Some(ticket) = &start.ticket {
+        raw::unlink(ticket);
+    }
+    raw::write(start.sock, b"s");
+    while LAUNCHER_HERE.load(Ordering::Acquire) != 0 {
+        raw::futex_wait(&LAUNCHER_HERE, 1);
+    }
+    // The launcher is the command now (or gone): this memory is the
+    // observer's alone, as a fork's copy would be.
+    // SAFETY: the `Start` leaked for this observer, taken once.
+    let start = unsafe { Box::from_raw(arg.cast::<Start>()) };
+    (start.body)();
+    // SAFETY: ends the observer without unwinding into the clone's entry.
+    unsafe { libc::_exit(0) }
 }
 
 /// A connected pair of datagram sockets: the observer's end, the child's.
@@ -422,6 +587,25 @@ fn watch(sock: &OwnedFd, judge: &Judge, until: &Until, witness: &mut dyn Witness
 }
 
 impl Judge {
+    fn executable(&self, path: &Path) -> bool {
+        self.exec.iter().any(|e| path.starts_with(e))
+    }
+
+    /// The attempt this process's `execve` of `program` would be, when
+    /// the sandbox refuses it: `program` beneath no exec path, as written
+    /// nor through its folder's symlinks.
+    pub fn refuses_exec(&self, program: &Path) -> Option<Attempt> {
+        if self.executable(program) {
+            return None;
+        }
+        let real = normalize(program);
+        (!self.executable(&real)).then(|| Attempt {
+            operation: "exec".into(),
+            target: real.display().to_string(),
+            program: self::program(std::process::id()),
+        })
+    }
+
     fn writable(&self, path: &Path) -> bool {
         path.starts_with("/dev")
             || (self.write.iter().any(|w| path.starts_with(w))
@@ -489,7 +673,7 @@ impl Judge {
         }
         let refused = paths.into_iter().flatten().find(|path| {
             if operation == "exec" {
-                !self.exec.iter().any(|e| path.starts_with(e))
+                !self.executable(path)
             } else {
                 !self.writable(path)
             }

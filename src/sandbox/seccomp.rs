@@ -189,8 +189,27 @@ impl Program {
     }
 
     /// What the observer is told of: [`OBSERVED`], `openat` and `open`
-    /// with a flag that writes, and without `network`, `socket`.
-    fn observe(&mut self, network: bool) {
+    /// with a flag that writes, and without `network`, `socket`; but not
+    /// an `execve` that carries `pass` in its fourth and fifth arguments
+    /// (which `execve` ignores): the launcher's own.
+    fn observe(&mut self, network: bool, pass: Option<[u32; 4]>) {
+        if let Some([a, b, c, d]) = pass {
+            // Each half of each argument, in turn; any other value: told.
+            let mut code = Vec::new();
+            for (i, (k, at)) in [(a, 3), (b, 3), (c, 4), (d, 4)].into_iter().enumerate() {
+                let offset = offset_arg(at) + if i % 2 == 1 { 4 } else { 0 };
+                let to_notify = u8::try_from(2 * (3 - i)).expect("a short jump");
+                code.push(insn(LD_W_ABS, 0, 0, offset));
+                code.push(if i == 3 {
+                    insn(JEQ_K, 1, 0, k)
+                } else {
+                    insn(JEQ_K, 0, to_notify, k)
+                });
+            }
+            code.push(ret_k(RET_USER_NOTIF));
+            code.push(ret_k(RET_ALLOW));
+            self.check(libc::SYS_execve, code);
+        }
         let mut opens = vec![(libc::SYS_openat, 2)];
         #[cfg(target_arch = "x86_64")]
         opens.push((libc::SYS_open, 1));
@@ -322,7 +341,7 @@ impl Filter {
     /// (`super::observe`). Installed with a listener.
     pub fn observer(network: bool) -> Self {
         let mut p = Program::new();
-        p.observe(network);
+        p.observe(network, None);
         p.finish()
     }
 
@@ -337,11 +356,12 @@ impl Filter {
     /// filter for the kernel to compile and to run on each call), for a
     /// child whose observer refuses `socket` itself: the sandbox's
     /// refusals first, then what the observer is told of. Installed with
-    /// a listener.
-    pub fn sandbox_observed(network: bool) -> Self {
+    /// a listener. An `execve` carrying `pass` ([`Program::observe`]) is
+    /// not the observer's.
+    pub fn sandbox_observed(network: bool, pass: [u32; 4]) -> Self {
         let mut p = Program::new();
         p.refuse(network, true);
-        p.observe(network);
+        p.observe(network, Some(pass));
         p.finish()
     }
 
@@ -428,12 +448,17 @@ mod tests {
 
     /// [`run`], and how many instructions it took.
     fn run_counting(filter: &Filter, nr: u32, args: [u32; 6]) -> (u32, usize) {
+        run_wide(filter, nr, args.map(u64::from))
+    }
+
+    /// [`run_counting`] with arguments of 64 bits.
+    fn run_wide(filter: &Filter, nr: u32, args: [u64; 6]) -> (u32, usize) {
         let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&nr.to_le_bytes());
         data[4..8].copy_from_slice(&AUDIT_ARCH.to_le_bytes());
         for (i, a) in args.iter().enumerate() {
             let at = offset_arg(i as u32) as usize;
-            data[at..at + 4].copy_from_slice(&a.to_le_bytes());
+            data[at..at + 8].copy_from_slice(&a.to_le_bytes());
         }
         let mut acc = 0u32;
         let mut pc = 0usize;
@@ -463,17 +488,18 @@ mod tests {
     #[test]
     fn every_call_is_looked_up_in_a_few_comparisons() {
         for network in [false, true] {
-            let both = Filter::sandbox_observed(network);
+            let both = Filter::sandbox_observed(network, PASS);
             let mut program = Program::new();
             program.refuse(network, true);
-            program.observe(network);
+            program.observe(network, Some(PASS));
             for nr in 0..600u32 {
                 let (answer, steps) = run_counting(&both, nr, [0; 6]);
                 let expected = match program.0.get(&nr) {
                     None => RET_ALLOW,
                     Some(Answer::Return(ret)) => *ret,
-                    // Zero arguments: no namespace flag, no write flag, no
-                    // terminal injection.
+                    // Zero arguments: no pass, no namespace flag, no
+                    // write flag, no terminal injection.
+                    Some(Answer::Check(_)) if nr == libc::SYS_execve as u32 => RET_USER_NOTIF,
                     Some(Answer::Check(_)) => RET_ALLOW,
                 };
                 assert_eq!(answer, expected, "call {nr}, network {network}");
@@ -537,7 +563,7 @@ mod tests {
         assert_eq!(run(&online, libc::SYS_socket as u32, [0; 6]), RET_ALLOW);
         // The two in one: the sandbox refuses, the observer is told, and
         // `socket` is the observer's to refuse (and record).
-        let both = Filter::sandbox_observed(false);
+        let both = Filter::sandbox_observed(false, PASS);
         let inet = [libc::AF_INET as u32, 1, 0, 0, 0, 0];
         assert_eq!(run(&both, libc::SYS_socket as u32, inet), RET_USER_NOTIF);
         assert_eq!(
@@ -553,7 +579,7 @@ mod tests {
         assert_eq!(run(&both, libc::SYS_openat as u32, read), RET_ALLOW);
         assert_eq!(run(&both, libc::SYS_execve as u32, [0; 6]), RET_USER_NOTIF);
         assert_eq!(run(&both, libc::SYS_read as u32, [0; 6]), RET_ALLOW);
-        let online = Filter::sandbox_observed(true);
+        let online = Filter::sandbox_observed(true, PASS);
         assert_eq!(run(&online, libc::SYS_socket as u32, inet), RET_ALLOW);
         // Every call of both lists, each to its own answer.
         for &nr in DENIED {
@@ -574,6 +600,37 @@ mod tests {
         ] {
             assert_eq!(run(&both, nr as u32, [0; 6]), RET_ALLOW, "{nr}");
         }
+    }
+
+    const PASS: [u32; 4] = [0x1111_2222, 0x3333_4444, 0x5555_6666, 0x7777_8888];
+
+    #[test]
+    fn only_the_launchers_own_execve_passes_unobserved() {
+        let f = Filter::sandbox_observed(false, PASS);
+        let execve = libc::SYS_execve as u32;
+        let with = |a3: u64, a4: u64| run_wide(&f, execve, [1, 2, 3, a3, a4, 0]).0;
+        let (a3, a4) = (0x3333_4444_1111_2222, 0x7777_8888_5555_6666);
+        assert_eq!(with(a3, a4), RET_ALLOW);
+        // Any half wrong, or the halves swapped: told.
+        for (x, y) in [
+            (a3 ^ 1, a4),
+            (a3 ^ (1 << 32), a4),
+            (a3, a4 ^ 1),
+            (a3, a4 ^ (1 << 63)),
+            (a4, a3),
+            (0, 0),
+        ] {
+            assert_eq!(with(x, y), RET_USER_NOTIF, "{x:#x} {y:#x}");
+        }
+        // execveat has no pass.
+        let at = run_wide(&f, libc::SYS_execveat as u32, [0, 0, 0, a3, a4, 0]).0;
+        assert_eq!(at, RET_USER_NOTIF);
+        // The observer's filter alone (a thread observer's child) has none.
+        let plain = Filter::observer(false);
+        assert_eq!(
+            run_wide(&plain, execve, [0, 0, 0, a3, a4, 0]).0,
+            RET_USER_NOTIF
+        );
     }
 
     #[test]

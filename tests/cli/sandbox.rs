@@ -902,3 +902,46 @@ fn every_refused_attempt_is_recorded_on_its_call_when_gavel_exec_runs_it() {
     // Read-only: the write inside the workspace is refused too.
     assert!(text.contains("inside.txt"), "{text}");
 }
+
+#[test]
+fn a_program_the_sandbox_may_not_execute_fails_as_bash_says_and_is_recorded() {
+    let sb = Sandbox::new();
+    sb.write(
+        "gavel.toml",
+        "name = \"tools\"\n\
+         [[rules]]\nid = \"tool.contained\"\naction = \"allow\"\ntools = [\"bash\"]\n\
+         commands = [{ program = [\"tool.sh\"] }]\nsandbox = \"read-only\"\nreason = \"contained\"\n",
+    );
+    let bin = sb.ws.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let tool = bin.join("tool.sh");
+    std::fs::write(&tool, "#!/bin/sh\necho RAN-UNCONTAINED\n").unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(decide(&sb, "tool", "tool.sh"), "allow");
+    // Found on PATH in the workspace, which is not an exec path of
+    // `read-only`: answered as bash answers a program it may not execute.
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let output = sb
+        .gavel(&["exec", "--call-id", "tool"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 126, "{}", stderr(&output));
+    assert!(!stdout(&output).contains("RAN-UNCONTAINED"));
+    assert!(
+        stderr(&output).contains("tool.sh: Permission denied"),
+        "{}",
+        stderr(&output)
+    );
+    let refused = events_of(&sb, "tool", "refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let attempt = &refused[0]["attempts"][0];
+    assert_eq!(attempt["operation"], "exec", "{attempt}");
+    assert!(
+        attempt["target"]
+            .as_str()
+            .unwrap()
+            .ends_with("/bin/tool.sh"),
+        "{attempt}"
+    );
+}
