@@ -274,7 +274,8 @@ fn recorded(db: &Path, call_id: &str, given: Option<&str>) -> Result<Authorized,
 /// resolved it (`Workspace::with_cwd`): the reported `cwd` taken from the
 /// workspace; the workspace itself when none was reported or it is gone.
 fn decided_in(workspace: &Path, cwd: Option<&str>) -> PathBuf {
-    cwd.and_then(|cwd| std::fs::canonicalize(workspace.join(cwd)).ok())
+    cwd.filter(|cwd| Path::new(cwd) != workspace)
+        .and_then(|cwd| std::fs::canonicalize(workspace.join(cwd)).ok())
         .unwrap_or_else(|| workspace.to_path_buf())
 }
 
@@ -496,14 +497,15 @@ pub fn contained_command(
     let fail = |e: LaunchError| ExecError::Unenforceable(e.to_string());
     let home = home().map_err(fail)?;
     // The tickets' folder is made where it is missing, so that it can be
-    // held read-only: a command must not leave a ticket there.
-    if let Some(db) = db {
+    // held read-only: a command that writes must not leave a ticket there.
+    if let Some(db) = db.filter(|_| !spec.write.is_empty()) {
         let _ = std::fs::DirBuilder::new()
             .mode(0o700)
             .create(super::ticket::folder(db));
     }
     // The log, its tickets, its keys beside it (an older gavel's) and the
-    // user's keys folder, whatever a profile's write set holds.
+    // user's keys folder, whatever a profile's write set holds (nothing
+    // to protect where nothing is writable).
     let protected: Vec<PathBuf> = db
         .into_iter()
         .flat_map(|db| {
@@ -515,7 +517,7 @@ pub fn contained_command(
             ]
         })
         .chain(crate::store::user_keys_dir())
-        .filter(|p| p.exists())
+        .filter(|p| !spec.write.is_empty() && p.exists())
         .collect();
     let extra_write: Vec<PathBuf> = contained.tmp.iter().cloned().collect();
     let resolved = Resolved::new(spec, workspace, &home, &extra_write, &protected).map_err(fail)?;
@@ -602,8 +604,7 @@ fn private_tmp(call_id: &str) -> Result<PathBuf, ExecError> {
         })
         .take(48)
         .collect();
-    let mut random = [0u8; 8];
-    let _ = getrandom::fill(&mut random);
+    let random: [u8; 8] = super::launch::random();
     let dir =
         std::env::temp_dir().join(format!("gavel-exec-{safe}-{}", crate::digest::hex(&random)));
     std::fs::DirBuilder::new()

@@ -42,7 +42,10 @@ pub enum LaunchError {
     Nul,
 }
 
-/// A spec's paths made absolute and canonical; missing ones are left out.
+/// A spec's paths made absolute: the write paths (and those carved out of
+/// them) also canonical, as the mounts need them, with missing ones left
+/// out; the read and exec paths as written (Landlock leaves out the
+/// missing ones).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resolved {
     pub read: Vec<PathBuf>,
@@ -186,28 +189,32 @@ impl Resolved {
             }
         }
         // The record (its redaction key among it) is not for the command
-        // to read: what it may print reaches the model.
-        let hidden = std::fs::canonicalize(workspace.join(".gavel"))
-            .ok()
-            .filter(|p| p.is_dir())
-            .into_iter()
-            .collect();
-        // Read paths are only Landlock's, which follows symlinks itself:
-        // made absolute, not canonical (a `realpath` each is most of the
-        // cost of preparing a sandbox).
-        let mut read: Vec<PathBuf> = spec
-            .read
-            .iter()
-            .map(|p| absolute(p, workspace, home))
-            .collect();
-        read.sort();
-        read.dedup();
+        // to read: what it may print reaches the model. The workspace is
+        // canonical: a folder in it needs no `realpath` (a symlink does).
+        let own = workspace.join(".gavel");
+        let hidden = match std::fs::symlink_metadata(&own) {
+            Ok(meta) if meta.is_dir() => Some(own),
+            Ok(meta) if meta.is_symlink() => {
+                std::fs::canonicalize(&own).ok().filter(|p| p.is_dir())
+            }
+            _ => None,
+        };
+        // Read and exec paths are Landlock's, which follows symlinks
+        // itself, and the observer's, which makes its own real off the
+        // command's path: made absolute, not canonical (a `realpath` each
+        // is most of the cost of preparing a sandbox).
+        let absolutes = |list: &[String]| -> Vec<PathBuf> {
+            let mut out: Vec<PathBuf> = list.iter().map(|p| absolute(p, workspace, home)).collect();
+            out.sort();
+            out.dedup();
+            out
+        };
         Ok(Self {
-            read,
+            read: absolutes(&spec.read),
             write,
-            exec: canon(&spec.exec),
+            exec: absolutes(&spec.exec),
             protected,
-            hidden,
+            hidden: hidden.into_iter().collect(),
             network: spec.network,
         })
     }
@@ -511,6 +518,27 @@ impl ChildSetup {
             )
         })
     }
+}
+
+/// `N` random bytes from the kernel (`getrandom(2)` itself: the
+/// `getrandom` crate looks for the C library's by name, which a static
+/// launcher cannot, and falls back to opening `/dev/random` and
+/// `/dev/urandom`). Zeros only where the kernel has none to give.
+pub fn random<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    let mut filled = 0;
+    while filled < N {
+        // SAFETY: the rest of `bytes`, writable for its length.
+        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), N - filled, 0) };
+        if n <= 0 {
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        filled += n as usize;
+    }
+    bytes
 }
 
 fn cstring(path: &Path) -> Result<CString, LaunchError> {

@@ -342,11 +342,8 @@ struct Start {
 /// needs no observer to start, and no command can pass it (it is in the
 /// kernel's copy of the filter and in memory the `execve` replaced).
 pub fn pass() -> [u32; 4] {
-    let mut bytes = [0u8; 16];
-    let _ = getrandom::fill(&mut bytes);
-    std::array::from_fn(|i| {
-        u32::from_ne_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap_or([0; 4]))
-    })
+    let bytes: [u8; 16] = super::launch::random();
+    std::array::from_fn(|i| u32::from_ne_bytes([0, 1, 2, 3].map(|b| bytes[4 * i + b])))
 }
 
 /// `execve(program, argv, envp)` with `pass` ([`pass`]) in the arguments
@@ -543,6 +540,7 @@ fn receive(sock: &OwnedFd, until: &Until) -> Option<OwnedFd> {
 /// command is gone or the command is over.
 fn watch(sock: &OwnedFd, judge: &Judge, until: &Until, witness: &mut dyn Witness) -> Observed {
     let mut observed = Observed::default();
+    let judge = &judge.settled();
     let Some(listener) = receive(sock, until) else {
         return observed;
     };
@@ -591,15 +589,33 @@ impl Judge {
         self.exec.iter().any(|e| path.starts_with(e))
     }
 
+    /// This judge with its exec paths also as they really are (symlinks
+    /// followed): attempts are judged by their real paths. Made by the
+    /// observer, off the command's path (a `realpath` each).
+    fn settled(&self) -> Self {
+        let mut exec = self.exec.clone();
+        exec.extend(
+            self.exec
+                .iter()
+                .filter_map(|p| std::fs::canonicalize(p).ok()),
+        );
+        exec.sort();
+        exec.dedup();
+        Self {
+            exec,
+            ..self.clone()
+        }
+    }
+
     /// The attempt this process's `execve` of `program` would be, when
     /// the sandbox refuses it: `program` beneath no exec path, as written
-    /// nor through its folder's symlinks.
+    /// nor as they really are.
     pub fn refuses_exec(&self, program: &Path) -> Option<Attempt> {
         if self.executable(program) {
             return None;
         }
         let real = normalize(program);
-        (!self.executable(&real)).then(|| Attempt {
+        (!self.settled().executable(&real)).then(|| Attempt {
             operation: "exec".into(),
             target: real.display().to_string(),
             program: self::program(std::process::id()),
