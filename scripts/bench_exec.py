@@ -4,14 +4,17 @@ and as the hook rewrote it (`bash -c` of the line that runs it under the
 launcher beside GAVEL, `gavel-exec`, else `gavel exec`), decided once and
 allowed under a sandbox, interleaved, in one run.
 
-Usage: bench_exec.py GAVEL [--against PREVIOUS_GAVEL] [--runs N]
+Usage: bench_exec.py GAVEL [--against PREVIOUS_GAVEL] [--runs N] [--floor]
 
 Each case is a command allowed by a rule naming a profile (read-only or
 workspace-write); each round decides a call through the Claude Code hook
 (not timed), then runs `bash -c COMMAND` and the hook's rewritten line (and,
 with --against, the previous release's, each decided by its own hook), in
 an order that rotates each round. Prints the median wall time of each and
-what each adds to bash alone. Standard library only.
+what each adds to bash alone. With --floor (and a C compiler), two static C
+launchers run the command in the same rotation, the floor of any launcher
+measured in the same hour: one that only executes it, and one that first
+makes a user and mount namespace. Standard library only.
 """
 import json
 import os
@@ -49,6 +52,36 @@ def timed(argv, cwd):
     return time.perf_counter() - start
 
 
+FLOOR_C = r"""
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+#ifdef NS
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) { perror("unshare"); return 1; }
+#endif
+    execvp(argv[1], argv + 1);
+    perror("execvp");
+    return 127;
+}
+"""
+
+
+def floors(root):
+    """The two floor launchers, compiled static into root: exec only, and
+    a user and mount namespace then exec."""
+    source = os.path.join(root, "floor.c")
+    with open(source, "w") as f:
+        f.write(FLOOR_C)
+    built = []
+    for name, flags in [("floor-exec", []), ("floor-userns", ["-DNS"])]:
+        out = os.path.join(root, name)
+        subprocess.run(["cc", "-O2", "-static", *flags, "-o", out, source], check=True)
+        built.append((name, out))
+    return built
+
+
 def main(argv):
     if not argv:
         sys.exit(__doc__)
@@ -58,6 +91,7 @@ def main(argv):
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 200
     root = tempfile.mkdtemp(prefix="gavel-bench-exec-")
     try:
+        floor = floors(root) if "--floor" in argv else []
         rows = []
         for n, (name, command, profile) in enumerate(CASES):
             ws = os.path.join(root, f"ws{n}")
@@ -80,23 +114,25 @@ def main(argv):
                     sys.exit(f"not allowed: {hook.stdout} {hook.stderr}")
                 return json.loads(hook.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
 
-            times = [[] for _ in range(len(gavels) + 1)]
+            times = [[] for _ in range(len(gavels) + 1 + len(floor))]
             for round_ in range(runs):
                 # Each round runs a call of its own, as a client does: the
                 # hook's ticket is taken by the launcher's first run.
                 argvs = [["bash", "-c", command]] + [
                     ["bash", "-c", decide(g, os.path.join(root, f"audit{n}-{i}.db"), f"bench{n}-{round_}")]
-                    for i, g in enumerate(gavels)]
+                    for i, g in enumerate(gavels)] + [
+                    ["bash", "-c", f"{path} {command}"] for _, path in floor]
                 order = list(range(len(argvs)))
                 shift = round_ % len(order)
                 for k in order[shift:] + order[:shift]:
                     times[k].append(timed(argvs[k], ws))
             rows.append((name, profile, [statistics.median(t) * 1000 for t in times]))
         print(f"{runs} rounds, interleaved; median wall time\n")
-        names = ["previous", "now"][-len(gavels):]
-        print("| command | profile | bash alone | " + " | ".join(f"through `gavel exec`, {w}" for w in names)
+        names = [f"`gavel exec`, {w}" for w in ["previous", "now"][-len(gavels):]]
+        names += [f"floor: {name}" for name, _ in floor]
+        print("| command | profile | bash alone | " + " | ".join(names)
               + " | " + " | ".join(f"added, {w}" for w in names) + " |")
-        print("|---|---|---|" + "---|" * (2 * len(gavels)))
+        print("|---|---|---|" + "---|" * (2 * len(names)))
         for name, profile, (plain, *wrapped) in rows:
             print(f"| {name} | {profile} | {plain:.2f} ms | "
                   + " | ".join(f"{w:.2f} ms" for w in wrapped) + " | "
