@@ -15,9 +15,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathFd, Ruleset, RulesetAttr, Scope,
 };
 
 use super::observe::ChildEnd;
@@ -231,8 +232,10 @@ fn abi_for(kernel: i64) -> ABI {
 }
 
 /// Builds the Landlock ruleset of `resolved` (in the parent: it opens the
-/// paths). Every right it handles is a hard requirement.
-pub fn ruleset(resolved: &Resolved, kernel_abi: i64) -> Result<RulesetCreated, LaunchError> {
+/// paths): the crate makes it, for the rights this kernel's ABI handles,
+/// all of them a hard requirement; the rules are added here, one system
+/// call each ([`add_rule`]). Its descriptor, for [`ChildSetup`] to enforce.
+pub fn ruleset(resolved: &Resolved, kernel_abi: i64) -> Result<OwnedFd, LaunchError> {
     let abi = abi_for(kernel_abi);
     let err = |e: &dyn std::fmt::Display| LaunchError::Landlock(e.to_string());
     let all = AccessFs::from_all(abi);
@@ -251,7 +254,8 @@ pub fn ruleset(resolved: &Resolved, kernel_abi: i64) -> Result<RulesetCreated, L
     if kernel_abi >= 6 {
         ruleset = ruleset.scope(Scope::from_all(abi)).map_err(|e| err(&e))?;
     }
-    let mut created = ruleset.create().map_err(|e| err(&e))?;
+    let created: Option<OwnedFd> = ruleset.create().map_err(|e| err(&e))?.into();
+    let ruleset = created.ok_or_else(|| err(&"the kernel made no ruleset"))?;
     // One rule per path, with every right a list gives it (`/usr` is read
     // and executed from): each rule is a path opened and a system call.
     let mut rules: std::collections::BTreeMap<&Path, landlock::BitFlags<AccessFs>> =
@@ -272,31 +276,68 @@ pub fn ruleset(resolved: &Resolved, kernel_abi: i64) -> Result<RulesetCreated, L
     for device in DEVICES_READ {
         *rules.entry(Path::new(device)).or_default() |= AccessFs::ReadFile;
     }
+    let on_file = AccessFs::from_file(abi);
     for (path, access) in rules {
         // Opened once; a missing path is left out.
-        let Ok(fd) = PathFd::new(path) else {
+        let Ok(parent) = PathFd::new(path) else {
             continue;
         };
-        let access = if is_dir(&fd) {
-            access
-        } else {
-            access & AccessFs::from_file(abi)
-        };
-        created = created
-            .add_rule(PathBeneath::new(fd, access))
-            .map_err(|e| err(&e))?;
+        // A file takes only the rights a file has (the kernel says
+        // EINVAL to a folder's): tried as a folder first, the usual case,
+        // rather than asked (`fstat`) every time.
+        let added = add_rule(&ruleset, access.bits(), &parent).or_else(|e| {
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                add_rule(&ruleset, (access & on_file).bits(), &parent)
+            } else {
+                Err(e)
+            }
+        });
+        added.map_err(|e| err(&format_args!("a rule for `{}`: {e}", path.display())))?;
     }
-    Ok(created)
+    Ok(ruleset)
 }
 
-/// Whether the open `fd` is a folder (`fstat`, not another walk of its path).
-fn is_dir(fd: &PathFd) -> bool {
-    use std::os::fd::{AsFd, AsRawFd};
-    // SAFETY: an all-zero stat is valid storage for fstat to fill.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: the descriptor is open for the call.
-    let done = unsafe { libc::fstat(fd.as_fd().as_raw_fd(), &mut stat) } == 0;
-    done && stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+/// `struct landlock_path_beneath_attr` (packed, as the kernel has it).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: libc::c_long = 1;
+
+/// Adds to `ruleset` the rule that `access` is allowed beneath `parent`.
+fn add_rule(ruleset: &OwnedFd, access: u64, parent: &PathFd) -> std::io::Result<()> {
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: parent.as_fd().as_raw_fd(),
+    };
+    // SAFETY: both descriptors are open, and the attribute is the
+    // kernel's struct, alive for the call.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0,
+        )
+    })
+}
+
+/// Enforces the Landlock `ruleset` on this thread (and what it executes),
+/// with `no_new_privs` set first, as Landlock needs.
+fn restrict_self(ruleset: OwnedFd) -> std::io::Result<()> {
+    // SAFETY: plain system calls on an open descriptor.
+    unsafe {
+        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
+        check(libc::syscall(
+            libc::SYS_landlock_restrict_self,
+            ruleset.as_raw_fd(),
+            0,
+        ))
+    }
 }
 
 /// What the child does before `execve`, prepared so that it allocates
@@ -311,7 +352,7 @@ pub struct ChildSetup {
     hidden: Vec<CString>,
     cwd: CString,
     /// Built once the observer is started ([`ChildSetup::build_ruleset`]).
-    ruleset: Option<RulesetCreated>,
+    ruleset: Option<OwnedFd>,
     /// The sandbox's filter, with the observer's calls in it when
     /// `listener` is set.
     filter: Filter,
@@ -457,12 +498,7 @@ impl ChildSetup {
             .ruleset
             .take()
             .ok_or_else(|| std::io::Error::other("no landlock ruleset"))?;
-        let status = ruleset
-            .restrict_self()
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        if status.ruleset != landlock::RulesetStatus::FullyEnforced {
-            return Err(std::io::Error::other("landlock not fully enforced"));
-        }
+        restrict_self(ruleset)?;
         match &self.listener {
             Some(end) => end.send(self.filter.install_listener()?)?,
             None => self.filter.install()?,
