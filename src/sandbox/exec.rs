@@ -12,7 +12,7 @@ use super::Spec;
 use super::bind::{Authorized, authorize};
 use super::kernel::{Enforcement, Support};
 use super::launch::{ChildSetup, LaunchError, Resolved, Unexecuted, contain, home, prepare};
-use super::observe::{Attempt, Judge, Launch, Observed, Observer, Witness, fork};
+use super::observe::{Attempt, Judge, Launch, Observed, Observer, Witness, start_process};
 
 /// Why a call did not run.
 #[derive(Debug, thiserror::Error)]
@@ -326,7 +326,7 @@ impl ContainedCommand {
     /// Becomes the command: this process sets itself up contained and
     /// executes it in place, so that the command's caller waits for the
     /// command itself, with nothing between them. What the sandbox
-    /// refuses goes to `witness` from an observer process ([`fork`]),
+    /// refuses goes to `witness` from an observer process ([`start_process`]),
     /// which removes the private temporary folder once the command is
     /// over. Returns only why the command did not run. Call it where this
     /// process has one thread.
@@ -369,7 +369,7 @@ impl ContainedCommand {
         };
         let tmp = self.tmp.clone();
         let end = move || leave(tmp.as_deref(), None);
-        match fork(judge, witness, launch, end) {
+        match start_process(judge, witness, launch, end) {
             Ok(end) => setup.observed_by(end),
             Err(err) => return no_observer(err),
         }
@@ -604,7 +604,7 @@ fn private_tmp(call_id: &str) -> Result<PathBuf, ExecError> {
         })
         .take(48)
         .collect();
-    let random: [u8; 8] = super::launch::random();
+    let random: [u8; 8] = super::raw::random();
     let dir =
         std::env::temp_dir().join(format!("gavel-exec-{safe}-{}", crate::digest::hex(&random)));
     std::fs::DirBuilder::new()

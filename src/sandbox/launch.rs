@@ -556,27 +556,6 @@ impl ChildSetup {
     }
 }
 
-/// `N` random bytes from the kernel (`getrandom(2)` itself: the
-/// `getrandom` crate looks for the C library's by name, which a static
-/// launcher cannot, and falls back to opening `/dev/random` and
-/// `/dev/urandom`). Zeros only where the kernel has none to give.
-pub fn random<const N: usize>() -> [u8; N] {
-    let mut bytes = [0u8; N];
-    let mut filled = 0;
-    while filled < N {
-        // SAFETY: the rest of `bytes`, writable for its length.
-        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), N - filled, 0) };
-        if n <= 0 {
-            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
-        }
-        filled += n as usize;
-    }
-    bytes
-}
-
 fn cstring(path: &Path) -> Result<CString, LaunchError> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| LaunchError::Nul)
 }

@@ -11,8 +11,8 @@
 //! The observer is a thread of the gavel that spawns and waits for the
 //! command ([`Observer::start`]: `run`, `serve`), or, for the launcher that
 //! becomes its command by executing it in place, a process of its own
-//! ([`fork`]) that hands each refused attempt to a [`Witness`] before the
-//! kernel answers the call that made it.
+//! ([`start_process`]) that hands each refused attempt to a [`Witness`]
+//! before the kernel answers the call that made it.
 
 use std::ffi::CString;
 use std::io::Read;
@@ -67,7 +67,7 @@ impl Observed {
     }
 }
 
-/// Where a process observer ([`fork`]) puts what it sees, as it sees it.
+/// Where a process observer ([`start_process`]) puts what it sees, as it sees it.
 pub trait Witness {
     /// An attempt kept, by process `pid`, which waits in the call until
     /// this returns.
@@ -142,14 +142,14 @@ fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
 #[derive(Debug)]
 pub struct ChildEnd {
     sock: OwnedFd,
-    /// Whether the observer is [`fork`]'s, which says when it has spent
+    /// Whether the observer is [`start_process`]'s, which says when it has spent
     /// the ticket.
     awaits_observer: bool,
 }
 
 impl ChildEnd {
     /// Sends the listener `fd` to the observer, then closes it here; with
-    /// [`fork`]'s observer, waits until it has spent the ticket (at once,
+    /// [`start_process`]'s observer, waits until it has spent the ticket (at once,
     /// as a rule: it did so while this process set itself up). Errs when
     /// the observer is gone. Async-signal-safe (a forked child calls it
     /// before `execve`).
@@ -160,12 +160,20 @@ impl ChildEnd {
         sent?;
         if self.awaits_observer {
             let mut byte = 0u8;
-            // SAFETY: one byte into `byte`.
-            let n = unsafe { libc::read(self.sock.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) };
-            if n != 1 {
-                return Err(std::io::Error::other(
-                    "the observer ended before the command started",
-                ));
+            loop {
+                // SAFETY: one byte into `byte`.
+                let n =
+                    unsafe { libc::read(self.sock.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) };
+                match n {
+                    1 => break,
+                    -1 if std::io::Error::last_os_error().kind()
+                        == std::io::ErrorKind::Interrupted => {}
+                    _ => {
+                        return Err(std::io::Error::other(
+                            "the observer ended before the command started",
+                        ));
+                    }
+                }
             }
         }
         Ok(())
@@ -240,7 +248,7 @@ impl Drop for Observer {
 /// command's output to its end does not wait for it, and it ignores the
 /// terminal's signals: it ends with the command. Call it where this
 /// process has one thread and holds no lock.
-pub fn fork(
+pub fn start_process(
     judge: Judge,
     mut witness: impl Witness + 'static,
     launch: Launch,
@@ -309,7 +317,7 @@ pub fn fork(
     })
 }
 
-/// What a launcher hands its observer besides the judge ([`fork`]).
+/// What a launcher hands its observer besides the judge ([`start_process`]).
 #[derive(Debug)]
 pub struct Launch {
     /// The program the launcher executes.
@@ -327,7 +335,7 @@ static LAUNCHER_HERE: AtomicU32 = AtomicU32::new(1);
 /// it did: its observer reads it once the launcher has exited.
 static LAUNCH_ERRNO: AtomicI32 = AtomicI32::new(0);
 
-/// What an observer started by [`fork`] is given.
+/// What an observer started by [`start_process`] is given.
 struct Start {
     ticket: Option<CString>,
     /// The observer's end of the socket.
@@ -336,19 +344,19 @@ struct Start {
     body: Box<dyn FnOnce()>,
 }
 
-/// The secret [`fork`]'s filter lets the launcher's own `execve` through
+/// The secret [`start_process`]'s filter lets the launcher's own `execve` through
 /// with unobserved (in its fourth and fifth arguments, which `execve`
 /// ignores), unique to each launch: the program the launcher executes
 /// needs no observer to start, and no command can pass it (it is in the
 /// kernel's copy of the filter and in memory the `execve` replaced).
 pub fn pass() -> [u32; 4] {
-    let bytes: [u8; 16] = super::launch::random();
+    let bytes: [u8; 16] = super::raw::random();
     std::array::from_fn(|i| u32::from_ne_bytes([0, 1, 2, 3].map(|b| bytes[4 * i + b])))
 }
 
 /// `execve(program, argv, envp)` with `pass` ([`pass`]) in the arguments
 /// `execve` ignores; returns only why it failed, which the observer
-/// started by [`fork`] reads once this process has exited.
+/// started by [`start_process`] reads once this process has exited.
 ///
 /// # Safety
 /// `program` is NUL-terminated, `argv` and `envp` NULL-ended arrays of
@@ -376,12 +384,12 @@ pub unsafe fn execve_passing(
     err
 }
 
-/// The stack an observer started by [`fork`] runs on (untouched pages
+/// The stack an observer started by [`start_process`] runs on (untouched pages
 /// cost nothing).
 const STACK: usize = 8 << 20;
 
 /// Starts `start`'s observer as a clone of this process sharing its
-/// memory ([`fork`]), on a stack of its own with a guard page below it.
+/// memory ([`start_process`]), on a stack of its own with a guard page below it.
 fn start_beside(start: Box<Start>) -> std::io::Result<()> {
     // SAFETY: a fresh private mapping, its lowest page made inaccessible;
     // the clone runs `observer` on the rest, with `start`, which this

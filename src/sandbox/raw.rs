@@ -1,9 +1,9 @@
-//! The few system calls a process makes while it shares another's memory
-//! ([`super::observe::fork`]), made without the C library: its wrappers
-//! write `errno`, which lives in the memory of the thread they run on, and
-//! this process runs on the launcher's thread memory until the launcher
-//! executes the command. Each returns the kernel's answer: a negative
-//! number is an error (`-errno`).
+//! System calls made without the C library: those an observer makes
+//! while it shares the launcher's memory
+//! ([`super::observe::start_process`]), where the C library's wrappers
+//! would write the launcher's `errno` (it lives in the memory of the thread
+//! they run on), and [`random`]. Each returns the kernel's answer: a
+//! negative number is an error (`-errno`).
 
 use std::ffi::CStr;
 use std::os::fd::RawFd;
@@ -123,6 +123,34 @@ pub fn futex_wait(word: &AtomicU32, expected: u32) -> isize {
     }
 }
 
+/// `N` random bytes from the kernel: `getrandom(2)` itself (the
+/// `getrandom` crate looks for the C library's function by name, which a
+/// static launcher cannot, and falls back to opening `/dev/random` and
+/// `/dev/urandom`). Zeros only where the kernel has none to give.
+pub fn random<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    let mut filled = 0;
+    while filled < N {
+        let rest = &mut bytes[filled..];
+        // SAFETY: the rest of `bytes`, writable for its length.
+        let n = unsafe {
+            syscall4(
+                libc::SYS_getrandom,
+                rest.as_mut_ptr() as usize,
+                rest.len(),
+                0,
+                0,
+            )
+        };
+        match n {
+            n if n > 0 => filled += n as usize,
+            n if n == -(libc::EINTR as isize) => {}
+            _ => break,
+        }
+    }
+    bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,5 +177,14 @@ mod tests {
         assert_eq!(&buf, b"ab");
         // SAFETY: the pipe's own descriptors.
         unsafe { [libc::close(fds[0]), libc::close(fds[1])] };
+        // Two draws of 16 bytes are not the same.
+        assert_ne!(random::<16>(), random::<16>());
+        // Ignored, as the C library reads it back (SIGUSR2: no test uses it).
+        assert_eq!(ignore(libc::SIGUSR2), 0);
+        // SAFETY: a zeroed sigaction for the kernel to fill.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: asks the disposition only.
+        unsafe { libc::sigaction(libc::SIGUSR2, std::ptr::null(), &mut old) };
+        assert_eq!(old.sa_sigaction, libc::SIG_IGN);
     }
 }
