@@ -11,10 +11,12 @@ workspace-write); each round decides a call through the Claude Code hook
 (not timed), then runs `bash -c COMMAND` and the hook's rewritten line (and,
 with --against, the previous release's, each decided by its own hook), in
 an order that rotates each round. Prints the median wall time of each and
-what each adds to bash alone. With --floor (and a C compiler), two static C
-launchers run the command in the same rotation, the floor of any launcher
-measured in the same hour: one that only executes it, and one that first
-makes a user and mount namespace. Standard library only.
+what each adds to bash alone. With --floor (and a C compiler), three static
+C launchers run the command in the same rotation, floors measured in the
+same hour: one that only executes it; one that first makes a user and
+mount namespace; one that applies gavel's kernel sandbox at its least
+(read-only's Landlock paths, the namespaces read-only, a filter of gavel's
+size with a listener). Standard library only.
 """
 import json
 import os
@@ -54,12 +56,80 @@ def timed(argv, cwd):
 
 FLOOR_C = r"""
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#ifdef SANDBOX
+/* gavel's kernel sandbox, at its least: read-only's Landlock paths, the
+   namespaces made read-only, a seccomp filter of gavel's size (~110
+   instructions) with a listener that is never told anything. */
+static void put(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY);
+    if (fd < 0 || write(fd, text, strlen(text)) < 0) { perror(path); exit(1); }
+    close(fd);
+}
+struct rule { unsigned long long access; int parent; } __attribute__((packed));
+static void sandbox(void) {
+    struct { unsigned long long fs, net, scoped; } handled = { (1ULL << 16) - 1, 3, 3 };
+    int rs = syscall(SYS_landlock_create_ruleset, &handled, sizeof handled, 0);
+    if (rs < 0) { perror("landlock"); exit(1); }
+    const char *home = getenv("HOME"), *paths[] = { ".", "/usr", "/bin", "/sbin", "/lib", "/lib32",
+        "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys", "~/.cargo", "~/.cargo/bin", "~/.rustup",
+        "~/.rustup/toolchains", "~/.local/bin", "~/.local/lib", "~/.nvm", "~/.pyenv", "~/go", "~/go/bin",
+        "~/.gitconfig", "~/.config/git", "/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+        "/dev/urandom", 0 };
+    for (int i = 0; paths[i]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s%s", paths[i][0] == '~' ? home : "", paths[i] + (paths[i][0] == '~'));
+        struct rule r = { 1 | 4 | 8, open(path, O_PATH | O_CLOEXEC) }; /* execute, read file, read dir */
+        if (r.parent < 0) continue;
+        if (syscall(SYS_landlock_add_rule, rs, 1, &r, 0)) { r.access = 2 | 4; syscall(SYS_landlock_add_rule, rs, 1, &r, 0); }
+        close(r.parent);
+    }
+    char map[64], cwd[4096];
+    unsigned uid = getuid(), gid = getgid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS)) { perror("unshare"); exit(1); }
+    put("/proc/self/setgroups", "deny");
+    snprintf(map, sizeof map, "%u %u 1\n", uid, uid); put("/proc/self/uid_map", map);
+    snprintf(map, sizeof map, "%u %u 1\n", gid, gid); put("/proc/self/gid_map", map);
+    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+    struct { unsigned long long set, clr, propagation, userns; } ro = { 1, 0, 0, 0 };
+    syscall(SYS_mount_setattr, AT_FDCWD, "/", 0x8000, &ro, sizeof ro);
+    if (!getcwd(cwd, sizeof cwd) || chdir(cwd)) { perror("cwd"); exit(1); }
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    if (syscall(SYS_landlock_restrict_self, rs, 0)) { perror("landlock"); exit(1); }
+    close(rs);
+    /* a tree of 100 comparisons over numbers no call has */
+    struct sock_filter f[110];
+    int k = 0, nodes = 100;
+    f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0);
+    for (int i = 0; i < nodes; i++) {
+        int l = 2 * i + 1, r = 2 * i + 2;
+        int jt = (r < nodes ? r : nodes) - i - 1, jf = (l < nodes ? l : nodes + 1) - i - 1;
+        f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 2000 + i, jt, jf);
+    }
+    f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
+    f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog program = { k, f };
+    int listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &program);
+    if (listener < 0) { perror("seccomp"); exit(1); }
+    close(listener);
+}
+#endif
 int main(int argc, char **argv) {
 #ifdef NS
     if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) { perror("unshare"); return 1; }
+#endif
+#ifdef SANDBOX
+    sandbox();
 #endif
     execvp(argv[1], argv + 1);
     perror("execvp");
@@ -69,13 +139,15 @@ int main(int argc, char **argv) {
 
 
 def floors(root):
-    """The two floor launchers, compiled static into root: exec only, and
-    a user and mount namespace then exec."""
+    """The floor launchers, compiled static into root: exec only; a user
+    and mount namespace, then exec; gavel's kernel sandbox at its least
+    (Landlock, the namespaces read-only, a filter with a listener), then
+    exec."""
     source = os.path.join(root, "floor.c")
     with open(source, "w") as f:
         f.write(FLOOR_C)
     built = []
-    for name, flags in [("floor-exec", []), ("floor-userns", ["-DNS"])]:
+    for name, flags in [("floor-exec", []), ("floor-userns", ["-DNS"]), ("floor-sandbox", ["-DSANDBOX"])]:
         out = os.path.join(root, name)
         subprocess.run(["cc", "-O2", "-static", *flags, "-o", out, source], check=True)
         built.append((name, out))
