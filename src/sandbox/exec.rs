@@ -326,9 +326,11 @@ impl ContainedCommand {
     /// Becomes the command: this process sets itself up contained and
     /// executes it in place, so that the command's caller waits for the
     /// command itself, with nothing between them. What the sandbox
-    /// refuses goes to `witness` from an observer process ([`start_process`]),
-    /// which removes the private temporary folder once the command is
-    /// over. Returns only why the command did not run. Call it where this
+    /// refuses goes to `witness` from an observer process
+    /// ([`start_process`]), which removes the private temporary folder
+    /// once the command is over. A program the sandbox may not execute is
+    /// refused (126) before anything is set up, its attempt witnessed.
+    /// Returns only why the command did not run. Call it where this
     /// process has one thread.
     pub fn exec(mut self, witness: impl Witness + 'static) -> ExecError {
         let nul = |_| ExecError::Unenforceable(LaunchError::Nul.to_string());

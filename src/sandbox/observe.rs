@@ -67,7 +67,8 @@ impl Observed {
     }
 }
 
-/// Where a process observer ([`start_process`]) puts what it sees, as it sees it.
+/// Where a process observer ([`start_process`]) puts what it sees, as it
+/// sees it.
 pub trait Witness {
     /// An attempt kept, by process `pid`, which waits in the call until
     /// this returns.
@@ -142,17 +143,17 @@ fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
 #[derive(Debug)]
 pub struct ChildEnd {
     sock: OwnedFd,
-    /// Whether the observer is [`start_process`]'s, which says when it has spent
-    /// the ticket.
+    /// Whether the observer is [`start_process`]'s, which says when it has
+    /// spent the ticket.
     awaits_observer: bool,
 }
 
 impl ChildEnd {
     /// Sends the listener `fd` to the observer, then closes it here; with
-    /// [`start_process`]'s observer, waits until it has spent the ticket (at once,
-    /// as a rule: it did so while this process set itself up). Errs when
-    /// the observer is gone. Async-signal-safe (a forked child calls it
-    /// before `execve`).
+    /// [`start_process`]'s observer, waits until it has spent the ticket
+    /// (at once, as a rule: it did so while this process set itself up).
+    /// Errs when the observer is gone. Async-signal-safe (a forked child
+    /// calls it before `execve`).
     pub fn send(&self, fd: RawFd) -> std::io::Result<()> {
         let sent = send_fd(self.sock.as_raw_fd(), fd);
         // SAFETY: the listener is this process's to close, sent or not.
@@ -317,7 +318,8 @@ pub fn start_process(
     })
 }
 
-/// What a launcher hands its observer besides the judge ([`start_process`]).
+/// What a launcher hands its observer besides the judge
+/// ([`start_process`]).
 #[derive(Debug)]
 pub struct Launch {
     /// The program the launcher executes.
@@ -344,9 +346,9 @@ struct Start {
     body: Box<dyn FnOnce()>,
 }
 
-/// The secret [`start_process`]'s filter lets the launcher's own `execve` through
-/// with unobserved (in its fourth and fifth arguments, which `execve`
-/// ignores), unique to each launch: the program the launcher executes
+/// The secret with which the filter lets the launcher's own `execve`
+/// through unobserved (in its fourth and fifth arguments, which `execve`
+/// ignores), drawn for each launch: the program the launcher executes
 /// needs no observer to start, and no command can pass it (it is in the
 /// kernel's copy of the filter and in memory the `execve` replaced).
 pub fn pass() -> [u32; 4] {
@@ -384,12 +386,13 @@ pub unsafe fn execve_passing(
     err
 }
 
-/// The stack an observer started by [`start_process`] runs on (untouched pages
-/// cost nothing).
+/// The stack an observer started by [`start_process`] runs on (untouched
+/// pages cost nothing).
 const STACK: usize = 8 << 20;
 
 /// Starts `start`'s observer as a clone of this process sharing its
-/// memory ([`start_process`]), on a stack of its own with a guard page below it.
+/// memory ([`start_process`]), on a stack of its own with a guard page
+/// below it.
 fn start_beside(start: Box<Start>) -> std::io::Result<()> {
     // SAFETY: a fresh private mapping, its lowest page made inaccessible;
     // the clone runs `observer` on the rest, with `start`, which this
