@@ -349,8 +349,11 @@ struct Start {
 /// The secret with which the filter lets the launcher's own `execve`
 /// through unobserved (in its fourth and fifth arguments, which `execve`
 /// ignores), drawn for each launch: the program the launcher executes
-/// needs no observer to start, and no command can pass it (it is in the
-/// kernel's copy of the filter and in memory the `execve` replaced).
+/// needs no observer to start, and no command can pass it: it is in the
+/// kernel's copy of the filter and in the memory the `execve` leaves to
+/// the observer, which a contained command cannot read (Landlock keeps it
+/// from tracing a process outside its sandbox, the filter refuses
+/// `ptrace` and `process_vm_readv`).
 pub fn pass() -> [u32; 4] {
     let bytes: [u8; 16] = super::raw::random();
     std::array::from_fn(|i| u32::from_ne_bytes([0, 1, 2, 3].map(|b| bytes[4 * i + b])))
