@@ -945,3 +945,17 @@ fn a_program_the_sandbox_may_not_execute_fails_as_bash_says_and_is_recorded() {
         "{attempt}"
     );
 }
+
+#[test]
+fn a_contained_command_cannot_read_its_observers_memory() {
+    // The observer holds the launcher's old memory, the secret that let
+    // the launcher's own `execve` past the filter among it.
+    let sb = workspace("read-only");
+    let script = "for $d (glob \"/proc/[0-9]*\") { open(C, \"$d/comm\") or next; $c = <C>; \
+                  next unless $c =~ /gavel-observer/; print \"observer\\n\"; \
+                  print open(M, \"$d/mem\") ? \"READ\\n\" : \"refused\\n\"; }";
+    let output = escape(&sb, "observer-mem", script);
+    let out = stdout(&output);
+    assert!(out.contains("observer\nrefused\n"), "{out}");
+    assert!(!out.contains("READ"), "{out}");
+}
