@@ -481,6 +481,8 @@ pub fn contained_command(
         landlock: (Resolved::default(), 0),
         observer: None,
     };
+    // Nothing to carve out or protect where nothing is writable.
+    let mut protected: Vec<PathBuf> = Vec::new();
     if !spec.write.is_empty() {
         contained.tmp = Some(private_tmp(call_id)?);
         // gavel's own folder, made (owner-only) where it is missing so
@@ -495,32 +497,31 @@ pub fn contained_command(
                     source,
                 })?;
         }
+        // The tickets' folder is made where it is missing, so that it can
+        // be held read-only: a command must not leave a ticket there.
+        if let Some(db) = db {
+            let _ = std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(super::ticket::folder(db));
+        }
+        // The log, its tickets, its keys beside it (an older gavel's) and
+        // the user's keys folder, whatever a profile's write set holds.
+        protected = db
+            .into_iter()
+            .flat_map(|db| {
+                [
+                    db.to_path_buf(),
+                    crate::store::redact_key_path(db),
+                    crate::store::checkpoint_key_beside(db),
+                    super::ticket::folder(db),
+                ]
+            })
+            .chain(crate::store::user_keys_dir())
+            .filter(|p| p.exists())
+            .collect();
     }
     let fail = |e: LaunchError| ExecError::Unenforceable(e.to_string());
     let home = home().map_err(fail)?;
-    // The tickets' folder is made where it is missing, so that it can be
-    // held read-only: a command that writes must not leave a ticket there.
-    if let Some(db) = db.filter(|_| !spec.write.is_empty()) {
-        let _ = std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(super::ticket::folder(db));
-    }
-    // The log, its tickets, its keys beside it (an older gavel's) and the
-    // user's keys folder, whatever a profile's write set holds (nothing
-    // to protect where nothing is writable).
-    let protected: Vec<PathBuf> = db
-        .into_iter()
-        .flat_map(|db| {
-            [
-                db.to_path_buf(),
-                crate::store::redact_key_path(db),
-                crate::store::checkpoint_key_beside(db),
-                super::ticket::folder(db),
-            ]
-        })
-        .chain(crate::store::user_keys_dir())
-        .filter(|p| !spec.write.is_empty() && p.exists())
-        .collect();
     let extra_write: Vec<PathBuf> = contained.tmp.iter().cloned().collect();
     let resolved = Resolved::new(spec, workspace, &home, &extra_write, &protected).map_err(fail)?;
     if let Some(tmp) = &contained.tmp {
