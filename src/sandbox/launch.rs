@@ -206,8 +206,8 @@ impl Resolved {
         // is most of the cost of preparing a sandbox).
         let absolutes = |list: &[String]| -> Vec<PathBuf> {
             let mut out: Vec<PathBuf> = list.iter().map(|p| absolute(p, workspace, home)).collect();
-            out.sort();
-            out.dedup();
+            out.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+            out.dedup_by(|a, b| a.as_os_str() == b.as_os_str());
             out
         };
         Ok(Self {
@@ -258,24 +258,34 @@ pub fn ruleset(resolved: &Resolved, kernel_abi: i64) -> Result<OwnedFd, LaunchEr
     let ruleset = created.ok_or_else(|| err(&"the kernel made no ruleset"))?;
     // One rule per path, with every right a list gives it (`/usr` is read
     // and executed from): each rule is a path opened and a system call.
-    let mut rules: std::collections::BTreeMap<&Path, landlock::BitFlags<AccessFs>> =
-        std::collections::BTreeMap::new();
+    // Paths are told apart by their bytes (two spellings of one folder
+    // make two rules, which the kernel merges).
     let lists = [
-        (&resolved.read, read),
-        (&resolved.exec, exec),
-        (&resolved.write, write),
+        (&resolved.read[..], read),
+        (&resolved.exec[..], exec),
+        (&resolved.write[..], write),
     ];
-    for (paths, access) in lists {
-        for path in paths.iter() {
-            *rules.entry(path).or_default() |= access;
+    let devices = DEVICES_RW
+        .iter()
+        .map(|d| (Path::new(d), AccessFs::ReadFile | AccessFs::WriteFile))
+        .chain(
+            DEVICES_READ
+                .iter()
+                .map(|d| (Path::new(d), AccessFs::ReadFile.into())),
+        );
+    let mut rules: Vec<(&Path, landlock::BitFlags<AccessFs>)> = lists
+        .iter()
+        .flat_map(|(paths, access)| paths.iter().map(|p| (p.as_path(), *access)))
+        .chain(devices)
+        .collect();
+    rules.sort_unstable_by(|(a, _), (b, _)| a.as_os_str().cmp(b.as_os_str()));
+    rules.dedup_by(|(path, access), (kept, union)| {
+        let same = path.as_os_str() == kept.as_os_str();
+        if same {
+            *union |= *access;
         }
-    }
-    for device in DEVICES_RW {
-        *rules.entry(Path::new(device)).or_default() |= AccessFs::ReadFile | AccessFs::WriteFile;
-    }
-    for device in DEVICES_READ {
-        *rules.entry(Path::new(device)).or_default() |= AccessFs::ReadFile;
-    }
+        same
+    });
     let on_file = AccessFs::from_file(abi);
     for (path, access) in rules {
         // Opened once; a missing path is left out.

@@ -244,10 +244,12 @@ impl Drop for Observer {
 /// that sleeps until the kernel, as it replaces this process's memory,
 /// leaves the old one to the observer alone. This process's `wait` does
 /// not see it (it sends no signal when it ends): a command that waits for
-/// all of its children never waits for it. It holds none of this
-/// process's standard input, output or error, so whoever reads the
-/// command's output to its end does not wait for it, and it ignores the
-/// terminal's signals: it ends with the command. Call it where this
+/// all of its children never waits for it. Before the command starts, it
+/// lets go of every descriptor of this process but the two it needs (its
+/// standard input, output and error are `/dev/null`), so whoever reads
+/// the command's output to its end never waits for it, however late the
+/// observer is scheduled; and it ignores the terminal's signals: it ends
+/// with the command. Call it where this
 /// process has one thread and holds no lock.
 pub fn start_process(
     judge: Judge,
@@ -271,22 +273,11 @@ pub fn start_process(
         ),
         None => None,
     };
-    let (sock, theirs_fd) = (ours.as_raw_fd(), theirs.as_raw_fd());
+    let (sock, pidfd) = (ours.as_raw_fd(), command.as_raw_fd());
     let program = launch.program;
     let body = move || {
-        // SAFETY: descriptors of the observer (the child's end is the
-        // command's, not its).
-        unsafe {
-            libc::close(theirs_fd);
-            libc::prctl(libc::PR_SET_NAME, c"gavel-observer".as_ptr());
-            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-            if null >= 0 {
-                for fd in 0..3 {
-                    libc::dup2(null, fd);
-                }
-                libc::close(null);
-            }
-        }
+        // SAFETY: names this process.
+        unsafe { libc::prctl(libc::PR_SET_NAME, c"gavel-observer".as_ptr()) };
         let until = Until::Exit(command.as_raw_fd());
         let mut observed = watch(&ours, &judge, &until, &mut witness);
         // The launcher's own `execve`, which the observer is not told of
@@ -305,6 +296,7 @@ pub fn start_process(
     start_beside(Box::new(Start {
         ticket,
         sock,
+        pidfd,
         body: Box::new(body),
     }))?;
     // This process's copy of the observer's end, closed: should the
@@ -342,6 +334,8 @@ struct Start {
     ticket: Option<CString>,
     /// The observer's end of the socket.
     sock: RawFd,
+    /// The launcher's pidfd: the command, once it executes.
+    pidfd: RawFd,
     /// The observer's work once it has the memory to itself.
     body: Box<dyn FnOnce()>,
 }
@@ -443,6 +437,9 @@ extern "C" fn observer(arg: *mut libc::c_void) -> libc::c_int {
     if let Some(ticket) = &start.ticket {
         raw::unlink(ticket);
     }
+    // Nothing of the command's held (its pipes, the child's end of the
+    // socket) before it starts.
+    raw::keep_only([start.sock, start.pidfd]);
     raw::write(start.sock, b"s");
     while LAUNCHER_HERE.load(Ordering::Acquire) != 0 {
         raw::futex_wait(&LAUNCHER_HERE, 1);
@@ -554,7 +551,9 @@ fn receive(sock: &OwnedFd, until: &Until) -> Option<OwnedFd> {
 /// command is gone or the command is over.
 fn watch(sock: &OwnedFd, judge: &Judge, until: &Until, witness: &mut dyn Witness) -> Observed {
     let mut observed = Observed::default();
-    let judge = &judge.settled();
+    // Made on the first attempt: a command that tries nothing costs its
+    // observer no `realpath`.
+    let settled = std::cell::OnceCell::new();
     let Some(listener) = receive(sock, until) else {
         return observed;
     };
@@ -575,7 +574,7 @@ fn watch(sock: &OwnedFd, judge: &Judge, until: &Until, witness: &mut dyn Witness
             // interruption: carry on.
             continue;
         }
-        let seen = judge.judge(&notif, fd);
+        let seen = settled.get_or_init(|| judge.settled()).judge(&notif, fd);
         let mut resp = libc::seccomp_notif_resp {
             id: notif.id,
             val: 0,

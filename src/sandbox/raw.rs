@@ -123,6 +123,60 @@ pub fn futex_wait(word: &AtomicU32, expected: u32) -> isize {
     }
 }
 
+/// Leaves this process holding none of the descriptors it was given but
+/// `keep`, with `/dev/null` on its standard input, output and error: a
+/// process that shares nothing of a command's but its start holds none of
+/// its pipes, so whoever reads the command's output to its end never
+/// waits for it. Best effort (a kernel without `close_range` leaves the
+/// other descriptors open); what it could not do is the first error.
+pub fn keep_only(keep: [RawFd; 2]) -> isize {
+    // SAFETY: a NUL-terminated path, alive for the call.
+    let null = unsafe {
+        syscall4(
+            libc::SYS_openat,
+            libc::AT_FDCWD as usize,
+            c"/dev/null".as_ptr() as usize,
+            (libc::O_RDWR | libc::O_CLOEXEC) as usize,
+            0,
+        )
+    };
+    if null < 0 {
+        return null;
+    }
+    let mut first_error = 0;
+    for fd in (0..3isize).filter(|&fd| fd != null) {
+        // SAFETY: descriptors of this process only.
+        let rc = unsafe { syscall4(libc::SYS_dup3, null as usize, fd as usize, 0, 0) };
+        if rc < 0 && first_error == 0 {
+            first_error = rc;
+        }
+    }
+    // Everything from 3 up but `keep` (the `/dev/null` opened above too,
+    // unless it landed below 3).
+    let [low, high] = if keep[0] <= keep[1] {
+        keep
+    } else {
+        [keep[1], keep[0]]
+    };
+    let ranges = [(3, low - 1), (low + 1, high - 1), (high + 1, RawFd::MAX)];
+    for (first, last) in ranges.into_iter().filter(|(f, l)| f <= l && *l >= 3) {
+        // SAFETY: closes descriptors of this process only.
+        let rc = unsafe {
+            syscall4(
+                libc::SYS_close_range,
+                first.max(3) as usize,
+                last as u32 as usize,
+                0,
+                0,
+            )
+        };
+        if rc < 0 && first_error == 0 {
+            first_error = rc;
+        }
+    }
+    first_error
+}
+
 /// `N` random bytes from the kernel: `getrandom(2)` itself (the
 /// `getrandom` crate looks for the C library's function by name, which a
 /// static launcher cannot, and falls back to opening `/dev/random` and
@@ -186,5 +240,68 @@ mod tests {
         // SAFETY: asks the disposition only.
         unsafe { libc::sigaction(libc::SIGUSR2, std::ptr::null(), &mut old) };
         assert_eq!(old.sa_sigaction, libc::SIG_IGN);
+    }
+
+    /// A process that keeps only two descriptors holds none of another
+    /// pipe: its reader sees the end while the process lives on.
+    #[test]
+    fn a_process_that_keeps_only_two_descriptors_holds_no_other_pipe() {
+        let pipe = || {
+            let mut fds = [0; 2];
+            // SAFETY: room for two descriptors.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            fds
+        };
+        let (output, held, kept) = (pipe(), pipe(), pipe());
+        // SAFETY: the child makes async-signal-safe calls only, and exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let code = (|| {
+                if keep_only([held[0], kept[1]]) != 0 {
+                    return 1;
+                }
+                // SAFETY: fcntl and fstat on descriptor numbers.
+                unsafe {
+                    let open = |fd| libc::fcntl(fd, libc::F_GETFD) >= 0;
+                    if open(output[1]) || open(output[0]) || !open(held[0]) || !open(kept[1]) {
+                        return 2;
+                    }
+                    let mut st: libc::stat = std::mem::zeroed();
+                    if libc::fstat(1, &mut st) != 0 || st.st_rdev != libc::makedev(1, 3) {
+                        return 3;
+                    }
+                    // Lives on until the test lets it go.
+                    let mut byte = 0u8;
+                    libc::read(held[0], (&mut byte as *mut u8).cast(), 1);
+                }
+                0
+            })();
+            // SAFETY: ends the forked child.
+            unsafe { libc::_exit(code) };
+        }
+        // SAFETY: the test's own descriptors.
+        unsafe {
+            libc::close(output[1]);
+            let mut poll = libc::pollfd {
+                fd: output[0],
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            assert_eq!(
+                libc::poll(&mut poll, 1, 10_000),
+                1,
+                "the child holds the pipe"
+            );
+            let mut byte = 0u8;
+            assert_eq!(libc::read(output[0], (&mut byte as *mut u8).cast(), 1), 0);
+            libc::close(held[1]);
+            let mut status = 0;
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            assert_eq!(libc::WEXITSTATUS(status), 0);
+            for fd in [output[0], held[0], kept[0], kept[1]] {
+                libc::close(fd);
+            }
+        }
     }
 }

@@ -946,6 +946,89 @@ fn a_program_the_sandbox_may_not_execute_fails_as_bash_says_and_is_recorded() {
     );
 }
 
+/// The observer beside a contained command lets go of the command's
+/// descriptors before the command starts: it holds none of the pipes its
+/// caller reads the output from (its standard output and error, and one
+/// more it was handed), so a client that reads the output to its end
+/// never waits for the observer (checked from outside, in `/proc`).
+#[test]
+fn the_observer_holds_none_of_the_commands_pipes() {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let sb = workspace("read-only");
+    assert_eq!(decide(&sb, "observer-fds", "perl -e 'sleep 30'"), "allow");
+    // A pipe the launcher inherits beyond its standard three.
+    let mut ends = [0; 2];
+    // SAFETY: room for two descriptors.
+    assert_eq!(
+        unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) },
+        0
+    );
+    let extra = ends[1];
+    let mut command = sb.bare_std();
+    command
+        .args(["exec", "--call-id", "observer-fds", "--workspace"])
+        .arg(&sb.ws)
+        .arg("--db")
+        .arg(&sb.db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: one fcntl in the forked child: the pipe's end is inherited.
+    unsafe {
+        command.pre_exec(move || {
+            libc::fcntl(extra, libc::F_SETFD, 0);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().expect("start gavel exec");
+    // SAFETY: the test's own descriptors, the child holds its copy.
+    unsafe { [libc::close(ends[0]), libc::close(ends[1])] };
+    let pid = child.id().to_string();
+    let proc_text = |path: String| std::fs::read_to_string(path).unwrap_or_default();
+    // The command is running (the launcher has become it), and its one
+    // child is the observer.
+    let observer = (0..500).find_map(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if proc_text(format!("/proc/{pid}/comm")).trim() != "perl" {
+            return None;
+        }
+        std::fs::read_dir("/proc")
+            .ok()?
+            .flatten()
+            .find_map(|entry| {
+                let status = proc_text(format!("{}/status", entry.path().display()));
+                status
+                    .lines()
+                    .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["PPid:", pid.as_str()])
+                    .then(|| entry.path())
+            })
+    });
+    let held: Vec<String> = observer
+        .iter()
+        .flat_map(|dir| {
+            std::fs::read_dir(dir.join("fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .map(|target| target.display().to_string())
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(observer.is_some(), "no observer beside the command");
+    assert!(
+        !held.iter().any(|target| target.starts_with("pipe:")),
+        "the observer holds a pipe: {held:?}"
+    );
+    assert_eq!(
+        held.iter().filter(|t| *t == "/dev/null").count(),
+        3,
+        "{held:?}"
+    );
+}
+
 #[test]
 fn a_contained_command_cannot_read_its_observers_memory() {
     // The observer holds the launcher's old memory, the secret that let

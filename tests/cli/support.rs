@@ -91,7 +91,8 @@ impl Sandbox {
             .expect("start gavel")
     }
 
-    fn bare_std(&self) -> std::process::Command {
+    /// [`Sandbox::bare`] as the standard library's command.
+    pub fn bare_std(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gavel"));
         // `COLUMNS` makes tables fit a width: tests that want one set it.
         // Automatic checkpoints change what a log holds: the tests that
