@@ -249,8 +249,8 @@ impl Drop for Observer {
 /// standard input, output and error are `/dev/null`), so whoever reads
 /// the command's output to its end never waits for it, however late the
 /// observer is scheduled; and it ignores the terminal's signals: it ends
-/// with the command. Call it where this
-/// process has one thread and holds no lock.
+/// with the command. Call it where this process has one thread and holds
+/// no lock.
 pub fn start_process(
     judge: Judge,
     mut witness: impl Witness + 'static,
