@@ -131,16 +131,12 @@ impl Resolved {
         extra_write: &[PathBuf],
         extra_protected: &[PathBuf],
     ) -> Result<Self, LaunchError> {
-        let canon = |list: &[String]| -> Vec<PathBuf> {
-            let mut out: Vec<PathBuf> = list
+        let mut write = sorted(
+            spec.write
                 .iter()
                 .filter_map(|p| std::fs::canonicalize(absolute(p, workspace, home)).ok())
-                .collect();
-            out.sort();
-            out.dedup();
-            out
-        };
-        let mut write = canon(&spec.write);
+                .collect(),
+        );
         let mut protected = Vec::new();
         // Nothing to protect where nothing is writable.
         let writes = !write.is_empty() || !extra_write.is_empty();
@@ -182,8 +178,7 @@ impl Resolved {
                 }
             }
         }
-        protected.sort();
-        protected.dedup();
+        let protected = sorted(protected);
         for extra in extra_write {
             if let Ok(real) = std::fs::canonicalize(extra) {
                 write.push(real);
@@ -205,10 +200,7 @@ impl Resolved {
         // command's path: made absolute, not canonical (a `realpath` each
         // is most of the cost of preparing a sandbox).
         let absolutes = |list: &[String]| -> Vec<PathBuf> {
-            let mut out: Vec<PathBuf> = list.iter().map(|p| absolute(p, workspace, home)).collect();
-            out.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
-            out.dedup_by(|a, b| a.as_os_str() == b.as_os_str());
-            out
+            sorted(list.iter().map(|p| absolute(p, workspace, home)).collect())
         };
         Ok(Self {
             read: absolutes(&spec.read),
@@ -219,6 +211,14 @@ impl Resolved {
             network: spec.network,
         })
     }
+}
+
+/// `paths` ordered by their bytes (a comparison of components costs more,
+/// and the order only serves to drop duplicates), each once.
+fn sorted(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    paths.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+    paths.dedup_by(|a, b| a.as_os_str() == b.as_os_str());
+    paths
 }
 
 /// The Landlock ABI the ruleset is built for: the kernel's, at most V6.
